@@ -1,0 +1,117 @@
+# attnscope — build, run, test. Dependencies come from Debian; when a
+# pkg-config check fails we install them (as root) or print the command.
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+CC      ?= cc
+DATADIR  = $(PREFIX)/share/attnscope
+
+DEB_PKGS = libncurses-dev libreadline-dev libopenblas-dev libpng-dev \
+           libcriterion-dev libfreetype-dev fonts-dejavu-core pkg-config tmux
+
+WARN    = -Wall -Wextra -Wshadow -Wno-unused-parameter
+ifeq ($(CI),true)
+WARN   += -Werror
+endif
+OPT    ?= -O2 -march=native -g
+SAN    ?=
+CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Iinclude \
+             -DAS_DATADIR='"$(DATADIR)"' -DAS_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+VERSION := 0.1.0
+
+LIB_SRCS := $(sort $(wildcard src/*.c))
+UI_SRCS  := $(sort $(wildcard ui/*.c))
+TEST_SRCS:= $(sort $(wildcard tests/*.c))
+LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+UI_OBJS   = $(UI_SRCS:%.c=$(BUILD)/%.o)
+TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
+LIB       = $(BUILD)/libattnscope.a
+PROG      = $(BUILD)/attnscope
+UNIT      = $(BUILD)/unit-tests
+
+.PHONY: all run test unit e2e bench asan install clean deps
+all: attnscope
+
+# The configuration (pkg-config flags) is generated after the dependency
+# check, so a fresh machine installs packages before anything compiles.
+-include $(BUILD)/config.mk
+
+$(BUILD)/config.mk: Makefile
+	@mkdir -p $(BUILD)
+	@missing=""; \
+	for pc in ncursesw:libncurses-dev readline:libreadline-dev openblas:libopenblas-dev \
+	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev; do \
+	  name=$${pc%%:*}; pkg=$${pc#*:}; \
+	  command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $$name || missing="$$missing $$pkg"; \
+	done; \
+	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
+	[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$$missing fonts-dejavu-core"; \
+	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "attnscope: installing missing Debian packages:$$missing"; \
+	    (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >&2 || exit 1; \
+	  else \
+	    echo "attnscope: missing packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi; \
+	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2)"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2) -lm -lpthread"; \
+	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2) -lm -lpthread"; \
+	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
+	  echo "CRIT_LIBS := $$(pkg-config --libs criterion)"; } > $@.tmp && mv $@.tmp $@
+
+deps: $(BUILD)/config.mk
+
+$(BUILD)/%.o: %.c $(BUILD)/config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/%.c $(BUILD)/config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(CRIT_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(PROG): $(UI_OBJS) $(LIB)
+	$(CC) $(SAN) $(UI_OBJS) $(LIB) $(PKG_LIBS) -o $@
+
+attnscope: $(PROG)
+	@ln -sf $(PROG) attnscope
+
+$(UNIT): $(TEST_OBJS) $(LIB)
+	$(CC) $(SAN) $(TEST_OBJS) $(LIB) $(LIB_DEPS) $(CRIT_LIBS) -o $@
+
+run: attnscope
+	./attnscope
+
+unit: $(UNIT) $(PROG)
+	cd tests && AS_BIN=$(abspath $(PROG)) ../$(UNIT) --jobs 2
+
+e2e: $(PROG)
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
+
+test: unit e2e
+
+# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+asan:
+	$(MAKE) BUILD=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  ASAN_OPTIONS=detect_leaks=1 test
+
+bench:
+	@if [ -f tests/bench/Makefile.inc ]; then $(MAKE) -f Makefile -f tests/bench/Makefile.inc bench-run; \
+	else echo "make bench: the benchmark is not written yet (issue 6)"; exit 2; fi
+
+install: $(PROG)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/models
+	install -m 755 $(PROG) $(DESTDIR)$(PREFIX)/bin/attnscope
+	for f in models/*.gguf; do [ -f "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(DATADIR)/models/; done; true
+
+clean:
+	rm -rf build attnscope
+
+-include $(LIB_OBJS:.o=.d) $(UI_OBJS:.o=.d) $(TEST_OBJS:.o=.d)

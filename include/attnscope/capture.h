@@ -1,0 +1,58 @@
+/* capture: every hook point's values at every position of the current
+ * context, within a memory budget. Only the interpreter writes it; views
+ * and exports only read it. Attention hooks are stored per head as the
+ * causal lower triangle. The KV cache is the storage of the k/v hooks
+ * attention reads back, so it is always kept. Over budget, whole hooks are
+ * dropped by class (residual-stream copies first, patterns and norm
+ * statistics last) and the drop is described in `dropped`. */
+#ifndef ATTNSCOPE_CAPTURE_H
+#define ATTNSCOPE_CAPTURE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "attnscope/error.h"
+#include "attnscope/kernels.h"
+#include "attnscope/program.h"
+
+typedef struct as_capture {
+    const as_program *prog;
+    int n_ctx;
+    size_t budget;      /* bytes allowed for droppable hooks */
+    size_t used;        /* bytes allocated for hooks (KV cache included) */
+    float **store;      /* per hook: storage for n_ctx positions, or NULL if dropped */
+    as_norm_stat **stats; /* per NORM_SCALE hook: [n_ctx] statistics (always kept) */
+    int *filled;        /* per hook: positions [0, filled) hold current values */
+    int n_dropped;
+    char dropped[512];  /* human summary of what was dropped, "" if nothing */
+} as_capture;
+
+/* Allocates storage for every hook within budget bytes (0: only what the
+ * computation itself needs). Memory is committed lazily by the OS as
+ * positions are written. */
+int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err);
+void as_capture_free(as_capture *c);
+
+/* Bytes a hook needs for n_ctx positions (attention: a triangle per head). */
+size_t as_capture_hook_bytes(const as_hook *h, int n_ctx);
+bool as_capture_has(const as_capture *c, int hook);
+/* Offset, in floats, of attention row (head, query q) within a hook's triangle store. */
+size_t as_capture_attn_offset(const as_capture *c, int head, int q);
+
+/* Readers; the caller checks pos < filled[hook]. */
+const float *as_capture_row(const as_capture *c, int hook, int pos);
+/* Attention weight or score at (head, q, k); masked (k > q) gives -inf for
+ * scores and 0 for patterns, as TransformerLens stores them. */
+float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
+const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
+
+/* TransformerLens shape of a hook over n_pos positions, without batch:
+ * returns the number of dims written to shape (at most 3). */
+int as_capture_shape(const as_capture *c, int hook, int n_pos, size_t shape[3]);
+/* Copies a hook's values over positions [0, n_pos) into out, in that shape
+ * (C order; masked attention entries filled as above). out holds
+ * as_capture_count() floats. */
+size_t as_capture_count(const as_capture *c, int hook, int n_pos);
+void as_capture_copy(const as_capture *c, int hook, int n_pos, float *out);
+
+#endif

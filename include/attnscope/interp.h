@@ -1,0 +1,89 @@
+/* interp: the step-through interpreter. Executes a program with a program
+ * counter over a span of new positions (the whole prompt at once, then one
+ * position per generated token, reusing the KV cache), writes every op's
+ * output into the capture, and stops at breakpoints. `back` restores an
+ * earlier op by resetting the counter (or, where hooks were not captured,
+ * by replaying the pass from its start: ops are deterministic, so the
+ * state is bit-identical). */
+#ifndef ATTNSCOPE_INTERP_H
+#define ATTNSCOPE_INTERP_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "attnscope/capture.h"
+#include "attnscope/error.h"
+#include "attnscope/program.h"
+
+typedef enum as_stop {
+    AS_STOP_COUNT,     /* ran the number of ops asked */
+    AS_STOP_BLOCK_END, /* `next`: the block is done */
+    AS_STOP_PASS_END,  /* the pass reached the logits */
+    AS_STOP_BREAK,     /* a breakpoint's hook was just filled */
+    AS_STOP_INTERRUPT, /* the interrupt flag was raised */
+    AS_STOP_IDLE,      /* nothing to run: every token is processed */
+} as_stop;
+
+typedef enum as_run_mode { AS_RUN_STEP, AS_RUN_NEXT, AS_RUN_FINISH, AS_RUN_CONTINUE } as_run_mode;
+
+/* Where a NaN or Inf first appeared in the current pass. */
+typedef struct as_nonfinite {
+    bool found;
+    int hook;
+    int pos;    /* query position for attention hooks */
+    int index;  /* flat index within the position's row (attention: head * (q+1) + key) */
+    float value;
+} as_nonfinite;
+
+typedef struct as_interp {
+    const as_program *prog;
+    const as_model *model;
+    as_capture *cap;
+    int n_ctx;
+    int32_t *tokens;
+    int n_tokens;
+    int n_prompt;      /* tokens that came from the prompt (the rest were generated) */
+    int n_done;        /* positions whose pass is complete */
+    bool in_pass;
+    int p0, n;         /* the current pass's span of positions */
+    int pc;            /* next op; n_ops once the pass is finished */
+    int *pass_starts;  /* p0 of every pass so far, for `back` across passes */
+    int n_passes;
+    bool *brk;         /* per hook: stop after it is filled */
+    as_nonfinite nonfinite;
+    volatile sig_atomic_t *interrupt; /* set by the front (Ctrl-C); may be NULL */
+    /* Working memory for hooks not captured: one buffer per hook kind,
+     * shared across layers (a layer never reads another layer's same kind). */
+    float *scratch[AS_HK_COUNT];
+    size_t scratch_cap[AS_HK_COUNT];
+    float **span;      /* per hook: row 0 of the current span */
+    float *tmp;        /* attention work area */
+    size_t tmp_cap;
+} as_interp;
+
+int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err);
+void as_interp_free(as_interp *it);
+
+/* Replaces the context (no compute). Refuses more tokens than the context
+ * length, with a message saying the limit; ids must be in the vocabulary. */
+int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err);
+/* Appends a token (a generated one) to be processed by the next pass. */
+int as_interp_append(as_interp *it, int32_t id, as_error *err);
+
+/* Runs ops. count is used by AS_RUN_STEP. Starts a pass over the pending
+ * positions when none is under way. *stop says why it stopped. */
+int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as_error *err);
+/* Goes back n ops (across earlier passes if needed). */
+int as_interp_back(as_interp *it, long n, as_error *err);
+
+/* Logits at the last position, if its pass is complete; else NULL. */
+const float *as_interp_logits(const as_interp *it);
+/* The op the interpreter will run next, or NULL when the pass is complete. */
+const as_op *as_interp_current(const as_interp *it);
+/* Breakpoints by pattern ('*' wildcards); returns how many hooks matched. */
+int as_interp_break(as_interp *it, const char *pattern, bool on);
+/* Resets every hook's filled count (e.g. before a new prompt). */
+void as_interp_reset(as_interp *it);
+
+#endif

@@ -1,0 +1,24 @@
+/* npy: writes arrays in NumPy's .npy format (version 1.0, little-endian
+ * float32 or int32, C order), through a temporary file renamed into place
+ * so an existing file is replaced only by a complete one. */
+#ifndef ATTNSCOPE_NPY_H
+#define ATTNSCOPE_NPY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnscope/error.h"
+
+typedef enum as_npy_dtype { AS_NPY_F32, AS_NPY_I32 } as_npy_dtype;
+
+/* Formats the header (magic, version, dict, padding to 64 bytes) into buf
+ * (at least 256 bytes); returns its length or 0 if the shape is too long. */
+size_t as_npy_header(char *buf, size_t cap, as_npy_dtype dtype, const size_t *shape, int ndim);
+int as_npy_write(const char *path, as_npy_dtype dtype, const void *data, const size_t *shape, int ndim,
+                 as_error *err);
+/* Writes through a temp file in path's directory, renamed into place.
+ * write_fn fills the open stream; used by every exporter. */
+int as_write_atomic(const char *path, int (*write_fn)(void *ctx, void *stream, as_error *err), void *ctx,
+                    as_error *err);
+
+#endif

@@ -1,0 +1,64 @@
+/* session: the command set shared by batch mode, the REPL and the
+ * full-screen view. Owns a loaded model with its program, capture,
+ * interpreter and sampler, parses one command line at a time, runs it, and
+ * writes results as text to `out` (a view of the capture, like any other).
+ * Errors come back in as_error; nothing here knows about terminals. */
+#ifndef ATTNSCOPE_SESSION_H
+#define ATTNSCOPE_SESSION_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "attnscope/capture.h"
+#include "attnscope/error.h"
+#include "attnscope/interp.h"
+#include "attnscope/model.h"
+#include "attnscope/program.h"
+#include "attnscope/sampler.h"
+
+typedef struct as_session {
+    as_model *model;
+    as_program *prog;
+    as_capture *cap;
+    as_interp *it;
+    as_sampler sampler;
+    size_t capture_mb;
+    float *probs;      /* vocab-sized scratch */
+    int *order;
+    FILE *out;         /* results */
+    FILE *warn;        /* warnings that do not fail a command (NaN found, capture drops) */
+    bool quit;         /* `quit` was run */
+    volatile sig_atomic_t *interrupt;
+} as_session;
+
+typedef struct as_command_info {
+    const char *name;
+    const char *usage;
+    const char *help;
+    const char *example;
+} as_command_info;
+
+int as_session_new(as_session **out, const char *model_path, size_t capture_mb, FILE *out_stream,
+                   FILE *warn_stream, as_error *err);
+/* Takes ownership of an already loaded model. */
+int as_session_from_model(as_session **out, as_model *m, size_t capture_mb, FILE *out_stream,
+                          FILE *warn_stream, as_error *err);
+void as_session_free(as_session *s);
+
+/* Runs one command line (one command; see as_split_commands for ';'). */
+int as_session_exec(as_session *s, const char *line, as_error *err);
+/* Splits "CMD; CMD; ..." at semicolons outside quotes. Returns a malloc'd
+ * array of malloc'd strings (trimmed, empty ones dropped); *n is the count. */
+char **as_split_commands(const char *line, int *n);
+void as_free_commands(char **cmds, int n);
+/* Splits a command into words: whitespace-separated, "double" or 'single'
+ * quoted with C escapes (\n \t \\ \" \xNN) inside double quotes. */
+int as_split_words(const char *line, char ***words, int *n, as_error *err);
+
+const as_command_info *as_commands(int *n);
+/* Writes a token's bytes for display: escapes control bytes and invalid
+ * UTF-8 as \n, \t, \xNN; makes no other change. */
+void as_format_piece(const char *bytes, size_t len, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,746 @@
+"""Make attnscope's numerical fixtures: two tiny random-weight models as
+GGUF files and every hook point's value for a fixed token sequence.
+
+    /usr/bin/python3 models/recipes/make_fixtures.py           # write, then check
+    /usr/bin/python3 models/recipes/make_fixtures.py --check   # check the committed ones
+
+Writes under tests/fixtures/:
+    tiny-gpt2.gguf   tiny-gpt2/<hook name>.npy  tiny-gpt2/tokens.npy  tiny-gpt2/meta.json
+    tiny-llama.gguf  tiny-llama/...
+
+Everything is seeded: running it twice gives the same bytes (--check
+verifies that by rebuilding in memory and comparing).  Hook values are
+computed in float64 from the float32 weights stored in the GGUF, then
+saved as float32.  See tests/fixtures/README.md for the hook definitions.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import struct
+import sys
+import tempfile
+
+import numpy as np
+import regex
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import reference as R  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+N_TOKENS = 16
+
+# ---------------------------------------------------------------------------
+# GPT-2 byte-level BPE tokenizer (tiny)
+# ---------------------------------------------------------------------------
+
+GPT2_PAT = regex.compile(
+    r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""")
+
+GPT2_TRAIN_TEXT = ("the cat sat on the mat. the dog sat on the log. "
+                   "then the cat and the dog ate the fish at the table.")
+GPT2_TEXT = "the cat sat on the mat, the dog ate é!"
+N_MERGES = 20
+
+
+def bytes_to_unicode():
+    """GPT-2's map: printable bytes stand for themselves, the other 68 map
+    to U+0100.. in byte order.  Returned in GPT-2's vocabulary order."""
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [(b, chr(c)) for b, c in zip(bs, cs)]
+
+
+def gpt2_words(text, b2u):
+    return ["".join(b2u[b] for b in w.encode("utf-8")) for w in GPT2_PAT.findall(text)]
+
+
+def train_bpe(text, n_merges, b2u):
+    """Most frequent adjacent pair first; ties go to the pair seen first."""
+    words = [list(w) for w in gpt2_words(text, b2u)]
+    merges = []
+    for _ in range(n_merges):
+        counts, first = {}, {}
+        for w in words:
+            for pair in zip(w, w[1:]):
+                counts[pair] = counts.get(pair, 0) + 1
+                first.setdefault(pair, len(first))
+        if not counts:
+            break
+        best = min(counts, key=lambda p: (-counts[p], first[p]))
+        merges.append(best)
+        for w in words:
+            i = 0
+            while i < len(w) - 1:
+                if (w[i], w[i + 1]) == best:
+                    w[i:i + 2] = [w[i] + w[i + 1]]
+                i += 1
+    return merges
+
+
+def bpe_encode(text, merges, vocab, b2u):
+    """Rank-ordered BPE within each pre-tokenized word (lowest rank first,
+    leftmost on ties), as llama.cpp's BPE tokenizer does."""
+    rank = {m: i for i, m in enumerate(merges)}
+    ids = []
+    for word in gpt2_words(text, b2u):
+        sym = list(word)
+        while len(sym) > 1:
+            pairs = [(rank.get((a, b), math.inf), i) for i, (a, b) in enumerate(zip(sym, sym[1:]))]
+            r, i = min(pairs)
+            if r == math.inf:
+                break
+            sym[i:i + 2] = [sym[i] + sym[i + 1]]
+        ids += [vocab[s] for s in sym]
+    return ids
+
+
+def gpt2_tokenizer():
+    pairs = bytes_to_unicode()
+    b2u = dict(pairs)
+    tokens = [c for _, c in pairs]
+    merges = train_bpe(GPT2_TRAIN_TEXT, N_MERGES, b2u)
+    tokens += [a + b for a, b in merges]
+    eot = len(tokens)
+    tokens.append("<|endoftext|>")
+    assert len(set(tokens)) == len(tokens)
+    vocab = {t: i for i, t in enumerate(tokens)}
+    ids = [eot] + bpe_encode(GPT2_TEXT, merges, vocab, b2u)
+    tok = {
+        "model": "gpt2", "pre": "gpt-2", "tokens": tokens,
+        "token_type": [1] * eot + [3],
+        "merges": ["%s %s" % m for m in merges],
+        "bos_token_id": eot, "eos_token_id": eot,
+    }
+    return tok, ids, GPT2_TEXT
+
+
+# ---------------------------------------------------------------------------
+# LLaMA SentencePiece-style tokenizer (tiny, byte fallback)
+# ---------------------------------------------------------------------------
+
+SPM_PIECES = ["▁", "e", "t", "a", "h", "o", "n", "s", "i", "r", "c", "m", "d", "l",
+              "▁t", "he", "▁the", "at", "▁c", "▁s", "▁m", "on", "▁o", "in", "er",
+              "an", "▁a", "▁cat", "▁sat", "▁on"]
+LLAMA_TEXT = "the cat sat on a mat, hi é!"
+
+
+def spm_encode(text, tokens, scores, byte_id):
+    """llama.cpp's SPM tokenizer: start from UTF-8 characters, repeatedly
+    merge the adjacent pair whose concatenation is the highest-scoring token
+    (leftmost on ties); what is left that is no token falls back to bytes."""
+    vocab = {t: i for i, t in enumerate(tokens)}
+    sym = list("▁" + text.replace(" ", "▁"))
+    while True:
+        best = None
+        for i in range(len(sym) - 1):
+            t = vocab.get(sym[i] + sym[i + 1])
+            if t is not None and (best is None or scores[t] > scores[best[1]]):
+                best = (i, t)
+        if best is None:
+            break
+        i = best[0]
+        sym[i:i + 2] = [sym[i] + sym[i + 1]]
+    ids = []
+    for s in sym:
+        if s in vocab:
+            ids.append(vocab[s])
+        else:
+            ids += [byte_id[b] for b in s.encode("utf-8")]
+    return ids
+
+
+def llama_tokenizer():
+    tokens = ["<unk>", "<s>", "</s>"] + ["<0x%02X>" % b for b in range(256)] + SPM_PIECES
+    types = [2, 3, 3] + [6] * 256 + [1] * len(SPM_PIECES)
+    scores = [0.0] * 259 + [-float(i) for i in range(len(SPM_PIECES))]
+    byte_id = {b: 3 + b for b in range(256)}
+    ids = [1] + spm_encode(LLAMA_TEXT, tokens, scores, byte_id)
+    tok = {
+        "model": "llama", "tokens": tokens, "token_type": types, "scores": scores,
+        "bos_token_id": 1, "eos_token_id": 2, "unknown_token_id": 0,
+        "add_bos_token": True, "add_space_prefix": True,
+    }
+    return tok, ids, LLAMA_TEXT
+
+
+# ---------------------------------------------------------------------------
+# models
+# ---------------------------------------------------------------------------
+
+def make_model(cfg, seed):
+    """Random weights with O(1) activations and clearly non-uniform
+    attention.  The weights are rounded to float32 (what the GGUF stores)
+    and the model is float64, so the fixtures are the exact float64 pass
+    over the stored weights."""
+    torch.manual_seed(seed)
+    model = R.Model(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+    d, Fd = cfg.d_model, cfg.d_ff
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:
+                if name.endswith("_w"):                  # norm weight
+                    p.copy_(1.0 + 0.1 * randn(*p.shape))
+                else:                                     # bias
+                    p.copy_(0.1 * randn(*p.shape))
+                continue
+            if name == "tok_embd.weight":
+                std = 0.5 if cfg.tie_embeddings else 1.0
+            elif name == "pos_embd.weight":
+                std = 0.3
+            elif name.endswith("qkv.weight"):
+                p.copy_(randn(*p.shape))
+                p[:2 * d].mul_(0.3)                       # Q and K rows
+                p[2 * d:].mul_(1.0 / math.sqrt(d))        # V rows
+                continue
+            elif name.endswith(("q.weight", "k.weight")):
+                std = 0.3
+            elif name.endswith("down.weight"):
+                std = 1.0 / math.sqrt(Fd)
+            elif name == "out.weight":
+                std = 0.4
+            else:                                         # v, o, up, gate
+                std = 1.0 / math.sqrt(d)
+            p.copy_(std * randn(*p.shape))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+GPT2_CFG = R.Config(arch="gpt2", vocab=0, d_model=32, n_layer=2, n_head=4, n_kv_head=4,
+                    d_ff=128, ctx=32, eps=1e-5)
+LLAMA_CFG = R.Config(arch="llama", vocab=0, d_model=32, n_layer=2, n_head=4, n_kv_head=2,
+                     d_ff=96, ctx=32, eps=1e-5, rope_base=10000.0, rope_dim=8,
+                     tie_embeddings=False)
+
+
+SEEDS = {"tiny-gpt2": 1234, "tiny-llama": 5678}
+
+
+def build(which):
+    """-> (name, cfg, model, tokenizer dict, ids, text)"""
+    if which == "tiny-gpt2":
+        tok, ids, text = gpt2_tokenizer()
+        cfg = GPT2_CFG
+    else:
+        tok, ids, text = llama_tokenizer()
+        cfg = LLAMA_CFG
+    cfg = R.Config(**{**cfg.__dict__, "vocab": len(tok["tokens"])})
+    if len(ids) != N_TOKENS:
+        raise SystemExit("%s: text encodes to %d tokens, want %d" % (which, len(ids), N_TOKENS))
+    return which, cfg, make_model(cfg, SEEDS[which]), tok, ids, text
+
+
+def run_hooks(model, ids):
+    hooks = {}
+    with torch.no_grad():
+        model(torch.tensor([ids], dtype=torch.long), hooks)
+    return {k: v.numpy() for k, v in hooks.items()}
+
+
+def write_fixture(outdir, which):
+    name, cfg, model, tok, ids, text = build(which)
+    R.export_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name, tok)
+    hooks = run_hooks(model, ids)
+    d = os.path.join(outdir, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    for k, v in hooks.items():
+        np.save(os.path.join(d, k + ".npy"), np.ascontiguousarray(v, dtype=np.float32))
+    np.save(os.path.join(d, "tokens.npy"), np.array(ids, dtype=np.int32))
+    meta = {
+        "model": name + ".gguf",
+        "text": text,
+        "tokens": ids,
+        "token_strings": [tok["tokens"][i] for i in ids],
+        "config": {k: v for k, v in cfg.__dict__.items()},
+        "hooks": {k: list(hooks[k].shape) for k in R.hook_names(cfg)},
+    }
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+# ---------------------------------------------------------------------------
+# --check: an independent GGUF reader and an independent NumPy forward pass
+# ---------------------------------------------------------------------------
+
+class CheckError(Exception):
+    pass
+
+
+def expect(cond, msg):
+    if not cond:
+        raise CheckError(msg)
+
+
+def read_gguf(path):
+    """Parse a GGUF v3 file from its bytes, checking layout as it goes.
+    Returns (kv dict, {name: (ne list, ggml type, float32 array in row-major
+    shape reversed(ne))})."""
+    buf = open(path, "rb").read()
+    pos = 0
+
+    def take(fmt):
+        nonlocal pos
+        vals = struct.unpack_from("<" + fmt, buf, pos)
+        pos += struct.calcsize("<" + fmt)
+        return vals if len(vals) > 1 else vals[0]
+
+    def string():
+        nonlocal pos
+        n = take("Q")
+        s = buf[pos:pos + n].decode("utf-8")
+        pos += n
+        return s
+
+    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?",
+              10: "Q", 11: "q", 12: "d"}
+
+    def value(t):
+        if t == 8:
+            return string()
+        if t == 9:
+            et, n = take("I"), take("Q")
+            return (et, [value(et) for _ in range(n)])
+        expect(t in scalar, "unknown value type %d at %d" % (t, pos))
+        return (t, take(scalar[t]))
+
+    expect(buf[:4] == b"GGUF", "bad magic")
+    pos = 4
+    version, n_tensors, n_kv = take("I"), take("Q"), take("Q")
+    expect(version == 3, "version %d" % version)
+    kv = {}
+    for _ in range(n_kv):
+        key = string()
+        t = take("I")
+        expect(key not in kv, "duplicate key " + key)
+        kv[key] = (t, value(t))
+    align = kv.get("general.alignment", (4, (4, 32)))[1][1]
+    infos = []
+    for _ in range(n_tensors):
+        name = string()
+        nd = take("I")
+        expect(1 <= nd <= 4, "%s: %d dims" % (name, nd))
+        ne = [take("Q") for _ in range(nd)]
+        gt, off = take("I"), take("Q")
+        infos.append((name, ne, gt, off))
+    data0 = pos + (-pos) % align
+    expect(all(b == 0 for b in buf[pos:data0]), "nonzero padding before data")
+    tensors, end = {}, 0
+    for name, ne, gt, off in sorted(infos, key=lambda x: x[3]):
+        expect(off % align == 0, "%s: offset %d not aligned" % (name, off))
+        expect(off >= end, "%s overlaps the previous tensor" % name)
+        expect(all(b == 0 for b in buf[data0 + end:data0 + off]), "nonzero padding before " + name)
+        n = int(np.prod(ne))
+        start = data0 + off
+        if gt == 0:
+            size = 4 * n
+            a = np.frombuffer(buf, "<f4", n, start).astype(np.float32)
+        elif gt == 1:
+            size = 2 * n
+            a = np.frombuffer(buf, "<f2", n, start).astype(np.float32)
+        elif gt == 8:
+            expect(ne[0] % 32 == 0, name + ": Q8_0 row not a multiple of 32")
+            size = n // 32 * 34
+            a = np.empty(n, np.float32)
+            for i in range(n // 32):
+                p = start + 34 * i
+                dq = np.frombuffer(buf, "<f2", 1, p)[0].astype(np.float32)
+                a[32 * i:32 * i + 32] = dq * np.frombuffer(buf, "i1", 32, p + 2)
+        else:
+            raise CheckError("%s: unexpected ggml type %d" % (name, gt))
+        expect(start + size <= len(buf), name + " runs past the end of the file")
+        tensors[name] = (ne, gt, a.reshape(list(reversed(ne))))
+        end = off + size
+    expect(len(tensors) == len(infos), "duplicate tensor names")
+    return kv, tensors
+
+
+def kval(kv, key):
+    t, v = kv[key]
+    return v if t == 8 else (v[1] if t != 9 else v)
+
+
+def expected_tensors(cfg):
+    """llama.cpp's tensor names and ne per arch (src/models/gpt2.cpp,
+    llama-arch.cpp), written out independently of the exporter."""
+    d, Fd, V, dh = cfg.d_model, cfg.d_ff, cfg.vocab, cfg.d_head
+    e = {"token_embd.weight": [d, V], "output_norm.weight": [d]}
+    if cfg.arch == "gpt2":
+        e.update({"position_embd.weight": [d, cfg.ctx], "output_norm.bias": [d]})
+    if not cfg.tie_embeddings:
+        e["output.weight"] = [d, V]
+    for L in range(cfg.n_layer):
+        b = "blk.%d." % L
+        e.update({b + "attn_norm.weight": [d], b + "ffn_norm.weight": [d],
+                  b + "ffn_up.weight": [d, Fd], b + "ffn_down.weight": [Fd, d],
+                  b + "attn_output.weight": [cfg.n_head * dh, d]})
+        if cfg.arch == "gpt2":
+            e.update({b + "attn_norm.bias": [d], b + "ffn_norm.bias": [d],
+                      b + "attn_qkv.weight": [d, 3 * d], b + "attn_qkv.bias": [3 * d],
+                      b + "attn_output.bias": [d], b + "ffn_up.bias": [Fd],
+                      b + "ffn_down.bias": [d]})
+        else:
+            e.update({b + "attn_q.weight": [d, cfg.n_head * dh],
+                      b + "attn_k.weight": [d, cfg.n_kv_head * dh],
+                      b + "attn_v.weight": [d, cfg.n_kv_head * dh],
+                      b + "ffn_gate.weight": [d, Fd]})
+    return e
+
+
+def numpy_forward(cfg, T, ids):
+    """A plain per-position, per-head forward pass over the weights as read
+    back from the GGUF (float64), in the style of llama2.c: no shared code
+    with reference.py.  Returns the same hook dict."""
+    W = {k: v[2].astype(np.float64) for k, v in T.items()}
+    n, d, H, Hk, dh = len(ids), cfg.d_model, cfg.n_head, cfg.n_kv_head, cfg.d_head
+    gpt2 = cfg.arch == "gpt2"
+    out = {}
+
+    def norm(x, w, b, prefix):
+        s = np.zeros((n, 1))
+        y = np.zeros_like(x)
+        for t in range(n):
+            if gpt2:
+                mu = sum(x[t]) / d
+                var = sum((x[t] - mu) ** 2) / d
+                s[t, 0] = math.sqrt(var + cfg.eps)
+                y[t] = (x[t] - mu) / s[t, 0] * w + b
+            else:
+                s[t, 0] = math.sqrt(sum(x[t] ** 2) / d + cfg.eps)
+                y[t] = x[t] / s[t, 0] * w
+        out[prefix + ".hook_scale"], out[prefix + ".hook_normalized"] = s, y
+        return y
+
+    def rope(v):          # v: [n, heads, dh]
+        r = v.copy()
+        for t in range(n):
+            for i in range(cfg.rope_dim // 2):
+                th = t * cfg.rope_base ** (-2.0 * i / cfg.rope_dim)
+                c, s = math.cos(th), math.sin(th)
+                a, b = v[t, :, 2 * i], v[t, :, 2 * i + 1]
+                r[t, :, 2 * i], r[t, :, 2 * i + 1] = a * c - b * s, a * s + b * c
+        return r
+
+    x = np.array([W["token_embd.weight"][i] for i in ids])
+    out["hook_embed"] = x.copy()
+    if gpt2:
+        out["hook_pos_embed"] = W["position_embd.weight"][:n].copy()
+        x = x + out["hook_pos_embed"]
+    for L in range(cfg.n_layer):
+        b, p = "blk.%d." % L, "blocks.%d." % L
+        out[p + "hook_resid_pre"] = x.copy()
+        h = norm(x, W[b + "attn_norm.weight"], W.get(b + "attn_norm.bias"), p + "ln1")
+        if gpt2:
+            qkv = h @ W[b + "attn_qkv.weight"].T + W[b + "attn_qkv.bias"]
+            q, k, v = qkv[:, :d], qkv[:, d:2 * d], qkv[:, 2 * d:]
+        else:
+            q, k, v = (h @ W[b + "attn_q.weight"].T, h @ W[b + "attn_k.weight"].T,
+                       h @ W[b + "attn_v.weight"].T)
+        q, k, v = q.reshape(n, H, dh), k.reshape(n, Hk, dh), v.reshape(n, Hk, dh)
+        out[p + "attn.hook_q"], out[p + "attn.hook_k"], out[p + "attn.hook_v"] = q, k, v
+        if not gpt2:
+            q, k = rope(q), rope(k)
+            out[p + "attn.hook_rot_q"], out[p + "attn.hook_rot_k"] = q, k
+        sc = np.full((H, n, n), -np.inf)
+        pat = np.zeros((H, n, n))
+        z = np.zeros((n, H, dh))
+        for hh in range(H):
+            kh = hh // (H // Hk)
+            for t in range(n):
+                for u in range(t + 1):
+                    sc[hh, t, u] = sum(q[t, hh] * k[u, kh]) / math.sqrt(dh)
+                m = max(sc[hh, t, :t + 1])
+                e = [math.exp(sc[hh, t, u] - m) for u in range(t + 1)]
+                for u in range(t + 1):
+                    pat[hh, t, u] = e[u] / sum(e)
+                    z[t, hh] += pat[hh, t, u] * v[u, kh]
+        out[p + "attn.hook_attn_scores"], out[p + "attn.hook_pattern"] = sc, pat
+        out[p + "attn.hook_z"] = z
+        a = z.reshape(n, H * dh) @ W[b + "attn_output.weight"].T
+        if gpt2:
+            a = a + W[b + "attn_output.bias"]
+        out[p + "hook_attn_out"] = a
+        x = x + a
+        out[p + "hook_resid_mid"] = x.copy()
+        h = norm(x, W[b + "ffn_norm.weight"], W.get(b + "ffn_norm.bias"), p + "ln2")
+        if gpt2:
+            pre = h @ W[b + "ffn_up.weight"].T + W[b + "ffn_up.bias"]
+            post = 0.5 * pre * (1 + np.tanh(math.sqrt(2 / math.pi) * (pre + 0.044715 * pre ** 3)))
+            m = post @ W[b + "ffn_down.weight"].T + W[b + "ffn_down.bias"]
+        else:
+            pre = h @ W[b + "ffn_gate.weight"].T
+            lin = h @ W[b + "ffn_up.weight"].T
+            out[p + "mlp.hook_pre_linear"] = lin
+            post = pre / (1 + np.exp(-pre)) * lin
+            m = post @ W[b + "ffn_down.weight"].T
+        out[p + "mlp.hook_pre"], out[p + "mlp.hook_post"] = pre, post
+        out[p + "hook_mlp_out"] = m
+        x = x + m
+        out[p + "hook_resid_post"] = x.copy()
+    h = norm(x, W["output_norm.weight"], W.get("output_norm.bias"), "ln_final")
+    out["unembed.hook_out"] = h @ W.get("output.weight", W["token_embd.weight"]).T
+    return out
+
+
+def max_diff(a, b):
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape:
+        return math.inf
+    inf_a, inf_b = np.isinf(a), np.isinf(b)
+    if not np.array_equal(inf_a, inf_b) or not np.array_equal(a[inf_a], b[inf_b]):
+        return math.inf
+    fin = ~inf_a
+    return float(np.max(np.abs(a[fin] - b[fin]), initial=0.0))
+
+
+def check_one(fixdir, which, fresh_dir):
+    name, cfg, model, tok, ids, text = build(which)
+    gpath = os.path.join(fixdir, name + ".gguf")
+    hdir = os.path.join(fixdir, name)
+    report = []
+
+    # 1. the committed files are what this script makes now (determinism)
+    for rel in [name + ".gguf"] + [os.path.join(name, f) for f in sorted(os.listdir(os.path.join(fresh_dir, name)))]:
+        a = open(os.path.join(fixdir, rel), "rb").read()
+        b = open(os.path.join(fresh_dir, rel), "rb").read()
+        expect(a == b, "%s differs from a fresh build" % rel)
+    expect(sorted(os.listdir(hdir)) == sorted(os.listdir(os.path.join(fresh_dir, name))),
+           name + ": fixture file list differs from a fresh build")
+
+    # 2. the GGUF read back independently: keys, tensor names/shapes, values
+    kv, T = read_gguf(gpath)
+    a = cfg.arch
+    want_kv = {"general.architecture": a, "general.name": name,
+               a + ".context_length": cfg.ctx, a + ".embedding_length": cfg.d_model,
+               a + ".block_count": cfg.n_layer, a + ".feed_forward_length": cfg.d_ff,
+               a + ".attention.head_count": cfg.n_head,
+               "tokenizer.ggml.model": tok["model"],
+               "tokenizer.ggml.bos_token_id": tok["bos_token_id"],
+               "tokenizer.ggml.eos_token_id": tok["eos_token_id"]}
+    if a == "gpt2":
+        want_kv[a + ".attention.layer_norm_epsilon"] = np.float32(cfg.eps)
+    else:
+        want_kv.update({a + ".attention.head_count_kv": cfg.n_kv_head,
+                        a + ".attention.layer_norm_rms_epsilon": np.float32(cfg.eps),
+                        a + ".rope.freq_base": np.float32(cfg.rope_base),
+                        a + ".rope.dimension_count": cfg.rope_dim,
+                        "tokenizer.ggml.unknown_token_id": 0,
+                        "tokenizer.ggml.add_bos_token": True})
+    for k, v in want_kv.items():
+        expect(k in kv, "missing key " + k)
+        expect(kval(kv, k) == v, "%s = %r, want %r" % (k, kval(kv, k), v))
+    for k in ("bos_token_id", "eos_token_id"):
+        expect(kv["tokenizer.ggml." + k][0] == 4, k + " is not UINT32")
+    et, toks = kv["tokenizer.ggml.tokens"][1]
+    expect(et == 8 and toks == tok["tokens"], "token list differs")
+    et, types = kv["tokenizer.ggml.token_type"][1]
+    expect(et == 5 and [x[1] for x in types] == tok["token_type"], "token_type differs")
+    if a == "gpt2":
+        et, merges = kv["tokenizer.ggml.merges"][1]
+        expect(et == 8 and merges == tok["merges"], "merges differ")
+    else:
+        et, scores = kv["tokenizer.ggml.scores"][1]
+        expect(et == 6 and [x[1] for x in scores] == tok["scores"], "scores differ")
+    exp = expected_tensors(cfg)
+    expect(set(T) == set(exp), "tensor names differ: %s" % sorted(set(T) ^ set(exp)))
+    for k, ne in exp.items():
+        expect(T[k][0] == ne, "%s ne %s, want %s" % (k, T[k][0], ne))
+        expect(T[k][1] == 0, k + " is not F32")
+    sd = {"token_embd.weight": model.tok_embd.weight, "output_norm.weight": model.lnf_w}
+    if a == "gpt2":
+        sd["blk.0.attn_qkv.weight"] = model.blocks[0].qkv.weight
+        sd["blk.1.ffn_down.weight"] = model.blocks[1].down.weight
+        sd["position_embd.weight"] = model.pos_embd.weight
+    else:
+        sd["blk.1.attn_k.weight"] = model.blocks[1].k.weight
+        sd["output.weight"] = model.out.weight
+    for k, t in sd.items():
+        expect(np.array_equal(T[k][2], t.detach().numpy().astype(np.float32)), k + " values differ")
+    report.append("gguf read back: %d keys, %d tensors, layout and values ok" % (len(kv), len(T)))
+
+    # 3. saved hooks: complete, float32, C order; tokens
+    tokens = np.load(os.path.join(hdir, "tokens.npy"))
+    expect(tokens.dtype == np.int32 and tokens.tolist() == ids, "tokens.npy")
+    expect(ids[0] == tok["bos_token_id"], "first token is not BOS")
+    H = {}
+    for k in R.hook_names(cfg):
+        arr = np.load(os.path.join(hdir, k + ".npy"))
+        expect(arr.dtype == np.float32 and arr.flags.c_contiguous, k + ": not float32 C order")
+        H[k] = arr
+    expect(len(H) + 2 == len(os.listdir(hdir)), "unexpected extra files in " + hdir)
+
+    # 4. invariants
+    worst_sum = 0.0
+    for L in range(cfg.n_layer):
+        pat = H["blocks.%d.attn.hook_pattern" % L].astype(np.float64)
+        sc = H["blocks.%d.attn.hook_attn_scores" % L]
+        worst_sum = max(worst_sum, float(np.max(np.abs(pat.sum(-1) - 1))))
+        upper = np.triu(np.ones(sc.shape[1:], bool), 1)
+        expect(np.all(np.isneginf(sc[:, upper])) and np.all(pat[:, upper] == 0), "mask")
+        expect(np.all(np.isfinite(sc[:, ~upper])), "finite scores below the diagonal")
+        if a == "llama":
+            pre = "blocks.%d.attn." % L
+            expect(np.array_equal(H[pre + "hook_rot_q"][0], H[pre + "hook_q"][0]), "rot_q[0] != q[0]")
+            expect(np.array_equal(H[pre + "hook_rot_k"][0], H[pre + "hook_k"][0]), "rot_k[0] != k[0]")
+            expect(max_diff(H[pre + "hook_rot_q"][1:], H[pre + "hook_q"][1:]) > 1e-3, "rope did nothing")
+    expect(worst_sum < 1e-6, "softmax rows sum off by %g" % worst_sum)
+    # attention should be clearly non-uniform: mean max-weight of rows with >= 4 keys
+    pats = np.stack([H["blocks.%d.attn.hook_pattern" % L] for L in range(cfg.n_layer)])
+    peak = float(pats[..., 4:, :].max(-1).mean())
+    report.append("softmax rows sum to 1 (worst %.1e); masked scores -inf; mean row max %.2f"
+                  % (worst_sum, peak) + ("; rot_q[0] == q[0]" if a == "llama" else ""))
+
+    # 5. an independent NumPy forward over the GGUF's weights agrees
+    ref = numpy_forward(cfg, T, ids)
+    expect(set(ref) == set(H), "numpy forward fills different hooks: %s" % sorted(set(ref) ^ set(H)))
+    worst = max((max_diff(ref[k], H[k]) / max(1.0, float(np.max(np.abs(H[k][np.isfinite(H[k])])))), k)
+                for k in H)
+    expect(worst[0] < 1e-6, "numpy forward disagrees at %s by %g" % (worst[1], worst[0]))
+    report.append("independent numpy forward from the GGUF agrees (worst rel %.1e at %s)" % worst)
+
+    # 6. a float32 forward (as the C engine computes) stays within tolerance
+    m32 = make_model(cfg, SEEDS[which]).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([ids]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    report.append("float32 torch pass within %.1e of the fixtures (at %s)" % d32)
+
+    # 7. hooks-off path gives the same logits, batched rows are independent
+    with torch.no_grad():
+        ids_t = torch.tensor([ids, ids[::-1]])
+        lg = model(ids_t)
+    expect(max_diff(lg[0].numpy().astype(np.float32), H["unembed.hook_out"]) < 1e-5, "hooks-off logits")
+    value_range = max(float(np.max(np.abs(v[np.isfinite(v)]))) for v in H.values())
+    report.append("hooks-off batched logits match; largest |value| %.2f; vocab %d" % (value_range, cfg.vocab))
+    return report
+
+
+def check_writer_roundtrip():
+    """Writer features the fixtures do not use: every scalar type, number
+    arrays, F16 and Q8_0 tensors, odd sizes."""
+    import gguf_writer as G
+    with tempfile.TemporaryDirectory() as tmp:
+        p = os.path.join(tmp, "x.gguf")
+        w = G.GGUFWriter(p)
+        vals = [(G.GGUF_UINT8, 200), (G.GGUF_INT8, -100), (G.GGUF_UINT16, 60000),
+                (G.GGUF_INT16, -30000), (G.GGUF_UINT32, 4000000000), (G.GGUF_INT32, -2000000000),
+                (G.GGUF_FLOAT32, 0.25), (G.GGUF_BOOL, True), (G.GGUF_UINT64, 2 ** 63 + 5),
+                (G.GGUF_INT64, -2 ** 62), (G.GGUF_FLOAT64, math.pi), (G.GGUF_STRING, "héllo ▁")]
+        for i, (t, v) in enumerate(vals):
+            w.add_kv("k%d" % i, v, t)
+        w.add_array("arr.u16", [1, 2, 65535], G.GGUF_UINT16)
+        w.add_array("arr.f64", np.array([0.5, -2.0]))
+        w.add_array("arr.str", ["a", "", "ü"])
+        rng = np.random.default_rng(0)
+        t32 = rng.standard_normal((3, 5)).astype(np.float32)
+        t16 = rng.standard_normal((7,)).astype(np.float32)
+        tq = rng.standard_normal((2, 2, 64)).astype(np.float32)
+        w.add_tensor("a", t32)
+        w.add_tensor("b", t16, "F16")
+        w.add_tensor("c", tq, "Q8_0")
+        w.write()
+        kv, T = read_gguf(p)
+        for i, (t, v) in enumerate(vals):
+            got_t, got = kv["k%d" % i]
+            got = got if t == 8 else got[1]
+            expect(got_t == t, "k%d type" % i)
+            expect(got == (np.float32(v) if t == G.GGUF_FLOAT32 else v), "k%d = %r, want %r" % (i, got, v))
+        expect(kv["arr.u16"][1] == (2, [(2, 1), (2, 2), (2, 65535)]), "u16 array")
+        expect(kv["arr.f64"][1] == (12, [(12, 0.5), (12, -2.0)]), "f64 array")
+        expect(kv["arr.str"][1] == (8, ["a", "", "ü"]), "string array")
+        expect(T["a"][0] == [5, 3] and np.array_equal(T["a"][2], t32), "F32 tensor")
+        expect(T["b"][1] == 1 and np.array_equal(T["b"][2], t16.astype(np.float16).astype(np.float32)), "F16")
+        expect(T["c"][0] == [64, 2, 2] and T["c"][1] == 8, "Q8_0 header")
+        qerr = float(np.max(np.abs(T["c"][2] - tq)))
+        expect(qerr < np.max(np.abs(tq)) / 127 * 0.51 + 1e-3, "Q8_0 error %g" % qerr)
+        expect(np.allclose(G.dequantize_q8_0(G.quantize_q8_0(tq), tq.size), T["c"][2].reshape(-1)), "Q8_0")
+    return "writer round trip: 12 scalar types, 3 arrays, F32/F16/Q8_0 tensors ok (Q8_0 max err %.3f)" % qerr
+
+
+def check_export_variants():
+    """attn_only models and F16 / Q8_0 exports (used for the shipped models)
+    load through the independent reader and give the reference's logits."""
+    lines = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for base, tok_fn, seed in ((GPT2_CFG, gpt2_tokenizer, 11), (LLAMA_CFG, llama_tokenizer, 12)):
+            tok, ids, _ = tok_fn()
+            cfg = R.Config(**{**base.__dict__, "vocab": len(tok["tokens"]), "attn_only": True})
+            model = make_model(cfg, seed)
+            want = run_hooks(model, ids)
+            expect(not np.any(want["blocks.0.hook_mlp_out"]), "attn_only mlp_out is not zero")
+            for dtype, tol in (("F32", 1e-6), ("F16", 2e-2), ("Q8_0", 5e-2)):
+                p = os.path.join(tmp, "%s-%s.gguf" % (cfg.arch, dtype))
+                R.export_gguf(model, cfg, p, "t", tok, dtype)
+                kv, T = read_gguf(p)
+                expect(set(T) == set(expected_tensors(cfg)), "attn_only tensor names")
+                expect(not np.any(T["blk.1.ffn_down.weight"][2]), "attn_only ffn_down not zero")
+                got = numpy_forward(cfg, T, ids)
+                common = [k for k in want if not k.startswith(("blocks.0.ln2", "blocks.1.ln2"))]
+                err = max(max_diff(got[k], want[k]) / max(1.0, float(np.max(np.abs(want[k][np.isfinite(want[k])]))))
+                          for k in common)
+                expect(err < tol, "%s attn_only %s: rel err %g" % (cfg.arch, dtype, err))
+                lines.append("%s %s %.1e" % (cfg.arch, dtype, err))
+    return "attn_only exports load and match (worst rel err per dtype: %s)" % ", ".join(lines)
+
+
+def check(fixdir):
+    ok = True
+    with tempfile.TemporaryDirectory() as fresh:
+        for which in ("tiny-gpt2", "tiny-llama"):
+            write_fixture(fresh, which)
+        try:
+            print(check_writer_roundtrip())
+            print(check_export_variants())
+        except CheckError as e:
+            print("FAIL writer:", e)
+            ok = False
+        for which in ("tiny-gpt2", "tiny-llama"):
+            try:
+                for line in check_one(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
+    total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(fixdir) for f in fs)
+    print("fixtures total %.0f KiB" % (total / 1024))
+    print("all checks passed" if ok else "CHECKS FAILED")
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--check", action="store_true", help="only check the existing fixtures")
+    ap.add_argument("--out", default=FIXTURES, help="fixtures folder (default tests/fixtures)")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    if not args.check:
+        os.makedirs(args.out, exist_ok=True)
+        for which in ("tiny-gpt2", "tiny-llama"):
+            write_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+    sys.exit(0 if check(args.out) else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,438 @@
+"""PyTorch reference definitions of the two architectures attnscope runs,
+written from the architectures' published definitions (GPT-2; LLaMA as
+llama.cpp runs it), plus a GGUF exporter that llama.cpp loads unchanged.
+
+Used for two things: the numerical fixtures under tests/fixtures/ (every
+hook point's value for a fixed input) and training the small shipped
+models.  The C program never depends on this file.
+
+Hook points use TransformerLens names; values are recorded for batch
+element 0, without the batch dimension (see tests/fixtures/README.md for
+the exact definitions, which the C engine must match).
+"""
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from gguf_writer import GGUFWriter, GGUF_FLOAT32, GGUF_INT32, GGUF_STRING
+
+
+@dataclass
+class Config:
+    arch: str                  # 'gpt2' | 'llama'
+    vocab: int
+    d_model: int
+    n_layer: int
+    n_head: int
+    n_kv_head: Optional[int]   # None: same as n_head (gpt2 must have n_kv_head == n_head)
+    d_ff: int
+    ctx: int
+    eps: float                 # LayerNorm eps (gpt2) or RMSNorm eps (llama)
+    rope_base: float = 10000.0
+    rope_dim: Optional[int] = None       # None: d_head
+    attn_only: bool = False              # no MLP at all (exported as zero MLP tensors)
+    tie_embeddings: Optional[bool] = None  # None: True for gpt2, False for llama
+
+    def __post_init__(self):
+        if self.arch not in ("gpt2", "llama"):
+            raise ValueError("arch must be 'gpt2' or 'llama', not %r" % self.arch)
+        if self.n_kv_head is None:
+            self.n_kv_head = self.n_head
+        if self.d_model % self.n_head:
+            raise ValueError("d_model must be a multiple of n_head")
+        if self.n_head % self.n_kv_head:
+            raise ValueError("n_head must be a multiple of n_kv_head")
+        if self.arch == "gpt2" and self.n_kv_head != self.n_head:
+            raise ValueError("gpt2 has no grouped-query attention")
+        if self.rope_dim is None:
+            self.rope_dim = self.d_head
+        if self.rope_dim % 2 or self.rope_dim > self.d_head:
+            raise ValueError("rope_dim must be even and at most d_head")
+        if self.tie_embeddings is None:
+            self.tie_embeddings = self.arch == "gpt2"
+
+    @property
+    def d_head(self):
+        return self.d_model // self.n_head
+
+
+def _at_least_f32(x):
+    """Norm statistics and rotary angles in float32 at least (bf16 autocast
+    training); float64 stays float64."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def _rec(hooks, name, t):
+    """Record batch element 0 of t under name (hooks-on path only)."""
+    if hooks is not None:
+        hooks[name] = t[0].detach().clone()
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        d, dh, H, Hk, Fd = cfg.d_model, cfg.d_head, cfg.n_head, cfg.n_kv_head, cfg.d_ff
+        gpt2 = cfg.arch == "gpt2"
+        self.ln1_w = nn.Parameter(torch.ones(d))
+        self.ln1_b = nn.Parameter(torch.zeros(d)) if gpt2 else None
+        if gpt2:
+            # fused, rows: Q (H*dh), then K, then V -- llama.cpp's attn_qkv layout
+            self.qkv = nn.Linear(d, 3 * d, bias=True)
+        else:
+            self.q = nn.Linear(d, H * dh, bias=False)
+            self.k = nn.Linear(d, Hk * dh, bias=False)
+            self.v = nn.Linear(d, Hk * dh, bias=False)
+        self.o = nn.Linear(H * dh, d, bias=gpt2)
+        if not cfg.attn_only:
+            self.ln2_w = nn.Parameter(torch.ones(d))
+            self.ln2_b = nn.Parameter(torch.zeros(d)) if gpt2 else None
+            self.up = nn.Linear(d, Fd, bias=gpt2)
+            self.gate = None if gpt2 else nn.Linear(d, Fd, bias=False)
+            self.down = nn.Linear(Fd, d, bias=gpt2)
+
+
+class Model(nn.Module):
+    """forward(ids [B,T] long, hooks=None) -> logits [B,T,V]."""
+
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.cfg = cfg
+        gpt2 = cfg.arch == "gpt2"
+        self.tok_embd = nn.Embedding(cfg.vocab, cfg.d_model)
+        self.pos_embd = nn.Embedding(cfg.ctx, cfg.d_model) if gpt2 else None
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.lnf_w = nn.Parameter(torch.ones(cfg.d_model))
+        self.lnf_b = nn.Parameter(torch.zeros(cfg.d_model)) if gpt2 else None
+        self.out = None if cfg.tie_embeddings else nn.Linear(cfg.d_model, cfg.vocab, bias=False)
+        if not gpt2:
+            # theta[p, i] = p * base^(-2i/rope_dim), i < rope_dim/2; computed in
+            # float64 once, cast to the activations' dtype when used.
+            i = torch.arange(cfg.rope_dim // 2, dtype=torch.float64)
+            inv = cfg.rope_base ** (-2.0 * i / cfg.rope_dim)
+            theta = torch.arange(cfg.ctx, dtype=torch.float64)[:, None] * inv[None, :]
+            self.register_buffer("rope_cos", torch.cos(theta), persistent=False)
+            self.register_buffer("rope_sin", torch.sin(theta), persistent=False)
+        self.reset_parameters()
+
+    def reset_parameters(self, std=0.02):
+        """GPT-2-style init for training: normal(std) matrices, residual
+        projections scaled by 1/sqrt(2*n_layer), norms 1, biases 0."""
+        for name, p in self.named_parameters():
+            if p.dim() == 1:
+                nn.init.ones_(p) if name.endswith("_w") else nn.init.zeros_(p)
+            elif name.endswith(("o.weight", "down.weight")):
+                nn.init.normal_(p, 0.0, std / math.sqrt(2 * self.cfg.n_layer))
+            else:
+                nn.init.normal_(p, 0.0, std)
+
+    # -- pieces -----------------------------------------------------------
+    def _norm(self, x, w, b, prefix, hooks):
+        """LayerNorm (gpt2) or RMSNorm (llama) over the last dim."""
+        eps = self.cfg.eps
+        if self.cfg.arch == "gpt2":
+            if hooks is None:
+                return F.layer_norm(x, (x.shape[-1],), w, b, eps)
+            xc = x - x.mean(-1, keepdim=True)
+            scale = torch.sqrt((xc * xc).mean(-1, keepdim=True) + eps)  # biased variance
+            out = xc / scale * w + b
+        else:
+            xf = _at_least_f32(x)
+            scale = torch.sqrt((xf * xf).mean(-1, keepdim=True) + eps)
+            out = (xf / scale).to(x.dtype) * w
+        _rec(hooks, prefix + ".hook_scale", scale)
+        _rec(hooks, prefix + ".hook_normalized", out)
+        return out
+
+    def _rope(self, x):
+        """llama.cpp rope mode NORM: rotate adjacent pairs (x[2i], x[2i+1])
+        for i < rope_dim/2; dims past rope_dim pass through.  x: [B,T,h,dh]."""
+        T, rd = x.shape[1], self.cfg.rope_dim
+        xf = _at_least_f32(x)
+        cos = self.rope_cos[:T].to(xf.dtype)[None, :, None, :]
+        sin = self.rope_sin[:T].to(xf.dtype)[None, :, None, :]
+        xr = xf[..., :rd].reshape(*x.shape[:-1], rd // 2, 2)
+        x0, x1 = xr[..., 0], xr[..., 1]
+        rot = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
+        rot = rot.reshape(*x.shape[:-1], rd).to(x.dtype)
+        return rot if rd == x.shape[-1] else torch.cat((rot, x[..., rd:]), dim=-1)
+
+    def _attn(self, blk, x, L, hooks):
+        cfg = self.cfg
+        B, T, _ = x.shape
+        H, Hk, dh = cfg.n_head, cfg.n_kv_head, cfg.d_head
+        p = "blocks.%d.attn." % L
+        if cfg.arch == "gpt2":
+            q, k, v = blk.qkv(x).split(H * dh, dim=-1)
+        else:
+            q, k, v = blk.q(x), blk.k(x), blk.v(x)
+        q = q.view(B, T, H, dh)
+        k = k.view(B, T, Hk, dh)
+        v = v.view(B, T, Hk, dh)
+        _rec(hooks, p + "hook_q", q)
+        _rec(hooks, p + "hook_k", k)
+        _rec(hooks, p + "hook_v", v)
+        if cfg.arch == "llama":
+            q, k = self._rope(q), self._rope(k)
+            _rec(hooks, p + "hook_rot_q", q)
+            _rec(hooks, p + "hook_rot_k", k)
+        if Hk != H:
+            # query head h reads kv head h // (H/Hk)
+            k = k.repeat_interleave(H // Hk, dim=2)
+            v = v.repeat_interleave(H // Hk, dim=2)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B,H,T,dh]
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)                  # [B,H,T,T]
+        mask = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)  # key > query
+        scores = scores.masked_fill(mask, float("-inf"))
+        _rec(hooks, p + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, p + "hook_pattern", pattern)
+        z = (pattern @ v).transpose(1, 2)                                   # [B,T,H,dh]
+        _rec(hooks, p + "hook_z", z)
+        out = blk.o(z.reshape(B, T, H * dh))
+        _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
+        return out
+
+    def _mlp(self, blk, x, L, hooks):
+        p = "blocks.%d.mlp." % L
+        if self.cfg.arch == "gpt2":
+            pre = blk.up(x)
+            _rec(hooks, p + "hook_pre", pre)
+            post = F.gelu(pre, approximate="tanh")
+        else:
+            pre = blk.gate(x)
+            _rec(hooks, p + "hook_pre", pre)
+            lin = blk.up(x)
+            _rec(hooks, p + "hook_pre_linear", lin)
+            post = F.silu(pre) * lin
+        _rec(hooks, p + "hook_post", post)
+        out = blk.down(post)
+        _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
+        return out
+
+    # -- forward ----------------------------------------------------------
+    def forward(self, ids, hooks=None):
+        B, T = ids.shape
+        if T > self.cfg.ctx:
+            raise ValueError("sequence of %d exceeds ctx %d" % (T, self.cfg.ctx))
+        x = self.tok_embd(ids)
+        _rec(hooks, "hook_embed", x)
+        if self.pos_embd is not None:
+            pos = self.pos_embd(torch.arange(T, device=ids.device))[None].expand(B, T, -1)
+            _rec(hooks, "hook_pos_embed", pos)
+            x = x + pos
+        for L, blk in enumerate(self.blocks):
+            _rec(hooks, "blocks.%d.hook_resid_pre" % L, x)
+            h = self._norm(x, blk.ln1_w, blk.ln1_b, "blocks.%d.ln1" % L, hooks)
+            x = x + self._attn(blk, h, L, hooks)
+            _rec(hooks, "blocks.%d.hook_resid_mid" % L, x)
+            if self.cfg.attn_only:
+                # the exported file has zero MLP weights: the MLP adds exactly 0
+                _rec(hooks, "blocks.%d.hook_mlp_out" % L, torch.zeros_like(x))
+            else:
+                h = self._norm(x, blk.ln2_w, blk.ln2_b, "blocks.%d.ln2" % L, hooks)
+                x = x + self._mlp(blk, h, L, hooks)
+            _rec(hooks, "blocks.%d.hook_resid_post" % L, x)
+        x = self._norm(x, self.lnf_w, self.lnf_b, "ln_final", hooks)
+        w_out = self.tok_embd.weight if self.out is None else self.out.weight
+        logits = x @ w_out.t()
+        _rec(hooks, "unembed.hook_out", logits)
+        return logits
+
+
+def hook_names(cfg):
+    """Every hook point forward() fills for cfg, in execution order."""
+    names = ["hook_embed"] + (["hook_pos_embed"] if cfg.arch == "gpt2" else [])
+    for L in range(cfg.n_layer):
+        b = "blocks.%d." % L
+        names += [b + "hook_resid_pre", b + "ln1.hook_scale", b + "ln1.hook_normalized",
+                  b + "attn.hook_q", b + "attn.hook_k", b + "attn.hook_v"]
+        if cfg.arch == "llama":
+            names += [b + "attn.hook_rot_q", b + "attn.hook_rot_k"]
+        names += [b + "attn.hook_attn_scores", b + "attn.hook_pattern", b + "attn.hook_z",
+                  b + "hook_attn_out", b + "hook_resid_mid"]
+        if not cfg.attn_only:
+            names += [b + "ln2.hook_scale", b + "ln2.hook_normalized", b + "mlp.hook_pre"]
+            if cfg.arch == "llama":
+                names += [b + "mlp.hook_pre_linear"]
+            names += [b + "mlp.hook_post"]
+        names += [b + "hook_mlp_out", b + "hook_resid_post"]
+    return names + ["ln_final.hook_scale", "ln_final.hook_normalized", "unembed.hook_out"]
+
+
+# ---------------------------------------------------------------------------
+# GGUF export
+#
+# Key and tensor names, and shapes, as llama.cpp reads them.  Checked against
+# ggml-org/llama.cpp:
+#   gguf-py/gguf/constants.py  Keys.LLM / Keys.Attention / Keys.Rope /
+#       Keys.Tokenizer: "{arch}.context_length", "{arch}.embedding_length",
+#       "{arch}.block_count", "{arch}.feed_forward_length",
+#       "{arch}.attention.head_count(_kv)", "{arch}.attention.layer_norm_epsilon",
+#       "{arch}.attention.layer_norm_rms_epsilon", "{arch}.rope.freq_base",
+#       "{arch}.rope.dimension_count", "{arch}.vocab_size", "tokenizer.ggml.*".
+#   src/models/gpt2.cpp (load_arch_tensors): token_embd {n_embd, n_vocab},
+#       position_embd {n_embd, n_ctx_train}, attn_qkv {n_embd, n_embd + 2*n_embd_gqa}
+#       (+ bias {n_embd + 2*n_embd_gqa}), attn_output {n_embd, n_embd} + bias,
+#       ffn_up {n_embd, n_ff} + bias, ffn_down {n_ff, n_embd} + bias,
+#       attn_norm / ffn_norm / output_norm weight + bias, output {n_embd, n_vocab}
+#       TENSOR_NOT_REQUIRED (falls back to token_embd, i.e. tied);
+#       LLM_KV_ATTENTION_LAYERNORM_EPS read for the norm eps.
+#   llama-arch.cpp LLM_TENSOR_NAMES for LLM_ARCH_LLAMA: token_embd, output_norm,
+#       output, blk.%d.attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm,
+#       ffn_gate, ffn_down, ffn_up.  llama_model_rope_type(): LLAMA uses the
+#       "normal" rope on pairs of consecutive head values, so q/k rows are
+#       written as-is (no HF-style permutation: this model already uses the
+#       adjacent-pair convention).  The llama graph asserts n_rot == n_embd_head.
+#   llama-vocab.cpp: tokenizer.ggml.pre "gpt-2" selects the GPT-2 pre-tokenizer.
+# Dims are in ggml order (ne[0] innermost): a PyTorch Linear weight [out, in]
+# is written as-is and gets ne = [in, out], e.g. attn_qkv ne = [d, 3d].
+# Special token ids are UINT32, token_type INT32, scores FLOAT32 (the loader
+# checks value types strictly).
+# ---------------------------------------------------------------------------
+
+_FTYPE = {"F32": 0, "F16": 1, "Q8_0": 7}   # general.file_type (LLAMA_FTYPE_*)
+
+
+def _np(t):
+    return t.detach().cpu().double().numpy().astype(np.float32)
+
+
+def export_gguf(model, cfg, path, name, tokenizer, dtype="F32"):
+    """Write model as a GGUF file llama.cpp loads unchanged.
+
+    tokenizer: dict with model ('gpt2'|'llama'), tokens (list of str),
+    token_type (list of int), merges (gpt2), scores (llama), bos_token_id,
+    eos_token_id, and optionally unknown_token_id, add_bos_token,
+    add_eos_token, add_space_prefix, pre.
+    dtype: 'F32', 'F16' or 'Q8_0' for the 2-D matrices; 1-D tensors (norms,
+    biases) are always F32.  Q8_0 falls back to F32 where ne[0] % 32 != 0.
+    """
+    if dtype not in _FTYPE:
+        raise ValueError("dtype must be one of %s" % sorted(_FTYPE))
+    arch = cfg.arch
+    if len(tokenizer["tokens"]) != cfg.vocab:
+        raise ValueError("tokenizer has %d tokens, model vocab is %d"
+                         % (len(tokenizer["tokens"]), cfg.vocab))
+    if arch == "llama" and cfg.rope_dim != cfg.d_head:
+        raise ValueError("llama.cpp's llama graph needs rope_dim == d_head")
+    d, Fd = cfg.d_model, cfg.d_ff
+
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", arch)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", _FTYPE[dtype])
+    if dtype == "Q8_0":
+        w.add_uint32("general.quantization_version", 2)
+    w.add_uint32(arch + ".context_length", cfg.ctx)
+    w.add_uint32(arch + ".embedding_length", d)
+    w.add_uint32(arch + ".block_count", cfg.n_layer)
+    w.add_uint32(arch + ".feed_forward_length", Fd)
+    w.add_uint32(arch + ".attention.head_count", cfg.n_head)
+    if arch == "gpt2":
+        w.add_float32(arch + ".attention.layer_norm_epsilon", cfg.eps)
+    else:
+        w.add_uint32(arch + ".attention.head_count_kv", cfg.n_kv_head)
+        w.add_float32(arch + ".attention.layer_norm_rms_epsilon", cfg.eps)
+        w.add_float32(arch + ".rope.freq_base", cfg.rope_base)
+        w.add_uint32(arch + ".rope.dimension_count", cfg.rope_dim)
+        w.add_uint32(arch + ".vocab_size", cfg.vocab)
+    _add_tokenizer(w, tokenizer)
+
+    def mat(tname, t):
+        a = _np(t) if torch.is_tensor(t) else np.asarray(t, dtype=np.float32)
+        kind = dtype
+        if kind == "Q8_0" and a.shape[-1] % 32:
+            kind = "F32"
+        w.add_tensor(tname, a, kind)
+
+    def vec(tname, t):
+        a = _np(t) if torch.is_tensor(t) else np.asarray(t, dtype=np.float32)
+        w.add_tensor(tname, a, "F32")
+
+    mat("token_embd.weight", model.tok_embd.weight)
+    if arch == "gpt2":
+        mat("position_embd.weight", model.pos_embd.weight)
+    for L, blk in enumerate(model.blocks):
+        b = "blk.%d." % L
+        vec(b + "attn_norm.weight", blk.ln1_w)
+        if arch == "gpt2":
+            vec(b + "attn_norm.bias", blk.ln1_b)
+            mat(b + "attn_qkv.weight", blk.qkv.weight)     # [3d, d]: ne = [d, 3d]
+            vec(b + "attn_qkv.bias", blk.qkv.bias)
+            mat(b + "attn_output.weight", blk.o.weight)
+            vec(b + "attn_output.bias", blk.o.bias)
+        else:
+            mat(b + "attn_q.weight", blk.q.weight)
+            mat(b + "attn_k.weight", blk.k.weight)
+            mat(b + "attn_v.weight", blk.v.weight)
+            mat(b + "attn_output.weight", blk.o.weight)
+        if cfg.attn_only:
+            # a normal MLP whose output is exactly zero, so the file loads as
+            # an ordinary model of this arch
+            vec(b + "ffn_norm.weight", np.ones(d))
+            if arch == "gpt2":
+                vec(b + "ffn_norm.bias", np.zeros(d))
+                mat(b + "ffn_up.weight", np.zeros((Fd, d)))
+                vec(b + "ffn_up.bias", np.zeros(Fd))
+                mat(b + "ffn_down.weight", np.zeros((d, Fd)))
+                vec(b + "ffn_down.bias", np.zeros(d))
+            else:
+                mat(b + "ffn_gate.weight", np.zeros((Fd, d)))
+                mat(b + "ffn_up.weight", np.zeros((Fd, d)))
+                mat(b + "ffn_down.weight", np.zeros((d, Fd)))
+            continue
+        vec(b + "ffn_norm.weight", blk.ln2_w)
+        if arch == "gpt2":
+            vec(b + "ffn_norm.bias", blk.ln2_b)
+            mat(b + "ffn_up.weight", blk.up.weight)
+            vec(b + "ffn_up.bias", blk.up.bias)
+            mat(b + "ffn_down.weight", blk.down.weight)
+            vec(b + "ffn_down.bias", blk.down.bias)
+        else:
+            mat(b + "ffn_gate.weight", blk.gate.weight)
+            mat(b + "ffn_up.weight", blk.up.weight)
+            mat(b + "ffn_down.weight", blk.down.weight)
+    vec("output_norm.weight", model.lnf_w)
+    if arch == "gpt2":
+        vec("output_norm.bias", model.lnf_b)
+    if model.out is not None:
+        mat("output.weight", model.out.weight)
+    return w.write()
+
+
+def _add_tokenizer(w, tok):
+    kind = tok["model"]
+    if kind not in ("gpt2", "llama"):
+        raise ValueError("tokenizer model must be 'gpt2' or 'llama'")
+    n = len(tok["tokens"])
+    w.add_string("tokenizer.ggml.model", kind)
+    pre = tok.get("pre", "gpt-2" if kind == "gpt2" else None)
+    if pre is not None:
+        w.add_string("tokenizer.ggml.pre", pre)
+    w.add_array("tokenizer.ggml.tokens", list(tok["tokens"]), GGUF_STRING)
+    if len(tok["token_type"]) != n:
+        raise ValueError("token_type length differs from tokens")
+    w.add_array("tokenizer.ggml.token_type", [int(t) for t in tok["token_type"]], GGUF_INT32)
+    if kind == "gpt2":
+        w.add_array("tokenizer.ggml.merges", list(tok["merges"]), GGUF_STRING)
+    if tok.get("scores") is not None:
+        if len(tok["scores"]) != n:
+            raise ValueError("scores length differs from tokens")
+        w.add_array("tokenizer.ggml.scores", [float(s) for s in tok["scores"]], GGUF_FLOAT32)
+    elif kind == "llama":
+        raise ValueError("a llama tokenizer needs scores")
+    for key in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"):
+        if tok.get(key) is not None:
+            if not 0 <= tok[key] < n:
+                raise ValueError("%s %d out of range" % (key, tok[key]))
+            w.add_uint32("tokenizer.ggml." + key, tok[key])
+    for key in ("add_bos_token", "add_eos_token", "add_space_prefix"):
+        if tok.get(key) is not None:
+            w.add_bool("tokenizer.ggml." + key, tok[key])

@@ -1,0 +1,175 @@
+#include "attnscope/capture.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t as_capture_hook_bytes(const as_hook *h, int n_ctx)
+{
+    size_t n = (size_t)n_ctx;
+    if (h->is_attn)
+        return (size_t)h->width * (n * (n + 1) / 2) * sizeof(float);
+    return (size_t)h->width * n * sizeof(float);
+}
+
+size_t as_capture_attn_offset(const as_capture *c, int head, int q)
+{
+    size_t n = (size_t)c->n_ctx;
+    return (size_t)head * (n * (n + 1) / 2) + (size_t)q * ((size_t)q + 1) / 2;
+}
+
+static const char *const class_name[] = {
+    "essential", "attention patterns", "attention scores", "logits",
+    "q/k/v/z", "MLP activations", "residual-stream copies",
+};
+
+/* Keeps hooks class by class, lowest class first, while they fit; the
+ * classes that did not fit are dropped whole so what remains is coherent. */
+static int allocate(as_capture *c, as_error *err)
+{
+    const as_program *p = c->prog;
+    size_t used = 0, droppable = 0; /* the KV cache and norm scales are not the budget's to drop */
+    int dropped_from = -1;
+    for (int klass = AS_CLASS_ESSENTIAL; klass <= AS_CLASS_RESID; klass++) {
+        size_t need = 0;
+        for (int i = 0; i < p->n_hooks; i++)
+            if ((int)p->hooks[i].klass == klass)
+                need += as_capture_hook_bytes(&p->hooks[i], c->n_ctx);
+        bool keep = klass == AS_CLASS_ESSENTIAL || (dropped_from < 0 && droppable + need <= c->budget);
+        if (!keep) {
+            if (dropped_from < 0)
+                dropped_from = klass;
+            continue;
+        }
+        for (int i = 0; i < p->n_hooks; i++) {
+            if ((int)p->hooks[i].klass != klass)
+                continue;
+            c->store[i] = calloc(1, as_capture_hook_bytes(&p->hooks[i], c->n_ctx));
+            if (!c->store[i])
+                return as_error_set(err, "out of memory capturing %s (%zu bytes)", p->hooks[i].name,
+                                    as_capture_hook_bytes(&p->hooks[i], c->n_ctx));
+        }
+        used += need;
+        droppable += klass == AS_CLASS_ESSENTIAL ? 0 : need;
+    }
+    c->used = used;
+    if (dropped_from >= 0) {
+        size_t off = 0;
+        off += (size_t)snprintf(c->dropped, sizeof c->dropped, "capture budget %.1f MB: not keeping",
+                                (double)c->budget / (1 << 20));
+        for (int klass = AS_CLASS_RESID; klass >= dropped_from && off < sizeof c->dropped; klass--)
+            off += (size_t)snprintf(c->dropped + off, sizeof c->dropped - off, "%s %s",
+                                    klass == AS_CLASS_RESID ? "" : ",", class_name[klass]);
+        for (int i = 0; i < p->n_hooks; i++)
+            c->n_dropped += c->store[i] == NULL;
+    }
+    return AS_OK;
+}
+
+int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err)
+{
+    *out = NULL;
+    as_capture *c = calloc(1, sizeof *c);
+    if (!c)
+        return as_error_set(err, "out of memory");
+    c->prog = p;
+    c->n_ctx = p->model->cfg.n_ctx;
+    c->budget = budget;
+    c->store = calloc((size_t)p->n_hooks, sizeof *c->store);
+    c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
+    c->filled = calloc((size_t)p->n_hooks, sizeof *c->filled);
+    if (!c->store || !c->stats || !c->filled) {
+        as_capture_free(c);
+        return as_error_set(err, "out of memory");
+    }
+    for (int i = 0; i < p->n_hooks; i++) {
+        as_hook_kind k = p->hooks[i].kind;
+        if (k != AS_HK_LN1_SCALE && k != AS_HK_LN2_SCALE && k != AS_HK_LNF_SCALE)
+            continue;
+        c->stats[i] = calloc((size_t)c->n_ctx, sizeof **c->stats);
+        if (!c->stats[i]) {
+            as_capture_free(c);
+            return as_error_set(err, "out of memory");
+        }
+    }
+    if (allocate(c, err)) {
+        as_capture_free(c);
+        return AS_ERR;
+    }
+    *out = c;
+    return AS_OK;
+}
+
+void as_capture_free(as_capture *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; c->store && i < c->prog->n_hooks; i++) {
+        free(c->store[i]);
+        if (c->stats)
+            free(c->stats[i]);
+    }
+    free(c->store);
+    free(c->stats);
+    free(c->filled);
+    free(c);
+}
+
+bool as_capture_has(const as_capture *c, int hook)
+{
+    return hook >= 0 && hook < c->prog->n_hooks && c->store[hook] != NULL;
+}
+
+const float *as_capture_row(const as_capture *c, int hook, int pos)
+{
+    return c->store[hook] + (size_t)pos * (size_t)c->prog->hooks[hook].width;
+}
+
+float as_capture_attn(const as_capture *c, int hook, int head, int q, int k)
+{
+    if (k > q)
+        return c->prog->hooks[hook].kind == AS_HK_ATTN_SCORES ? -INFINITY : 0.0f;
+    return c->store[hook][as_capture_attn_offset(c, head, q) + (size_t)k];
+}
+
+const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos)
+{
+    return c->stats[hook] ? &c->stats[hook][pos] : NULL;
+}
+
+int as_capture_shape(const as_capture *c, int hook, int n_pos, size_t shape[3])
+{
+    const as_hook *h = &c->prog->hooks[hook];
+    if (h->is_attn) {
+        shape[0] = (size_t)h->width;
+        shape[1] = shape[2] = (size_t)n_pos;
+        return 3;
+    }
+    shape[0] = (size_t)n_pos;
+    shape[1] = (size_t)h->dims[0];
+    shape[2] = (size_t)h->dims[1];
+    return 1 + h->n_dims;
+}
+
+size_t as_capture_count(const as_capture *c, int hook, int n_pos)
+{
+    size_t shape[3], n = 1;
+    int nd = as_capture_shape(c, hook, n_pos, shape);
+    for (int i = 0; i < nd; i++)
+        n *= shape[i];
+    return n;
+}
+
+void as_capture_copy(const as_capture *c, int hook, int n_pos, float *out)
+{
+    const as_hook *h = &c->prog->hooks[hook];
+    if (!h->is_attn) {
+        memcpy(out, c->store[hook], as_capture_count(c, hook, n_pos) * sizeof *out);
+        return;
+    }
+    for (int head = 0; head < h->width; head++)
+        for (int q = 0; q < n_pos; q++)
+            for (int k = 0; k < n_pos; k++)
+                *out++ = as_capture_attn(c, hook, head, q, k);
+}

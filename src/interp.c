@@ -1,0 +1,424 @@
+#include "attnscope/interp.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/kernels.h"
+
+int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err)
+{
+    *out = NULL;
+    as_interp *it = calloc(1, sizeof *it);
+    if (!it)
+        return as_error_set(err, "out of memory");
+    it->prog = p;
+    it->model = p->model;
+    it->cap = cap;
+    it->n_ctx = p->model->cfg.n_ctx;
+    it->tokens = calloc((size_t)it->n_ctx, sizeof *it->tokens);
+    it->pass_starts = calloc((size_t)it->n_ctx, sizeof *it->pass_starts);
+    it->brk = calloc((size_t)p->n_hooks, sizeof *it->brk);
+    it->span = calloc((size_t)p->n_hooks, sizeof *it->span);
+    if (!it->tokens || !it->pass_starts || !it->brk || !it->span) {
+        as_interp_free(it);
+        return as_error_set(err, "out of memory");
+    }
+    *out = it;
+    return AS_OK;
+}
+
+void as_interp_free(as_interp *it)
+{
+    if (!it)
+        return;
+    for (int k = 0; k < AS_HK_COUNT; k++)
+        free(it->scratch[k]);
+    free(it->tmp);
+    free(it->span);
+    free(it->brk);
+    free(it->pass_starts);
+    free(it->tokens);
+    free(it);
+}
+
+void as_interp_reset(as_interp *it)
+{
+    memset(it->cap->filled, 0, (size_t)it->prog->n_hooks * sizeof *it->cap->filled);
+    it->n_done = 0;
+    it->in_pass = false;
+    it->n_passes = 0;
+    it->pc = 0;
+    it->nonfinite.found = false;
+}
+
+int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err)
+{
+    if (n > it->n_ctx)
+        return as_error_set(err, "the prompt has %d tokens but %s's context holds %d", n,
+                            it->model->cfg.name, it->n_ctx);
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= it->model->cfg.n_vocab)
+            return as_error_set(err, "token id %d at position %d is outside the vocabulary (0..%d)",
+                                ids[i], i, it->model->cfg.n_vocab - 1);
+    as_interp_reset(it);
+    memcpy(it->tokens, ids, (size_t)n * sizeof *ids);
+    it->n_tokens = it->n_prompt = n;
+    return AS_OK;
+}
+
+int as_interp_append(as_interp *it, int32_t id, as_error *err)
+{
+    if (it->n_tokens >= it->n_ctx)
+        return as_error_set(err, "the context is full (%d tokens)", it->n_ctx);
+    if (id < 0 || id >= it->model->cfg.n_vocab)
+        return as_error_set(err, "token id %d is outside the vocabulary (0..%d)", id,
+                            it->model->cfg.n_vocab - 1);
+    it->tokens[it->n_tokens++] = id;
+    return AS_OK;
+}
+
+static int ensure(float **buf, size_t *cap, size_t n, as_error *err)
+{
+    if (n <= *cap)
+        return AS_OK;
+    float *b = realloc(*buf, n * sizeof **buf);
+    if (!b)
+        return as_error_set(err, "out of memory (%zu floats of working memory)", n);
+    *buf = b;
+    *cap = n;
+    return AS_OK;
+}
+
+/* Points every hook at the rows of the span [p0, p0+n): its capture
+ * storage when kept, else the working buffer of its kind. */
+static int setup_span(as_interp *it, as_error *err)
+{
+    const as_program *p = it->prog;
+    for (int h = 0; h < p->n_hooks; h++) {
+        const as_hook *hk = &p->hooks[h];
+        if (as_capture_has(it->cap, h)) {
+            it->span[h] = hk->is_attn ? it->cap->store[h]
+                                      : it->cap->store[h] + (size_t)it->p0 * (size_t)hk->width;
+            continue;
+        }
+        size_t need = hk->is_attn ? (size_t)hk->width * (size_t)it->n * (size_t)(it->p0 + it->n)
+                                  : (size_t)hk->width * (size_t)it->n;
+        if (ensure(&it->scratch[hk->kind], &it->scratch_cap[hk->kind], need, err))
+            return AS_ERR;
+        it->span[h] = it->scratch[hk->kind];
+    }
+    return ensure(&it->tmp, &it->tmp_cap, (size_t)it->n * (size_t)(it->p0 + it->n), err);
+}
+
+static int enter_pass(as_interp *it, int p0, int n, as_error *err)
+{
+    it->p0 = p0;
+    it->n = n;
+    it->pc = 0;
+    it->in_pass = true;
+    it->nonfinite.found = false;
+    return setup_span(it, err);
+}
+
+static float *row(const as_interp *it, int h, int i)
+{
+    return it->span[h] + (size_t)i * (size_t)it->prog->hooks[h].width;
+}
+
+/* Span row i, head `head` of an attention hook: p0 + i + 1 keys. */
+static float *attn_row(const as_interp *it, int h, int head, int i)
+{
+    if (as_capture_has(it->cap, h))
+        return it->span[h] + as_capture_attn_offset(it->cap, head, it->p0 + i);
+    return it->span[h] + ((size_t)head * (size_t)it->n + (size_t)i) * (size_t)(it->p0 + it->n);
+}
+
+/* A KV-cache hook's row at an absolute position. */
+static const float *kv_row(const as_interp *it, int h, int pos)
+{
+    return as_capture_row(it->cap, h, pos);
+}
+
+static void op_scores(as_interp *it, const as_op *op)
+{
+    const as_config *c = &it->model->cfg;
+    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
+    float alpha = 1.0f / sqrtf((float)dh);
+    for (int h = 0; h < H; h++) {
+        const float *q = row(it, op->in[0], 0) + h * dh;
+        const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
+        /* (n, dh) · (keys, dh)ᵀ → (n, keys); only the causal part is kept. */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, it->n, keys, dh, alpha, q, H * dh, k,
+                    Hk * dh, 0.0f, it->tmp, keys);
+        for (int i = 0; i < it->n; i++)
+            memcpy(attn_row(it, op->out, h, i), it->tmp + (size_t)i * keys,
+                   (size_t)(it->p0 + i + 1) * sizeof(float));
+    }
+}
+
+static void op_mix(as_interp *it, const as_op *op)
+{
+    const as_config *c = &it->model->cfg;
+    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
+    for (int h = 0; h < H; h++) {
+        const float *v = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
+        float *z = row(it, op->out, 0) + h * dh;
+        if (it->n == 1) {
+            cblas_sgemv(CblasRowMajor, CblasTrans, keys, dh, 1.0f, v, Hk * dh,
+                        attn_row(it, op->in[0], h, 0), 1, 0.0f, z, 1);
+            continue;
+        }
+        /* Gather the causal rows into a dense (n, keys) matrix, zeros above the diagonal. */
+        for (int i = 0; i < it->n; i++) {
+            float *dst = it->tmp + (size_t)i * keys;
+            int len = it->p0 + i + 1;
+            memcpy(dst, attn_row(it, op->in[0], h, i), (size_t)len * sizeof *dst);
+            memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it->n, dh, keys, 1.0f, it->tmp, keys, v,
+                    Hk * dh, 0.0f, z, H * dh);
+    }
+}
+
+static void op_norm(as_interp *it, const as_op *op)
+{
+    int d = it->model->cfg.d_model;
+    for (int i = 0; i < it->n; i++) {
+        if (op->kind == AS_OP_NORM_SCALE) {
+            as_norm_stat *st = &it->cap->stats[op->out][it->p0 + i];
+            as_norm_measure(row(it, op->in[0], i), d, it->model->cfg.eps, op->rms, st);
+            row(it, op->out, i)[0] = st->scale;
+        } else {
+            /* Use the scale hook's value, so an intervention on it takes effect. */
+            as_norm_stat st = it->cap->stats[op->in[1]][it->p0 + i];
+            st.scale = row(it, op->in[1], i)[0];
+            as_norm_apply(row(it, op->in[0], i), d, &st, op->rms, op->w, op->b, row(it, op->out, i));
+        }
+    }
+}
+
+static void op_linear(as_interp *it, const as_op *op)
+{
+    if (op->last_row_only && !as_capture_has(it->cap, op->out)) {
+        int i = it->n - 1;
+        as_linear(row(it, op->in[0], i), 1, op->n_in, op->w, op->n_out, op->b, row(it, op->out, i));
+        return;
+    }
+    as_linear(row(it, op->in[0], 0), it->n, op->n_in, op->w, op->n_out, op->b, row(it, op->out, 0));
+}
+
+static void exec(as_interp *it, const as_op *op)
+{
+    const as_model *m = it->model;
+    const as_hook *out = &it->prog->hooks[op->out];
+    int d = m->cfg.d_model;
+    long span = (long)it->n * out->width;
+    switch (op->kind) {
+    case AS_OP_EMBED:
+        for (int i = 0; i < it->n; i++)
+            memcpy(row(it, op->out, i), m->tok_embd + (size_t)it->tokens[it->p0 + i] * d, (size_t)d * 4);
+        break;
+    case AS_OP_POS_EMBED:
+        memcpy(row(it, op->out, 0), m->pos_embd + (size_t)it->p0 * d, (size_t)span * 4);
+        break;
+    case AS_OP_ADD:
+        as_add(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), span);
+        break;
+    case AS_OP_COPY:
+        memcpy(row(it, op->out, 0), row(it, op->in[0], 0), (size_t)span * 4);
+        break;
+    case AS_OP_NORM_SCALE:
+    case AS_OP_NORM_APPLY:
+        op_norm(it, op);
+        break;
+    case AS_OP_LINEAR:
+        op_linear(it, op);
+        break;
+    case AS_OP_ROPE:
+        for (int i = 0; i < it->n; i++)
+            as_rope(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1],
+                    m->cfg.rope_dim, it->p0 + i, m->cfg.rope_base);
+        break;
+    case AS_OP_SCORES:
+        op_scores(it, op);
+        break;
+    case AS_OP_SOFTMAX:
+        for (int h = 0; h < out->width; h++)
+            for (int i = 0; i < it->n; i++)
+                as_softmax(attn_row(it, op->in[0], h, i), attn_row(it, op->out, h, i), it->p0 + i + 1);
+        break;
+    case AS_OP_MIX:
+        op_mix(it, op);
+        break;
+    case AS_OP_GELU:
+        as_gelu_tanh(row(it, op->in[0], 0), row(it, op->out, 0), (int)span);
+        break;
+    case AS_OP_SWIGLU:
+        as_swiglu(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), (int)span);
+        break;
+    }
+}
+
+static bool scan(as_interp *it, int h, int pos, const float *x, int len, int base)
+{
+    for (int j = 0; j < len; j++) {
+        if (!isfinite(x[j])) {
+            it->nonfinite = (as_nonfinite){true, h, pos, base + j, x[j]};
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Records where a NaN or Inf first appears in this pass: users debugging a
+ * broken conversion need the first hook, not the logits it ruined. */
+static void check_finite(as_interp *it, const as_op *op)
+{
+    const as_hook *hk = &it->prog->hooks[op->out];
+    if (it->nonfinite.found)
+        return;
+    int first = op->last_row_only && !as_capture_has(it->cap, op->out) ? it->n - 1 : 0;
+    for (int i = first; i < it->n; i++) {
+        int q = it->p0 + i;
+        if (!hk->is_attn) {
+            if (scan(it, op->out, q, row(it, op->out, i), hk->width, 0))
+                return;
+            continue;
+        }
+        for (int head = 0; head < hk->width; head++)
+            if (scan(it, op->out, q, attn_row(it, op->out, head, i), q + 1, head * (q + 1)))
+                return;
+    }
+}
+
+static void run_op(as_interp *it)
+{
+    const as_op *op = &it->prog->ops[it->pc];
+    exec(it, op);
+    check_finite(it, op);
+    if (as_capture_has(it->cap, op->out))
+        it->cap->filled[op->out] = it->p0 + it->n;
+    if (++it->pc == it->prog->n_ops) {
+        it->in_pass = false;
+        it->n_done = it->p0 + it->n;
+    }
+}
+
+static int begin_pass(as_interp *it, as_error *err)
+{
+    if (enter_pass(it, it->n_done, it->n_tokens - it->n_done, err))
+        return AS_ERR;
+    it->pass_starts[it->n_passes++] = it->p0;
+    return AS_OK;
+}
+
+int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as_error *err)
+{
+    *stop = AS_STOP_IDLE;
+    if (!it->in_pass) {
+        if (it->n_done >= it->n_tokens)
+            return AS_OK;
+        if (begin_pass(it, err))
+            return AS_ERR;
+    }
+    int layer = it->prog->ops[it->pc].layer;
+    for (long done = 0;; ) {
+        if (it->interrupt && *it->interrupt) {
+            *stop = AS_STOP_INTERRUPT;
+            return AS_OK;
+        }
+        const as_op *op = &it->prog->ops[it->pc];
+        run_op(it);
+        done++;
+        if (mode != AS_RUN_FINISH && it->brk[op->out]) {
+            *stop = AS_STOP_BREAK;
+            return AS_OK;
+        }
+        if (!it->in_pass) {
+            *stop = AS_STOP_PASS_END;
+            return AS_OK;
+        }
+        if (mode == AS_RUN_STEP && done >= count) {
+            *stop = AS_STOP_COUNT;
+            return AS_OK;
+        }
+        if (mode == AS_RUN_NEXT && it->prog->ops[it->pc].layer != layer) {
+            *stop = AS_STOP_BLOCK_END;
+            return AS_OK;
+        }
+    }
+}
+
+/* Puts the interpreter at op `pc` of pass `j`, discarding later passes. */
+static int restore(as_interp *it, int j, int pc, as_error *err)
+{
+    const as_program *p = it->prog;
+    int p0 = it->pass_starts[j];
+    int end = j + 1 < it->n_passes ? it->pass_starts[j + 1] : it->n_tokens;
+    it->n_passes = j + 1;
+    it->n_done = p0;
+    if (enter_pass(it, p0, end - p0, err))
+        return AS_ERR;
+    bool replay = false;
+    for (int o = 0; o < p->n_ops; o++) {
+        int h = p->ops[o].out;
+        if (o < pc)
+            replay |= !as_capture_has(it->cap, h);
+        else if (it->cap->filled[h] > p0)
+            it->cap->filled[h] = p0;
+    }
+    for (int h = 0; h < p->n_hooks; h++)
+        if (it->cap->filled[h] > end)
+            it->cap->filled[h] = end;
+    /* Ops are deterministic and only write their own hook (and this span's
+     * KV rows), so replaying from the pass start gives the same state. */
+    if (replay)
+        while (it->pc < pc && it->in_pass)
+            run_op(it);
+    it->pc = pc;
+    it->in_pass = pc < p->n_ops;
+    if (!it->in_pass)
+        it->n_done = end;
+    return AS_OK;
+}
+
+int as_interp_back(as_interp *it, long n, as_error *err)
+{
+    long per = it->prog->n_ops;
+    if (n <= 0)
+        return AS_OK;
+    if (it->n_passes == 0)
+        return as_error_set(err, "nothing to go back to: no op has run yet");
+    long now = it->in_pass ? (it->n_passes - 1) * per + it->pc : it->n_passes * per;
+    long t = now - n < 0 ? 0 : now - n;
+    return restore(it, (int)(t / per), (int)(t % per), err);
+}
+
+const float *as_interp_logits(const as_interp *it)
+{
+    int h = it->prog->ops[it->prog->n_ops - 1].out;
+    if (it->in_pass || it->n_done == 0 || it->n_done != it->n_tokens || it->n_passes == 0)
+        return NULL;
+    if (as_capture_has(it->cap, h))
+        return as_capture_row(it->cap, h, it->n_done - 1);
+    return row(it, h, it->n - 1);
+}
+
+const as_op *as_interp_current(const as_interp *it)
+{
+    return it->in_pass ? &it->prog->ops[it->pc] : NULL;
+}
+
+int as_interp_break(as_interp *it, const char *pattern, bool on)
+{
+    int matched = 0;
+    for (int h = 0; h < it->prog->n_hooks; h++) {
+        if (as_hook_name_match(pattern, it->prog->hooks[h].name)) {
+            it->brk[h] = on;
+            matched++;
+        }
+    }
+    return matched;
+}

@@ -1,0 +1,328 @@
+#include "attnscope/model.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *as_arch_name(as_arch a)
+{
+    return a == AS_ARCH_GPT2 ? "gpt2" : "llama";
+}
+
+/* Reads a required positive integer hyperparameter "{arch}.{suffix}". */
+static int get_dim(const as_gguf *g, const char *arch, const char *suffix, int *out, as_error *err)
+{
+    char key[128];
+    uint64_t v;
+    snprintf(key, sizeof key, "%s.%s", arch, suffix);
+    if (as_gguf_get_u64(g, key, &v, err))
+        return AS_ERR;
+    /* Refuse absurd sizes before anything is allocated from them. */
+    if (v == 0 || v > (1u << 24))
+        return as_error_set(err, "%s: %s = %llu is out of range (1..%u)", g->path, key,
+                            (unsigned long long)v, 1u << 24);
+    *out = (int)v;
+    return AS_OK;
+}
+
+static int read_config(as_config *c, const as_gguf *g, as_error *err)
+{
+    const char *arch;
+    if (as_gguf_get_str(g, "general.architecture", &arch, err))
+        return AS_ERR;
+    if (!strcmp(arch, "gpt2"))
+        c->arch = AS_ARCH_GPT2;
+    else if (!strcmp(arch, "llama"))
+        c->arch = AS_ARCH_LLAMA;
+    else
+        return as_error_set(err, "%s: architecture '%s' is not supported (attnscope runs gpt2 and llama)",
+                            g->path, arch);
+    if (get_dim(g, arch, "context_length", &c->n_ctx, err) ||
+        get_dim(g, arch, "embedding_length", &c->d_model, err) ||
+        get_dim(g, arch, "block_count", &c->n_layer, err) ||
+        get_dim(g, arch, "feed_forward_length", &c->d_ff, err) ||
+        get_dim(g, arch, "attention.head_count", &c->n_head, err))
+        return AS_ERR;
+    char key[128];
+    c->n_head_kv = c->n_head;
+    snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
+    if (as_gguf_find(g, key) && get_dim(g, arch, "attention.head_count_kv", &c->n_head_kv, err))
+        return AS_ERR;
+    if (c->d_model % c->n_head)
+        return as_error_set(err, "%s: embedding_length %d is not a multiple of head_count %d",
+                            g->path, c->d_model, c->n_head);
+    if (c->n_head % c->n_head_kv)
+        return as_error_set(err, "%s: head_count %d is not a multiple of head_count_kv %d",
+                            g->path, c->n_head, c->n_head_kv);
+    c->d_head = c->d_model / c->n_head;
+    c->eps = 1e-5f;
+    snprintf(key, sizeof key, c->arch == AS_ARCH_GPT2 ? "%s.attention.layer_norm_epsilon"
+                                                      : "%s.attention.layer_norm_rms_epsilon", arch);
+    if (as_gguf_get_f32_opt(g, key, &c->eps, err))
+        return AS_ERR;
+    c->rope_base = 10000.0f;
+    c->rope_dim = c->d_head;
+    if (c->arch == AS_ARCH_LLAMA) {
+        uint32_t rd = (uint32_t)c->d_head;
+        snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+        if (as_gguf_get_f32_opt(g, key, &c->rope_base, err))
+            return AS_ERR;
+        snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+        if (as_gguf_get_u32_opt(g, key, &rd, err))
+            return AS_ERR;
+        if (rd == 0 || rd > (uint32_t)c->d_head || rd % 2)
+            return as_error_set(err, "%s: %s = %u must be even and at most the head size %d",
+                                g->path, key, rd, c->d_head);
+        c->rope_dim = (int)rd;
+    }
+    const char *name = NULL;
+    as_error ignore;
+    if (as_gguf_find(g, "general.name") && as_gguf_get_str(g, "general.name", &name, &ignore) == AS_OK)
+        snprintf(c->name, sizeof c->name, "%s", name);
+    else {
+        const char *base = strrchr(g->path, '/');
+        snprintf(c->name, sizeof c->name, "%s", base ? base + 1 : g->path);
+        char *dot = strrchr(c->name, '.');
+        if (dot)
+            *dot = '\0';
+    }
+    return AS_OK;
+}
+
+/* Returns the tensor's data as float32 with its shape checked against the
+ * expected ne (ne1 == 0 for a vector). Missing tensors are an error unless
+ * optional, in which case *out is NULL. */
+static int get_tensor(as_model *m, const char *name, uint64_t ne0, uint64_t ne1, bool optional,
+                      const float **out, as_error *err)
+{
+    const as_gguf *g = m->gguf;
+    const as_gguf_tensor *t = as_gguf_tensor_find(g, name);
+    *out = NULL;
+    if (!t) {
+        if (optional)
+            return AS_OK;
+        return as_error_set(err, "%s: tensor '%s' is missing (a %s model needs it)", g->path, name,
+                            as_arch_name(m->cfg.arch));
+    }
+    uint32_t want_dims = ne1 ? 2 : 1;
+    bool ok = t->ne[0] == ne0 && (ne1 ? t->ne[1] == ne1 : 1) && t->ne[2] == 1 && t->ne[3] == 1 &&
+              (t->n_dims == want_dims || (want_dims == 2 && t->n_dims == 1 && ne1 == 1));
+    if (!ok) {
+        char want[64];
+        if (ne1)
+            snprintf(want, sizeof want, "[%llu, %llu]", (unsigned long long)ne0, (unsigned long long)ne1);
+        else
+            snprintf(want, sizeof want, "[%llu]", (unsigned long long)ne0);
+        return as_error_set(err,
+                            "%s: offset %llu: tensor '%s' has shape [%llu, %llu, %llu, %llu] but the "
+                            "configuration needs %s",
+                            g->path, (unsigned long long)t->info_offset, name,
+                            (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+                            (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], want);
+    }
+    m->weight_bytes += t->n_elements * sizeof(float);
+    if (t->type == AS_GGML_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
+        *out = (const float *)t->data;
+        return AS_OK;
+    }
+    float *buf = malloc(t->n_elements * sizeof(float));
+    float **owned = realloc(m->owned, (m->n_owned + 1) * sizeof *owned);
+    if (!buf || !owned) {
+        free(buf);
+        if (owned)
+            m->owned = owned;
+        return as_error_set(err, "%s: out of memory for tensor '%s'", g->path, name);
+    }
+    m->owned = owned;
+    m->owned[m->n_owned++] = buf;
+    if (as_tensor_to_f32(t, buf, err))
+        return AS_ERR;
+    *out = buf;
+    return AS_OK;
+}
+
+static int load_layer_gpt2(as_model *m, int l, as_error *err)
+{
+    const as_config *c = &m->cfg;
+    as_layer *L = &m->layers[l];
+    uint64_t d = (uint64_t)c->d_model, f = (uint64_t)c->d_ff;
+    char n[96];
+    const float *qkv, *qkv_b;
+#define T(field, suffix, a, b, opt)                                     \
+    snprintf(n, sizeof n, "blk.%d.%s", l, suffix);                      \
+    if (get_tensor(m, n, a, b, opt, &L->field, err))                    \
+        return AS_ERR;
+    T(attn_norm_w, "attn_norm.weight", d, 0, false)
+    T(attn_norm_b, "attn_norm.bias", d, 0, false)
+    T(wo, "attn_output.weight", d, d, false)
+    T(bo, "attn_output.bias", d, 0, true)
+    T(ffn_norm_w, "ffn_norm.weight", d, 0, false)
+    T(ffn_norm_b, "ffn_norm.bias", d, 0, false)
+    T(w_up, "ffn_up.weight", d, f, false)
+    T(b_up, "ffn_up.bias", f, 0, true)
+    T(w_down, "ffn_down.weight", f, d, false)
+    T(b_down, "ffn_down.bias", d, 0, true)
+#undef T
+    snprintf(n, sizeof n, "blk.%d.attn_qkv.weight", l);
+    if (get_tensor(m, n, d, 3 * d, false, &qkv, err))
+        return AS_ERR;
+    snprintf(n, sizeof n, "blk.%d.attn_qkv.bias", l);
+    if (get_tensor(m, n, 3 * d, 0, true, &qkv_b, err))
+        return AS_ERR;
+    /* The fused matrix holds Q's rows, then K's, then V's. */
+    L->wq = qkv;
+    L->wk = qkv + d * d;
+    L->wv = qkv + 2 * d * d;
+    if (qkv_b) {
+        L->bq = qkv_b;
+        L->bk = qkv_b + d;
+        L->bv = qkv_b + 2 * d;
+    }
+    return AS_OK;
+}
+
+static int load_layer_llama(as_model *m, int l, as_error *err)
+{
+    const as_config *c = &m->cfg;
+    as_layer *L = &m->layers[l];
+    uint64_t d = (uint64_t)c->d_model, f = (uint64_t)c->d_ff;
+    uint64_t kv = (uint64_t)c->n_head_kv * (uint64_t)c->d_head;
+    char n[96];
+#define T(field, suffix, a, b)                                          \
+    snprintf(n, sizeof n, "blk.%d.%s", l, suffix);                      \
+    if (get_tensor(m, n, a, b, false, &L->field, err))                  \
+        return AS_ERR;
+    T(attn_norm_w, "attn_norm.weight", d, 0)
+    T(wq, "attn_q.weight", d, d)
+    T(wk, "attn_k.weight", d, kv)
+    T(wv, "attn_v.weight", d, kv)
+    T(wo, "attn_output.weight", d, d)
+    T(ffn_norm_w, "ffn_norm.weight", d, 0)
+    T(w_gate, "ffn_gate.weight", d, f)
+    T(w_up, "ffn_up.weight", d, f)
+    T(w_down, "ffn_down.weight", f, d)
+#undef T
+    return AS_OK;
+}
+
+static int load_weights(as_model *m, as_error *err)
+{
+    const as_config *c = &m->cfg;
+    uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
+    bool gpt2 = c->arch == AS_ARCH_GPT2;
+    if (get_tensor(m, "token_embd.weight", d, v, false, &m->tok_embd, err))
+        return AS_ERR;
+    if (gpt2 && get_tensor(m, "position_embd.weight", d, (uint64_t)c->n_ctx, false, &m->pos_embd, err))
+        return AS_ERR;
+    if (get_tensor(m, "output_norm.weight", d, 0, false, &m->out_norm_w, err))
+        return AS_ERR;
+    if (gpt2 && get_tensor(m, "output_norm.bias", d, 0, false, &m->out_norm_b, err))
+        return AS_ERR;
+    if (get_tensor(m, "output.weight", d, v, true, &m->output, err))
+        return AS_ERR;
+    m->tied = m->output == NULL;
+    if (m->tied)
+        m->output = m->tok_embd;
+    m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
+    if (!m->layers)
+        return as_error_set(err, "%s: out of memory", m->path);
+    for (int l = 0; l < c->n_layer; l++)
+        if ((gpt2 ? load_layer_gpt2 : load_layer_llama)(m, l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* Names tensors that hold NaN or Inf: a broken conversion should load (so
+ * it can be inspected) but say so at once. */
+static void scan_nonfinite(as_model *m)
+{
+    const as_gguf *g = m->gguf;
+    size_t used = 0;
+    int found = 0;
+    float *row = NULL;
+    size_t row_cap = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        if (!as_ggml_type_supported(t->type) || t->ne[0] == 0)
+            continue;
+        if (t->ne[0] > row_cap) {
+            free(row);
+            row_cap = t->ne[0];
+            row = malloc(row_cap * sizeof *row);
+            if (!row)
+                return;
+        }
+        uint64_t bad = 0, rows = as_tensor_rows(t);
+        for (uint64_t r = 0; r < rows; r++) {
+            if (as_tensor_row_f32(t, r, row, NULL))
+                break;
+            for (uint64_t k = 0; k < t->ne[0]; k++)
+                bad += !isfinite(row[k]);
+        }
+        if (bad && used + 1 < sizeof m->warnings) {
+            used += (size_t)snprintf(m->warnings + used, sizeof m->warnings - used, "%s%s (%llu)",
+                                     found++ ? ", " : "tensors holding NaN or Inf: ", t->name,
+                                     (unsigned long long)bad);
+            if (used >= sizeof m->warnings)
+                used = sizeof m->warnings - 1;
+        }
+    }
+    free(row);
+}
+
+int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err)
+{
+    *out = NULL;
+    as_model *m = calloc(1, sizeof *m);
+    if (!m)
+        return as_error_set(err, "%s: out of memory", g->path);
+    m->gguf = g;
+    m->path = strdup(g->path);
+    if (!m->path || read_config(&m->cfg, g, err) || as_tokenizer_from_gguf(&m->tok, g, err))
+        goto fail;
+    m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
+    const as_gguf_tensor *emb = as_gguf_tensor_find(g, "token_embd.weight");
+    if (emb && emb->ne[1] != (uint64_t)m->cfg.n_vocab) {
+        as_error_set(err, "%s: token_embd.weight has %llu rows but the vocabulary has %d tokens",
+                     g->path, (unsigned long long)emb->ne[1], m->cfg.n_vocab);
+        goto fail;
+    }
+    if (load_weights(m, err))
+        goto fail;
+    scan_nonfinite(m);
+    *out = m;
+    return AS_OK;
+fail:
+    m->gguf = NULL; /* the caller keeps ownership on failure */
+    as_model_free(m);
+    return AS_ERR;
+}
+
+int as_model_load(as_model **out, const char *path, as_error *err)
+{
+    as_gguf *g;
+    *out = NULL;
+    if (as_gguf_open(&g, path, err))
+        return AS_ERR;
+    if (as_model_from_gguf(out, g, err)) {
+        as_gguf_close(g);
+        return AS_ERR;
+    }
+    return AS_OK;
+}
+
+void as_model_free(as_model *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n_owned; i++)
+        free(m->owned[i]);
+    free(m->owned);
+    free(m->layers);
+    as_tokenizer_free(m->tok);
+    as_gguf_close(m->gguf);
+    free(m->path);
+    free(m);
+}

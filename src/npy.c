@@ -1,0 +1,101 @@
+#include "attnscope/npy.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+size_t as_npy_header(char *buf, size_t cap, as_npy_dtype dtype, const size_t *shape, int ndim)
+{
+    char dict[200];
+    size_t off = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
+                                  dtype == AS_NPY_F32 ? "<f4" : "<i4");
+    for (int i = 0; i < ndim && off < sizeof dict; i++)
+        off += (size_t)snprintf(dict + off, sizeof dict - off, "%zu%s", shape[i],
+                                ndim == 1 ? "," : (i + 1 < ndim ? ", " : ""));
+    if (off < sizeof dict)
+        off += (size_t)snprintf(dict + off, sizeof dict - off, "), }");
+    if (off >= sizeof dict)
+        return 0;
+    /* Total header length is a multiple of 64, ending in '\n'. */
+    size_t total = 10 + off + 1;
+    total = (total + 63) / 64 * 64;
+    if (total > cap)
+        return 0;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (char)((total - 10) & 0xff);
+    buf[9] = (char)((total - 10) >> 8);
+    memcpy(buf + 10, dict, off);
+    memset(buf + 10 + off, ' ', total - 10 - off - 1);
+    buf[total - 1] = '\n';
+    return total;
+}
+
+struct npy_job {
+    as_npy_dtype dtype;
+    const void *data;
+    const size_t *shape;
+    int ndim;
+};
+
+static int write_npy(void *ctx, void *stream, as_error *err)
+{
+    const struct npy_job *j = ctx;
+    char header[256];
+    size_t len = as_npy_header(header, sizeof header, j->dtype, j->shape, j->ndim);
+    if (!len)
+        return as_error_set(err, "array shape too long for a .npy header");
+    size_t count = 1;
+    for (int i = 0; i < j->ndim; i++)
+        count *= j->shape[i];
+    if (fwrite(header, 1, len, stream) != len || fwrite(j->data, 4, count, stream) != count)
+        return as_error_set(err, "%s", strerror(errno));
+    return AS_OK;
+}
+
+int as_npy_write(const char *path, as_npy_dtype dtype, const void *data, const size_t *shape, int ndim,
+                 as_error *err)
+{
+    struct npy_job j = {dtype, data, shape, ndim};
+    return as_write_atomic(path, write_npy, &j, err);
+}
+
+int as_write_atomic(const char *path, int (*write_fn)(void *ctx, void *stream, as_error *err), void *ctx,
+                    as_error *err)
+{
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return as_error_set(err, "%s: out of memory", path);
+    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        char *dup = strdup(path);
+        as_error_set(err, "%s: cannot write in directory %s: %s", path, dup ? dirname(dup) : "?",
+                     strerror(errno));
+        free(dup);
+        free(tmp);
+        return AS_ERR;
+    }
+    /* mkstemp makes the file 0600; an exported figure or array is for sharing. */
+    fchmod(fd, 0644);
+    FILE *f = fdopen(fd, "wb");
+    int rc = f ? write_fn(ctx, f, err) : as_error_set(err, "%s", strerror(errno));
+    if (f && fflush(f) && rc == AS_OK)
+        rc = as_error_set(err, "%s", strerror(errno));
+    if (f && fsync(fileno(f)) && rc == AS_OK)
+        rc = as_error_set(err, "%s", strerror(errno));
+    if ((f ? fclose(f) : close(fd)) && rc == AS_OK)
+        rc = as_error_set(err, "%s", strerror(errno));
+    if (rc == AS_OK && rename(tmp, path))
+        rc = as_error_set(err, "%s", strerror(errno));
+    if (rc != AS_OK) {
+        unlink(tmp);
+        as_error_prefix(err, "%s", path);
+    }
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,912 @@
+#include "attnscope/session.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/npy.h"
+
+/* ---- construction ---- */
+
+int as_session_from_model(as_session **out, as_model *m, size_t capture_mb, FILE *out_stream,
+                          FILE *warn_stream, as_error *err)
+{
+    *out = NULL;
+    as_session *s = calloc(1, sizeof *s);
+    if (!s)
+        return as_error_set(err, "out of memory");
+    s->model = m;
+    s->capture_mb = capture_mb;
+    s->out = out_stream;
+    s->warn = warn_stream;
+    as_sampler_init(&s->sampler);
+    s->probs = malloc((size_t)m->cfg.n_vocab * sizeof *s->probs);
+    s->order = malloc((size_t)m->cfg.n_vocab * sizeof *s->order);
+    if (!s->probs || !s->order) {
+        as_error_set(err, "out of memory");
+        goto fail;
+    }
+    if (as_program_build(&s->prog, m, err) || as_capture_new(&s->cap, s->prog, capture_mb << 20, err) ||
+        as_interp_new(&s->it, s->prog, s->cap, err))
+        goto fail;
+    *out = s;
+    return AS_OK;
+fail:
+    s->model = NULL; /* the caller keeps the model on failure */
+    as_session_free(s);
+    return AS_ERR;
+}
+
+int as_session_new(as_session **out, const char *model_path, size_t capture_mb, FILE *out_stream,
+                   FILE *warn_stream, as_error *err)
+{
+    as_model *m;
+    *out = NULL;
+    if (as_model_load(&m, model_path, err))
+        return AS_ERR;
+    if (as_session_from_model(out, m, capture_mb, out_stream, warn_stream, err)) {
+        as_model_free(m);
+        return AS_ERR;
+    }
+    return AS_OK;
+}
+
+void as_session_free(as_session *s)
+{
+    if (!s)
+        return;
+    as_interp_free(s->it);
+    as_capture_free(s->cap);
+    as_program_free(s->prog);
+    as_model_free(s->model);
+    free(s->probs);
+    free(s->order);
+    free(s);
+}
+
+/* ---- parsing ---- */
+
+char **as_split_commands(const char *line, int *n)
+{
+    size_t len = strlen(line);
+    char **cmds = calloc(len / 2 + 2, sizeof *cmds);
+    *n = 0;
+    if (!cmds)
+        return NULL;
+    const char *start = line;
+    char quote = 0;
+    for (const char *p = line;; p++) {
+        if (*p && quote) {
+            if (*p == '\\' && quote == '"' && p[1])
+                p++;
+            else if (*p == quote)
+                quote = 0;
+            continue;
+        }
+        if (*p == '"' || *p == '\'') {
+            quote = *p;
+            continue;
+        }
+        if (*p && *p != ';')
+            continue;
+        const char *a = start, *b = p;
+        while (a < b && isspace((unsigned char)*a))
+            a++;
+        while (b > a && isspace((unsigned char)b[-1]))
+            b--;
+        if (b > a)
+            cmds[(*n)++] = strndup(a, (size_t)(b - a));
+        if (!*p)
+            break;
+        start = p + 1;
+    }
+    return cmds;
+}
+
+void as_free_commands(char **cmds, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(cmds[i]);
+    free(cmds);
+}
+
+static int hexval(int c)
+{
+    return isdigit(c) ? c - '0' : isxdigit(c) ? tolower(c) - 'a' + 10 : -1;
+}
+
+/* Reads one word at *pp into out (which has room for strlen(*pp)+1). */
+static int read_word(const char **pp, char *out, as_error *err)
+{
+    const char *p = *pp;
+    char quote = 0;
+    while (*p && (quote || !isspace((unsigned char)*p))) {
+        if (!quote && (*p == '"' || *p == '\'')) {
+            quote = *p++;
+            continue;
+        }
+        if (quote && *p == quote) {
+            quote = 0;
+            p++;
+            continue;
+        }
+        if (quote == '"' && *p == '\\' && p[1]) {
+            p++;
+            switch (*p) {
+            case 'n': *out++ = '\n'; break;
+            case 't': *out++ = '\t'; break;
+            case 'r': *out++ = '\r'; break;
+            case 'x':
+                if (hexval((unsigned char)p[1]) >= 0 && hexval((unsigned char)p[2]) >= 0) {
+                    *out++ = (char)(hexval((unsigned char)p[1]) * 16 + hexval((unsigned char)p[2]));
+                    p += 2;
+                } else {
+                    *out++ = 'x'; /* not an escape: keep it */
+                }
+                break;
+            default: *out++ = *p;
+            }
+            p++;
+            continue;
+        }
+        *out++ = *p++;
+    }
+    *out = '\0';
+    if (quote)
+        return as_error_set(err, "unterminated %c quote", quote);
+    *pp = p;
+    return AS_OK;
+}
+
+int as_split_words(const char *line, char ***words, int *n, as_error *err)
+{
+    size_t len = strlen(line);
+    char **w = calloc(len / 2 + 2, sizeof *w);
+    *n = 0;
+    *words = NULL;
+    if (!w)
+        return as_error_set(err, "out of memory");
+    const char *p = line;
+    for (;;) {
+        while (isspace((unsigned char)*p))
+            p++;
+        if (!*p)
+            break;
+        char *buf = malloc(len + 1);
+        if (!buf || read_word(&p, buf, err)) {
+            free(buf);
+            as_free_commands(w, *n);
+            *n = 0;
+            return buf ? AS_ERR : as_error_set(err, "out of memory");
+        }
+        w[(*n)++] = buf;
+    }
+    *words = w;
+    return AS_OK;
+}
+
+/* The text argument of `prompt`/`tokenize`: one quoted word, or the rest
+ * of the line taken literally (so `prompt Hello, world` needs no quotes). */
+static char *text_arg(const char *rest, as_error *err)
+{
+    while (isspace((unsigned char)*rest))
+        rest++;
+    if (*rest == '"' || *rest == '\'') {
+        char *buf = malloc(strlen(rest) + 1);
+        const char *p = rest;
+        if (!buf || read_word(&p, buf, err)) {
+            free(buf);
+            return NULL;
+        }
+        while (isspace((unsigned char)*p))
+            p++;
+        if (*p) {
+            free(buf);
+            as_error_set(err, "unexpected text after the quoted prompt: %s", p);
+            return NULL;
+        }
+        return buf;
+    }
+    return strdup(rest);
+}
+
+void as_format_piece(const char *bytes, size_t len, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 5 < cap; i++) {
+        unsigned char c = (unsigned char)bytes[i];
+        int n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+        bool valid = n > 0 && i + (size_t)n <= len && (n == 1 || c >= 0xC2);
+        for (int k = 1; valid && k < n; k++)
+            valid = ((unsigned char)bytes[i + (size_t)k] & 0xC0) == 0x80;
+        if (c == '\n')
+            o += (size_t)snprintf(out + o, cap - o, "\\n");
+        else if (c == '\t')
+            o += (size_t)snprintf(out + o, cap - o, "\\t");
+        else if (c == '\\')
+            o += (size_t)snprintf(out + o, cap - o, "\\\\");
+        else if (c < 0x20 || c == 0x7f || !valid)
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02X", c);
+        else if (o + (size_t)n < cap) {
+            memcpy(out + o, bytes + i, (size_t)n);
+            o += (size_t)n;
+            i += (size_t)n - 1;
+        }
+    }
+    out[o < cap ? o : cap - 1] = '\0';
+}
+
+/* ---- helpers for commands ---- */
+
+typedef struct cmd_ctx {
+    as_session *s;
+    char **argv;
+    int argc;
+    const char *rest; /* the line after the command word */
+    as_error *err;
+} cmd_ctx;
+
+static int parse_long(const char *str, long lo, long hi, const char *what, long *out, as_error *err)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(str, &end, 10);
+    if (errno || end == str || *end || v < lo || v > hi)
+        return as_error_set(err, "%s must be a whole number from %ld to %ld, not '%s'", what, lo, hi, str);
+    *out = v;
+    return AS_OK;
+}
+
+static int parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(str, &end);
+    if (errno || end == str || *end || !(v >= lo && v <= hi))
+        return as_error_set(err, "%s must be a number from %g to %g, not '%s'", what, lo, hi, str);
+    *out = v;
+    return AS_OK;
+}
+
+static void piece_of(const as_session *s, int32_t id, char *buf, size_t cap)
+{
+    const char *p = as_tokenizer_piece(s->model->tok, id);
+    as_format_piece(p ? p : "", p ? strlen(p) : 0, buf, cap);
+}
+
+static void report_nonfinite(as_session *s)
+{
+    const as_nonfinite *nf = &s->it->nonfinite;
+    if (!nf->found || !s->warn)
+        return;
+    const as_hook *h = &s->prog->hooks[nf->hook];
+    if (h->is_attn)
+        fprintf(s->warn, "warning: first non-finite value in this pass: %s [head %d, query %d, key %d] = %g\n",
+                h->name, nf->index / (nf->pos + 1), nf->pos, nf->index % (nf->pos + 1), nf->value);
+    else
+        fprintf(s->warn, "warning: first non-finite value in this pass: %s [position %d, index %d] = %g\n",
+                h->name, nf->pos, nf->index, nf->value);
+}
+
+static void print_op(as_session *s, const char *lead, int pc)
+{
+    const as_op *op = &s->prog->ops[pc];
+    fprintf(s->out, "%sop %d/%d  %-34s %s\n", lead, pc + 1, s->prog->n_ops, s->prog->hooks[op->out].name,
+            op->text);
+}
+
+static void print_stop(as_session *s, as_stop stop, int last_pc)
+{
+    const as_interp *it = s->it;
+    switch (stop) {
+    case AS_STOP_IDLE:
+        fprintf(s->out, "nothing to run: all %d tokens are processed (gen adds more)\n", it->n_tokens);
+        return;
+    case AS_STOP_PASS_END:
+        fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->p0,
+                it->p0 + it->n - 1, it->n_done - 1);
+        return;
+    case AS_STOP_BREAK:
+        print_op(s, "breakpoint: ", last_pc);
+        return;
+    case AS_STOP_INTERRUPT:
+        fprintf(s->out, "interrupted before op %d/%d\n", it->pc + 1, s->prog->n_ops);
+        return;
+    case AS_STOP_COUNT:
+    case AS_STOP_BLOCK_END:
+        print_op(s, "", last_pc);
+        return;
+    }
+}
+
+static int run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
+{
+    int rc = as_interp_run(s->it, mode, count, stop, err);
+    if (rc == AS_OK)
+        report_nonfinite(s);
+    return rc;
+}
+
+static int require_tokens(as_session *s, as_error *err)
+{
+    if (s->it->n_tokens == 0)
+        return as_error_set(err, "no context yet: start with `prompt TEXT` or `prompt-ids ID ...`");
+    return AS_OK;
+}
+
+static int find_hook(as_session *s, const char *name, as_error *err)
+{
+    int h = as_program_find_hook(s->prog, name);
+    if (h < 0)
+        return as_error_set(err, "no hook point named '%s' (`hooks` lists them)", name);
+    return h;
+}
+
+/* Positions of a hook that hold values, with a message when there are none. */
+static int hook_positions(as_session *s, int h, as_error *err)
+{
+    const as_hook *hk = &s->prog->hooks[h];
+    if (!as_capture_has(s->cap, h))
+        return as_error_set(err, "%s is not captured: %s (raise --capture-mb)", hk->name,
+                            s->cap->dropped[0] ? s->cap->dropped : "it was dropped");
+    int n = s->cap->filled[h];
+    if (n == 0)
+        return as_error_set(err, "%s has no values yet: the interpreter has not reached it (try `finish`)",
+                            hk->name);
+    return n;
+}
+
+/* ---- commands ---- */
+
+static int set_context(as_session *s, const int32_t *ids, int n, as_error *err)
+{
+    if (n == 0)
+        return as_error_set(err, "the prompt is empty");
+    if (as_interp_set_tokens(s->it, ids, n, err))
+        return AS_ERR;
+    fprintf(s->out, "context: %d tokens (nothing computed yet: step, next, finish or gen)\n", n);
+    return AS_OK;
+}
+
+static int encode(as_session *s, const char *text, int32_t **ids, size_t *n, as_error *err)
+{
+    const as_tokenizer *t = s->model->tok;
+    return as_tokenizer_encode(t, text, strlen(text), as_tokenizer_add_bos(t), ids, n, err);
+}
+
+static int cmd_prompt(cmd_ctx *c)
+{
+    char *text = text_arg(c->rest, c->err);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!text)
+        return AS_ERR;
+    int rc = encode(c->s, text, &ids, &n, c->err);
+    if (rc == AS_OK)
+        rc = set_context(c->s, ids, (int)n, c->err);
+    free(ids);
+    free(text);
+    return rc;
+}
+
+static int cmd_prompt_ids(cmd_ctx *c)
+{
+    if (c->argc < 2)
+        return as_error_set(c->err, "usage: prompt-ids ID [ID ...]");
+    int32_t *ids = malloc((size_t)(c->argc - 1) * sizeof *ids);
+    if (!ids)
+        return as_error_set(c->err, "out of memory");
+    for (int i = 1; i < c->argc; i++) {
+        long v;
+        if (parse_long(c->argv[i], 0, c->s->model->cfg.n_vocab - 1, "a token id", &v, c->err)) {
+            free(ids);
+            return AS_ERR;
+        }
+        ids[i - 1] = (int32_t)v;
+    }
+    int rc = set_context(c->s, ids, c->argc - 1, c->err);
+    free(ids);
+    return rc;
+}
+
+static int cmd_tokenize(cmd_ctx *c)
+{
+    char *text = text_arg(c->rest, c->err);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!text)
+        return AS_ERR;
+    int rc = encode(c->s, text, &ids, &n, c->err);
+    for (size_t i = 0; rc == AS_OK && i < n; i++) {
+        char piece[256];
+        piece_of(c->s, ids[i], piece, sizeof piece);
+        fprintf(c->s->out, "%d\t%s\n", ids[i], piece);
+    }
+    free(ids);
+    free(text);
+    return rc;
+}
+
+static int cmd_step(cmd_ctx *c)
+{
+    long n = 1;
+    as_stop stop;
+    if (require_tokens(c->s, c->err))
+        return AS_ERR;
+    if (c->argc > 1 && parse_long(c->argv[1], 1, 1000000000L, "the op count", &n, c->err))
+        return AS_ERR;
+    int before = c->s->it->in_pass ? c->s->it->pc : 0;
+    if (run(c->s, AS_RUN_STEP, n, &stop, c->err))
+        return AS_ERR;
+    /* `step N` lists each op it ran only when N is small; otherwise the last. */
+    int last = c->s->it->in_pass ? c->s->it->pc - 1 : c->s->prog->n_ops - 1;
+    if (stop == AS_STOP_COUNT && n <= 20)
+        for (int pc = before; pc < last; pc++)
+            print_op(c->s, "", pc);
+    print_stop(c->s, stop, last);
+    return AS_OK;
+}
+
+static int run_cmd(cmd_ctx *c, as_run_mode mode)
+{
+    as_stop stop;
+    if (require_tokens(c->s, c->err) || run(c->s, mode, 0, &stop, c->err))
+        return AS_ERR;
+    int last = c->s->it->in_pass ? c->s->it->pc - 1 : c->s->prog->n_ops - 1;
+    print_stop(c->s, stop, last);
+    return AS_OK;
+}
+
+static int cmd_next(cmd_ctx *c) { return run_cmd(c, AS_RUN_NEXT); }
+static int cmd_finish(cmd_ctx *c) { return run_cmd(c, AS_RUN_FINISH); }
+static int cmd_continue(cmd_ctx *c) { return run_cmd(c, AS_RUN_CONTINUE); }
+
+static int cmd_where(cmd_ctx *c)
+{
+    const as_interp *it = c->s->it;
+    if (it->n_tokens == 0) {
+        fprintf(c->s->out, "no context (prompt TEXT starts one)\n");
+        return AS_OK;
+    }
+    if (it->in_pass) {
+        fprintf(c->s->out, "pass over positions %d-%d, before ", it->p0, it->p0 + it->n - 1);
+        print_op(c->s, "", it->pc);
+    } else if (it->n_done < it->n_tokens) {
+        fprintf(c->s->out, "%d of %d tokens processed; the next pass covers positions %d-%d\n",
+                it->n_done, it->n_tokens, it->n_done, it->n_tokens - 1);
+    } else {
+        fprintf(c->s->out, "all %d tokens processed; logits ready at position %d\n", it->n_tokens,
+                it->n_tokens - 1);
+    }
+    return AS_OK;
+}
+
+static int cmd_back(cmd_ctx *c)
+{
+    long n = 1;
+    if (c->argc > 1 && parse_long(c->argv[1], 1, 1000000000L, "the op count", &n, c->err))
+        return AS_ERR;
+    if (as_interp_back(c->s->it, n, c->err))
+        return AS_ERR;
+    return cmd_where(c);
+}
+
+static int cmd_break(cmd_ctx *c, bool on)
+{
+    if (c->argc != 2)
+        return as_error_set(c->err, "usage: %s HOOK (wildcards: blocks.*.attn.hook_pattern)", c->argv[0]);
+    int n = as_interp_break(c->s->it, c->argv[1], on);
+    if (n == 0)
+        return as_error_set(c->err, "no hook point matches '%s' (`hooks` lists them)", c->argv[1]);
+    fprintf(c->s->out, "%s on %d hook point%s\n", on ? "breakpoint set" : "breakpoint removed", n,
+            n == 1 ? "" : "s");
+    return AS_OK;
+}
+
+static int cmd_break_on(cmd_ctx *c) { return cmd_break(c, true); }
+static int cmd_unbreak(cmd_ctx *c) { return cmd_break(c, false); }
+
+/* Runs the pending pass to its end; stops early (returns 1) at a breakpoint or interrupt. */
+static int settle(as_session *s, as_error *err)
+{
+    as_stop stop = AS_STOP_IDLE;
+    if ((s->it->in_pass || s->it->n_done < s->it->n_tokens) && run(s, AS_RUN_CONTINUE, 0, &stop, err))
+        return -1;
+    if (stop == AS_STOP_BREAK || stop == AS_STOP_INTERRUPT) {
+        print_stop(s, stop, s->it->pc - 1);
+        return 1;
+    }
+    return 0;
+}
+
+static int cmd_gen(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    long n = 1;
+    if (require_tokens(s, c->err))
+        return AS_ERR;
+    if (c->argc > 1 && parse_long(c->argv[1], 1, 1000000, "the token count", &n, c->err))
+        return AS_ERR;
+    int start = s->it->n_tokens;
+    const char *why = NULL;
+    for (long i = 0; i < n && !why; i++) {
+        int st = settle(s, c->err);
+        if (st < 0)
+            return AS_ERR;
+        if (st > 0) {
+            why = "stopped at a breakpoint (continue, then gen again)";
+            break;
+        }
+        int32_t tok;
+        if (as_sampler_pick(&s->sampler, as_interp_logits(s->it), s->model->cfg.n_vocab, s->probs,
+                            s->order, &tok, c->err))
+            return AS_ERR;
+        if (s->it->n_tokens >= s->it->n_ctx) {
+            why = "stopped: the context is full";
+            break;
+        }
+        as_interp_append(s->it, tok, c->err);
+        if (tok == as_tokenizer_eos(s->model->tok))
+            why = "stopped: end-of-sequence token";
+    }
+    if (!why && settle(s, c->err) < 0)
+        return AS_ERR;
+    char *text = NULL;
+    size_t len = 0;
+    int count = s->it->n_tokens - start;
+    if (as_tokenizer_decode(s->model->tok, s->it->tokens + start, (size_t)count, &text, &len, c->err))
+        return AS_ERR;
+    char shown[4096];
+    as_format_piece(text, len, shown, sizeof shown);
+    fprintf(s->out, "generated: %s\nids:", shown);
+    for (int i = start; i < s->it->n_tokens; i++)
+        fprintf(s->out, " %d", s->it->tokens[i]);
+    fprintf(s->out, "\n");
+    if (why)
+        fprintf(s->out, "%s (%d tokens in context, limit %d)\n", why, s->it->n_tokens, s->it->n_ctx);
+    free(text);
+    return AS_OK;
+}
+
+static int cmd_set(cmd_ctx *c)
+{
+    as_sampler *sm = &c->s->sampler;
+    double v;
+    long k;
+    if (c->argc != 3)
+        return as_error_set(c->err, "usage: set temp X | topk K | topp P | seed S | threads N");
+    const char *key = c->argv[1], *val = c->argv[2];
+    if (!strcmp(key, "temp")) {
+        if (parse_float(val, 0, 100, "temp", &v, c->err))
+            return AS_ERR;
+        sm->temp = (float)v;
+    } else if (!strcmp(key, "topk")) {
+        if (parse_long(val, 0, c->s->model->cfg.n_vocab, "topk", &k, c->err))
+            return AS_ERR;
+        sm->top_k = (int)k;
+    } else if (!strcmp(key, "topp")) {
+        if (parse_float(val, 0, 1, "topp", &v, c->err) || v == 0)
+            return v == 0 ? as_error_set(c->err, "topp must be above 0 (1 turns it off)") : AS_ERR;
+        sm->top_p = (float)v;
+    } else if (!strcmp(key, "seed")) {
+        if (parse_long(val, 0, 0x7fffffffL, "seed", &k, c->err))
+            return AS_ERR;
+        as_sampler_seed(sm, (uint64_t)k);
+    } else if (!strcmp(key, "threads")) {
+        if (parse_long(val, 1, 256, "threads", &k, c->err))
+            return AS_ERR;
+        as_set_threads((int)k);
+    } else {
+        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads)", key);
+    }
+    fprintf(c->s->out, "%s = %s\n", key, val);
+    return AS_OK;
+}
+
+static int cmd_top(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    long k = 10;
+    if (c->argc > 1 && parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err))
+        return AS_ERR;
+    const float *logits = as_interp_logits(s->it);
+    if (!logits) {
+        if (require_tokens(s, c->err))
+            return AS_ERR;
+        return as_error_set(c->err, "no logits yet at position %d: the pass is not finished (`finish` computes them)",
+                            s->it->n_tokens - 1);
+    }
+    int n = s->model->cfg.n_vocab;
+    as_probs(logits, n, s->probs);
+    int m = as_top_indices(logits, n, (int)k, s->order);
+    fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", s->it->n_tokens - 1);
+    for (int i = 0; i < m; i++) {
+        char piece[256];
+        piece_of(s, s->order[i], piece, sizeof piece);
+        fprintf(s->out, "%d\t%d\t%s\t%.6f\t%.4f\n", i + 1, s->order[i], piece, s->probs[s->order[i]],
+                logits[s->order[i]]);
+    }
+    return AS_OK;
+}
+
+static void format_shape(const as_session *s, int h, int n_pos, char *buf, size_t cap)
+{
+    size_t shape[3];
+    int nd = as_capture_shape(s->cap, h, n_pos, shape);
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (int i = 0; i < nd && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%zu", i ? ", " : "", shape[i]);
+    if (o < cap)
+        snprintf(buf + o, cap - o, "]");
+}
+
+static int cmd_hooks(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const char *pattern = c->argc > 1 ? c->argv[1] : "*";
+    for (int h = 0; h < s->prog->n_hooks; h++) {
+        if (!as_hook_name_match(pattern, s->prog->hooks[h].name))
+            continue;
+        char shape[64];
+        format_shape(s, h, s->it->n_tokens, shape, sizeof shape);
+        fprintf(s->out, "%s\t%s%s\n", s->prog->hooks[h].name, shape,
+                as_capture_has(s->cap, h) ? "" : "\t(not captured)");
+    }
+    return AS_OK;
+}
+
+typedef struct moments {
+    double sum, sq;
+    float mn, mx;
+    size_t n, nan, inf;
+} moments;
+
+static void add_values(moments *m, const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(x[i])) {
+            m->nan++;
+            continue;
+        }
+        if (isinf(x[i])) {
+            m->inf++;
+            continue;
+        }
+        if (m->n == 0 || x[i] < m->mn)
+            m->mn = x[i];
+        if (m->n == 0 || x[i] > m->mx)
+            m->mx = x[i];
+        m->sum += x[i];
+        m->sq += (double)x[i] * x[i];
+        m->n++;
+    }
+}
+
+static int cmd_stats(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc != 2)
+        return as_error_set(c->err, "usage: stats HOOK");
+    int h = find_hook(s, c->argv[1], c->err);
+    int n = h < 0 ? -1 : hook_positions(s, h, c->err);
+    if (n < 0)
+        return AS_ERR;
+    const as_hook *hk = &s->prog->hooks[h];
+    moments m = {0};
+    for (int q = 0; q < n; q++) {
+        if (!hk->is_attn) {
+            add_values(&m, as_capture_row(s->cap, h, q), (size_t)hk->width);
+            continue;
+        }
+        /* Only the causal entries: masked ones are -inf/0 by definition. */
+        for (int head = 0; head < hk->width; head++)
+            add_values(&m, s->cap->store[h] + as_capture_attn_offset(s->cap, head, q), (size_t)q + 1);
+    }
+    double mean = m.n ? m.sum / (double)m.n : 0, var = m.n ? m.sq / (double)m.n - mean * mean : 0;
+    char shape[64];
+    format_shape(s, h, n, shape, sizeof shape);
+    fprintf(s->out, "%s %s: min %.6g max %.6g mean %.6g std %.6g nan %zu inf %zu\n", hk->name, shape,
+            (double)m.mn, (double)m.mx, mean, sqrt(var > 0 ? var : 0), m.nan, m.inf);
+    return AS_OK;
+}
+
+static void print_norm_table(as_session *s, int h, const char *title)
+{
+    int n = s->cap->filled[h];
+    fprintf(s->out, "%s (%s) over %d tokens\npos\ttoken\tmean\t%s\tscale\tmin\tmax\ttop dims\n", title,
+            s->model->cfg.arch == AS_ARCH_LLAMA ? "RMSNorm" : "LayerNorm", n,
+            s->model->cfg.arch == AS_ARCH_LLAMA ? "rms" : "std");
+    for (int q = 0; q < n; q++) {
+        const as_norm_stat *st = as_capture_norm(s->cap, h, q);
+        char piece[64];
+        piece_of(s, s->it->tokens[q], piece, sizeof piece);
+        fprintf(s->out, "%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t", q, piece, st->mean, sqrt(st->var),
+                st->scale, st->min, st->max);
+        for (int k = 0; k < AS_NORM_TOP && st->top_dim[k] >= 0; k++)
+            fprintf(s->out, "%s%d:%.3g", k ? " " : "", st->top_dim[k], st->top_val[k]);
+        fprintf(s->out, "\n");
+    }
+}
+
+static int cmd_norms(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc != 2)
+        return as_error_set(c->err, "usage: norms LAYER | norms final");
+    if (!strcmp(c->argv[1], "final")) {
+        int h = as_program_hook(s->prog, AS_HK_LNF_SCALE, -1);
+        if (hook_positions(s, h, c->err) < 0)
+            return AS_ERR;
+        print_norm_table(s, h, "ln_final");
+        return AS_OK;
+    }
+    long l;
+    if (parse_long(c->argv[1], 0, s->model->cfg.n_layer - 1, "the layer", &l, c->err))
+        return AS_ERR;
+    int h1 = as_program_hook(s->prog, AS_HK_LN1_SCALE, (int)l);
+    int h2 = as_program_hook(s->prog, AS_HK_LN2_SCALE, (int)l);
+    if (hook_positions(s, h1, c->err) < 0)
+        return AS_ERR;
+    char title[32];
+    snprintf(title, sizeof title, "blocks.%ld.ln1", l);
+    print_norm_table(s, h1, title);
+    if (s->cap->filled[h2] > 0) {
+        snprintf(title, sizeof title, "blocks.%ld.ln2", l);
+        print_norm_table(s, h2, title);
+    }
+    return AS_OK;
+}
+
+static int cmd_dump(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc != 3)
+        return as_error_set(c->err, "usage: dump HOOK FILE.npy");
+    int h = find_hook(s, c->argv[1], c->err);
+    int n = h < 0 ? -1 : hook_positions(s, h, c->err);
+    if (n < 0)
+        return AS_ERR;
+    size_t shape[3], count = as_capture_count(s->cap, h, n);
+    int nd = as_capture_shape(s->cap, h, n, shape);
+    float *data = malloc(count * sizeof *data);
+    if (!data)
+        return as_error_set(c->err, "out of memory (%zu floats)", count);
+    as_capture_copy(s->cap, h, n, data);
+    int rc = as_npy_write(c->argv[2], AS_NPY_F32, data, shape, nd, c->err);
+    free(data);
+    if (rc == AS_OK) {
+        char sh[64];
+        format_shape(s, h, n, sh, sizeof sh);
+        fprintf(s->out, "wrote %s: %s %s float32\n", c->argv[2], s->prog->hooks[h].name, sh);
+    }
+    return rc;
+}
+
+static int cmd_tokens(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    for (int i = 0; i < s->it->n_tokens; i++) {
+        char piece[256];
+        piece_of(s, s->it->tokens[i], piece, sizeof piece);
+        fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->tokens[i], piece,
+                i < s->it->n_prompt ? "prompt" : "generated");
+    }
+    return AS_OK;
+}
+
+static int cmd_info(cmd_ctx *c)
+{
+    const as_model *m = c->s->model;
+    if (m->gguf)
+        as_gguf_print_info(m->gguf, c->s->out);
+    fprintf(c->s->out, "capture: %zu MB budget, %zu MB allocated%s%s\n", c->s->capture_mb, c->s->cap->used >> 20,
+            c->s->cap->dropped[0] ? "; " : "", c->s->cap->dropped);
+    return AS_OK;
+}
+
+static int cmd_help(cmd_ctx *c);
+
+static int cmd_quit(cmd_ctx *c)
+{
+    c->s->quit = true;
+    return AS_OK;
+}
+
+typedef struct command {
+    as_command_info info;
+    int (*fn)(cmd_ctx *c);
+} command;
+
+static const command commands[] = {
+    {{"prompt", "prompt TEXT", "Tokenize TEXT and make it the context (no compute yet).",
+      "prompt \"It is a truth universally acknowledged\""}, cmd_prompt},
+    {{"prompt-ids", "prompt-ids ID [ID ...]", "Set the context from token ids.", "prompt-ids 0 464 1310"},
+     cmd_prompt_ids},
+    {{"tokenize", "tokenize TEXT", "Show how TEXT splits into tokens: id<TAB>piece lines.",
+      "tokenize \"Mr. Darcy's\""}, cmd_tokenize},
+    {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated.", "tokens"},
+     cmd_tokens},
+    {{"step", "step [N]", "Run the next op (or N ops), stopping at breakpoints.", "step 5"}, cmd_step},
+    {{"next", "next", "Run to the end of the current block.", "next"}, cmd_next},
+    {{"finish", "finish", "Run the pass to the logits (ignores breakpoints).", "finish"}, cmd_finish},
+    {{"continue", "continue", "Run until a breakpoint's hook is filled or the pass ends.", "continue"},
+     cmd_continue},
+    {{"back", "back [N]", "Go back one op (or N), restoring the captured state.", "back 3"}, cmd_back},
+    {{"break", "break HOOK", "Stop after HOOK is filled; '*' matches anything.",
+      "break blocks.*.attn.hook_pattern"}, cmd_break_on},
+    {{"unbreak", "unbreak HOOK", "Remove breakpoints matching HOOK.", "unbreak blocks.*"}, cmd_unbreak},
+    {{"where", "where", "Show the op the interpreter stands at.", "where"}, cmd_where},
+    {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, cmd_gen},
+    {{"set", "set temp X | topk K | topp P | seed S | threads N",
+      "Sampler and engine settings (temp 0 is greedy).", "set temp 0.8"}, cmd_set},
+    {{"top", "top [K]", "The next-token distribution: rank, id, piece, probability, logit.", "top 5"},
+     cmd_top},
+    {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, cmd_hooks},
+    {{"stats", "stats HOOK", "Min, max, mean, std and NaN/Inf counts of a captured hook.",
+      "stats blocks.2.hook_resid_post"}, cmd_stats},
+    {{"norms", "norms LAYER|final", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
+      "min, max, largest dimensions).", "norms 1"}, cmd_norms},
+    {{"dump", "dump HOOK FILE.npy", "Write a captured hook as a NumPy array (float32, C order).",
+      "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
+    {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
+     cmd_info},
+    {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help},
+    {{"quit", "quit", "Leave attnscope.", "quit"}, cmd_quit},
+};
+
+#define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+const as_command_info *as_commands(int *n)
+{
+    static as_command_info infos[N_COMMANDS];
+    /* infos is written once with the same constant contents: no state leaks between calls. */
+    for (int i = 0; i < N_COMMANDS; i++)
+        infos[i] = commands[i].info;
+    *n = N_COMMANDS;
+    return infos;
+}
+
+static int cmd_help(cmd_ctx *c)
+{
+    for (int i = 0; i < N_COMMANDS; i++) {
+        const as_command_info *in = &commands[i].info;
+        if (c->argc > 1 && strcmp(c->argv[1], in->name))
+            continue;
+        if (c->argc > 1)
+            fprintf(c->s->out, "%s\n  %s\n  example: %s\n", in->usage, in->help, in->example);
+        else
+            fprintf(c->s->out, "  %-28s %s\n", in->usage, in->help);
+        if (c->argc > 1)
+            return AS_OK;
+    }
+    if (c->argc > 1)
+        return as_error_set(c->err, "no command '%s' (help lists them)", c->argv[1]);
+    return AS_OK;
+}
+
+int as_session_exec(as_session *s, const char *line, as_error *err)
+{
+    cmd_ctx c = {s, NULL, 0, NULL, err};
+    if (as_split_words(line, &c.argv, &c.argc, err))
+        return AS_ERR;
+    int rc = AS_OK;
+    if (c.argc > 0 && c.argv[0][0] != '#') {
+        const char *p = line;
+        while (isspace((unsigned char)*p))
+            p++;
+        while (*p && !isspace((unsigned char)*p))
+            p++;
+        c.rest = p;
+        rc = as_error_set(err, "unknown command '%s' (help lists them)", c.argv[0]);
+        for (int i = 0; i < N_COMMANDS; i++)
+            if (!strcmp(c.argv[0], commands[i].info.name)) {
+                as_error_clear(err);
+                rc = commands[i].fn(&c);
+                break;
+            }
+    }
+    as_free_commands(c.argv, c.argc);
+    return rc;
+}

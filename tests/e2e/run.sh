@@ -1,0 +1,72 @@
+#!/bin/sh
+# End-to-end tests of the batch command contract: run the program as a user
+# would and check its output, exit status and files. AS_BIN is the binary.
+set -u
+BIN=${AS_BIN:-$(pwd)/build/attnscope}
+HERE=$(cd "$(dirname "$0")" && pwd)
+FIX=$HERE/../fixtures
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $1"; [ -f "$TMP/out" ] && sed 's/^/  out: /' "$TMP/out" | head -20; [ -f "$TMP/err" ] && sed 's/^/  err: /' "$TMP/err" | head -10; }
+
+# expect NAME STATUS PATTERN_IN_STDOUT PATTERN_IN_STDERR -- ARGS...
+expect() {
+    name=$1 want=$2 out_pat=$3 err_pat=$4
+    shift 5
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    got=$?
+    if [ "$got" -ge 128 ]; then bad "$name: crashed with signal $((got - 128))"; return; fi
+    if [ "$want" = 0 ] && [ "$got" != 0 ]; then bad "$name: exit $got, wanted 0"; return; fi
+    if [ "$want" != 0 ] && [ "$got" = 0 ]; then bad "$name: exit 0, wanted failure"; return; fi
+    if [ -n "$out_pat" ] && ! grep -Eq -- "$out_pat" "$TMP/out"; then bad "$name: stdout lacks /$out_pat/"; return; fi
+    if [ -n "$err_pat" ] && ! grep -Eq -- "$err_pat" "$TMP/err"; then bad "$name: stderr lacks /$err_pat/"; return; fi
+    ok
+}
+
+G=$FIX/tiny-gpt2.gguf
+L=$FIX/tiny-llama.gguf
+
+expect "top after finish" 0 '^1	[0-9]+	.*	0\.[0-9]+	' '' -- -m "$G" -e "prompt-ids 276 257 262; finish; top 3"
+expect "top before compute says why" 1 '' 'no logits yet.*finish' -- -m "$G" -e "prompt-ids 276 257; top"
+expect "unknown command" 1 '' "unknown command 'frobnicate'" -- -m "$G" -e "frobnicate"
+expect "stops at first failing command" 1 '' 'no hook point' -- -m "$G" -e "prompt-ids 1 2; finish; stats nope; top"
+expect "tokenize prints id<TAB>piece" 0 '^[0-9]+	' '' -- -m "$L" -e 'tokenize "the cat"'
+expect "prompt text then gen" 0 '^generated: ' '' -- -m "$L" -e 'prompt the cat; gen 5'
+expect "hooks lists shapes" 0 '^blocks\.1\.attn\.hook_pattern	\[4, 3, 3\]' '' -- -m "$L" -e 'prompt-ids 1 5 6; hooks'
+expect "where after step" 0 'op 3/' '' -- -m "$G" -e 'prompt-ids 1 5 6; step 3; where'
+expect "norms table" 0 'blocks\.0\.ln1 \(LayerNorm\) over 3 tokens' '' -- -m "$G" -e 'prompt-ids 1 5 6; finish; norms 0'
+expect "stats" 0 'nan 0 inf 0' '' -- -m "$G" -e 'prompt-ids 1 5 6; finish; stats blocks.1.hook_resid_post'
+expect "seeded sampling" 0 'generated' '' -- -m "$G" -e 'set temp 0.9; set seed 7; prompt-ids 276; gen 8'
+a=$("$BIN" -m "$G" -e 'set temp 0.9; set seed 7; prompt-ids 276; gen 8' 2>&1)
+b=$("$BIN" -m "$G" -e 'set temp 0.9; set seed 7; prompt-ids 276; gen 8' 2>&1)
+c=$("$BIN" -m "$G" -e 'set temp 0.9; set seed 8; prompt-ids 276; gen 8' 2>&1)
+if [ "$a" = "$b" ] && [ "$a" != "$c" ]; then ok; else bad "same seed, same tokens; other seed, other tokens"; fi
+
+printf 'prompt-ids 276 257\nfinish\ntop 2\n' > "$TMP/script"
+expect "-x script" 0 '^2	' '' -- -m "$G" -x "$TMP/script"
+"$BIN" -m "$G" < "$TMP/script" > "$TMP/out" 2>&1 && grep -q '^2	' "$TMP/out" && ok || bad "commands on stdin"
+
+expect "dump writes npy" 0 'wrote .*pattern.npy' '' -- -m "$G" -e "prompt-ids 276 257 262; finish; dump blocks.0.attn.hook_pattern $TMP/pattern.npy"
+if head -c 6 "$TMP/pattern.npy" | grep -q NUMPY; then ok; else bad "npy magic"; fi
+expect "dump to missing dir" 1 '' 'cannot write in directory' -- -m "$G" -e "prompt-ids 1; finish; dump hook_embed $TMP/nodir/x.npy"
+mkdir "$TMP/ro" && chmod 555 "$TMP/ro"
+if [ "$(id -u)" != 0 ]; then
+    expect "dump to read-only dir" 1 '' 'ro/x.npy' -- -m "$G" -e "prompt-ids 1; finish; dump hook_embed $TMP/ro/x.npy"
+fi
+if ls "$TMP/ro" "$TMP" | grep -q '\.tmp\.'; then bad "temp file left behind"; else ok; fi
+
+expect "--info" 0 'blk\.0\.attn_q\.weight' '' -- --info "$L"
+head -c 1000 "$G" > "$TMP/trunc.gguf"
+expect "truncated model" 1 '' 'trunc\.gguf.*offset' -- -m "$TMP/trunc.gguf" -e "top"
+printf 'not a model at all' > "$TMP/junk.gguf"
+expect "not a gguf" 1 '' 'junk\.gguf' -- -m "$TMP/junk.gguf" -e "top"
+expect "missing file" 1 '' 'nofile\.gguf' -- -m "$TMP/nofile.gguf" -e "top"
+expect "long prompt refused" 1 '' 'context holds 32' -- -m "$G" -e "prompt $(printf 'word %.0s' $(seq 1 40))"
+expect "bad option" 2 '' 'bad option' -- --capture-mb lots
+
+echo "e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]

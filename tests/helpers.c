@@ -1,0 +1,103 @@
+#include "helpers.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int npy_read(const char *path, npy *a)
+{
+    memset(a, 0, sizeof *a);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    unsigned char pre[10];
+    if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY", 6) || pre[6] != 1) {
+        fclose(f);
+        return -1;
+    }
+    size_t hlen = pre[8] | (size_t)pre[9] << 8;
+    char *hdr = calloc(1, hlen + 1);
+    if (fread(hdr, 1, hlen, f) != hlen) {
+        free(hdr);
+        fclose(f);
+        return -1;
+    }
+    int is_int = strstr(hdr, "'<i4'") != NULL;
+    if (!is_int && !strstr(hdr, "'<f4'")) {
+        free(hdr);
+        fclose(f);
+        return -1;
+    }
+    char *p = strstr(hdr, "'shape': (") + 10;
+    a->count = 1;
+    while (*p && *p != ')') {
+        char *end;
+        size_t v = strtoul(p, &end, 10);
+        if (end == p)
+            break;
+        a->shape[a->ndim++] = v;
+        a->count *= v;
+        p = end;
+        while (*p == ',' || *p == ' ')
+            p++;
+    }
+    free(hdr);
+    a->f = malloc(a->count * sizeof(float) + 1);
+    if (is_int)
+        a->i = malloc(a->count * sizeof(int32_t) + 1);
+    size_t got = fread(is_int ? (void *)a->i : (void *)a->f, 4, a->count, f);
+    fclose(f);
+    if (got != a->count)
+        return -1;
+    if (is_int)
+        for (size_t k = 0; k < a->count; k++)
+            a->f[k] = (float)a->i[k];
+    return 0;
+}
+
+void npy_free(npy *a)
+{
+    free(a->f);
+    free(a->i);
+    memset(a, 0, sizeof *a);
+}
+
+as_session *open_session(const char *model, size_t capture_mb)
+{
+    as_session *s;
+    as_error err = {{0}};
+    FILE *null = fopen("/dev/null", "w");
+    cr_assert(null);
+    if (as_session_new(&s, model, capture_mb, null, null, &err))
+        cr_assert_fail("cannot open %s: %s", model, err.msg);
+    return s;
+}
+
+void close_session(as_session *s)
+{
+    FILE *null = s->out;
+    as_session_free(s);
+    fclose(null);
+}
+
+int run_cmd(as_session *s, const char *cmd, char *msg, size_t cap)
+{
+    as_error err = {{0}};
+    int rc = as_session_exec(s, cmd, &err);
+    if (msg)
+        snprintf(msg, cap, "%s", err.msg);
+    return rc;
+}
+
+void run_ok(as_session *s, const char *cmds)
+{
+    int n;
+    char **list = as_split_commands(cmds, &n);
+    for (int i = 0; i < n; i++) {
+        char msg[1024];
+        if (run_cmd(s, list[i], msg, sizeof msg))
+            cr_assert_fail("command '%s' failed: %s", list[i], msg);
+    }
+    as_free_commands(list, n);
+}

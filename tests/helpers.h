@@ -1,0 +1,31 @@
+/* Shared by the test files: reading .npy fixtures and opening sessions on
+ * the fixture models. Tests run from the tests/ directory. */
+#ifndef ATTNSCOPE_TEST_HELPERS_H
+#define ATTNSCOPE_TEST_HELPERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnscope/session.h"
+
+typedef struct npy {
+    float *f;        /* float32 data (int32 arrays converted) */
+    int32_t *i;      /* int32 data when the file is <i4 */
+    size_t shape[4];
+    int ndim;
+    size_t count;
+} npy;
+
+/* Reads a little-endian float32 or int32 .npy (C order); 0 on success. */
+int npy_read(const char *path, npy *out);
+void npy_free(npy *a);
+
+/* A session on a model path with stdout/stderr going to /dev/null. */
+as_session *open_session(const char *model, size_t capture_mb);
+void close_session(as_session *s);
+/* Runs commands (';'-separated) and asserts each succeeds. */
+void run_ok(as_session *s, const char *cmds);
+/* Runs one command, returns its status, copies the error message to msg. */
+int run_cmd(as_session *s, const char *cmd, char *msg, size_t cap);
+
+#endif

@@ -1,0 +1,302 @@
+/* The interpreter against the PyTorch reference (tests/fixtures, made by
+ * models/recipes/make_fixtures.py from an independent PyTorch forward pass),
+ * and its own invariants: stepping equals running, the KV cache equals
+ * recomputing, back restores state, thread counts agree. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/kernels.h"
+#include "helpers.h"
+
+static const char *const models[] = {"fixtures/tiny-gpt2", "fixtures/tiny-llama"};
+
+/* Tolerances (max abs diff) per hook. Values are O(1) except scores and
+ * logits (up to ~13), whose float32 rounding grows with magnitude; the
+ * fixtures are exact float64 results for the stored float32 weights. */
+static double tolerance(const char *hook)
+{
+    if (strstr(hook, "hook_attn_scores") || strstr(hook, "unembed"))
+        return 2e-4;
+    return 1e-4;
+}
+
+static void load_prompt(as_session *s, const char *dir)
+{
+    char path[256], cmd[1024];
+    npy tok;
+    snprintf(path, sizeof path, "%s/tokens.npy", dir);
+    cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
+    size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
+    for (size_t i = 0; i < tok.count; i++)
+        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
+    run_ok(s, cmd);
+    npy_free(&tok);
+}
+
+static float *hook_values(as_session *s, const char *name, size_t *count)
+{
+    int h = as_program_find_hook(s->prog, name);
+    cr_assert_geq(h, 0, "no hook %s", name);
+    int n = s->cap->filled[h];
+    *count = as_capture_count(s->cap, h, n);
+    float *v = malloc(*count * sizeof *v);
+    as_capture_copy(s->cap, h, n, v);
+    return v;
+}
+
+static void compare_all_hooks(const char *dir)
+{
+    char gguf[256];
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    as_session *s = open_session(gguf, 64);
+    load_prompt(s, dir);
+    run_ok(s, "finish");
+    int checked = 0;
+    for (int h = 0; h < s->prog->n_hooks; h++) {
+        const char *name = s->prog->hooks[h].name;
+        char path[256];
+        npy ref;
+        snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+        cr_assert_eq(npy_read(path, &ref), 0, "fixture missing for hook %s", name);
+        size_t count;
+        float *got = hook_values(s, name, &count);
+        cr_assert_eq(count, ref.count, "%s: %zu values, fixture has %zu", name, count, ref.count);
+        size_t shape[3];
+        int nd = as_capture_shape(s->cap, h, s->cap->filled[h], shape);
+        cr_assert_eq(nd, ref.ndim, "%s: %d dims, fixture has %d", name, nd, ref.ndim);
+        for (int d = 0; d < nd; d++)
+            cr_assert_eq(shape[d], ref.shape[d], "%s: dim %d is %zu, fixture %zu", name, d, shape[d],
+                         ref.shape[d]);
+        double worst = 0;
+        for (size_t i = 0; i < count; i++) {
+            if (isinf(ref.f[i])) {
+                cr_assert(isinf(got[i]) && got[i] < 0, "%s[%zu]: masked entry is %g", name, i, got[i]);
+                continue;
+            }
+            worst = fmax(worst, fabs((double)got[i] - ref.f[i]));
+        }
+        cr_expect_leq(worst, tolerance(name), "%s: max abs diff %.3g > %.1g", name, worst, tolerance(name));
+        free(got);
+        npy_free(&ref);
+        checked++;
+    }
+    /* Every fixture is a hook we have (plus tokens.npy). */
+    int fixtures = 0;
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));)
+        fixtures += strstr(e->d_name, ".npy") != NULL;
+    closedir(d);
+    cr_assert_eq(checked + 1, fixtures, "%d hooks checked, %d fixtures", checked, fixtures);
+    close_session(s);
+}
+
+Test(interp, gpt2_matches_pytorch_at_every_hook) { compare_all_hooks(models[0]); }
+Test(interp, llama_matches_pytorch_at_every_hook) { compare_all_hooks(models[1]); }
+
+/* Every captured hook of two sessions must be identical to the bit. */
+static void assert_same_capture(as_session *a, as_session *b, double tol)
+{
+    for (int h = 0; h < a->prog->n_hooks; h++) {
+        const char *name = a->prog->hooks[h].name;
+        cr_assert_eq(a->cap->filled[h], b->cap->filled[h], "%s: filled %d vs %d", name,
+                     a->cap->filled[h], b->cap->filled[h]);
+        size_t na, nb;
+        float *va = hook_values(a, name, &na), *vb = hook_values(b, name, &nb);
+        cr_assert_eq(na, nb);
+        if (tol == 0) {
+            cr_assert_eq(memcmp(va, vb, na * sizeof *va), 0, "%s differs", name);
+        } else {
+            for (size_t i = 0; i < na; i++)
+                if (!isinf(va[i]))
+                    cr_assert_leq(fabs(va[i] - vb[i]), tol, "%s[%zu]: %g vs %g", name, i, va[i], vb[i]);
+        }
+        free(va);
+        free(vb);
+    }
+}
+
+static void step_equals_run(const char *dir)
+{
+    char gguf[256];
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    as_session *run = open_session(gguf, 64), *step = open_session(gguf, 64);
+    load_prompt(run, dir);
+    load_prompt(step, dir);
+    run_ok(run, "finish");
+    int ops = 0;
+    do {
+        run_ok(step, "step");
+        ops++;
+    } while (step->it->in_pass);
+    cr_assert_eq(ops, step->prog->n_ops);
+    assert_same_capture(run, step, 0);
+    close_session(run);
+    close_session(step);
+}
+
+Test(interp, gpt2_stepping_is_bit_identical_to_running) { step_equals_run(models[0]); }
+Test(interp, llama_stepping_is_bit_identical_to_running) { step_equals_run(models[1]); }
+
+/* Prompt of the first k tokens, then the rest one pass per token (the KV
+ * cache path), against one pass over everything. */
+static void kv_cache_equals_recompute(const char *dir)
+{
+    char gguf[256], cmd[64];
+    npy tok;
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s/tokens.npy", dir);
+    cr_assert_eq(npy_read(cmd, &tok), 0);
+    as_session *full = open_session(gguf, 64), *inc = open_session(gguf, 64);
+    load_prompt(full, dir);
+    run_ok(full, "finish");
+    int k = 5;
+    as_error err;
+    cr_assert_eq(as_interp_set_tokens(inc->it, tok.i, k, &err), AS_OK);
+    run_ok(inc, "finish");
+    for (size_t i = (size_t)k; i < tok.count; i++) {
+        cr_assert_eq(as_interp_append(inc->it, tok.i[i], &err), AS_OK);
+        run_ok(inc, "finish");
+    }
+    assert_same_capture(full, inc, 1e-5);
+    npy_free(&tok);
+    close_session(full);
+    close_session(inc);
+}
+
+Test(interp, gpt2_kv_cache_equals_recompute) { kv_cache_equals_recompute(models[0]); }
+Test(interp, llama_kv_cache_equals_recompute) { kv_cache_equals_recompute(models[1]); }
+
+static void back_restores(const char *dir, size_t capture_mb)
+{
+    char gguf[256];
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    as_session *a = open_session(gguf, 64), *b = open_session(gguf, capture_mb);
+    load_prompt(a, dir);
+    load_prompt(b, dir);
+    run_ok(a, "step 30; finish; gen 3; gen 1");
+    /* b wanders: forward, back across ops, forward again, back across two
+     * passes (to the middle of the second generated token's pass), forward. */
+    run_ok(b, "step 30; back 7; step 3; back 20; finish; gen 3; back 1; back 60; finish; gen 1");
+    const float *la = as_interp_logits(a->it), *lb = as_interp_logits(b->it);
+    cr_assert(la && lb);
+    cr_assert_eq(a->it->n_tokens, b->it->n_tokens);
+    cr_assert_eq(memcmp(a->it->tokens, b->it->tokens, (size_t)a->it->n_tokens * 4), 0);
+    if (capture_mb)
+        assert_same_capture(a, b, 0);
+    else
+        cr_assert_eq(memcmp(la, lb, (size_t)a->model->cfg.n_vocab * sizeof *la), 0);
+    close_session(a);
+    close_session(b);
+}
+
+Test(interp, back_restores_state_exactly) { back_restores(models[0], 64); }
+Test(interp, back_replays_when_hooks_are_not_captured) { back_restores(models[1], 0); }
+
+Test(interp, one_and_two_threads_agree)
+{
+    as_session *a = open_session("fixtures/tiny-llama.gguf", 64), *b = open_session("fixtures/tiny-llama.gguf", 64);
+    load_prompt(a, models[1]);
+    load_prompt(b, models[1]);
+    as_set_threads(1);
+    run_ok(a, "finish");
+    as_set_threads(2);
+    run_ok(b, "finish");
+    assert_same_capture(a, b, 1e-5);
+    close_session(a);
+    close_session(b);
+}
+
+Test(interp, capture_off_gives_the_same_logits)
+{
+    as_session *a = open_session("fixtures/tiny-gpt2.gguf", 64), *b = open_session("fixtures/tiny-gpt2.gguf", 0);
+    load_prompt(a, models[0]);
+    load_prompt(b, models[0]);
+    run_ok(a, "finish; gen 4");
+    run_ok(b, "finish; gen 4");
+    cr_assert_eq(memcmp(a->it->tokens, b->it->tokens, (size_t)a->it->n_tokens * 4), 0);
+    cr_assert_eq(memcmp(as_interp_logits(a->it), as_interp_logits(b->it), (size_t)a->model->cfg.n_vocab * 4), 0);
+    char msg[1024];
+    cr_assert_neq(run_cmd(b, "stats blocks.0.hook_resid_post", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "not captured"), "%s", msg);
+    /* Patterns are the last thing dropped; with budget 0 they go too, and the
+     * KV cache stays. */
+    cr_assert(as_capture_has(b->cap, as_program_find_hook(b->prog, "blocks.1.attn.hook_k")));
+    close_session(a);
+    close_session(b);
+}
+
+Test(interp, budget_drops_residual_copies_before_patterns)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    size_t by_class[AS_CLASS_RESID + 1] = {0};
+    for (int h = 0; h < s->prog->n_hooks; h++)
+        by_class[s->prog->hooks[h].klass] += as_capture_hook_bytes(&s->prog->hooks[h], s->cap->n_ctx);
+    /* Room for patterns and scores, not quite for the logits. */
+    size_t budget = by_class[AS_CLASS_PATTERN] + by_class[AS_CLASS_SCORES] + by_class[AS_CLASS_LOGITS] - 1;
+    as_capture *c;
+    as_error err;
+    cr_assert_eq(as_capture_new(&c, s->prog, budget, &err), AS_OK);
+    for (int h = 0; h < s->prog->n_hooks; h++) {
+        const as_hook *hk = &s->prog->hooks[h];
+        bool kept = hk->klass <= AS_CLASS_SCORES;
+        cr_assert_eq(as_capture_has(c, h), kept, "%s (class %d) kept=%d", hk->name, hk->klass, !kept);
+    }
+    cr_assert(strstr(c->dropped, "residual-stream copies") && strstr(c->dropped, "logits"), "%s", c->dropped);
+    cr_assert(!strstr(c->dropped, "patterns"), "%s", c->dropped);
+    as_capture_free(c);
+    close_session(s);
+}
+
+Test(interp, prompt_longer_than_context_is_refused)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    char cmd[512] = "prompt-ids", msg[1024];
+    for (int i = 0; i < 40; i++)
+        strcat(cmd, " 5");
+    cr_assert_neq(run_cmd(s, cmd, msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "40 tokens") && strstr(msg, "32"), "message should give count and limit: %s", msg);
+    /* The session goes on. */
+    run_ok(s, "prompt-ids 1 2 3; finish; top 3");
+    close_session(s);
+}
+
+Test(interp, generation_stops_at_the_context_end)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    run_ok(s, "prompt-ids 1 2 3; gen 100");
+    cr_assert_eq(s->it->n_tokens, s->it->n_ctx);
+    close_session(s);
+}
+
+Test(interp, breakpoints_with_wildcards_stop_after_the_hook)
+{
+    as_session *s = open_session("fixtures/tiny-llama.gguf", 64);
+    run_ok(s, "prompt-ids 1 5 6 7; break blocks.*.attn.hook_pattern; continue");
+    const as_op *cur = as_interp_current(s->it);
+    cr_assert(cur);
+    const as_op *prev = cur - 1;
+    cr_assert_str_eq(s->prog->hooks[prev->out].name, "blocks.0.attn.hook_pattern");
+    run_ok(s, "continue");
+    prev = as_interp_current(s->it) - 1;
+    cr_assert_str_eq(s->prog->hooks[prev->out].name, "blocks.1.attn.hook_pattern");
+    run_ok(s, "continue");
+    cr_assert(!s->it->in_pass, "the third continue runs to the pass end");
+    run_ok(s, "unbreak blocks.*; prompt-ids 1 5; continue");
+    cr_assert(!s->it->in_pass);
+    close_session(s);
+}
+
+Test(interp, next_runs_to_the_end_of_the_block)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    run_ok(s, "prompt-ids 1 5 6; step 4; next");
+    const as_op *cur = as_interp_current(s->it);
+    cr_assert_eq(cur->layer, 1);
+    cr_assert_eq((cur - 1)->layer, 0);
+    cr_assert_str_eq(s->prog->hooks[(cur - 1)->out].name, "blocks.0.hook_resid_post");
+    close_session(s);
+}

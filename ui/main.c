@@ -1,0 +1,242 @@
+/* attnscope: argument parsing, batch mode (-e, -x, commands on stdin), the
+ * model card (--info) and the plain REPL. The engine does the work; this
+ * file decides where its text goes. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attnscope/gguf.h"
+#include "attnscope/kernels.h"
+#include "attnscope/session.h"
+#include "repl.h"
+
+#ifndef AS_DATADIR
+#define AS_DATADIR "/usr/local/share/attnscope"
+#endif
+#ifndef AS_VERSION
+#define AS_VERSION "dev"
+#endif
+
+#define DEFAULT_MODEL "austen-gpt2.gguf"
+
+typedef struct options {
+    const char *model;
+    const char *exec;      /* -e */
+    const char *script;    /* -x */
+    const char *info;      /* --info FILE */
+    long capture_mb;
+    int threads;
+    int no_tui;
+} options;
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: attnscope [-m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--threads N]\n"
+            "       attnscope --info MODEL.gguf\n"
+            "\n"
+            "  -m MODEL         model file (GGUF); default: the bundled %s\n"
+            "  -e \"CMDS\"        run commands separated by ';' and exit (0 if all succeeded)\n"
+            "  -x FILE          run commands from FILE, one a line, and exit\n"
+            "  --info FILE      print the model card of a GGUF file and exit\n"
+            "  --capture-mb N   memory budget for captured activations (default 1024; 0 keeps only\n"
+            "                   what the computation needs)\n"
+            "  --threads N      BLAS threads (default: all cores)\n"
+            "  --no-tui         the plain REPL instead of the full-screen view\n"
+            "  --version, --help\n"
+            "\n"
+            "Type `help` at the prompt for the commands.\n",
+            DEFAULT_MODEL);
+}
+
+static int parse_num(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, options *o)
+{
+    o->capture_mb = 1024;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+        long n;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("attnscope %s\n", AS_VERSION);
+            exit(0);
+        } else if (!strcmp(a, "--no-tui")) {
+            o->no_tui = 1;
+            continue;
+        }
+        if (!val) {
+            fprintf(stderr, "attnscope: %s needs a value (see --help)\n", a);
+            return -1;
+        }
+        i++;
+        if (!strcmp(a, "-m") || !strcmp(a, "--model"))
+            o->model = val;
+        else if (!strcmp(a, "-e"))
+            o->exec = val;
+        else if (!strcmp(a, "-x"))
+            o->script = val;
+        else if (!strcmp(a, "--info"))
+            o->info = val;
+        else if (!strcmp(a, "--capture-mb") && !parse_num(val, 0, 1L << 30, &n))
+            o->capture_mb = n;
+        else if (!strcmp(a, "--threads") && !parse_num(val, 1, 256, &n))
+            o->threads = (int)n;
+        else {
+            fprintf(stderr, "attnscope: bad option '%s %s' (see --help)\n", a, val);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The bundled model: beside the executable's repository, in the current
+ * directory's models/, or in the installed data directory. */
+static const char *default_model(char *buf, size_t cap)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        for (int up = 0; slash && up < 3; up++) {
+            *slash = '\0';
+            if (snprintf(buf, cap, "%s/models/%s", exe, DEFAULT_MODEL) < (int)cap && access(buf, R_OK) == 0)
+                return buf;
+            slash = strrchr(exe, '/');
+        }
+    }
+    snprintf(buf, cap, "models/%s", DEFAULT_MODEL);
+    if (access(buf, R_OK) == 0)
+        return buf;
+    snprintf(buf, cap, "%s/models/%s", AS_DATADIR, DEFAULT_MODEL);
+    return buf;
+}
+
+/* Runs each ';'-separated command of a line; stops at the first failure. */
+static int run_line(as_session *s, const char *line, const char *where)
+{
+    int n;
+    char **cmds = as_split_commands(line, &n);
+    int rc = 0;
+    for (int i = 0; cmds && i < n && !s->quit; i++) {
+        as_error err = {{0}};
+        if (as_session_exec(s, cmds[i], &err)) {
+            fprintf(stderr, "error: %s%s%s\n", where ? where : "", where ? ": " : "", err.msg);
+            rc = 1;
+            break;
+        }
+    }
+    fflush(stdout);
+    as_free_commands(cmds, n);
+    return rc;
+}
+
+static int run_stream(as_session *s, FILE *f, const char *name)
+{
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, rc = 0;
+    while (!s->quit && getline(&line, &cap, f) >= 0) {
+        char where[512];
+        lineno++;
+        line[strcspn(line, "\r\n")] = '\0';
+        snprintf(where, sizeof where, "%s:%d", name, lineno);
+        if (run_line(s, line, where)) {
+            rc = 1;
+            break;
+        }
+    }
+    free(line);
+    return rc;
+}
+
+static int run_script(as_session *s, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "error: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    int rc = run_stream(s, f, path);
+    fclose(f);
+    return rc;
+}
+
+static int print_info(const char *path)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    if (as_gguf_open(&g, path, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    as_gguf_print_info(g, stdout);
+    as_gguf_close(g);
+    return 0;
+}
+
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+}
+
+int main(int argc, char **argv)
+{
+    options o = {0};
+    if (parse_args(argc, argv, &o))
+        return 2;
+    if (o.info)
+        return print_info(o.info);
+    if (o.threads)
+        as_set_threads(o.threads);
+
+    char buf[PATH_MAX];
+    const char *path = o.model ? o.model : default_model(buf, sizeof buf);
+    as_session *s;
+    as_error err = {{0}};
+    if (as_session_new(&s, path, (size_t)o.capture_mb, stdout, stderr, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    if (s->model->warnings[0])
+        fprintf(stderr, "warning: %s: %s\n", path, s->model->warnings);
+    if (s->cap->dropped[0])
+        fprintf(stderr, "note: %s\n", s->cap->dropped);
+    s->interrupt = &interrupted;
+    s->it->interrupt = &interrupted;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_sigint;
+    sigaction(SIGINT, &sa, NULL);
+
+    int rc;
+    if (o.exec)
+        rc = run_line(s, o.exec, NULL);
+    else if (o.script)
+        rc = run_script(s, o.script);
+    else if (!isatty(STDIN_FILENO))
+        rc = run_stream(s, stdin, "stdin");
+    else
+        rc = as_repl(s, &interrupted);
+    as_session_free(s);
+    return rc;
+}
