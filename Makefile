@@ -98,9 +98,9 @@ test: unit e2e
 
 # The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
 asan:
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	  ASAN_OPTIONS=detect_leaks=1 test
+	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
 
 bench:
 	@if [ -f tests/bench/Makefile.inc ]; then $(MAKE) -f Makefile -f tests/bench/Makefile.inc bench-run; \
