@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attnscope/npy.h"
+#include "session_internal.h"
 
 /* ---- construction ---- */
 
@@ -240,15 +241,7 @@ void as_format_piece(const char *bytes, size_t len, char *out, size_t cap)
 
 /* ---- helpers for commands ---- */
 
-typedef struct cmd_ctx {
-    as_session *s;
-    char **argv;
-    int argc;
-    const char *rest; /* the line after the command word */
-    as_error *err;
-} cmd_ctx;
-
-static int parse_long(const char *str, long lo, long hi, const char *what, long *out, as_error *err)
+int as_cmd_parse_long(const char *str, long lo, long hi, const char *what, long *out, as_error *err)
 {
     char *end;
     errno = 0;
@@ -259,7 +252,7 @@ static int parse_long(const char *str, long lo, long hi, const char *what, long 
     return AS_OK;
 }
 
-static int parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err)
+int as_cmd_parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err)
 {
     char *end;
     errno = 0;
@@ -270,7 +263,7 @@ static int parse_float(const char *str, double lo, double hi, const char *what, 
     return AS_OK;
 }
 
-static void piece_of(const as_session *s, int32_t id, char *buf, size_t cap)
+void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap)
 {
     const char *p = as_tokenizer_piece(s->model->tok, id);
     as_format_piece(p ? p : "", p ? strlen(p) : 0, buf, cap);
@@ -297,7 +290,7 @@ static void print_op(as_session *s, const char *lead, int pc)
             op->text);
 }
 
-static void print_stop(as_session *s, as_stop stop, int last_pc)
+void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
 {
     const as_interp *it = s->it;
     switch (stop) {
@@ -321,7 +314,7 @@ static void print_stop(as_session *s, as_stop stop, int last_pc)
     }
 }
 
-static int run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
+int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     int rc = as_interp_run(s->it, mode, count, stop, err);
     if (rc == AS_OK)
@@ -329,14 +322,14 @@ static int run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_er
     return rc;
 }
 
-static int require_tokens(as_session *s, as_error *err)
+int as_cmd_require_tokens(as_session *s, as_error *err)
 {
     if (s->it->n_tokens == 0)
         return as_error_set(err, "no context yet: start with `prompt TEXT` or `prompt-ids ID ...`");
     return AS_OK;
 }
 
-static int find_hook(as_session *s, const char *name, as_error *err)
+int as_cmd_find_hook(as_session *s, const char *name, as_error *err)
 {
     int h = as_program_find_hook(s->prog, name);
     if (h < 0)
@@ -345,7 +338,7 @@ static int find_hook(as_session *s, const char *name, as_error *err)
 }
 
 /* Positions of a hook that hold values, with a message when there are none. */
-static int hook_positions(as_session *s, int h, as_error *err)
+int as_cmd_hook_positions(as_session *s, int h, as_error *err)
 {
     const as_hook *hk = &s->prog->hooks[h];
     if (!as_capture_has(s->cap, h))
@@ -400,7 +393,7 @@ static int cmd_prompt_ids(cmd_ctx *c)
         return as_error_set(c->err, "out of memory");
     for (int i = 1; i < c->argc; i++) {
         long v;
-        if (parse_long(c->argv[i], 0, c->s->model->cfg.n_vocab - 1, "a token id", &v, c->err)) {
+        if (as_cmd_parse_long(c->argv[i], 0, c->s->model->cfg.n_vocab - 1, "a token id", &v, c->err)) {
             free(ids);
             return AS_ERR;
         }
@@ -421,7 +414,7 @@ static int cmd_tokenize(cmd_ctx *c)
     int rc = encode(c->s, text, &ids, &n, c->err);
     for (size_t i = 0; rc == AS_OK && i < n; i++) {
         char piece[256];
-        piece_of(c->s, ids[i], piece, sizeof piece);
+        as_cmd_piece(c->s, ids[i], piece, sizeof piece);
         fprintf(c->s->out, "%d\t%s\n", ids[i], piece);
     }
     free(ids);
@@ -433,29 +426,29 @@ static int cmd_step(cmd_ctx *c)
 {
     long n = 1;
     as_stop stop;
-    if (require_tokens(c->s, c->err))
+    if (as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
-    if (c->argc > 1 && parse_long(c->argv[1], 1, 1000000000L, "the op count", &n, c->err))
+    if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, 1000000000L, "the op count", &n, c->err))
         return AS_ERR;
     int before = c->s->it->in_pass ? c->s->it->pc : 0;
-    if (run(c->s, AS_RUN_STEP, n, &stop, c->err))
+    if (as_cmd_run(c->s, AS_RUN_STEP, n, &stop, c->err))
         return AS_ERR;
     /* `step N` lists each op it ran only when N is small; otherwise the last. */
     int last = c->s->it->in_pass ? c->s->it->pc - 1 : c->s->prog->n_ops - 1;
     if (stop == AS_STOP_COUNT && n <= 20)
         for (int pc = before; pc < last; pc++)
             print_op(c->s, "", pc);
-    print_stop(c->s, stop, last);
+    as_cmd_print_stop(c->s, stop, last);
     return AS_OK;
 }
 
 static int run_cmd(cmd_ctx *c, as_run_mode mode)
 {
     as_stop stop;
-    if (require_tokens(c->s, c->err) || run(c->s, mode, 0, &stop, c->err))
+    if (as_cmd_require_tokens(c->s, c->err) || as_cmd_run(c->s, mode, 0, &stop, c->err))
         return AS_ERR;
     int last = c->s->it->in_pass ? c->s->it->pc - 1 : c->s->prog->n_ops - 1;
-    print_stop(c->s, stop, last);
+    as_cmd_print_stop(c->s, stop, last);
     return AS_OK;
 }
 
@@ -486,7 +479,7 @@ static int cmd_where(cmd_ctx *c)
 static int cmd_back(cmd_ctx *c)
 {
     long n = 1;
-    if (c->argc > 1 && parse_long(c->argv[1], 1, 1000000000L, "the op count", &n, c->err))
+    if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, 1000000000L, "the op count", &n, c->err))
         return AS_ERR;
     if (as_interp_back(c->s->it, n, c->err))
         return AS_ERR;
@@ -512,12 +505,14 @@ static int cmd_unbreak(cmd_ctx *c) { return cmd_break(c, false); }
 static int settle(as_session *s, as_error *err)
 {
     as_stop stop = AS_STOP_IDLE;
-    if ((s->it->in_pass || s->it->n_done < s->it->n_tokens) && run(s, AS_RUN_CONTINUE, 0, &stop, err))
+    if ((s->it->in_pass || s->it->n_done < s->it->n_tokens) && as_cmd_run(s, AS_RUN_CONTINUE, 0, &stop, err))
         return -1;
     if (stop == AS_STOP_BREAK || stop == AS_STOP_INTERRUPT) {
-        print_stop(s, stop, s->it->pc - 1);
+        as_cmd_print_stop(s, stop, s->it->pc - 1);
         return 1;
     }
+    if (stop == AS_STOP_PASS_END && s->on_pass)
+        s->on_pass(s->on_pass_ctx, s);
     return 0;
 }
 
@@ -525,9 +520,9 @@ static int cmd_gen(cmd_ctx *c)
 {
     as_session *s = c->s;
     long n = 1;
-    if (require_tokens(s, c->err))
+    if (as_cmd_require_tokens(s, c->err))
         return AS_ERR;
-    if (c->argc > 1 && parse_long(c->argv[1], 1, 1000000, "the token count", &n, c->err))
+    if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, 1000000, "the token count", &n, c->err))
         return AS_ERR;
     int start = s->it->n_tokens;
     const char *why = NULL;
@@ -579,23 +574,23 @@ static int cmd_set(cmd_ctx *c)
         return as_error_set(c->err, "usage: set temp X | topk K | topp P | seed S | threads N");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
-        if (parse_float(val, 0, 100, "temp", &v, c->err))
+        if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
             return AS_ERR;
         sm->temp = (float)v;
     } else if (!strcmp(key, "topk")) {
-        if (parse_long(val, 0, c->s->model->cfg.n_vocab, "topk", &k, c->err))
+        if (as_cmd_parse_long(val, 0, c->s->model->cfg.n_vocab, "topk", &k, c->err))
             return AS_ERR;
         sm->top_k = (int)k;
     } else if (!strcmp(key, "topp")) {
-        if (parse_float(val, 0, 1, "topp", &v, c->err) || v == 0)
+        if (as_cmd_parse_float(val, 0, 1, "topp", &v, c->err) || v == 0)
             return v == 0 ? as_error_set(c->err, "topp must be above 0 (1 turns it off)") : AS_ERR;
         sm->top_p = (float)v;
     } else if (!strcmp(key, "seed")) {
-        if (parse_long(val, 0, 0x7fffffffL, "seed", &k, c->err))
+        if (as_cmd_parse_long(val, 0, 0x7fffffffL, "seed", &k, c->err))
             return AS_ERR;
         as_sampler_seed(sm, (uint64_t)k);
     } else if (!strcmp(key, "threads")) {
-        if (parse_long(val, 1, 256, "threads", &k, c->err))
+        if (as_cmd_parse_long(val, 1, 256, "threads", &k, c->err))
             return AS_ERR;
         as_set_threads((int)k);
     } else {
@@ -609,11 +604,11 @@ static int cmd_top(cmd_ctx *c)
 {
     as_session *s = c->s;
     long k = 10;
-    if (c->argc > 1 && parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err))
+    if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err))
         return AS_ERR;
     const float *logits = as_interp_logits(s->it);
     if (!logits) {
-        if (require_tokens(s, c->err))
+        if (as_cmd_require_tokens(s, c->err))
             return AS_ERR;
         return as_error_set(c->err, "no logits yet at position %d: the pass is not finished (`finish` computes them)",
                             s->it->n_tokens - 1);
@@ -624,14 +619,14 @@ static int cmd_top(cmd_ctx *c)
     fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", s->it->n_tokens - 1);
     for (int i = 0; i < m; i++) {
         char piece[256];
-        piece_of(s, s->order[i], piece, sizeof piece);
+        as_cmd_piece(s, s->order[i], piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\t%.6f\t%.4f\n", i + 1, s->order[i], piece, s->probs[s->order[i]],
                 logits[s->order[i]]);
     }
     return AS_OK;
 }
 
-static void format_shape(const as_session *s, int h, int n_pos, char *buf, size_t cap)
+void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_t cap)
 {
     size_t shape[3];
     int nd = as_capture_shape(s->cap, h, n_pos, shape);
@@ -650,7 +645,7 @@ static int cmd_hooks(cmd_ctx *c)
         if (!as_hook_name_match(pattern, s->prog->hooks[h].name))
             continue;
         char shape[64];
-        format_shape(s, h, s->it->n_tokens, shape, sizeof shape);
+        as_cmd_format_shape(s, h, s->it->n_tokens, shape, sizeof shape);
         fprintf(s->out, "%s\t%s%s\n", s->prog->hooks[h].name, shape,
                 as_capture_has(s->cap, h) ? "" : "\t(not captured)");
     }
@@ -689,8 +684,8 @@ static int cmd_stats(cmd_ctx *c)
     as_session *s = c->s;
     if (c->argc != 2)
         return as_error_set(c->err, "usage: stats HOOK");
-    int h = find_hook(s, c->argv[1], c->err);
-    int n = h < 0 ? -1 : hook_positions(s, h, c->err);
+    int h = as_cmd_find_hook(s, c->argv[1], c->err);
+    int n = h < 0 ? -1 : as_cmd_hook_positions(s, h, c->err);
     if (n < 0)
         return AS_ERR;
     const as_hook *hk = &s->prog->hooks[h];
@@ -706,7 +701,7 @@ static int cmd_stats(cmd_ctx *c)
     }
     double mean = m.n ? m.sum / (double)m.n : 0, var = m.n ? m.sq / (double)m.n - mean * mean : 0;
     char shape[64];
-    format_shape(s, h, n, shape, sizeof shape);
+    as_cmd_format_shape(s, h, n, shape, sizeof shape);
     fprintf(s->out, "%s %s: min %.6g max %.6g mean %.6g std %.6g nan %zu inf %zu\n", hk->name, shape,
             (double)m.mn, (double)m.mx, mean, sqrt(var > 0 ? var : 0), m.nan, m.inf);
     return AS_OK;
@@ -721,7 +716,7 @@ static void print_norm_table(as_session *s, int h, const char *title)
     for (int q = 0; q < n; q++) {
         const as_norm_stat *st = as_capture_norm(s->cap, h, q);
         char piece[64];
-        piece_of(s, s->it->tokens[q], piece, sizeof piece);
+        as_cmd_piece(s, s->it->tokens[q], piece, sizeof piece);
         fprintf(s->out, "%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t", q, piece, st->mean, sqrt(st->var),
                 st->scale, st->min, st->max);
         for (int k = 0; k < AS_NORM_TOP && st->top_dim[k] >= 0; k++)
@@ -737,17 +732,17 @@ static int cmd_norms(cmd_ctx *c)
         return as_error_set(c->err, "usage: norms LAYER | norms final");
     if (!strcmp(c->argv[1], "final")) {
         int h = as_program_hook(s->prog, AS_HK_LNF_SCALE, -1);
-        if (hook_positions(s, h, c->err) < 0)
+        if (as_cmd_hook_positions(s, h, c->err) < 0)
             return AS_ERR;
         print_norm_table(s, h, "ln_final");
         return AS_OK;
     }
     long l;
-    if (parse_long(c->argv[1], 0, s->model->cfg.n_layer - 1, "the layer", &l, c->err))
+    if (as_cmd_parse_long(c->argv[1], 0, s->model->cfg.n_layer - 1, "the layer", &l, c->err))
         return AS_ERR;
     int h1 = as_program_hook(s->prog, AS_HK_LN1_SCALE, (int)l);
     int h2 = as_program_hook(s->prog, AS_HK_LN2_SCALE, (int)l);
-    if (hook_positions(s, h1, c->err) < 0)
+    if (as_cmd_hook_positions(s, h1, c->err) < 0)
         return AS_ERR;
     char title[32];
     snprintf(title, sizeof title, "blocks.%ld.ln1", l);
@@ -764,8 +759,8 @@ static int cmd_dump(cmd_ctx *c)
     as_session *s = c->s;
     if (c->argc != 3)
         return as_error_set(c->err, "usage: dump HOOK FILE.npy");
-    int h = find_hook(s, c->argv[1], c->err);
-    int n = h < 0 ? -1 : hook_positions(s, h, c->err);
+    int h = as_cmd_find_hook(s, c->argv[1], c->err);
+    int n = h < 0 ? -1 : as_cmd_hook_positions(s, h, c->err);
     if (n < 0)
         return AS_ERR;
     size_t shape[3], count = as_capture_count(s->cap, h, n);
@@ -778,7 +773,7 @@ static int cmd_dump(cmd_ctx *c)
     free(data);
     if (rc == AS_OK) {
         char sh[64];
-        format_shape(s, h, n, sh, sizeof sh);
+        as_cmd_format_shape(s, h, n, sh, sizeof sh);
         fprintf(s->out, "wrote %s: %s %s float32\n", c->argv[2], s->prog->hooks[h].name, sh);
     }
     return rc;
@@ -789,7 +784,7 @@ static int cmd_tokens(cmd_ctx *c)
     as_session *s = c->s;
     for (int i = 0; i < s->it->n_tokens; i++) {
         char piece[256];
-        piece_of(s, s->it->tokens[i], piece, sizeof piece);
+        as_cmd_piece(s, s->it->tokens[i], piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->tokens[i], piece,
                 i < s->it->n_prompt ? "prompt" : "generated");
     }
@@ -813,11 +808,6 @@ static int cmd_quit(cmd_ctx *c)
     c->s->quit = true;
     return AS_OK;
 }
-
-typedef struct command {
-    as_command_info info;
-    int (*fn)(cmd_ctx *c);
-} command;
 
 static const command commands[] = {
     {{"prompt", "prompt TEXT", "Tokenize TEXT and make it the context (no compute yet).",

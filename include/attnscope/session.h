@@ -17,7 +17,12 @@
 #include "attnscope/program.h"
 #include "attnscope/sampler.h"
 
-typedef struct as_session {
+typedef struct as_session as_session;
+/* Called by `gen` after each pass it completes (one per generated token),
+ * so a view can redraw while tokens are produced. */
+typedef void (*as_pass_fn)(void *ctx, as_session *s);
+
+struct as_session {
     as_model *model;
     as_program *prog;
     as_capture *cap;
@@ -30,7 +35,9 @@ typedef struct as_session {
     FILE *warn;        /* warnings that do not fail a command (NaN found, capture drops) */
     bool quit;         /* `quit` was run */
     volatile sig_atomic_t *interrupt;
-} as_session;
+    as_pass_fn on_pass;
+    void *on_pass_ctx;
+};
 
 typedef struct as_command_info {
     const char *name;

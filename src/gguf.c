@@ -1,0 +1,1716 @@
+/* gguf: GGUF reader (over an mmap or a caller's buffer), dequantization of
+ * F32/F16/BF16/Q8_0 rows, a writer, and the --info model card.
+ *
+ * The reader trusts nothing in the file: every field is read through a
+ * cursor that refuses to step past the end, every count is compared with the
+ * bytes left before anything is allocated for it, and every product of
+ * dimensions is checked for overflow. Messages say "FILE: offset N: what". */
+#if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include "attnscope/gguf.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ */
+/* little-endian access (the map may be unaligned, and the host need not
+ * be little-endian) */
+
+static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+
+static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | ((uint64_t)le32(p + 4) << 32); }
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_le64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static float f32_from_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+static uint32_t f32_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* a*b without wrapping; false on overflow */
+static bool mul_u64(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (a != 0 && b > UINT64_MAX / a)
+        return false;
+    *out = a * b;
+    return true;
+}
+
+static bool is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+/* ------------------------------------------------------------------ */
+/* type tables */
+
+static const char *const gguf_type_names[AS_GGUF_TYPE_COUNT] = {
+    "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
+    "bool", "string", "array", "uint64", "int64", "float64",
+};
+
+/* bytes of one scalar; 0 for STRING and ARRAY, whose size is in the data */
+static const uint8_t gguf_type_size[AS_GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+
+const char *as_gguf_type_name(as_gguf_type t)
+{
+    return (unsigned)t < AS_GGUF_TYPE_COUNT ? gguf_type_names[t] : "unknown";
+}
+
+typedef struct ggml_traits {
+    const char *name;
+    uint32_t blck;  /* elements per block */
+    uint32_t bytes; /* bytes per block */
+} ggml_traits;
+
+#define GGML_TABLE_LEN 31
+static const ggml_traits ggml_table[GGML_TABLE_LEN] = {
+    [AS_GGML_F32] = {"F32", 1, 4},       [AS_GGML_F16] = {"F16", 1, 2},
+    [AS_GGML_Q4_0] = {"Q4_0", 32, 18},   [AS_GGML_Q4_1] = {"Q4_1", 32, 20},
+    [AS_GGML_Q5_0] = {"Q5_0", 32, 22},   [AS_GGML_Q5_1] = {"Q5_1", 32, 24},
+    [AS_GGML_Q8_0] = {"Q8_0", 32, 34},   [AS_GGML_Q8_1] = {"Q8_1", 32, 36},
+    [AS_GGML_Q2_K] = {"Q2_K", 256, 84},  [AS_GGML_Q3_K] = {"Q3_K", 256, 110},
+    [AS_GGML_Q4_K] = {"Q4_K", 256, 144}, [AS_GGML_Q5_K] = {"Q5_K", 256, 176},
+    [AS_GGML_Q6_K] = {"Q6_K", 256, 210}, [AS_GGML_Q8_K] = {"Q8_K", 256, 292},
+    [AS_GGML_I8] = {"I8", 1, 1},         [AS_GGML_I16] = {"I16", 1, 2},
+    [AS_GGML_I32] = {"I32", 1, 4},       [AS_GGML_I64] = {"I64", 1, 8},
+    [AS_GGML_F64] = {"F64", 1, 8},       [AS_GGML_BF16] = {"BF16", 1, 2},
+};
+
+/* NULL for numbers ggml.h does not define (or attnscope does not know) */
+static const ggml_traits *ggml_traits_of(uint32_t t)
+{
+    if (t >= GGML_TABLE_LEN || !ggml_table[t].name)
+        return NULL;
+    return &ggml_table[t];
+}
+
+const char *as_ggml_type_name(as_ggml_type t)
+{
+    const ggml_traits *tr = ggml_traits_of((uint32_t)t);
+    return tr ? tr->name : "unknown";
+}
+
+uint64_t as_ggml_nbytes(as_ggml_type t, uint64_t n)
+{
+    const ggml_traits *tr = ggml_traits_of((uint32_t)t);
+    uint64_t bytes;
+    if (!tr || n % tr->blck != 0 || !mul_u64(n / tr->blck, tr->bytes, &bytes))
+        return 0;
+    return bytes;
+}
+
+bool as_ggml_type_supported(as_ggml_type t)
+{
+    return t == AS_GGML_F32 || t == AS_GGML_F16 || t == AS_GGML_BF16 || t == AS_GGML_Q8_0;
+}
+
+/* ------------------------------------------------------------------ */
+/* scalar conversions */
+
+float as_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f)
+        return f32_from_bits(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        /* subnormal: man * 2^-24, exact in float */
+        float v = (float)man * 5.9604644775390625e-08f;
+        return sign ? -v : v;
+    }
+    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
+}
+
+/* round v >> shift to nearest, ties to even */
+static uint32_t shift_round_even(uint32_t v, unsigned shift)
+{
+    uint32_t r = v >> shift, rem = v & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1)))
+        r++;
+    return r;
+}
+
+uint16_t as_f32_to_f16(float f)
+{
+    uint32_t x = f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) /* NaN: keep it a (quiet) NaN with the top payload bits */
+        return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
+    if (ax >= 0x477ff000u) /* >= 65520 rounds past 65504: infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (ax >= 0x38800000u) { /* normal in f16; a carry into the exponent is correct */
+        uint32_t rebased = ax - (112u << 23);
+        return (uint16_t)(sign | shift_round_even(rebased, 13));
+    }
+    /* f16 subnormal or zero: count units of 2^-24 */
+    uint32_t exp = ax >> 23;
+    if (exp < 102) /* below 2^-25: rounds to zero */
+        return sign;
+    uint32_t man = (ax & 0x7fffffu) | 0x800000u;
+    return (uint16_t)(sign | shift_round_even(man, 126 - exp));
+}
+
+float as_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
+
+uint16_t as_f32_to_bf16(float f)
+{
+    uint32_t u = f32_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: force quiet so truncation keeps it NaN */
+        return (uint16_t)((u >> 16) | 64);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
+
+/* ggml stores roundf(x*id) in an int8; NaN or inf would make that cast
+ * undefined, so they become 0 or are clamped */
+static int8_t q8_round(float v)
+{
+    if (!(v == v))
+        return 0;
+    if (v > 127.0f)
+        v = 127.0f;
+    if (v < -127.0f)
+        v = -127.0f;
+    return (int8_t)roundf(v);
+}
+
+void as_quantize_q8_0(const float *x, uint64_t n, uint8_t *out)
+{
+    for (uint64_t b = 0; b < n / AS_QK8_0; b++, x += AS_QK8_0, out += 34) {
+        float amax = 0.0f;
+        for (int j = 0; j < AS_QK8_0; j++)
+            amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
+        float d = amax / 127;
+        float id = d != 0.0f ? 1.0f / d : 0.0f;
+        uint16_t dh = as_f32_to_f16(d);
+        out[0] = (uint8_t)dh;
+        out[1] = (uint8_t)(dh >> 8);
+        for (int j = 0; j < AS_QK8_0; j++)
+            out[2 + j] = (uint8_t)q8_round(x[j] * id);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* reader cursor */
+
+typedef struct reader {
+    const uint8_t *p;
+    size_t size, pos;
+    const char *name; /* file name for messages */
+    char ctx[160];    /* the record being read, e.g. "tensor 'x'" */
+    as_error *err;
+} reader;
+
+static size_t left(const reader *r) { return r->size - r->pos; }
+
+static int fail_at(reader *r, uint64_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int fail_at(reader *r, uint64_t off, const char *fmt, ...)
+{
+    char what[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return as_error_set(r->err, "%s: offset %" PRIu64 ": %s%s%s", r->name, off, r->ctx,
+                        r->ctx[0] ? ": " : "", what);
+}
+
+/* Copies a name from the file into buf for messages: control bytes would
+ * garble the terminal, and a hostile name could be megabytes long. */
+static void safe_name(char *buf, size_t cap, const char *s)
+{
+    size_t len = strlen(s), keep = len < cap ? len : cap - 4, n;
+    for (n = 0; n < keep; n++)
+        buf[n] = ((unsigned char)s[n] < 0x20 || s[n] == 0x7f) ? '?' : s[n];
+    if (keep < len)
+        memcpy(buf + n, "...", 3), n += 3;
+    buf[n] = '\0';
+}
+
+static void set_ctx(reader *r, const char *what, uint64_t index, const char *name)
+{
+    char nm[72];
+    if (name) {
+        safe_name(nm, sizeof nm, name);
+        snprintf(r->ctx, sizeof r->ctx, "%s '%s'", what, nm);
+    } else {
+        snprintf(r->ctx, sizeof r->ctx, "%s %" PRIu64, what, index);
+    }
+}
+
+/* Hands out the next n bytes, or fails naming the field. */
+static int take(reader *r, size_t n, const char *field, const uint8_t **out)
+{
+    if (n > left(r))
+        return fail_at(r, r->pos, "%s needs %zu bytes, only %zu left (truncated file?)", field, n,
+                       left(r));
+    *out = r->p + r->pos;
+    r->pos += n;
+    return AS_OK;
+}
+
+static int rd_u32(reader *r, const char *field, uint32_t *out)
+{
+    const uint8_t *p = NULL;
+    if (take(r, 4, field, &p))
+        return AS_ERR;
+    *out = le32(p);
+    return AS_OK;
+}
+
+static int rd_u64(reader *r, const char *field, uint64_t *out)
+{
+    const uint8_t *p = NULL;
+    if (take(r, 8, field, &p))
+        return AS_ERR;
+    *out = le64(p);
+    return AS_OK;
+}
+
+/* GGUF string: uint64 length + bytes; copied and NUL-terminated */
+static int rd_str(reader *r, const char *field, char **out, uint64_t *len_out)
+{
+    uint64_t off = r->pos, len;
+    char lenfield[96];
+    snprintf(lenfield, sizeof lenfield, "%s length", field);
+    if (rd_u64(r, lenfield, &len))
+        return AS_ERR;
+    if (len > left(r))
+        return fail_at(r, off, "%s length %" PRIu64 " exceeds the %zu bytes left", field, len, left(r));
+    char *s = malloc((size_t)len + 1);
+    if (!s)
+        return fail_at(r, off, "out of memory for a %s of %" PRIu64 " bytes", field, len);
+    memcpy(s, r->p + r->pos, (size_t)len);
+    s[len] = '\0';
+    r->pos += (size_t)len;
+    *out = s;
+    if (len_out)
+        *len_out = len;
+    return AS_OK;
+}
+
+/* Names are looked up as C strings, so an embedded NUL would make two
+ * different names compare equal (or hide a duplicate). */
+static int rd_name(reader *r, const char *field, char **out)
+{
+    uint64_t off = r->pos, len;
+    if (rd_str(r, field, out, &len))
+        return AS_ERR;
+    if (strlen(*out) != len)
+        return fail_at(r, off, "%s contains a NUL byte", field);
+    return AS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* duplicate detection: an open-addressing set of borrowed names, so a file
+ * with a million records is not checked in quadratic time */
+
+typedef struct name_set {
+    const char **slot;
+    size_t cap, count;
+} name_set;
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+static bool set_init(name_set *s, size_t cap)
+{
+    s->cap = cap;
+    s->count = 0;
+    s->slot = calloc(s->cap, sizeof *s->slot);
+    return s->slot != NULL;
+}
+
+/* 1 when added, 0 when the name is already present, -1 out of memory */
+static int set_add(name_set *s, const char *name)
+{
+    if (2 * (s->count + 1) > s->cap) { /* sized by what is present, not by a count in the file */
+        name_set big;
+        if (!set_init(&big, 2 * s->cap))
+            return -1;
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i])
+                set_add(&big, s->slot[i]);
+        free(s->slot);
+        *s = big;
+    }
+    size_t i = (size_t)hash_str(name) & (s->cap - 1);
+    for (; s->slot[i]; i = (i + 1) & (s->cap - 1))
+        if (strcmp(s->slot[i], name) == 0)
+            return 0;
+    s->slot[i] = name;
+    s->count++;
+    return 1;
+}
+
+static int add_name(reader *r, name_set *s, const char *name, uint64_t off, const char *what)
+{
+    int added = set_add(s, name);
+    if (added < 0)
+        return fail_at(r, off, "out of memory");
+    return added ? AS_OK : fail_at(r, off, "duplicate %s", what);
+}
+
+/* ------------------------------------------------------------------ */
+/* metadata */
+
+static uint64_t raw_u64(as_gguf_type t, const uint8_t *p)
+{
+    switch (gguf_type_size[t]) {
+    case 1: return p[0];
+    case 2: return le16(p);
+    case 4: return le32(p);
+    default: return le64(p);
+    }
+}
+
+static int64_t raw_i64(as_gguf_type t, const uint8_t *p)
+{
+    switch (t) {
+    case AS_GGUF_INT8: return (int8_t)p[0];
+    case AS_GGUF_INT16: return (int16_t)le16(p);
+    case AS_GGUF_INT32: return (int32_t)le32(p);
+    case AS_GGUF_INT64: return (int64_t)le64(p);
+    default: return (int64_t)raw_u64(t, p);
+    }
+}
+
+static double raw_f64(as_gguf_type t, const uint8_t *p)
+{
+    uint64_t u;
+    double d;
+    switch (t) {
+    case AS_GGUF_FLOAT32: return f32_from_bits(le32(p));
+    case AS_GGUF_FLOAT64: u = le64(p), memcpy(&d, &u, 8); return d;
+    case AS_GGUF_INT8: case AS_GGUF_INT16: case AS_GGUF_INT32: case AS_GGUF_INT64:
+        return (double)raw_i64(t, p);
+    case AS_GGUF_BOOL: return p[0] != 0;
+    default: return (double)raw_u64(t, p);
+    }
+}
+
+static bool type_is_unsigned(as_gguf_type t)
+{
+    return t == AS_GGUF_UINT8 || t == AS_GGUF_UINT16 || t == AS_GGUF_UINT32 || t == AS_GGUF_UINT64;
+}
+
+static bool type_is_signed(as_gguf_type t)
+{
+    return t == AS_GGUF_INT8 || t == AS_GGUF_INT16 || t == AS_GGUF_INT32 || t == AS_GGUF_INT64;
+}
+
+static void decode_scalar(as_gguf_kv *kv, const uint8_t *p)
+{
+    if (type_is_unsigned(kv->type))
+        kv->v.u64 = raw_u64(kv->type, p);
+    else if (type_is_signed(kv->type))
+        kv->v.i64 = raw_i64(kv->type, p);
+    else if (kv->type == AS_GGUF_BOOL)
+        kv->v.b = p[0] != 0;
+    else
+        kv->v.f64 = raw_f64(kv->type, p);
+}
+
+static int rd_str_array(reader *r, as_gguf_kv *kv, uint64_t count_off)
+{
+    /* each string costs at least its 8-byte length, so this bounds the allocation */
+    if (kv->arr_len > left(r) / 8)
+        return fail_at(r, count_off,
+                       "array of %" PRIu64 " strings cannot fit in the %zu bytes left "
+                       "(each needs at least 8)", kv->arr_len, left(r));
+    size_t n = (size_t)kv->arr_len ? (size_t)kv->arr_len : 1;
+    kv->strs = calloc(n, sizeof *kv->strs);
+    kv->str_lens = calloc(n, sizeof *kv->str_lens);
+    if (!kv->strs || !kv->str_lens)
+        return fail_at(r, count_off, "out of memory for %" PRIu64 " strings", kv->arr_len);
+    for (uint64_t i = 0; i < kv->arr_len; i++) {
+        char field[48];
+        snprintf(field, sizeof field, "element %" PRIu64, i);
+        if (rd_str(r, field, &kv->strs[i], &kv->str_lens[i]))
+            return AS_ERR;
+    }
+    return AS_OK;
+}
+
+static int rd_array(reader *r, as_gguf_kv *kv)
+{
+    uint64_t type_off = r->pos, count_off;
+    uint32_t et;
+    if (rd_u32(r, "array element type", &et))
+        return AS_ERR;
+    if (et >= AS_GGUF_TYPE_COUNT)
+        return fail_at(r, type_off, "array element type %" PRIu32 " is not a GGUF type (0 to 12)", et);
+    if (et == AS_GGUF_ARRAY)
+        return fail_at(r, type_off, "arrays of arrays are not supported");
+    kv->arr_type = (as_gguf_type)et;
+    count_off = r->pos;
+    if (rd_u64(r, "array length", &kv->arr_len))
+        return AS_ERR;
+    if (et == AS_GGUF_STRING)
+        return rd_str_array(r, kv, count_off);
+    size_t es = gguf_type_size[et];
+    if (kv->arr_len > left(r) / es)
+        return fail_at(r, count_off,
+                       "array of %" PRIu64 " %s elements (%zu bytes each) exceeds the %zu bytes left",
+                       kv->arr_len, gguf_type_names[et], es, left(r));
+    kv->arr_data = r->p + r->pos;
+    r->pos += (size_t)kv->arr_len * es;
+    return AS_OK;
+}
+
+static int rd_value(reader *r, as_gguf_kv *kv)
+{
+    const uint8_t *p = NULL;
+    if (kv->type == AS_GGUF_STRING)
+        return rd_str(r, "string", &kv->str, &kv->str_len);
+    if (kv->type == AS_GGUF_ARRAY)
+        return rd_array(r, kv);
+    if (take(r, gguf_type_size[kv->type], gguf_type_names[kv->type], &p))
+        return AS_ERR;
+    decode_scalar(kv, p);
+    return AS_OK;
+}
+
+/* Grows a parse array one record at a time (doubling), so memory follows
+ * the records actually present rather than the count the file claims. */
+static void *grow(void *arr, uint64_t n, size_t elem)
+{
+    if (n == 0 || (n & (n - 1)) != 0)
+        return arr; /* capacity is the next power of two at or above n */
+    void *p = realloc(arr, (size_t)(2 * n) * elem);
+    if (p)
+        memset((char *)p + n * elem, 0, (size_t)n * elem);
+    return p;
+}
+
+static int reserve(reader *r, void **arr, uint64_t n, size_t elem)
+{
+    void *p = n == 0 ? calloc(1, elem) : grow(*arr, n, elem);
+    if (!p)
+        return fail_at(r, r->pos, "out of memory");
+    *arr = p;
+    return AS_OK;
+}
+
+static int rd_kv(reader *r, as_gguf_kv *kv, uint64_t i, name_set *keys)
+{
+    uint32_t type;
+    uint64_t key_off = r->pos, type_off;
+    kv->offset = r->pos;
+    set_ctx(r, "metadata key", i, NULL);
+    if (rd_name(r, "key", &kv->key))
+        return AS_ERR;
+    set_ctx(r, "metadata key", i, kv->key);
+    if (add_name(r, keys, kv->key, key_off, "key"))
+        return AS_ERR;
+    type_off = r->pos;
+    if (rd_u32(r, "value type", &type))
+        return AS_ERR;
+    if (type >= AS_GGUF_TYPE_COUNT)
+        return fail_at(r, type_off, "value type %" PRIu32 " is not a GGUF type (0 to 12)", type);
+    kv->type = (as_gguf_type)type;
+    return rd_value(r, kv);
+}
+
+static int rd_kvs(reader *r, as_gguf *g, uint64_t n)
+{
+    name_set keys;
+    if (!set_init(&keys, 16))
+        return fail_at(r, r->pos, "out of memory");
+    int rc = AS_OK;
+    for (uint64_t i = 0; i < n && rc == AS_OK; i++) {
+        rc = reserve(r, (void **)&g->kvs, g->n_kv, sizeof *g->kvs);
+        if (rc == AS_OK)
+            rc = rd_kv(r, &g->kvs[g->n_kv++], i, &keys);
+    }
+    free(keys.slot);
+    r->ctx[0] = '\0';
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* tensor infos */
+
+/* Shape checks that need no data section: element count, block fit, size. */
+static int check_shape(reader *r, as_gguf_tensor *t)
+{
+    const ggml_traits *tr = ggml_traits_of((uint32_t)t->type);
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++)
+        if (!mul_u64(n, t->ne[d], &n) || n > (uint64_t)INT64_MAX)
+            return fail_at(r, t->info_offset, "shape [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
+                           "] has more than 2^63 elements", t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
+    if (t->ne[0] % tr->blck != 0)
+        return fail_at(r, t->info_offset, "ne[0] = %" PRIu64 " is not a multiple of the %s block size %"
+                       PRIu32, t->ne[0], tr->name, tr->blck);
+    t->n_elements = n;
+    t->n_bytes = as_ggml_nbytes(t->type, n);
+    if (t->n_bytes == 0)
+        return fail_at(r, t->info_offset, "size of %" PRIu64 " %s elements overflows", n, tr->name);
+    return AS_OK;
+}
+
+static int rd_dims(reader *r, as_gguf_tensor *t)
+{
+    uint64_t off = r->pos;
+    if (rd_u32(r, "n_dims", &t->n_dims))
+        return AS_ERR;
+    if (t->n_dims < 1 || t->n_dims > 4)
+        return fail_at(r, off, "n_dims is %" PRIu32 ", expected 1 to 4", t->n_dims);
+    for (uint32_t d = 0; d < 4; d++)
+        t->ne[d] = 1;
+    for (uint32_t d = 0; d < t->n_dims; d++) {
+        char field[16];
+        snprintf(field, sizeof field, "ne[%" PRIu32 "]", d);
+        off = r->pos;
+        if (rd_u64(r, field, &t->ne[d]))
+            return AS_ERR;
+        /* ggml keeps dimensions in int64; an empty tensor has no rows to show */
+        if (t->ne[d] == 0 || t->ne[d] > (uint64_t)INT64_MAX)
+            return fail_at(r, off, "%s is %" PRIu64 ", expected 1 to 2^63-1", field, t->ne[d]);
+    }
+    return AS_OK;
+}
+
+static int rd_tensor_info(reader *r, as_gguf_tensor *t, uint64_t i, name_set *names)
+{
+    uint64_t off;
+    uint32_t type;
+    t->info_offset = r->pos;
+    set_ctx(r, "tensor", i, NULL);
+    if (rd_name(r, "name", &t->name))
+        return AS_ERR;
+    set_ctx(r, "tensor", i, t->name);
+    if (add_name(r, names, t->name, t->info_offset, "tensor name"))
+        return AS_ERR;
+    if (rd_dims(r, t))
+        return AS_ERR;
+    off = r->pos;
+    if (rd_u32(r, "type", &type))
+        return AS_ERR;
+    if (!ggml_traits_of(type))
+        return fail_at(r, off, "unknown ggml type %" PRIu32, type);
+    t->type = (as_ggml_type)type;
+    if (rd_u64(r, "data offset", &t->offset))
+        return AS_ERR;
+    return check_shape(r, t);
+}
+
+static int rd_tensor_infos(reader *r, as_gguf *g, uint64_t n)
+{
+    name_set names;
+    if (!set_init(&names, 16))
+        return fail_at(r, r->pos, "out of memory");
+    int rc = AS_OK;
+    for (uint64_t i = 0; i < n && rc == AS_OK; i++) {
+        rc = reserve(r, (void **)&g->tensors, g->n_tensors, sizeof *g->tensors);
+        if (rc == AS_OK) {
+            g->tensors[g->n_tensors].path = g->path;
+            rc = rd_tensor_info(r, &g->tensors[g->n_tensors++], i, &names);
+        }
+    }
+    free(names.slot);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* header, alignment, data placement */
+
+static int rd_header(reader *r, as_gguf *g, uint64_t *n_tensors, uint64_t *n_kv)
+{
+    uint32_t magic;
+    if (rd_u32(r, "magic", &magic))
+        return AS_ERR;
+    if (magic != AS_GGUF_MAGIC) {
+        return fail_at(r, 0, "not a GGUF file (the first 4 bytes are %02x %02x %02x %02x, expected \"GGUF\")",
+                       magic & 0xff, (magic >> 8) & 0xff, (magic >> 16) & 0xff, magic >> 24);
+    }
+    if (rd_u32(r, "version", &g->version))
+        return AS_ERR;
+    if (g->version != 2 && g->version != 3)
+        return fail_at(r, 4, "unsupported GGUF version %" PRIu32 " (attnscope reads versions 2 and 3)%s",
+                       g->version, (g->version & 0xffff) == 0 ? "; the file may be big-endian" : "");
+    if (rd_u64(r, "tensor count", n_tensors) || rd_u64(r, "metadata count", n_kv))
+        return AS_ERR;
+    /* smallest records: key(8) + type(4) + 1 byte; name(8) + n_dims(4) + ne(8) + type(4) + offset(8) */
+    if (*n_kv > left(r) / 13)
+        return fail_at(r, 16, "metadata count %" PRIu64 " cannot fit in the %zu bytes left "
+                       "(each key/value takes at least 13)", *n_kv, left(r));
+    if (*n_tensors > left(r) / 32)
+        return fail_at(r, 8, "tensor count %" PRIu64 " cannot fit in the %zu bytes left "
+                       "(each tensor record takes at least 32)", *n_tensors, left(r));
+    return AS_OK;
+}
+
+static int read_alignment(reader *r, as_gguf *g)
+{
+    g->alignment = AS_GGUF_DEFAULT_ALIGNMENT;
+    const as_gguf_kv *kv = as_gguf_find(g, "general.alignment");
+    if (!kv)
+        return AS_OK;
+    set_ctx(r, "metadata key", 0, kv->key);
+    if (kv->type != AS_GGUF_UINT32)
+        return fail_at(r, kv->offset, "expected a uint32, found %s", as_gguf_type_name(kv->type));
+    if (!is_pow2(kv->v.u64))
+        return fail_at(r, kv->offset, "alignment %" PRIu64 " is not a nonzero power of two", kv->v.u64);
+    g->alignment = kv->v.u64;
+    r->ctx[0] = '\0';
+    return AS_OK;
+}
+
+static int place_tensor(reader *r, as_gguf *g, as_gguf_tensor *t)
+{
+    set_ctx(r, "tensor", 0, t->name);
+    if (t->offset % g->alignment != 0)
+        return fail_at(r, t->info_offset, "data offset %" PRIu64 " is not a multiple of the alignment %" PRIu64,
+                       t->offset, g->alignment);
+    if (g->data_offset > g->size || t->offset > g->size - g->data_offset)
+        return fail_at(r, t->info_offset, "data offset %" PRIu64 " points past the end of the file "
+                       "(data starts at %" PRIu64 ", the file has %zu bytes)", t->offset, g->data_offset, g->size);
+    r->ctx[0] = '\0';
+    uint64_t start = g->data_offset + t->offset;
+    if (t->n_bytes > g->size - start) {
+        char nm[72];
+        safe_name(nm, sizeof nm, t->name);
+        return fail_at(r, start, "tensor '%s' extends past end of file (needs %" PRIu64 " bytes, %" PRIu64 " left)",
+                       nm, t->n_bytes, g->size - start);
+    }
+    t->data = g->map + start;
+    return AS_OK;
+}
+
+static int parse_into(as_gguf *g, as_error *err)
+{
+    reader r = {.p = g->map, .size = g->size, .name = g->path, .err = err};
+    uint64_t n_tensors, n_kv;
+    if (rd_header(&r, g, &n_tensors, &n_kv) || rd_kvs(&r, g, n_kv) || rd_tensor_infos(&r, g, n_tensors))
+        return AS_ERR;
+    r.ctx[0] = '\0';
+    if (read_alignment(&r, g))
+        return AS_ERR;
+    /* r.pos <= size and alignment <= 2^31, so this cannot wrap */
+    g->data_offset = ((uint64_t)r.pos + g->alignment - 1) / g->alignment * g->alignment;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (place_tensor(&r, g, &g->tensors[i]))
+            return AS_ERR;
+    return AS_OK;
+}
+
+static as_gguf *new_gguf(const char *name, as_error *err)
+{
+    as_gguf *g = calloc(1, sizeof *g);
+    if (g)
+        g->path = strdup(name ? name : "<buffer>");
+    if (!g || !g->path) {
+        free(g);
+        as_error_set(err, "%s: out of memory", name ? name : "<buffer>");
+        return NULL;
+    }
+    return g;
+}
+
+int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name, as_error *err)
+{
+    *out = NULL;
+    as_gguf *g = new_gguf(name, err);
+    if (!g)
+        return AS_ERR;
+    g->map = buf;
+    g->size = buf ? size : 0;
+    if (parse_into(g, err)) {
+        as_gguf_close(g);
+        return AS_ERR;
+    }
+    *out = g;
+    return AS_OK;
+}
+
+static int map_file(as_gguf *g, const char *path, as_error *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return as_error_set(err, "%s: cannot read its size: %s", path, strerror(e));
+    }
+    if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) {
+        close(fd);
+        if (!S_ISREG(st.st_mode))
+            return as_error_set(err, "%s: not a regular file", path);
+        if (st.st_size == 0)
+            return as_error_set(err, "%s: file is empty (a GGUF file starts with a 24-byte header)", path);
+        return as_error_set(err, "%s: too large to map (%lld bytes)", path, (long long)st.st_size);
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (m == MAP_FAILED)
+        return as_error_set(err, "%s: cannot memory-map %lld bytes: %s", path, (long long)st.st_size,
+                            strerror(e));
+    g->map = m;
+    g->size = (size_t)st.st_size;
+    g->mapped = true;
+    return AS_OK;
+}
+
+int as_gguf_open(as_gguf **out, const char *path, as_error *err)
+{
+    *out = NULL;
+    as_gguf *g = new_gguf(path, err);
+    if (!g)
+        return AS_ERR;
+    if (map_file(g, path, err) || parse_into(g, err)) {
+        as_gguf_close(g);
+        return AS_ERR;
+    }
+    *out = g;
+    return AS_OK;
+}
+
+static void free_kv(as_gguf_kv *kv)
+{
+    free(kv->key);
+    free(kv->str);
+    if (kv->strs)
+        for (uint64_t i = 0; i < kv->arr_len; i++)
+            free(kv->strs[i]);
+    free(kv->strs);
+    free(kv->str_lens);
+}
+
+void as_gguf_close(as_gguf *g)
+{
+    if (!g)
+        return;
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        free_kv(&g->kvs[i]);
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        free(g->tensors[i].name);
+    free(g->kvs);
+    free(g->tensors);
+    if (g->mapped)
+        munmap((void *)g->map, g->size);
+    free(g->path);
+    free(g);
+}
+
+/* ------------------------------------------------------------------ */
+/* lookups and typed getters */
+
+const as_gguf_kv *as_gguf_find(const as_gguf *g, const char *key)
+{
+    for (uint64_t i = 0; g && i < g->n_kv; i++)
+        if (strcmp(g->kvs[i].key, key) == 0)
+            return &g->kvs[i];
+    return NULL;
+}
+
+const as_gguf_tensor *as_gguf_tensor_find(const as_gguf *g, const char *name)
+{
+    for (uint64_t i = 0; g && i < g->n_tensors; i++)
+        if (strcmp(g->tensors[i].name, name) == 0)
+            return &g->tensors[i];
+    return NULL;
+}
+
+/* "uint32 7", "string", "array of float32": what a key holds, for messages */
+static void describe_kv(const as_gguf_kv *kv, char *buf, size_t cap)
+{
+    if (type_is_unsigned(kv->type))
+        snprintf(buf, cap, "%s %" PRIu64, gguf_type_names[kv->type], kv->v.u64);
+    else if (type_is_signed(kv->type))
+        snprintf(buf, cap, "%s %" PRId64, gguf_type_names[kv->type], kv->v.i64);
+    else if (kv->type == AS_GGUF_ARRAY)
+        snprintf(buf, cap, "an array of %s", as_gguf_type_name(kv->arr_type));
+    else
+        snprintf(buf, cap, "%s", as_gguf_type_name(kv->type));
+}
+
+static int wrong_type(const as_gguf *g, const as_gguf_kv *kv, const char *key, const char *expected,
+                      const char *why, as_error *err)
+{
+    char found[96];
+    if (kv)
+        describe_kv(kv, found, sizeof found);
+    else
+        snprintf(found, sizeof found, "nothing (the key is missing)");
+    return as_error_set(err, "%s: key '%s': expected %s, found %s%s", g->path, key, expected, found, why);
+}
+
+int as_gguf_get_u64(const as_gguf *g, const char *key, uint64_t *out, as_error *err)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    if (kv && type_is_unsigned(kv->type))
+        *out = kv->v.u64;
+    else if (kv && type_is_signed(kv->type) && kv->v.i64 >= 0)
+        *out = (uint64_t)kv->v.i64;
+    else
+        return wrong_type(g, kv, key, "an unsigned integer", "", err);
+    return AS_OK;
+}
+
+int as_gguf_get_u32(const as_gguf *g, const char *key, uint32_t *out, as_error *err)
+{
+    uint64_t v = 0;
+    if (as_gguf_get_u64(g, key, &v, err))
+        return wrong_type(g, as_gguf_find(g, key), key, "a uint32", "", err);
+    if (v > UINT32_MAX)
+        return wrong_type(g, as_gguf_find(g, key), key, "a uint32", " (too large)", err);
+    *out = (uint32_t)v;
+    return AS_OK;
+}
+
+int as_gguf_get_f32(const as_gguf *g, const char *key, float *out, as_error *err)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    if (!kv || (kv->type != AS_GGUF_FLOAT32 && kv->type != AS_GGUF_FLOAT64))
+        return wrong_type(g, kv, key, "a float32", "", err);
+    *out = (float)kv->v.f64;
+    return AS_OK;
+}
+
+int as_gguf_get_bool(const as_gguf *g, const char *key, bool *out, as_error *err)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    if (!kv || kv->type != AS_GGUF_BOOL)
+        return wrong_type(g, kv, key, "a bool", "", err);
+    *out = kv->v.b;
+    return AS_OK;
+}
+
+int as_gguf_get_str(const as_gguf *g, const char *key, const char **out, as_error *err)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    if (!kv || kv->type != AS_GGUF_STRING)
+        return wrong_type(g, kv, key, "a string", "", err);
+    *out = kv->str;
+    return AS_OK;
+}
+
+int as_gguf_get_u32_opt(const as_gguf *g, const char *key, uint32_t *out, as_error *err)
+{
+    return as_gguf_find(g, key) ? as_gguf_get_u32(g, key, out, err) : AS_OK;
+}
+
+int as_gguf_get_f32_opt(const as_gguf *g, const char *key, float *out, as_error *err)
+{
+    return as_gguf_find(g, key) ? as_gguf_get_f32(g, key, out, err) : AS_OK;
+}
+
+int as_gguf_get_bool_opt(const as_gguf *g, const char *key, bool *out, as_error *err)
+{
+    return as_gguf_find(g, key) ? as_gguf_get_bool(g, key, out, err) : AS_OK;
+}
+
+static const uint8_t *arr_elem(const as_gguf_kv *kv, uint64_t i)
+{
+    if (kv->type != AS_GGUF_ARRAY || !kv->arr_data || i >= kv->arr_len ||
+        (unsigned)kv->arr_type >= AS_GGUF_TYPE_COUNT || gguf_type_size[kv->arr_type] == 0)
+        return NULL;
+    return kv->arr_data + i * gguf_type_size[kv->arr_type];
+}
+
+double as_gguf_arr_f64(const as_gguf_kv *kv, uint64_t i)
+{
+    const uint8_t *p = arr_elem(kv, i);
+    return p ? raw_f64(kv->arr_type, p) : 0.0;
+}
+
+int64_t as_gguf_arr_i64(const as_gguf_kv *kv, uint64_t i)
+{
+    const uint8_t *p = arr_elem(kv, i);
+    if (!p)
+        return 0;
+    if (kv->arr_type == AS_GGUF_FLOAT32 || kv->arr_type == AS_GGUF_FLOAT64) {
+        /* out-of-range float to integer conversion is undefined: clamp */
+        double d = raw_f64(kv->arr_type, p);
+        if (!(d == d))
+            return 0;
+        return d >= 9.2233720368547758e18 ? INT64_MAX : d < -9.2233720368547758e18 ? INT64_MIN : (int64_t)d;
+    }
+    return raw_i64(kv->arr_type, p);
+}
+
+/* ------------------------------------------------------------------ */
+/* dequantization */
+
+uint64_t as_tensor_rows(const as_gguf_tensor *t)
+{
+    return t->ne[0] ? t->n_elements / t->ne[0] : 0;
+}
+
+static void dequant(as_ggml_type type, const uint8_t *p, uint64_t n, float *out)
+{
+    switch (type) {
+    case AS_GGML_F32:
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = f32_from_bits(le32(p + 4 * i));
+        break;
+    case AS_GGML_F16:
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = as_f16_to_f32(le16(p + 2 * i));
+        break;
+    case AS_GGML_BF16:
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = as_bf16_to_f32(le16(p + 2 * i));
+        break;
+    default: /* Q8_0: fp16 scale d, then 32 int8 q; value = d*q */
+        for (uint64_t b = 0; b < n / AS_QK8_0; b++, p += 34, out += AS_QK8_0) {
+            float d = as_f16_to_f32(le16(p));
+            for (int j = 0; j < AS_QK8_0; j++)
+                out[j] = d * (float)(int8_t)p[2 + j];
+        }
+        break;
+    }
+}
+
+static int check_readable(const as_gguf_tensor *t, as_error *err)
+{
+    const char *file = t->path ? t->path : "";
+    const char *sep = t->path ? ": " : "";
+    char nm[72];
+    safe_name(nm, sizeof nm, t->name ? t->name : "");
+    if (!t->data)
+        return as_error_set(err, "%s%stensor '%s' has no data", file, sep, nm);
+    if (!as_ggml_type_supported(t->type))
+        return as_error_set(err, "%s%stensor '%s' has type %s, which attnscope cannot read yet "
+                            "(supported: F32, F16, BF16, Q8_0)", file, sep, nm, as_ggml_type_name(t->type));
+    return AS_OK;
+}
+
+int as_tensor_row_f32(const as_gguf_tensor *t, uint64_t row, float *out, as_error *err)
+{
+    if (check_readable(t, err))
+        return AS_ERR;
+    uint64_t rows = as_tensor_rows(t);
+    if (row >= rows)
+        return as_error_set(err, "%s%stensor '%s': row %" PRIu64 " is out of range (it has %" PRIu64 " rows)",
+                            t->path ? t->path : "", t->path ? ": " : "", t->name, row, rows);
+    uint64_t row_bytes = as_ggml_nbytes(t->type, t->ne[0]);
+    dequant(t->type, t->data + row * row_bytes, t->ne[0], out);
+    return AS_OK;
+}
+
+int as_tensor_to_f32(const as_gguf_tensor *t, float *out, as_error *err)
+{
+    if (check_readable(t, err))
+        return AS_ERR;
+    /* rows are stored back to back and ne[0] is a whole number of blocks */
+    dequant(t->type, t->data, t->n_elements, out);
+    return AS_OK;
+}
+
+/* ------------------------------------------------------------------ */
+/* writer */
+
+typedef struct wkv {
+    char *key;
+    as_gguf_type type;
+    uint8_t *val; /* the value as it is written after the type */
+    size_t len;
+} wkv;
+
+typedef struct wtensor {
+    char *name;
+    as_ggml_type type;
+    uint32_t n_dims;
+    uint64_t ne[4];
+    uint8_t *data;
+    uint64_t n_bytes;
+} wtensor;
+
+struct as_gguf_writer {
+    uint32_t version;
+    wkv *kvs;
+    size_t n_kv;
+    wtensor *ts;
+    size_t n_t;
+    bool failed; /* a setter went wrong; err says how; write() reports it */
+    as_error err;
+};
+
+as_gguf_writer *as_gguf_writer_new(uint32_t version)
+{
+    as_gguf_writer *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->version = version;
+    if (version != 2 && version != 3) {
+        w->failed = true;
+        as_error_set(&w->err, "cannot write GGUF version %" PRIu32 " (only 2 and 3)", version);
+    }
+    return w;
+}
+
+void as_gguf_writer_free(as_gguf_writer *w)
+{
+    if (!w)
+        return;
+    for (size_t i = 0; i < w->n_kv; i++)
+        free(w->kvs[i].key), free(w->kvs[i].val);
+    for (size_t i = 0; i < w->n_t; i++)
+        free(w->ts[i].name), free(w->ts[i].data);
+    free(w->kvs);
+    free(w->ts);
+    free(w);
+}
+
+static void writer_fail(as_gguf_writer *w, const char *key, const char *what)
+{
+    if (w->failed)
+        return; /* keep the first cause */
+    w->failed = true;
+    as_error_set(&w->err, "metadata key '%s': %s", key ? key : "(null)", what);
+}
+
+/* Sets key to (type, val); takes ownership of val (NULL means allocation failed). */
+static void put_kv(as_gguf_writer *w, const char *key, as_gguf_type type, uint8_t *val, size_t len)
+{
+    if (!w || !key || !val) {
+        if (w)
+            writer_fail(w, key, key ? "out of memory" : "key is NULL");
+        free(val);
+        return;
+    }
+    for (size_t i = 0; i < w->n_kv; i++)
+        if (strcmp(w->kvs[i].key, key) == 0) {
+            free(w->kvs[i].val);
+            w->kvs[i] = (wkv){w->kvs[i].key, type, val, len};
+            return;
+        }
+    char *k = strdup(key);
+    wkv *kvs = w->n_kv ? grow(w->kvs, w->n_kv, sizeof *kvs) : calloc(1, sizeof *kvs);
+    if (kvs)
+        w->kvs = kvs;
+    if (!k || !kvs) {
+        free(k), free(val);
+        writer_fail(w, key, "out of memory");
+        return;
+    }
+    w->kvs[w->n_kv++] = (wkv){k, type, val, len};
+}
+
+static void put_scalar(as_gguf_writer *w, const char *key, as_gguf_type type, uint64_t bits)
+{
+    size_t n = gguf_type_size[type];
+    uint8_t *v = malloc(n);
+    if (v)
+        for (size_t i = 0; i < n; i++)
+            v[i] = (uint8_t)(bits >> (8 * i));
+    put_kv(w, key, type, v, n);
+}
+
+void as_gguf_writer_set_u32(as_gguf_writer *w, const char *key, uint32_t v) { put_scalar(w, key, AS_GGUF_UINT32, v); }
+void as_gguf_writer_set_i32(as_gguf_writer *w, const char *key, int32_t v) { put_scalar(w, key, AS_GGUF_INT32, (uint32_t)v); }
+void as_gguf_writer_set_u64(as_gguf_writer *w, const char *key, uint64_t v) { put_scalar(w, key, AS_GGUF_UINT64, v); }
+void as_gguf_writer_set_f32(as_gguf_writer *w, const char *key, float v) { put_scalar(w, key, AS_GGUF_FLOAT32, f32_bits(v)); }
+void as_gguf_writer_set_bool(as_gguf_writer *w, const char *key, bool v) { put_scalar(w, key, AS_GGUF_BOOL, v); }
+
+void as_gguf_writer_set_scalar(as_gguf_writer *w, const char *key, as_gguf_type type, const void *data)
+{
+    if (w && ((unsigned)type >= AS_GGUF_TYPE_COUNT || gguf_type_size[type] == 0 || !data)) {
+        writer_fail(w, key, "as_gguf_writer_set_scalar needs a scalar type and a value");
+        return;
+    }
+    if (w)
+        put_scalar(w, key, type, raw_u64(type, data));
+}
+
+void as_gguf_writer_set_str(as_gguf_writer *w, const char *key, const char *v)
+{
+    size_t n = v ? strlen(v) : 0;
+    uint8_t *buf = n <= SIZE_MAX - 8 ? malloc(8 + n) : NULL;
+    if (buf) {
+        put_le64(buf, n);
+        memcpy(buf + 8, v ? v : "", n);
+    }
+    put_kv(w, key, AS_GGUF_STRING, buf, 8 + n);
+}
+
+void as_gguf_writer_set_arr(as_gguf_writer *w, const char *key, as_gguf_type elem, const void *data, uint64_t n)
+{
+    if (!w)
+        return;
+    if ((unsigned)elem >= AS_GGUF_TYPE_COUNT || gguf_type_size[elem] == 0 || (n && !data)) {
+        writer_fail(w, key, "as_gguf_writer_set_arr needs a scalar element type and data");
+        return;
+    }
+    size_t es = gguf_type_size[elem];
+    uint8_t *buf = n <= (SIZE_MAX - 12) / es ? malloc(12 + (size_t)n * es) : NULL;
+    if (buf) {
+        put_le32(buf, elem);
+        put_le64(buf + 4, n);
+        if (n)
+            memcpy(buf + 12, data, (size_t)n * es);
+    }
+    put_kv(w, key, AS_GGUF_ARRAY, buf, buf ? 12 + (size_t)n * es : 0);
+}
+
+void as_gguf_writer_set_arr_str(as_gguf_writer *w, const char *key, const char *const *strs, uint64_t n)
+{
+    if (w && !strs && n) {
+        writer_fail(w, key, "as_gguf_writer_set_arr_str given no strings");
+        return;
+    }
+    size_t total = 12;
+    for (uint64_t i = 0; i < n && total != SIZE_MAX; i++) {
+        size_t l = strs[i] ? strlen(strs[i]) : 0;
+        total = l <= SIZE_MAX - 8 - total ? total + 8 + l : SIZE_MAX;
+    }
+    uint8_t *buf = total != SIZE_MAX ? malloc(total) : NULL;
+    if (buf) {
+        size_t pos = 12;
+        put_le32(buf, AS_GGUF_STRING);
+        put_le64(buf + 4, n);
+        for (uint64_t i = 0; i < n; i++) {
+            size_t l = strs[i] ? strlen(strs[i]) : 0;
+            put_le64(buf + pos, l);
+            memcpy(buf + pos + 8, strs[i] ? strs[i] : "", l);
+            pos += 8 + l;
+        }
+    }
+    put_kv(w, key, AS_GGUF_ARRAY, buf, total);
+}
+
+/* llama.cpp refuses names of GGML_MAX_NAME (64) bytes or more */
+static int check_new_tensor(const as_gguf_writer *w, const char *name, as_ggml_type type, uint32_t n_dims,
+                            const uint64_t *ne, const void *data, as_error *err)
+{
+    if (!name || strlen(name) >= 64)
+        return as_error_set(err, "tensor name '%.80s' must be 1 to 63 bytes (llama.cpp's limit)", name ? name : "");
+    for (size_t i = 0; i < w->n_t; i++)
+        if (strcmp(w->ts[i].name, name) == 0)
+            return as_error_set(err, "tensor '%s' added twice", name);
+    if (n_dims < 1 || n_dims > 4 || !ne)
+        return as_error_set(err, "tensor '%s': n_dims is %" PRIu32 ", expected 1 to 4", name, n_dims);
+    if (!ggml_traits_of((uint32_t)type))
+        return as_error_set(err, "tensor '%s': unknown ggml type %d", name, (int)type);
+    if (ne[0] % ggml_traits_of((uint32_t)type)->blck != 0)
+        return as_error_set(err, "tensor '%s': ne[0] = %" PRIu64 " is not a multiple of the %s block size",
+                            name, ne[0], as_ggml_type_name(type));
+    if (!data)
+        return as_error_set(err, "tensor '%s': no data", name);
+    return AS_OK;
+}
+
+int as_gguf_writer_add_tensor(as_gguf_writer *w, const char *name, as_ggml_type type, uint32_t n_dims,
+                              const uint64_t *ne, const void *data, as_error *err)
+{
+    if (check_new_tensor(w, name, type, n_dims, ne, data, err))
+        return AS_ERR;
+    wtensor t = {.type = type, .n_dims = n_dims, .ne = {1, 1, 1, 1}};
+    uint64_t n = 1;
+    for (uint32_t d = 0; d < n_dims; d++) {
+        if (ne[d] == 0 || ne[d] > (uint64_t)INT64_MAX || !mul_u64(n, ne[d], &n) || n > (uint64_t)INT64_MAX)
+            return as_error_set(err, "tensor '%s': ne[%" PRIu32 "] = %" PRIu64 " is zero or too large", name, d,
+                                ne[d]);
+        t.ne[d] = ne[d];
+    }
+    t.n_bytes = as_ggml_nbytes(type, n);
+    if (t.n_bytes == 0 || t.n_bytes > SIZE_MAX)
+        return as_error_set(err, "tensor '%s': %" PRIu64 " elements are too many", name, n);
+    t.name = strdup(name);
+    t.data = malloc((size_t)t.n_bytes);
+    wtensor *ts = w->n_t ? grow(w->ts, w->n_t, sizeof *ts) : calloc(1, sizeof *ts);
+    if (ts)
+        w->ts = ts;
+    if (!t.name || !t.data || !ts) {
+        free(t.name), free(t.data);
+        return as_error_set(err, "tensor '%s': out of memory for %" PRIu64 " bytes", name, t.n_bytes);
+    }
+    memcpy(t.data, data, (size_t)t.n_bytes);
+    w->ts[w->n_t++] = t;
+    return AS_OK;
+}
+
+/* Where serialized bytes go: a FILE, a buffer, or nowhere (to measure). */
+typedef struct sink {
+    FILE *f;
+    uint8_t *buf;
+    uint64_t pos;
+} sink;
+
+static void emit(sink *s, const void *p, size_t n)
+{
+    if (s->buf && n)
+        memcpy(s->buf + s->pos, p, n);
+    else if (s->f && n)
+        fwrite(p, 1, n, s->f);
+    s->pos += n;
+}
+
+static void emit_u32(sink *s, uint32_t v)
+{
+    uint8_t b[4];
+    put_le32(b, v);
+    emit(s, b, 4);
+}
+
+static void emit_u64(sink *s, uint64_t v)
+{
+    uint8_t b[8];
+    put_le64(b, v);
+    emit(s, b, 8);
+}
+
+static void emit_str(sink *s, const char *str)
+{
+    emit_u64(s, strlen(str));
+    emit(s, str, strlen(str));
+}
+
+static void emit_pad(sink *s, uint64_t align)
+{
+    static const uint8_t zeros[64];
+    while (s->pos % align)
+        emit(s, zeros, (size_t)(align - s->pos % align < 64 ? align - s->pos % align : 64));
+}
+
+static uint64_t pad_to(uint64_t n, uint64_t align) { return (n + align - 1) / align * align; }
+
+static int writer_alignment(const as_gguf_writer *w, uint64_t *align, as_error *err)
+{
+    *align = AS_GGUF_DEFAULT_ALIGNMENT;
+    for (size_t i = 0; i < w->n_kv; i++) {
+        if (strcmp(w->kvs[i].key, "general.alignment") != 0)
+            continue;
+        if (w->kvs[i].type != AS_GGUF_UINT32 || !is_pow2(le32(w->kvs[i].val)))
+            return as_error_set(err, "metadata key 'general.alignment' must be a nonzero power-of-two uint32");
+        *align = le32(w->kvs[i].val);
+    }
+    return AS_OK;
+}
+
+static void serialize(const as_gguf_writer *w, uint64_t align, sink *s)
+{
+    emit_u32(s, AS_GGUF_MAGIC);
+    emit_u32(s, w->version);
+    emit_u64(s, w->n_t);
+    emit_u64(s, w->n_kv);
+    for (size_t i = 0; i < w->n_kv; i++) {
+        emit_str(s, w->kvs[i].key);
+        emit_u32(s, w->kvs[i].type);
+        emit(s, w->kvs[i].val, w->kvs[i].len);
+    }
+    /* llama.cpp insists each offset is the padded end of the one before */
+    uint64_t off = 0;
+    for (size_t i = 0; i < w->n_t; i++) {
+        const wtensor *t = &w->ts[i];
+        emit_str(s, t->name);
+        emit_u32(s, t->n_dims);
+        for (uint32_t d = 0; d < t->n_dims; d++)
+            emit_u64(s, t->ne[d]);
+        emit_u32(s, (uint32_t)t->type);
+        emit_u64(s, off);
+        off += pad_to(t->n_bytes, align);
+    }
+    emit_pad(s, align);
+    for (size_t i = 0; i < w->n_t; i++) {
+        emit(s, w->ts[i].data, (size_t)w->ts[i].n_bytes);
+        emit_pad(s, align);
+    }
+}
+
+static int writer_ready(const as_gguf_writer *w, uint64_t *align, as_error *err)
+{
+    if (!w)
+        return as_error_set(err, "no writer (out of memory?)");
+    if (w->failed)
+        return as_error_set(err, "%s", w->err.msg);
+    return writer_alignment(w, align, err);
+}
+
+int as_gguf_writer_to_memory(as_gguf_writer *w, uint8_t **buf, size_t *size, as_error *err)
+{
+    uint64_t align;
+    sink count = {0};
+    *buf = NULL;
+    *size = 0;
+    if (writer_ready(w, &align, err))
+        return AS_ERR;
+    serialize(w, align, &count);
+    if (count.pos > SIZE_MAX)
+        return as_error_set(err, "GGUF image of %" PRIu64 " bytes does not fit in memory", count.pos);
+    sink mem = {.buf = malloc((size_t)count.pos ? (size_t)count.pos : 1)};
+    if (!mem.buf)
+        return as_error_set(err, "out of memory for a GGUF image of %" PRIu64 " bytes", count.pos);
+    serialize(w, align, &mem);
+    *buf = mem.buf;
+    *size = (size_t)mem.pos;
+    return AS_OK;
+}
+
+/* Writes the whole file to fd and makes it durable; closes fd. */
+static int write_fd(const as_gguf_writer *w, uint64_t align, int fd, const char *path, as_error *err)
+{
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return as_error_set(err, "%s: cannot write: %s", path, strerror(e));
+    }
+    sink s = {.f = f};
+    serialize(w, align, &s);
+    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int e = errno;
+    if (fclose(f) != 0 && !bad)
+        bad = 1, e = errno;
+    if (bad)
+        return as_error_set(err, "%s: cannot write: %s", path, strerror(e ? e : EIO));
+    return AS_OK;
+}
+
+int as_gguf_writer_write(as_gguf_writer *w, const char *path, as_error *err)
+{
+    uint64_t align;
+    if (writer_ready(w, &align, err))
+        return as_error_prefix(err, "%s", path);
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 12);
+    if (!tmp)
+        return as_error_set(err, "%s: out of memory", path);
+    memcpy(tmp, path, n);
+    memcpy(tmp + n, ".tmp.XXXXXX", 12);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(tmp);
+        return as_error_set(err, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
+    }
+    fchmod(fd, 0644); /* mkstemp makes 0600; a model file is meant to be shared */
+    int rc = write_fd(w, align, fd, path, err);
+    if (rc == AS_OK && rename(tmp, path) != 0)
+        rc = as_error_set(err, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
+    if (rc != AS_OK)
+        unlink(tmp);
+    free(tmp);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* model card */
+
+/* One line of display text, cut with "..." at max columns. Bytes from the
+ * file are escaped so a hostile name cannot drive the terminal, and UTF-8
+ * sequences are kept whole. */
+#define LINE_MAX_COLS 200
+typedef struct line {
+    char b[4 * LINE_MAX_COLS + 8]; /* a column is at most one 4-byte UTF-8 sequence */
+    size_t len, cut;               /* cut: where "..." goes if the text overflows */
+    unsigned cols, max;
+    bool full;
+} line;
+
+static void line_unit(line *l, const char *s, size_t n)
+{
+    if (l->full)
+        return;
+    if (l->cols == l->max - 3)
+        l->cut = l->len;
+    if (l->cols == l->max) {
+        memcpy(l->b + l->cut, "...", 4);
+        l->len = l->cut + 3, l->cols = l->max, l->full = true;
+        return;
+    }
+    memcpy(l->b + l->len, s, n);
+    l->len += n, l->cols += 1;
+    l->b[l->len] = '\0';
+}
+
+/* length of a valid UTF-8 sequence at s (of n bytes), or 0 */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    size_t k = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+    if (k == 0 || k > n)
+        return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    return k;
+}
+
+static char named_escape(unsigned char c)
+{
+    switch (c) {
+    case '"': return '"';
+    case '\\': return '\\';
+    case '\n': return 'n';
+    case '\t': return 't';
+    case '\r': return 'r';
+    default: return 0;
+    }
+}
+
+static void line_text(line *l, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n && !l->full;) {
+        char esc[8];
+        size_t k = u[i] >= 0x80 ? utf8_len(u + i, n - i) : 0;
+        if (k) {
+            line_unit(l, s + i, k);
+            i += k;
+            continue;
+        }
+        if (named_escape(u[i]))
+            snprintf(esc, sizeof esc, "\\%c", named_escape(u[i]));
+        else if (u[i] < 0x20 || u[i] >= 0x7f)
+            snprintf(esc, sizeof esc, "\\x%02x", u[i]);
+        else
+            esc[0] = (char)u[i], esc[1] = '\0';
+        for (const char *e = esc; *e; e++)
+            line_unit(l, e, 1);
+        i++;
+    }
+}
+
+static void line_fmt(line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void line_fmt(line *l, const char *fmt, ...)
+{
+    char tmp[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    line_text(l, tmp, strlen(tmp));
+}
+
+static void line_init(line *l, unsigned max)
+{
+    l->len = 0, l->cut = 0, l->cols = 0, l->full = false;
+    l->max = max < 8 ? 8 : max > LINE_MAX_COLS ? LINE_MAX_COLS : max;
+    l->b[0] = '\0';
+}
+
+static void line_str(line *l, const char *s, uint64_t n)
+{
+    line_unit(l, "\"", 1);
+    line_text(l, s, (size_t)n);
+    line_unit(l, "\"", 1);
+}
+
+/* the shortest decimal that reads back as the same value: 1e-05, not 9.99999975e-06 */
+static void line_float(line *l, double v, bool single)
+{
+    char tmp[40];
+    for (int prec = single ? 6 : 15; prec <= (single ? 9 : 17); prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
+        if (single ? strtof(tmp, NULL) == (float)v : strtod(tmp, NULL) == v)
+            break;
+    }
+    line_text(l, tmp, strlen(tmp));
+}
+
+static void line_scalar(line *l, as_gguf_type t, const uint8_t *p)
+{
+    if (type_is_unsigned(t))
+        line_fmt(l, "%" PRIu64, raw_u64(t, p));
+    else if (type_is_signed(t))
+        line_fmt(l, "%" PRId64, raw_i64(t, p));
+    else if (t == AS_GGUF_BOOL)
+        line_fmt(l, "%s", p[0] ? "true" : "false");
+    else
+        line_float(l, raw_f64(t, p), t == AS_GGUF_FLOAT32);
+}
+
+static void line_array(line *l, const as_gguf_kv *kv)
+{
+    line_fmt(l, "[%s ", as_gguf_type_name(kv->arr_type));
+    line_unit(l, "\xc3\x97", 2); /* × */
+    line_fmt(l, " %" PRIu64 "]", kv->arr_len);
+    for (uint64_t i = 0; i < kv->arr_len && !l->full; i++) {
+        line_text(l, i ? ", " : " ", i ? 2 : 1);
+        if (kv->arr_type == AS_GGUF_STRING)
+            line_str(l, kv->strs[i], kv->str_lens[i]);
+        else
+            line_scalar(l, kv->arr_type, arr_elem(kv, i));
+    }
+}
+
+static void line_value(line *l, const as_gguf_kv *kv)
+{
+    if (kv->type == AS_GGUF_STRING)
+        line_str(l, kv->str, kv->str_len);
+    else if (kv->type == AS_GGUF_ARRAY)
+        line_array(l, kv);
+    else if (type_is_unsigned(kv->type))
+        line_fmt(l, "%" PRIu64, kv->v.u64);
+    else if (type_is_signed(kv->type))
+        line_fmt(l, "%" PRId64, kv->v.i64);
+    else if (kv->type == AS_GGUF_BOOL)
+        line_fmt(l, "%s", kv->v.b ? "true" : "false");
+    else
+        line_float(l, kv->v.f64, kv->type == AS_GGUF_FLOAT32);
+}
+
+/* prints s escaped, cut at width columns, padded to width when pad */
+static void put_cell(FILE *out, const char *s, unsigned width, bool pad)
+{
+    line l;
+    line_init(&l, width);
+    line_text(&l, s, strlen(s));
+    fputs(l.b, out);
+    for (unsigned c = l.cols; pad && c < width; c++)
+        fputc(' ', out);
+}
+
+static unsigned text_cols(const char *s, unsigned cap)
+{
+    line l;
+    line_init(&l, cap);
+    line_text(&l, s, strlen(s));
+    return l.cols;
+}
+
+static void human_count(char *buf, size_t cap, double v, const char *const units[4], double base)
+{
+    int u = 0;
+    while (v >= base && u < 3)
+        v /= base, u++;
+    snprintf(buf, cap, u ? "%.1f%s" : "%.0f%s", v, units[u]);
+}
+
+/* prints the keys starting with prefix (all when NULL); returns how many */
+static uint64_t print_kv_rows(const as_gguf *g, FILE *out, const char *prefix, bool show_type)
+{
+    uint64_t shown = 0;
+    unsigned kw = 3;
+    size_t pl = prefix ? strlen(prefix) : 0;
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (!prefix || strncmp(g->kvs[i].key, prefix, pl) == 0)
+            kw = text_cols(g->kvs[i].key, 48) > kw ? text_cols(g->kvs[i].key, 48) : kw;
+    if (show_type)
+        fprintf(out, "  %-*s  %-7s  value\n", (int)kw, "key", "type");
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const as_gguf_kv *kv = &g->kvs[i];
+        if (prefix && strncmp(kv->key, prefix, pl) != 0)
+            continue;
+        line l;
+        line_init(&l, 72);
+        line_value(&l, kv);
+        fputs("  ", out);
+        put_cell(out, kv->key, kw, true);
+        if (show_type)
+            fprintf(out, "  %-7s", as_gguf_type_name(kv->type));
+        fprintf(out, "  %s\n", l.b);
+        shown++;
+    }
+    return shown;
+}
+
+static void print_summary(const as_gguf *g, FILE *out)
+{
+    const as_gguf_kv *arch = as_gguf_find(g, "general.architecture");
+    const as_gguf_kv *name = as_gguf_find(g, "general.name");
+    const as_gguf_kv *tok = as_gguf_find(g, "tokenizer.ggml.model");
+    const as_gguf_kv *vocab = as_gguf_find(g, "tokenizer.ggml.tokens");
+    bool has_arch = arch && arch->type == AS_GGUF_STRING;
+
+    fputs("file          ", out), put_cell(out, g->path, 200, false), fputc('\n', out);
+    fprintf(out, "format        GGUF version %" PRIu32 ", alignment %" PRIu64 ", %zu bytes\n", g->version,
+            g->alignment, g->size);
+    fputs("architecture  ", out), put_cell(out, has_arch ? arch->str : "(not set)", 60, false), fputc('\n', out);
+    if (name && name->type == AS_GGUF_STRING)
+        fputs("name          ", out), put_cell(out, name->str, 60, false), fputc('\n', out);
+    fputs("tokenizer     ", out);
+    put_cell(out, tok && tok->type == AS_GGUF_STRING ? tok->str : "(none)", 40, false);
+    if (vocab && vocab->type == AS_GGUF_ARRAY)
+        fprintf(out, ", vocabulary of %" PRIu64 " tokens", vocab->arr_len);
+    fputc('\n', out);
+    if (has_arch) {
+        char prefix[80];
+        snprintf(prefix, sizeof prefix, "%.70s.", arch->str);
+        fputs("\nhyperparameters\n", out);
+        if (!print_kv_rows(g, out, prefix, false))
+            fputs("  (none)\n", out);
+    }
+}
+
+static void shape_str(const as_gguf_tensor *t, char *buf, size_t cap)
+{
+    size_t n = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t d = 0; d < t->n_dims && n < cap; d++)
+        n += (size_t)snprintf(buf + n, cap - n, d ? ", %" PRIu64 : "%" PRIu64, t->ne[d]);
+    if (n < cap)
+        snprintf(buf + n, cap - n, "]");
+}
+
+static void print_tensors(const as_gguf *g, FILE *out)
+{
+    static const char *const bytes_u[4] = {" B", " KiB", " MiB", " GiB"};
+    static const char *const count_u[4] = {"", "K", "M", "B"};
+    unsigned nw = 4, sw = 5;
+    uint64_t total = 0, params = 0;
+    char shape[128], hb[32], hp[32];
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        shape_str(&g->tensors[i], shape, sizeof shape);
+        nw = text_cols(g->tensors[i].name, 64) > nw ? text_cols(g->tensors[i].name, 64) : nw;
+        sw = strlen(shape) > sw ? (unsigned)strlen(shape) : sw;
+    }
+    fprintf(out, "\ntensors\n  %-*s  %-5s  %-*s  %14s\n", (int)nw, "name", "type", (int)sw, "shape", "bytes");
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        shape_str(t, shape, sizeof shape);
+        fputs("  ", out);
+        put_cell(out, t->name, nw, true);
+        fprintf(out, "  %-5s  %-*s  %14" PRIu64 "\n", as_ggml_type_name(t->type), (int)sw, shape, t->n_bytes);
+        total += t->n_bytes;
+        params += t->n_elements; /* each below 2^63 and all fit in the file: no overflow in practice */
+    }
+    human_count(hb, sizeof hb, (double)total, bytes_u, 1024);
+    human_count(hp, sizeof hp, (double)params, count_u, 1000);
+    fprintf(out, "  total: %" PRIu64 " tensors, %s (%" PRIu64 " bytes), %s parameters\n", g->n_tensors, hb, total,
+            hp);
+}
+
+void as_gguf_print_info(const as_gguf *g, FILE *out)
+{
+    if (!g || !out)
+        return;
+    print_summary(g, out);
+    print_tensors(g, out);
+    fputs("\nmetadata\n", out);
+    print_kv_rows(g, out, NULL, true);
+}

@@ -1,0 +1,35 @@
+/* Internal to the command set: what command files (session.c and the
+ * modules that add commands) share. Not part of the public API. */
+#ifndef ATTNSCOPE_SESSION_INTERNAL_H
+#define ATTNSCOPE_SESSION_INTERNAL_H
+
+#include "attnscope/session.h"
+
+typedef struct cmd_ctx {
+    as_session *s;
+    char **argv;
+    int argc;
+    const char *rest; /* the line after the command word, as typed */
+    as_error *err;
+} cmd_ctx;
+
+typedef struct command {
+    as_command_info info;
+    int (*fn)(cmd_ctx *c);
+} command;
+
+int as_cmd_parse_long(const char *str, long lo, long hi, const char *what, long *out, as_error *err);
+int as_cmd_parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err);
+/* A token's stored piece, escaped for display. */
+void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap);
+int as_cmd_require_tokens(as_session *s, as_error *err);
+/* Hook index by exact name, or AS_ERR with a message. */
+int as_cmd_find_hook(as_session *s, const char *name, as_error *err);
+/* Positions of a hook that hold values, or AS_ERR saying why there are none. */
+int as_cmd_hook_positions(as_session *s, int h, as_error *err);
+void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_t cap);
+/* Runs the interpreter and reports a non-finite value if one appeared. */
+int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err);
+void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
+
+#endif
