@@ -1,0 +1,20 @@
+/* colormap: perceptually uniform colour scales shared by the full-screen
+ * view and the figures, so a head looks the same on screen and on paper.
+ * Tables come from matplotlib's viridis and magma (assets/colormaps/). */
+#ifndef ATTNSCOPE_COLORMAP_H
+#define ATTNSCOPE_COLORMAP_H
+
+#include <stdint.h>
+
+typedef enum as_cmap { AS_CMAP_VIRIDIS, AS_CMAP_MAGMA, AS_CMAP_GRAY, AS_CMAP_COUNT } as_cmap;
+
+/* Colour for t in [0, 1] (clamped; NaN gives the low end). */
+void as_colormap(as_cmap cmap, float t, uint8_t rgb[3]);
+/* By name ("viridis", "magma", "gray"/"grey"); -1 if unknown. */
+int as_cmap_parse(const char *name);
+const char *as_cmap_name(as_cmap cmap);
+/* The neutral grey attnscope uses for masked (causally hidden) cells:
+ * distinct from every colour a value can take in the three maps. */
+void as_masked_rgb(uint8_t rgb[3]);
+
+#endif
