@@ -39,11 +39,8 @@ const char *as_cmap_name(as_cmap cmap)
     return cmap < AS_CMAP_COUNT ? names[cmap] : "?";
 }
 
-void as_masked_rgb(uint8_t rgb[3])
+void as_masked_rgb(as_cmap cmap, uint8_t rgb[3])
 {
-    /* A light warm grey: viridis and magma never pass through it, and it
-     * is lighter than gray's dark end (masked is not zero). */
-    rgb[0] = 0xD9;
-    rgb[1] = 0xD4;
-    rgb[2] = 0xCC;
+    static const uint8_t grey[3] = {0xC0, 0xC0, 0xC0}, tint[3] = {0xC6, 0xD6, 0xEE};
+    memcpy(rgb, cmap == AS_CMAP_GRAY ? tint : grey, 3);
 }

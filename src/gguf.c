@@ -304,10 +304,10 @@ static int rd_u64(reader *r, const char *field, uint64_t *out)
 static int rd_str(reader *r, const char *field, char **out, uint64_t *len_out)
 {
     uint64_t off = r->pos, len;
-    char lenfield[96];
-    snprintf(lenfield, sizeof lenfield, "%s length", field);
-    if (rd_u64(r, lenfield, &len))
-        return AS_ERR;
+    if (left(r) < 8)
+        return fail_at(r, off, "%s length needs 8 bytes, only %zu left (truncated file?)", field, left(r));
+    len = le64(r->p + r->pos);
+    r->pos += 8;
     if (len > left(r))
         return fail_at(r, off, "%s length %" PRIu64 " exceeds the %zu bytes left", field, len, left(r));
     char *s = malloc((size_t)len + 1);
@@ -659,15 +659,14 @@ static int rd_header(reader *r, as_gguf *g, uint64_t *n_tensors, uint64_t *n_kv)
     uint32_t magic;
     if (rd_u32(r, "magic", &magic))
         return AS_ERR;
-    if (magic != AS_GGUF_MAGIC) {
+    if (magic != AS_GGUF_MAGIC)
         return fail_at(r, 0, "not a GGUF file (the first 4 bytes are %02x %02x %02x %02x, expected \"GGUF\")",
                        magic & 0xff, (magic >> 8) & 0xff, (magic >> 16) & 0xff, magic >> 24);
-    }
     if (rd_u32(r, "version", &g->version))
         return AS_ERR;
     if (g->version != 2 && g->version != 3)
         return fail_at(r, 4, "unsupported GGUF version %" PRIu32 " (attnscope reads versions 2 and 3)%s",
-                       g->version, (g->version & 0xffff) == 0 ? "; the file may be big-endian" : "");
+                       g->version, g->version > 0xffff && (g->version & 0xffff) == 0 ? "; the file may be big-endian" : "");
     if (rd_u64(r, "tensor count", n_tensors) || rd_u64(r, "metadata count", n_kv))
         return AS_ERR;
     /* smallest records: key(8) + type(4) + 1 byte; name(8) + n_dims(4) + ne(8) + type(4) + offset(8) */
@@ -766,7 +765,7 @@ int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name,
 static int map_file(as_gguf *g, const char *path, as_error *err)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO must not hang us */
     if (fd < 0)
         return as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
     if (fstat(fd, &st) != 0) {
@@ -1458,11 +1457,12 @@ static void line_unit(line *l, const char *s, size_t n)
     l->b[l->len] = '\0';
 }
 
-/* length of a valid UTF-8 sequence at s (of n bytes), or 0 */
+/* Length of a printable UTF-8 sequence at s (of n bytes), or 0. C1
+ * controls (U+0080..U+009F) count as unprintable: some terminals obey them. */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-    size_t k = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
-    if (k == 0 || k > n)
+    size_t k = s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : 0;
+    if (k == 0 || k > n || (s[0] == 0xc2 && s[1] < 0xa0))
         return 0;
     for (size_t i = 1; i < k; i++)
         if ((s[i] & 0xc0) != 0x80)

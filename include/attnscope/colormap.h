@@ -13,8 +13,9 @@ void as_colormap(as_cmap cmap, float t, uint8_t rgb[3]);
 /* By name ("viridis", "magma", "gray"/"grey"); -1 if unknown. */
 int as_cmap_parse(const char *name);
 const char *as_cmap_name(as_cmap cmap);
-/* The neutral grey attnscope uses for masked (causally hidden) cells:
- * distinct from every colour a value can take in the three maps. */
-void as_masked_rgb(uint8_t rgb[3]);
+/* The colour of masked (causally hidden) cells: a neutral grey that
+ * viridis and magma never reach; for the grey ramp, which does, a pale
+ * blue tint, so masked never reads as a value. */
+void as_masked_rgb(as_cmap cmap, uint8_t rgb[3]);
 
 #endif
