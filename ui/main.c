@@ -115,6 +115,14 @@ static const char *default_model(char *buf, size_t cap)
     if (n > 0) {
         exe[n] = '\0';
         char *slash = strrchr(exe, '/');
+        /* Installed: PREFIX/bin/attnscope finds PREFIX/share/attnscope/models. */
+        if (slash) {
+            *slash = '\0';
+            if (snprintf(buf, cap, "%s/../share/attnscope/models/%s", exe, DEFAULT_MODEL) < (int)cap &&
+                access(buf, R_OK) == 0)
+                return buf;
+            *slash = '/';
+        }
         for (int up = 0; slash && up < 3; up++) {
             *slash = '\0';
             if (snprintf(buf, cap, "%s/models/%s", exe, DEFAULT_MODEL) < (int)cap && access(buf, R_OK) == 0)
