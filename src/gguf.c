@@ -1236,6 +1236,8 @@ static int check_new_tensor(const as_gguf_writer *w, const char *name, as_ggml_t
 int as_gguf_writer_add_tensor(as_gguf_writer *w, const char *name, as_ggml_type type, uint32_t n_dims,
                               const uint64_t *ne, const void *data, as_error *err)
 {
+    if (!w)
+        return as_error_set(err, "no writer (out of memory?)");
     if (check_new_tensor(w, name, type, n_dims, ne, data, err))
         return AS_ERR;
     wtensor t = {.type = type, .n_dims = n_dims, .ne = {1, 1, 1, 1}};
