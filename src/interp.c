@@ -36,6 +36,9 @@ void as_interp_free(as_interp *it)
     for (int k = 0; k < AS_HK_COUNT; k++)
         free(it->scratch[k]);
     free(it->tmp);
+    as_interp_clear_rules(it, true);
+    as_interp_clear_rules(it, false);
+    free(it->rules);
     free(it->span);
     free(it->brk);
     free(it->pass_starts);
@@ -293,10 +296,126 @@ static void check_finite(as_interp *it, const as_op *op)
     }
 }
 
-static void run_op(as_interp *it)
+int as_rule_len(const as_interp *it, const as_rule *r)
+{
+    const as_hook *h = &it->prog->hooks[r->hook];
+    return r->head >= 0 ? h->dims[1] : h->width;
+}
+
+static void apply_rule(as_interp *it, const as_rule *r)
+{
+    int len = as_rule_len(it, r), off = r->head >= 0 ? r->head * len : 0;
+    for (int i = 0; i < it->n; i++) {
+        int pos = it->p0 + i;
+        if (r->pos >= 0 && r->pos != pos)
+            continue;
+        float *dst = row(it, r->hook, i) + off;
+        if (r->kind == AS_RULE_ZERO)
+            memset(dst, 0, (size_t)len * sizeof *dst);
+        else
+            memcpy(dst, r->values + (r->per_position ? (size_t)pos * (size_t)len : 0), (size_t)len * sizeof *dst);
+    }
+}
+
+static bool watch_holds(const as_rule *r, const float *x, int len, int *at, float *val)
+{
+    double sum = 0;
+    for (int j = 0; j < len; j++) {
+        bool hit = false;
+        switch (r->cond) {
+        case AS_WATCH_MAX_GT: hit = x[j] > r->threshold; break;
+        case AS_WATCH_MIN_LT: hit = x[j] < r->threshold; break;
+        case AS_WATCH_ABSMAX_GT: hit = fabsf(x[j]) > r->threshold; break;
+        case AS_WATCH_NONFINITE: hit = !isfinite(x[j]); break;
+        default: sum += x[j];
+        }
+        if (hit) {
+            *at = j, *val = x[j];
+            return true;
+        }
+    }
+    float mean = (float)(sum / (len ? len : 1));
+    *at = -1, *val = mean;
+    return (r->cond == AS_WATCH_MEAN_GT && mean > r->threshold) ||
+           (r->cond == AS_WATCH_MEAN_LT && mean < r->threshold);
+}
+
+/* Checks a watch over the span's rows (attention: each head's causal row). */
+static bool check_watch(as_interp *it, int k)
+{
+    const as_rule *r = &it->rules[k];
+    const as_hook *h = &it->prog->hooks[r->hook];
+    for (int i = 0; i < it->n; i++) {
+        int q = it->p0 + i, at;
+        float val;
+        for (int head = 0; head < (h->is_attn ? h->width : 1); head++) {
+            const float *x = h->is_attn ? attn_row(it, r->hook, head, i) : row(it, r->hook, i);
+            int len = h->is_attn ? q + 1 : h->width;
+            if (watch_holds(r, x, len, &at, &val)) {
+                it->watch_hit = (as_watch_hit){k, r->hook, q, at < 0 ? at : head * len + at, val};
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* Applies interventions on the hook just filled; returns true if a watch fired. */
+static bool apply_rules(as_interp *it, int hook)
+{
+    bool fired = false;
+    for (int k = 0; k < it->n_rules && !it->rules_off; k++) {
+        const as_rule *r = &it->rules[k];
+        if (r->hook != hook)
+            continue;
+        if (r->kind == AS_RULE_WATCH)
+            fired = fired || check_watch(it, k);
+        else
+            apply_rule(it, r);
+    }
+    return fired;
+}
+
+int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *err)
+{
+    as_rule *rules = realloc(it->rules, (size_t)(it->n_rules + 1) * sizeof *rules);
+    if (!rules)
+        return as_error_set(err, "out of memory");
+    it->rules = rules;
+    as_rule *dst = &rules[it->n_rules];
+    *dst = *r;
+    dst->values = NULL;
+    if (r->values) {
+        size_t n = len * (r->per_position ? (size_t)it->n_ctx : 1);
+        dst->values = malloc(n * sizeof *dst->values);
+        if (!dst->values)
+            return as_error_set(err, "out of memory");
+        memcpy(dst->values, r->values, n * sizeof *dst->values);
+    }
+    it->n_rules++;
+    return AS_OK;
+}
+
+int as_interp_clear_rules(as_interp *it, bool watches)
+{
+    int kept = 0, removed = 0;
+    for (int k = 0; k < it->n_rules; k++) {
+        if ((it->rules[k].kind == AS_RULE_WATCH) == watches) {
+            free(it->rules[k].values);
+            removed++;
+        } else {
+            it->rules[kept++] = it->rules[k];
+        }
+    }
+    it->n_rules = kept;
+    return removed;
+}
+
+static bool run_op(as_interp *it)
 {
     const as_op *op = &it->prog->ops[it->pc];
     exec(it, op);
+    bool fired = apply_rules(it, op->out);
     check_finite(it, op);
     if (as_capture_has(it->cap, op->out))
         it->cap->filled[op->out] = it->p0 + it->n;
@@ -304,6 +423,7 @@ static void run_op(as_interp *it)
         it->in_pass = false;
         it->n_done = it->p0 + it->n;
     }
+    return fired;
 }
 
 static int begin_pass(as_interp *it, as_error *err)
@@ -330,8 +450,12 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
             return AS_OK;
         }
         const as_op *op = &it->prog->ops[it->pc];
-        run_op(it);
+        bool watched = run_op(it);
         done++;
+        if (watched && mode != AS_RUN_FINISH) {
+            *stop = AS_STOP_WATCH;
+            return AS_OK;
+        }
         if (mode != AS_RUN_FINISH && it->brk[op->out]) {
             *stop = AS_STOP_BREAK;
             return AS_OK;

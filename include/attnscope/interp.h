@@ -18,6 +18,7 @@
 
 typedef enum as_stop {
     AS_STOP_COUNT,     /* ran the number of ops asked */
+    AS_STOP_WATCH,     /* a watch's condition held (see as_interp.watch_hit) */
     AS_STOP_BLOCK_END, /* `next`: the block is done */
     AS_STOP_PASS_END,  /* the pass reached the logits */
     AS_STOP_BREAK,     /* a breakpoint's hook was just filled */
@@ -36,6 +37,37 @@ typedef struct as_nonfinite {
     float value;
 } as_nonfinite;
 
+/* A rule on a hook point, applied or checked by the interpreter right
+ * after the op that fills it; architectures never know about rules. */
+typedef enum as_rule_kind {
+    AS_RULE_ZERO,  /* set the hook (or one head of it) to zero */
+    AS_RULE_SET,   /* set it to `values`: a mean (one row, every position) or a patch (per position) */
+    AS_RULE_WATCH, /* stop when `cond` holds */
+} as_rule_kind;
+
+typedef enum as_watch_cond {
+    AS_WATCH_MAX_GT, AS_WATCH_MIN_LT, AS_WATCH_ABSMAX_GT, AS_WATCH_MEAN_GT, AS_WATCH_MEAN_LT,
+    AS_WATCH_NONFINITE,
+} as_watch_cond;
+
+typedef struct as_rule {
+    as_rule_kind kind;
+    int hook;
+    int head;          /* -1: the whole row; else the head's slice of a [head, d_head] hook */
+    int pos;           /* -1: every position; else only this one */
+    float *values;     /* SET: owned copy; per_position ? [n_ctx][len] : [len] */
+    bool per_position;
+    as_watch_cond cond;
+    float threshold;
+    char label[96];    /* as the user typed it, for listings */
+} as_rule;
+
+typedef struct as_watch_hit {
+    int rule;          /* index into rules */
+    int hook, pos, index;
+    float value;
+} as_watch_hit;
+
 typedef struct as_interp {
     const as_program *prog;
     const as_model *model;
@@ -52,6 +84,10 @@ typedef struct as_interp {
     int n_passes;
     bool *brk;         /* per hook: stop after it is filled */
     as_nonfinite nonfinite;
+    as_rule *rules;
+    int n_rules;
+    bool rules_off;    /* run clean (e.g. the baseline of `compare`) */
+    as_watch_hit watch_hit;
     volatile sig_atomic_t *interrupt; /* set by the front (Ctrl-C); may be NULL */
     /* Working memory for hooks not captured: one buffer per hook kind,
      * shared across layers (a layer never reads another layer's same kind). */
@@ -83,6 +119,13 @@ const float *as_interp_logits(const as_interp *it);
 const as_op *as_interp_current(const as_interp *it);
 /* Breakpoints by pattern ('*' wildcards); returns how many hooks matched. */
 int as_interp_break(as_interp *it, const char *pattern, bool on);
+/* Adds a rule (values, if any, are copied: len floats, or n_ctx*len when
+ * per_position). Watches may use a wildcard pattern: one rule per match. */
+int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *err);
+/* Removes every rule of a kind (watches or interventions); returns the count. */
+int as_interp_clear_rules(as_interp *it, bool watches);
+/* Length of the slice a rule touches per position. */
+int as_rule_len(const as_interp *it, const as_rule *r);
 /* Resets every hook's filled count (e.g. before a new prompt). */
 void as_interp_reset(as_interp *it);
 
