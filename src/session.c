@@ -304,6 +304,15 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
     case AS_STOP_BREAK:
         print_op(s, "breakpoint: ", last_pc);
         return;
+    case AS_STOP_WATCH: {
+        const as_watch_hit *w = &it->watch_hit;
+        fprintf(s->out, "watch '%s': %s at position %d", it->rules[w->rule].label, s->prog->hooks[w->hook].name,
+                w->pos);
+        if (w->index >= 0)
+            fprintf(s->out, ", index %d", w->index);
+        fprintf(s->out, " = %g%s\n", w->value, w->index < 0 ? " (mean)" : "");
+        return;
+    }
     case AS_STOP_INTERRUPT:
         fprintf(s->out, "interrupted before op %d/%d\n", it->pc + 1, s->prog->n_ops);
         return;
@@ -501,14 +510,18 @@ static int cmd_break(cmd_ctx *c, bool on)
 static int cmd_break_on(cmd_ctx *c) { return cmd_break(c, true); }
 static int cmd_unbreak(cmd_ctx *c) { return cmd_break(c, false); }
 
-/* Runs the pending pass to its end; stops early (returns 1) at a breakpoint or interrupt. */
-static int settle(as_session *s, as_error *err)
+/* Runs the pending pass to its end. Returns -1 on error, 1 if it stopped
+ * early (breakpoint, watch, Ctrl-C; *why says which), else 0. */
+static int settle(as_session *s, const char **why, as_error *err)
 {
     as_stop stop = AS_STOP_IDLE;
     if ((s->it->in_pass || s->it->n_done < s->it->n_tokens) && as_cmd_run(s, AS_RUN_CONTINUE, 0, &stop, err))
         return -1;
-    if (stop == AS_STOP_BREAK || stop == AS_STOP_INTERRUPT) {
+    if (stop == AS_STOP_BREAK || stop == AS_STOP_WATCH || stop == AS_STOP_INTERRUPT) {
         as_cmd_print_stop(s, stop, s->it->pc - 1);
+        *why = stop == AS_STOP_BREAK   ? "stopped at a breakpoint (continue, then gen again)"
+               : stop == AS_STOP_WATCH ? "stopped by a watch (continue, then gen again)"
+                                       : "interrupted";
         return 1;
     }
     if (stop == AS_STOP_PASS_END && s->on_pass)
@@ -527,13 +540,11 @@ static int cmd_gen(cmd_ctx *c)
     int start = s->it->n_tokens;
     const char *why = NULL;
     for (long i = 0; i < n && !why; i++) {
-        int st = settle(s, c->err);
+        int st = settle(s, &why, c->err);
         if (st < 0)
             return AS_ERR;
-        if (st > 0) {
-            why = "stopped at a breakpoint (continue, then gen again)";
+        if (st > 0)
             break;
-        }
         int32_t tok;
         if (as_sampler_pick(&s->sampler, as_interp_logits(s->it), s->model->cfg.n_vocab, s->probs,
                             s->order, &tok, c->err))
@@ -546,7 +557,7 @@ static int cmd_gen(cmd_ctx *c)
         if (tok == as_tokenizer_eos(s->model->tok))
             why = "stopped: end-of-sequence token";
     }
-    if (!why && settle(s, c->err) < 0)
+    if (!why && settle(s, &why, c->err) < 0)
         return AS_ERR;
     char *text = NULL;
     size_t len = 0;
@@ -840,6 +851,31 @@ static const command commands[] = {
       "min, max, largest dimensions).", "norms 1"}, cmd_norms},
     {{"dump", "dump HOOK FILE.npy", "Write a captured hook as a NumPy array (float32, C order).",
       "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
+    {{"lens", "lens [POS] | lens table", "Logit lens: the final norm and unembedding applied after every layer.",
+      "lens table"}, as_cmd_lens},
+    {{"ablate", "ablate L.H zero|mean | ablate mlp L", "Zero or mean-ablate a head's output (hook_z) or an MLP.",
+      "ablate 1.3 zero"}, as_cmd_ablate},
+    {{"unablate", "unablate", "Remove every ablation and patch.", "unablate"}, as_cmd_unablate},
+    {{"ablations", "ablations", "List ablations and patches.", "ablations"}, as_cmd_ablations},
+    {{"compare", "compare [TOKEN_A TOKEN_B]", "Rerun with and without ablations/patches: KL, top tokens, logit "
+      "difference.", "compare"}, as_cmd_compare},
+    {{"metric", "metric TOKEN_A TOKEN_B", "The logit difference compare and patch sweep report.",
+      "metric \" Mary\" \" John\""}, as_cmd_metric},
+    {{"patch", "patch HOOK from \"OTHER\" [pos=N] | patch sweep KIND from \"OTHER\" [FILE.npy]",
+      "Activation patching from another prompt of the same length; sweep over layers x positions (or heads).",
+      "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch},
+    {{"dla", "dla TOKEN [POS]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
+      "dla \" the\""}, as_cmd_dla},
+    {{"heads", "heads [context] [threshold=X]", "Score every head: previous-token, first-token, duplicate, induction.",
+      "heads"}, as_cmd_heads},
+    {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
+      "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch},
+    {{"unwatch", "unwatch", "Remove every watch.", "unwatch"}, as_cmd_unwatch},
+    {{"watches", "watches", "List watches.", "watches"}, as_cmd_watches},
+    {{"weights", "weights [PATTERN]", "Per-tensor statistics (and a histogram for one tensor).",
+      "weights blk.0.*"}, as_cmd_weights},
+    {{"diff", "diff OTHER.gguf", "Tensors that differ from another model, per tensor and per layer.",
+      "diff models/austen-gpt2-f16.gguf"}, as_cmd_diff},
     {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
      cmd_info},
     {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help},

@@ -32,4 +32,20 @@ void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err);
 void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
 
+/* Instruments (cmd_instruments.c). */
+int as_cmd_lens(cmd_ctx *c);
+int as_cmd_ablate(cmd_ctx *c);
+int as_cmd_unablate(cmd_ctx *c);
+int as_cmd_ablations(cmd_ctx *c);
+int as_cmd_compare(cmd_ctx *c);
+int as_cmd_metric(cmd_ctx *c);
+int as_cmd_patch(cmd_ctx *c);
+int as_cmd_dla(cmd_ctx *c);
+int as_cmd_heads(cmd_ctx *c);
+int as_cmd_watch(cmd_ctx *c);
+int as_cmd_unwatch(cmd_ctx *c);
+int as_cmd_watches(cmd_ctx *c);
+int as_cmd_weights(cmd_ctx *c);
+int as_cmd_diff(cmd_ctx *c);
+
 #endif

@@ -37,6 +37,8 @@ struct as_session {
     volatile sig_atomic_t *interrupt;
     as_pass_fn on_pass;
     void *on_pass_ctx;
+    int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report */
+    bool has_metric;
 };
 
 typedef struct as_command_info {

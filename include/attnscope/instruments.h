@@ -1,0 +1,72 @@
+/* instruments: analyses computed from a model and its capture, for
+ * debugging and teaching: the logit lens, direct logit attribution, head
+ * detector scores, and weight statistics. Pure functions of their inputs;
+ * the commands that show them live in cmd_instruments.c. */
+#ifndef ATTNSCOPE_INSTRUMENTS_H
+#define ATTNSCOPE_INSTRUMENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "attnscope/capture.h"
+#include "attnscope/error.h"
+#include "attnscope/gguf.h"
+#include "attnscope/model.h"
+
+/* Final norm then unembedding applied to one residual vector: logits[V]. */
+void as_lens_logits(const as_model *m, const float *resid, float *logits);
+
+/* Direct logit attribution at one position: each component's share of
+ * the token's logit through the final norm (its mean and scale as captured,
+ * held fixed). Components: the embeddings, every head, every attention
+ * output bias, every MLP; `constant` is the final norm's bias term. */
+typedef struct as_dla_term {
+    char name[48];
+    int layer, head;   /* head -1 for non-head terms; layer -1 for embeddings */
+    double value;
+} as_dla_term;
+
+typedef struct as_dla {
+    as_dla_term *terms;
+    int n_terms;
+    double constant;
+    double logit;      /* the logit itself, for comparison with the sum */
+} as_dla;
+
+int as_dla_compute(const as_capture *cap, const int32_t *tokens, int pos, int32_t token, as_dla *out,
+                   as_error *err);
+void as_dla_free(as_dla *d);
+
+/* Head detector scores from one layer's pattern over a token sequence:
+ * mean attention on the expected key, over the queries where it exists. */
+typedef enum as_head_score {
+    AS_SCORE_PREV_TOKEN,  /* key q-1 */
+    AS_SCORE_FIRST_TOKEN, /* key 0 (attention sink), queries q >= 1 */
+    AS_SCORE_DUPLICATE,   /* earlier keys holding the same token */
+    AS_SCORE_INDUCTION,   /* keys right after an earlier occurrence of the same token */
+    AS_SCORE_COUNT
+} as_head_score;
+
+const char *as_head_score_name(as_head_score s);
+/* Score for head `head` of pattern hook `hook` over positions [0, n);
+ * NaN when no query qualifies. */
+double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t *tokens, int n,
+                        as_head_score kind);
+/* The repeated-random-token probe: [bos] R R with R of length len drawn
+ * (fixed seed) from ids in [lo, hi). Returns the token count. */
+int as_induction_probe(int32_t *out, int32_t bos, int len, int32_t lo, int32_t hi, uint64_t seed);
+
+/* Statistics of a tensor's values (dequantized). */
+#define AS_HIST_BINS 12
+typedef struct as_weight_stats {
+    double min, max, mean, std, norm;
+    uint64_t n, nan, inf, zeros;
+    uint64_t hist[AS_HIST_BINS]; /* over [min, max] of the finite values */
+} as_weight_stats;
+
+int as_weight_stats_of(const as_gguf_tensor *t, as_weight_stats *st, as_error *err);
+/* ||a - b|| / ||a|| over two same-shaped tensors; *diff_norm gets ||a-b||. */
+int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel, double *diff_norm,
+                   double *norm_a, as_error *err);
+
+#endif

@@ -1,0 +1,809 @@
+/* Commands for the instruments: logit lens, ablation and compare,
+ * activation patching, direct logit attribution, head detectors, watches,
+ * weight statistics and model diffs. */
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/instruments.h"
+#include "attnscope/kernels.h"
+#include "attnscope/npy.h"
+#include "session_internal.h"
+
+/* ---- shared helpers ---- */
+
+/* Runs the current context again from scratch (rules applied unless
+ * rules_off), leaving the capture showing that run. */
+static int rerun(as_session *s, bool rules_off, as_error *err)
+{
+    as_interp *it = s->it;
+    int n = it->n_tokens, n_prompt = it->n_prompt;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    as_stop stop;
+    if (!ids)
+        return as_error_set(err, "out of memory");
+    memcpy(ids, it->tokens, (size_t)n * sizeof *ids);
+    it->rules_off = rules_off;
+    int rc = as_interp_set_tokens(it, ids, n, err);
+    if (rc == AS_OK)
+        rc = as_cmd_run(s, AS_RUN_FINISH, 0, &stop, err);
+    it->rules_off = false;
+    it->n_prompt = n_prompt;
+    free(ids);
+    return rc;
+}
+
+/* A separate run of other tokens (same program), for probes and patching. */
+typedef struct side_run {
+    as_capture *cap;
+    as_interp *it;
+} side_run;
+
+static int side_run_new(as_session *s, const int32_t *ids, int n, size_t budget, side_run *r, as_error *err)
+{
+    as_stop stop;
+    memset(r, 0, sizeof *r);
+    if (as_capture_new(&r->cap, s->prog, budget, err) || as_interp_new(&r->it, s->prog, r->cap, err) ||
+        as_interp_set_tokens(r->it, ids, n, err) || as_interp_run(r->it, AS_RUN_FINISH, 0, &stop, err))
+        return AS_ERR;
+    return AS_OK;
+}
+
+static void side_run_free(side_run *r)
+{
+    as_interp_free(r->it);
+    as_capture_free(r->cap);
+}
+
+/* A token given as an id or as text that encodes to exactly one token. */
+static int parse_token(as_session *s, const char *arg, int32_t *out, as_error *err)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*arg && !*end) {
+        if (v < 0 || v >= s->model->cfg.n_vocab)
+            return as_error_set(err, "token id %ld is outside the vocabulary (0..%d)", v, s->model->cfg.n_vocab - 1);
+        *out = (int32_t)v;
+        return AS_OK;
+    }
+    int32_t id = as_tokenizer_find(s->model->tok, arg);
+    if (id >= 0) {
+        *out = id;
+        return AS_OK;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (as_tokenizer_encode(s->model->tok, arg, strlen(arg), false, &ids, &n, err))
+        return AS_ERR;
+    /* SentencePiece prepends a space; accept "▁word" as one token either way. */
+    int rc = n == 1 ? (*out = ids[0], AS_OK)
+                    : as_error_set(err, "'%s' is %zu tokens, not one (give a token id or a vocabulary piece)", arg, n);
+    free(ids);
+    return rc;
+}
+
+static int parse_pos(as_session *s, const char *arg, int *pos, as_error *err)
+{
+    long v;
+    if (as_cmd_parse_long(arg, 0, s->it->n_tokens - 1, "the position", &v, err))
+        return AS_ERR;
+    *pos = (int)v;
+    return AS_OK;
+}
+
+static const float *final_logits(as_session *s, as_error *err)
+{
+    const float *l = as_interp_logits(s->it);
+    if (!l)
+        as_error_set(err, "no logits: run the pass first (`finish`)");
+    return l;
+}
+
+/* ---- logit lens ---- */
+
+static int lens_resid(as_session *s, int layer, int pos, const float **out, as_error *err)
+{
+    int h = layer < 0 ? as_program_hook(s->prog, AS_HK_RESID_PRE, 0)
+                      : as_program_hook(s->prog, AS_HK_RESID_POST, layer);
+    int n = as_cmd_hook_positions(s, h, err);
+    if (n < 0)
+        return AS_ERR;
+    if (pos >= n)
+        return as_error_set(err, "%s has no value at position %d yet", s->prog->hooks[h].name, pos);
+    *out = as_capture_row(s->cap, h, pos);
+    return AS_OK;
+}
+
+static int lens_at(cmd_ctx *c, int pos)
+{
+    as_session *s = c->s;
+    int V = s->model->cfg.n_vocab, top[3];
+    float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
+    int rc = logits && probs ? AS_OK : as_error_set(c->err, "out of memory");
+    const float *last;
+    if (rc == AS_OK)
+        rc = lens_resid(s, s->model->cfg.n_layer - 1, pos, &last, c->err);
+    int32_t final = -1;
+    if (rc == AS_OK) {
+        as_lens_logits(s->model, last, logits);
+        as_top_indices(logits, V, 1, top);
+        final = top[0];
+        char piece[64];
+        as_cmd_piece(s, final, piece, sizeof piece);
+        fprintf(s->out, "logit lens at position %d; the model's final top token: %s (id %d)\n", pos, piece, final);
+        fprintf(s->out, "layer\ttop-1\tprob\ttop-2\tprob\ttop-3\tprob\tfinal rank\tfinal prob\n");
+    }
+    for (int l = -1; rc == AS_OK && l < s->model->cfg.n_layer; l++) {
+        const float *resid;
+        if ((rc = lens_resid(s, l, pos, &resid, c->err)))
+            break;
+        as_lens_logits(s->model, resid, logits);
+        as_probs(logits, V, probs);
+        as_top_indices(logits, V, 3, top);
+        int rank = 1;
+        for (int v = 0; v < V; v++)
+            rank += logits[v] > logits[final];
+        fprintf(s->out, l < 0 ? "embed" : "%d", l);
+        for (int k = 0; k < 3; k++) {
+            char piece[64];
+            as_cmd_piece(s, top[k], piece, sizeof piece);
+            fprintf(s->out, "\t%s\t%.4f", piece, probs[top[k]]);
+        }
+        fprintf(s->out, "\t%d\t%.4f\n", rank, probs[final]);
+    }
+    free(logits);
+    free(probs);
+    return rc;
+}
+
+static int lens_table(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    int V = s->model->cfg.n_vocab, n = s->it->n_done, top;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    if (!logits)
+        return as_error_set(c->err, "out of memory");
+    fprintf(s->out, "top token per layer (rows) and position (columns)\nlayer");
+    for (int p = 0; p < n; p++)
+        fprintf(s->out, "\t%d", p);
+    fprintf(s->out, "\n");
+    int rc = AS_OK;
+    for (int l = -1; rc == AS_OK && l < s->model->cfg.n_layer; l++) {
+        fprintf(s->out, l < 0 ? "embed" : "%d", l);
+        for (int p = 0; rc == AS_OK && p < n; p++) {
+            const float *resid;
+            if ((rc = lens_resid(s, l, p, &resid, c->err)))
+                break;
+            as_lens_logits(s->model, resid, logits);
+            as_top_indices(logits, V, 1, &top);
+            char piece[64];
+            as_cmd_piece(s, top, piece, 12);
+            fprintf(s->out, "\t%s", piece);
+        }
+        fprintf(s->out, "\n");
+    }
+    free(logits);
+    return rc;
+}
+
+int as_cmd_lens(cmd_ctx *c)
+{
+    if (as_cmd_require_tokens(c->s, c->err))
+        return AS_ERR;
+    if (c->argc > 1 && !strcmp(c->argv[1], "table"))
+        return lens_table(c);
+    int pos = c->s->it->n_done - 1;
+    if (c->argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
+        return AS_ERR;
+    if (pos < 0)
+        return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
+    return lens_at(c, pos);
+}
+
+/* ---- ablation, patching, compare ---- */
+
+static int add_rule(as_session *s, as_rule_kind kind, int hook, int head, int pos, const float *values,
+                    bool per_position, const char *label, as_error *err)
+{
+    as_rule r = {.kind = kind, .hook = hook, .head = head, .pos = pos, .values = (float *)values,
+                 .per_position = per_position};
+    snprintf(r.label, sizeof r.label, "%s", label);
+    return as_interp_add_rule(s->it, &r, (size_t)as_rule_len(s->it, &r), err);
+}
+
+int as_cmd_ablate(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    long l, h;
+    char label[96];
+    if (c->argc == 3 && !strcmp(c->argv[1], "mlp")) {
+        if (as_cmd_parse_long(c->argv[2], 0, cfg->n_layer - 1, "the layer", &l, c->err))
+            return AS_ERR;
+        snprintf(label, sizeof label, "ablate mlp %ld", l);
+        if (add_rule(s, AS_RULE_ZERO, as_program_hook(s->prog, AS_HK_MLP_OUT, (int)l), -1, -1, NULL, false,
+                     label, c->err))
+            return AS_ERR;
+    } else {
+        char *dot = c->argc == 3 ? strchr(c->argv[1], '.') : NULL;
+        if (!dot || (strcmp(c->argv[2], "zero") && strcmp(c->argv[2], "mean")))
+            return as_error_set(c->err, "usage: ablate LAYER.HEAD zero|mean  or  ablate mlp LAYER");
+        *dot = '\0';
+        if (as_cmd_parse_long(c->argv[1], 0, cfg->n_layer - 1, "the layer", &l, c->err) ||
+            as_cmd_parse_long(dot + 1, 0, cfg->n_head - 1, "the head", &h, c->err))
+            return AS_ERR;
+        int hz = as_program_hook(s->prog, AS_HK_Z, (int)l);
+        bool mean = !strcmp(c->argv[2], "mean");
+        snprintf(label, sizeof label, "ablate %ld.%ld %s", l, h, c->argv[2]);
+        float *avg = NULL;
+        if (mean) {
+            /* The mean over the context's positions, as captured now (before any ablation of it). */
+            int n = as_cmd_hook_positions(s, hz, c->err);
+            if (n < 0)
+                return as_error_prefix(c->err, "mean ablation needs the head's values (run the pass first)");
+            int dh = cfg->d_head;
+            avg = calloc((size_t)dh, sizeof *avg);
+            for (int p = 0; avg && p < n; p++)
+                for (int i = 0; i < dh; i++)
+                    avg[i] += as_capture_row(s->cap, hz, p)[h * dh + i] / (float)n;
+        }
+        int rc = add_rule(s, mean ? AS_RULE_SET : AS_RULE_ZERO, hz, (int)h, -1, avg, false, label, c->err);
+        free(avg);
+        if (rc)
+            return AS_ERR;
+    }
+    fprintf(s->out, "%s: applies from the next pass (`compare` reruns with and without)\n", label);
+    return AS_OK;
+}
+
+int as_cmd_unablate(cmd_ctx *c)
+{
+    int n = as_interp_clear_rules(c->s->it, false);
+    fprintf(c->s->out, "removed %d ablation%s and patch%s (rerun with `compare` or `finish` after a new prompt)\n",
+            n, n == 1 ? "" : "s", n == 1 ? "" : "es");
+    return AS_OK;
+}
+
+static int list_rules(cmd_ctx *c, bool watches)
+{
+    int shown = 0;
+    for (int k = 0; k < c->s->it->n_rules; k++) {
+        const as_rule *r = &c->s->it->rules[k];
+        if ((r->kind == AS_RULE_WATCH) != watches)
+            continue;
+        fprintf(c->s->out, "%d\t%s\t%s\n", ++shown, c->s->prog->hooks[r->hook].name, r->label);
+    }
+    if (!shown)
+        fprintf(c->s->out, watches ? "no watches\n" : "no ablations or patches\n");
+    return AS_OK;
+}
+
+int as_cmd_ablations(cmd_ctx *c) { return list_rules(c, false); }
+
+static double kl_div(const float *p, const float *q, int n)
+{
+    double kl = 0;
+    for (int i = 0; i < n; i++)
+        if (p[i] > 0)
+            kl += p[i] * (log(p[i]) - log(q[i] > 1e-30f ? q[i] : 1e-30f));
+    return kl;
+}
+
+static void print_top(as_session *s, const char *title, const float *logits, const float *probs)
+{
+    int top[5];
+    int m = as_top_indices(logits, s->model->cfg.n_vocab, 5, top);
+    fprintf(s->out, "%s:", title);
+    for (int k = 0; k < m; k++) {
+        char piece[64];
+        as_cmd_piece(s, top[k], piece, sizeof piece);
+        fprintf(s->out, "  %s %.4f", piece, probs[top[k]]);
+    }
+    fprintf(s->out, "\n");
+}
+
+/* Clean run (rules off) against the run with rules; leaves the latter captured. */
+static int compare_runs(as_session *s, as_error *err)
+{
+    int V = s->model->cfg.n_vocab;
+    float *clean = malloc((size_t)V * sizeof *clean), *pc = malloc((size_t)V * sizeof *pc),
+          *pa = malloc((size_t)V * sizeof *pa);
+    int rc = clean && pc && pa ? AS_OK : as_error_set(err, "out of memory");
+    if (rc == AS_OK)
+        rc = rerun(s, true, err);
+    const float *logits = rc == AS_OK ? final_logits(s, err) : NULL;
+    if (logits) {
+        memcpy(clean, logits, (size_t)V * sizeof *clean);
+        rc = rerun(s, false, err);
+        logits = rc == AS_OK ? final_logits(s, err) : NULL;
+    }
+    if (!logits) {
+        rc = AS_ERR;
+    } else {
+        as_probs(clean, V, pc);
+        as_probs(logits, V, pa);
+        fprintf(s->out, "at position %d, with %d rule%s: KL(clean || changed) = %.6f nats\n", s->it->n_tokens - 1,
+                s->it->n_rules, s->it->n_rules == 1 ? "" : "s", kl_div(pc, pa, V));
+        print_top(s, "clean  ", clean, pc);
+        print_top(s, "changed", logits, pa);
+        if (s->has_metric) {
+            double a = clean[s->metric[0]] - clean[s->metric[1]], b = logits[s->metric[0]] - logits[s->metric[1]];
+            fprintf(s->out, "logit difference (metric): clean %.4f, changed %.4f, change %+.4f\n", a, b, b - a);
+        }
+    }
+    free(clean);
+    free(pc);
+    free(pa);
+    return rc;
+}
+
+int as_cmd_compare(cmd_ctx *c)
+{
+    if (as_cmd_require_tokens(c->s, c->err))
+        return AS_ERR;
+    if (c->argc == 3) {
+        if (parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
+            parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
+            return AS_ERR;
+        c->s->has_metric = true;
+    }
+    return compare_runs(c->s, c->err);
+}
+
+int as_cmd_metric(cmd_ctx *c)
+{
+    if (c->argc != 3)
+        return as_error_set(c->err, "usage: metric TOKEN_A TOKEN_B (ids or vocabulary pieces)");
+    if (parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
+        parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
+        return AS_ERR;
+    c->s->has_metric = true;
+    char a[64], b[64];
+    as_cmd_piece(c->s, c->s->metric[0], a, sizeof a);
+    as_cmd_piece(c->s, c->s->metric[1], b, sizeof b);
+    fprintf(c->s->out, "metric: logit[%s] - logit[%s] at the last position\n", a, b);
+    return AS_OK;
+}
+
+/* Runs OTHER (same token count as the context) and returns its capture. */
+static int run_other(as_session *s, const char *text, side_run *r, as_error *err)
+{
+    memset(r, 0, sizeof *r);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (as_tokenizer_encode(s->model->tok, text, strlen(text), as_tokenizer_add_bos(s->model->tok), &ids, &n, err))
+        return AS_ERR;
+    int rc = AS_OK;
+    if ((int)n != s->it->n_tokens)
+        rc = as_error_set(err, "the other prompt is %zu tokens but the context is %d; patching needs the same count",
+                          n, s->it->n_tokens);
+    else
+        rc = side_run_new(s, ids, (int)n, s->capture_mb << 20, r, err);
+    free(ids);
+    return rc;
+}
+
+static int patch_values(as_session *s, const side_run *r, int hook, float **vals, as_error *err)
+{
+    const as_hook *h = &s->prog->hooks[hook];
+    if (h->is_attn)
+        return as_error_set(err, "%s: patching attention patterns is not supported (patch hook_z or the residual stream)",
+                            h->name);
+    if (!as_capture_has(r->cap, hook))
+        return as_error_set(err, "%s is not captured (raise --capture-mb)", h->name);
+    *vals = calloc((size_t)s->it->n_ctx * (size_t)h->width, sizeof **vals);
+    if (!*vals)
+        return as_error_set(err, "out of memory");
+    memcpy(*vals, r->cap->store[hook], (size_t)s->it->n_tokens * (size_t)h->width * sizeof **vals);
+    return AS_OK;
+}
+
+static int metric_now(as_session *s, double *out, as_error *err)
+{
+    const float *l = final_logits(s, err);
+    if (!l)
+        return AS_ERR;
+    *out = (double)l[s->metric[0]] - l[s->metric[1]];
+    return AS_OK;
+}
+
+static const struct {
+    const char *name;
+    as_hook_kind kind;
+} sweep_kinds[] = {{"resid_pre", AS_HK_RESID_PRE}, {"attn_out", AS_HK_ATTN_OUT}, {"mlp_out", AS_HK_MLP_OUT},
+                   {"heads", AS_HK_Z}};
+
+/* One patched run per (layer, position) — or (layer, head) — each
+ * measuring the metric; writes the table to out and optionally a .npy. */
+static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const char *npy_path)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    if (!s->has_metric)
+        return as_error_set(c->err, "patch sweep needs a metric: `metric TOKEN_A TOKEN_B` first");
+    side_run other;
+    if (run_other(s, text, &other, c->err)) {
+        side_run_free(&other);
+        return AS_ERR;
+    }
+    bool heads = kind == AS_HK_Z;
+    int cols = heads ? cfg->n_head : s->it->n_tokens;
+    float *table = calloc((size_t)cfg->n_layer * (size_t)cols, sizeof *table), *vals = NULL;
+    double clean = 0, corrupt = 0;
+    int rc = table ? rerun(s, true, c->err) : as_error_set(c->err, "out of memory");
+    if (rc == AS_OK)
+        rc = metric_now(s, &clean, c->err);
+    const float *ol = as_interp_logits(other.it);
+    corrupt = ol ? (double)ol[s->metric[0]] - ol[s->metric[1]] : NAN;
+    int saved = s->it->n_rules;
+    for (int l = 0; rc == AS_OK && l < cfg->n_layer; l++) {
+        int hook = as_program_hook(s->prog, kind, l);
+        free(vals);
+        vals = NULL;
+        if ((rc = patch_values(s, &other, hook, &vals, c->err)))
+            break;
+        for (int j = 0; rc == AS_OK && j < cols; j++) {
+            double m;
+            rc = add_rule(s, AS_RULE_SET, hook, heads ? j : -1, heads ? -1 : j, NULL, false, "sweep", c->err);
+            if (rc)
+                break;
+            /* A per-position patch: point the rule at this hook's values from the other run. */
+            as_rule *r = &s->it->rules[s->it->n_rules - 1];
+            int len = as_rule_len(s->it, r), w = s->prog->hooks[hook].width;
+            r->per_position = true;
+            r->values = malloc((size_t)s->it->n_ctx * (size_t)len * sizeof *r->values);
+            for (int p = 0; r->values && p < s->it->n_tokens; p++)
+                memcpy(r->values + (size_t)p * len, vals + (size_t)p * w + (heads ? j * len : 0), (size_t)len * 4);
+            rc = r->values ? rerun(s, false, c->err) : as_error_set(c->err, "out of memory");
+            if (rc == AS_OK && (rc = metric_now(s, &m, c->err)) == AS_OK)
+                table[(size_t)l * cols + j] = (float)m;
+            free(r->values);
+            s->it->n_rules = saved;
+        }
+    }
+    free(vals);
+    side_run_free(&other);
+    if (rc == AS_OK)
+        rc = rerun(s, false, c->err);
+    if (rc == AS_OK) {
+        const char *what = "";
+        for (size_t k = 0; k < sizeof sweep_kinds / sizeof *sweep_kinds; k++)
+            what = sweep_kinds[k].kind == kind ? sweep_kinds[k].name : what;
+        fprintf(s->out, "patching %s from the other prompt, by layer and %s; metric clean %.4f, other %.4f\nlayer",
+                what, heads ? "head" : "position", clean, corrupt);
+        for (int j = 0; j < cols; j++)
+            fprintf(s->out, heads ? "\tH%d" : "\t%d", j);
+        fprintf(s->out, "\n");
+        for (int l = 0; l < cfg->n_layer; l++) {
+            fprintf(s->out, "%d", l);
+            for (int j = 0; j < cols; j++)
+                fprintf(s->out, "\t%.4f", table[(size_t)l * cols + j]);
+            fprintf(s->out, "\n");
+        }
+        if (npy_path) {
+            size_t shape[2] = {(size_t)cfg->n_layer, (size_t)cols};
+            rc = as_npy_write(npy_path, AS_NPY_F32, table, shape, 2, c->err);
+            if (rc == AS_OK)
+                fprintf(s->out, "wrote %s: [%d, %d] float32\n", npy_path, cfg->n_layer, cols);
+        }
+    }
+    free(table);
+    return rc;
+}
+
+int as_cmd_patch(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (as_cmd_require_tokens(s, c->err))
+        return AS_ERR;
+    if (c->argc >= 5 && !strcmp(c->argv[1], "sweep") && !strcmp(c->argv[3], "from")) {
+        for (size_t k = 0; k < sizeof sweep_kinds / sizeof *sweep_kinds; k++)
+            if (!strcmp(c->argv[2], sweep_kinds[k].name))
+                return patch_sweep(c, sweep_kinds[k].kind, c->argv[4], c->argc > 5 ? c->argv[5] : NULL);
+        return as_error_set(c->err, "patch sweep takes resid_pre, attn_out, mlp_out or heads, not '%s'", c->argv[2]);
+    }
+    if (c->argc < 4 || strcmp(c->argv[2], "from"))
+        return as_error_set(c->err, "usage: patch HOOK from \"OTHER PROMPT\" [pos=N]  or  patch sweep "
+                                    "resid_pre|attn_out|mlp_out|heads from \"OTHER PROMPT\" [FILE.npy]");
+    int hook = as_cmd_find_hook(s, c->argv[1], c->err), pos = -1;
+    if (hook < 0)
+        return AS_ERR;
+    if (c->argc > 4 && (strncmp(c->argv[4], "pos=", 4) || parse_pos(s, c->argv[4] + 4, &pos, c->err)))
+        return pos < 0 && strncmp(c->argv[4], "pos=", 4) ? as_error_set(c->err, "expected pos=N, not '%s'", c->argv[4])
+                                                         : AS_ERR;
+    side_run other;
+    float *vals = NULL;
+    int rc = run_other(s, c->argv[3], &other, c->err);
+    if (rc == AS_OK)
+        rc = patch_values(s, &other, hook, &vals, c->err);
+    side_run_free(&other);
+    char label[96];
+    snprintf(label, sizeof label, "patch %s from other prompt%s%.*s", c->argv[1], pos >= 0 ? " at " : "",
+             pos >= 0 ? 12 : 0, c->argc > 4 ? c->argv[4] : "");
+    if (rc == AS_OK)
+        rc = add_rule(s, AS_RULE_SET, hook, -1, pos, vals, true, label, c->err);
+    free(vals);
+    return rc == AS_OK ? compare_runs(s, c->err) : AS_ERR;
+}
+
+/* ---- direct logit attribution ---- */
+
+static int by_magnitude(const void *a, const void *b)
+{
+    double x = fabs(((const as_dla_term *)a)->value), y = fabs(((const as_dla_term *)b)->value);
+    return (x < y) - (x > y);
+}
+
+int as_cmd_dla(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    int32_t tok;
+    int pos = s->it->n_done - 1;
+    if (c->argc < 2 || c->argc > 3)
+        return as_error_set(c->err, "usage: dla TOKEN [POS]");
+    if (parse_token(s, c->argv[1], &tok, c->err) || (c->argc == 3 && parse_pos(s, c->argv[2], &pos, c->err)))
+        return AS_ERR;
+    if (pos < 0)
+        return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
+    as_dla d;
+    if (as_dla_compute(s->cap, s->it->tokens, pos, tok, &d, c->err))
+        return AS_ERR;
+    double sum = d.constant;
+    for (int i = 0; i < d.n_terms; i++)
+        sum += d.terms[i].value;
+    qsort(d.terms, (size_t)d.n_terms, sizeof *d.terms, by_magnitude);
+    char piece[64];
+    as_cmd_piece(s, tok, piece, sizeof piece);
+    fprintf(s->out, "direct logit attribution of %s (id %d) at position %d\ncomponent\tcontribution\n", piece, tok, pos);
+    for (int i = 0; i < d.n_terms; i++)
+        fprintf(s->out, "%s\t%+.4f\n", d.terms[i].name, d.terms[i].value);
+    fprintf(s->out, "final norm bias\t%+.4f\nsum\t%+.4f\nlogit\t%+.4f\n", d.constant, sum, d.logit);
+    as_dla_free(&d);
+    return AS_OK;
+}
+
+/* ---- head detectors ---- */
+
+int as_cmd_heads(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    double threshold = 0.4;
+    bool context = false;
+    for (int i = 1; i < c->argc; i++) {
+        if (!strcmp(c->argv[i], "context"))
+            context = true;
+        else if (!strncmp(c->argv[i], "threshold=", 10)) {
+            if (as_cmd_parse_float(c->argv[i] + 10, 0, 1, "threshold", &threshold, c->err))
+                return AS_ERR;
+        } else
+            return as_error_set(c->err, "usage: heads [context] [threshold=X]");
+    }
+    const as_capture *cap = s->cap;
+    const int32_t *tokens = s->it->tokens;
+    int n = s->it->n_done;
+    side_run probe = {0};
+    int32_t *ids = NULL;
+    if (!context) {
+        /* BOS + R + R: R distinct random ordinary tokens, the same for every model of this vocabulary. */
+        int len = cfg->n_ctx >= 65 ? 32 : (cfg->n_ctx - 1) / 2;
+        int32_t bos = as_tokenizer_bos(s->model->tok), lo = cfg->arch == AS_ARCH_LLAMA && cfg->n_vocab > 300 ? 259 : 0;
+        int32_t hi = cfg->n_vocab - (as_tokenizer_eos(s->model->tok) == cfg->n_vocab - 1 ? 1 : 0);
+        ids = malloc((size_t)(2 * len + 1) * sizeof *ids);
+        if (!ids)
+            return as_error_set(c->err, "out of memory");
+        n = as_induction_probe(ids, bos, len, lo, hi, 1234);
+        size_t patterns = 0;
+        for (int h = 0; h < s->prog->n_hooks; h++)
+            if (s->prog->hooks[h].kind == AS_HK_PATTERN)
+                patterns += as_capture_hook_bytes(&s->prog->hooks[h], cfg->n_ctx);
+        if (side_run_new(s, ids, n, patterns, &probe, c->err)) {
+            side_run_free(&probe);
+            free(ids);
+            return AS_ERR;
+        }
+        cap = probe.cap;
+        tokens = ids;
+    } else if (n < 2) {
+        return as_error_set(c->err, "heads context needs a computed context of at least 2 tokens");
+    }
+    fprintf(s->out, "head scores on %s (%d tokens); * marks scores >= %.2f\n",
+            context ? "the current context" : "a repeated random-token probe", n, threshold);
+    for (int k = 0; k < AS_SCORE_COUNT; k++) {
+        fprintf(s->out, "%s\nlayer", as_head_score_name((as_head_score)k));
+        for (int h = 0; h < cfg->n_head; h++)
+            fprintf(s->out, "\tH%d", h);
+        fprintf(s->out, "\n");
+        for (int l = 0; l < cfg->n_layer; l++) {
+            int hook = as_program_hook(s->prog, AS_HK_PATTERN, l);
+            fprintf(s->out, "%d", l);
+            for (int h = 0; h < cfg->n_head; h++) {
+                double v = as_capture_has(cap, hook) ? as_head_score_of(cap, hook, h, tokens, n, (as_head_score)k) : NAN;
+                fprintf(s->out, "\t%.3f%s", v, v >= threshold ? "*" : "");
+            }
+            fprintf(s->out, "\n");
+        }
+    }
+    side_run_free(&probe);
+    free(ids);
+    return AS_OK;
+}
+
+/* ---- watches ---- */
+
+/* "HOOK nan" or "HOOK max|min|absmax|mean >|< VALUE". */
+static int parse_watch(cmd_ctx *c, as_watch_cond *cond, double *thr)
+{
+    static const struct {
+        const char *word, *op;
+        as_watch_cond cond;
+    } forms[] = {{"max", ">", AS_WATCH_MAX_GT}, {"min", "<", AS_WATCH_MIN_LT}, {"absmax", ">", AS_WATCH_ABSMAX_GT},
+                 {"mean", ">", AS_WATCH_MEAN_GT}, {"mean", "<", AS_WATCH_MEAN_LT}};
+    *thr = 0;
+    if (c->argc == 3 && (!strcmp(c->argv[2], "nan") || !strcmp(c->argv[2], "inf") || !strcmp(c->argv[2], "nonfinite"))) {
+        *cond = AS_WATCH_NONFINITE;
+        return AS_OK;
+    }
+    for (size_t k = 0; c->argc == 5 && k < sizeof forms / sizeof *forms; k++) {
+        if (strcmp(c->argv[2], forms[k].word) || strcmp(c->argv[3], forms[k].op))
+            continue;
+        *cond = forms[k].cond;
+        return as_cmd_parse_float(c->argv[4], -1e30, 1e30, "the threshold", thr, c->err);
+    }
+    return as_error_set(c->err, "usage: watch HOOK nan | watch HOOK max|absmax|mean > X | watch HOOK min|mean < X");
+}
+
+int as_cmd_watch(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    as_watch_cond cond;
+    double thr;
+    if (c->argc < 3 || parse_watch(c, &cond, &thr))
+        return c->argc < 3 ? parse_watch(c, &cond, &thr) : AS_ERR;
+    char label[96];
+    size_t o = 0;
+    for (int i = 1; i < c->argc && o < sizeof label; i++)
+        o += (size_t)snprintf(label + o, sizeof label - o, "%s%s", i > 1 ? " " : "", c->argv[i]);
+    int matched = 0;
+    for (int h = 0; h < s->prog->n_hooks; h++) {
+        if (!as_hook_name_match(c->argv[1], s->prog->hooks[h].name))
+            continue;
+        as_rule r = {.kind = AS_RULE_WATCH, .hook = h, .head = -1, .pos = -1, .cond = cond, .threshold = (float)thr};
+        snprintf(r.label, sizeof r.label, "%s", label);
+        if (as_interp_add_rule(s->it, &r, 0, c->err))
+            return AS_ERR;
+        matched++;
+    }
+    if (!matched)
+        return as_error_set(c->err, "no hook point matches '%s' (`hooks` lists them)", c->argv[1]);
+    fprintf(s->out, "watching %d hook point%s: %s (stops continue and gen)\n", matched, matched == 1 ? "" : "s", label);
+    return AS_OK;
+}
+
+int as_cmd_unwatch(cmd_ctx *c)
+{
+    int n = as_interp_clear_rules(c->s->it, true);
+    fprintf(c->s->out, "removed %d watch%s\n", n, n == 1 ? "" : "es");
+    return AS_OK;
+}
+
+int as_cmd_watches(cmd_ctx *c) { return list_rules(c, true); }
+
+/* ---- weights ---- */
+
+static void print_weight_line(as_session *s, const as_gguf_tensor *t, const as_weight_stats *st)
+{
+    fprintf(s->out, "%s\t%s\t%.4g\t%.4g\t%.4g\t%.4g\t%.4g\t%llu\t%llu\t%.4f\n", t->name, as_ggml_type_name(t->type),
+            st->min, st->max, st->mean, st->std, st->norm, (unsigned long long)st->nan, (unsigned long long)st->inf,
+            st->n ? (double)st->zeros / (double)st->n : 0.0);
+}
+
+static void print_histogram(as_session *s, const as_weight_stats *st)
+{
+    uint64_t most = 1;
+    for (int b = 0; b < AS_HIST_BINS; b++)
+        most = st->hist[b] > most ? st->hist[b] : most;
+    double w = (st->max - st->min) / AS_HIST_BINS;
+    for (int b = 0; b < AS_HIST_BINS; b++) {
+        int bar = (int)(40.0 * (double)st->hist[b] / (double)most + 0.5);
+        fprintf(s->out, "  [%+10.4g, %+10.4g) %10llu ", st->min + b * w, st->min + (b + 1) * w,
+                (unsigned long long)st->hist[b]);
+        for (int k = 0; k < bar; k++)
+            fputs("#", s->out);
+        fputs("\n", s->out);
+    }
+}
+
+int as_cmd_weights(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_gguf *g = s->model->gguf;
+    const char *pattern = c->argc > 1 ? c->argv[1] : "*";
+    if (!g)
+        return as_error_set(c->err, "weights reads GGUF files; this model was not loaded from one");
+    int matched = 0;
+    const as_gguf_tensor *only = NULL;
+    as_weight_stats last;
+    fprintf(s->out, "tensor\ttype\tmin\tmax\tmean\tstd\tnorm\tnan\tinf\tzeros\n");
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        if (!as_hook_name_match(pattern, t->name))
+            continue;
+        if (!as_ggml_type_supported(t->type)) {
+            fprintf(s->out, "%s\t%s\t(cannot read this type yet)\n", t->name, as_ggml_type_name(t->type));
+            continue;
+        }
+        if (as_weight_stats_of(t, &last, c->err))
+            return AS_ERR;
+        print_weight_line(s, t, &last);
+        only = t;
+        matched++;
+    }
+    if (!matched)
+        return as_error_set(c->err, "no tensor matches '%s' (`info` lists them)", pattern);
+    if (matched == 1) {
+        fprintf(s->out, "histogram of %s:\n", only->name);
+        print_histogram(s, &last);
+    }
+    return AS_OK;
+}
+
+static int layer_of(const char *name)
+{
+    return strncmp(name, "blk.", 4) ? -1 : atoi(name + 4);
+}
+
+int as_cmd_diff(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_gguf *a = s->model->gguf;
+    if (c->argc != 2)
+        return as_error_set(c->err, "usage: diff OTHER.gguf");
+    if (!a)
+        return as_error_set(c->err, "diff compares GGUF files; this model was not loaded from one");
+    as_gguf *b;
+    if (as_gguf_open(&b, c->argv[1], c->err))
+        return AS_ERR;
+    int L = s->model->cfg.n_layer, differ = 0, rc = AS_OK;
+    double *d2 = calloc((size_t)L + 1, sizeof *d2), *a2 = calloc((size_t)L + 1, sizeof *a2);
+    fprintf(s->out, "tensor\trelative difference\t|a-b|\t|a|\n");
+    for (uint64_t i = 0; d2 && a2 && rc == AS_OK && i < a->n_tensors; i++) {
+        const as_gguf_tensor *ta = &a->tensors[i], *tb = as_gguf_tensor_find(b, ta->name);
+        double rel, dn, na;
+        if (!tb) {
+            fprintf(s->out, "%s\tonly in %s\n", ta->name, a->path);
+            differ++;
+            continue;
+        }
+        if (!as_ggml_type_supported(ta->type) || !as_ggml_type_supported(tb->type))
+            continue;
+        if ((rc = as_weight_diff(ta, tb, &rel, &dn, &na, c->err)))
+            break;
+        int l = layer_of(ta->name);
+        d2[l < 0 || l >= L ? L : l] += dn * dn;
+        a2[l < 0 || l >= L ? L : l] += na * na;
+        if (dn > 0) {
+            fprintf(s->out, "%s\t%.3e\t%.4g\t%.4g\n", ta->name, rel, dn, na);
+            differ++;
+        }
+    }
+    for (uint64_t i = 0; rc == AS_OK && i < b->n_tensors; i++)
+        if (!as_gguf_tensor_find(a, b->tensors[i].name)) {
+            fprintf(s->out, "%s\tonly in %s\n", b->tensors[i].name, b->path);
+            differ++;
+        }
+    if (rc == AS_OK && d2 && a2) {
+        fprintf(s->out, "%d tensor%s differ\nper layer\trelative difference\n", differ, differ == 1 ? "" : "s");
+        for (int l = 0; l <= L; l++) {
+            if (l < L)
+                fprintf(s->out, "%d", l);
+            fprintf(s->out, "%s\t%.3e\n", l < L ? "" : "other", a2[l] > 0 ? sqrt(d2[l] / a2[l]) : 0.0);
+        }
+    }
+    free(d2);
+    free(a2);
+    as_gguf_close(b);
+    return rc;
+}

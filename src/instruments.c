@@ -1,0 +1,317 @@
+#include "attnscope/instruments.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/kernels.h"
+#include "attnscope/program.h"
+#include "attnscope/sampler.h"
+
+void as_lens_logits(const as_model *m, const float *resid, float *logits)
+{
+    int d = m->cfg.d_model;
+    bool rms = m->cfg.arch == AS_ARCH_LLAMA;
+    float *x = malloc((size_t)d * sizeof *x);
+    if (!x)
+        return;
+    as_norm_stat st;
+    as_norm_measure(resid, d, m->cfg.eps, rms, &st);
+    as_norm_apply(resid, d, &st, rms, m->out_norm_w, m->out_norm_b, x);
+    as_linear(x, 1, d, m->output, m->cfg.n_vocab, NULL, logits);
+    free(x);
+}
+
+/* ---- direct logit attribution ---- */
+
+typedef struct dla_ctx {
+    const as_model *m;
+    const float *u;     /* W_U[token] */
+    double mean_w;      /* mean of u * w, for LayerNorm's centring */
+    float scale;
+    bool rms;
+} dla_ctx;
+
+/* A component c's share: Σ u_i w_i (c_i - mean(c)) / scale; the centring
+ * term vanishes for RMSNorm. */
+static double share(const dla_ctx *c, const float *v)
+{
+    int d = c->m->cfg.d_model;
+    const float *w = c->m->out_norm_w;
+    double dot = 0, mean = 0;
+    for (int i = 0; i < d; i++) {
+        dot += (double)c->u[i] * w[i] * v[i];
+        mean += v[i];
+    }
+    if (!c->rms)
+        dot -= c->mean_w * d * (mean / d);
+    return dot / c->scale;
+}
+
+static int add_term(as_dla *out, const char *name, int layer, int head, double value)
+{
+    as_dla_term *t = realloc(out->terms, (size_t)(out->n_terms + 1) * sizeof *t);
+    if (!t)
+        return AS_ERR;
+    out->terms = t;
+    t += out->n_terms++;
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->layer = layer;
+    t->head = head;
+    t->value = value;
+    return AS_OK;
+}
+
+static int need(const as_capture *cap, as_hook_kind kind, int layer, int pos, int *h, as_error *err)
+{
+    *h = as_program_hook(cap->prog, kind, layer);
+    if (*h < 0)
+        return AS_OK; /* this architecture has no such hook */
+    if (!as_capture_has(cap, *h) || cap->filled[*h] <= pos)
+        return as_error_set(err, "direct logit attribution needs %s at position %d, which is not captured",
+                            cap->prog->hooks[*h].name, pos);
+    return AS_OK;
+}
+
+static int dla_layer(const dla_ctx *c, const as_capture *cap, int l, int pos, float *tmp, as_dla *out,
+                     as_error *err)
+{
+    const as_config *cfg = &c->m->cfg;
+    const as_layer *W = &c->m->layers[l];
+    int d = cfg->d_model, dh = cfg->d_head, hz, hm;
+    char name[48];
+    if (need(cap, AS_HK_Z, l, pos, &hz, err) || need(cap, AS_HK_MLP_OUT, l, pos, &hm, err))
+        return AS_ERR;
+    const float *z = as_capture_row(cap, hz, pos);
+    for (int h = 0; h < cfg->n_head; h++) {
+        /* head h's output: W_O[:, h·dh:(h+1)·dh] · z_h */
+        for (int j = 0; j < d; j++) {
+            double acc = 0;
+            for (int i = 0; i < dh; i++)
+                acc += (double)W->wo[(size_t)j * d + (size_t)h * dh + i] * z[h * dh + i];
+            tmp[j] = (float)acc;
+        }
+        snprintf(name, sizeof name, "L%d.H%d", l, h);
+        if (add_term(out, name, l, h, share(c, tmp)))
+            return as_error_set(err, "out of memory");
+    }
+    if (W->bo) {
+        snprintf(name, sizeof name, "L%d.attn_bias", l);
+        if (add_term(out, name, l, -1, share(c, W->bo)))
+            return as_error_set(err, "out of memory");
+    }
+    snprintf(name, sizeof name, "L%d.mlp", l);
+    if (add_term(out, name, l, -1, share(c, as_capture_row(cap, hm, pos))))
+        return as_error_set(err, "out of memory");
+    return AS_OK;
+}
+
+int as_dla_compute(const as_capture *cap, const int32_t *tokens, int pos, int32_t token, as_dla *out,
+                   as_error *err)
+{
+    const as_model *m = cap->prog->model;
+    int d = m->cfg.d_model, he, hp, hs;
+    memset(out, 0, sizeof *out);
+    (void)tokens;
+    if (need(cap, AS_HK_EMBED, -1, pos, &he, err) || need(cap, AS_HK_POS_EMBED, -1, pos, &hp, err) ||
+        need(cap, AS_HK_LNF_SCALE, -1, pos, &hs, err))
+        return AS_ERR;
+    dla_ctx c = {m, m->output + (size_t)token * d, 0, as_capture_row(cap, hs, pos)[0],
+                 m->cfg.arch == AS_ARCH_LLAMA};
+    for (int i = 0; i < d; i++)
+        c.mean_w += (double)c.u[i] * m->out_norm_w[i] / d;
+    float *tmp = malloc((size_t)d * sizeof *tmp);
+    if (!tmp)
+        return as_error_set(err, "out of memory");
+    int rc = add_term(out, "embed", -1, -1, share(&c, as_capture_row(cap, he, pos)));
+    if (rc == AS_OK && hp >= 0)
+        rc = add_term(out, "pos_embed", -1, -1, share(&c, as_capture_row(cap, hp, pos)));
+    if (rc)
+        as_error_set(err, "out of memory");
+    for (int l = 0; rc == AS_OK && l < m->cfg.n_layer; l++)
+        rc = dla_layer(&c, cap, l, pos, tmp, out, err);
+    free(tmp);
+    if (rc) {
+        as_dla_free(out);
+        return AS_ERR;
+    }
+    for (int i = 0; m->out_norm_b && i < d; i++)
+        out->constant += (double)c.u[i] * m->out_norm_b[i];
+    int hl = as_program_hook(cap->prog, AS_HK_LOGITS, -1);
+    out->logit = as_capture_has(cap, hl) && cap->filled[hl] > pos ? as_capture_row(cap, hl, pos)[token] : NAN;
+    return AS_OK;
+}
+
+void as_dla_free(as_dla *d)
+{
+    free(d->terms);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- head detectors ---- */
+
+const char *as_head_score_name(as_head_score s)
+{
+    static const char *const names[] = {"previous-token", "first-token", "duplicate-token", "induction"};
+    return s < AS_SCORE_COUNT ? names[s] : "?";
+}
+
+double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t *tokens, int n,
+                        as_head_score kind)
+{
+    double total = 0;
+    int count = 0;
+    for (int q = 1; q < n; q++) {
+        const float *p = cap->store[hook] + as_capture_attn_offset(cap, head, q);
+        double mass = 0;
+        bool counted = false;
+        if (kind == AS_SCORE_PREV_TOKEN || kind == AS_SCORE_FIRST_TOKEN) {
+            mass = p[kind == AS_SCORE_PREV_TOKEN ? q - 1 : 0];
+            counted = true;
+        }
+        for (int k = 0; kind >= AS_SCORE_DUPLICATE && k < q; k++) {
+            if (tokens[k] != tokens[q])
+                continue;
+            if (kind == AS_SCORE_DUPLICATE) {
+                mass += p[k];
+                counted = true;
+            } else if (k + 1 < q) {
+                mass += p[k + 1];
+                counted = true;
+            }
+        }
+        if (counted) {
+            total += mass;
+            count++;
+        }
+    }
+    return count ? total / count : NAN;
+}
+
+int as_induction_probe(int32_t *out, int32_t bos, int len, int32_t lo, int32_t hi, uint64_t seed)
+{
+    int n = 0;
+    uint64_t state = seed;
+    if (bos >= 0)
+        out[n++] = bos;
+    for (int i = 0; i < len; i++) {
+        /* Distinct tokens within R, so "the earlier occurrence" is unique. */
+        int32_t t;
+        bool fresh;
+        do {
+            t = lo + (int32_t)(as_rng_next(&state) % (uint64_t)(hi - lo));
+            fresh = true;
+            for (int j = bos >= 0; j < n; j++)
+                fresh &= out[j] != t;
+        } while (!fresh && hi - lo > len);
+        out[n++] = t;
+    }
+    for (int i = 0; i < len; i++)
+        out[n + i] = out[n - len + i];
+    return n + len;
+}
+
+/* ---- weights ---- */
+
+typedef int (*row_fn)(void *ctx, const float *a, const float *b, uint64_t n);
+
+/* Calls fn on each row of t (and of u, when given) dequantized. */
+static int for_rows(const as_gguf_tensor *t, const as_gguf_tensor *u, row_fn fn, void *ctx, as_error *err)
+{
+    uint64_t cols = t->ne[0], rows = as_tensor_rows(t);
+    float *a = malloc(cols * sizeof *a), *b = u ? malloc(cols * sizeof *b) : NULL;
+    int rc = !a || (u && !b) ? as_error_set(err, "out of memory") : AS_OK;
+    for (uint64_t r = 0; rc == AS_OK && r < rows; r++) {
+        rc = as_tensor_row_f32(t, r, a, err);
+        if (rc == AS_OK && u)
+            rc = as_tensor_row_f32(u, r, b, err);
+        if (rc == AS_OK)
+            rc = fn(ctx, a, b, cols);
+    }
+    free(a);
+    free(b);
+    return rc;
+}
+
+typedef struct stats_acc {
+    as_weight_stats *st;
+    double sum, sq;
+    int pass;
+} stats_acc;
+
+static int stats_row(void *ctx, const float *x, const float *unused, uint64_t n)
+{
+    stats_acc *acc = ctx;
+    as_weight_stats *st = acc->st;
+    (void)unused;
+    for (uint64_t i = 0; i < n; i++) {
+        if (acc->pass == 1) {
+            double w = (st->max - st->min) / AS_HIST_BINS;
+            if (isfinite(x[i])) {
+                int bin = w > 0 ? (int)((x[i] - st->min) / w) : 0;
+                st->hist[bin >= AS_HIST_BINS ? AS_HIST_BINS - 1 : bin]++;
+            }
+            continue;
+        }
+        st->n++;
+        if (isnan(x[i]) || isinf(x[i])) {
+            st->nan += isnan(x[i]);
+            st->inf += isinf(x[i]);
+            continue;
+        }
+        st->zeros += x[i] == 0.0f;
+        if (st->n - st->nan - st->inf == 1 || x[i] < st->min)
+            st->min = x[i];
+        if (st->n - st->nan - st->inf == 1 || x[i] > st->max)
+            st->max = x[i];
+        acc->sum += x[i];
+        acc->sq += (double)x[i] * x[i];
+    }
+    return AS_OK;
+}
+
+int as_weight_stats_of(const as_gguf_tensor *t, as_weight_stats *st, as_error *err)
+{
+    memset(st, 0, sizeof *st);
+    stats_acc acc = {st, 0, 0, 0};
+    if (for_rows(t, NULL, stats_row, &acc, err))
+        return AS_ERR;
+    uint64_t finite = st->n - st->nan - st->inf;
+    st->mean = finite ? acc.sum / (double)finite : 0;
+    double var = finite ? acc.sq / (double)finite - st->mean * st->mean : 0;
+    st->std = sqrt(var > 0 ? var : 0);
+    st->norm = sqrt(acc.sq);
+    acc.pass = 1; /* a second pass fills the histogram now that the range is known */
+    return for_rows(t, NULL, stats_row, &acc, err);
+}
+
+typedef struct diff_acc {
+    double d2, a2;
+} diff_acc;
+
+static int diff_row(void *ctx, const float *a, const float *b, uint64_t n)
+{
+    diff_acc *acc = ctx;
+    for (uint64_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        acc->d2 += d * d;
+        acc->a2 += (double)a[i] * a[i];
+    }
+    return AS_OK;
+}
+
+int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel, double *diff_norm,
+                   double *norm_a, as_error *err)
+{
+    for (int k = 0; k < 4; k++)
+        if (a->ne[k] != b->ne[k])
+            return as_error_set(err, "tensor '%s' has different shapes in the two files", a->name);
+    diff_acc acc = {0, 0};
+    if (for_rows(a, b, diff_row, &acc, err))
+        return AS_ERR;
+    *diff_norm = sqrt(acc.d2);
+    *norm_a = sqrt(acc.a2);
+    *rel = *norm_a > 0 ? *diff_norm / *norm_a : (*diff_norm > 0 ? INFINITY : 0);
+    return AS_OK;
+}

@@ -1,0 +1,233 @@
+/* Instruments checked against computations done here independently:
+ * the lens at the last layer is the real logits, DLA terms sum to the
+ * logit, ablating every head leaves only the output bias, patching a
+ * prompt into itself changes nothing, head scores on hand-made patterns. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attnscope/instruments.h"
+#include "helpers.h"
+
+#define GPT2 "fixtures/tiny-gpt2.gguf"
+#define LLAMA "fixtures/tiny-llama.gguf"
+#define PROMPT "prompt-ids 1 40 41 42 43 44 45 40 41 42"
+
+Test(instruments, lens_at_the_last_layer_is_the_logits)
+{
+    const char *models[] = {GPT2, LLAMA};
+    for (int m = 0; m < 2; m++) {
+        as_session *s = open_session(models[m], 64);
+        run_ok(s, PROMPT "; finish");
+        int V = s->model->cfg.n_vocab, last = as_program_hook(s->prog, AS_HK_RESID_POST, s->model->cfg.n_layer - 1);
+        int lg = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+        float *out = malloc((size_t)V * sizeof *out);
+        for (int p = 0; p < s->it->n_tokens; p++) {
+            as_lens_logits(s->model, as_capture_row(s->cap, last, p), out);
+            const float *real = as_capture_row(s->cap, lg, p);
+            for (int v = 0; v < V; v++)
+                cr_assert_float_eq(out[v], real[v], 1e-5, "%s pos %d token %d: %g vs %g", models[m], p, v, out[v], real[v]);
+        }
+        free(out);
+        close_session(s);
+    }
+}
+
+Test(instruments, dla_terms_sum_to_the_logit)
+{
+    const char *models[] = {GPT2, LLAMA};
+    for (int m = 0; m < 2; m++) {
+        as_session *s = open_session(models[m], 64);
+        run_ok(s, PROMPT "; finish");
+        for (int pos = 0; pos < s->it->n_tokens; pos += 3) {
+            for (int32_t tok = 0; tok < s->model->cfg.n_vocab; tok += 37) {
+                as_dla d;
+                as_error err;
+                cr_assert_eq(as_dla_compute(s->cap, s->it->tokens, pos, tok, &d, &err), AS_OK, "%s", err.msg);
+                double sum = d.constant;
+                for (int i = 0; i < d.n_terms; i++)
+                    sum += d.terms[i].value;
+                int expect_terms = 1 + (m == 0) + s->model->cfg.n_layer * (s->model->cfg.n_head + 1 + (m == 0));
+                cr_assert_eq(d.n_terms, expect_terms);
+                cr_assert_float_eq(sum, d.logit, 1e-4, "%s pos %d tok %d: sum %g logit %g", models[m], pos, tok, sum, d.logit);
+                as_dla_free(&d);
+            }
+        }
+        close_session(s);
+    }
+}
+
+Test(instruments, ablating_every_head_leaves_only_the_output_bias)
+{
+    const char *models[] = {GPT2, LLAMA};
+    for (int m = 0; m < 2; m++) {
+        as_session *s = open_session(models[m], 64);
+        run_ok(s, PROMPT "; finish");
+        for (int h = 0; h < s->model->cfg.n_head; h++) {
+            char cmd[64];
+            snprintf(cmd, sizeof cmd, "ablate 1.%d zero", h);
+            run_ok(s, cmd);
+        }
+        run_ok(s, "compare");
+        int d = s->model->cfg.d_model;
+        int ao = as_program_hook(s->prog, AS_HK_ATTN_OUT, 1), pre = as_program_hook(s->prog, AS_HK_RESID_PRE, 1),
+            mid = as_program_hook(s->prog, AS_HK_RESID_MID, 1);
+        const float *bias = s->model->layers[1].bo;
+        for (int p = 0; p < s->it->n_tokens; p++)
+            for (int i = 0; i < d; i++) {
+                float want = bias ? bias[i] : 0.0f;
+                cr_assert_float_eq(as_capture_row(s->cap, ao, p)[i], want, 1e-6, "%s: attn_out[%d][%d]", models[m], p, i);
+                cr_assert_float_eq(as_capture_row(s->cap, mid, p)[i], as_capture_row(s->cap, pre, p)[i] + want, 1e-6);
+            }
+        close_session(s);
+    }
+}
+
+Test(instruments, mean_ablation_sets_the_context_mean)
+{
+    as_session *s = open_session(GPT2, 64);
+    run_ok(s, PROMPT "; finish");
+    int hz = as_program_hook(s->prog, AS_HK_Z, 0), dh = s->model->cfg.d_head, n = s->it->n_tokens;
+    float mean[64] = {0};
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < dh; i++)
+            mean[i] += as_capture_row(s->cap, hz, p)[2 * dh + i] / (float)n;
+    run_ok(s, "ablate 0.2 mean; compare");
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < dh; i++)
+            cr_assert_float_eq(as_capture_row(s->cap, hz, p)[2 * dh + i], mean[i], 1e-6);
+    close_session(s);
+}
+
+Test(instruments, patching_a_prompt_into_itself_changes_nothing)
+{
+    as_session *s = open_session(LLAMA, 64);
+    run_ok(s, "prompt the cat sat; finish");
+    int V = s->model->cfg.n_vocab;
+    float *clean = malloc((size_t)V * sizeof *clean);
+    memcpy(clean, as_interp_logits(s->it), (size_t)V * sizeof *clean);
+    run_ok(s, "patch blocks.0.hook_resid_post from \"the cat sat\"");
+    cr_assert_eq(memcmp(clean, as_interp_logits(s->it), (size_t)V * sizeof *clean), 0);
+    char msg[1024];
+    cr_assert_neq(run_cmd(s, "patch blocks.0.hook_resid_post from \"the\"", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "same count"), "%s", msg);
+    free(clean);
+    close_session(s);
+}
+
+Test(instruments, patch_sweep_matches_runs_of_the_other_prompt)
+{
+    /* The prompts differ only at the last token. Patching layer 0's input
+     * at a position where the tokens agree changes nothing (the metric stays
+     * clean); at the last position it makes the whole run the other
+     * prompt's, so the metric becomes the other prompt's. */
+    as_session *s = open_session(LLAMA, 64), *o = open_session(LLAMA, 64);
+    run_ok(o, "prompt the cat on; finish");
+    run_ok(s, "prompt the cat sat; finish; metric 40 41");
+    const float *ol = as_interp_logits(o->it), *cl = as_interp_logits(s->it);
+    double other = ol[40] - ol[41], clean = cl[40] - cl[41];
+    cr_assert(fabs(other - clean) > 1e-3, "the prompts should differ in the metric");
+    char path[] = "/tmp/attnscope-sweep-XXXXXX.npy", cmd[256];
+    int fd = mkstemps(path, 4);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "patch sweep resid_pre from \"the cat on\" %s", path);
+    run_ok(s, cmd);
+    npy t;
+    cr_assert_eq(npy_read(path, &t), 0);
+    unlink(path);
+    cr_assert_eq(t.ndim, 2);
+    cr_assert_eq(t.shape[0], 2);
+    cr_assert_eq(t.shape[1], 4);
+    for (int p = 0; p < 3; p++)
+        cr_assert_float_eq(t.f[p], clean, 1e-5, "position %d: %g vs clean %g", p, t.f[p], clean);
+    cr_assert_float_eq(t.f[3], other, 1e-5, "last position: %g vs other %g", t.f[3], other);
+    npy_free(&t);
+    close_session(s);
+    close_session(o);
+}
+
+/* A capture with hand-made patterns for one head. */
+Test(instruments, head_scores_on_hand_made_patterns)
+{
+    as_session *s = open_session(GPT2, 64);
+    int hook = as_program_hook(s->prog, AS_HK_PATTERN, 0), n = 9;
+    int32_t toks[9] = {1, 5, 6, 7, 8, 5, 6, 7, 8};
+    as_capture *cap = s->cap;
+    /* head 0: previous token; head 1: first token; head 2: induction; head 3: duplicate */
+    memset(cap->store[hook], 0, as_capture_hook_bytes(&s->prog->hooks[hook], cap->n_ctx));
+    for (int q = 0; q < n; q++) {
+        cap->store[hook][as_capture_attn_offset(cap, 0, q) + (q ? q - 1 : 0)] = 1;
+        cap->store[hook][as_capture_attn_offset(cap, 1, q) + 0] = 1;
+        cap->store[hook][as_capture_attn_offset(cap, 2, q) + (q >= 5 ? q - 3 : q)] = 1;
+        cap->store[hook][as_capture_attn_offset(cap, 3, q) + (q >= 5 ? q - 4 : q)] = 1;
+    }
+    cr_assert_float_eq(as_head_score_of(cap, hook, 0, toks, n, AS_SCORE_PREV_TOKEN), 1.0, 1e-9);
+    cr_assert_float_eq(as_head_score_of(cap, hook, 1, toks, n, AS_SCORE_PREV_TOKEN), 1.0 / 8, 1e-9);
+    cr_assert_float_eq(as_head_score_of(cap, hook, 1, toks, n, AS_SCORE_FIRST_TOKEN), 1.0, 1e-9);
+    cr_assert_float_eq(as_head_score_of(cap, hook, 2, toks, n, AS_SCORE_INDUCTION), 1.0, 1e-9);
+    cr_assert_float_eq(as_head_score_of(cap, hook, 3, toks, n, AS_SCORE_INDUCTION), 0.0, 1e-9);
+    cr_assert_float_eq(as_head_score_of(cap, hook, 3, toks, n, AS_SCORE_DUPLICATE), 1.0, 1e-9);
+    close_session(s);
+}
+
+Test(instruments, induction_probe_repeats_distinct_tokens)
+{
+    int32_t out[65];
+    int n = as_induction_probe(out, 7, 32, 10, 200, 99);
+    cr_assert_eq(n, 65);
+    cr_assert_eq(out[0], 7);
+    for (int i = 1; i <= 32; i++) {
+        cr_assert(out[i] >= 10 && out[i] < 200);
+        cr_assert_eq(out[i], out[i + 32]);
+        for (int j = 1; j < i; j++)
+            cr_assert_neq(out[i], out[j]);
+    }
+}
+
+
+Test(instruments, watch_stops_continue_and_reports_the_hook)
+{
+    as_session *s = open_session(GPT2, 64);
+    run_ok(s, "watch blocks.1.attn.hook_pattern max > 0.99; prompt-ids 1 40 41; continue");
+    cr_assert(s->it->in_pass);
+    const as_op *prev = as_interp_current(s->it) - 1;
+    cr_assert_str_eq(s->prog->hooks[prev->out].name, "blocks.1.attn.hook_pattern");
+    /* Position 0 attends only to itself: weight exactly 1. */
+    cr_assert_eq(s->it->watch_hit.pos, 0);
+    cr_assert_float_eq(s->it->watch_hit.value, 1.0, 1e-6);
+    run_ok(s, "unwatch; continue");
+    cr_assert(!s->it->in_pass);
+    close_session(s);
+}
+
+Test(instruments, weight_stats_match_a_direct_computation)
+{
+    as_session *s = open_session(GPT2, 64);
+    const as_gguf_tensor *t = as_gguf_tensor_find(s->model->gguf, "blk.1.ffn_up.weight");
+    as_weight_stats st;
+    as_error err;
+    cr_assert_eq(as_weight_stats_of(t, &st, &err), AS_OK);
+    const float *w = s->model->layers[1].w_up;
+    double sum = 0, sq = 0, mn = w[0], mx = w[0];
+    for (uint64_t i = 0; i < t->n_elements; i++) {
+        sum += w[i];
+        sq += (double)w[i] * w[i];
+        mn = fmin(mn, w[i]);
+        mx = fmax(mx, w[i]);
+    }
+    cr_assert_float_eq(st.mean, sum / t->n_elements, 1e-9);
+    cr_assert_float_eq(st.norm, sqrt(sq), 1e-6);
+    cr_assert_float_eq(st.min, mn, 0);
+    cr_assert_float_eq(st.max, mx, 0);
+    uint64_t total = 0;
+    for (int b = 0; b < AS_HIST_BINS; b++)
+        total += st.hist[b];
+    cr_assert_eq(total, t->n_elements);
+    double rel, dn, na;
+    cr_assert_eq(as_weight_diff(t, t, &rel, &dn, &na, &err), AS_OK);
+    cr_assert_eq(rel, 0.0);
+    close_session(s);
+}
