@@ -4,6 +4,7 @@
  * recomputing, back restores state, thread counts agree. */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,5 +299,39 @@ Test(interp, next_runs_to_the_end_of_the_block)
     cr_assert_eq(cur->layer, 1);
     cr_assert_eq((cur - 1)->layer, 0);
     cr_assert_str_eq(s->prog->hooks[(cur - 1)->out].name, "blocks.0.hook_resid_post");
+    close_session(s);
+}
+
+/* A copy of tiny-gpt2 with a NaN planted in one weight: it loads with a
+ * warning naming the tensor, and the pass reports the first hook where a
+ * non-finite value appears. */
+Test(interp, nan_weights_are_named_and_the_first_bad_hook_reported)
+{
+    as_gguf *g;
+    as_error err;
+    cr_assert_eq(as_gguf_open(&g, "fixtures/tiny-gpt2.gguf", &err), AS_OK);
+    const as_gguf_tensor *t = as_gguf_tensor_find(g, "blk.1.attn_qkv.weight");
+    cr_assert_eq(t->type, AS_GGML_F32);
+    size_t off = (size_t)(t->data - g->map) + 4 * (32 * 40 + 3); /* row 40: a K row of layer 1 */
+    unsigned char *copy = malloc(g->size);
+    memcpy(copy, g->map, g->size);
+    float nan = NAN;
+    memcpy(copy + off, &nan, 4);
+    char path[] = "/tmp/attnscope-nan-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert(write(fd, copy, g->size) == (ssize_t)g->size);
+    close(fd);
+    free(copy);
+    as_gguf_close(g);
+
+    as_session *s = open_session(path, 64);
+    unlink(path);
+    cr_assert(strstr(s->model->warnings, "blk.1.attn_qkv.weight (1)"), "%s", s->model->warnings);
+    run_ok(s, "prompt-ids 1 2 3; finish");
+    const as_nonfinite *nf = &s->it->nonfinite;
+    cr_assert(nf->found);
+    cr_assert_str_eq(s->prog->hooks[nf->hook].name, "blocks.1.attn.hook_k");
+    cr_assert_eq(nf->index, 8, "row 40 of W_QKV is k's output 8: index %d", nf->index);
+    cr_assert_eq(nf->pos, 0);
     close_session(s);
 }
