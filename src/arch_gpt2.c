@@ -18,18 +18,10 @@ static int block(as_program *p, int l, int pre)
                                   "k = ln1 · W_K + b_K");
     int v = as_program_add_linear(p, AS_HK_V, l, AS_CLASS_ESSENTIAL, n1, W->wv, W->bv, d, 2, H, dh,
                                   "v = ln1 · W_V + b_V");
-    p->hooks[k].in_kv_cache = p->hooks[v].in_kv_cache = true;
-
-    int sc = as_program_add_hook(p, AS_HK_ATTN_SCORES, l, AS_CLASS_SCORES, 1, H, 0);
-    as_program_add_op(p, AS_OP_SCORES, l, sc, q, k, "scores = q · kᵀ / sqrt(d_head), causal");
-    int pat = as_program_add_hook(p, AS_HK_PATTERN, l, AS_CLASS_PATTERN, 1, H, 0);
-    as_program_add_op(p, AS_OP_SOFTMAX, l, pat, sc, -1, "pattern = softmax(scores)");
-    int z = as_program_add_hook(p, AS_HK_Z, l, AS_CLASS_HEADS, 2, H, dh);
-    as_program_add_op(p, AS_OP_MIX, l, z, pat, v, "z = pattern · v");
+    int z = as_program_add_attention(p, l, q, k, v, "scores = q · kᵀ / sqrt(d_head), causal");
     int ao = as_program_add_linear(p, AS_HK_ATTN_OUT, l, AS_CLASS_RESID, z, W->wo, W->bo, d, 1, d, 0,
                                    "attn_out = z · W_O + b_O");
-    int mid = as_program_add_hook(p, AS_HK_RESID_MID, l, AS_CLASS_RESID, 1, d, 0);
-    as_program_add_op(p, AS_OP_ADD, l, mid, pre, ao, "resid_mid = resid_pre + attn_out");
+    int mid = as_program_add_sum(p, AS_HK_RESID_MID, l, pre, ao, "resid_mid = resid_pre + attn_out");
 
     int n2 = as_program_add_norm(p, AS_HK_LN2_SCALE, l, mid, W->ffn_norm_w, W->ffn_norm_b, false, "ln2");
     int mp = as_program_add_linear(p, AS_HK_MLP_PRE, l, AS_CLASS_MLP, n2, W->w_up, W->b_up, d, 1, f, 0,
@@ -38,9 +30,7 @@ static int block(as_program *p, int l, int pre)
     as_program_add_op(p, AS_OP_GELU, l, post, mp, -1, "mlp post = gelu(pre)");
     int mo = as_program_add_linear(p, AS_HK_MLP_OUT, l, AS_CLASS_RESID, post, W->w_down, W->b_down, f, 1,
                                    d, 0, "mlp_out = post · W_out + b_out");
-    int rp = as_program_add_hook(p, AS_HK_RESID_POST, l, AS_CLASS_RESID, 1, d, 0);
-    as_program_add_op(p, AS_OP_ADD, l, rp, mid, mo, "resid_post = resid_mid + mlp_out");
-    return rp;
+    return as_program_add_sum(p, AS_HK_RESID_POST, l, mid, mo, "resid_post = resid_mid + mlp_out");
 }
 
 int as_arch_gpt2_build(as_program *p, as_error *err)

@@ -21,19 +21,10 @@ static int block(as_program *p, int l, int pre)
     as_program_add_op(p, AS_OP_ROPE, l, rq, q, -1, "rot_q = rotate(q, position)");
     int rk = as_program_add_hook(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, 2, Hk, dh);
     as_program_add_op(p, AS_OP_ROPE, l, rk, k, -1, "rot_k = rotate(k, position)");
-    /* Attention reads every earlier position's rotated keys and values back. */
-    p->hooks[rk].in_kv_cache = p->hooks[v].in_kv_cache = true;
-
-    int sc = as_program_add_hook(p, AS_HK_ATTN_SCORES, l, AS_CLASS_SCORES, 1, H, 0);
-    as_program_add_op(p, AS_OP_SCORES, l, sc, rq, rk, "scores = rot_q · rot_kᵀ / sqrt(d_head), causal");
-    int pat = as_program_add_hook(p, AS_HK_PATTERN, l, AS_CLASS_PATTERN, 1, H, 0);
-    as_program_add_op(p, AS_OP_SOFTMAX, l, pat, sc, -1, "pattern = softmax(scores)");
-    int z = as_program_add_hook(p, AS_HK_Z, l, AS_CLASS_HEADS, 2, H, dh);
-    as_program_add_op(p, AS_OP_MIX, l, z, pat, v, "z = pattern · v");
+    int z = as_program_add_attention(p, l, rq, rk, v, "scores = rot_q · rot_kᵀ / sqrt(d_head), causal");
     int ao = as_program_add_linear(p, AS_HK_ATTN_OUT, l, AS_CLASS_RESID, z, W->wo, NULL, d, 1, d, 0,
                                    "attn_out = z · W_O");
-    int mid = as_program_add_hook(p, AS_HK_RESID_MID, l, AS_CLASS_RESID, 1, d, 0);
-    as_program_add_op(p, AS_OP_ADD, l, mid, pre, ao, "resid_mid = resid_pre + attn_out");
+    int mid = as_program_add_sum(p, AS_HK_RESID_MID, l, pre, ao, "resid_mid = resid_pre + attn_out");
 
     int n2 = as_program_add_norm(p, AS_HK_LN2_SCALE, l, mid, W->ffn_norm_w, NULL, true, "ln2");
     int gate = as_program_add_linear(p, AS_HK_MLP_PRE, l, AS_CLASS_MLP, n2, W->w_gate, NULL, d, 1, f, 0,
@@ -44,9 +35,7 @@ static int block(as_program *p, int l, int pre)
     as_program_add_op(p, AS_OP_SWIGLU, l, post, gate, up, "mlp post = silu(pre) * pre_linear");
     int mo = as_program_add_linear(p, AS_HK_MLP_OUT, l, AS_CLASS_RESID, post, W->w_down, NULL, f, 1, d,
                                    0, "mlp_out = post · W_out");
-    int rp = as_program_add_hook(p, AS_HK_RESID_POST, l, AS_CLASS_RESID, 1, d, 0);
-    as_program_add_op(p, AS_OP_ADD, l, rp, mid, mo, "resid_post = resid_mid + mlp_out");
-    return rp;
+    return as_program_add_sum(p, AS_HK_RESID_POST, l, mid, mo, "resid_post = resid_mid + mlp_out");
 }
 
 int as_arch_llama_build(as_program *p, as_error *err)

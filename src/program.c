@@ -91,6 +91,26 @@ int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_c
     return h;
 }
 
+int as_program_add_attention(as_program *p, int layer, int q, int k, int v, const char *scores_text)
+{
+    int H = p->model->cfg.n_head, dh = p->model->cfg.d_head;
+    p->hooks[k].in_kv_cache = p->hooks[v].in_kv_cache = true; /* read back by later positions */
+    int sc = as_program_add_hook(p, AS_HK_ATTN_SCORES, layer, AS_CLASS_SCORES, 1, H, 0);
+    as_program_add_op(p, AS_OP_SCORES, layer, sc, q, k, scores_text);
+    int pat = as_program_add_hook(p, AS_HK_PATTERN, layer, AS_CLASS_PATTERN, 1, H, 0);
+    as_program_add_op(p, AS_OP_SOFTMAX, layer, pat, sc, -1, "pattern = softmax(scores)");
+    int z = as_program_add_hook(p, AS_HK_Z, layer, AS_CLASS_HEADS, 2, H, dh);
+    as_program_add_op(p, AS_OP_MIX, layer, z, pat, v, "z = pattern · v");
+    return z;
+}
+
+int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b, const char *text)
+{
+    int h = as_program_add_hook(p, kind, layer, AS_CLASS_RESID, 1, p->model->cfg.d_model, 0);
+    as_program_add_op(p, AS_OP_ADD, layer, h, a, b, text);
+    return h;
+}
+
 int as_program_add_unembed(as_program *p, int resid, bool rms)
 {
     const as_model *m = p->model;

@@ -690,14 +690,22 @@ static void add_values(moments *m, const float *x, size_t n)
     }
 }
 
+/* The hook named by argv[1] (with argc checked against `want`) and how
+ * many positions it holds; AS_ERR with a message when it holds none. */
+static int captured_arg(cmd_ctx *c, int want, const char *usage, int *h, int *n)
+{
+    if (c->argc != want)
+        return as_error_set(c->err, "usage: %s", usage);
+    *h = as_cmd_find_hook(c->s, c->argv[1], c->err);
+    *n = *h < 0 ? -1 : as_cmd_hook_positions(c->s, *h, c->err);
+    return *n < 0 ? AS_ERR : AS_OK;
+}
+
 static int cmd_stats(cmd_ctx *c)
 {
     as_session *s = c->s;
-    if (c->argc != 2)
-        return as_error_set(c->err, "usage: stats HOOK");
-    int h = as_cmd_find_hook(s, c->argv[1], c->err);
-    int n = h < 0 ? -1 : as_cmd_hook_positions(s, h, c->err);
-    if (n < 0)
+    int h = -1, n = 0;
+    if (captured_arg(c, 2, "stats HOOK", &h, &n))
         return AS_ERR;
     const as_hook *hk = &s->prog->hooks[h];
     moments m = {0};
@@ -768,11 +776,8 @@ static int cmd_norms(cmd_ctx *c)
 static int cmd_dump(cmd_ctx *c)
 {
     as_session *s = c->s;
-    if (c->argc != 3)
-        return as_error_set(c->err, "usage: dump HOOK FILE.npy");
-    int h = as_cmd_find_hook(s, c->argv[1], c->err);
-    int n = h < 0 ? -1 : as_cmd_hook_positions(s, h, c->err);
-    if (n < 0)
+    int h = -1, n = 0;
+    if (captured_arg(c, 3, "dump HOOK FILE.npy", &h, &n))
         return AS_ERR;
     size_t shape[3], count = as_capture_count(s->cap, h, n);
     int nd = as_capture_shape(s->cap, h, n, shape);

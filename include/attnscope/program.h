@@ -110,6 +110,10 @@ int as_program_add_norm(as_program *p, as_hook_kind scale_kind, int layer, int i
 int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
                           const float *w, const float *b, int n_in, int n_dims, int d0, int d1,
                           const char *text);
+/* Causal attention from q, k, v hooks: scores, pattern, z; returns z. */
+int as_program_add_attention(as_program *p, int layer, int q, int k, int v, const char *scores_text);
+/* A residual-stream sum a + b filling a hook of `kind`. */
+int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b, const char *text);
 /* The final norm and the unembedding; returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, bool rms);
 
