@@ -889,14 +889,9 @@ static const command commands[] = {
 
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
 
-const as_command_info *as_commands(int *n)
+const as_command_info *as_command_at(int i)
 {
-    static as_command_info infos[N_COMMANDS];
-    /* infos is written once with the same constant contents: no state leaks between calls. */
-    for (int i = 0; i < N_COMMANDS; i++)
-        infos[i] = commands[i].info;
-    *n = N_COMMANDS;
-    return infos;
+    return i >= 0 && i < N_COMMANDS ? &commands[i].info : NULL;
 }
 
 static int cmd_help(cmd_ctx *c)

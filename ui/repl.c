@@ -40,16 +40,14 @@ static char *history_path(void)
 static char *complete_word(const char *text, int state)
 {
     static int index, phase;
-    int n;
-    const as_command_info *cmds = as_commands(&n);
     if (!state)
         index = 0, phase = 0;
     size_t len = strlen(text);
     if (phase == 0) {
-        while (index < n) {
-            const char *name = cmds[index++].name;
-            if (!strncmp(name, text, len))
-                return strdup(name);
+        for (const as_command_info *cmd; (cmd = as_command_at(index));) {
+            index++;
+            if (!strncmp(cmd->name, text, len))
+                return strdup(cmd->name);
         }
         phase = 1, index = 0;
     }

@@ -65,7 +65,8 @@ void as_free_commands(char **cmds, int n);
  * quoted with C escapes (\n \t \\ \" \xNN) inside double quotes. */
 int as_split_words(const char *line, char ***words, int *n, as_error *err);
 
-const as_command_info *as_commands(int *n);
+/* The i-th command of the set (for help and completion); NULL past the end. */
+const as_command_info *as_command_at(int i);
 /* Writes a token's bytes for display: escapes control bytes and invalid
  * UTF-8 as \n, \t, \xNN; makes no other change. */
 void as_format_piece(const char *bytes, size_t len, char *out, size_t cap);
