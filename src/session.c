@@ -777,6 +777,8 @@ static int cmd_dump(cmd_ctx *c)
 {
     as_session *s = c->s;
     int h = -1, n = 0;
+    if (c->argc >= 2 && !strcmp(c->argv[1], "all"))
+        return as_cmd_dump_all(c);
     if (captured_arg(c, 3, "dump HOOK FILE.npy", &h, &n))
         return AS_ERR;
     size_t shape[3], count = as_capture_count(s->cap, h, n);
@@ -854,8 +856,11 @@ static const command commands[] = {
       "stats blocks.2.hook_resid_post"}, cmd_stats},
     {{"norms", "norms LAYER|final", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
       "min, max, largest dimensions).", "norms 1"}, cmd_norms},
-    {{"dump", "dump HOOK FILE.npy", "Write a captured hook as a NumPy array (float32, C order).",
-      "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
+    {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
+      "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
+    {{"export", "export attn L H | grid L|all | norms L|final | probs | probs-trace  FILE.png|FILE.svg [key=value]",
+      "Write a figure. Options: cmap=viridis|magma|gray dpi=N scale=linear|log hide-bos=yes tokens=FROM:TO "
+      "title=\"...\" top=K.", "export attn 0 1 head.png cmap=magma"}, as_cmd_export},
     {{"lens", "lens [POS] | lens table", "Logit lens: the final norm and unembedding applied after every layer.",
       "lens table"}, as_cmd_lens},
     {{"ablate", "ablate L.H zero|mean | ablate mlp L", "Zero or mean-ablate a head's output (hook_z) or an MLP.",

@@ -47,5 +47,8 @@ int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);
 int as_cmd_weights(cmd_ctx *c);
 int as_cmd_diff(cmd_ctx *c);
+/* cmd_export.c: figures, and `dump all DIR` (called by `dump`). */
+int as_cmd_export(cmd_ctx *c);
+int as_cmd_dump_all(cmd_ctx *c);
 
 #endif

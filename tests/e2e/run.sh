@@ -59,6 +59,23 @@ if [ "$(id -u)" != 0 ]; then
 fi
 if ls "$TMP/ro" "$TMP" | grep -q '\.tmp\.'; then bad "temp file left behind"; else ok; fi
 
+# Figures: one line on success; an unwritable place or a bad option is one clear error.
+P3="prompt-ids 276 257 262; finish"
+expect "export attn png" 0 "^wrote $TMP/head\.png: attention layer 0 head 1 [0-9]+x[0-9]+ px$" '' -- -m "$G" -e "$P3; export attn 0 1 $TMP/head.png"
+if head -c 8 "$TMP/head.png" | grep -q PNG; then ok; else bad "png magic"; fi
+expect "export grid all svg" 0 "^wrote $TMP/grid\.svg: attention 2 layers x 4 heads [0-9]+x[0-9]+ viewBox$" '' -- -m "$G" -e "$P3; export grid all $TMP/grid.svg"
+if grep -q '</svg>' "$TMP/grid.svg"; then ok; else bad "svg complete"; fi
+expect "export to missing dir" 1 '' 'nodir/x\.png: cannot write in directory' -- -m "$G" -e "$P3; export attn 0 1 $TMP/nodir/x.png"
+expect "export into a file's place" 1 '' 'cannot write in directory /dev/null' -- -m "$G" -e "$P3; export probs /dev/null/x.png"
+if [ "$(id -u)" != 0 ]; then
+    expect "export to read-only dir" 1 '' 'ro/x\.png' -- -m "$G" -e "$P3; export attn 0 1 $TMP/ro/x.png"
+fi
+expect "export bad option" 1 '' "bad option 'colour' for export attn" -- -m "$G" -e "$P3; export attn 0 1 $TMP/x.png colour=red"
+expect "export bad value" 1 '' 'cmap must be viridis, magma or gray' -- -m "$G" -e "$P3; export attn 0 1 $TMP/x.png cmap=jet"
+if [ -e "$TMP/x.png" ] || ls "$TMP/ro" "$TMP" | grep -q '\.tmp\.'; then bad "failed export left a file"; else ok; fi
+expect "dump all" 0 "^wrote $TMP/cap: [0-9]+ arrays \(\.npy\) and index\.json over 3 tokens$" '' -- -m "$G" -e "$P3; dump all $TMP/cap"
+if grep -q '"name": "blocks.0.attn.hook_pattern"' "$TMP/cap/index.json" && [ -f "$TMP/cap/blocks.0.attn.hook_pattern.npy" ]; then ok; else bad "dump all index"; fi
+
 expect "--info" 0 'blk\.0\.attn_q\.weight' '' -- --info "$L"
 head -c 1000 "$G" > "$TMP/trunc.gguf"
 expect "truncated model" 1 '' 'trunc\.gguf.*offset' -- -m "$TMP/trunc.gguf" -e "top"

@@ -1,0 +1,28 @@
+#!/bin/sh
+# The example figures in assets/figures/, drawn by attnscope itself from a
+# bundled model on the opening sentence of Pride and Prejudice:
+#
+#   assets/figures/make.sh [MODEL.gguf [LAYER HEAD]]
+#
+# LAYER HEAD pick the head drawn on its own and the layer of the layer
+# figures (default: layer 0, head 0). AS_BIN overrides the binary, TEXT
+# the prompt (the test fixtures' 32-token context needs a shorter one:
+# TEXT='the cat sat on the mat, the dog ate é!').
+set -eu
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BIN=${AS_BIN:-$ROOT/build/attnscope}
+MODEL=${1:-$ROOT/models/austen-gpt2.gguf}
+L=${2:-0}
+H=${3:-0}
+OUT=$ROOT/assets/figures
+TEXT=${TEXT:-'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife.'}
+
+"$BIN" -m "$MODEL" -e "prompt \"$TEXT\"; finish;
+    export attn $L $H $OUT/attention-head.png;
+    export attn $L $H $OUT/attention-head.svg;
+    export grid $L $OUT/attention-layer.png;
+    export grid all $OUT/attention-model.png;
+    export norms $L $OUT/norms.png;
+    export probs $OUT/next-token.png;
+    set temp 0; gen ${GEN:-12};
+    export probs-trace $OUT/probs-trace.png"

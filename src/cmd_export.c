@@ -1,0 +1,802 @@
+/* The `export` and `dump all` commands: figures (PNG, SVG) and arrays
+ * (.npy plus an index) from the capture. They only read the capture, the
+ * context's tokens and the tokenizer; the drawing is figure.c's. */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "attnscope/figure.h"
+#include "attnscope/npy.h"
+#include "session_internal.h"
+
+/* ---- options ---- */
+
+enum {
+    OPT_CMAP = 1 << 0, OPT_DPI = 1 << 1, OPT_SCALE = 1 << 2, OPT_HIDE_BOS = 1 << 3,
+    OPT_TOKENS = 1 << 4, OPT_TITLE = 1 << 5, OPT_TOP = 1 << 6,
+};
+static const char *const opt_names[] = {"cmap", "dpi", "scale", "hide-bos", "tokens", "title", "top"};
+#define N_OPTS ((int)(sizeof opt_names / sizeof *opt_names))
+
+typedef struct export_opts {
+    as_fig_style st;
+    const char *title;   /* NULL: the default title */
+    bool hide_bos;
+    bool window;         /* tokens=FROM:TO given */
+    long from, to;       /* Python slice bounds; LONG_MIN/LONG_MAX when left open */
+    long top;            /* top=K, 0 when not given */
+} export_opts;
+
+static void opt_list(unsigned allowed, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < N_OPTS && o < cap; i++)
+        if (allowed & (1u << i))
+            o += (size_t)snprintf(buf + o, cap - o, "%s%s=", o ? ", " : "", opt_names[i]);
+}
+
+/* "FROM:TO" with either side optional and negatives counted from the end. */
+static int parse_window(const char *v, export_opts *o, as_error *err)
+{
+    const char *colon = strchr(v, ':');
+    if (!colon)
+        return as_error_set(err, "tokens must be FROM:TO (a window of positions, e.g. tokens=0:16), not '%s'", v);
+    char a[32] = "", b[32] = "";
+    size_t la = (size_t)(colon - v);
+    if (la >= sizeof a || strlen(colon + 1) >= sizeof b)
+        return as_error_set(err, "tokens must be FROM:TO, not '%s'", v);
+    memcpy(a, v, la);
+    strcpy(b, colon + 1);
+    o->from = LONG_MIN, o->to = LONG_MAX;
+    if (*a && as_cmd_parse_long(a, -1000000, 1000000, "tokens= FROM", &o->from, err))
+        return AS_ERR;
+    if (*b && as_cmd_parse_long(b, -1000000, 1000000, "tokens= TO", &o->to, err))
+        return AS_ERR;
+    o->window = true;
+    return AS_OK;
+}
+
+static int parse_opts(cmd_ctx *c, int first, unsigned allowed, export_opts *o)
+{
+    as_error *err = c->err;
+    char names[160];
+    memset(o, 0, sizeof *o);
+    as_fig_style_default(&o->st);
+    opt_list(allowed, names, sizeof names);
+    for (int i = first; i < c->argc; i++) {
+        const char *arg = c->argv[i], *eq = strchr(arg, '=');
+        if (!eq || eq == arg)
+            return as_error_set(err, "bad option '%s' for export %s: options are key=value (%s)", arg, c->argv[1],
+                                names);
+        size_t klen = (size_t)(eq - arg);
+        const char *v = eq + 1;
+        int k = -1;
+        for (int j = 0; j < N_OPTS; j++)
+            if (strlen(opt_names[j]) == klen && !strncmp(arg, opt_names[j], klen))
+                k = j;
+        if (k < 0 || !(allowed & (1u << k)))
+            return as_error_set(err, "bad option '%.*s' for export %s (options: %s)", (int)klen, arg, c->argv[1],
+                                names);
+        long n;
+        switch (1u << k) {
+        case OPT_CMAP: {
+            int m = as_cmap_parse(v);
+            if (m < 0)
+                return as_error_set(err, "bad option: cmap must be viridis, magma or gray, not '%s'", v);
+            o->st.cmap = (as_cmap)m;
+            break;
+        }
+        case OPT_DPI:
+            if (as_cmd_parse_long(v, 30, 1200, "dpi", &n, err))
+                return as_error_prefix(err, "bad option");
+            o->st.dpi = (int)n;
+            break;
+        case OPT_SCALE:
+            if (strcmp(v, "linear") && strcmp(v, "log"))
+                return as_error_set(err, "bad option: scale must be linear or log, not '%s'", v);
+            o->st.log_scale = !strcmp(v, "log");
+            break;
+        case OPT_HIDE_BOS:
+            if (strcmp(v, "yes") && strcmp(v, "no"))
+                return as_error_set(err, "bad option: hide-bos must be yes or no, not '%s'", v);
+            o->hide_bos = !strcmp(v, "yes");
+            break;
+        case OPT_TOKENS:
+            if (parse_window(v, o, err))
+                return as_error_prefix(err, "bad option");
+            break;
+        case OPT_TITLE:
+            o->title = v;
+            break;
+        case OPT_TOP:
+            if (as_cmd_parse_long(v, 1, 50, "top", &o->top, err))
+                return as_error_prefix(err, "bad option");
+            break;
+        }
+    }
+    return AS_OK;
+}
+
+/* The positions [*a, *b) a figure shows out of [0, n). */
+static int resolve_window(as_session *s, const export_opts *o, int n, int *a, int *b, as_error *err)
+{
+    long from = 0, to = n;
+    if (o->window) {
+        if (o->from != LONG_MIN)
+            from = o->from < 0 ? n + o->from : o->from;
+        if (o->to != LONG_MAX)
+            to = o->to < 0 ? n + o->to : o->to;
+        if (from < 0 || to > n || from >= to)
+            return as_error_set(err, "tokens=%ld:%ld selects no positions within the %d captured (0:%d)", from, to,
+                                n, n);
+    }
+    if (o->hide_bos && from == 0 && s->it->n_tokens > 0 && s->it->tokens[0] == as_tokenizer_bos(s->model->tok))
+        from = 1;
+    if (from >= to)
+        return as_error_set(err, "hide-bos=yes leaves no positions to show");
+    *a = (int)from, *b = (int)to;
+    return AS_OK;
+}
+
+/* ---- labels and provenance ---- */
+
+static void token_label(const as_session *s, int32_t id, char *out, size_t cap)
+{
+    char bytes[256];
+    size_t n = as_tokenizer_token_bytes(s->model->tok, id, bytes, sizeof bytes);
+    if (n == 0) {
+        /* Control tokens decode to nothing: show their vocabulary string. */
+        const char *p = as_tokenizer_piece(s->model->tok, id);
+        snprintf(bytes, sizeof bytes, "%s", p ? p : "?");
+        n = strlen(bytes);
+    }
+    as_fig_visible_text(bytes, n, out, cap);
+}
+
+/* Labels of context positions [a, b), malloc'd strings. */
+static char **position_labels(const as_session *s, int a, int b)
+{
+    char **l = calloc((size_t)(b - a), sizeof *l);
+    for (int p = a; l && p < b; p++) {
+        char buf[256];
+        token_label(s, s->it->tokens[p], buf, sizeof buf);
+        if (!(l[p - a] = strdup(buf))) {
+            for (int q = a; q < p; q++)
+                free(l[q - a]);
+            free(l);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+static void free_labels(char **l, int n)
+{
+    for (int i = 0; l && i < n; i++)
+        free(l[i]);
+    free(l);
+}
+
+/* Decoded context text [a, b), escaped to one line; malloc'd. */
+static char *context_text(const as_session *s, int a, int b)
+{
+    char *raw = NULL;
+    size_t len = 0;
+    as_error err;
+    if (b <= a || as_tokenizer_decode(s->model->tok, s->it->tokens + a, (size_t)(b - a), &raw, &len, &err))
+        return strdup("");
+    size_t cap = len * 4 + 16;
+    char *out = malloc(cap);
+    if (out)
+        as_format_piece(raw, len, out, cap);
+    free(raw);
+    return out;
+}
+
+static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int a, int b, as_error *err)
+{
+    char *prompt = context_text(s, 0, s->it->n_prompt);
+    char win[64];
+    snprintf(win, sizeof win, "%d:%d", a, b);
+    /* The file's name, not its path: figures are made to be shared. */
+    const char *path = s->model->path ? s->model->path : "", *slash = strrchr(path, '/');
+    int rc = as_figure_add_meta(f, "Model", s->model->cfg.name, err) ||
+             as_figure_add_meta(f, "Model file", slash ? slash + 1 : path, err) ||
+             as_figure_add_meta(f, "Prompt", prompt ? prompt : "", err) ||
+             as_figure_add_meta(f, "Positions", win, err) ||
+             as_figure_add_meta(f, "Colormap", as_cmap_name(o->st.cmap), err) ||
+             as_figure_add_meta(f, "Scale", o->st.log_scale ? "log" : "linear", err);
+    free(prompt);
+    if (rc == AS_OK && s->it->n_tokens > s->it->n_prompt) {
+        char *gen = context_text(s, s->it->n_prompt, s->it->n_tokens);
+        rc = as_figure_add_meta(f, "Generated", gen ? gen : "", err);
+        free(gen);
+    }
+    return rc ? AS_ERR : AS_OK;
+}
+
+/* Titles use typographic marks only when the outline font can draw them. */
+static void make_title(const as_fig_ctx *ctx, const export_opts *o, char *buf, size_t cap, const char *fmt_font,
+                       const char *fmt_plain, ...)
+    __attribute__((format(printf, 5, 7)));
+
+static void make_title(const as_fig_ctx *ctx, const export_opts *o, char *buf, size_t cap, const char *fmt_font,
+                       const char *fmt_plain, ...)
+{
+    if (o->title) {
+        snprintf(buf, cap, "%s", o->title);
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt_plain);
+    vsnprintf(buf, cap, as_fig_ctx_has_font(ctx) ? fmt_font : fmt_plain, ap);
+    va_end(ap);
+}
+
+/* Writes the figure and reports it; owns f. */
+static int finish(cmd_ctx *c, as_figure *f, const export_opts *o, int a, int b, const char *path,
+                  as_fig_format fmt, const char *what)
+{
+    int rc = add_provenance(c->s, f, o, a, b, c->err);
+    if (rc == AS_OK)
+        rc = as_figure_write(f, path, fmt, c->err);
+    if (rc == AS_OK) {
+        int w, h;
+        as_figure_size(f, &w, &h);
+        fprintf(c->s->out, "wrote %s: %s %dx%d %s\n", path, what, w, h, fmt == AS_FIG_SVG ? "viewBox" : "px");
+    }
+    as_figure_free(f);
+    return rc;
+}
+
+/* ---- attention ---- */
+
+/* Copies one head's pattern over positions [a, b) with its causal mask. */
+static void head_matrix(const as_session *s, int hook, int head, int a, int b, float *v, unsigned char *mk)
+{
+    int m = b - a;
+    for (int q = 0; q < m; q++)
+        for (int k = 0; k < m; k++) {
+            v[q * m + k] = as_capture_attn(s->cap, hook, head, a + q, a + k);
+            mk[q * m + k] = k > q;
+        }
+}
+
+/* Positions every listed layer's pattern holds (the fewest), or AS_ERR. */
+static int pattern_positions(as_session *s, const int *layers, int n_layers, int *hooks, as_error *err)
+{
+    int n = -1;
+    for (int i = 0; i < n_layers; i++) {
+        hooks[i] = as_program_hook(s->prog, AS_HK_PATTERN, layers[i]);
+        int got = hooks[i] < 0 ? as_error_set(err, "no attention pattern in layer %d", layers[i])
+                               : as_cmd_hook_positions(s, hooks[i], err);
+        if (got < 0)
+            return AS_ERR;
+        n = n < 0 || got < n ? got : n;
+    }
+    return n;
+}
+
+typedef struct attn_job {
+    int n_layers, layer0; /* layers [layer0, layer0 + n_layers) */
+    int head;             /* -1: every head */
+} attn_job;
+
+static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, int opt_first)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    export_opts o;
+    as_fig_format fmt;
+    if (as_fig_format_of(path, &fmt, c->err) ||
+        parse_opts(c, opt_first, OPT_CMAP | OPT_DPI | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS | OPT_TITLE, &o))
+        return AS_ERR;
+    int layers[256], hooks[256], a, b;
+    if (job->n_layers > 256)
+        return as_error_set(c->err, "too many layers for one figure (%d)", job->n_layers);
+    for (int i = 0; i < job->n_layers; i++)
+        layers[i] = job->layer0 + i;
+    int n = pattern_positions(s, layers, job->n_layers, hooks, c->err);
+    if (n < 0 || resolve_window(s, &o, n, &a, &b, c->err))
+        return AS_ERR;
+    int m = b - a, heads = job->head < 0 ? cfg->n_head : 1, n_mats = job->n_layers * heads;
+    float *v = malloc((size_t)n_mats * (size_t)m * (size_t)m * sizeof *v);
+    unsigned char *mk = malloc((size_t)n_mats * (size_t)m * (size_t)m);
+    as_fig_matrix *mats = calloc((size_t)n_mats, sizeof *mats);
+    char **labels = position_labels(s, a, b);
+    char **names = calloc((size_t)(cfg->n_head + job->n_layers), sizeof *names);
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    int rc = AS_ERR;
+    if (!v || !mk || !mats || !labels || !names) {
+        as_error_set(c->err, "out of memory for %d patterns of %d tokens", n_mats, m);
+        goto out;
+    }
+    for (int i = 0; i < n_mats; i++) {
+        int li = i / heads, head = job->head < 0 ? i % heads : job->head;
+        size_t off = (size_t)i * (size_t)m * (size_t)m;
+        head_matrix(s, hooks[li], head, a, b, v + off, mk + off);
+        mats[i] = (as_fig_matrix){v + off, mk + off};
+    }
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    for (int i = 0; i < cfg->n_head + job->n_layers; i++) {
+        if (!(names[i] = malloc(32))) {
+            as_error_set(c->err, "out of memory");
+            goto out;
+        }
+        if (i < cfg->n_head)
+            snprintf(names[i], 32, "Head %d", i);
+        else
+            snprintf(names[i], 32, "Layer %d", job->layer0 + i - cfg->n_head);
+    }
+    as_fig_heat h = {m, m, (const char *const *)labels, (const char *const *)labels, "query position", "key position",
+                     "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL};
+    char title[512], what[96];
+    const char *model = cfg->name;
+    if (job->head >= 0) {
+        make_title(ctx, &o, title, sizeof title, "Layer %d \xC2\xB7 Head %d \xE2\x80\x94 %s", "Layer %d, Head %d - %s",
+                   job->layer0, job->head, model);
+        snprintf(what, sizeof what, "attention layer %d head %d", job->layer0, job->head);
+    } else if (job->n_layers == 1) {
+        /* Small multiples: up to six panels a row. */
+        h.grid_rows = (heads + 5) / 6;
+        h.grid_cols = (heads + h.grid_rows - 1) / h.grid_rows;
+        h.mat_titles = (const char *const *)names;
+        make_title(ctx, &o, title, sizeof title, "Layer %d \xC2\xB7 every head \xE2\x80\x94 %s",
+                   "Layer %d, every head - %s", job->layer0, model);
+        snprintf(what, sizeof what, "attention layer %d, %d heads", job->layer0, heads);
+    } else {
+        h.grid_rows = job->n_layers;
+        h.grid_cols = heads;
+        h.grid_col_names = (const char *const *)names;
+        h.grid_row_names = (const char *const *)names + cfg->n_head;
+        make_title(ctx, &o, title, sizeof title, "Attention patterns, %d layers \xC3\x97 %d heads \xE2\x80\x94 %s",
+                   "Attention patterns, %d layers x %d heads - %s", job->n_layers, heads, model);
+        snprintf(what, sizeof what, "attention %d layers x %d heads", job->n_layers, heads);
+    }
+    if (as_fig_heatmap(&f, ctx, &o.st, title, &h, c->err))
+        goto out;
+    char val[32];
+    snprintf(val, sizeof val, job->n_layers == 1 ? "%d" : "all", job->layer0);
+    if (as_figure_add_meta(f, "Layer", val, c->err))
+        goto out;
+    snprintf(val, sizeof val, job->head >= 0 ? "%d" : "all", job->head);
+    if (as_figure_add_meta(f, "Head", val, c->err))
+        goto out;
+    rc = finish(c, f, &o, a, b, path, fmt, what);
+    f = NULL;
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    free_labels(labels, m);
+    free_labels(names, cfg->n_head + job->n_layers);
+    free(v);
+    free(mk);
+    free(mats);
+    return rc;
+}
+
+static int parse_layer(as_session *s, const char *arg, int *layer, as_error *err)
+{
+    long l;
+    if (as_cmd_parse_long(arg, 0, s->model->cfg.n_layer - 1, "the layer", &l, err))
+        return AS_ERR;
+    *layer = (int)l;
+    return AS_OK;
+}
+
+static int export_attn(cmd_ctx *c)
+{
+    if (c->argc < 5)
+        return as_error_set(c->err, "usage: export attn LAYER HEAD FILE.png|FILE.svg [key=value ...]");
+    attn_job job = {1, 0, 0};
+    long head;
+    if (parse_layer(c->s, c->argv[2], &job.layer0, c->err) ||
+        as_cmd_parse_long(c->argv[3], 0, c->s->model->cfg.n_head - 1, "the head", &head, c->err))
+        return AS_ERR;
+    job.head = (int)head;
+    return export_attention(c, &job, c->argv[4], 5);
+}
+
+static int export_grid(cmd_ctx *c)
+{
+    if (c->argc < 4)
+        return as_error_set(c->err, "usage: export grid LAYER|all FILE.png|FILE.svg [key=value ...]");
+    attn_job job = {1, 0, -1};
+    if (!strcmp(c->argv[2], "all"))
+        job.n_layers = c->s->model->cfg.n_layer;
+    else if (parse_layer(c->s, c->argv[2], &job.layer0, c->err))
+        return AS_ERR;
+    return export_attention(c, &job, c->argv[3], 4);
+}
+
+/* ---- norms ---- */
+
+static int export_norms(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc < 4)
+        return as_error_set(c->err, "usage: export norms LAYER|final FILE.png|FILE.svg [key=value ...]");
+    const char *path = c->argv[3];
+    export_opts o;
+    as_fig_format fmt;
+    int layer = -1;
+    bool final = !strcmp(c->argv[2], "final");
+    if ((!final && parse_layer(s, c->argv[2], &layer, c->err)) || as_fig_format_of(path, &fmt, c->err) ||
+        parse_opts(c, 4, OPT_DPI | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS | OPT_TITLE, &o))
+        return AS_ERR;
+    int h1 = as_program_hook(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_LN1_SCALE, layer);
+    int h2 = final ? -1 : as_program_hook(s->prog, AS_HK_LN2_SCALE, layer);
+    int n = as_cmd_hook_positions(s, h1, c->err), a, b;
+    if (n < 0 || resolve_window(s, &o, n, &a, &b, c->err))
+        return AS_ERR;
+    bool two = h2 >= 0 && s->cap->filled[h2] >= b;
+    int m = b - a;
+    as_norm_stat *st = malloc((size_t)m * 2 * sizeof *st);
+    char **labels = position_labels(s, a, b);
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    int rc = AS_ERR;
+    if (!st || !labels) {
+        as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < m; i++) {
+        st[i] = *as_capture_norm(s->cap, h1, a + i);
+        if (two)
+            st[m + i] = *as_capture_norm(s->cap, h2, a + i);
+    }
+    bool rms = s->model->cfg.arch == AS_ARCH_LLAMA;
+    as_fig_norms nm = {m, (const char *const *)labels, rms, s->model->cfg.d_model, two ? 2 : 1,
+                       {{final ? "ln_final (unembedding input)" : "ln1 (attention input)", st},
+                        {"ln2 (MLP input)", st + m}}};
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    char title[512], what[64];
+    const char *kind = rms ? "RMSNorm" : "LayerNorm";
+    if (final)
+        make_title(ctx, &o, title, sizeof title, "Final %s across tokens \xE2\x80\x94 %s", "Final %s across tokens - %s",
+                   kind, s->model->cfg.name);
+    else
+        make_title(ctx, &o, title, sizeof title, "Layer %d %s statistics across tokens \xE2\x80\x94 %s",
+                   "Layer %d %s statistics across tokens - %s", layer, kind, s->model->cfg.name);
+    if (as_fig_norm_chart(&f, ctx, &o.st, title, &nm, c->err))
+        goto out;
+    char val[16];
+    snprintf(val, sizeof val, final ? "final" : "%d", layer);
+    if (as_figure_add_meta(f, "Layer", val, c->err))
+        goto out;
+    snprintf(what, sizeof what, final ? "norms final" : "norms layer %d", layer);
+    rc = finish(c, f, &o, a, b, path, fmt, what);
+    f = NULL;
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    free_labels(labels, m);
+    free(st);
+    return rc;
+}
+
+/* ---- next-token probabilities ---- */
+
+static int export_probs(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc < 3)
+        return as_error_set(c->err, "usage: export probs FILE.png|FILE.svg [key=value ...]");
+    const char *path = c->argv[2];
+    export_opts o;
+    as_fig_format fmt;
+    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 3, OPT_DPI | OPT_SCALE | OPT_TITLE | OPT_TOP, &o))
+        return AS_ERR;
+    const float *logits = as_interp_logits(s->it);
+    if (!logits) {
+        if (as_cmd_require_tokens(s, c->err))
+            return AS_ERR;
+        return as_error_set(c->err, "no logits yet at position %d: the pass is not finished (`finish` computes them)",
+                            s->it->n_tokens - 1);
+    }
+    o.top = o.top ? o.top : 10;
+    int V = s->model->cfg.n_vocab, k = (int)(o.top < V ? o.top : V), pos = s->it->n_tokens - 1;
+    as_probs(logits, V, s->probs);
+    k = as_top_indices(s->probs, V, k, s->order);
+    char **labels = calloc((size_t)k, sizeof *labels);
+    float *p = malloc((size_t)k * sizeof *p);
+    char *ctx_text = context_text(s, pos >= 12 ? pos - 11 : 0, pos + 1);
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    int rc = AS_ERR;
+    if (!labels || !p || !ctx_text) {
+        as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < k; i++) {
+        char buf[256];
+        token_label(s, s->order[i], buf, sizeof buf);
+        p[i] = s->probs[s->order[i]];
+        if (!(labels[i] = strdup(buf))) {
+            as_error_set(c->err, "out of memory");
+            goto out;
+        }
+    }
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    char title[512], sub[512], what[64];
+    bool font = as_fig_ctx_has_font(ctx);
+    make_title(ctx, &o, title, sizeof title, "Next token after position %d \xE2\x80\x94 %s",
+               "Next token after position %d - %s", pos, s->model->cfg.name);
+    snprintf(sub, sizeof sub, font ? "context: %s%s" : "context: %s%s", pos >= 12 ? (font ? "\xE2\x80\xA6" : "...") : "",
+             ctx_text);
+    as_fig_probs pr = {k, (const char *const *)labels, p, sub};
+    if (as_fig_prob_bars(&f, ctx, &o.st, title, &pr, c->err))
+        goto out;
+    char val[16];
+    snprintf(val, sizeof val, "%d", pos);
+    if (as_figure_add_meta(f, "Position", val, c->err))
+        goto out;
+    snprintf(what, sizeof what, "next-token probabilities, top %d", k);
+    rc = finish(c, f, &o, 0, pos + 1, path, fmt, what);
+    f = NULL;
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    free_labels(labels, k);
+    free(p);
+    free(ctx_text);
+    return rc;
+}
+
+/* For every generated position p, the distribution its token was drawn
+ * from: the softmax of the captured logits at p - 1. */
+static int export_probs_trace(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc < 3)
+        return as_error_set(c->err, "usage: export probs-trace FILE.png|FILE.svg [key=value ...]");
+    const char *path = c->argv[2];
+    export_opts o;
+    as_fig_format fmt;
+    if (as_fig_format_of(path, &fmt, c->err) ||
+        parse_opts(c, 3, OPT_CMAP | OPT_DPI | OPT_SCALE | OPT_TITLE | OPT_TOP | OPT_TOKENS, &o))
+        return AS_ERR;
+    o.top = o.top ? o.top : 5;
+    const as_interp *it = s->it;
+    if (as_cmd_require_tokens(s, c->err))
+        return AS_ERR;
+    int first = it->n_prompt > 1 ? it->n_prompt : 1;
+    if (it->n_tokens <= first)
+        return as_error_set(c->err, "no generated tokens yet: `gen N` produces some to trace");
+    int hl = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+    if (!as_capture_has(s->cap, hl))
+        return as_error_set(c->err, "probs-trace needs the logits of every step, but %s is not captured: %s (raise "
+                                    "--capture-mb)",
+                            s->prog->hooks[hl].name, s->cap->dropped[0] ? s->cap->dropped : "it was dropped");
+    int filled = s->cap->filled[hl], a = first, b = it->n_tokens;
+    if (o.window) {
+        export_opts w = o;
+        w.hide_bos = false;
+        if (resolve_window(s, &w, it->n_tokens, &a, &b, c->err))
+            return AS_ERR;
+        a = a < first ? first : a;
+    }
+    if (b > filled + 1)
+        b = filled + 1; /* a token whose logits are not computed yet */
+    if (a >= b)
+        return as_error_set(c->err, "no generated token in the chosen positions has its logits computed");
+    int S = b - a, V = s->model->cfg.n_vocab, K = (int)(o.top < V ? o.top : V);
+    int *positions = malloc((size_t)S * sizeof *positions), *rank = malloc((size_t)S * sizeof *rank);
+    float *cp = malloc((size_t)S * sizeof *cp), *ap = malloc((size_t)S * (size_t)K * sizeof *ap);
+    char **chosen = calloc((size_t)S, sizeof *chosen), **alts = calloc((size_t)S * (size_t)K, sizeof *alts);
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    int rc = AS_ERR;
+    if (!positions || !rank || !cp || !ap || !chosen || !alts) {
+        as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < S; i++) {
+        int p = a + i;
+        int32_t tok = it->tokens[p];
+        as_probs(as_capture_row(s->cap, hl, p - 1), V, s->probs);
+        as_top_indices(s->probs, V, K, s->order);
+        positions[i] = p;
+        cp[i] = s->probs[tok];
+        rank[i] = 1;
+        for (int v = 0; v < V; v++)
+            rank[i] += s->probs[v] > cp[i];
+        char buf[256];
+        token_label(s, tok, buf, sizeof buf);
+        if (!(chosen[i] = strdup(buf)))
+            goto oom;
+        for (int k = 0; k < K; k++) {
+            ap[(size_t)i * K + k] = s->probs[s->order[k]];
+            token_label(s, s->order[k], buf, sizeof buf);
+            if (!(alts[(size_t)i * K + k] = strdup(buf)))
+                goto oom;
+        }
+    }
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    char title[512], what[64];
+    make_title(ctx, &o, title, sizeof title, "Probability of each generated token \xE2\x80\x94 %s",
+               "Probability of each generated token - %s", s->model->cfg.name);
+    as_fig_trace tr = {S, K, positions, (const char *const *)chosen, cp, rank, (const char *const *)alts, ap};
+    if (as_fig_prob_trace(&f, ctx, &o.st, title, &tr, c->err))
+        goto out;
+    snprintf(what, sizeof what, "probability trace, %d steps", S);
+    rc = finish(c, f, &o, a, b, path, fmt, what);
+    f = NULL;
+    goto out;
+oom:
+    as_error_set(c->err, "out of memory");
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    free_labels(chosen, S);
+    free_labels(alts, S * K);
+    free(positions);
+    free(rank);
+    free(cp);
+    free(ap);
+    return rc;
+}
+
+int as_cmd_export(cmd_ctx *c)
+{
+    static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export norms "
+                                "LAYER|final FILE | export probs FILE | export probs-trace FILE  (FILE .png or "
+                                ".svg, then key=value options)";
+    if (c->argc < 2)
+        return as_error_set(c->err, "%s", usage);
+    const char *what = c->argv[1];
+    if (!strcmp(what, "attn"))
+        return export_attn(c);
+    if (!strcmp(what, "grid"))
+        return export_grid(c);
+    if (!strcmp(what, "norms"))
+        return export_norms(c);
+    if (!strcmp(what, "probs"))
+        return export_probs(c);
+    if (!strcmp(what, "probs-trace"))
+        return export_probs_trace(c);
+    return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, norms, probs, probs-trace)", what);
+}
+
+/* ---- dump all ---- */
+
+static void json_string(FILE *o, const char *s)
+{
+    fputc('"', o);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(o, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(o, "\\u%04x", ch);
+        else
+            fputc(ch, o);
+    }
+    fputc('"', o);
+}
+
+typedef struct index_job {
+    as_session *s;
+    const int *hooks;
+    int n;
+} index_job;
+
+static int write_index(void *ctx, void *stream, as_error *err)
+{
+    const index_job *j = ctx;
+    const as_session *s = j->s;
+    FILE *o = stream;
+    fprintf(o, "{\n  \"format\": \"attnscope capture\",\n  \"attnscope\": ");
+    json_string(o, AS_VERSION);
+    fprintf(o, ",\n  \"model\": ");
+    json_string(o, s->model->cfg.name);
+    fprintf(o, ",\n  \"architecture\": ");
+    json_string(o, as_arch_name(s->model->cfg.arch));
+    char *text = context_text(s, 0, s->it->n_tokens);
+    fprintf(o, ",\n  \"text\": ");
+    json_string(o, text ? text : "");
+    free(text);
+    fprintf(o, ",\n  \"n_prompt\": %d,\n  \"tokens\": [", s->it->n_prompt);
+    for (int i = 0; i < s->it->n_tokens; i++)
+        fprintf(o, "%s%d", i ? ", " : "", s->it->tokens[i]);
+    fprintf(o, "],\n  \"pieces\": [");
+    for (int i = 0; i < s->it->n_tokens; i++) {
+        char piece[256];
+        as_cmd_piece(s, s->it->tokens[i], piece, sizeof piece);
+        fprintf(o, "%s", i ? ", " : "");
+        json_string(o, piece);
+    }
+    fprintf(o, "],\n  \"hooks\": [\n");
+    for (int i = 0; i < j->n; i++) {
+        int h = j->hooks[i], n = s->cap->filled[h];
+        size_t shape[3];
+        int nd = as_capture_shape(s->cap, h, n, shape);
+        char file[96];
+        snprintf(file, sizeof file, "%s.npy", s->prog->hooks[h].name);
+        fprintf(o, "    {\"name\": ");
+        json_string(o, s->prog->hooks[h].name);
+        fprintf(o, ", \"file\": ");
+        json_string(o, file);
+        fprintf(o, ", \"dtype\": \"float32\", \"positions\": %d, \"shape\": [", n);
+        for (int d = 0; d < nd; d++)
+            fprintf(o, "%s%zu", d ? ", " : "", shape[d]);
+        fprintf(o, "]}%s\n", i + 1 < j->n ? "," : "");
+    }
+    fprintf(o, "  ],\n  \"not_captured\": [");
+    int k = 0;
+    for (int h = 0; h < s->prog->n_hooks; h++)
+        if (!as_capture_has(s->cap, h)) {
+            fprintf(o, "%s", k++ ? ", " : "");
+            json_string(o, s->prog->hooks[h].name);
+        }
+    fprintf(o, "]\n}\n");
+    return ferror(o) ? as_error_set(err, "write error") : AS_OK;
+}
+
+int as_cmd_dump_all(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc != 3)
+        return as_error_set(c->err, "usage: dump all DIR (one .npy per captured hook, plus index.json)");
+    const char *dir = c->argv[2];
+    if (as_cmd_require_tokens(s, c->err))
+        return AS_ERR;
+    struct stat sb;
+    if (mkdir(dir, 0777) && errno != EEXIST)
+        return as_error_set(c->err, "%s: cannot create the directory: %s", dir, strerror(errno));
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+        return as_error_set(c->err, "%s: not a directory", dir);
+    int *hooks = malloc((size_t)s->prog->n_hooks * sizeof *hooks), n = 0;
+    float *data = NULL;
+    size_t data_cap = 0;
+    size_t plen = strlen(dir) + 128;
+    char *path = malloc(plen);
+    int rc = AS_OK;
+    if (!hooks || !path) {
+        rc = as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int h = 0; h < s->prog->n_hooks && rc == AS_OK; h++) {
+        int npos = s->cap->filled[h];
+        if (!as_capture_has(s->cap, h) || npos == 0)
+            continue;
+        size_t shape[3], count = as_capture_count(s->cap, h, npos);
+        int nd = as_capture_shape(s->cap, h, npos, shape);
+        if (count > data_cap) {
+            float *d = realloc(data, count * sizeof *d);
+            if (!d) {
+                rc = as_error_set(c->err, "out of memory (%zu floats)", count);
+                break;
+            }
+            data = d, data_cap = count;
+        }
+        as_capture_copy(s->cap, h, npos, data);
+        snprintf(path, plen, "%s/%s.npy", dir, s->prog->hooks[h].name);
+        rc = as_npy_write(path, AS_NPY_F32, data, shape, nd, c->err);
+        hooks[n++] = h;
+    }
+    if (rc == AS_OK && n == 0)
+        rc = as_error_set(c->err, "nothing captured yet: run the pass first (`finish`)");
+    if (rc == AS_OK) {
+        index_job j = {s, hooks, n};
+        snprintf(path, plen, "%s/index.json", dir);
+        rc = as_write_atomic(path, write_index, &j, c->err);
+    }
+    if (rc == AS_OK)
+        fprintf(s->out, "wrote %s: %d arrays (.npy) and index.json over %d tokens\n", dir, n, s->it->n_tokens);
+out:
+    free(hooks);
+    free(data);
+    free(path);
+    return rc;
+}
