@@ -693,9 +693,18 @@ int as_cmd_watches(cmd_ctx *c) { return list_rules(c, true); }
 
 /* ---- weights ---- */
 
+/* A tensor name from the file, escaped: a hostile name must not drive the terminal. */
+static const char *shown_name(const char *name, char *buf, size_t cap)
+{
+    as_format_piece(name, strlen(name), buf, cap);
+    return buf;
+}
+
 static void print_weight_line(as_session *s, const as_gguf_tensor *t, const as_weight_stats *st)
 {
-    fprintf(s->out, "%s\t%s\t%.4g\t%.4g\t%.4g\t%.4g\t%.4g\t%llu\t%llu\t%.4f\n", t->name, as_ggml_type_name(t->type),
+    char nm[256];
+    fprintf(s->out, "%s\t%s\t%.4g\t%.4g\t%.4g\t%.4g\t%.4g\t%llu\t%llu\t%.4f\n", shown_name(t->name, nm, sizeof nm),
+            as_ggml_type_name(t->type),
             st->min, st->max, st->mean, st->std, st->norm, (unsigned long long)st->nan, (unsigned long long)st->inf,
             st->n ? (double)st->zeros / (double)st->n : 0.0);
 }
@@ -726,13 +735,15 @@ int as_cmd_weights(cmd_ctx *c)
     int matched = 0;
     const as_gguf_tensor *only = NULL;
     as_weight_stats last;
+    char nm[256];
     fprintf(s->out, "tensor\ttype\tmin\tmax\tmean\tstd\tnorm\tnan\tinf\tzeros\n");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
         if (!as_hook_name_match(pattern, t->name))
             continue;
         if (!as_ggml_type_supported(t->type)) {
-            fprintf(s->out, "%s\t%s\t(cannot read this type yet)\n", t->name, as_ggml_type_name(t->type));
+            fprintf(s->out, "%s\t%s\t(cannot read this type yet)\n", shown_name(t->name, nm, sizeof nm),
+                    as_ggml_type_name(t->type));
             continue;
         }
         if (as_weight_stats_of(t, &last, c->err))
@@ -744,7 +755,7 @@ int as_cmd_weights(cmd_ctx *c)
     if (!matched)
         return as_error_set(c->err, "no tensor matches '%s' (`info` lists them)", pattern);
     if (matched == 1) {
-        fprintf(s->out, "histogram of %s:\n", only->name);
+        fprintf(s->out, "histogram of %s:\n", shown_name(only->name, nm, sizeof nm));
         print_histogram(s, &last);
     }
     return AS_OK;
@@ -767,13 +778,14 @@ int as_cmd_diff(cmd_ctx *c)
     if (as_gguf_open(&b, c->argv[1], c->err))
         return AS_ERR;
     int L = s->model->cfg.n_layer, differ = 0, rc = AS_OK;
+    char nm[256];
     double *d2 = calloc((size_t)L + 1, sizeof *d2), *a2 = calloc((size_t)L + 1, sizeof *a2);
     fprintf(s->out, "tensor\trelative difference\t|a-b|\t|a|\n");
     for (uint64_t i = 0; d2 && a2 && rc == AS_OK && i < a->n_tensors; i++) {
         const as_gguf_tensor *ta = &a->tensors[i], *tb = as_gguf_tensor_find(b, ta->name);
         double rel, dn, na;
         if (!tb) {
-            fprintf(s->out, "%s\tonly in %s\n", ta->name, a->path);
+            fprintf(s->out, "%s\tonly in %s\n", shown_name(ta->name, nm, sizeof nm), a->path);
             differ++;
             continue;
         }
@@ -785,13 +797,13 @@ int as_cmd_diff(cmd_ctx *c)
         d2[l < 0 || l >= L ? L : l] += dn * dn;
         a2[l < 0 || l >= L ? L : l] += na * na;
         if (dn > 0) {
-            fprintf(s->out, "%s\t%.3e\t%.4g\t%.4g\n", ta->name, rel, dn, na);
+            fprintf(s->out, "%s\t%.3e\t%.4g\t%.4g\n", shown_name(ta->name, nm, sizeof nm), rel, dn, na);
             differ++;
         }
     }
     for (uint64_t i = 0; rc == AS_OK && i < b->n_tensors; i++)
         if (!as_gguf_tensor_find(a, b->tensors[i].name)) {
-            fprintf(s->out, "%s\tonly in %s\n", b->tensors[i].name, b->path);
+            fprintf(s->out, "%s\tonly in %s\n", shown_name(b->tensors[i].name, nm, sizeof nm), b->path);
             differ++;
         }
     if (rc == AS_OK && d2 && a2) {

@@ -1,6 +1,7 @@
 #include "attnscope/npy.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,8 @@
 size_t as_npy_header(char *buf, size_t cap, as_npy_dtype dtype, const size_t *shape, int ndim)
 {
     char dict[200];
+    if ((dtype != AS_NPY_F32 && dtype != AS_NPY_I32) || ndim < 0 || (ndim > 0 && !shape))
+        return 0;
     size_t off = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
                                   dtype == AS_NPY_F32 ? "<f4" : "<i4");
     for (int i = 0; i < ndim && off < sizeof dict; i++)
@@ -59,6 +62,19 @@ static int write_npy(void *ctx, void *stream, as_error *err)
 int as_npy_write(const char *path, as_npy_dtype dtype, const void *data, const size_t *shape, int ndim,
                  as_error *err)
 {
+    /* Refused before a temporary file exists or the data is read: a size
+     * that wraps would write a header that promises more than follows. */
+    char header[256];
+    if (!as_npy_header(header, sizeof header, dtype, shape, ndim))
+        return as_error_set(err, "%s: cannot describe this array in a .npy header (dtype %d, %d dimensions)",
+                            path, (int)dtype, ndim);
+    size_t count = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] && count > SIZE_MAX / 4 / shape[i])
+            return as_error_set(err, "%s: an array of shape dimension %zu at axis %d is too large", path,
+                                shape[i], i);
+        count *= shape[i];
+    }
     struct npy_job j = {dtype, data, shape, ndim};
     return as_write_atomic(path, write_npy, &j, err);
 }

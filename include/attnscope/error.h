@@ -23,5 +23,10 @@ int as_error_vset(as_error *err, const char *fmt, va_list ap);
 int as_error_prefix(as_error *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void as_error_clear(as_error *err);
+/* Replaces, in place, every byte of s a terminal would obey or that is not
+ * well-formed UTF-8 (C0 controls, DEL, C1 controls) with '?'. Messages are
+ * defanged by as_error_set; other text quoting a file's strings (warnings)
+ * calls it before it is shown. */
+void as_defang(char *s);
 
 #endif
