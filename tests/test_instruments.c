@@ -188,6 +188,26 @@ Test(instruments, induction_probe_repeats_distinct_tokens)
 }
 
 
+Test(instruments, induction_model_has_an_induction_head)
+{
+    /* The bundled teaching model (models/README.md): the detector, on its
+     * repeated random-token probe, finds a head scoring >= 0.5. */
+    as_session *s = open_session("../models/induction.gguf", 64);
+    const as_config *cfg = &s->model->cfg;
+    int32_t ids[80];
+    int n = as_induction_probe(ids, as_tokenizer_bos(s->model->tok), 32, 0, cfg->n_vocab - 1, 5);
+    as_error err;
+    cr_assert_eq(as_interp_set_tokens(s->it, ids, n, &err), AS_OK, "%s", err.msg);
+    run_ok(s, "finish");
+    double best = 0;
+    for (int l = 0; l < cfg->n_layer; l++)
+        for (int h = 0; h < cfg->n_head; h++)
+            best = fmax(best, as_head_score_of(s->cap, as_program_hook(s->prog, AS_HK_PATTERN, l), h, ids, n,
+                                               AS_SCORE_INDUCTION));
+    cr_assert_geq(best, 0.5, "best induction score %.3f", best);
+    close_session(s);
+}
+
 Test(instruments, watch_stops_continue_and_reports_the_hook)
 {
     as_session *s = open_session(GPT2, 64);
