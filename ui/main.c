@@ -1,8 +1,10 @@
 /* attnscope: argument parsing, batch mode (-e, -x, commands on stdin), the
- * model card (--info) and the plain REPL. The engine does the work; this
- * file decides where its text goes. */
+ * model card (--info), and the choice between the full-screen view (stdout
+ * a terminal) and the plain REPL. The engine does the work; this file
+ * decides where its text goes. */
 #include <errno.h>
 #include <limits.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,8 @@
 #include "attnscope/kernels.h"
 #include "attnscope/session.h"
 #include "repl.h"
+#include "tui.h"
+#include "view.h"
 
 #ifndef AS_DATADIR
 #define AS_DATADIR "/usr/local/share/attnscope"
@@ -28,6 +32,7 @@ typedef struct options {
     const char *exec;      /* -e */
     const char *script;    /* -x */
     const char *info;      /* --info FILE */
+    const char *tokenizer; /* --tokenizer: a llama2.c checkpoint's tokenizer.bin */
     long capture_mb;
     int threads;
     int no_tui;
@@ -39,7 +44,8 @@ static void usage(FILE *f)
             "usage: attnscope [-m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--threads N]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
-            "  -m MODEL         model file (GGUF); default: the bundled %s\n"
+            "  -m MODEL         model file (GGUF, or a llama2.c checkpoint); default: the bundled %s\n"
+            "  --tokenizer FILE a llama2.c checkpoint's tokenizer.bin (default: tokenizer.bin beside it)\n"
             "  -e \"CMDS\"        run commands separated by ';' and exit (0 if all succeeded)\n"
             "  -x FILE          run commands from FILE, one a line, and exit\n"
             "  --info FILE      print the model card of a GGUF file and exit\n"
@@ -94,6 +100,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->script = val;
         else if (!strcmp(a, "--info"))
             o->info = val;
+        else if (!strcmp(a, "--tokenizer"))
+            o->tokenizer = val;
         else if (!strcmp(a, "--capture-mb") && !parse_num(val, 0, 1L << 30, &n))
             o->capture_mb = n;
         else if (!strcmp(a, "--threads") && !parse_num(val, 1, 256, &n))
@@ -137,15 +145,17 @@ static const char *default_model(char *buf, size_t cap)
     return buf;
 }
 
-/* Runs each ';'-separated command of a line; stops at the first failure. */
-static int run_line(as_session *s, const char *line, const char *where)
+/* Runs each ';'-separated command of a line; stops at the first failure.
+ * The view's commands are accepted too (a script may set the pace of
+ * `gen` for the full-screen view), though nothing is drawn. */
+static int run_line(as_session *s, view *v, const char *line, const char *where)
 {
     int n;
     char **cmds = as_split_commands(line, &n);
     int rc = 0;
     for (int i = 0; cmds && i < n && !s->quit; i++) {
         as_error err = {{0}};
-        if (as_session_exec(s, cmds[i], &err)) {
+        if (view_exec(v, s, cmds[i], NULL, &err)) {
             fprintf(stderr, "error: %s%s%s\n", where ? where : "", where ? ": " : "", err.msg);
             rc = 1;
             break;
@@ -156,7 +166,7 @@ static int run_line(as_session *s, const char *line, const char *where)
     return rc;
 }
 
-static int run_stream(as_session *s, FILE *f, const char *name)
+static int run_stream(as_session *s, view *v, FILE *f, const char *name)
 {
     char *line = NULL;
     size_t cap = 0;
@@ -166,7 +176,7 @@ static int run_stream(as_session *s, FILE *f, const char *name)
         lineno++;
         line[strcspn(line, "\r\n")] = '\0';
         snprintf(where, sizeof where, "%s:%d", name, lineno);
-        if (run_line(s, line, where)) {
+        if (run_line(s, v, line, where)) {
             rc = 1;
             break;
         }
@@ -175,14 +185,14 @@ static int run_stream(as_session *s, FILE *f, const char *name)
     return rc;
 }
 
-static int run_script(as_session *s, const char *path)
+static int run_script(as_session *s, view *v, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "error: %s: %s\n", path, strerror(errno));
         return 1;
     }
-    int rc = run_stream(s, f, path);
+    int rc = run_stream(s, v, f, path);
     fclose(f);
     return rc;
 }
@@ -208,9 +218,26 @@ static void on_sigint(int sig)
     interrupted = 1;
 }
 
+/* A GGUF file, or a llama2.c checkpoint with its tokenizer. */
+static int open_session(as_session **s, const char *path, const char *tokenizer, size_t capture_mb,
+                        as_error *err)
+{
+    as_model *m;
+    if (as_model_load_with(&m, path, tokenizer, err))
+        return AS_ERR;
+    if (as_session_from_model(s, m, capture_mb, stdout, stderr, err)) {
+        as_model_free(m);
+        return AS_ERR;
+    }
+    return AS_OK;
+}
+
 int main(int argc, char **argv)
 {
     options o = {0};
+    setlocale(LC_ALL, "");
+    /* Numbers are read and printed the C way whatever the language. */
+    setlocale(LC_NUMERIC, "C");
     if (parse_args(argc, argv, &o))
         return 2;
     if (o.info)
@@ -222,14 +249,18 @@ int main(int argc, char **argv)
     const char *path = o.model ? o.model : default_model(buf, sizeof buf);
     as_session *s;
     as_error err = {{0}};
-    if (as_session_new(&s, path, (size_t)o.capture_mb, stdout, stderr, &err)) {
+    if (open_session(&s, path, o.tokenizer, (size_t)o.capture_mb, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
+    bool full_screen = !o.exec && !o.script && !o.no_tui && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+    char notes[8192] = "";
     if (s->model->warnings[0])
-        fprintf(stderr, "warning: %s: %s\n", path, s->model->warnings);
+        snprintf(notes, sizeof notes, "warning: %.1000s: %.4000s\n", path, s->model->warnings);
     if (s->cap->dropped[0])
-        fprintf(stderr, "note: %s\n", s->cap->dropped);
+        snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "note: %s\n", s->cap->dropped);
+    if (!full_screen)
+        fputs(notes, stderr);
     s->interrupt = &interrupted;
     s->it->interrupt = &interrupted;
     struct sigaction sa = {0};
@@ -237,12 +268,16 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
 
     int rc;
+    view v;
+    view_init(&v);
     if (o.exec)
-        rc = run_line(s, o.exec, NULL);
+        rc = run_line(s, &v, o.exec, NULL);
     else if (o.script)
-        rc = run_script(s, o.script);
+        rc = run_script(s, &v, o.script);
     else if (!isatty(STDIN_FILENO))
-        rc = run_stream(s, stdin, "stdin");
+        rc = run_stream(s, &v, stdin, "stdin");
+    else if (full_screen && (rc = as_tui(s, &interrupted, notes)) >= 0)
+        ; /* the view ran; it falls back (rc < 0) when curses cannot start */
     else
         rc = as_repl(s, &interrupted);
     as_session_free(s);

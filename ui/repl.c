@@ -4,108 +4,122 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
+#include <sys/select.h>
+#include <unistd.h>
 
 #include <readline/history.h>
 #include <readline/readline.h>
 
-/* Readline's completion callbacks take no context pointer, so the session
- * they complete against is kept here for the REPL's lifetime. */
-static as_session *completing;
+#include "rlsupport.h"
+#include "view.h"
 
-static char *history_path(void)
+#define PROMPT "attnscope> "
+
+/* Readline's line handler takes no context pointer: the REPL's state is
+ * kept here while as_repl runs. */
+static struct repl_state {
+    as_session *s;
+    view v;
+    char *hist;
+    volatile sig_atomic_t *interrupted;
+    bool eof;
+} repl;
+
+/* Set by the SIGWINCH handler (which takes no context), read by the loop. */
+static volatile sig_atomic_t resized;
+
+static void on_winch(int sig)
 {
-    const char *state = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
-    char dir[1024];
-    if (state && *state)
-        snprintf(dir, sizeof dir, "%s/attnscope", state);
-    else if (home && *home)
-        snprintf(dir, sizeof dir, "%s/.local/state/attnscope", home);
-    else
-        return NULL;
-    /* mkdir -p, one component at a time. */
-    for (char *p = dir + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(dir, 0755);
-            *p = '/';
-        }
-    mkdir(dir, 0755);
-    char *path = malloc(strlen(dir) + 16);
-    if (path)
-        sprintf(path, "%s/history", dir);
-    return path;
+    (void)sig;
+    resized = 1;
 }
 
-static char *complete_word(const char *text, int state)
+static void run_commands(const char *line)
 {
-    static int index, phase;
-    if (!state)
-        index = 0, phase = 0;
-    size_t len = strlen(text);
-    if (phase == 0) {
-        for (const as_command_info *cmd; (cmd = as_command_at(index));) {
-            index++;
-            if (!strncmp(cmd->name, text, len))
-                return strdup(cmd->name);
+    int n;
+    char **cmds = as_split_commands(line, &n);
+    *repl.interrupted = 0;
+    for (int i = 0; cmds && i < n && !repl.s->quit && !*repl.interrupted; i++) {
+        as_error err = {{0}};
+        if (view_exec(&repl.v, repl.s, cmds[i], NULL, &err)) {
+            fflush(stdout);
+            fprintf(stderr, "error: %s\n", err.msg);
+            break;
         }
-        phase = 1, index = 0;
     }
-    while (index < completing->prog->n_hooks) {
-        const char *name = completing->prog->hooks[index++].name;
-        if (!strncmp(name, text, len))
-            return strdup(name);
-    }
-    return NULL;
+    as_free_commands(cmds, n);
+    fflush(stdout);
 }
 
-static char **complete(const char *text, int start, int end)
+/* Called by readline with a finished line (NULL at Ctrl-D). */
+static void on_line(char *line)
 {
-    (void)end;
-    /* After dump HOOK, complete file names (readline's default). */
-    if (start > 0 && !strncmp(rl_line_buffer, "dump ", 5) && strchr(rl_line_buffer + 5, ' ') &&
-        strchr(rl_line_buffer + 5, ' ') < rl_line_buffer + start)
-        return NULL;
-    rl_attempted_completion_over = 1;
-    return rl_completion_matches(text, complete_word);
+    if (!line) {
+        repl.eof = true;
+        printf("\n");
+        rl_callback_handler_remove(); /* no fresh prompt after Ctrl-D */
+        return;
+    }
+    rls_history_add(repl.hist, line);
+    run_commands(line);
+    free(line);
+    if (repl.s->quit)
+        rl_callback_handler_remove(); /* no fresh prompt after `quit` */
+}
+
+/* Ctrl-C at the prompt: drop the line being typed, as a shell does. */
+static void drop_line(void)
+{
+    *repl.interrupted = 0;
+    rl_free_line_state();
+    rl_callback_sigcleanup();
+    rl_replace_line("", 0);
+    rl_point = rl_end = 0;
+    printf("^C\n");
+    rl_on_new_line();
+    rl_redisplay();
+}
+
+static void wait_input(void)
+{
+    fd_set fds;
+    FD_ZERO(&fds);
+    FD_SET(STDIN_FILENO, &fds);
+    if (select(STDIN_FILENO + 1, &fds, NULL, NULL, NULL) > 0) {
+        rl_callback_read_char();
+        return;
+    }
+    if (errno != EINTR)
+        repl.eof = true;
+    else if (*repl.interrupted)
+        drop_line();
+    if (resized) {
+        resized = 0;
+        rl_resize_terminal();
+    }
 }
 
 int as_repl(as_session *s, volatile sig_atomic_t *interrupted)
 {
-    completing = s;
-    rl_readline_name = "attnscope";
-    rl_attempted_completion_function = complete;
-    rl_completer_word_break_characters = " \t;\"'";
-    char *hist = history_path();
-    if (hist)
-        read_history(hist);
-    printf("attnscope — %s (%s, %d layers, %d heads). Type help.\n", s->model->cfg.name,
+    repl.s = s;
+    repl.interrupted = interrupted;
+    view_init(&repl.v);
+    repl.hist = rls_history_path();
+    rls_setup(s);
+    /* SIGINT is ours (it interrupts the interpreter); readline must not
+     * install handlers of its own around each character. */
+    rl_catch_signals = 0;
+    rl_catch_sigwinch = 0;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_winch;
+    sigaction(SIGWINCH, &sa, NULL);
+    rls_history_load(repl.hist);
+    printf("attnscope — %s (%s, %d layers, %d heads). Type help; Ctrl-D leaves.\n", s->model->cfg.name,
            as_arch_name(s->model->cfg.arch), s->model->cfg.n_layer, s->model->cfg.n_head);
-    while (!s->quit) {
-        *interrupted = 0;
-        char *line = readline("attnscope> ");
-        if (!line) {
-            printf("\n");
-            break;
-        }
-        if (*line) {
-            add_history(line);
-            if (hist)
-                append_history(1, hist);
-        }
-        int n;
-        char **cmds = as_split_commands(line, &n);
-        for (int i = 0; cmds && i < n && !s->quit && !*interrupted; i++) {
-            as_error err = {{0}};
-            if (as_session_exec(s, cmds[i], &err)) {
-                fprintf(stderr, "error: %s\n", err.msg);
-                break;
-            }
-        }
-        as_free_commands(cmds, n);
-        fflush(stdout);
-        free(line);
-    }
-    free(hist);
+    rl_callback_handler_install(PROMPT, on_line);
+    while (!s->quit && !repl.eof)
+        wait_input();
+    rl_callback_handler_remove(); /* restores the terminal; harmless twice */
+    free(repl.hist);
     return 0;
 }

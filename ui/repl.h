@@ -1,5 +1,6 @@
-/* repl: the plain line-oriented REPL on GNU readline (history across
- * sessions, completion of commands and hook names). */
+/* repl: the plain line-oriented REPL on GNU readline: history across
+ * sessions, Tab completion, Ctrl-C clears the line at the prompt and
+ * interrupts a running command between ops; Ctrl-D or `quit` leaves. */
 #ifndef ATTNSCOPE_UI_REPL_H
 #define ATTNSCOPE_UI_REPL_H
 

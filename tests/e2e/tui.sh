@@ -1,0 +1,266 @@
+#!/bin/sh
+# End-to-end tests of the full-screen view and the REPL, driven through
+# tmux as a user would drive them: keys in, the screen read back with
+# capture-pane (-e for colours). Each step polls for what it expects, with
+# a timeout. Needs no terminal of its own: tmux runs detached. AS_BIN is
+# the binary; the bundled model is used when present, else the fixture.
+set -u
+BIN=${AS_BIN:-$(pwd)/build/attnscope}
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODEL=${AS_TUI_MODEL:-$HERE/../../models/austen-gpt2.gguf}
+[ -f "$MODEL" ] || MODEL=$HERE/../fixtures/tiny-gpt2.gguf
+command -v tmux >/dev/null 2>&1 || { echo "FAIL: tmux is needed for the view's tests"; exit 1; }
+TMP=$(mktemp -d)
+SOCK=attnscope-e2e-$$
+T="tmux -L $SOCK -f /dev/null"
+trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+TERMINAL=tmux-256color
+infocmp $TERMINAL >/dev/null 2>&1 || TERMINAL=screen-256color
+
+ok() { pass=$((pass + 1)); }
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $1"
+    [ -f "$TMP/screen" ] && sed 's/^/  screen: /' "$TMP/screen" | head -60
+}
+
+# start NAME COLS ROWS ENV ARGS: runs attnscope in a new tmux session; its
+# exit status and the tty settings before and after land in $TMP/NAME.*
+start() {
+    name=$1 cols=$2 rows=$3 envs=$4
+    shift 4
+    # The wrapper survives the Ctrl-C sent to the pane (attnscope catches it).
+    cat > "$TMP/$name.sh" <<EOF
+trap : INT
+export $envs XDG_STATE_HOME="$TMP/state" TERM=$TERMINAL
+stty -g > "$TMP/$name.before"
+"$BIN" -m "$MODEL" $*
+echo \$? > "$TMP/$name.status.tmp"
+stty -g > "$TMP/$name.after"
+mv "$TMP/$name.status.tmp" "$TMP/$name.status"
+exec sleep 600
+EOF
+    $T new-session -d -s "$name" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
+}
+
+screen() { $T capture-pane -p -t "$1" > "$TMP/screen" 2>/dev/null; }
+screen_e() { $T capture-pane -p -e -t "$1" > "$TMP/screen" 2>/dev/null; }
+keys() { name=$1; shift; $T send-keys -t "$name" "$@"; }
+typed() { $T send-keys -t "$1" -l "$2"; }
+
+# wait_for NAME PATTERN [SECONDS]: polls the screen until grep -E finds it.
+wait_for() {
+    i=0
+    n=$(( ${3:-10} * 20 ))
+    while [ $i -lt $n ]; do
+        screen "$1"
+        grep -Eq -- "$2" "$TMP/screen" && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+wait_gone() {
+    i=0
+    while [ $i -lt 200 ]; do
+        screen "$1"
+        grep -Eq -- "$2" "$TMP/screen" || return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+wait_exit() {
+    i=0
+    while [ $i -lt 200 ] && [ ! -f "$TMP/$1.status" ]; do
+        sleep 0.05
+        i=$((i + 1))
+    done
+    [ -f "$TMP/$1.status" ]
+}
+
+expect() { # NAME DESCRIPTION PATTERN [SECONDS]
+    if wait_for "$1" "$3" "${4:-10}"; then ok; else bad "$2: no /$3/ on screen"; fi
+}
+
+# The terminal is as it was: same tty modes, main screen, no mouse or
+# keypad mode, visible cursor.
+restored() {
+    name=$1
+    if ! wait_exit "$name"; then bad "$name: did not exit"; return; fi
+    [ "$(cat "$TMP/$name.status")" = 0 ] && ok || bad "$name: exit status $(cat "$TMP/$name.status")"
+    cmp -s "$TMP/$name.before" "$TMP/$name.after" && ok || bad "$name: tty modes not restored"
+    flags=$($T display -p -t "$name" '#{alternate_on} #{mouse_any_flag} #{keypad_flag} #{cursor_flag}')
+    [ "$flags" = "0 0 0 1" ] && ok || bad "$name: terminal left in mode '$flags' (alternate mouse keypad cursor)"
+}
+
+U="LANG=C.UTF-8 LC_ALL=C.UTF-8"
+
+# ---- the view at projector size: a prompt, three tokens, every pane ----
+start tui 160 48 "$U"
+expect tui "opens on an empty context" 'No context yet'
+expect tui "the command line has the focus" '^attnscope>'
+typed tui 'prompt the cat sat on the mat'
+keys tui Enter
+expect tui "prompt echoed in the log" 'context: [0-9]+ tokens'
+typed tui 'gen 3'
+keys tui Enter
+expect tui "gen output" 'generated: '
+expect tui "tokens pane: prompt and generated counted" 'Tokens +[0-9]+ prompt \+ 3 generated'
+expect tui "tokens pane: the prompt's pieces, spaces visible" 'the·cat·sat·on·the·mat'
+expect tui "attention pane title" 'Attention +layer 0 +head 0'
+expect tui "probabilities: ranked rows with percentages" '│ +1 .* [0-9]+\.[0-9]+%'
+expect tui "probabilities: title names the token" 'Next token after [0-9]+ '
+expect tui "norm statistics header" 'pos token +mean +(std|rms) +scale'
+expect tui "residual sparkline" 'resid‖ by layer [▁▂▃▄▅▆▇█]+'
+expect tui "status line: context length" 'ctx [0-9]+/[0-9]+'
+expect tui "value under the cursor" 'query [0-9]+ .* key [0-9]+ .*: [0-9]\.[0-9]{3}'
+screen_e tui
+halves=$(grep -o '▀' "$TMP/screen" | wc -l)
+[ "$halves" -ge 20 ] && ok || bad "heatmap: only $halves half blocks"
+grep -q '48;5;[0-9]*m▀' "$TMP/screen" || grep -q '\[48;5;[0-9]*m' "$TMP/screen" && ok || bad "heatmap: no 256-colour backgrounds"
+grep -q '38;5;250' "$TMP/screen" && ok || bad "heatmap: masked cells not in the masked grey"
+
+# Keys: leave the command line, move layer and head, grid, help, a token.
+keys tui Escape
+expect tui "Esc returns to the panes" 'press : to type a command'
+keys tui j
+expect tui "j: next layer" 'Attention +layer 1 +head 0'
+keys tui l
+expect tui "l: next head" 'Attention +layer 1 +head 1'
+keys tui g
+expect tui "g: grid of heads" 'all [0-9]+ heads'
+expect tui "grid tiles" 'head 0 .* head 1'
+keys tui g
+expect tui "g again: one head" 'Attention +layer 1 +head 1'
+keys tui '?'
+expect tui "? shows the keys" 'Press any key to close'
+keys tui x
+if wait_gone tui 'Press any key to close'; then ok; else bad "help overlay stays"; fi
+keys tui Space
+expect tui "Space generates one token" 'prompt \+ 4 generated'
+n=$(sed -n 's/.*Tokens  *\([0-9]*\) prompt + \([0-9]*\) generated.*/\1 \2/p' "$TMP/screen" | head -1)
+last=$(( ${n% *} + ${n#* } - 1 ))
+keys tui ,
+expect tui ", selects the previous token" "Next token after $((last - 1)) "
+expect tui "the token that came next is marked" '◀ sampled'
+
+# A click on the first token of the strip selects it (an X10 mouse report).
+$T send-keys -t tui -l "$(printf '\033[M #"\033[M##"')"
+expect tui "a click selects a token" 'Next token after 0 '
+
+# Completion (matches listed in the log) and history on the command line.
+keys tui :
+typed tui 'stats blocks.0.attn.hook_'
+keys tui Tab Tab
+expect tui "Tab Tab lists the matches in the log" 'blocks\.0\.attn\.hook_attn_scores'
+typed tui 'pa'
+keys tui Tab
+expect tui "Tab completes a hook name" '^attnscope> stats blocks\.0\.attn\.hook_pattern'
+keys tui Enter
+expect tui "the completed command runs" 'blocks\.0\.attn\.hook_pattern \[.*min .* max'
+typed tui 'bogus-command'
+keys tui Enter
+expect tui "errors are shown in the log" "error: unknown command 'bogus-command'"
+keys tui Up
+expect tui "Up recalls the last command" '^attnscope> bogus-command'
+keys tui C-u
+
+# Resizing: small, too small, and back.
+$T resize-window -t tui -x 60 -y 20
+expect tui "60x20: the heatmap stays" 'Attention +layer'
+expect tui "60x20: one more pane below it" '┌ (Next token|LayerNorm|Output)'
+$T resize-window -t tui -x 20 -y 5
+expect tui "20x5: too small" 'terminal too small'
+$T resize-window -t tui -x 160 -y 48
+expect tui "back to 160x48: the panes return" 'pos token +mean'
+if wait_gone tui 'too small'; then ok; else bad "the notice stays after growing"; fi
+
+# Ctrl-C stops a slow gen between tokens, the view stays, state intact.
+typed tui 'set delay 400'
+keys tui Enter
+expect tui "set delay" 'delay = 400 ms'
+typed tui 'gen 20'
+keys tui Enter
+expect tui "gen 20 running" 'running gen 20'
+keys tui C-c
+expect tui "Ctrl-C interrupts gen" 'interrupted'
+expect tui "and the view keeps running" 'press : to type a command|^attnscope>'
+keys tui C-c
+expect tui "Ctrl-C at rest says how to leave" 'q, Ctrl-D or quit leaves'
+
+typed tui 'quit'
+keys tui Enter
+restored tui
+screen tui
+grep -q 'Attention' "$TMP/screen" && bad "the view's screen is left behind" || ok
+
+# ---- q leaves from the panes; Ctrl-D from an empty command line ----
+start q 100 30 "$U"
+expect q "starts" 'No context yet'
+keys q Escape q
+restored q
+start d 100 30 "$U"
+expect d "starts" '^attnscope>'
+keys d C-d
+restored d
+
+# ---- without colour: shading characters; masked distinct ----
+start mono 100 30 "$U NO_COLOR=1"
+expect mono "starts" '^attnscope>'
+typed mono 'prompt the cat sat; finish'
+keys mono Enter
+expect mono "pass runs" 'logits ready'
+screen_e mono
+grep -q '38;5;\|48;5;' "$TMP/screen" && bad "NO_COLOR: colours on screen" || ok
+screen mono
+grep -q '[░▒▓█]' "$TMP/screen" && ok || bad "NO_COLOR: no shading characters"
+grep -Eq '│ *0 [^│]*[░▒▓█ ]·' "$TMP/screen" && ok || bad "NO_COLOR: masked cells not shown"
+keys mono Escape q
+restored mono
+
+# ---- outside UTF-8: nothing but ASCII on screen ----
+start ascii 100 30 "LANG=C LC_ALL=C"
+expect ascii "starts" 'No context yet'
+typed ascii 'prompt the cat sat; finish'
+keys ascii Enter
+expect ascii "pass runs" 'logits ready'
+screen ascii
+if LC_ALL=C grep -q "$(printf '[\200-\377]')" "$TMP/screen"; then bad "C locale: non-ASCII on screen"; else ok; fi
+expect ascii "C locale: spaces as _" 'the_cat_sat'
+keys ascii Escape q
+restored ascii
+
+# ---- the plain REPL: completion, Ctrl-C, history ----
+start repl 100 30 "$U" --no-tui
+expect repl "REPL prompt" '^attnscope>'
+typed repl 'set te'
+keys repl Tab
+expect repl "Tab completes a setting" '^attnscope> set temp *$'
+keys repl C-c
+expect repl "Ctrl-C drops the line" '\^C$'
+typed repl 'prompt-ids 1 2 3; finish; stats blocks.0.ln1.hook_sc'
+keys repl Tab
+keys repl Enter
+expect repl "completed hook name runs" 'blocks\.0\.ln1\.hook_scale \[3, 1\]: min'
+typed repl 'help set'
+keys repl Enter
+expect repl "help explains the view's settings too" 'set delay MS'
+# A key typed while a command runs meets a cooked terminal: wait for the prompt.
+i=0
+while [ $i -lt 200 ]; do
+    screen repl
+    [ "$(grep -v '^$' "$TMP/screen" | tail -1)" = "attnscope>" ] && break
+    sleep 0.05
+    i=$((i + 1))
+done
+keys repl C-d
+restored repl
+grep -q 'prompt-ids 1 2 3' "$TMP/state/attnscope/history" 2>/dev/null && ok || bad "history not written"
+
+echo "tui e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]

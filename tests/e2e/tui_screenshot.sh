@@ -1,0 +1,57 @@
+#!/bin/sh
+# Makes the README's screenshot from a real run of the full-screen view:
+# attnscope at 160x48 in tmux on the bundled model, a prompt, a few
+# generated tokens, the head that best attends to the previous token
+# (found with `heads`), captured with colours and rendered in DejaVu Sans
+# Mono by ansi2png. Usage (or `make screenshot`):
+#   AS_BIN=build/attnscope ANSI2PNG=build/ansi2png sh tests/e2e/tui_screenshot.sh assets/screenshot.png
+set -eu
+BIN=${AS_BIN:-$(pwd)/build/attnscope}
+RENDER=${ANSI2PNG:-$(pwd)/build/ansi2png}
+OUT=${1:-assets/screenshot.png}
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODEL=${AS_TUI_MODEL:-$HERE/../../models/austen-gpt2.gguf}
+PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a'
+TMP=$(mktemp -d)
+SOCK=attnscope-shot-$$
+T="tmux -L $SOCK -f /dev/null"
+trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+
+# The layer and head with the highest previous-token score.
+best=$("$BIN" -m "$MODEL" -e "prompt $PROMPT; heads" 2>/dev/null | awk '
+    /^previous-token/ { on = 1; next }
+    on && /^layer/ { next }
+    on && /^[0-9]/ { for (i = 2; i <= NF; i++) { v = $i + 0; if (v > max) { max = v; l = $1; h = i - 2 } } next }
+    on { exit }
+    END { print (l == "" ? 0 : l) " " (h == "" ? 0 : h) }')
+layer=${best% *}
+head=${best#* }
+
+cat > "$TMP/run.sh" <<EOF
+export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color XDG_STATE_HOME="$TMP/state"
+"$BIN" -m "$MODEL"
+exec sleep 60
+EOF
+$T new-session -d -s shot -x 160 -y 48 "sh $TMP/run.sh"
+
+wait_for() {
+    i=0
+    while [ $i -lt 200 ]; do
+        $T capture-pane -p -t shot > "$TMP/screen"
+        grep -Eq -- "$1" "$TMP/screen" && return 0
+        sleep 0.05
+        i=$((i + 1))
+    done
+    echo "screenshot: no /$1/ on screen" >&2
+    exit 1
+}
+
+wait_for '^attnscope>'
+$T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen 6; view layer $layer; view head $head; view pos last"
+$T send-keys -t shot Enter
+wait_for 'generated: '
+$T send-keys -t shot Escape
+wait_for 'press : to type a command'
+$T capture-pane -p -e -t shot > "$TMP/screen.ans"
+"$RENDER" "$TMP/screen.ans" 160 48 "$OUT" 14
+echo "wrote $OUT (layer $layer, head $head)"

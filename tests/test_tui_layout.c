@@ -1,0 +1,444 @@
+/* The full-screen view's logic without a terminal: pane layout at the
+ * sizes a classroom meets (and below the minimum), the heatmap's cell
+ * grid (fit, scrolling, half blocks, masked cells, small multiples),
+ * colours mapped to the 256-colour cube, token pieces, bars, sparklines,
+ * wrapping, the log, the view's commands and completion's reading of
+ * usage lines. */
+#include <criterion/criterion.h>
+#include <locale.h>
+#include <math.h>
+#include <string.h>
+
+#include "../ui/heatmap.h"
+#include "../ui/layout.h"
+#include "../ui/logbuf.h"
+#include "../ui/palette.h"
+#include "../ui/textfmt.h"
+#include "../ui/usage.h"
+#include "../ui/view.h"
+#include "attnscope/colormap.h"
+#include "helpers.h"
+
+static void utf8(void)
+{
+    cr_assert_not_null(setlocale(LC_CTYPE, "C.UTF-8"), "the C.UTF-8 locale is needed");
+}
+
+/* ---- layout ---- */
+
+static bool overlap(rect a, rect b)
+{
+    return a.h > 0 && b.h > 0 && a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+}
+
+static void check_tiling(const layout *l)
+{
+    for (int p = 0; p < P_COUNT; p++) {
+        rect r = l->r[p];
+        if (r.h == 0)
+            continue;
+        cr_assert(r.y >= 0 && r.x >= 0 && r.y + r.h <= l->rows && r.x + r.w <= l->cols, "pane %d outside", p);
+        for (int q = p + 1; q < P_COUNT; q++)
+            cr_assert(!overlap(r, l->r[q]), "panes %d and %d overlap", p, q);
+    }
+}
+
+Test(tui_layout, projector_size_shows_every_pane_and_the_heatmap_is_largest)
+{
+    layout l;
+    layout_compute(&l, 48, 160, P_PROBS);
+    cr_assert(!l.too_small);
+    cr_assert(!l.shared);
+    check_tiling(&l);
+    for (int p = 0; p < P_COUNT; p++)
+        cr_assert_gt(l.r[p].h, 0, "pane %d hidden at 160x48", p);
+    int attn = l.r[P_ATTN].h * l.r[P_ATTN].w;
+    for (int p = 0; p < P_COUNT; p++)
+        if (p != P_ATTN)
+            cr_assert_gt(attn, l.r[p].h * l.r[p].w, "pane %d is larger than the heatmap", p);
+    cr_assert_eq(l.r[P_CMD].y, 47);
+    cr_assert_eq(l.r[P_STATUS].y, 46);
+    cr_assert_eq(layout_pane_at(&l, l.r[P_ATTN].y + 3, 5), P_ATTN);
+}
+
+Test(tui_layout, small_terminal_shares_one_slot)
+{
+    layout l;
+    for (pane_id shown = P_PROBS; shown <= P_LOG; shown++) {
+        layout_compute(&l, 20, 60, shown);
+        cr_assert(!l.too_small);
+        cr_assert(l.shared);
+        check_tiling(&l);
+        cr_assert_gt(l.r[P_ATTN].h, 0);
+        cr_assert_gt(l.r[shown].h, 0);
+        for (pane_id p = P_PROBS; p <= P_LOG; p++)
+            if (p != shown)
+                cr_assert_eq(l.r[p].h, 0, "pane %d shown beside %d", p, shown);
+    }
+    layout_compute(&l, 20, 130, P_NORMS); /* wide but short */
+    cr_assert(l.shared);
+    cr_assert_gt(l.r[P_NORMS].h, 0);
+    check_tiling(&l);
+}
+
+Test(tui_layout, below_the_minimum_only_a_notice)
+{
+    layout l;
+    layout_compute(&l, 5, 20, P_PROBS);
+    cr_assert(l.too_small);
+    for (int p = 0; p < P_COUNT; p++)
+        cr_assert_eq(l.r[p].h, 0);
+    layout_compute(&l, LAYOUT_MIN_H, LAYOUT_MIN_W, P_PROBS);
+    cr_assert(!l.too_small);
+    check_tiling(&l);
+    layout_compute(&l, LAYOUT_MIN_H, LAYOUT_MIN_W - 1, P_PROBS);
+    cr_assert(l.too_small);
+}
+
+/* ---- heatmap ---- */
+
+Test(tui_heatmap, short_context_gets_large_square_cells)
+{
+    hm_geom g = {0};
+    hm_fit(&g, 10, 10, 40, 80, 2, 16);
+    cr_assert_eq(g.ch, 8);
+    cr_assert_eq(g.cw, 8, "with half blocks a sub-row is as tall as a column is wide");
+    cr_assert_eq(g.vis_q, 10);
+    cr_assert_eq(g.vis_k, 10);
+    hm_fit(&g, 10, 10, 40, 80, 1, 16);
+    cr_assert_eq(g.cw, 2 * g.ch, "one row per character: two columns make a square");
+    hm_fit(&g, 2, 2, 40, 80, 2, 12);
+    cr_assert_eq(g.ch, 12, "zoom capped");
+    hm_fit(&g, 39, 39, 32, 78, 2, 16);
+    cr_assert_eq(g.ch, 1);
+    cr_assert_eq(g.cw, 2, "wider cells fill the pane, up to 2:1");
+    hm_fit(&g, 39, 39, 20, 200, 2, 16);
+    cr_assert_eq(g.cw, 2, "never more than 2:1");
+    hm_fit(&g, 10, 10, 100, 10, 2, 16);
+    cr_assert_eq(g.cw, 1);
+    cr_assert_eq(g.ch, 2, "nor taller than 2:1");
+}
+
+Test(tui_heatmap, long_context_scrolls_to_the_cursor)
+{
+    hm_geom g = {0};
+    hm_fit(&g, 200, 200, 20, 50, 2, 16);
+    cr_assert_eq(g.ch, 1);
+    cr_assert_eq(g.cw, 1);
+    cr_assert_eq(g.vis_q, 40);
+    cr_assert_eq(g.vis_k, 50);
+    hm_follow(&g, 150, 120);
+    cr_assert(g.q0 <= 150 && 150 < g.q0 + g.vis_q);
+    cr_assert(g.k0 <= 120 && 120 < g.k0 + g.vis_k);
+    cr_assert_eq(hm_query_at(&g, hm_query_subrow(&g, 150)), 150);
+    cr_assert_eq(hm_key_at(&g, hm_key_col(&g, 120)), 120);
+    int q0 = g.q0;
+    hm_follow(&g, 149, 120);
+    cr_assert_eq(g.q0, q0, "no scrolling while the cursor stays visible");
+    hm_follow(&g, 199, 199);
+    cr_assert_eq(g.q0 + g.vis_q, 200, "never past the end");
+    hm_fit(&g, 200, 200, 20, 50, 2, 16);
+    cr_assert_eq(g.q0 + g.vis_q, 200, "a refit keeps the scroll position");
+    cr_assert_eq(hm_query_at(&g, -1), -1);
+    cr_assert_eq(hm_key_at(&g, 50), -1);
+}
+
+static hm_sample causal(void *ctx, int q, int k)
+{
+    (void)ctx;
+    hm_sample s = {k > q ? HM_MASKED : HM_VALUE, k > q ? 0 : (float)k / (float)(q + 1)};
+    return s;
+}
+
+Test(tui_heatmap, half_blocks_carry_two_rows_and_masked_differs_from_zero)
+{
+    hm_geom g = {0};
+    hm_fit(&g, 4, 4, 2, 4, 2, 1);
+    hm_sample cells[2 * 2 * 4];
+    hm_fill(&g, causal, NULL, cells);
+    /* Character (0, 1): query 0 over query 1 at key 1: masked over a value. */
+    hm_glyph gl = hm_glyph_at(HM_HALF, cells[0 * 4 + 1], cells[1 * 4 + 1], 64);
+    cr_assert_str_eq(gl.text, "▀");
+    cr_assert_eq(gl.fg, HM_SLOT_MASKED(64));
+    cr_assert_eq(gl.bg, 32, "0.5 on a 64-step scale");
+    /* Key 0 is zero at every query: a colour of the scale, not the masked one. */
+    hm_glyph zero = hm_glyph_at(HM_HALF, cells[0], cells[4], 64);
+    cr_assert_eq(zero.fg, 0);
+    cr_assert_neq(zero.fg, HM_SLOT_MASKED(64));
+    hm_sample z = {HM_VALUE, 0}, m = {HM_MASKED, 0}, one = {HM_VALUE, 1};
+    cr_assert_str_neq(hm_glyph_at(HM_SHADE, z, z, 5).text, hm_glyph_at(HM_SHADE, m, m, 5).text);
+    cr_assert_str_neq(hm_glyph_at(HM_ASCII, z, z, 5).text, hm_glyph_at(HM_ASCII, m, m, 5).text);
+    cr_assert_str_eq(hm_glyph_at(HM_SHADE, one, one, 5).text, "█");
+    cr_assert_eq(hm_glyph_at(HM_BLOCK, one, one, 64).bg, 63);
+    hm_sample nan = {HM_VALUE, NAN};
+    cr_assert_eq(hm_slot(nan, 64), 0);
+}
+
+Test(tui_heatmap, grid_places_every_head_once)
+{
+    hm_grid gr = hm_grid_arrange(8, 12, 40, 96, 2);
+    cr_assert_geq(gr.tx * gr.ty, 8);
+    cr_assert_leq(gr.ty * gr.tile_rows, 40);
+    cr_assert_leq(gr.tx * gr.tile_cols + gr.tx - 1, 96);
+    bool seen[8] = {0};
+    for (int h = 0; h < 8; h++) {
+        int y, x;
+        hm_grid_origin(&gr, h, &y, &x);
+        int at = hm_grid_tile_at(&gr, y + 1, x);
+        cr_assert_eq(at, h);
+        seen[h] = true;
+    }
+    for (int h = 0; h < 8; h++)
+        cr_assert(seen[h]);
+    cr_assert_eq(hm_grid_tile_at(&gr, 0, gr.tile_cols), -1, "the gap between tiles");
+    /* A wide area prefers tiles side by side; a tall one, stacked. */
+    hm_grid wide = hm_grid_arrange(4, 10, 12, 200, 2), tall = hm_grid_arrange(4, 10, 120, 30, 2);
+    cr_assert_gt(wide.tx, wide.ty);
+    cr_assert_gt(tall.ty, tall.tx);
+}
+
+/* ---- colours ---- */
+
+Test(tui_palette, nearest_256_colours)
+{
+    static const uint8_t red[3] = {255, 0, 0}, black[3] = {0, 0, 0}, white[3] = {255, 255, 255},
+                         grey[3] = {128, 128, 128}, steel[3] = {95, 135, 175};
+    cr_assert_eq(pal_nearest_256(red), 196);
+    cr_assert_eq(pal_nearest_256(black), 16);
+    cr_assert_eq(pal_nearest_256(white), 231);
+    cr_assert_eq(pal_nearest_256(grey), 244);
+    cr_assert_eq(pal_nearest_256(steel), 67);
+    uint8_t rgb[3];
+    for (int i = 16; i < 256; i++) {
+        pal_256_rgb(i, rgb);
+        cr_assert_eq(pal_nearest_256(rgb), i, "colour %d maps to itself", i);
+    }
+    pal_256_rgb(196, rgb);
+    cr_assert(rgb[0] == 255 && rgb[1] == 0 && rgb[2] == 0);
+    pal_256_rgb(232, rgb);
+    cr_assert_eq(rgb[0], 8);
+    cr_assert_eq(pal_direct(red), 0xff0000);
+    cr_assert(pal_is_light(white));
+    cr_assert(!pal_is_light(black));
+}
+
+Test(tui_palette, colormaps_fit_the_cube_without_getting_darker)
+{
+    for (int c = 0; c < AS_CMAP_COUNT; c++) {
+        uint8_t ramp[64][3];
+        int idx[64];
+        for (int i = 0; i < 64; i++)
+            as_colormap((as_cmap)c, (float)i / 63.0f, ramp[i]);
+        cr_assert_eq(pal_ramp_256((const uint8_t(*)[3])ramp, 64, idx), 0);
+        double prev = -1;
+        for (int i = 0; i < 64; i++) {
+            uint8_t rgb[3];
+            cr_assert(idx[i] >= 16 && idx[i] <= 255);
+            pal_256_rgb(idx[i], rgb);
+            double l = pal_lightness(rgb);
+            cr_assert_geq(l, prev - 1e-9, "%s: level %d darker than level %d", as_cmap_name((as_cmap)c), i, i - 1);
+            prev = l;
+        }
+        cr_assert_neq(idx[0], idx[63]);
+    }
+    uint8_t v0[3], v1[3];
+    as_colormap(AS_CMAP_VIRIDIS, 0, v0);
+    as_colormap(AS_CMAP_VIRIDIS, 1, v1);
+    int ends[2];
+    const uint8_t two[2][3] = {{v0[0], v0[1], v0[2]}, {v1[0], v1[1], v1[2]}};
+    pal_ramp_256(two, 2, ends);
+    cr_assert_eq(ends[0], 53, "viridis starts dark purple");
+    cr_assert_eq(ends[1], 220, "and ends yellow");
+}
+
+/* ---- text ---- */
+
+Test(tui_text, pieces_show_their_whitespace)
+{
+    utf8();
+    char out[64];
+    cr_assert_eq(tf_piece_visible(" the\n", 5, true, out, sizeof out), 5);
+    cr_assert_str_eq(out, "·the↵");
+    tf_piece_visible(" the\n", 5, false, out, sizeof out);
+    cr_assert_str_eq(out, "_the$");
+    cr_assert_eq(tf_piece_visible("\xC3", 1, true, out, sizeof out), 4);
+    cr_assert_str_eq(out, "\\xC3");
+    cr_assert_eq(tf_piece_visible("é\t", 3, true, out, sizeof out), 2);
+    cr_assert_str_eq(out, "é→");
+    tf_piece_visible("é", 2, false, out, sizeof out);
+    cr_assert_str_eq(out, "\\xC3\\xA9", "no bytes above 127 outside UTF-8");
+}
+
+Test(tui_text, widths_and_cutting)
+{
+    utf8();
+    char out[64];
+    cr_assert_eq(tf_width("·a↵", true), 3);
+    cr_assert_eq(tf_fit("abcdef", 4, true, out, sizeof out), 4);
+    cr_assert_str_eq(out, "abc…");
+    tf_fit("abcdef", 4, false, out, sizeof out);
+    cr_assert_str_eq(out, "abc~");
+    tf_fit("abcd", 4, true, out, sizeof out);
+    cr_assert_str_eq(out, "abcd");
+    tf_fit("ab", 0, true, out, sizeof out);
+    cr_assert_str_eq(out, "");
+    /* What the terminal cannot show as it is, it is shown escaped. */
+    cr_assert_eq(tf_fit("a\x01" "b", 10, true, out, sizeof out), 6);
+    cr_assert_str_eq(out, "a\\x01b");
+    cr_assert_eq(tf_width("caf\xE9", true), 7, "invalid UTF-8");
+    cr_assert_eq(tf_width("caf\xE9", false), 7, "a byte the locale cannot print");
+    tf_fit("caf\xE9", 10, false, out, sizeof out);
+    cr_assert_str_eq(out, "caf\\xE9");
+}
+
+Test(tui_text, bars_in_eighths)
+{
+    utf8();
+    char out[128];
+    tf_bar(0.5, 4, true, out, sizeof out);
+    cr_assert_str_eq(out, "██");
+    tf_bar(17.0 / 32.0, 4, true, out, sizeof out); /* 2 cells and 1/8 */
+    cr_assert_str_eq(out, "██▏");
+    tf_bar(1.0 / 64.0, 2, true, out, sizeof out);
+    cr_assert_str_eq(out, "", "under half an eighth rounds to nothing");
+    tf_bar(0.5, 4, false, out, sizeof out);
+    cr_assert_str_eq(out, "##");
+    tf_bar(2.0, 3, true, out, sizeof out);
+    cr_assert_str_eq(out, "███", "clamped");
+}
+
+Test(tui_text, sparkline_scales_between_extremes)
+{
+    utf8();
+    float v[5] = {1, 2, 3, 8, NAN};
+    char out[64];
+    tf_spark(v, 5, true, out, sizeof out);
+    cr_assert_str_eq(out, "▁▂▃█?");
+    tf_spark(v, 4, false, out, sizeof out);
+    cr_assert_eq(out[0], '_');
+    cr_assert_eq(out[3], '@');
+    float flat[2] = {3, 3};
+    tf_spark(flat, 2, true, out, sizeof out);
+    cr_assert_str_eq(out, "▁▁");
+}
+
+Test(tui_text, wrapping_prefers_spaces)
+{
+    utf8();
+    int starts[8];
+    cr_assert_eq(tf_wrap("hello world foo", 8, true, starts, 8), 3);
+    cr_assert_eq(starts[1], 6);
+    cr_assert_eq(starts[2], 12);
+    cr_assert_eq(tf_wrap("abcdefghij", 4, true, starts, 8), 3, "no space: hard breaks");
+    cr_assert_eq(starts[1], 4);
+    cr_assert_eq(tf_wrap("", 4, true, starts, 8), 1);
+    cr_assert_eq(tf_wrap("·····", 2, true, starts, 8), 3, "columns, not bytes");
+}
+
+Test(tui_text, token_strip_wraps_and_follows_the_selection)
+{
+    int widths[5] = {3, 3, 3, 5, 1}, row[5], col[5];
+    cr_assert_eq(tf_strip_layout(widths, 5, 7, 0, row, col), 3);
+    cr_assert(row[0] == 0 && row[1] == 0 && row[2] == 1 && row[3] == 2 && row[4] == 2);
+    cr_assert_eq(col[1], 3);
+    cr_assert_eq(col[4], 5);
+    tf_strip_layout(widths, 5, 7, 1, row, col);
+    cr_assert_eq(col[1], 4, "gaps take room");
+    cr_assert_eq(tf_scroll_follow(0, 5, 3, 10), 3);
+    cr_assert_eq(tf_scroll_follow(3, 4, 3, 10), 3);
+    cr_assert_eq(tf_scroll_follow(3, 1, 3, 10), 1);
+    cr_assert_eq(tf_scroll_follow(9, 9, 3, 4), 1, "never past the end");
+}
+
+/* ---- log ---- */
+
+Test(tui_log, lines_join_wrap_around_and_expand_tabs)
+{
+    logbuf b;
+    log_init(&b, 3);
+    log_add(&b, LOG_OUT, "par", 3);
+    log_add(&b, LOG_OUT, "tial\nnext\n", 10);
+    cr_assert_eq(b.count, 2);
+    cr_assert_str_eq(log_get(&b, 0)->text, "partial");
+    log_addf(&b, LOG_ERROR, "e%d", 1);
+    log_addf(&b, LOG_OUT, "a\tb");
+    cr_assert_eq(b.count, 3, "bounded");
+    cr_assert_str_eq(log_get(&b, 0)->text, "next");
+    cr_assert_eq(log_get(&b, 1)->kind, LOG_ERROR);
+    cr_assert_str_eq(log_get(&b, 2)->text, "a       b");
+    log_add(&b, LOG_OUT, "unfinished", 10);
+    log_flush(&b);
+    cr_assert_str_eq(log_get(&b, 2)->text, "unfinished");
+    cr_assert_null(log_get(&b, 3));
+    log_free(&b);
+}
+
+/* ---- the view's commands and completion ---- */
+
+Test(tui_view, view_commands_sit_in_front_of_the_session)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    bool changed = false;
+    cr_assert_eq(view_exec(&v, s, "set delay 250", &changed, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(v.delay_ms, 250);
+    cr_assert(changed);
+    cr_assert_eq(view_exec(&v, s, "set cmap magma", &changed, &err), AS_OK);
+    cr_assert_eq(v.cmap, AS_CMAP_MAGMA);
+    cr_assert_eq(view_exec(&v, s, "set cmap plaid", &changed, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "plaid"));
+    cr_assert_eq(view_exec(&v, s, "set temp 0", &changed, &err), AS_OK, "the session's settings still work");
+    cr_assert(!changed);
+    cr_assert_eq(view_exec(&v, s, "prompt-ids 1 2 3 4", NULL, &err), AS_OK);
+    cr_assert_eq(view_exec(&v, s, "view layer 1", &changed, &err), AS_OK);
+    cr_assert_eq(v.layer, 1);
+    cr_assert_eq(view_exec(&v, s, "view layer 2", NULL, &err), AS_ERR, "tiny-gpt2 has 2 layers");
+    cr_assert_eq(view_exec(&v, s, "view pos 1", NULL, &err), AS_OK);
+    cr_assert_eq(v.query, 1);
+    cr_assert(!v.follow);
+    cr_assert_eq(view_exec(&v, s, "view pos last", NULL, &err), AS_OK);
+    view_clamp(&v, s);
+    cr_assert_eq(v.query, 3);
+    cr_assert_eq(view_exec(&v, s, "view norm final", NULL, &err), AS_OK);
+    cr_assert_eq(v.norm, NK_FINAL);
+    cr_assert_eq(view_exec(&v, s, "view grid on", NULL, &err), AS_OK);
+    cr_assert(v.grid);
+    cr_assert_eq(view_exec(&v, s, "frobnicate", NULL, &err), AS_ERR);
+    close_session(s);
+}
+
+Test(tui_view, completion_reads_usage_lines)
+{
+    char lits[32][32];
+    int n;
+    char *dump[] = {"dump", "blocks.0.attn.hook_pattern"};
+    cr_assert_eq(usage_arg_kind("dump", dump, 1, lits, 32, &n) & USAGE_HOOK, USAGE_HOOK);
+    cr_assert_eq(usage_arg_kind("dump", dump, 2, lits, 32, &n) & USAGE_FILE, USAGE_FILE);
+    char *set[] = {"set", "cmap"};
+    cr_assert(usage_arg_kind("set", set, 1, lits, 32, &n) & USAGE_LITERAL);
+    bool temp = false, delay = false;
+    for (int i = 0; i < n; i++) {
+        temp |= !strcmp(lits[i], "temp");
+        delay |= !strcmp(lits[i], "delay");
+    }
+    cr_assert(temp && delay, "settings of the session and of the view");
+    usage_arg_kind("set", set, 2, lits, 32, &n);
+    bool magma = false;
+    for (int i = 0; i < n; i++)
+        magma |= !strcmp(lits[i], "magma");
+    cr_assert(magma, "colormaps after set cmap");
+    char *help[] = {"help"};
+    cr_assert(usage_arg_kind("help", help, 1, lits, 32, &n) & USAGE_COMMAND);
+    char *norms[] = {"norms"};
+    usage_arg_kind("norms", norms, 1, lits, 32, &n);
+    cr_assert(n >= 1 && !strcmp(lits[0], "final"));
+    cr_assert_eq(usage_arg_kind("", NULL, 0, lits, 32, &n), USAGE_COMMAND);
+    cr_assert_not_null(usage_command_at(0));
+    const as_command_info *c;
+    bool has_view = false;
+    for (int i = 0; (c = usage_command_at(i)); i++)
+        has_view |= !strcmp(c->name, "view");
+    cr_assert(has_view);
+}

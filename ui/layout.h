@@ -1,0 +1,40 @@
+/* layout: where each pane of the full-screen view goes for a terminal
+ * size, with no terminal. Wide screens put the attention heatmap on the
+ * left, the largest pane, with probabilities, norm statistics and the
+ * output log stacked on the right; small ones stack the heatmap over one
+ * shared slot whose pane Tab chooses. Below a minimum size there is only
+ * a notice. Unit-tested. */
+#ifndef ATTNSCOPE_UI_LAYOUT_H
+#define ATTNSCOPE_UI_LAYOUT_H
+
+#include <stdbool.h>
+
+typedef struct rect {
+    int y, x, h, w;
+} rect;
+
+typedef enum pane_id {
+    P_ATTN, P_TOKENS, P_PROBS, P_NORMS, P_LOG, /* the panes Tab visits, in order */
+    P_CMD,                                     /* the command line */
+    P_STATUS,
+    P_COUNT
+} pane_id;
+
+#define LAYOUT_MIN_W 40
+#define LAYOUT_MIN_H 12
+
+typedef struct layout {
+    int rows, cols;
+    bool too_small;
+    bool shared;     /* probs, norms and log share one slot */
+    rect r[P_COUNT]; /* h == 0: not shown */
+} layout;
+
+/* `shown` says which of P_PROBS, P_NORMS, P_LOG the shared slot holds
+ * when there is no room for all three. */
+void layout_compute(layout *l, int rows, int cols, pane_id shown);
+bool rect_contains(rect r, int y, int x);
+/* The visible pane at (y, x), or P_COUNT. */
+pane_id layout_pane_at(const layout *l, int y, int x);
+
+#endif

@@ -1,0 +1,305 @@
+/* pane_attn: the selected layer and head's attention pattern as a heatmap
+ * (two rows per character with half blocks), token labels on both axes,
+ * the value under the cursor and a colour legend; or, in grid mode, every
+ * head of the layer as small multiples on the same 0-1 scale. Rows not
+ * computed yet (mid-pass) are drawn dark; masked cells in the colormap's
+ * masked colour, so they never read as zero. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "textfmt.h"
+#include "tui.h"
+
+typedef struct attn_src {
+    const as_capture *cap;
+    int hook, head, filled;
+} attn_src;
+
+static hm_sample sample(void *ctx, int q, int k)
+{
+    const attn_src *a = ctx;
+    hm_sample s = {HM_MASKED, 0};
+    if (k > q)
+        return s;
+    if (q >= a->filled) {
+        s.state = HM_PENDING;
+        return s;
+    }
+    s.state = HM_VALUE;
+    s.v = as_capture_attn(a->cap, a->hook, a->head, q, k);
+    return s;
+}
+
+static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, const hm_sample *s)
+{
+    int qs = hm_query_subrow(g, u->v.query), kc = hm_key_col(g, u->v.key);
+    if (qs < 0 || kc < 0)
+        return;
+    int sr = qs + (g->ch - 1) / 2, col = kc + (g->cw - 1) / 2;
+    if (u->t.style == HM_SHADE || u->t.style == HM_ASCII) {
+        term_role(&u->t, w, R_LABEL_SEL);
+    } else {
+        int bg = hm_slot(s[sr * g->cols + col], u->t.levels);
+        term_heat(&u->t, w, term_contrast_slot(&u->t, bg), bg);
+    }
+    mvwaddstr(w, y0 + sr / g->sub, x0 + col, tf_glyph(G_CURSOR, u->t.utf8));
+}
+
+static void draw_cells(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, attn_src *src, bool cursor)
+{
+    size_t n = (size_t)g->rows * (size_t)g->sub * (size_t)g->cols;
+    hm_sample *s = malloc(n ? n * sizeof *s : 1);
+    if (!s)
+        return;
+    hm_fill(g, sample, src, s);
+    for (int r = 0; r < g->rows; r++)
+        for (int c = 0; c < g->cols; c++) {
+            const hm_sample *top = &s[(r * g->sub) * g->cols + c];
+            const hm_sample *bot = g->sub == 2 ? top + g->cols : top;
+            if (top->state == HM_NONE && bot->state == HM_NONE)
+                continue;
+            hm_glyph gl = hm_glyph_at(u->t.style, *top, *bot, u->t.levels);
+            term_heat(&u->t, w, gl.fg, gl.bg);
+            mvwaddstr(w, y0 + r, x0 + c, gl.text);
+        }
+    if (cursor)
+        draw_cursor(u, w, y0, x0, g, s);
+    free(s);
+    term_role(&u->t, w, R_NORMAL);
+}
+
+/* "12 ·truth": position and piece, for the axis labels. */
+static void axis_label(const tui *u, int pos, char *out, size_t cap)
+{
+    char piece[96];
+    token_label(u, pos, piece, sizeof piece);
+    snprintf(out, cap, "%d %s", pos, piece);
+}
+
+static int label_width(const tui *u, int n, int cols)
+{
+    int widest = 4;
+    for (int i = 0; i < n; i++) {
+        char l[128];
+        axis_label(u, i, l, sizeof l);
+        int w = tf_width(l, u->t.utf8);
+        widest = w > widest ? w : widest;
+    }
+    int cap = cols / 5 < 12 ? cols / 5 : 12; /* the heatmap matters more than long labels */
+    return (widest < cap ? widest : cap) + 1;
+}
+
+/* One label per character row: a query's middle row; the selected query
+ * wins when two share a row. */
+static void draw_query_labels(tui *u, WINDOW *w, int lw)
+{
+    const hm_geom *g = &u->geom;
+    int *rowq = malloc((size_t)(g->rows > 0 ? g->rows : 1) * sizeof *rowq);
+    if (!rowq)
+        return;
+    for (int r = 0; r < g->rows; r++)
+        rowq[r] = -1;
+    for (int q = g->q0; q < g->q0 + g->vis_q; q++) {
+        int row = (hm_query_subrow(g, q) + (g->ch - 1) / 2) / g->sub;
+        if (row < g->rows && (rowq[row] < 0 || q == u->v.query))
+            rowq[row] = q;
+    }
+    for (int r = 0; r < g->rows; r++) {
+        if (rowq[r] < 0)
+            continue;
+        char l[128];
+        axis_label(u, rowq[r], l, sizeof l);
+        term_role(&u->t, w, rowq[r] == u->v.query ? R_LABEL_SEL : R_LABEL);
+        put_text(u, w, u->heat_y + r, 2, l, lw - 2);
+    }
+    free(rowq);
+    term_role(&u->t, w, R_NORMAL);
+}
+
+/* Every fifth key's position, when there is one row and little width. */
+static void draw_key_ticks(tui *u, WINDOW *w)
+{
+    const hm_geom *g = &u->geom;
+    int next_free = 0;
+    for (int k = g->k0; k < g->k0 + g->vis_k; k++) {
+        int x = hm_key_col(g, k);
+        if (k % 5 && k != u->v.key)
+            continue;
+        char num[16];
+        int len = snprintf(num, sizeof num, "%d", k);
+        if (x < next_free || x + len > g->cols)
+            continue;
+        term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
+        mvwaddstr(w, 1, u->heat_x + x, num);
+        next_free = x + len + 1;
+    }
+    term_role(&u->t, w, R_NORMAL);
+}
+
+/* Key labels: across when a key is three or more columns wide, else
+ * written downwards, one character per row (or, with a single row,
+ * position ticks). */
+static void draw_key_labels(tui *u, WINDOW *w, int lh)
+{
+    const hm_geom *g = &u->geom;
+    if (lh == 1 && g->cw < 3) {
+        draw_key_ticks(u, w);
+        return;
+    }
+    for (int k = g->k0; k < g->k0 + g->vis_k; k++) {
+        char piece[96];
+        token_label(u, k, piece, sizeof piece);
+        int x = u->heat_x + hm_key_col(g, k);
+        term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
+        if (lh == 1 || g->cw >= 6) {
+            put_text(u, w, 1 + lh - 1, x, piece, g->cw - 1);
+            continue;
+        }
+        /* Downwards, one character per row, centred over the key. */
+        const char *p = piece;
+        for (int row = 0; row < lh && *p; row++) {
+            int len = 1;
+            while (p[len] && ((unsigned char)p[len] & 0xC0) == 0x80)
+                len++;
+            char ch[8];
+            snprintf(ch, sizeof ch, "%.*s", len, p);
+            mvwaddstr(w, 1 + row, x + (g->cw - 1) / 2, ch);
+            p += len;
+        }
+    }
+    term_role(&u->t, w, R_NORMAL);
+}
+
+/* The colour scale from 0 to 1 and the masked colour, right-aligned. */
+static void draw_legend(tui *u, WINDOW *w, int y, int right)
+{
+    int x = right - 26;
+    if (x < 1)
+        return;
+    term_role(&u->t, w, R_DIM);
+    mvwaddstr(w, y, x, "0 ");
+    for (int i = 0; i < 10; i++) {
+        hm_sample s = {HM_VALUE, (float)i / 9.0f};
+        hm_glyph g = hm_glyph_at(u->t.style == HM_HALF ? HM_BLOCK : u->t.style, s, s, u->t.levels);
+        term_heat(&u->t, w, g.fg, g.bg);
+        waddstr(w, g.text);
+    }
+    term_role(&u->t, w, R_DIM);
+    waddstr(w, " 1  ");
+    hm_sample m = {HM_MASKED, 0};
+    hm_glyph g = hm_glyph_at(u->t.style == HM_HALF ? HM_BLOCK : u->t.style, m, m, u->t.levels);
+    term_heat(&u->t, w, g.fg, g.bg);
+    waddstr(w, g.text);
+    waddstr(w, g.text);
+    term_role(&u->t, w, R_DIM);
+    waddstr(w, " masked");
+}
+
+static void draw_info(tui *u, WINDOW *w, const attn_src *src)
+{
+    int y = getmaxy(w) - 2, cols = getmaxx(w) - 2;
+    char q[96], k[96], line[256];
+    int qp = u->v.query, kp = u->v.key;
+    token_label(u, qp, q, sizeof q);
+    token_label(u, kp, k, sizeof k);
+    if (qp >= src->filled)
+        snprintf(line, sizeof line, "query %d %s %s key %d %s: not computed yet", qp, q,
+                 tf_glyph(G_ARROW, u->t.utf8), kp, k);
+    else
+        snprintf(line, sizeof line, "query %d %s %s key %d %s: %.3f", qp, q, tf_glyph(G_ARROW, u->t.utf8), kp, k,
+                 (double)as_capture_attn(src->cap, src->hook, src->head, qp, kp));
+    bool legend = cols >= 70;
+    term_role_attr(&u->t, w, R_NORMAL, A_BOLD);
+    put_text(u, w, y, 2, line, legend ? cols - 30 : cols - 2);
+    if (legend)
+        draw_legend(u, w, y, cols);
+}
+
+/* The square zoom a fit gives (cells' edge in sub-rows). */
+static int zoom_of(const hm_geom *g)
+{
+    int a = g->sub == 2 ? 1 : 2;
+    return g->ch < g->cw / a ? g->ch : g->cw / a;
+}
+
+/* Rows for the key labels: one when keys are wide enough to label
+ * across; else up to 4 for labels written downwards, but never at the
+ * cost of a smaller heatmap: then what the heatmap leaves over (at
+ * least one row, for position ticks). */
+static int key_label_rows(tui *u, int n, int rows, int cols, int lw, int sub)
+{
+    hm_fit(&u->geom, n, n, rows - 2, cols - lw, sub, 16);
+    if (u->geom.cw >= 6)
+        return 1;
+    int best = zoom_of(&u->geom), shown = u->geom.vis_q;
+    hm_fit(&u->geom, n, n, rows - 5, cols - lw, sub, 16);
+    if (zoom_of(&u->geom) >= best && u->geom.vis_q >= shown)
+        return 4;
+    hm_fit(&u->geom, n, n, rows - 2, cols - lw, sub, 16);
+    int used = (u->geom.vis_q * u->geom.ch + sub - 1) / sub, spare = rows - 1 - used;
+    return spare < 1 ? 1 : spare > 4 ? 4 : spare;
+}
+
+static void single_view(tui *u, WINDOW *w, attn_src *src, int n)
+{
+    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
+    int lw = label_width(u, n, cols) + 1, lh = key_label_rows(u, n, rows, cols, lw, sub);
+    hm_fit(&u->geom, n, n, rows - 1 - lh, cols - lw, sub, 16);
+    hm_follow(&u->geom, u->v.query, u->v.key);
+    u->heat_y = 1 + lh;
+    u->heat_x = 1 + lw;
+    draw_cells(u, w, u->heat_y, u->heat_x, &u->geom, src, true);
+    draw_query_labels(u, w, lw);
+    draw_key_labels(u, w, lh);
+}
+
+static void grid_view(tui *u, WINDOW *w, attn_src *src, int n)
+{
+    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
+    int heads = u->s->model->cfg.n_head;
+    u->grid = hm_grid_arrange(heads, n, rows - 1, cols, sub);
+    hm_geom g = u->geom;
+    hm_fit(&g, n, n, u->grid.tile_rows - 1, u->grid.tile_cols, sub, 16);
+    hm_follow(&g, u->v.query, u->v.key);
+    u->heat_y = u->heat_x = 1;
+    for (int h = 0; h < heads; h++) {
+        int ty, tx;
+        char title[32];
+        hm_grid_origin(&u->grid, h, &ty, &tx);
+        snprintf(title, sizeof title, u->grid.tile_cols >= 8 ? "head %d" : "h%d", h);
+        term_role(&u->t, w, h == u->v.head ? R_LABEL_SEL : R_TITLE);
+        put_text(u, w, 1 + ty, 1 + tx, title, u->grid.tile_cols);
+        src->head = h;
+        draw_cells(u, w, 2 + ty, 1 + tx, &g, src, h == u->v.head);
+    }
+    src->head = u->v.head;
+}
+
+void pane_attn_draw(tui *u)
+{
+    const as_session *s = u->s;
+    int n = s->it->n_tokens, hook = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
+    char title[96], note[96];
+    if (u->v.grid)
+        snprintf(title, sizeof title, "Attention  layer %d  all %d heads", u->v.layer, s->model->cfg.n_head);
+    else
+        snprintf(title, sizeof title, "Attention  layer %d  head %d", u->v.layer, u->v.head);
+    snprintf(note, sizeof note, "%s", as_cmap_name(u->v.cmap));
+    pane_frame(u, P_ATTN, title, note);
+    attn_src src = {s->cap, hook, u->v.head, hook >= 0 ? s->cap->filled[hook] : 0};
+    if (n == 0)
+        pane_message(u, P_ATTN, "No context yet. Press : and type  prompt TEXT , then Space to generate.");
+    else if (hook < 0 || !as_capture_has(s->cap, hook))
+        pane_message(u, P_ATTN, "Attention patterns are not captured: raise --capture-mb.");
+    else if (src.filled == 0)
+        pane_message(u, P_ATTN, "Not computed yet:  s  steps one op,  n  runs to the end of the block, "
+                                " f  finishes the pass,  Space  generates a token.");
+    else {
+        if (u->v.grid)
+            grid_view(u, u->win[P_ATTN], &src, n);
+        else
+            single_view(u, u->win[P_ATTN], &src, n);
+        draw_info(u, u->win[P_ATTN], &src);
+    }
+    wnoutrefresh(u->win[P_ATTN]);
+}

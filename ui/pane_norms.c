@@ -1,0 +1,155 @@
+/* pane_norms: what the selected norm (ln1, ln2 or the final one) saw at
+ * every token: mean, std (LayerNorm) or RMS (RMSNorm), the scale it
+ * divided by, min, max and the largest-magnitude input dimensions, those
+ * far outside the rest flagged. Below, a sparkline of the residual
+ * stream's norm through the layers at the selected token. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "textfmt.h"
+#include "tui.h"
+
+/* A dimension this many scales from the mean is an outlier: a Gaussian
+ * over a few thousand dimensions rarely passes 5. */
+#define OUTLIER_SCALES 6.0f
+
+static int norm_hook(const tui *u, norm_kind k)
+{
+    const as_program *p = u->s->prog;
+    if (k == NK_FINAL)
+        return as_program_hook(p, AS_HK_LNF_SCALE, -1);
+    return as_program_hook(p, k == NK_LN1 ? AS_HK_LN1_SCALE : AS_HK_LN2_SCALE, u->v.layer);
+}
+
+static bool is_rms(const tui *u)
+{
+    return u->s->model->cfg.arch == AS_ARCH_LLAMA;
+}
+
+/* The residual stream's L2 norm at a norm's input, from its statistics:
+ * LayerNorm keeps the variance (mean square = var + mean²), RMSNorm the
+ * mean square itself. */
+static float resid_norm(const tui *u, const as_norm_stat *st)
+{
+    double ms = is_rms(u) ? st->var : (double)st->var + (double)st->mean * st->mean;
+    return (float)sqrt(ms * u->s->model->cfg.d_model);
+}
+
+/* Columns shown for a width: 1 the core, 2 with min and max, 3 with the
+ * largest input dimension, 4 with the two largest. */
+static int columns_for(int cols)
+{
+    return cols >= 72 ? 4 : cols >= 60 ? 3 : cols >= 46 ? 2 : 1;
+}
+
+static void header(tui *u, WINDOW *w, int level, int cols)
+{
+    char line[160];
+    snprintf(line, sizeof line, "%3s %-8s %7s %6s %6s%s%s", "pos", "token", "mean", is_rms(u) ? "rms" : "std",
+             "scale", level >= 2 ? " %7s %7s" : "", level >= 3 ? "  top dims" : "");
+    char full[200];
+    snprintf(full, sizeof full, line, "min", "max");
+    term_role_attr(&u->t, w, R_DIM, A_UNDERLINE);
+    put_text(u, w, 1, 2, full, cols);
+}
+
+static void outliers(tui *u, WINDOW *w, const as_norm_stat *st, int level, int right)
+{
+    for (int k = 0; k < level - 2 && k < AS_NORM_TOP && st->top_dim[k] >= 0; k++) {
+        char cell[32], v[16];
+        bool big = fabsf(st->top_val[k] - st->mean) > OUTLIER_SCALES * st->scale;
+        tf_num(st->top_val[k], 5, v, sizeof v);
+        snprintf(cell, sizeof cell, " %d:%s", st->top_dim[k], v);
+        term_role(&u->t, w, big ? R_OUTLIER : R_DIM);
+        int x = getcurx(w);
+        put_text(u, w, getcury(w), x, cell, right - x);
+    }
+}
+
+static void num(char *line, size_t cap, double v, int width)
+{
+    char b[24];
+    tf_num(v, width, b, sizeof b);
+    size_t o = strlen(line);
+    snprintf(line + o, cap - o, " %*s", width, b);
+}
+
+static void row(tui *u, WINDOW *w, int y, int pos, const as_norm_stat *st, int level, int cols)
+{
+    char piece[96], cut[96], line[160];
+    token_label(u, pos, piece, sizeof piece);
+    tf_fit(piece, 8, u->t.utf8, cut, sizeof cut);
+    int pad = 8 - tf_width(cut, u->t.utf8);
+    snprintf(line, sizeof line, "%3d %s%*s", pos, cut, pad > 0 ? pad : 0, "");
+    num(line, sizeof line, st->mean, 7);
+    num(line, sizeof line, sqrt((double)st->var), 6);
+    num(line, sizeof line, st->scale, 6);
+    if (level >= 2) {
+        num(line, sizeof line, st->min, 7);
+        num(line, sizeof line, st->max, 7);
+    }
+    term_role(&u->t, w, pos == u->v.query ? R_LABEL_SEL : R_NORMAL);
+    put_text(u, w, y, 2, line, cols);
+    if (level >= 3)
+        outliers(u, w, st, level, cols + 2);
+    term_role(&u->t, w, R_NORMAL);
+}
+
+/* ‖resid‖ before each layer's ln1 and ln2, then at the final norm. */
+static void sparkline(tui *u, WINDOW *w, int y, int cols)
+{
+    const as_session *s = u->s;
+    int L = s->model->cfg.n_layer, q = u->v.query, m = 0;
+    float *v = calloc((size_t)(2 * L + 1), sizeof *v);
+    if (!v)
+        return;
+    for (int i = 0; i < 2 * L + 1; i++) {
+        int h = i == 2 * L ? as_program_hook(s->prog, AS_HK_LNF_SCALE, -1)
+                           : as_program_hook(s->prog, i % 2 ? AS_HK_LN2_SCALE : AS_HK_LN1_SCALE, i / 2);
+        if (h < 0 || s->cap->filled[h] <= q)
+            break;
+        v[m++] = resid_norm(u, as_capture_norm(s->cap, h, q));
+    }
+    char spark[512], line[640];
+    tf_spark(v, m, u->t.utf8, spark, sizeof spark);
+    term_role(&u->t, w, R_DIM);
+    put_text(u, w, y, 2, u->t.utf8 ? "‖resid‖ by layer " : "|resid| by layer ", cols);
+    term_role_attr(&u->t, w, R_BAR, A_BOLD);
+    waddstr(w, spark);
+    if (m > 0)
+        snprintf(line, sizeof line, "  %.3g %s %.3g", (double)v[0], tf_glyph(G_ARROW, u->t.utf8), (double)v[m - 1]);
+    else
+        snprintf(line, sizeof line, "  (pos %d not computed)", q);
+    term_role(&u->t, w, R_DIM);
+    put_text(u, w, y, getcurx(w), line, cols + 2 - getcurx(w));
+    free(v);
+    term_role(&u->t, w, R_NORMAL);
+}
+
+void pane_norms_draw(tui *u)
+{
+    WINDOW *w = u->win[P_NORMS];
+    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, h = norm_hook(u, u->v.norm);
+    char title[96];
+    if (u->v.norm == NK_FINAL)
+        snprintf(title, sizeof title, "%s  ln_final", is_rms(u) ? "RMSNorm" : "LayerNorm");
+    else
+        snprintf(title, sizeof title, "%s  blocks.%d.%s", is_rms(u) ? "RMSNorm" : "LayerNorm", u->v.layer,
+                 view_norm_name(u->v.norm));
+    pane_frame(u, P_NORMS, title, "N: ln1 ln2 final");
+    int n = h >= 0 ? u->s->cap->filled[h] : 0;
+    if (u->s->it->n_tokens == 0 || n == 0) {
+        pane_message(u, P_NORMS, u->s->it->n_tokens ? "Not computed yet at this norm." : "No context yet.");
+        wnoutrefresh(w);
+        return;
+    }
+    int level = columns_for(cols), body = rows - 2;
+    header(u, w, level, cols);
+    int sel = u->v.query < n ? u->v.query : n - 1;
+    u->norm_first = tf_scroll_follow(u->norm_first, sel, body, n);
+    for (int i = 0; i < body && u->norm_first + i < n; i++)
+        row(u, w, 2 + i, u->norm_first + i, as_capture_norm(u->s->cap, h, u->norm_first + i), level, cols);
+    sparkline(u, w, rows, cols);
+    wnoutrefresh(w);
+}

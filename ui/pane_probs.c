@@ -1,0 +1,137 @@
+/* pane_probs: the next-token distribution after the selected token (from
+ * the captured logits, or the interpreter's last ones): the top tokens
+ * with probability bars in eighth blocks, and the token that actually
+ * came next marked: sampled, if it was generated, or from the prompt.
+ * Probabilities are the softmax of the logits at temperature 1, as `top`
+ * prints them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "textfmt.h"
+#include "tui.h"
+
+/* Logits after position q, or NULL if not computed (or not captured). */
+static const float *logits_at(const tui *u, int q)
+{
+    const as_session *s = u->s;
+    int h = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+    if (h >= 0 && as_capture_has(s->cap, h) && s->cap->filled[h] > q)
+        return as_capture_row(s->cap, h, q);
+    return q == s->it->n_done - 1 ? as_interp_logits(s->it) : NULL;
+}
+
+static bool ensure_scratch(tui *u)
+{
+    int n = u->s->model->cfg.n_vocab;
+    if (!u->probs)
+        u->probs = malloc((size_t)n * sizeof *u->probs);
+    if (!u->order)
+        u->order = malloc((size_t)n * sizeof *u->order);
+    return u->probs && u->order;
+}
+
+static int rank_of(const tui *u, int id)
+{
+    int n = u->s->model->cfg.n_vocab, r = 1;
+    for (int i = 0; i < n; i++)
+        r += u->probs[i] > u->probs[id];
+    return r;
+}
+
+static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const char *mark, int cols)
+{
+    char piece[96], cut[96], bar[512], pct[16];
+    const as_tokenizer *tok = u->s->model->tok;
+    char bytes[256];
+    size_t nb = as_tokenizer_token_bytes(tok, id, bytes, sizeof bytes);
+    if (nb)
+        tf_piece_visible(bytes, nb, u->t.utf8, piece, sizeof piece);
+    else
+        snprintf(piece, sizeof piece, "%s", as_tokenizer_piece(tok, id) ? as_tokenizer_piece(tok, id) : "?");
+    tf_fit(piece, 12, u->t.utf8, cut, sizeof cut);
+    double p = u->probs[id];
+    snprintf(pct, sizeof pct, p >= 0.0995 ? "%5.1f%%" : "%5.2f%%", p * 100);
+    int barw = cols - 4 - 13 - 7 - 10;
+    term_role(&u->t, w, id == next ? R_BAR_MARK : R_DIM);
+    mvwprintw(w, y, 1, "%3d ", rank);
+    term_role_attr(&u->t, w, R_NORMAL, id == next ? A_BOLD : A_NORMAL);
+    put_text(u, w, y, 5, cut, 12);
+    term_role(&u->t, w, R_NORMAL);
+    mvwaddstr(w, y, 18, pct);
+    tf_bar(p, barw > 0 ? barw : 0, u->t.utf8, bar, sizeof bar);
+    term_role(&u->t, w, id == next ? R_BAR_MARK : R_BAR);
+    mvwaddstr(w, y, 25, " ");
+    waddstr(w, bar);
+    if (id == next) {
+        term_role_attr(&u->t, w, R_BAR_MARK, A_BOLD);
+        waddstr(w, " ");
+        waddstr(w, tf_glyph(G_MARK, u->t.utf8));
+        waddstr(w, mark);
+    }
+    term_role(&u->t, w, R_NORMAL);
+}
+
+/* When the selected token was generated: how it was drawn from the
+ * distribution before it (shown under the list, as the list itself
+ * already looks one token ahead). Returns 1 if a line was drawn. */
+static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
+{
+    const as_interp *it = u->s->it;
+    const float *prev = q >= 1 && q >= it->n_prompt ? logits_at(u, q - 1) : NULL;
+    if (!prev)
+        return 0;
+    int n = u->s->model->cfg.n_vocab, id = it->tokens[q];
+    char piece[96], line[256];
+    as_probs(prev, n, u->probs);
+    token_label(u, q, piece, sizeof piece);
+    snprintf(line, sizeof line, "%s%s%s at %d was sampled with p %.2g%% (rank %d)", u->t.utf8 ? "‘" : "'", piece,
+             u->t.utf8 ? "’" : "'", q, (double)u->probs[id] * 100, rank_of(u, id));
+    term_role(&u->t, w, R_HINT);
+    put_text(u, w, y, 2, line, cols - 1);
+    term_role(&u->t, w, R_NORMAL);
+    return 1;
+}
+
+static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
+{
+    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 3, n = u->s->model->cfg.n_vocab;
+    if (rows > 4)
+        rows -= sampled_line(u, w, rows, q, cols);
+    const as_interp *it = u->s->it;
+    int next = q + 1 < it->n_tokens ? it->tokens[q + 1] : -1;
+    const char *mark = q + 1 >= it->n_prompt ? " sampled" : " next";
+    as_probs(logits, n, u->probs);
+    int k = as_top_indices(logits, n, rows, u->order);
+    bool shown = false;
+    for (int i = 0; i < k; i++)
+        shown |= u->order[i] == next;
+    /* The token that came next, if outside the top, takes the last row. */
+    if (next >= 0 && !shown && k == rows && k > 1)
+        k--;
+    for (int i = 0; i < k; i++)
+        draw_row(u, w, 1 + i, i + 1, u->order[i], next, mark, cols);
+    if (next >= 0 && !shown)
+        draw_row(u, w, 1 + k, rank_of(u, next), next, next, mark, cols);
+}
+
+void pane_probs_draw(tui *u)
+{
+    WINDOW *w = u->win[P_PROBS];
+    int q = u->v.query;
+    char title[128], piece[96];
+    if (u->s->it->n_tokens == 0) {
+        pane_frame(u, P_PROBS, "Next token", NULL);
+        pane_message(u, P_PROBS, "No context yet.");
+        wnoutrefresh(w);
+        return;
+    }
+    token_label(u, q, piece, sizeof piece);
+    snprintf(title, sizeof title, "Next token after %d %s", q, piece);
+    pane_frame(u, P_PROBS, title, "p at temp 1");
+    const float *logits = logits_at(u, q);
+    if (!logits)
+        pane_message(u, P_PROBS, "No logits here yet:  f  finishes the pass,  Space  generates a token.");
+    else if (ensure_scratch(u))
+        draw_list(u, w, logits, q);
+    wnoutrefresh(w);
+}

@@ -1,0 +1,101 @@
+/* pane_tokens: the context as a strip of token pieces. Chips alternate
+ * shades so that token boundaries show even inside a word; prompt tokens
+ * are grey, generated ones amber; the selected query is in the accent
+ * colour. The strip wraps and scrolls to keep the selection in sight. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "textfmt.h"
+#include "tui.h"
+
+static role chip_role(const tui *u, int i)
+{
+    if (i == u->v.query)
+        return R_TOK_SEL;
+    if (i >= u->s->it->n_prompt)
+        return i % 2 ? R_TOK_GEN_B : R_TOK_GEN_A;
+    return i % 2 ? R_TOK_PROMPT_B : R_TOK_PROMPT_A;
+}
+
+static bool ensure_positions(tui *u, int n)
+{
+    if (n <= u->tok_cap)
+        return true;
+    int *r = realloc(u->tok_row, (size_t)n * sizeof *r);
+    if (r)
+        u->tok_row = r;
+    int *c = realloc(u->tok_col, (size_t)n * sizeof *c);
+    if (c)
+        u->tok_col = c;
+    if (!r || !c)
+        return false;
+    u->tok_cap = n;
+    return true;
+}
+
+/* The legend in the top border: what the two chip colours mean. */
+static void legend(tui *u, WINDOW *w, const char *title)
+{
+    int cols = getmaxx(w), x = cols - 24;
+    if (x < tf_width(title, u->t.utf8) + 6)
+        return;
+    term_role(&u->t, w, R_TOK_PROMPT_A);
+    mvwaddstr(w, 0, x, " prompt ");
+    term_role(&u->t, w, R_NORMAL);
+    waddstr(w, " ");
+    term_role(&u->t, w, R_TOK_GEN_A);
+    waddstr(w, " generated ");
+}
+
+static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96], int n)
+{
+    for (int i = 0; i < n; i++) {
+        int y = u->tok_row[i] - u->tok_first_row;
+        if (y < 0 || y >= rows)
+            continue;
+        term_role(&u->t, w, chip_role(u, i));
+        put_text(u, w, 1 + y, 2 + u->tok_col[i], labels[i], cols - u->tok_col[i]);
+    }
+    term_role(&u->t, w, R_NORMAL);
+}
+
+void pane_tokens_draw(tui *u)
+{
+    WINDOW *w = u->win[P_TOKENS];
+    const as_interp *it = u->s->it;
+    int n = it->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4;
+    char title[96];
+    snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->n_prompt, n - it->n_prompt);
+    pane_frame(u, P_TOKENS, n ? title : "Tokens", NULL);
+    legend(u, w, n ? title : "Tokens");
+    if (n == 0) {
+        term_role(&u->t, w, R_HINT);
+        put_text(u, w, 1, 2, "No context yet. Press : and type  prompt It is a truth universally acknowledged",
+                 cols - 2);
+        wnoutrefresh(w);
+        return;
+    }
+    char(*labels)[96] = malloc((size_t)n * sizeof *labels);
+    int *widths = malloc((size_t)n * sizeof *widths);
+    if (!labels || !widths || !ensure_positions(u, n)) {
+        free(labels);
+        free(widths);
+        wnoutrefresh(w);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        token_label(u, i, labels[i], sizeof labels[i]);
+        widths[i] = tf_width(labels[i], u->t.utf8);
+        if (widths[i] == 0)
+            widths[i] = 1;
+    }
+    /* Without colour the chips cannot alternate shades: a gap separates them. */
+    int gap = u->t.cm == CM_MONO ? 1 : 0;
+    u->tok_rows = tf_strip_layout(widths, n, cols, gap, u->tok_row, u->tok_col);
+    u->tok_n = n;
+    u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[u->v.query], rows, u->tok_rows);
+    draw_chips(u, w, rows, cols, labels, n);
+    free(labels);
+    free(widths);
+    wnoutrefresh(w);
+}

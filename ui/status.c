@@ -1,0 +1,63 @@
+/* status: one line saying where things stand (the model, the layer and op
+ * the interpreter stands at, the context length, the capture's memory)
+ * and the keys that matter for the focused pane. */
+#include <string.h>
+
+#include "textfmt.h"
+#include "tui.h"
+
+static void where(const tui *u, char *out, size_t cap)
+{
+    const as_interp *it = u->s->it;
+    const as_op *op = as_interp_current(it);
+    if (u->busy)
+        snprintf(out, cap, "running %s", u->running);
+    else if (it->n_tokens == 0)
+        snprintf(out, cap, "no context");
+    else if (it->in_pass && op && op->layer >= 0)
+        snprintf(out, cap, "layer %d  op %d/%d %s", op->layer, it->pc + 1, u->s->prog->n_ops, op->text);
+    else if (it->in_pass && op)
+        snprintf(out, cap, "op %d/%d %s", it->pc + 1, u->s->prog->n_ops, op->text);
+    else if (it->n_done < it->n_tokens)
+        snprintf(out, cap, "ready to run positions %d-%d", it->n_done, it->n_tokens - 1);
+    else
+        snprintf(out, cap, "pass done, logits ready");
+}
+
+static const char *keys_for(const tui *u)
+{
+    if (u->focus == P_CMD)
+        return "Enter run  Tab complete  Up history  Esc back to the view";
+    if (u->focus == P_TOKENS)
+        return "<- -> token  Up/Down layer  Tab pane  : command  ? keys  q quit";
+    if (u->focus == P_LOG)
+        return "Up/Down PgUp/PgDn scroll  Tab pane  : command  ? keys  q quit";
+    return "? keys  : command  arrows layer/head  Tab pane  g grid  s step  n next  Space gen  q quit";
+}
+
+void status_draw(tui *u)
+{
+    WINDOW *w = u->win[P_STATUS];
+    int cols = getmaxx(w);
+    const as_session *s = u->s;
+    char pos[160], left[512];
+    where(u, pos, sizeof pos);
+    snprintf(left, sizeof left, " %s %s %s %s ctx %d/%d %s capture %zu MB ", s->model->cfg.name,
+             tf_glyph(G_SEP, u->t.utf8), pos, tf_glyph(G_SEP, u->t.utf8), s->it->n_tokens, s->it->n_ctx,
+             tf_glyph(G_SEP, u->t.utf8), s->cap->used >> 20);
+    term_role(&u->t, w, R_STATUS);
+    werase(w);
+    mvwprintw(w, 0, 0, "%*s", cols, "");
+    int used = put_text(u, w, 0, 0, left, cols);
+    /* The keys, right-aligned, if they fit; else the two that lead to the rest. */
+    const char *keys = keys_for(u);
+    if (used + (int)strlen(keys) + 2 > cols)
+        keys = u->focus == P_CMD ? "Esc back to the view" : "? keys  q quit";
+    int kw = (int)strlen(keys);
+    if (used + kw + 2 <= cols) {
+        term_role(&u->t, w, R_STATUS_KEY);
+        put_text(u, w, 0, cols - kw - 1, keys, kw);
+    }
+    term_role(&u->t, w, R_NORMAL);
+    wnoutrefresh(w);
+}

@@ -1,0 +1,293 @@
+#include "term.h"
+
+#include <langinfo.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "palette.h"
+
+/* A role's look in each colour mode. RGB -1 is the terminal's default
+ * colour; c8 values are curses' basic colours (-1 default). */
+typedef struct role_def {
+    int fg, bg;        /* 0xRRGGBB */
+    short fg8, bg8;
+    attr_t attr;       /* in colour */
+    attr_t mono;       /* without colour */
+} role_def;
+
+#define DEF (-1)
+static const role_def roles[R_COUNT] = {
+    [R_NORMAL] = {DEF, DEF, -1, -1, A_NORMAL, A_NORMAL},
+    [R_DIM] = {0x8a8a8a, DEF, -1, -1, A_NORMAL, A_DIM},
+    [R_TITLE] = {DEF, DEF, -1, -1, A_BOLD, A_BOLD},
+    [R_TITLE_FOCUS] = {0x5fd7ff, DEF, COLOR_CYAN, -1, A_BOLD, A_BOLD | A_UNDERLINE},
+    [R_BORDER] = {0x6c6c6c, DEF, -1, -1, A_NORMAL, A_DIM},
+    [R_BORDER_FOCUS] = {0x5fd7ff, DEF, COLOR_CYAN, -1, A_NORMAL, A_BOLD},
+    [R_LABEL] = {DEF, DEF, -1, -1, A_NORMAL, A_NORMAL},
+    [R_LABEL_SEL] = {0x000000, 0x5fd7ff, COLOR_BLACK, COLOR_CYAN, A_BOLD, A_REVERSE},
+    [R_TOK_PROMPT_A] = {0xeeeeee, 0x3a3a3a, COLOR_WHITE, COLOR_BLUE, A_NORMAL, A_NORMAL},
+    [R_TOK_PROMPT_B] = {0xeeeeee, 0x585858, COLOR_WHITE, COLOR_BLACK, A_NORMAL, A_NORMAL},
+    [R_TOK_GEN_A] = {0x000000, 0xffd787, COLOR_BLACK, COLOR_YELLOW, A_NORMAL, A_BOLD},
+    [R_TOK_GEN_B] = {0x000000, 0xd7af5f, COLOR_BLACK, COLOR_YELLOW, A_NORMAL, A_BOLD | A_UNDERLINE},
+    [R_TOK_SEL] = {0x000000, 0x5fd7ff, COLOR_BLACK, COLOR_CYAN, A_BOLD, A_REVERSE},
+    [R_BAR] = {0x5fafff, DEF, COLOR_BLUE, -1, A_NORMAL, A_NORMAL},
+    [R_BAR_MARK] = {0xffaf00, DEF, COLOR_YELLOW, -1, A_BOLD, A_BOLD},
+    [R_OUTLIER] = {0xff5f5f, DEF, COLOR_RED, -1, A_BOLD, A_BOLD | A_UNDERLINE},
+    [R_ERROR] = {0xff5f5f, DEF, COLOR_RED, -1, A_BOLD, A_BOLD},
+    [R_WARN] = {0xffaf00, DEF, COLOR_YELLOW, -1, A_NORMAL, A_UNDERLINE},
+    [R_ECHO] = {0x5fd7ff, DEF, COLOR_CYAN, -1, A_BOLD, A_BOLD},
+    [R_HINT] = {0x8a8a8a, DEF, -1, -1, A_NORMAL, A_DIM},
+    [R_STATUS] = {0xffffff, 0x005f87, COLOR_WHITE, COLOR_BLUE, A_NORMAL, A_REVERSE},
+    [R_STATUS_KEY] = {0xffd75f, 0x005f87, COLOR_YELLOW, COLOR_BLUE, A_BOLD, A_REVERSE | A_BOLD},
+    [R_PROMPT] = {0x5fd7ff, DEF, COLOR_CYAN, -1, A_BOLD, A_BOLD},
+};
+
+static void rgb_of(int hex, uint8_t rgb[3])
+{
+    rgb[0] = (uint8_t)(hex >> 16);
+    rgb[1] = (uint8_t)(hex >> 8);
+    rgb[2] = (uint8_t)hex;
+}
+
+static int colour_number(colour_mode cm, int hex)
+{
+    uint8_t rgb[3];
+    if (hex < 0)
+        return -1;
+    rgb_of(hex, rgb);
+    return cm == CM_DIRECT ? pal_direct(rgb) : pal_nearest_256(rgb);
+}
+
+static void init_roles(colour_mode cm)
+{
+    for (int r = 1; r < R_COUNT; r++) {
+        const role_def *d = &roles[r];
+        if (cm == CM_8)
+            init_extended_pair(r, d->fg8, d->bg8);
+        else
+            init_extended_pair(r, colour_number(cm, d->fg), colour_number(cm, d->bg));
+    }
+}
+
+static colour_mode detect_colours(void)
+{
+    const char *no = getenv("NO_COLOR"), *ct = getenv("COLORTERM");
+    if ((no && *no) || !has_colors() || start_color() == ERR)
+        return CM_MONO;
+    use_default_colors();
+    bool direct_said = ct && (!strcmp(ct, "truecolor") || !strcmp(ct, "24bit"));
+    if (COLORS >= 0x1000000 && direct_said)
+        return CM_DIRECT;
+    if (COLORS >= 256)
+        return CM_256;
+    return COLORS >= 8 ? CM_8 : CM_MONO;
+}
+
+/* Heat levels that fit the terminal's colour pairs: every (fg, bg)
+ * combination of slots must be allocatable without reuse. */
+static int choose_levels(colour_mode cm)
+{
+    if (cm != CM_256 && cm != CM_DIRECT)
+        return 0;
+    int levels = TERM_MAX_LEVELS;
+    while (levels >= 8 && (levels + 5) * (levels + 5) + R_COUNT >= COLOR_PAIRS)
+        levels /= 2;
+    return levels >= 8 ? levels : 0;
+}
+
+/* exit() and signal handlers take no context: the screen to put back if
+ * something ends the program while the view is up (normal exits close it
+ * first). */
+static SCREEN *open_screen;
+
+static void restore_at_exit(void)
+{
+    if (open_screen && !isendwin())
+        endwin();
+}
+
+/* Hang-up and quit end the program: the terminal first, as curses itself
+ * does for SIGTERM, then the signal's own action. */
+static const int fatal_signals[] = {SIGHUP, SIGQUIT};
+
+static void on_fatal(int sig)
+{
+    restore_at_exit();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_fatal(bool on)
+{
+    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_fatal : SIG_DFL;
+        sigaction(fatal_signals[i], NULL, &old);
+        /* Only where nobody else handles it (nor ignores it, as nohup does). */
+        if (on ? old.sa_handler == SIG_DFL : old.sa_handler == on_fatal)
+            sigaction(fatal_signals[i], &sa, NULL);
+    }
+}
+
+int term_open(term *t, char *why, size_t cap)
+{
+    memset(t, 0, sizeof *t);
+    t->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    t->screen = newterm(NULL, stdout, stdin);
+    if (!t->screen) {
+        snprintf(why, cap, "cannot open the terminal '%s'", getenv("TERM") ? getenv("TERM") : "(TERM unset)");
+        return -1;
+    }
+    set_term(t->screen);
+    char *cup = tigetstr("cup");
+    if (!cup || cup == (char *)-1) {
+        snprintf(why, cap, "the terminal '%s' cannot move its cursor", getenv("TERM") ? getenv("TERM") : "");
+        endwin();
+        delscreen(t->screen);
+        t->screen = NULL;
+        return -1;
+    }
+    open_screen = t->screen;
+    static bool registered;
+    if (!registered)
+        registered = atexit(restore_at_exit) == 0;
+    catch_fatal(true);
+    t->cm = detect_colours();
+    t->levels = choose_levels(t->cm);
+    if (t->levels == 0 && t->cm != CM_MONO && t->cm != CM_8)
+        t->cm = CM_8;
+    t->style = t->levels ? (t->utf8 ? HM_HALF : HM_BLOCK) : (t->utf8 ? HM_SHADE : HM_ASCII);
+    if (t->levels == 0)
+        t->levels = 5;
+    if (t->cm != CM_MONO)
+        init_roles(t->cm);
+    t->n_slots = t->levels + 4;
+    t->heat_pair = calloc((size_t)(t->n_slots + 1) * (size_t)(t->n_slots + 1), sizeof *t->heat_pair);
+    t->slot_colour = calloc((size_t)t->n_slots, sizeof *t->slot_colour);
+    if (!t->heat_pair || !t->slot_colour) {
+        term_close(t);
+        snprintf(why, cap, "out of memory");
+        return -1;
+    }
+    t->next_pair = R_COUNT;
+    t->cmap = AS_CMAP_VIRIDIS;
+    cbreak();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    curs_set(0);
+    t->mouse = mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL) != 0;
+    mouseinterval(0);
+    return 0;
+}
+
+void term_close(term *t)
+{
+    if (!t->screen)
+        return;
+    curs_set(1);
+    endwin();
+    delscreen(t->screen);
+    t->screen = NULL;
+    open_screen = NULL;
+    catch_fatal(false);
+    free(t->heat_pair);
+    free(t->slot_colour);
+    t->heat_pair = NULL;
+    t->slot_colour = NULL;
+}
+
+void term_role_attr(const term *t, WINDOW *w, role r, attr_t extra)
+{
+    int pair = r;
+    if (t->cm == CM_MONO) {
+        pair = 0;
+        extra |= roles[r].mono;
+    } else {
+        extra |= roles[r].attr;
+    }
+    wattr_set(w, extra, 0, &pair);
+}
+
+void term_role(const term *t, WINDOW *w, role r)
+{
+    term_role_attr(t, w, r, A_NORMAL);
+}
+
+void term_slot_rgb(const term *t, int slot, uint8_t rgb[3])
+{
+    if (slot == TERM_SLOT_BLACK(t) || slot == TERM_SLOT_WHITE(t)) {
+        rgb[0] = rgb[1] = rgb[2] = slot == TERM_SLOT_BLACK(t) ? 0 : 255;
+    } else if (slot == HM_SLOT_MASKED(t->levels)) {
+        as_masked_rgb(t->cmap, rgb);
+    } else if (slot == HM_SLOT_PENDING(t->levels)) {
+        rgb[0] = rgb[1] = rgb[2] = 0x30;
+    } else {
+        as_colormap(t->cmap, t->levels > 1 ? (float)slot / (float)(t->levels - 1) : 0, rgb);
+    }
+}
+
+static int slot_colour(const term *t, int slot)
+{
+    return slot < 0 || slot >= t->n_slots ? -1 : t->slot_colour[slot];
+}
+
+/* Terminal colour numbers of every heat slot for the current colormap. */
+static void compute_slot_colours(term *t)
+{
+    uint8_t ramp[TERM_MAX_LEVELS][3];
+    for (int s = 0; s < t->n_slots; s++) {
+        uint8_t rgb[3];
+        term_slot_rgb(t, s, rgb);
+        if (s < t->levels)
+            memcpy(ramp[s], rgb, 3);
+        t->slot_colour[s] = t->cm == CM_DIRECT ? pal_direct(rgb) : pal_nearest_256(rgb);
+    }
+    /* The 256-colour cube's steps are coarse: the scale itself is fitted
+     * as a whole so that it never gets darker as values grow. */
+    if (t->cm == CM_256)
+        pal_ramp_256((const uint8_t(*)[3])ramp, t->levels, t->slot_colour);
+}
+
+static int *pair_cell(term *t, int fg, int bg)
+{
+    return &t->heat_pair[(fg + 1) * (t->n_slots + 1) + (bg + 1)];
+}
+
+void term_set_cmap(term *t, as_cmap cmap)
+{
+    t->cmap = cmap;
+    if (t->cm != CM_256 && t->cm != CM_DIRECT)
+        return;
+    compute_slot_colours(t);
+    for (int fg = -1; fg < t->n_slots; fg++)
+        for (int bg = -1; bg < t->n_slots; bg++)
+            if (*pair_cell(t, fg, bg))
+                init_extended_pair(*pair_cell(t, fg, bg), slot_colour(t, fg), slot_colour(t, bg));
+}
+
+void term_heat(term *t, WINDOW *w, int fg, int bg)
+{
+    int pair = 0;
+    if (t->cm == CM_256 || t->cm == CM_DIRECT) {
+        int *p = pair_cell(t, fg, bg);
+        if (!*p && t->next_pair < COLOR_PAIRS &&
+            init_extended_pair(t->next_pair, slot_colour(t, fg), slot_colour(t, bg)) != ERR)
+            *p = t->next_pair++;
+        pair = *p;
+    }
+    wattr_set(w, A_NORMAL, 0, &pair);
+}
+
+int term_contrast_slot(term *t, int bg_slot)
+{
+    uint8_t rgb[3];
+    if (bg_slot < 0)
+        return HM_SLOT_DEFAULT;
+    term_slot_rgb(t, bg_slot, rgb);
+    return pal_is_light(rgb) ? TERM_SLOT_BLACK(t) : TERM_SLOT_WHITE(t);
+}

@@ -1,0 +1,67 @@
+/* term: the terminal under the full-screen view. Opens and closes curses
+ * (leaving the terminal as it was found), works out what the terminal can
+ * show (UTF-8 or ASCII; no colour, 8, 256 or direct colour) and looks
+ * colours up by role, htop-style, so panes say what a thing is, not which
+ * colour it has. Heatmap colours are colour-pair slots allocated on demand
+ * from the selected colormap. */
+#ifndef ATTNSCOPE_UI_TERM_H
+#define ATTNSCOPE_UI_TERM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <curses.h>
+
+#include "attnscope/colormap.h"
+#include "heatmap.h"
+
+typedef enum role {
+    R_NORMAL, R_DIM, R_TITLE, R_TITLE_FOCUS, R_BORDER, R_BORDER_FOCUS,
+    R_LABEL, R_LABEL_SEL,
+    R_TOK_PROMPT_A, R_TOK_PROMPT_B, R_TOK_GEN_A, R_TOK_GEN_B, R_TOK_SEL,
+    R_BAR, R_BAR_MARK, R_OUTLIER,
+    R_ERROR, R_WARN, R_ECHO, R_HINT,
+    R_STATUS, R_STATUS_KEY, R_PROMPT,
+    R_COUNT
+} role;
+
+typedef enum colour_mode { CM_MONO, CM_8, CM_256, CM_DIRECT } colour_mode;
+
+#define TERM_MAX_LEVELS 64
+
+typedef struct term {
+    SCREEN *screen;
+    bool utf8;
+    colour_mode cm;
+    hm_style style;      /* how heatmap cells are drawn here */
+    int levels;          /* colour-scale steps the heatmap uses */
+    as_cmap cmap;
+    int n_slots;         /* heat slots plus black and white for the cursor */
+    int *heat_pair;      /* [(fg+1) * (n_slots+1) + (bg+1)]: pair number, 0 unallocated */
+    int next_pair;
+    int *slot_colour;    /* [n_slots]: the terminal's colour number of each slot */
+    bool mouse;
+} term;
+
+/* Slots after the colour scale, for text over heat cells. */
+#define TERM_SLOT_BLACK(t) ((t)->levels + 2)
+#define TERM_SLOT_WHITE(t) ((t)->levels + 3)
+
+/* Opens curses on the controlling terminal; 0 on success, else -1 with a
+ * reason in why (the caller falls back to the plain REPL). */
+int term_open(term *t, char *why, size_t cap);
+void term_close(term *t);
+/* Recolours the heatmap slots for a colormap (cells on screen follow). */
+void term_set_cmap(term *t, as_cmap cmap);
+
+void term_role(const term *t, WINDOW *w, role r);
+/* Role with extra attributes (e.g. A_BOLD). */
+void term_role_attr(const term *t, WINDOW *w, role r, attr_t extra);
+/* Sets w's attributes to draw over heat slots fg/bg. */
+void term_heat(term *t, WINDOW *w, int fg_slot, int bg_slot);
+/* The cursor glyph's slot over a heat slot: black or white, whichever reads. */
+int term_contrast_slot(term *t, int bg_slot);
+/* RGB of a heat slot (for the legend and tests of what is drawn). */
+void term_slot_rgb(const term *t, int slot, uint8_t rgb[3]);
+
+#endif

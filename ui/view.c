@@ -1,0 +1,191 @@
+#include "view.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const as_command_info commands[] = {
+    {"set", "set delay MS | cmap viridis|magma|gray",
+     "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
+     "set delay 300"},
+    {"view", "view layer N | head N | pos N|last | norm ln1|ln2|final | grid on|off",
+     "Choose what the full-screen view shows (the keys do the same).", "view layer 2"},
+};
+
+#define N_VIEW_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
+
+const as_command_info *view_commands(int *n)
+{
+    *n = N_VIEW_COMMANDS;
+    return commands;
+}
+
+void view_init(view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->follow = true;
+    v->cmap = AS_CMAP_VIRIDIS;
+    v->delay_ms = 150;
+}
+
+const char *view_norm_name(norm_kind k)
+{
+    static const char *const names[NK_COUNT] = {"ln1", "ln2", "final"};
+    return k < NK_COUNT ? names[k] : "?";
+}
+
+static int clampi(int x, int lo, int hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+void view_clamp(view *v, const as_session *s)
+{
+    const as_config *c = &s->model->cfg;
+    int n = s->it->n_tokens;
+    v->layer = clampi(v->layer, 0, c->n_layer - 1);
+    v->head = clampi(v->head, 0, c->n_head - 1);
+    if (v->follow || v->query >= n)
+        v->query = n - 1;
+    v->query = clampi(v->query, 0, n > 0 ? n - 1 : 0);
+    v->key = clampi(v->key, 0, v->query);
+}
+
+static int parse_int(const char *str, int lo, int hi, const char *what, int *out, as_error *err)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(str, &end, 10);
+    if (errno || end == str || *end || x < lo || x > hi)
+        return as_error_set(err, "%s must be a whole number from %d to %d, not '%s'", what, lo, hi, str);
+    *out = (int)x;
+    return AS_OK;
+}
+
+static int set_cmap(view *v, const char *name, as_error *err)
+{
+    int c = as_cmap_parse(name);
+    if (c < 0)
+        return as_error_set(err, "unknown colormap '%s' (viridis, magma, gray)", name);
+    v->cmap = (as_cmap)c;
+    return AS_OK;
+}
+
+static int view_set(view *v, as_session *s, char **w, int n, as_error *err)
+{
+    if (n != 3)
+        return as_error_set(err, "usage: set delay MS | set cmap viridis|magma|gray");
+    if (!strcmp(w[1], "delay")) {
+        if (parse_int(w[2], 0, 10000, "the delay (ms)", &v->delay_ms, err))
+            return AS_ERR;
+        fprintf(s->out, "delay = %d ms (pause after each token gen produces, in the full-screen view)\n",
+                v->delay_ms);
+        return AS_OK;
+    }
+    if (set_cmap(v, w[2], err))
+        return AS_ERR;
+    fprintf(s->out, "cmap = %s\n", as_cmap_name(v->cmap));
+    return AS_OK;
+}
+
+static int view_norm(view *v, const char *name, as_error *err)
+{
+    for (int k = 0; k < NK_COUNT; k++)
+        if (!strcmp(name, view_norm_name((norm_kind)k))) {
+            v->norm = (norm_kind)k;
+            return AS_OK;
+        }
+    return as_error_set(err, "unknown norm '%s' (ln1, ln2, final)", name);
+}
+
+static int view_pos(view *v, const as_session *s, const char *arg, as_error *err)
+{
+    int n = s->it->n_tokens;
+    if (!strcmp(arg, "last")) {
+        v->follow = true;
+        return AS_OK;
+    }
+    if (n == 0)
+        return as_error_set(err, "no context yet: start with `prompt TEXT`");
+    if (parse_int(arg, 0, n - 1, "the position", &v->query, err))
+        return AS_ERR;
+    v->follow = v->query == n - 1;
+    return AS_OK;
+}
+
+static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
+{
+    const as_config *c = &s->model->cfg;
+    if (n != 3)
+        return as_error_set(err, "usage: %s", commands[1].usage);
+    const char *what = w[1], *arg = w[2];
+    int rc;
+    if (!strcmp(what, "layer"))
+        rc = parse_int(arg, 0, c->n_layer - 1, "the layer", &v->layer, err);
+    else if (!strcmp(what, "head"))
+        rc = parse_int(arg, 0, c->n_head - 1, "the head", &v->head, err);
+    else if (!strcmp(what, "pos"))
+        rc = view_pos(v, s, arg, err);
+    else if (!strcmp(what, "norm"))
+        rc = view_norm(v, arg, err);
+    else if (!strcmp(what, "cmap"))
+        rc = set_cmap(v, arg, err);
+    else if (!strcmp(what, "grid") && (!strcmp(arg, "on") || !strcmp(arg, "off")))
+        rc = (v->grid = !strcmp(arg, "on"), AS_OK);
+    else
+        return as_error_set(err, "usage: %s", commands[1].usage);
+    if (rc == AS_OK)
+        view_clamp(v, s);
+    return rc;
+}
+
+/* `help` lists the view's commands after the session's; `help set` and
+ * `help view` explain the view's part. */
+static void view_help(as_session *s, char **w, int n)
+{
+    for (int i = 0; i < N_VIEW_COMMANDS; i++) {
+        if (n > 1 && strcmp(w[1], commands[i].name))
+            continue;
+        if (n > 1)
+            fprintf(s->out, "%s\n  %s\n  example: %s\n", commands[i].usage, commands[i].help, commands[i].example);
+        else
+            fprintf(s->out, "  %-28s %s\n", commands[i].usage, commands[i].help);
+    }
+}
+
+static bool same_view(const view *a, const view *b)
+{
+    return a->layer == b->layer && a->head == b->head && a->query == b->query && a->key == b->key &&
+           a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->cmap == b->cmap &&
+           a->delay_ms == b->delay_ms;
+}
+
+static bool is_view_set(char **w, int n)
+{
+    return n >= 2 && !strcmp(w[0], "set") && (!strcmp(w[1], "delay") || !strcmp(w[1], "cmap"));
+}
+
+int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_error *err)
+{
+    char **w;
+    int n, rc;
+    if (as_split_words(cmd, &w, &n, err))
+        return AS_ERR;
+    view before = *v;
+    if (n > 0 && is_view_set(w, n)) {
+        rc = view_set(v, s, w, n, err);
+    } else if (n > 0 && !strcmp(w[0], "view")) {
+        rc = view_cmd(v, s, w, n, err);
+    } else if (n > 1 && !strcmp(w[0], "help") && !strcmp(w[1], "view")) {
+        view_help(s, w, n);
+        rc = AS_OK;
+    } else {
+        rc = as_session_exec(s, cmd, err);
+        if (n > 0 && !strcmp(w[0], "help") && (rc == AS_OK || n == 1))
+            view_help(s, w, n);
+    }
+    if (view_changed)
+        *view_changed = !same_view(&before, v);
+    as_free_commands(w, n);
+    return rc;
+}

@@ -1,0 +1,40 @@
+/* view: what the full-screen view shows (layer, head, selected token,
+ * norm, grid, colormap, pace of `gen`), and the view's own commands
+ * (`set delay`, `set cmap`, `view ...`), which sit in front of the
+ * session's commands. No terminal here: the plain REPL and batch mode run
+ * the same commands (they only take effect in the full-screen view). */
+#ifndef ATTNSCOPE_UI_VIEW_H
+#define ATTNSCOPE_UI_VIEW_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "attnscope/colormap.h"
+#include "attnscope/session.h"
+
+typedef enum norm_kind { NK_LN1, NK_LN2, NK_FINAL, NK_COUNT } norm_kind;
+
+typedef struct view {
+    int layer, head;
+    int query;        /* the selected token: the heatmap's cursor row */
+    int key;          /* the heatmap's cursor column */
+    bool follow;      /* the query moves to each new token */
+    norm_kind norm;
+    bool grid;        /* every head of the layer as small multiples */
+    as_cmap cmap;
+    int delay_ms;     /* pause after each generated token */
+} view;
+
+void view_init(view *v);
+/* Keeps the selection inside the model and the context (after a prompt,
+ * a generated token or `back`); with follow on, selects the newest token. */
+void view_clamp(view *v, const as_session *s);
+const char *view_norm_name(norm_kind k);
+
+/* Runs one command: a view command, else the session's. *view_changed
+ * (may be NULL) is set when the view's selection or look changed. */
+int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_error *err);
+/* The view commands, for help and completion. */
+const as_command_info *view_commands(int *n);
+
+#endif
