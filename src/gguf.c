@@ -1651,8 +1651,11 @@ static void print_summary(const as_gguf *g, FILE *out)
     bool has_arch = arch && arch->type == AS_GGUF_STRING;
 
     fputs("file          ", out), put_cell(out, g->path, 200, false), fputc('\n', out);
-    fprintf(out, "format        GGUF version %" PRIu32 ", alignment %" PRIu64 ", %zu bytes\n", g->version,
-            g->alignment, g->size);
+    if (g->version == 0) /* a view over another format (llama2c.h) */
+        fprintf(out, "format        llama2.c checkpoint (shown with GGUF's names), %zu bytes\n", g->size);
+    else
+        fprintf(out, "format        GGUF version %" PRIu32 ", alignment %" PRIu64 ", %zu bytes\n", g->version,
+                g->alignment, g->size);
     fputs("architecture  ", out), put_cell(out, has_arch ? arch->str : "(not set)", 60, false), fputc('\n', out);
     if (name && name->type == AS_GGUF_STRING)
         fputs("name          ", out), put_cell(out, name->str, 60, false), fputc('\n', out);

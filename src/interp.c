@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attnscope/kernels.h"
+#include "attnscope/pool.h"
 
 int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err)
 {
@@ -36,6 +37,8 @@ void as_interp_free(as_interp *it)
     for (int k = 0; k < AS_HK_COUNT; k++)
         free(it->scratch[k]);
     free(it->tmp);
+    free(it->rope);
+    as_pool_free(it->pool);
     as_interp_clear_rules(it, true);
     as_interp_clear_rules(it, false);
     free(it->rules);
@@ -112,7 +115,25 @@ static int setup_span(as_interp *it, as_error *err)
             return AS_ERR;
         it->span[h] = it->scratch[hk->kind];
     }
+    if (ensure(&it->rope, &it->rope_cap, 2 * (size_t)it->n * (size_t)it->model->cfg.rope_dim, err))
+        return AS_ERR;
     return ensure(&it->tmp, &it->tmp_cap, (size_t)it->n * (size_t)(it->p0 + it->n), err);
+}
+
+/* The pool follows the thread setting (as_set_threads), read at each pass
+ * so `set threads` takes effect without the interpreter being told. */
+static void setup_pool(as_interp *it)
+{
+    int want = as_get_threads();
+    if (want < 1)
+        want = 1;
+    if (as_pool_size(it->pool) == want && (it->pool || want == 1))
+        return;
+    as_pool_free(it->pool);
+    it->pool = NULL;
+    as_error ignore;
+    if (want > 1 && as_pool_new(&it->pool, want, &ignore))
+        it->pool = NULL; /* no threads: the same results, computed on this one */
 }
 
 static int enter_pass(as_interp *it, int p0, int n, as_error *err)
@@ -121,7 +142,9 @@ static int enter_pass(as_interp *it, int p0, int n, as_error *err)
     it->n = n;
     it->pc = 0;
     it->in_pass = true;
+    it->rope_ready = false;
     it->nonfinite.found = false;
+    setup_pool(it);
     return setup_span(it, err);
 }
 
@@ -144,45 +167,130 @@ static const float *kv_row(const as_interp *it, int h, int pos)
     return as_capture_row(it->cap, h, pos);
 }
 
+/* One position's attention for one head, straight over the KV cache rows
+ * (no copies): the keys are rows Hk·d_head floats apart. */
+static void scores_head(as_interp *it, const as_op *op, int h)
+{
+    const as_config *c = &it->model->cfg;
+    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + 1;
+    float alpha = 1.0f / sqrtf((float)dh), *s = attn_row(it, op->out, h, 0);
+    const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
+    as_matvec_rows_ld(row(it, op->in[0], 0) + h * dh, dh, k, (size_t)(Hk * dh), s, 0, keys);
+    for (int t = 0; t < keys; t++)
+        s[t] *= alpha;
+}
+
+static void mix_head(as_interp *it, const as_op *op, int h)
+{
+    const as_config *c = &it->model->cfg;
+    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head;
+    const float *v = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
+    as_mix_row(attn_row(it, op->in[0], h, 0), it->p0 + 1, v, (size_t)(Hk * dh), row(it, op->out, 0) + h * dh,
+               dh);
+}
+
+typedef struct head_job {
+    as_interp *it;
+    const as_op *op;
+    void (*fn)(as_interp *, const as_op *, int);
+} head_job;
+
+static void head_task(void *ctx, int h)
+{
+    const head_job *j = ctx;
+    j->fn(j->it, j->op, h);
+}
+
+/* Heads in parallel once a position attends to enough keys to pay for it. */
+static void each_head(as_interp *it, const as_op *op, void (*fn)(as_interp *, const as_op *, int))
+{
+    const as_config *c = &it->model->cfg;
+    head_job j = {it, op, fn};
+    as_pool *pool = (long)(it->p0 + 1) * c->d_head * c->n_head < 32768 ? NULL : it->pool;
+    as_pool_run(pool, head_task, &j, c->n_head);
+}
+
 static void op_scores(as_interp *it, const as_op *op)
 {
     const as_config *c = &it->model->cfg;
     int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
+    if (it->n == 1)
+        return each_head(it, op, scores_head);
+    /* Uncaptured scores are dense [head][n][keys] rows: sgemm writes them in
+     * place (the masked part is computed and never read). Captured ones
+     * are triangles, so their causal part is copied in. */
+    bool dense = !as_capture_has(it->cap, op->out);
     float alpha = 1.0f / sqrtf((float)dh);
     for (int h = 0; h < H; h++) {
         const float *q = row(it, op->in[0], 0) + h * dh;
         const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
-        /* (n, dh) · (keys, dh)ᵀ → (n, keys); only the causal part is kept. */
+        float *dst = dense ? attn_row(it, op->out, h, 0) : it->tmp;
+        /* (n, dh) · (keys, dh)ᵀ → (n, keys) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, it->n, keys, dh, alpha, q, H * dh, k,
-                    Hk * dh, 0.0f, it->tmp, keys);
-        for (int i = 0; i < it->n; i++)
+                    Hk * dh, 0.0f, dst, keys);
+        for (int i = 0; !dense && i < it->n; i++)
             memcpy(attn_row(it, op->out, h, i), it->tmp + (size_t)i * keys,
                    (size_t)(it->p0 + i + 1) * sizeof(float));
     }
+}
+
+/* A span's pattern as a dense (n, keys) matrix, zeros above the diagonal:
+ * uncaptured patterns are stored so (op_softmax zeroes their tails),
+ * captured triangles are gathered into tmp. */
+static const float *dense_pattern(as_interp *it, int hook, int h)
+{
+    int keys = it->p0 + it->n;
+    if (!as_capture_has(it->cap, hook))
+        return attn_row(it, hook, h, 0);
+    for (int i = 0; i < it->n; i++) {
+        float *dst = it->tmp + (size_t)i * keys;
+        int len = it->p0 + i + 1;
+        memcpy(dst, attn_row(it, hook, h, i), (size_t)len * sizeof *dst);
+        memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
+    }
+    return it->tmp;
 }
 
 static void op_mix(as_interp *it, const as_op *op)
 {
     const as_config *c = &it->model->cfg;
     int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
+    if (it->n == 1)
+        return each_head(it, op, mix_head);
     for (int h = 0; h < H; h++) {
         const float *v = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
-        float *z = row(it, op->out, 0) + h * dh;
-        if (it->n == 1) {
-            cblas_sgemv(CblasRowMajor, CblasTrans, keys, dh, 1.0f, v, Hk * dh,
-                        attn_row(it, op->in[0], h, 0), 1, 0.0f, z, 1);
-            continue;
-        }
-        /* Gather the causal rows into a dense (n, keys) matrix, zeros above the diagonal. */
-        for (int i = 0; i < it->n; i++) {
-            float *dst = it->tmp + (size_t)i * keys;
-            int len = it->p0 + i + 1;
-            memcpy(dst, attn_row(it, op->in[0], h, i), (size_t)len * sizeof *dst);
-            memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it->n, dh, keys, 1.0f, it->tmp, keys, v,
-                    Hk * dh, 0.0f, z, H * dh);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it->n, dh, keys, 1.0f,
+                    dense_pattern(it, op->in[0], h), keys, v, Hk * dh, 0.0f, row(it, op->out, 0) + h * dh,
+                    H * dh);
     }
+}
+
+static void op_softmax(as_interp *it, const as_op *op)
+{
+    int keys = it->p0 + it->n;
+    bool dense = it->n > 1 && !as_capture_has(it->cap, op->out);
+    for (int h = 0; h < it->prog->hooks[op->out].width; h++)
+        for (int i = 0; i < it->n; i++) {
+            int len = it->p0 + i + 1;
+            float *y = attn_row(it, op->out, h, i);
+            as_softmax(attn_row(it, op->in[0], h, i), y, len);
+            if (dense)
+                memset(y + len, 0, (size_t)(keys - len) * sizeof *y);
+        }
+}
+
+/* Rotary angles depend on the position only: computed once per pass (in
+ * the buffer setup_span sized), not once per layer and per q and k. */
+static void op_rope(as_interp *it, const as_op *op)
+{
+    const as_config *c = &it->model->cfg;
+    const as_hook *out = &it->prog->hooks[op->out];
+    for (int i = 0; !it->rope_ready && i < it->n; i++)
+        as_rope_angles(it->rope + 2 * (size_t)i * (size_t)c->rope_dim, c->rope_dim, it->p0 + i, c->rope_base);
+    it->rope_ready = true;
+    for (int i = 0; i < it->n; i++)
+        as_rope_apply(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], c->rope_dim,
+                      it->rope + 2 * (size_t)i * (size_t)c->rope_dim);
 }
 
 static void op_norm(as_interp *it, const as_op *op)
@@ -204,9 +312,9 @@ static void op_norm(as_interp *it, const as_op *op)
 
 static void op_linear(as_interp *it, const as_op *op)
 {
-    if (op->last_row_only && !as_capture_has(it->cap, op->out)) {
+    if (it->n == 1 || (op->last_row_only && !as_capture_has(it->cap, op->out))) {
         int i = it->n - 1;
-        as_linear(row(it, op->in[0], i), 1, op->n_in, op->w, op->n_out, op->b, row(it, op->out, i));
+        as_matvec(it->pool, row(it, op->in[0], i), op->n_in, op->w, op->n_out, op->b, row(it, op->out, i));
         return;
     }
     as_linear(row(it, op->in[0], 0), it->n, op->n_in, op->w, op->n_out, op->b, row(it, op->out, 0));
@@ -240,17 +348,13 @@ static void exec(as_interp *it, const as_op *op)
         op_linear(it, op);
         break;
     case AS_OP_ROPE:
-        for (int i = 0; i < it->n; i++)
-            as_rope(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1],
-                    m->cfg.rope_dim, it->p0 + i, m->cfg.rope_base);
+        op_rope(it, op);
         break;
     case AS_OP_SCORES:
         op_scores(it, op);
         break;
     case AS_OP_SOFTMAX:
-        for (int h = 0; h < out->width; h++)
-            for (int i = 0; i < it->n; i++)
-                as_softmax(attn_row(it, op->in[0], h, i), attn_row(it, op->out, h, i), it->p0 + i + 1);
+        op_softmax(it, op);
         break;
     case AS_OP_MIX:
         op_mix(it, op);
@@ -266,6 +370,8 @@ static void exec(as_interp *it, const as_op *op)
 
 static bool scan(as_interp *it, int h, int pos, const float *x, int len, int base)
 {
+    if (as_all_finite(x, len))
+        return false;
     for (int j = 0; j < len; j++) {
         if (!isfinite(x[j])) {
             it->nonfinite = (as_nonfinite){true, h, pos, base + j, x[j]};

@@ -1,16 +1,236 @@
 #include "attnscope/kernels.h"
 
+#include "attnscope/pool.h"
+
 #include <cblas.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+
+/* ---------------------------------------------------------------- dot products */
+
+/* Vectors as wide as the target has (GCC/Clang vector extensions, so the
+ * same source builds everywhere); loads through memcpy are unaligned. */
+#if defined(__AVX512F__)
+#define VL 16
+#elif defined(__AVX__)
+#define VL 8
+#else
+#define VL 4
+#endif
+typedef float vfloat __attribute__((vector_size(VL * sizeof(float))));
+typedef int32_t vint __attribute__((vector_size(VL * sizeof(int32_t))));
+
+static inline vfloat vload(const float *p)
+{
+    vfloat v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* Lane permutations with constant indices: __builtin_shufflevector is in
+ * clang and GCC >= 12, __builtin_shuffle in older GCC. */
+#if defined(__clang__) || __GNUC__ >= 12
+#define SHUF(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
+#else
+#define SHUF(v, ...) __builtin_shuffle(v, (vint){__VA_ARGS__})
+#endif
+#if VL == 16
+#define SWAP_HALVES(v) SHUF(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
+#define SWAP_QUARTERS(v) SHUF(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
+#define SWAP_PAIRS(v) SHUF(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
+#elif VL == 8
+#define SWAP_QUARTERS(v) SHUF(v, 4, 5, 6, 7, 0, 1, 2, 3)
+#define SWAP_PAIRS(v) SHUF(v, 1, 0, 3, 2, 5, 4, 7, 6)
+#else
+#define SWAP_PAIRS(v) SHUF(v, 1, 0, 3, 2)
+#endif
+
+/* Lanes summed as a tree (halves, quarters, ...). */
+static inline float hsum(vfloat v)
+{
+#if VL >= 16
+    v += SWAP_HALVES(v);
+#endif
+#if VL >= 8
+    v += SWAP_QUARTERS(v);
+#endif
+    return (v[0] + v[2]) + (v[1] + v[3]);
+}
+
+/* a·b + c, fused where the target has FMA (one rounding, and one
+ * instruction on the path that streams every weight). */
+static inline vfloat vfma(vfloat a, vfloat b, vfloat c)
+{
+#if defined(__AVX512F__)
+    return _mm512_fmadd_ps(a, b, c);
+#elif defined(__AVX__) && defined(__FMA__)
+    return _mm256_fmadd_ps(a, b, c);
+#else
+    return a * b + c;
+#endif
+}
+
+/* m ? a : b lane by lane (m from a vector comparison: all ones or zeros);
+ * C has no vector ?:, so through the bits. */
+static inline vfloat vsel(vint m, vfloat a, vfloat b)
+{
+    vint ai, bi, r;
+    vfloat out;
+    memcpy(&ai, &a, sizeof ai);
+    memcpy(&bi, &b, sizeof bi);
+    r = (ai & m) | (bi & ~m);
+    memcpy(&out, &r, sizeof out);
+    return out;
+}
+
+/* e^x for a vector, within 2 ulp of expf over the range that matters
+ * (Cody-Waite reduction to |r| <= ln2/2, Cephes' degree-6 polynomial, then
+ * the exponent bits). NaN stays NaN; below -87.3 gives 0, above 88 +inf. */
+static inline vfloat vexp(vfloat x)
+{
+    const vfloat hi = (vfloat){0} + 88.0f, lo = (vfloat){0} - 87.3365f;
+    vfloat xc = vsel(x > hi, hi, x);
+    xc = vsel((xc < lo) | (xc != xc), lo, xc); /* NaN never reaches the int conversion */
+    vfloat half = vsel(xc < 0, (vfloat){0} - 0.5f, (vfloat){0} + 0.5f);
+    vfloat n = __builtin_convertvector(__builtin_convertvector(xc * 1.44269504f + half, vint), vfloat);
+    vfloat r = xc - n * 0.693359375f + n * 2.12194440e-4f;
+    vfloat p = (vfloat){0} + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    vint e = (__builtin_convertvector(n, vint) + 127) << 23;
+    vfloat scale;
+    memcpy(&scale, &e, sizeof scale);
+    vfloat y = p * scale;
+    y = vsel(x < lo, (vfloat){0}, y);
+    y = vsel(x > hi, (vfloat){0} + INFINITY, y);
+    return vsel(x != x, x, y);
+}
+
+static inline void vstore(float *p, vfloat v)
+{
+    memcpy(p, &v, sizeof v);
+}
+
+/* One row at a time, four accumulators: the weights stream through in a
+ * single sequential pass, which the hardware prefetcher follows best (four
+ * rows side by side ran ~30% slower: four streams, and x, reused across
+ * them, sits in L1 anyway). */
+float as_dot(const float *a, const float *b, int n)
+{
+    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    int j = 0;
+    for (; j + 4 * VL <= n; j += 4 * VL) {
+        a0 = vfma(vload(a + j), vload(b + j), a0);
+        a1 = vfma(vload(a + j + VL), vload(b + j + VL), a1);
+        a2 = vfma(vload(a + j + 2 * VL), vload(b + j + 2 * VL), a2);
+        a3 = vfma(vload(a + j + 3 * VL), vload(b + j + 3 * VL), a3);
+    }
+    for (; j + VL <= n; j += VL)
+        a0 = vfma(vload(a + j), vload(b + j), a0);
+    float s = hsum((a0 + a1) + (a2 + a3));
+    for (; j < n; j++)
+        s += a[j] * b[j];
+    return s;
+}
+
+void as_matvec_rows(const float *x, int in, const float *w, const float *b, float *y, int r0, int r1)
+{
+    as_matvec_rows_ld(x, in, w, (size_t)in, y, r0, r1);
+    if (b)
+        for (int r = r0; r < r1; r++)
+            y[r] += b[r];
+}
+
+void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1)
+{
+    for (int r = r0; r < r1; r++)
+        y[r] = as_dot(w + (size_t)r * ld, x, in);
+}
+
+void as_mix_row(const float *p, int keys, const float *v, size_t ld, float *z, int dh)
+{
+    int j = 0;
+    /* One vector of z at a time stays in a register across all the keys;
+     * each pass reads its own cache lines of the value rows. */
+    for (; j + VL <= dh; j += VL) {
+        vfloat a = {0};
+        for (int t = 0; t < keys; t++)
+            a = vfma((vfloat){0} + p[t], vload(v + (size_t)t * ld + j), a);
+        vstore(z + j, a);
+    }
+    for (; j < dh; j++) {
+        float a = 0;
+        for (int t = 0; t < keys; t++)
+            a += p[t] * v[(size_t)t * ld + j];
+        z[j] = a;
+    }
+}
+
+bool as_all_finite(const float *x, long n)
+{
+    typedef uint32_t vbits __attribute__((vector_size(VL * sizeof(uint32_t))));
+    const vbits expo = (vbits){0} + 0x7f800000u;
+    vbits bad = {0};
+    long j = 0;
+    /* Inf and NaN are the values whose exponent bits are all ones. */
+    for (; j + VL <= n; j += VL) {
+        vbits u;
+        memcpy(&u, x + j, sizeof u);
+        bad |= (u & expo) == expo;
+    }
+    for (int k = 0; k < VL; k++)
+        if (bad[k])
+            return false;
+    for (; j < n; j++)
+        if (!isfinite(x[j]))
+            return false;
+    return true;
+}
+
+typedef struct matvec_job {
+    const float *x, *w, *b;
+    float *y;
+    int in, out, rows; /* rows per task */
+} matvec_job;
+
+static void matvec_task(void *ctx, int t)
+{
+    const matvec_job *j = ctx;
+    int r0 = t * j->rows, r1 = r0 + j->rows < j->out ? r0 + j->rows : j->out;
+    as_matvec_rows(j->x, j->in, j->w, j->b, j->y, r0, r1);
+}
+
+void as_matvec(as_pool *pool, const float *x, int in, const float *w, int out, const float *b, float *y)
+{
+    /* Four tasks per thread, of at least 64 KB of weights: claims stay rare
+     * (each is an atomic on a line the threads share), yet a thread the
+     * scheduler pauses leaves little behind. Whole cache lines of y per
+     * task, so threads never write the same line. */
+    int threads = as_pool_size(pool), rows = out / (4 * threads), floor_rows = 16384 / (in > 0 ? in : 1);
+    rows = ((rows > floor_rows ? rows : floor_rows) + 15) / 16 * 16;
+    matvec_job j = {x, w, b, y, in, out, rows};
+    if ((long)in * out < 65536 || threads == 1)
+        as_matvec_rows(x, in, w, b, y, 0, out);
+    else
+        as_pool_run(pool, matvec_task, &j, (out + rows - 1) / rows);
+}
+
+/* ---------------------------------------------------------------- layers */
 
 void as_linear(const float *x, int n, int in, const float *w, int out, const float *b, float *y)
 {
     if (n == 1) {
-        /* One position: a matrix-vector product, which BLAS does faster than a 1-row gemm. */
-        if (b)
-            memcpy(y, b, (size_t)out * sizeof *y);
-        cblas_sgemv(CblasRowMajor, CblasNoTrans, out, in, 1.0f, w, in, x, 1, b ? 1.0f : 0.0f, y, 1);
+        /* One position: the same kernel the interpreter's decode path uses,
+         * so every consumer of a row computes it identically. */
+        as_matvec_rows(x, in, w, b, y, 0, out);
         return;
     }
     if (b)
@@ -36,57 +256,178 @@ static void top_insert(as_norm_stat *st, int dim, float v)
     st->top_val[k] = v;
 }
 
+typedef double vdouble __attribute__((vector_size(VL / 2 * sizeof(double))));
+typedef float vhalf __attribute__((vector_size(VL / 2 * sizeof(float))));
+
+/* x[i] (i a multiple of VL/2) widened to doubles. */
+static inline vdouble vload_wide(const float *x)
+{
+    vhalf h;
+    memcpy(&h, x, sizeof h);
+    return __builtin_convertvector(h, vdouble);
+}
+
+static double hsum_wide(vdouble v)
+{
+    double s = 0;
+    for (int k = 0; k < VL / 2; k++)
+        s += v[k];
+    return s;
+}
+
+/* Σ (x[i] - c)² in double. */
+static double sum_sq(const float *x, int d, double c)
+{
+    vdouble acc = {0};
+    int i = 0;
+    for (; i + VL / 2 <= d; i += VL / 2) {
+        vdouble v = vload_wide(x + i) - c;
+        acc += v * v;
+    }
+    double s = hsum_wide(acc);
+    for (; i < d; i++)
+        s += (x[i] - c) * (x[i] - c);
+    return s;
+}
+
+static double sum_wide(const float *x, int d)
+{
+    vdouble acc = {0};
+    int i = 0;
+    for (; i + VL / 2 <= d; i += VL / 2)
+        acc += vload_wide(x + i);
+    double s = hsum_wide(acc);
+    for (; i < d; i++)
+        s += x[i];
+    return s;
+}
+
+static void min_max(const float *x, int d, float *mn_out, float *mx_out)
+{
+    vfloat mn = (vfloat){0} + x[0], mx = mn;
+    int i = 0;
+    for (; i + VL <= d; i += VL) {
+        vfloat v = vload(x + i);
+        /* fminf/fmaxf's rule: a NaN operand is ignored */
+        mn = vsel((v < mn) | (mn != mn), v, mn);
+        mx = vsel((v > mx) | (mx != mx), v, mx);
+    }
+    float a = mn[0], b = mx[0];
+    for (int k = 1; k < VL; k++) {
+        a = mn[k] < a || a != a ? mn[k] : a;
+        b = mx[k] > b || b != b ? mx[k] : b;
+    }
+    for (; i < d; i++) {
+        a = x[i] < a || a != a ? x[i] : a;
+        b = x[i] > b || b != b ? x[i] : b;
+    }
+    *mn_out = a, *mx_out = b;
+}
+
+/* The largest magnitudes, first dimension first among equals. Whole
+ * vectors below the current fourth are skipped; top_insert sees the rest
+ * in order, as it would see every element. */
+static void top_dims(const float *x, int d, as_norm_stat *st)
+{
+    int i = 0;
+    for (; i < d && st->top_dim[AS_NORM_TOP - 1] < 0; i++)
+        top_insert(st, i, x[i]);
+    float thr = fabsf(st->top_val[AS_NORM_TOP - 1]);
+    for (; i + VL <= d; i += VL) {
+        vfloat v = vload(x + i), a = vsel(v < 0, -v, v);
+        vint over = a > thr;
+        bool any = false;
+        for (int k = 0; k < VL; k++)
+            any |= over[k] != 0;
+        if (!any)
+            continue;
+        for (int k = 0; k < VL; k++)
+            top_insert(st, i + k, x[i + k]);
+        thr = fabsf(st->top_val[AS_NORM_TOP - 1]);
+    }
+    for (; i < d; i++)
+        top_insert(st, i, x[i]);
+}
+
 void as_norm_measure(const float *x, int d, float eps, bool rms, as_norm_stat *st)
 {
     /* Sums in double: a norm's statistics are what users read to find
      * outliers, so they should not themselves be rounding artefacts. */
-    double sum = 0, sq = 0;
-    float mn = x[0], mx = x[0];
     for (int k = 0; k < AS_NORM_TOP; k++) {
         st->top_dim[k] = -1;
         st->top_val[k] = 0;
     }
-    for (int i = 0; i < d; i++) {
-        sum += x[i];
-        mn = fminf(mn, x[i]);
-        mx = fmaxf(mx, x[i]);
-        top_insert(st, i, x[i]);
-    }
-    double mean = sum / d;
-    for (int i = 0; i < d; i++) {
-        double c = rms ? x[i] : x[i] - mean;
-        sq += c * c;
-    }
+    top_dims(x, d, st);
+    double mean = sum_wide(x, d) / d, sq = sum_sq(x, d, rms ? 0.0 : mean);
+    min_max(x, d, &st->min, &st->max);
     st->mean = (float)mean;
     st->var = (float)(sq / d);
     st->scale = (float)sqrt(sq / d + eps);
-    st->min = mn;
-    st->max = mx;
 }
 
 void as_norm_apply(const float *x, int d, const as_norm_stat *st, bool rms, const float *w,
                    const float *b, float *y)
 {
     float inv = 1.0f / st->scale, mean = rms ? 0.0f : st->mean;
-    for (int i = 0; i < d; i++) {
+    int i = 0;
+    for (; i + VL <= d; i += VL) {
+        vfloat v = (vload(x + i) - mean) * inv * vload(w + i);
+        vstore(y + i, b ? v + vload(b + i) : v);
+    }
+    for (; i < d; i++) {
         float v = (x[i] - mean) * inv * w[i];
         y[i] = b ? v + b[i] : v;
     }
 }
 
-void as_gelu_tanh(const float *x, float *y, int n)
+/* The elementwise kernels below run whole vectors through vexp and finish
+ * the tail one element at a time with the same formula (so results do not
+ * depend on where a row's tail falls). */
+static inline vfloat vgelu(vfloat v)
 {
     const float c = 0.7978845608028654f; /* sqrt(2/pi) */
-    for (int i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * (1.0f + tanhf(c * (v + 0.044715f * v * v * v)));
-    }
+    vfloat u = c * (v + 0.044715f * v * v * v);
+    /* tanh(u) = 1 - 2 / (e^2u + 1), which saturates cleanly at ±1 */
+    vfloat t = 1.0f - 2.0f / (vexp(2.0f * u) + 1.0f);
+    return 0.5f * v * (1.0f + t);
+}
+
+static inline vfloat vsilu(vfloat g)
+{
+    return g / (1.0f + vexp(-g));
+}
+
+/* One element through a vector kernel, for tails. */
+#define SCALAR_VIA(fn, v) (fn((vfloat){0} + (v))[0])
+
+void as_gelu_tanh(const float *x, float *y, int n)
+{
+    int i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, vgelu(vload(x + i)));
+    for (; i < n; i++)
+        y[i] = SCALAR_VIA(vgelu, x[i]);
 }
 
 void as_swiglu(const float *gate, const float *up, float *y, int n)
 {
-    for (int i = 0; i < n; i++)
-        y[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+    int i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, vsilu(vload(gate + i)) * vload(up + i));
+    for (; i < n; i++)
+        y[i] = SCALAR_VIA(vsilu, gate[i]) * up[i];
+}
+
+void as_rope_angles(float *cs, int rope_dim, int pos, float base)
+{
+    for (int i = 0; i < rope_dim / 2; i++) {
+        double theta = pos * pow(base, -2.0 * i / rope_dim);
+        float c = (float)cos(theta), s = (float)sin(theta);
+        /* Laid out for as_rope_apply: cos per element, then sin signed per element. */
+        cs[2 * i] = cs[2 * i + 1] = c;
+        cs[rope_dim + 2 * i] = -s;
+        cs[rope_dim + 2 * i + 1] = s;
+    }
 }
 
 void as_rope(const float *x, float *y, int n_heads, int d_head, int rope_dim, int pos, float base)
@@ -107,24 +448,69 @@ void as_rope(const float *x, float *y, int n_heads, int d_head, int rope_dim, in
             y[(long)h * d_head + i] = x[(long)h * d_head + i];
 }
 
+void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs)
+{
+    /* y[2i] = a·c - b·s and y[2i+1] = a·s + b·c for the pair (a, b), written
+     * as x[j]·cos[j] + x[j^1]·sin±[j]: the same products and sums, so the
+     * same bits, in whole vectors. */
+    const float *cosv = cs, *sinv = cs + rope_dim;
+    for (int h = 0; h < n_heads; h++) {
+        const float *xh = x + (long)h * d_head;
+        float *yh = y + (long)h * d_head;
+        int j = 0;
+        for (; j + VL <= rope_dim; j += VL) {
+            vfloat v = vload(xh + j);
+            vstore(yh + j, v * vload(cosv + j) + SWAP_PAIRS(v) * vload(sinv + j));
+        }
+        for (; j < rope_dim; j++)
+            yh[j] = xh[j] * cosv[j] + xh[j ^ 1] * sinv[j];
+        for (; j < d_head; j++)
+            yh[j] = xh[j];
+    }
+}
+
+static float max_ignoring_nan(const float *x, int n)
+{
+    vfloat m = (vfloat){0} + x[0];
+    int i = 0;
+    for (; i + VL <= n; i += VL) {
+        vfloat v = vload(x + i);
+        m = vsel((v > m) | (m != m), v, m); /* fmaxf's rule: a NaN operand is ignored */
+    }
+    float mx = m[0];
+    for (int k = 1; k < VL; k++)
+        mx = m[k] > mx || mx != mx ? m[k] : mx;
+    for (; i < n; i++)
+        mx = x[i] > mx || mx != mx ? x[i] : mx;
+    return mx;
+}
+
 void as_softmax(const float *x, float *y, int n)
 {
-    float mx = x[0];
-    for (int i = 1; i < n; i++)
-        mx = fmaxf(mx, x[i]);
-    float sum = 0;
-    for (int i = 0; i < n; i++) {
-        y[i] = expf(x[i] - mx);
-        sum += y[i];
+    float mx = max_ignoring_nan(x, n);
+    vfloat acc = {0};
+    int i = 0;
+    for (; i + VL <= n; i += VL) {
+        vfloat e = vexp(vload(x + i) - mx);
+        vstore(y + i, e);
+        acc += e;
     }
+    float sum = hsum(acc);
+    for (; i < n; i++)
+        sum += y[i] = SCALAR_VIA(vexp, x[i] - mx);
     float inv = 1.0f / sum;
-    for (int i = 0; i < n; i++)
+    for (i = 0; i + VL <= n; i += VL)
+        vstore(y + i, vload(y + i) * inv);
+    for (; i < n; i++)
         y[i] *= inv;
 }
 
 void as_add(const float *a, const float *b, float *y, long n)
 {
-    for (long i = 0; i < n; i++)
+    long i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, vload(a + i) + vload(b + i));
+    for (; i < n; i++)
         y[i] = a[i] + b[i];
 }
 

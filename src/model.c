@@ -1,5 +1,8 @@
 #include "attnscope/model.h"
 
+#include "attnscope/kernels.h"
+#include "attnscope/llama2c.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +65,9 @@ static int read_config(as_config *c, const as_gguf *g, as_error *err)
                                                       : "%s.attention.layer_norm_rms_epsilon", arch);
     if (as_gguf_get_f32_opt(g, key, &c->eps, err))
         return AS_ERR;
+    /* A negative or NaN epsilon makes every norm NaN: refuse it here, by name. */
+    if (!(c->eps >= 0.0f && c->eps < 1.0f))
+        return as_error_set(err, "%s: %s = %g must be a finite number from 0 to 1", g->path, key, c->eps);
     c->rope_base = 10000.0f;
     c->rope_dim = c->d_head;
     if (c->arch == AS_ARCH_LLAMA) {
@@ -69,12 +75,15 @@ static int read_config(as_config *c, const as_gguf *g, as_error *err)
         snprintf(key, sizeof key, "%s.rope.freq_base", arch);
         if (as_gguf_get_f32_opt(g, key, &c->rope_base, err))
             return AS_ERR;
+        if (!(c->rope_base > 1.0f && c->rope_base <= 1e30f))
+            return as_error_set(err, "%s: %s = %g must be a finite number above 1", g->path, key, c->rope_base);
         snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
         if (as_gguf_get_u32_opt(g, key, &rd, err))
             return AS_ERR;
         if (rd == 0 || rd > (uint32_t)c->d_head || rd % 2)
-            return as_error_set(err, "%s: %s = %u must be even and at most the head size %d",
-                                g->path, key, rd, c->d_head);
+            return as_error_set(err, "%s: %s = %u must be even and at most the head size %d "
+                                "(embedding_length %d / head_count %d)",
+                                g->path, key, rd, c->d_head, c->d_model, c->n_head);
         c->rope_dim = (int)rd;
     }
     const char *name = NULL;
@@ -196,8 +205,15 @@ static int load_layer_llama(as_model *m, int l, as_error *err)
         return AS_ERR;
     T(attn_norm_w, "attn_norm.weight", d, 0)
     T(wq, "attn_q.weight", d, d)
-    T(wk, "attn_k.weight", d, kv)
-    T(wv, "attn_v.weight", d, kv)
+    /* Their width comes from three hyperparameters: say which. */
+    if (get_tensor(m, (snprintf(n, sizeof n, "blk.%d.attn_k.weight", l), n), d, kv, false, &L->wk, err) ||
+        get_tensor(m, (snprintf(n, sizeof n, "blk.%d.attn_v.weight", l), n), d, kv, false, &L->wv, err)) {
+        char first[sizeof err->msg];
+        snprintf(first, sizeof first, "%s", err->msg);
+        return as_error_set(err, "%s (%llu = head_count_kv %d x head size %d, the head size being "
+                            "embedding_length %d / head_count %d)", first, (unsigned long long)kv,
+                            c->n_head_kv, c->d_head, c->d_model, c->n_head);
+    }
     T(wo, "attn_output.weight", d, d)
     T(ffn_norm_w, "ffn_norm.weight", d, 0)
     T(w_gate, "ffn_gate.weight", d, f)
@@ -234,6 +250,51 @@ static int load_weights(as_model *m, as_error *err)
     return AS_OK;
 }
 
+/* Tensors of blocks past block_count mean the count is wrong (a half-done
+ * conversion): running fewer layers than were trained would mislead. */
+static int check_extra_layers(const as_model *m, as_error *err)
+{
+    const as_gguf *g = m->gguf;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        unsigned long l;
+        int used = 0;
+        if (sscanf(g->tensors[i].name, "blk.%lu.%n", &l, &used) == 1 && used > 0 && l >= (unsigned long)m->cfg.n_layer)
+            return as_error_set(err, "%s: %s.block_count is %d but the file has tensors for block %lu (%s)",
+                                g->path, as_arch_name(m->cfg.arch), m->cfg.n_layer, l, g->tensors[i].name);
+    }
+    return AS_OK;
+}
+
+/* Empty and duplicated vocabulary strings are legal (the first id wins a
+ * look-up; an empty token decodes to nothing) but often mean a broken
+ * conversion, so they are counted in the warnings. Strings are compared as
+ * C strings, which is what a look-up sees. */
+static void note_vocabulary(as_model *m)
+{
+    int empty = 0, dup = 0, first_empty = -1, first_dup = -1;
+    for (int id = 0; id < m->cfg.n_vocab; id++) {
+        const char *p = as_tokenizer_piece(m->tok, id);
+        if (!p || !p[0]) {
+            empty++;
+            first_empty = first_empty < 0 ? id : first_empty;
+            continue;
+        }
+        int32_t first = as_tokenizer_find(m->tok, p);
+        if (first >= 0 && first != id) {
+            dup++;
+            first_dup = first_dup < 0 ? id : first_dup;
+        }
+    }
+    size_t used = strlen(m->warnings);
+    if (empty && used + 1 < sizeof m->warnings)
+        used += (size_t)snprintf(m->warnings + used, sizeof m->warnings - used,
+                                 "%svocabulary: %d empty tokens (first id %d)", used ? "; " : "", empty, first_empty);
+    if (dup && used + 1 < sizeof m->warnings)
+        snprintf(m->warnings + used, sizeof m->warnings - used,
+                 "%svocabulary: %d tokens repeat an earlier token's text (first id %d; look-ups give the earlier id)",
+                 used ? "; " : "", dup, first_dup);
+}
+
 /* Names tensors that hold NaN or Inf: a broken conversion should load (so
  * it can be inspected) but say so at once. */
 static void scan_nonfinite(as_model *m)
@@ -255,6 +316,16 @@ static void scan_nonfinite(as_model *m)
                 return;
         }
         uint64_t bad = 0, rows = as_tensor_rows(t);
+        /* F32 in place: one vectorized pass over the map finds nothing in
+         * the common case (this runs on every load, over every weight). */
+        if (t->type == AS_GGML_F32 && (uintptr_t)t->data % sizeof(float) == 0) {
+            const float *f = (const float *)t->data;
+            if (as_all_finite(f, (long)t->n_elements))
+                continue;
+            rows = 0;
+            for (uint64_t k = 0; k < t->n_elements; k++)
+                bad += !isfinite(f[k]);
+        }
         for (uint64_t r = 0; r < rows; r++) {
             if (as_tensor_row_f32(t, r, row, NULL))
                 break;
@@ -274,13 +345,19 @@ static void scan_nonfinite(as_model *m)
 
 int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err)
 {
+    return as_model_from_gguf_tok(out, g, NULL, err);
+}
+
+int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_error *err)
+{
     *out = NULL;
     as_model *m = calloc(1, sizeof *m);
     if (!m)
         return as_error_set(err, "%s: out of memory", g->path);
     m->gguf = g;
+    m->tok = tok;
     m->path = strdup(g->path);
-    if (!m->path || read_config(&m->cfg, g, err) || as_tokenizer_from_gguf(&m->tok, g, err))
+    if (!m->path || read_config(&m->cfg, g, err) || (!tok && as_tokenizer_from_gguf(&m->tok, g, err)))
         goto fail;
     m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
     const as_gguf_tensor *emb = as_gguf_tensor_find(g, "token_embd.weight");
@@ -291,19 +368,50 @@ int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err)
     }
     if (load_weights(m, err))
         goto fail;
+    if (check_extra_layers(m, err))
+        goto fail;
     scan_nonfinite(m);
+    note_vocabulary(m);
+    as_defang(m->warnings); /* they quote tensor names from the file */
     *out = m;
     return AS_OK;
 fail:
     m->gguf = NULL; /* the caller keeps ownership on failure */
+    if (tok)
+        m->tok = NULL;
     as_model_free(m);
     return AS_ERR;
 }
 
+/* GGUF files start with their magic; anything else is read as a llama2.c
+ * checkpoint (which has none), unless its name says GGUF. */
+static bool is_gguf(const char *path)
+{
+    unsigned char magic[4] = {0};
+    FILE *f = fopen(path, "rb");
+    size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
+    if (f)
+        fclose(f);
+    size_t n = strlen(path);
+    if (n >= 5 && !strcmp(path + n - 5, ".gguf"))
+        return true;
+    return !f || got < 4 || !memcmp(magic, "GGUF", 4);
+}
+
 int as_model_load(as_model **out, const char *path, as_error *err)
+{
+    return as_model_load_with(out, path, NULL, err);
+}
+
+int as_model_load_with(as_model **out, const char *path, const char *tokenizer, as_error *err)
 {
     as_gguf *g;
     *out = NULL;
+    if (!is_gguf(path))
+        return as_llama2c_load(out, path, tokenizer, err);
+    if (tokenizer)
+        return as_error_set(err, "%s: a GGUF file carries its own tokenizer (--tokenizer %s is for "
+                            "llama2.c checkpoints)", path, tokenizer);
     if (as_gguf_open(&g, path, err))
         return AS_ERR;
     if (as_model_from_gguf(out, g, err)) {

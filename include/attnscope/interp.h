@@ -96,6 +96,10 @@ typedef struct as_interp {
     float **span;      /* per hook: row 0 of the current span */
     float *tmp;        /* attention work area */
     size_t tmp_cap;
+    struct as_pool *pool; /* threads for one-position work, sized by as_get_threads() */
+    float *rope;       /* rotary cos/sin of the span's positions (2·rope_dim floats each) */
+    size_t rope_cap;
+    bool rope_ready;   /* rope holds this pass's angles */
 } as_interp;
 
 int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err);

@@ -1,10 +1,14 @@
 /* kernels: the numerical building blocks of a forward pass, on float32
- * row-major arrays. Matrix work goes through OpenBLAS. Pure functions of
- * their arguments: no state, no allocation except where noted. */
+ * row-major arrays. Matrix-matrix work goes through OpenBLAS; the
+ * matrix-vector products of a generated token, attention over the KV cache
+ * and the elementwise functions are vectorized here (GCC/Clang vector
+ * extensions, as wide as the target allows). Pure functions of their
+ * arguments: no state, no allocation except where noted. */
 #ifndef ATTNSCOPE_KERNELS_H
 #define ATTNSCOPE_KERNELS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define AS_NORM_TOP 4 /* largest-magnitude input dimensions kept per token */
 
@@ -17,8 +21,24 @@ typedef struct as_norm_stat {
     float top_val[AS_NORM_TOP];
 } as_norm_stat;
 
-/* y[n][out] = x[n][in] · w[out][in]ᵀ (+ b). x and y must not overlap. */
+typedef struct as_pool as_pool;
+
+/* y[n][out] = x[n][in] · w[out][in]ᵀ (+ b). x and y must not overlap.
+ * One row is a matrix-vector product (as_matvec_rows); more go to sgemm. */
 void as_linear(const float *x, int n, int in, const float *w, int out, const float *b, float *y);
+/* y[out] = w[out][in] · x[in] (+ b), rows shared among the pool's threads;
+ * every row's value is the same whatever the thread count. */
+void as_matvec(as_pool *pool, const float *x, int in, const float *w, int out, const float *b, float *y);
+/* Rows [r0, r1) of the above on the calling thread. */
+void as_matvec_rows(const float *x, int in, const float *w, const float *b, float *y, int r0, int r1);
+/* The same with rows ld floats apart, no bias (attention: keys in the KV cache). */
+void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1);
+/* Σ a[i]·b[i], summed as the matrix-vector rows are. */
+float as_dot(const float *a, const float *b, int n);
+/* z[dh] = Σ_t p[t] · v[t·ld .. t·ld + dh): one head's attention output. */
+void as_mix_row(const float *p, int keys, const float *v, size_t ld, float *z, int dh);
+/* False if any of x[n] is NaN or ±Inf. */
+bool as_all_finite(const float *x, long n);
 /* Statistics of one token's input x[d]; fills st (including scale). */
 void as_norm_measure(const float *x, int d, float eps, bool rms, as_norm_stat *st);
 /* y = (x - mean) / scale * w + b (LayerNorm) or x / scale * w (RMSNorm). */
@@ -31,6 +51,11 @@ void as_swiglu(const float *gate, const float *up, float *y, int n);
  * adjacent pairs (2i, 2i+1) of each head, i < rope_dim/2, rotated by
  * pos · base^(-2i/rope_dim). x and y are [n_heads][d_head]. */
 void as_rope(const float *x, float *y, int n_heads, int d_head, int rope_dim, int pos, float base);
+/* The same in two steps, so a pass computes each position's angles once:
+ * cs holds 2·rope_dim floats (cos of pos · base^(-2i/rope_dim) at 2i and
+ * 2i+1, then -sin at 2i and sin at 2i+1). Bit-identical to as_rope. */
+void as_rope_angles(float *cs, int rope_dim, int pos, float base);
+void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs);
 /* Softmax of x[n] into y[n] (max-subtracted). */
 void as_softmax(const float *x, float *y, int n);
 void as_add(const float *a, const float *b, float *y, long n);

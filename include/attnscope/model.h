@@ -46,7 +46,7 @@ typedef struct as_layer {
 typedef struct as_model {
     as_config cfg;
     char *path;
-    as_gguf *gguf;              /* NULL for a llama2.c checkpoint */
+    as_gguf *gguf;              /* a llama2.c checkpoint gets a GGUF view (llama2c.h) */
     as_tokenizer *tok;
     const float *tok_embd;      /* [vocab][d_model] */
     const float *pos_embd;      /* gpt2: [n_ctx][d_model] */
@@ -60,9 +60,16 @@ typedef struct as_model {
     char warnings[1024];        /* e.g. tensors holding NaN/Inf; empty if none */
 } as_model;
 
+/* Loads a GGUF file or a llama2.c checkpoint (told apart by GGUF's magic);
+ * a checkpoint's tokenizer is looked for as tokenizer.bin (see llama2c.h). */
 int as_model_load(as_model **out, const char *path, as_error *err);
+/* The same with a llama2.c tokenizer file given (NULL: look for it). */
+int as_model_load_with(as_model **out, const char *path, const char *tokenizer, as_error *err);
 /* Builds a model from an already-parsed GGUF (takes ownership of g on success). */
 int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err);
+/* The same with a tokenizer built elsewhere (NULL: from g's metadata);
+ * ownership of both is taken on success only. */
+int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_error *err);
 void as_model_free(as_model *m);
 const char *as_arch_name(as_arch a);
 

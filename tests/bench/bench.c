@@ -1,0 +1,567 @@
+/* make bench: times attnscope against the peers people would use instead,
+ * side by side, in one run, on random-weight models of fixed shapes.
+ *
+ *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME] [--out FILE.md]
+ *
+ * Peers are optional and found through the environment:
+ *   BENCH_RUNC        llama2.c's run.c, built (gcc -Ofast -march=native -fopenmp run.c -lm)
+ *   BENCH_LLAMA_PEER  tests/bench/llama_peer.c built against llama.cpp (make bench does it
+ *                     when BENCH_LLAMA_LIB and BENCH_LLAMA_INC are set)
+ *   BENCH_LLAMA_LIB   the directory of libllama*.so and libggml*.so
+ * Each measurement is a fresh process (its peak RSS is its own); the
+ * engines take turns, run after run, and every figure is the median. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attnscope/llama2c.h"
+#include "bench.h"
+
+#define FULL_CAPTURE_MB "1048576" /* a budget nothing exceeds: every hook kept */
+#define MAX_ROWS 6
+#define MAX_RUNS 15
+
+typedef enum engine { E_ATTN_OFF, E_ATTN_FULL, E_ATTN_GGUF, E_RUNC, E_LLAMA } engine;
+
+static const char *const engine_name[] = {
+    "attnscope, capture off", "attnscope, full capture", "attnscope on the GGUF, capture off",
+    "llama2.c run.c", "llama.cpp",
+};
+
+typedef struct sample {
+    double decode_tps, prompt_tps, ttft_ms, rss_mb;
+    char ids[4096];   /* greedy ids (decode job) */
+    char text[4096];  /* run.c: what it printed */
+} sample;
+
+typedef struct row {
+    engine e;
+    sample s[MAX_RUNS];
+    int n_ok;
+    double decode_tps, prompt_tps, ttft_ms, rss_mb; /* medians */
+    char why[256];    /* why a run failed */
+} row;
+
+typedef struct model {
+    const char *name, *kind; /* kind: llama or gpt2 */
+    char bin[1024], tok[1024], gguf[1024];
+    char shape[160];
+    double bytes;
+    int n_ctx, n_vocab;
+    row rows[MAX_ROWS];
+    int n_rows;
+} model;
+
+typedef struct opts {
+    const char *dir, *only, *out;
+    int runs, threads;
+    const char *runc, *llama_peer, *llama_lib;
+    char self[1024];
+} opts;
+
+/* ---------------------------------------------------------------- child processes */
+
+typedef struct child {
+    char out[1 << 16];
+    int64_t start_ns, wall_ns;
+    long rss_kb;
+    int status;
+} child;
+
+/* Runs argv with stdout and stderr into c->out; env: "NAME=VALUE" or NULL. */
+static int run_child(char *const argv[], const char *env, child *c)
+{
+    int fd[2];
+    if (pipe(fd))
+        return -1;
+    c->start_ns = bench_now();
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        close(fd[1]);
+        if (env)
+            putenv((char *)env);
+        execv(argv[0], argv);
+        fprintf(stderr, "cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t n = 0;
+    for (ssize_t k; (k = read(fd[0], c->out + n, sizeof c->out - 1 - n)) > 0;)
+        n += (size_t)k;
+    c->out[n] = '\0';
+    char drain[4096];
+    while (read(fd[0], drain, sizeof drain) > 0)
+        ;
+    close(fd[0]);
+    struct rusage ru;
+    if (pid < 0 || wait4(pid, &c->status, 0, &ru) != pid)
+        return -1;
+    c->wall_ns = bench_now() - c->start_ns;
+    c->rss_kb = ru.ru_maxrss;
+    return WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0 ? 0 : -1;
+}
+
+static bool get_value(const char *out, const char *key, double *v)
+{
+    size_t k = strlen(key);
+    for (const char *p = out; (p = strstr(p, key)); p += k)
+        if ((p == out || p[-1] == '\n') && p[k] == ' ') {
+            *v = strtod(p + k + 1, NULL);
+            return true;
+        }
+    return false;
+}
+
+static void get_line(const char *out, const char *key, char *dst, size_t cap)
+{
+    size_t k = strlen(key);
+    dst[0] = '\0';
+    for (const char *p = out; (p = strstr(p, key)); p += k)
+        if ((p == out || p[-1] == '\n') && p[k] == ' ') {
+            size_t n = strcspn(p + k + 1, "\n");
+            snprintf(dst, cap, "%.*s", (int)(n < cap ? n : cap - 1), p + k + 1);
+            return;
+        }
+}
+
+static void fail(row *r, const char *what, const child *c)
+{
+    size_t n = strlen(c->out);
+    const char *tail = n > 200 ? c->out + n - 200 : c->out;
+    snprintf(r->why, sizeof r->why, "%s: %.200s", what, tail);
+    for (char *p = r->why; *p; p++)
+        if (*p == '\n')
+            *p = ' ';
+}
+
+/* ---------------------------------------------------------------- one job per engine */
+
+static void ids_arg(const model *m, char *buf, size_t cap, bool decode)
+{
+    int32_t ids[BENCH_PROMPT];
+    char text[BENCH_PROMPT];
+    bool gpt2 = !strcmp(m->kind, "gpt2");
+    if (decode) {
+        snprintf(buf, cap, "%d", gpt2 ? bench_gpt2_start() : 1);
+        return;
+    }
+    if (gpt2)
+        bench_gpt2_prompt(ids);
+    else
+        bench_llama_prompt(ids, text, sizeof text);
+    size_t o = 0;
+    for (int i = 0; i < BENCH_PROMPT && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, i ? ",%d" : "%d", ids[i]);
+}
+
+static int job_attnscope(const opts *o, const model *m, engine e, bool decode, child *c)
+{
+    char threads[16];
+    snprintf(threads, sizeof threads, "%d", o->threads);
+    char *argv[] = {(char *)o->self, "--worker", (char *)(e == E_ATTN_GGUF || !m->bin[0] ? m->gguf : m->bin),
+                    (char *)(e == E_ATTN_GGUF || !m->bin[0] ? "-" : m->tok),
+                    e == E_ATTN_FULL ? FULL_CAPTURE_MB : "0", decode ? "decode" : "prompt", threads,
+                    (char *)m->kind, NULL};
+    return run_child(argv, NULL, c);
+}
+
+/* run.c counts the passes after its first; with the prompt as long as the
+ * run, every pass is a prompt pass, and the process ends at the first
+ * generated token. */
+static int job_runc(const opts *o, const model *m, bool decode, child *c)
+{
+    int32_t ids[BENCH_PROMPT];
+    char text[BENCH_PROMPT], steps[16], env[32];
+    bench_llama_prompt(ids, text, sizeof text);
+    snprintf(steps, sizeof steps, "%d", decode ? BENCH_GEN : BENCH_PROMPT);
+    snprintf(env, sizeof env, "OMP_NUM_THREADS=%d", o->threads);
+    char *argv[] = {(char *)o->runc, (char *)m->bin, "-z", (char *)m->tok, "-t", "0", "-n", steps,
+                    decode ? NULL : "-i", text, NULL};
+    return run_child(argv, env, c);
+}
+
+static int job_llama(const opts *o, const model *m, bool decode, child *c)
+{
+    char threads[16], ctx[16], ids[4096];
+    snprintf(threads, sizeof threads, "%d", o->threads);
+    snprintf(ctx, sizeof ctx, "%d", m->n_ctx);
+    ids_arg(m, ids, sizeof ids, decode);
+    char *argv[] = {(char *)o->llama_peer, (char *)o->llama_lib, (char *)m->gguf, decode ? "decode" : "prompt",
+                    threads, ctx, ids, NULL};
+    return run_child(argv, NULL, c);
+}
+
+static int job(const opts *o, const model *m, engine e, bool decode, child *c)
+{
+    if (e == E_RUNC)
+        return job_runc(o, m, decode, c);
+    if (e == E_LLAMA)
+        return job_llama(o, m, decode, c);
+    return job_attnscope(o, m, e, decode, c);
+}
+
+/* One run of one engine: a decode job and a prompt job. */
+static void measure(const opts *o, const model *m, row *r)
+{
+    child d, p;
+    sample *s = &r->s[r->n_ok];
+    if (job(o, m, r->e, true, &d))
+        return fail(r, "decode", &d);
+    if (job(o, m, r->e, false, &p))
+        return fail(r, "prompt", &p);
+    memset(s, 0, sizeof *s);
+    s->rss_mb = (d.rss_kb > p.rss_kb ? d.rss_kb : p.rss_kb) / 1024.0;
+    if (r->e == E_RUNC) {
+        char *at = strstr(d.out, "achieved tok/s:");
+        if (!at)
+            return fail(r, "decode output", &d);
+        s->decode_tps = strtod(at + 15, NULL);
+        snprintf(s->text, sizeof s->text, "%.*s", (int)(at - d.out), d.out);
+        at = strstr(p.out, "achieved tok/s:");
+        if (!at)
+            return fail(r, "prompt output", &p);
+        s->prompt_tps = strtod(at + 15, NULL);
+        s->ttft_ms = p.wall_ns * 1e-6; /* it exits at the first generated token */
+    } else {
+        double first;
+        if (!get_value(d.out, "decode_tps", &s->decode_tps))
+            return fail(r, "decode output", &d);
+        if (!get_value(p.out, "prompt_tps", &s->prompt_tps) || !get_value(p.out, "first_ns", &first))
+            return fail(r, "prompt output", &p);
+        s->ttft_ms = (first - (double)p.start_ns) * 1e-6;
+        get_line(d.out, "ids", s->ids, sizeof s->ids);
+    }
+    r->n_ok++;
+}
+
+/* ---------------------------------------------------------------- statistics and the table */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const row *r, size_t field)
+{
+    double v[MAX_RUNS];
+    for (int i = 0; i < r->n_ok; i++)
+        v[i] = *(const double *)((const char *)&r->s[i] + field);
+    qsort(v, (size_t)r->n_ok, sizeof *v, cmp_double);
+    return r->n_ok % 2 ? v[r->n_ok / 2] : (v[r->n_ok / 2 - 1] + v[r->n_ok / 2]) / 2;
+}
+
+static void summarize(row *r)
+{
+    if (!r->n_ok)
+        return;
+    r->decode_tps = median(r, offsetof(sample, decode_tps));
+    r->prompt_tps = median(r, offsetof(sample, prompt_tps));
+    r->ttft_ms = median(r, offsetof(sample, ttft_ms));
+    r->rss_mb = median(r, offsetof(sample, rss_mb));
+}
+
+static const row *find_row(const model *m, engine e)
+{
+    for (int i = 0; i < m->n_rows; i++)
+        if (m->rows[i].e == e && m->rows[i].n_ok)
+            return &m->rows[i];
+    return NULL;
+}
+
+static void ratio_cell(FILE *f, double a, double b)
+{
+    if (b > 0)
+        fprintf(f, " %6.2fx |", a / b);
+    else
+        fprintf(f, "      - |");
+}
+
+static void print_table(FILE *f, const model *m)
+{
+    const row *rc = find_row(m, E_RUNC), *lc = find_row(m, E_LLAMA);
+    fprintf(f, "\n### %s: %s, %.1f MB of weights\n\n", m->name, m->shape, m->bytes / 1048576.0);
+    fprintf(f, "| engine | decode tok/s | prompt tok/s | first token ms | peak RSS MB | decode vs run.c | "
+               "prompt vs run.c | decode vs llama.cpp | prompt vs llama.cpp |\n");
+    fprintf(f, "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int i = 0; i < m->n_rows; i++) {
+        const row *r = &m->rows[i];
+        if (!r->n_ok) {
+            fprintf(f, "| %s | failed: %s | | | | | | | |\n", engine_name[r->e], r->why);
+            continue;
+        }
+        fprintf(f, "| %s | %.1f | %.1f | %.1f | %.1f |", engine_name[r->e], r->decode_tps, r->prompt_tps,
+                r->ttft_ms, r->rss_mb);
+        bool ours = r->e <= E_ATTN_GGUF;
+        ratio_cell(f, r->decode_tps, ours && rc ? rc->decode_tps : 0);
+        ratio_cell(f, r->prompt_tps, ours && rc ? rc->prompt_tps : 0);
+        ratio_cell(f, r->decode_tps, ours && lc ? lc->decode_tps : 0);
+        ratio_cell(f, r->prompt_tps, ours && lc ? lc->prompt_tps : 0);
+        fputc('\n', f);
+    }
+}
+
+/* ---------------------------------------------------------------- do the engines agree? */
+
+/* Leading greedy tokens two id lists share. */
+static int same_ids(const char *a, const char *b)
+{
+    int n = 0;
+    for (char *ea, *eb;; n++) {
+        long x = strtol(a, &ea, 10), y = strtol(b, &eb, 10);
+        if (ea == a || eb == b || x != y)
+            return n;
+        a = ea, b = eb;
+    }
+}
+
+/* Leading tokens of attnscope's ids that run.c printed the same (run.c
+ * prints pieces, dropping the leading space after BOS as attnscope does). */
+static int same_text(const model *m, const char *ids, const char *text)
+{
+    as_tokenizer *t;
+    as_error err;
+    if (as_llama2c_tokenizer(&t, m->tok, m->n_vocab, &err))
+        return -1;
+    int n = 0;
+    size_t at = 0;
+    for (char *end;; n++) {
+        long id = strtol(ids, &end, 10);
+        char piece[64];
+        if (end == ids)
+            break;
+        size_t len = as_tokenizer_token_bytes(t, (int32_t)id, piece, sizeof piece);
+        const char *p = piece;
+        if (n == 0 && len && piece[0] == ' ')
+            p++, len--;
+        if (strncmp(text + at, p, len))
+            break;
+        at += len;
+        ids = end;
+    }
+    as_tokenizer_free(t);
+    return n;
+}
+
+static void print_agreement(FILE *f, const model *m)
+{
+    const row *a = find_row(m, E_ATTN_OFF), *rc = find_row(m, E_RUNC), *lc = find_row(m, E_LLAMA);
+    if (!a)
+        return;
+    if (rc)
+        fprintf(f, "\nGreedy tokens: run.c printed the same first %d of %d as attnscope", same_text(m, a->s[0].ids,
+                rc->s[0].text), BENCH_GEN);
+    if (lc)
+        fprintf(f, "%s llama.cpp chose the same first %d of %d", rc ? ";" : "\nGreedy tokens:",
+                same_ids(a->s[0].ids, lc->s[0].ids), BENCH_GEN);
+    if (rc || lc)
+        fprintf(f, " (random weights make near-ties common, so rounding differences can fork the sequence).\n");
+}
+
+/* ---------------------------------------------------------------- targets */
+
+static void target(FILE *f, const char *what, double got, double want, bool at_most)
+{
+    bool met = at_most ? got <= want : got >= want;
+    fprintf(f, "| %s | %.2f | %s %.2f | %s |\n", what, got, at_most ? "<=" : ">=", want,
+            met ? "met" : "NOT met");
+}
+
+static void print_targets(FILE *f, const model *ms, int n)
+{
+    fprintf(f, "\n### Targets\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n");
+    for (int i = 0; i < n; i++) {
+        const model *m = &ms[i];
+        const row *off = find_row(m, E_ATTN_OFF), *full = find_row(m, E_ATTN_FULL), *gg = find_row(m, E_ATTN_GGUF);
+        const row *rc = find_row(m, E_RUNC), *lc = find_row(m, E_LLAMA);
+        char what[200];
+        if (off && rc) {
+            snprintf(what, sizeof what, "%s: decode, capture off, vs run.c (x)", m->name);
+            target(f, what, off->decode_tps / rc->decode_tps, 1.0, false);
+            snprintf(what, sizeof what, "%s: prompt vs run.c (x)", m->name);
+            target(f, what, off->prompt_tps / rc->prompt_tps, 5.0, false);
+        }
+        if (off && full && !strcmp(m->name, "stories15M")) {
+            snprintf(what, sizeof what, "%s: decode time, full capture / capture off", m->name);
+            target(f, what, off->decode_tps / full->decode_tps, 1.15, true);
+        }
+        const row *g = gg ? gg : off;
+        if (g && lc) {
+            snprintf(what, sizeof what, "%s: decode vs llama.cpp, same F32 GGUF (x)", m->name);
+            target(f, what, g->decode_tps / lc->decode_tps, 0.8, false);
+        }
+        if (off) {
+            snprintf(what, sizeof what, "%s: peak RSS, capture off, minus the model's bytes (MB)", m->name);
+            target(f, what, off->rss_mb - m->bytes / 1048576.0, 64, true);
+        }
+    }
+}
+
+/* ---------------------------------------------------------------- set-up */
+
+static void machine(FILE *f, const opts *o)
+{
+    char cpu[256] = "unknown", line[512];
+    FILE *c = fopen("/proc/cpuinfo", "r");
+    while (c && fgets(line, sizeof line, c))
+        if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+            snprintf(cpu, sizeof cpu, "%s", strchr(line, ':') + 2);
+            cpu[strcspn(cpu, "\n")] = '\0';
+            break;
+        }
+    if (c)
+        fclose(c);
+    double load[3] = {0};
+    getloadavg(load, 3);
+    time_t now = time(NULL);
+    char date[64];
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+    fprintf(f, "Machine: %s, %ld cores online; %d threads per engine; %s; load average %.2f %.2f %.2f; "
+               "median of %d runs.\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), o->threads, date, load[0], load[1],
+            load[2], o->runs);
+    const char *core = getenv("OPENBLAS_CORETYPE");
+    if (core)
+        fprintf(f, "OPENBLAS_CORETYPE=%s is set in the environment (OpenBLAS's sgemm kernels for that core).\n", core);
+    fprintf(f, "Peers: run.c %s; llama.cpp %s.\n", o->runc ? o->runc : "absent (set BENCH_RUNC=/path/to/run)",
+            o->llama_peer ? o->llama_peer
+                          : "absent (set BENCH_LLAMA_LIB=/dir/of/libllama.so and BENCH_LLAMA_INC=/llama.cpp/src/tree)");
+}
+
+static double file_bytes(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 ? (double)st.st_size : 0;
+}
+
+static void add_row(model *m, engine e)
+{
+    m->rows[m->n_rows++] = (row){.e = e};
+}
+
+static int setup_llama(model *m, const opts *o, const bench_llama_shape *s)
+{
+    if (bench_make_llama(o->dir, s))
+        return -1;
+    m->name = s->name, m->kind = "llama", m->n_ctx = s->seq_len, m->n_vocab = s->vocab;
+    snprintf(m->bin, sizeof m->bin, "%s/%s.bin", o->dir, s->name);
+    snprintf(m->tok, sizeof m->tok, "%s/tokenizer.bin", o->dir);
+    snprintf(m->gguf, sizeof m->gguf, "%s/%s.gguf", o->dir, s->name);
+    snprintf(m->shape, sizeof m->shape, "llama2.c checkpoint, dim %d, %d layers, %d heads, hidden %d, vocab %d, "
+             "context %d", s->dim, s->layers, s->heads, s->hidden, s->vocab, s->seq_len);
+    m->bytes = file_bytes(m->bin);
+    add_row(m, E_ATTN_OFF), add_row(m, E_ATTN_FULL), add_row(m, E_ATTN_GGUF);
+    if (o->runc)
+        add_row(m, E_RUNC);
+    if (o->llama_peer)
+        add_row(m, E_LLAMA);
+    return 0;
+}
+
+static int setup_gpt2(model *m, const opts *o)
+{
+    if (bench_make_gpt2(o->dir, "gpt2-124M"))
+        return -1;
+    m->name = "gpt2-124M", m->kind = "gpt2", m->n_ctx = 1024;
+    snprintf(m->gguf, sizeof m->gguf, "%s/gpt2-124M.gguf", o->dir);
+    snprintf(m->shape, sizeof m->shape, "GGUF, d_model 768, 12 layers, 12 heads, d_ff 3072, vocab 50257, context 1024");
+    m->bytes = file_bytes(m->gguf);
+    add_row(m, E_ATTN_OFF), add_row(m, E_ATTN_FULL);
+    if (o->llama_peer)
+        add_row(m, E_LLAMA);
+    return 0;
+}
+
+static int parse(int argc, char **argv, opts *o)
+{
+    o->dir = "build/bench", o->runs = 5, o->threads = 2;
+    if (argc % 2 == 0)
+        return -1; /* every option takes a value */
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *v = argv[i + 1];
+        if (!strcmp(argv[i], "--dir"))
+            o->dir = v;
+        else if (!strcmp(argv[i], "--runs"))
+            o->runs = atoi(v);
+        else if (!strcmp(argv[i], "--threads"))
+            o->threads = atoi(v);
+        else if (!strcmp(argv[i], "--only"))
+            o->only = v;
+        else if (!strcmp(argv[i], "--out"))
+            o->out = v;
+        else
+            return -1;
+    }
+    if (o->runs < 1 || o->runs > MAX_RUNS || o->threads < 1)
+        return -1;
+    o->runc = getenv("BENCH_RUNC");
+    o->llama_peer = getenv("BENCH_LLAMA_PEER");
+    o->llama_lib = getenv("BENCH_LLAMA_LIB");
+    if (o->runc && access(o->runc, X_OK))
+        o->runc = NULL;
+    if (o->llama_peer && (access(o->llama_peer, X_OK) || !o->llama_lib))
+        o->llama_peer = NULL;
+    ssize_t n = readlink("/proc/self/exe", o->self, sizeof o->self - 1);
+    o->self[n > 0 ? n : 0] = '\0';
+    return 0;
+}
+
+static void report(FILE *f, const opts *o, model *ms, int n)
+{
+    machine(f, o);
+    for (int i = 0; i < n; i++) {
+        print_table(f, &ms[i]);
+        print_agreement(f, &ms[i]);
+    }
+    print_targets(f, ms, n);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && !strcmp(argv[1], "--worker"))
+        return bench_worker(argc - 1, argv + 1);
+    static opts o;
+    if (parse(argc, argv, &o))
+        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME] [--out FILE.md]\n",
+                       MAX_RUNS), 2;
+    mkdir(o.dir, 0755);
+    static const bench_llama_shape shapes[] = {
+        {"stories15M", 288, 768, 6, 6, 32000, 512},
+        {"stories110M", 768, 2048, 12, 12, 32000, 1024},
+    };
+    static model ms[3];
+    int n = 0;
+    for (int i = 0; i < 2; i++)
+        if (!o.only || !strcmp(o.only, shapes[i].name))
+            if (setup_llama(&ms[n], &o, &shapes[i]) == 0)
+                n++;
+    if ((!o.only || !strcmp(o.only, "gpt2-124M")) && setup_gpt2(&ms[n], &o) == 0)
+        n++;
+    for (int i = 0; i < n; i++)
+        for (int run = 0; run < o.runs; run++)
+            for (int r = 0; r < ms[i].n_rows; r++) {
+                fprintf(stderr, "\rbench: %s, run %d of %d, %-36s", ms[i].name, run + 1, o.runs,
+                        engine_name[ms[i].rows[r].e]);
+                measure(&o, &ms[i], &ms[i].rows[r]);
+            }
+    fprintf(stderr, "\n");
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < ms[i].n_rows; r++)
+            summarize(&ms[i].rows[r]);
+    report(stdout, &o, ms, n);
+    FILE *f = o.out ? fopen(o.out, "w") : NULL;
+    if (f) {
+        report(f, &o, ms, n);
+        fclose(f);
+    }
+    return 0;
+}

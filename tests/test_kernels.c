@@ -1,0 +1,187 @@
+/* The kernels against plain double-precision references, and the
+ * invariants the interpreter relies on: a matrix-vector row has the same
+ * bits whatever the thread count, the two-step rotary equals as_rope
+ * bit for bit, the finite check finds a NaN or Inf anywhere. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/kernels.h"
+#include "attnscope/pool.h"
+
+static float frand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+}
+
+static float *randv(size_t n, float scale, uint64_t seed)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand(&seed) * scale;
+    return x;
+}
+
+Test(kernels, softmax_matches_double_precision)
+{
+    /* Lengths around the vector width, and spreads that reach exp's underflow. */
+    int lens[] = {1, 3, 15, 16, 17, 33, 300};
+    float scales[] = {0.1f, 5.0f, 60.0f};
+    for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
+        for (size_t b = 0; b < 3; b++) {
+            int n = lens[a];
+            float *x = randv((size_t)n, scales[b], (uint64_t)(n * 7 + b)), *y = malloc((size_t)n * 4);
+            as_softmax(x, y, n);
+            double mx = -INFINITY, sum = 0;
+            for (int i = 0; i < n; i++)
+                mx = fmax(mx, x[i]);
+            for (int i = 0; i < n; i++)
+                sum += exp((double)x[i] - mx);
+            for (int i = 0; i < n; i++) {
+                /* x - max is rounded to float first, which costs |x - max| ulps of 1. */
+                double want = exp((double)x[i] - mx) / sum, tol = want * (3e-7 + (mx - x[i]) * 6e-8) + 1e-37;
+                cr_assert_leq(fabs(y[i] - want), tol, "n %d scale %g [%d]: %.9g vs %.9g", n, scales[b], i, y[i], want);
+            }
+            free(x);
+            free(y);
+        }
+}
+
+Test(kernels, softmax_keeps_nan_and_handles_infinities)
+{
+    float x[20] = {0}, y[20];
+    x[3] = NAN;
+    as_softmax(x, y, 20);
+    cr_assert(isnan(y[3]) && isnan(y[0]), "a NaN score poisons the row, as expf's would");
+    for (int i = 0; i < 20; i++)
+        x[i] = i == 7 ? 0.0f : -INFINITY;
+    as_softmax(x, y, 20);
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(y[i], i == 7 ? 1.0f : 0.0f);
+}
+
+Test(kernels, gelu_and_swiglu_match_libm)
+{
+    int n = 1000 + 7;
+    float *x = randv((size_t)n, 12.0f, 3), *u = randv((size_t)n, 2.0f, 4), *y = malloc((size_t)n * 4);
+    as_gelu_tanh(x, y, n);
+    for (int i = 0; i < n; i++) {
+        double v = x[i], want = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
+        cr_assert_leq(fabs(y[i] - want), 1e-6 * (1 + fabs(want)), "gelu(%g) = %.9g, want %.9g", v, y[i], want);
+    }
+    as_swiglu(x, u, y, n);
+    for (int i = 0; i < n; i++) {
+        double g = x[i], want = g / (1 + exp(-g)) * u[i];
+        cr_assert_leq(fabs(y[i] - want), 1e-6 * (1 + fabs(want)), "swiglu(%g) = %.9g, want %.9g", g, y[i], want);
+    }
+    float big[3] = {-200.0f, 200.0f, NAN}, one[3] = {1, 1, 1}, out[3];
+    as_swiglu(big, one, out, 3);
+    cr_assert(out[0] == 0.0f && out[1] == 200.0f && isnan(out[2]));
+    free(x);
+    free(u);
+    free(y);
+}
+
+Test(kernels, matvec_rows_have_the_same_bits_on_any_thread_count)
+{
+    int out = 333, in = 291;
+    float *w = randv((size_t)out * in, 1.0f, 5), *x = randv((size_t)in, 1.0f, 6), *b = randv((size_t)out, 1.0f, 7);
+    float *y1 = malloc((size_t)out * 4), *y2 = malloc((size_t)out * 4), *y3 = malloc((size_t)out * 4);
+    as_pool *p;
+    as_error err;
+    cr_assert_eq(as_pool_new(&p, 3, &err), AS_OK);
+    as_matvec(NULL, x, in, w, out, b, y1);
+    as_matvec(p, x, in, w, out, b, y2);
+    as_linear(x, 1, in, w, out, b, y3);
+    cr_assert_eq(memcmp(y1, y2, (size_t)out * 4), 0);
+    cr_assert_eq(memcmp(y1, y3, (size_t)out * 4), 0, "the logit lens's rows equal the interpreter's");
+    for (int r = 0; r < out; r++) {
+        double want = b[r];
+        for (int j = 0; j < in; j++)
+            want += (double)w[(size_t)r * in + j] * x[j];
+        cr_assert_leq(fabs(y1[r] - want), 1e-4, "row %d: %g vs %g", r, y1[r], want);
+    }
+    as_pool_free(p);
+    free(w), free(x), free(b), free(y1), free(y2), free(y3);
+}
+
+static void count_task(void *ctx, int t)
+{
+    atomic_fetch_add((atomic_int *)ctx + t, 1);
+}
+
+Test(kernels, pool_runs_every_task_once)
+{
+    as_pool *p;
+    as_error err;
+    cr_assert_eq(as_pool_new(&p, 2, &err), AS_OK);
+    cr_assert_eq(as_pool_size(p), 2);
+    static atomic_int counts[64];
+    for (int rep = 0; rep < 2000; rep++)
+        as_pool_run(p, count_task, counts, 1 + rep % 64);
+    for (int t = 0; t < 64; t++) {
+        int want = 0;
+        for (int rep = 0; rep < 2000; rep++)
+            want += t < 1 + rep % 64;
+        cr_assert_eq(atomic_load(&counts[t]), want, "task %d ran %d times, not %d", t, atomic_load(&counts[t]), want);
+    }
+    as_pool_free(p);
+}
+
+Test(kernels, two_step_rope_equals_as_rope_bit_for_bit)
+{
+    int heads = 3, dh = 48, rd = 32;
+    float *x = randv((size_t)heads * dh, 3.0f, 8), *a = malloc((size_t)heads * dh * 4), *b = malloc((size_t)heads * dh * 4);
+    float cs[64];
+    for (int pos = 0; pos < 300; pos += 37) {
+        as_rope(x, a, heads, dh, rd, pos, 10000.0f);
+        as_rope_angles(cs, rd, pos, 10000.0f);
+        as_rope_apply(x, b, heads, dh, rd, cs);
+        cr_assert_eq(memcmp(a, b, (size_t)heads * dh * 4), 0, "position %d", pos);
+    }
+    free(x), free(a), free(b);
+}
+
+Test(kernels, norm_statistics_match_double_precision)
+{
+    int d = 301;
+    float *x = randv((size_t)d, 4.0f, 9), *w = randv((size_t)d, 1.0f, 10), *y = malloc((size_t)d * 4);
+    x[100] = 9.5f, x[7] = -9.75f, x[250] = 9.0f, x[33] = -8.5f;
+    for (int rms = 0; rms < 2; rms++) {
+        as_norm_stat st;
+        as_norm_measure(x, d, 1e-5f, rms, &st);
+        double sum = 0, sq = 0;
+        for (int i = 0; i < d; i++)
+            sum += x[i];
+        for (int i = 0; i < d; i++)
+            sq += (x[i] - (rms ? 0 : sum / d)) * (x[i] - (rms ? 0 : sum / d));
+        cr_assert_float_eq(st.mean, sum / d, 1e-6);
+        cr_assert_float_eq(st.var, sq / d, 1e-5);
+        cr_assert_eq(st.min, -9.75f);
+        cr_assert_eq(st.max, 9.5f);
+        int want[4] = {7, 100, 250, 33};
+        for (int k = 0; k < 4; k++)
+            cr_assert_eq(st.top_dim[k], want[k], "top %d: dim %d", k, st.top_dim[k]);
+        as_norm_apply(x, d, &st, rms, w, NULL, y);
+        for (int i = 0; i < d; i++)
+            cr_assert_float_eq(y[i], (x[i] - (rms ? 0 : st.mean)) / st.scale * w[i], 1e-5);
+    }
+    free(x), free(w), free(y);
+}
+
+Test(kernels, finite_check_finds_nan_and_inf_anywhere)
+{
+    float x[37];
+    for (int at = 0; at < 37; at++)
+        for (int k = 0; k < 3; k++) {
+            for (int i = 0; i < 37; i++)
+                x[i] = (float)i;
+            cr_assert(as_all_finite(x, 37));
+            x[at] = k == 0 ? NAN : k == 1 ? INFINITY : -INFINITY;
+            cr_assert(!as_all_finite(x, 37), "missed %g at %d", x[at], at);
+        }
+}
