@@ -26,11 +26,14 @@ TEST_SRCS:= $(sort $(wildcard tests/*.c))
 LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
 UI_OBJS   = $(UI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
+# The view's pure parts (no curses, no readline), unit-tested with the engine.
+UI_TESTABLE = ui/layout.c ui/heatmap.c ui/palette.c ui/textfmt.c ui/logbuf.c ui/view.c ui/usage.c
+UI_TEST_OBJS = $(UI_TESTABLE:%.c=$(BUILD)/%.o)
 LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps
+.PHONY: all run test unit e2e bench asan install clean deps screenshot
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -82,8 +85,8 @@ $(PROG): $(UI_OBJS) $(LIB)
 attnscope: $(PROG)
 	@ln -sf $(PROG) attnscope
 
-$(UNIT): $(TEST_OBJS) $(LIB)
-	$(CC) $(SAN) $(TEST_OBJS) $(LIB) $(LIB_DEPS) $(CRIT_LIBS) -o $@
+$(UNIT): $(TEST_OBJS) $(UI_TEST_OBJS) $(LIB)
+	$(CC) $(SAN) $(TEST_OBJS) $(UI_TEST_OBJS) $(LIB) $(LIB_DEPS) $(CRIT_LIBS) -o $@
 
 run: attnscope
 	./attnscope
@@ -93,18 +96,54 @@ unit: $(UNIT) $(PROG)
 
 e2e: $(PROG)
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 
-test: unit e2e
+test: unit e2e fuzz-replay tui-stress
 
-# The whole suite under AddressSanitizer and UndefinedBehaviorSanitizer.
+# The whole suite under AddressSanitizer, UndefinedBehaviorSanitizer (with
+# float-to-int overflow, which GCC leaves out of "undefined") and LeakSanitizer.
 asan:
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp):print_suppressions=0 \
 	$(MAKE) BUILD=build/asan OPT="-O1 -g -fno-omit-frame-pointer" \
-	  SAN="-fsanitize=address,undefined -fno-sanitize-recover=undefined" test
+	  SAN="-fsanitize=address,undefined,float-cast-overflow -fno-sanitize-recover=undefined,float-cast-overflow" test
 
-bench:
-	@if [ -f tests/bench/Makefile.inc ]; then $(MAKE) -f Makefile -f tests/bench/Makefile.inc bench-run; \
-	else echo "make bench: the benchmark is not written yet (issue 6)"; exit 2; fi
+# The benchmark (tests/bench): random-weight models go to $(BUILD)/bench.
+# Peers are optional: BENCH_RUNC=/path/to/run (llama2.c's run.c, built),
+# BENCH_LLAMA_LIB=/dir/of/libllama.so with BENCH_LLAMA_INC=/llama.cpp/tree
+# (for llama.h; the peer program is built here). See tests/bench/RESULTS.md.
+BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))
+BENCH_OBJS  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/bench/llama_peer.c,$(BENCH_SRCS)))
+BENCH       = $(BUILD)/bench/bench
+LLAMA_PEER  = $(BUILD)/bench/llama-peer
+BENCH_ARGS ?=
+
+$(BENCH): $(BENCH_OBJS) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(SAN) $(BENCH_OBJS) $(LIB) $(LIB_DEPS) -o $@
+
+$(LLAMA_PEER): tests/bench/llama_peer.c
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) -I$(BENCH_LLAMA_INC)/include -I$(BENCH_LLAMA_INC)/ggml/include $< \
+	  -L$(BENCH_LLAMA_LIB) -Wl,-rpath,$(BENCH_LLAMA_LIB) \
+	  $(patsubst lib%.so,-l:lib%.so,$(notdir $(firstword $(wildcard $(BENCH_LLAMA_LIB)/libllama.so $(BENCH_LLAMA_LIB)/libllama.v*.so)))) \
+	  $(patsubst lib%.so,-l:lib%.so,$(notdir $(firstword $(wildcard $(BENCH_LLAMA_LIB)/libggml.so $(BENCH_LLAMA_LIB)/libggml.v*.so)))) \
+	  $(patsubst lib%.so,-l:lib%.so,$(notdir $(firstword $(wildcard $(BENCH_LLAMA_LIB)/libggml-base.so)))) -o $@
+
+bench: $(BENCH) $(if $(and $(BENCH_LLAMA_LIB),$(BENCH_LLAMA_INC)),$(LLAMA_PEER))
+	BENCH_LLAMA_PEER=$(if $(and $(BENCH_LLAMA_LIB),$(BENCH_LLAMA_INC)),$(abspath $(LLAMA_PEER))) \
+	  $(BENCH) --dir $(BUILD)/bench $(BENCH_ARGS)
+
+# fuzz, fuzz-replay, valgrind: see tests/fuzz/fuzz.mk
+include tests/fuzz/fuzz.mk
+
+# The README's screenshot: a real run of the full-screen view in tmux,
+# rendered to PNG (ui/tools/ansi2png.c, FreeType and libpng).
+screenshot: $(PROG) $(BUILD)/ansi2png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) sh tests/e2e/tui_screenshot.sh assets/screenshot.png
+
+$(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
+	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@
 
 install: $(PROG)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/models
@@ -114,4 +153,4 @@ install: $(PROG)
 clean:
 	rm -rf build attnscope
 
--include $(LIB_OBJS:.o=.d) $(UI_OBJS:.o=.d) $(TEST_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(UI_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)

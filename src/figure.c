@@ -598,8 +598,10 @@ static void line(lay *L, float x0, float y0, float x1, float y1, const uint8_t *
 
 static void polyline(lay *L, const float *pts, int n, const uint8_t *rgb, float lw)
 {
+    if (n < 2) /* before add(): an empty line's bounds would be infinite */
+        return;
     prim *p = add(L->f, PR_LINE);
-    if (!p || n < 2)
+    if (!p)
         return;
     if (!(p->pts = malloc((size_t)n * 2 * sizeof *p->pts))) {
         L->f->oom = true;
@@ -1703,6 +1705,14 @@ static float seg_dist(float px, float py, float ax, float ay, float bx, float by
     return sqrtf(ex * ex + ey * ey);
 }
 
+/* A pixel index from a coordinate, clamped to [lo, hi] before the
+ * conversion: data can put a point at NaN or infinity (a model with NaN
+ * logits), and converting those to int is undefined. */
+static int px_clamp(float v, int lo, int hi)
+{
+    return !(v > (float)lo) ? lo : v >= (float)hi ? hi : (int)v;
+}
+
 /* Straight axis-aligned lines are boxes (crisp); others are capsules whose
  * coverage comes from the distance to the segment, taken once per pixel
  * over the whole polyline so joins are not drawn twice. */
@@ -1718,15 +1728,15 @@ static int draw_line(canvas *cv, const prim *p)
             fill_box(cv, x0, y0 - hw, x1, y1 + hw, p->stroke, 1);
         return AS_OK;
     }
+    if (p->n_pts < 1)
+        return AS_OK;
     float bx0 = INFINITY, by0 = INFINITY, bx1 = -INFINITY, by1 = -INFINITY;
     for (int i = 0; i < p->n_pts; i++) {
         bx0 = fminf(bx0, p->pts[2 * i]), bx1 = fmaxf(bx1, p->pts[2 * i]);
         by0 = fminf(by0, p->pts[2 * i + 1]), by1 = fmaxf(by1, p->pts[2 * i + 1]);
     }
-    int ix0 = (int)floorf(bx0 - hw - 1), iy0 = (int)floorf(by0 - hw - 1);
-    int ix1 = (int)ceilf(bx1 + hw + 1), iy1 = (int)ceilf(by1 + hw + 1);
-    ix0 = ix0 < 0 ? 0 : ix0, iy0 = iy0 < 0 ? 0 : iy0;
-    ix1 = ix1 > cv->w ? cv->w : ix1, iy1 = iy1 > cv->h ? cv->h : iy1;
+    int ix0 = px_clamp(floorf(bx0 - hw - 1), 0, cv->w), iy0 = px_clamp(floorf(by0 - hw - 1), 0, cv->h);
+    int ix1 = px_clamp(ceilf(bx1 + hw + 1), 0, cv->w), iy1 = px_clamp(ceilf(by1 + hw + 1), 0, cv->h);
     if (ix1 <= ix0 || iy1 <= iy0)
         return AS_OK;
     int mw = ix1 - ix0, mh = iy1 - iy0;
@@ -1736,8 +1746,10 @@ static int draw_line(canvas *cv, const prim *p)
     float thin = p->lw < 1 ? p->lw : 1;
     for (int i = 0; i + 1 < p->n_pts; i++) {
         float ax = p->pts[2 * i], ay = p->pts[2 * i + 1], bx = p->pts[2 * i + 2], by = p->pts[2 * i + 3];
-        int sx0 = (int)floorf(fminf(ax, bx) - hw - 1), sx1 = (int)ceilf(fmaxf(ax, bx) + hw + 1);
-        int sy0 = (int)floorf(fminf(ay, by) - hw - 1), sy1 = (int)ceilf(fmaxf(ay, by) + hw + 1);
+        if (!isfinite(ax) || !isfinite(ay) || !isfinite(bx) || !isfinite(by))
+            continue;
+        int sx0 = px_clamp(floorf(fminf(ax, bx) - hw - 1), 0, cv->w), sx1 = px_clamp(ceilf(fmaxf(ax, bx) + hw + 1), 0, cv->w);
+        int sy0 = px_clamp(floorf(fminf(ay, by) - hw - 1), 0, cv->h), sy1 = px_clamp(ceilf(fmaxf(ay, by) + hw + 1), 0, cv->h);
         for (int y = sy0 < iy0 ? iy0 : sy0; y < (sy1 > iy1 ? iy1 : sy1); y++)
             for (int x = sx0 < ix0 ? ix0 : sx0; x < (sx1 > ix1 ? ix1 : sx1); x++) {
                 float d = seg_dist((float)x + 0.5f, (float)y + 0.5f, ax, ay, bx, by);
@@ -1756,8 +1768,10 @@ static int draw_line(canvas *cv, const prim *p)
 
 static void draw_mark(canvas *cv, const prim *p)
 {
-    int x0 = (int)floorf(p->x - p->r - 1), x1 = (int)ceilf(p->x + p->r + 1);
-    int y0 = (int)floorf(p->y - p->r - 1), y1 = (int)ceilf(p->y + p->r + 1);
+    if (!isfinite(p->x) || !isfinite(p->y) || !isfinite(p->r))
+        return;
+    int x0 = px_clamp(floorf(p->x - p->r - 1), -1, cv->w), x1 = px_clamp(ceilf(p->x + p->r + 1), -1, cv->w);
+    int y0 = px_clamp(floorf(p->y - p->r - 1), -1, cv->h), y1 = px_clamp(ceilf(p->y + p->r + 1), -1, cv->h);
     for (int y = y0; y < y1; y++)
         for (int x = x0; x < x1; x++) {
             float dx = (float)x + 0.5f - p->x, dy = (float)y + 0.5f - p->y;

@@ -222,6 +222,8 @@ void as_format_piece(const char *bytes, size_t len, char *out, size_t cap)
         bool valid = n > 0 && i + (size_t)n <= len && (n == 1 || c >= 0xC2);
         for (int k = 1; valid && k < n; k++)
             valid = ((unsigned char)bytes[i + (size_t)k] & 0xC0) == 0x80;
+        if (valid && c == 0xC2 && (unsigned char)bytes[i + 1] < 0xA0)
+            valid = false; /* U+0080..U+009F: C1 controls (0x9B is CSI to some terminals) */
         if (c == '\n')
             o += (size_t)snprintf(out + o, cap - o, "\\n");
         else if (c == '\t')

@@ -1,0 +1,129 @@
+# Reliability targets, included by the Makefile.
+#
+#   make fuzz [FUZZ_SECONDS=N] [FUZZ_TARGETS="gguf npy"]
+#       builds each fuzz target with clang + libFuzzer (ASan, UBSan, LSan) in
+#       build/fuzz and runs it N seconds (default 60) from the seed corpus;
+#       fails if any target found a crash, leak, timeout or out-of-memory.
+#       Installs clang and libclang-rt-14-dev when missing (as root).
+#   make fuzz-replay   (part of `make test`, so also of `make asan`)
+#       reruns every seed and regression input through every target, built
+#       with $(CC) and a plain main(); no clang needed.
+#   make valgrind
+#       a session (load, prompt, gen, export, quit) under valgrind: no leaks,
+#       no invalid reads (tests/valgrind.sh).
+#   make tui-stress   (part of `make test`)
+#       the full-screen view under resize storms, tiny terminals, TERM=dumb,
+#       NO_COLOR, non-UTF-8 locales, paste floods and signals
+#       (tests/test_reliability_tui.sh).
+
+FUZZ_TARGETS ?= gguf model tokenizer session npy llama2c
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD    = build/fuzz
+FUZZ_CC      ?= clang
+FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Iinclude \
+                -DAS_DATADIR='"$(DATADIR)"' -DAS_VERSION='"$(VERSION)"' $(PKG_CFLAGS) \
+                -DAS_FIXTURE_DIR='"$(abspath tests/fixtures)"'
+FUZZ_LIB_OBJS = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_COMMON   = tests/fuzz/fuzz_common.c tests/fuzz/fuzz.h
+# Options every libFuzzer run gets; -max_len covers the seed models.
+FUZZ_OPTS     = -timeout=20 -rss_limit_mb=3072 -max_len=65536 -print_final_stats=1
+
+REPLAY_DIR    = $(BUILD)/fuzz-replay
+REPLAY_BINS   = $(FUZZ_TARGETS:%=$(REPLAY_DIR)/fuzz_%)
+
+.PHONY: fuzz fuzz-build fuzz-deps fuzz-replay fuzz-corpus valgrind tui-stress
+
+# ---- libFuzzer builds (clang) ----
+
+fuzz-deps:
+	@missing=""; \
+	command -v $(FUZZ_CC) >/dev/null 2>&1 || missing="$$missing clang"; \
+	ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || \
+	  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || \
+	  missing="$$missing libclang-rt-14-dev"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "attnscope: installing for make fuzz:$$missing"; \
+	    (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >&2 || exit 1; \
+	  else \
+	    echo "attnscope: make fuzz needs:$$missing. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi
+
+$(FUZZ_BUILD)/src/%.o: src/%.c $(BUILD)/config.mk | fuzz-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(FUZZ_BUILD)/libattnscope.a: $(FUZZ_LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_COMMON) $(FUZZ_BUILD)/libattnscope.a | fuzz-deps
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer $< tests/fuzz/fuzz_common.c \
+	  $(FUZZ_BUILD)/libattnscope.a $(LIB_DEPS) -o $@
+
+fuzz-build: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
+
+# Each target runs from a working copy of its seeds (build/fuzz/corpus/T),
+# so what it discovers never lands in the repository by accident; what it
+# finds goes to build/fuzz/artifacts/T. `make -j2 fuzz` runs two at once.
+# build/fuzz/summary.txt gets one line per target: executions, coverage,
+# corpus size and findings.
+fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
+	@cat $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%.summary) > $(FUZZ_BUILD)/summary.txt
+	@echo "fuzz summary ($(FUZZ_BUILD)/summary.txt):"; sed 's/^/  /' $(FUZZ_BUILD)/summary.txt
+	@! grep -v ' 0 findings (exit 0)' $(FUZZ_BUILD)/summary.txt >/dev/null
+
+fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
+	@t=$*; mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
+	cp -n tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null; \
+	dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
+	echo "fuzz $$t for $(FUZZ_SECONDS) s ..."; \
+	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp):print_suppressions=0 \
+	$(FUZZ_BUILD)/fuzz_$$t $(FUZZ_OPTS) $$dict -max_total_time=$(FUZZ_SECONDS) \
+	  -artifact_prefix=$(abspath $(FUZZ_BUILD))/artifacts/$$t/ $(FUZZ_BUILD)/corpus/$$t \
+	  > $(FUZZ_BUILD)/$$t.log 2>&1; rc=$$?; \
+	execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/$$t.log | tail -1); \
+	cov=$$(grep -E '^#[0-9]+' $(FUZZ_BUILD)/$$t.log | tail -1 | sed -n 's/.*cov: \([0-9]*\).*/\1/p'); \
+	rate=$$(sed -n 's/^stat::average_exec_per_sec: *//p' $(FUZZ_BUILD)/$$t.log | tail -1); \
+	secs=$(FUZZ_SECONDS); [ -n "$$execs" ] && [ "$${rate:-0}" -gt 0 ] && secs=$$((execs / rate)); \
+	units=$$(ls $(FUZZ_BUILD)/corpus/$$t | wc -l); \
+	found=$$(ls $(FUZZ_BUILD)/artifacts/$$t | wc -l); \
+	echo "$$t: $$secs s (of $(FUZZ_SECONDS)), $${execs:-?} executions, $${cov:-?} coverage edges, corpus $$units inputs, $$found findings (exit $$rc)" \
+	  > $(FUZZ_BUILD)/$$t.summary; \
+	cat $(FUZZ_BUILD)/$$t.summary; \
+	if [ $$rc != 0 ] || [ $$found != 0 ]; then \
+	  echo "  see $(FUZZ_BUILD)/$$t.log and $(FUZZ_BUILD)/artifacts/$$t/"; \
+	  grep -E 'ERROR|runtime error|fuzz property' $(FUZZ_BUILD)/$$t.log | head -5 | sed 's/^/    /'; fi
+
+# ---- replay without libFuzzer (in make test) ----
+
+$(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -DAS_FIXTURE_DIR='"$(abspath tests/fixtures)"' $< tests/fuzz/fuzz_common.c \
+	  tests/fuzz/replay.c $(LIB) $(SAN) $(LIB_DEPS) -o $@
+
+fuzz-replay: $(REPLAY_BINS)
+	@for t in $(FUZZ_TARGETS); do \
+	  $(REPLAY_DIR)/fuzz_$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; \
+	done
+
+# Regenerates the seed models of tests/fuzz/corpus (committed; run after
+# changing make_corpus.c).
+$(BUILD)/make-corpus: tests/fuzz/make_corpus.c tests/fuzz/tiny_models.c tests/fuzz/tiny_models.h $(LIB)
+	$(CC) $(CFLAGS_ALL) tests/fuzz/make_corpus.c $(LIB) $(SAN) $(LIB_DEPS) -o $@
+
+fuzz-corpus: $(BUILD)/make-corpus
+	$(BUILD)/make-corpus tests/fuzz/corpus
+
+# ---- valgrind, and the full-screen view under stress ----
+
+valgrind:
+	sh tests/valgrind.sh
+
+tui-stress: $(PROG)
+	AS_BIN=$(abspath $(PROG)) sh tests/test_reliability_tui.sh
+
+-include $(FUZZ_LIB_OBJS:.o=.d)

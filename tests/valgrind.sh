@@ -1,0 +1,60 @@
+#!/bin/sh
+# A whole session under valgrind (memcheck): load a model, prompt, step,
+# finish, read statistics, generate, export arrays and figures, quit -- for
+# each fixture model and the bundled one. Passes when valgrind reports no
+# error (invalid read or write, uninitialised value, bad free) and no leak
+# (definitely, indirectly or possibly lost); prints the figures of each run.
+#
+#   sh tests/valgrind.sh            (or: make valgrind)
+#   VALGRIND_MODELS="a.gguf b.gguf" sh tests/valgrind.sh
+#
+# The program is built for valgrind in build/valgrind: -O1 -g and no
+# -march=native (valgrind cannot run AVX-512). OpenBLAS runs one thread.
+set -u
+cd "$(dirname "$0")/.."
+OUT=build/valgrind
+BIN=$OUT/attnscope
+
+if ! command -v valgrind >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt-get install -y valgrind >&2 || { apt-get update && apt-get install -y valgrind >&2; } || exit 1
+    else
+        echo "valgrind.sh: valgrind is missing. Run: sudo apt-get install -y valgrind"; exit 1
+    fi
+fi
+make -s BUILD=$OUT OPT="-O1 -g" $BIN || exit 1
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+MODELS=${VALGRIND_MODELS:-"tests/fixtures/tiny-gpt2.gguf tests/fixtures/tiny-llama.gguf models/austen-gpt2.gguf"}
+status=0
+
+for model in $MODELS; do
+    [ -f "$model" ] || { echo "valgrind: $model: missing, skipped"; continue; }
+    name=$(basename "$model" .gguf)
+    log=$OUT/$name.log
+    cmds="prompt the cat sat on the mat; step 5; back 2; finish; top 5; \
+stats blocks.0.hook_resid_post; norms 0; lens table; gen 8; tokens; \
+dump blocks.0.attn.hook_pattern $TMP/$name-pattern.npy; dump all $TMP/$name-all; \
+export attn 0 0 $TMP/$name-head.png; export grid all $TMP/$name-grid.svg; \
+export norms 0 $TMP/$name-norms.png; export probs-trace $TMP/$name-trace.svg; quit"
+    start=$(date +%s)
+    OPENBLAS_NUM_THREADS=1 valgrind --tool=memcheck --error-exitcode=99 --leak-check=full \
+        --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+        --track-origins=yes --log-file="$log" \
+        "$BIN" -m "$model" --threads 1 --no-tui -e "$cmds" > "$OUT/$name.out" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$log" | tail -1)
+    heap=$(sed -n 's/.*total heap usage: //p' "$log" | tail -1)
+    lost=$(grep -E 'definitely lost|indirectly lost|possibly lost' "$log" | sed 's/.*== *//' | tr '\n' ';')
+    [ -n "$lost" ] || lost="no leaks are possible"
+    files=$(ls "$TMP" | grep -c "^$name-")
+    echo "valgrind $name: exit $rc, ${errors:-?} errors, $heap; $lost $files exports written, ${secs} s (log: $log)"
+    if [ "$rc" != 0 ] || [ "${errors:-1}" != 0 ]; then
+        status=1
+        sed 's/^/  out: /' "$OUT/$name.out" | tail -5
+        grep -E 'Invalid|uninitialised|lost in|Mismatched' "$log" | head -10 | sed 's/^/  /'
+    fi
+done
+exit $status
