@@ -16,6 +16,7 @@ static const char *const lines[] = {
     "  N                norm: ln1, ln2, final    c  colormap",
     "  s  step one op   n  next block   f  finish   b  back one op",
     "  Space            generate one token",
+    "  e                export the heatmap shown as attn-L<l>[-H<h>].png",
     "  mouse            click a token, a cell or a head to select it",
     "",
     "Commands",

@@ -1,6 +1,7 @@
 /* keys: what each key and mouse click does. Handlers change the view and
  * return the redraw bits of the panes that show what changed; keys that
  * run the interpreter go through the same commands as the command line. */
+#include <stdio.h>
 #include <string.h>
 
 #include "textfmt.h"
@@ -103,6 +104,20 @@ static unsigned run(tui *u, const char *cmd)
     return tui_after_command(u);
 }
 
+/* `e`: the figure of what the heatmap shows, written to the current
+ * directory under a name that says what it is. */
+static unsigned export_shown(tui *u)
+{
+    char cmd[160];
+    const char *cmap = as_cmap_name(u->v.cmap);
+    if (u->v.grid)
+        snprintf(cmd, sizeof cmd, "export grid %d attn-L%d.png cmap=%s", u->v.layer, u->v.layer, cmap);
+    else
+        snprintf(cmd, sizeof cmd, "export attn %d %d attn-L%d-H%d.png cmap=%s", u->v.layer, u->v.head,
+                 u->v.layer, u->v.head, cmap);
+    return run(u, cmd);
+}
+
 static unsigned arrow(tui *u, int key)
 {
     bool vertical = key == KEY_UP || key == KEY_DOWN;
@@ -176,6 +191,7 @@ static unsigned char_key(tui *u, int ch)
     case 's': return run(u, "step");
     case 'n': return run(u, "next");
     case 'f': return run(u, "finish");
+    case 'e': return export_shown(u);
     case 'b': return run(u, "back");
     case ' ': return run(u, "gen 1");
     case 'q': case KEY_CTRL('d'):

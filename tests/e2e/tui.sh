@@ -42,7 +42,7 @@ stty -g > "$TMP/$name.after"
 mv "$TMP/$name.status.tmp" "$TMP/$name.status"
 exec sleep 600
 EOF
-    $T new-session -d -s "$name" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
+    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
 }
 
 screen() { $T capture-pane -p -t "$1" > "$TMP/screen" 2>/dev/null; }
@@ -137,6 +137,9 @@ expect tui "g: grid of heads" 'all [0-9]+ heads'
 expect tui "grid tiles" 'head 0 .* head 1'
 keys tui g
 expect tui "g again: one head" 'Attention +layer 1 +head 1'
+keys tui e
+expect tui "e exports the head shown" 'wrote attn-L1-H1\.png: attention layer 1 head 1'
+[ -s "$TMP/attn-L1-H1.png" ] && head -c 8 "$TMP/attn-L1-H1.png" | grep -q PNG && ok || bad "e: no PNG written"
 keys tui '?'
 expect tui "? shows the keys" 'Press any key to close'
 keys tui x
