@@ -1,0 +1,35 @@
+#!/bin/sh
+# Re-create every shipped model from nothing (see models/README.md).
+#
+#   models/recipes/make_all.sh            # everything, about 2 hours on 2 cores
+#   models/recipes/make_all.sh induction  # only the named models
+#
+# Needs Debian's python3-torch, python3-numpy, python3-sentencepiece,
+# python3-regex, r-base-core and r-cran-janeaustenr. Writes:
+#   models/recipes/work/      corpus, tokenizers, checkpoints, logs, results
+#   models/NAME.gguf          the shipped models
+#   tests/fixtures/models/    NAME.tokens.npy + NAME.logits.npy per model
+# Each train.py run exports its GGUF, fixtures and head scores when it ends;
+# the card numbers are in work/NAME.results.json and work/NAME.log.
+set -eu
+cd "$(dirname "$0")"
+PY=/usr/bin/python3
+mkdir -p work
+
+if [ ! -f work/corpus_train.txt ]; then
+    $PY corpus.py
+fi
+if [ ! -f work/bpe.json ]; then
+    $PY bpe.py train --vocab 2048 --out work/bpe.json work/corpus_train.txt
+fi
+if [ ! -f work/spm.model ]; then
+    $PY spm.py train --vocab 2048 --prefix work/spm work/corpus_train.txt
+fi
+
+models="${*:-austen-gpt2 induction austen-llama}"
+for m in $models; do
+    echo "== $m (log: models/recipes/work/$m.log)"
+    nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1
+    grep -E '"step"|wrote' "work/$m.log" | tail -3
+done
+ls -l ../*.gguf ../../tests/fixtures/models/
