@@ -1,7 +1,8 @@
 #!/bin/sh
 # A whole session under valgrind (memcheck): load a model, prompt, step,
 # finish, read statistics, generate, export arrays and figures, quit -- for
-# each fixture model and the bundled one. Passes when valgrind reports no
+# each fixture model and the bundled one, in batch mode; then the
+# full-screen view in tmux. Passes when valgrind reports no
 # error (invalid read or write, uninitialised value, bad free) and no leak
 # (definitely, indirectly or possibly lost); prints the figures of each run.
 #
@@ -57,4 +58,37 @@ export norms 0 $TMP/$name-norms.png; export probs-trace $TMP/$name-trace.svg; qu
         grep -E 'Invalid|uninitialised|lost in|Mismatched' "$log" | head -10 | sed 's/^/  /'
     fi
 done
+# The full-screen view too, driven through tmux: prompt, gen, export, view
+# keys, a resize, quit. Blocks curses and readline keep until exit are
+# "still reachable" and allowed; lost ones are not.
+if command -v tmux >/dev/null 2>&1; then
+    T="tmux -L attnscope-vg-$$ -f /dev/null"
+    log=$OUT/view.log
+    rm -f "$log" "$TMP/view.status"
+    start=$(date +%s)
+    $T new-session -d -x 140 -y 45 "TERM=tmux-256color LANG=C.UTF-8 OPENBLAS_NUM_THREADS=1 valgrind --error-exitcode=99 \
+        --leak-check=full --show-leak-kinds=definite,indirect,possible --errors-for-leak-kinds=definite,indirect,possible \
+        --track-origins=yes --log-file=$log $BIN -m tests/fixtures/tiny-gpt2.gguf --threads 1; \
+        echo \$? > $TMP/view.status; sleep 60"
+    step() { sleep "$1"; shift; $T send-keys -t 0 "$@"; }
+    step 8 -l 'prompt the cat sat on the mat'; step 0 Enter
+    step 3 -l 'gen 5'; step 0 Enter
+    step 8 -l "export attn 0 1 $TMP/view-head.png"; step 0 Enter
+    step 6 Escape
+    for k in j l g g x Space; do step 1 "$k"; done
+    sleep 1; $T resize-window -t 0 -x 60 -y 20; sleep 2; $T resize-window -t 0 -x 140 -y 45
+    step 2 :; step 0 -l quit; step 0 Enter
+    i=0
+    while [ ! -f "$TMP/view.status" ] && [ $i -lt 120 ]; do sleep 0.5; i=$((i + 1)); done
+    $T kill-server 2>/dev/null
+    rc=$(cat "$TMP/view.status" 2>/dev/null || echo "none")
+    errors=$(sed -n 's/.*ERROR SUMMARY: \([0-9]*\) errors.*/\1/p' "$log" | tail -1)
+    heap=$(sed -n 's/.*total heap usage: //p' "$log" | tail -1)
+    lost=$(grep -E 'definitely lost|indirectly lost|possibly lost|still reachable' "$log" | sed 's/.*== *//' | tr '\n' ';')
+    echo "valgrind view: exit $rc, ${errors:-?} errors, $heap; $lost $(( $(date +%s) - start )) s (log: $log)"
+    if [ "$rc" != 0 ] || [ "${errors:-1}" != 0 ]; then
+        status=1
+        grep -E 'Invalid|uninitialised|lost in|Mismatched' "$log" | head -10 | sed 's/^/  /'
+    fi
+fi
 exit $status
