@@ -41,4 +41,5 @@ static void check_model(const char *name)
 }
 
 Test(models, austen_gpt2_matches_its_recipe) { check_model("austen-gpt2"); }
+Test(models, austen_llama_matches_its_recipe) { check_model("austen-llama"); }
 Test(models, induction_matches_its_recipe) { check_model("induction"); }
