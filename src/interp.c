@@ -167,55 +167,66 @@ static const float *kv_row(const as_interp *it, int h, int pos)
     return as_capture_row(it->cap, h, pos);
 }
 
-/* One position's attention for one head, straight over the KV cache rows
- * (no copies): the keys are rows Hk·d_head floats apart. */
-static void scores_head(as_interp *it, const as_op *op, int h)
+/* One position's scores for keys [t0, t1) and every head, straight over
+ * the KV cache (no copies). Key-major: each cached row is read whole and
+ * the rows in order, a stream the hardware prefetches (head-major reads
+ * every row in strides, and the weights streamed between tokens have
+ * evicted the cache from L2). */
+static void scores_keys(as_interp *it, const as_op *op, int t0, int t1)
 {
     const as_config *c = &it->model->cfg;
-    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + 1;
-    float alpha = 1.0f / sqrtf((float)dh), *s = attn_row(it, op->out, h, 0);
-    const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
-    as_matvec_rows_ld(row(it, op->in[0], 0) + h * dh, dh, k, (size_t)(Hk * dh), s, 0, keys);
-    for (int t = 0; t < keys; t++)
-        s[t] *= alpha;
+    int H = c->n_head, group = H / c->n_head_kv, dh = c->d_head;
+    float alpha = 1.0f / sqrtf((float)dh);
+    const float *q = row(it, op->in[0], 0);
+    for (int t = t0; t < t1; t++) {
+        const float *k = kv_row(it, op->in[1], t);
+        for (int h = 0; h < H; h++)
+            attn_row(it, op->out, h, 0)[t] = as_dot(k + (h / group) * dh, q + h * dh, dh) * alpha;
+    }
 }
 
-static void mix_head(as_interp *it, const as_op *op, int h)
-{
-    const as_config *c = &it->model->cfg;
-    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head;
-    const float *v = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
-    as_mix_row(attn_row(it, op->in[0], h, 0), it->p0 + 1, v, (size_t)(Hk * dh), row(it, op->out, 0) + h * dh,
-               dh);
-}
+#define KEYS_PER_TASK 64
 
-typedef struct head_job {
+/* An attention op of a one-position pass, shared among the pool's threads. */
+typedef struct attn_job {
     as_interp *it;
     const as_op *op;
-    void (*fn)(as_interp *, const as_op *, int);
-} head_job;
+} attn_job;
 
-static void head_task(void *ctx, int h)
+static void scores_task(void *ctx, int t)
 {
-    const head_job *j = ctx;
-    j->fn(j->it, j->op, h);
+    const attn_job *j = ctx;
+    int keys = j->it->p0 + 1, t0 = t * KEYS_PER_TASK;
+    scores_keys(j->it, j->op, t0, t0 + KEYS_PER_TASK < keys ? t0 + KEYS_PER_TASK : keys);
 }
 
-/* Heads in parallel once a position attends to enough keys to pay for it. */
-static void each_head(as_interp *it, const as_op *op, void (*fn)(as_interp *, const as_op *, int))
+#define HEADS_PER_TASK 2
+
+/* One position's z for heads [h0, h1): pattern · v over the KV cache,
+ * reading each cached row's slice for these heads whole, row after row. */
+static void mix_task(void *ctx, int task)
 {
+    const attn_job *j = ctx;
+    as_interp *it = j->it;
     const as_config *c = &it->model->cfg;
-    head_job j = {it, op, fn};
-    as_pool *pool = (long)(it->p0 + 1) * c->d_head * c->n_head < 32768 ? NULL : it->pool;
-    as_pool_run(pool, head_task, &j, c->n_head);
+    int h0 = task * HEADS_PER_TASK, h1 = h0 + HEADS_PER_TASK < c->n_head ? h0 + HEADS_PER_TASK : c->n_head;
+    const float *p[HEADS_PER_TASK];
+    for (int h = h0; h < h1; h++)
+        p[h - h0] = attn_row(it, j->op->in[0], h, 0);
+    as_mix_heads(p, h1 - h0, it->p0 + 1, kv_row(it, j->op->in[1], 0), (size_t)(c->n_head_kv * c->d_head),
+                 c->n_head / c->n_head_kv, h0, row(it, j->op->out, 0) + h0 * c->d_head, c->d_head);
 }
 
 static void op_scores(as_interp *it, const as_op *op)
 {
     const as_config *c = &it->model->cfg;
     int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
-    if (it->n == 1)
-        return each_head(it, op, scores_head);
+    if (it->n == 1) {
+        attn_job j = {it, op};
+        bool big = (long)keys * dh * H >= 32768;
+        as_pool_run(big ? it->pool : NULL, scores_task, &j, (keys + KEYS_PER_TASK - 1) / KEYS_PER_TASK);
+        return;
+    }
     /* Uncaptured scores are dense [head][n][keys] rows: sgemm writes them in
      * place (the masked part is computed and never read). Captured ones
      * are triangles, so their causal part is copied in. */
@@ -255,8 +266,12 @@ static void op_mix(as_interp *it, const as_op *op)
 {
     const as_config *c = &it->model->cfg;
     int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
-    if (it->n == 1)
-        return each_head(it, op, mix_head);
+    if (it->n == 1) {
+        attn_job j = {it, op};
+        bool big = (long)keys * dh * H >= 32768;
+        as_pool_run(big ? it->pool : NULL, mix_task, &j, (H + HEADS_PER_TASK - 1) / HEADS_PER_TASK);
+        return;
+    }
     for (int h = 0; h < H; h++) {
         const float *v = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it->n, dh, keys, 1.0f,

@@ -151,26 +151,39 @@ void as_matvec_rows(const float *x, int in, const float *w, const float *b, floa
 
 void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1)
 {
-    for (int r = r0; r < r1; r++)
+    /* Rows apart in memory (a head's keys in the KV cache) defeat the
+     * hardware's sequential prefetch: ask for a row a few ahead. */
+    bool strided = ld > (size_t)in;
+    for (int r = r0; r < r1; r++) {
+        if (strided && r + 8 < r1)
+            for (int j = 0; j < in; j += 64 / (int)sizeof(float))
+                __builtin_prefetch(w + (size_t)(r + 8) * ld + j);
         y[r] = as_dot(w + (size_t)r * ld, x, in);
+    }
 }
 
-void as_mix_row(const float *p, int keys, const float *v, size_t ld, float *z, int dh)
+void as_mix_heads(const float *const *p, int heads, int keys, const float *v, size_t ld, int group, int h0,
+                  float *z, int dh)
 {
-    int j = 0;
-    /* One vector of z at a time stays in a register across all the keys;
-     * each pass reads its own cache lines of the value rows. */
-    for (; j + VL <= dh; j += VL) {
-        vfloat a = {0};
-        for (int t = 0; t < keys; t++)
-            a = vfma((vfloat){0} + p[t], vload(v + (size_t)t * ld + j), a);
-        vstore(z + j, a);
-    }
-    for (; j < dh; j++) {
-        float a = 0;
-        for (int t = 0; t < keys; t++)
-            a += p[t] * v[(size_t)t * ld + j];
-        z[j] = a;
+    memset(z, 0, (size_t)heads * (size_t)dh * sizeof *z);
+    /* Key by key, so each cached row's slice is read whole and the rows in
+     * order. Every z element still sums its keys in order, fused where the
+     * vector path fuses, whatever the heads' grouping. */
+    for (int t = 0; t < keys; t++) {
+        const float *vt = v + (size_t)t * ld;
+        /* Rows ld apart: prefetch the slice a few keys ahead (see as_matvec_rows_ld). */
+        for (size_t a = (size_t)(h0 / group) * dh; t + 8 < keys && a < (size_t)((h0 + heads - 1) / group + 1) * dh;
+             a += 64 / sizeof(float))
+            __builtin_prefetch(vt + 8 * ld + a);
+        for (int h = 0; h < heads; h++) {
+            const float *vh = vt + (size_t)((h0 + h) / group) * (size_t)dh;
+            float *zh = z + (size_t)h * (size_t)dh, pt = p[h][t];
+            int j = 0;
+            for (; j + VL <= dh; j += VL)
+                vstore(zh + j, vfma((vfloat){0} + pt, vload(vh + j), vload(zh + j)));
+            for (; j < dh; j++)
+                zh[j] += pt * vh[j];
+        }
     }
 }
 

@@ -185,3 +185,21 @@ Test(kernels, finite_check_finds_nan_and_inf_anywhere)
             cr_assert(!as_all_finite(x, 37), "missed %g at %d", x[at], at);
         }
 }
+
+Test(kernels, mix_heads_matches_a_plain_sum_with_grouped_keys)
+{
+    /* 4 query heads on 2 key/value heads, d_head 20 (not a whole vector). */
+    int heads = 4, kv = 2, dh = 20, keys = 37, ld = kv * dh;
+    float *v = randv((size_t)keys * ld, 1.0f, 11), *pat = randv((size_t)heads * keys, 1.0f, 12);
+    float z[80];
+    const float *p[4] = {pat, pat + keys, pat + 2 * keys, pat + 3 * keys};
+    as_mix_heads(p + 1, 3, keys, v, (size_t)ld, heads / kv, 1, z, dh); /* heads 1..3 */
+    for (int h = 1; h < heads; h++)
+        for (int j = 0; j < dh; j++) {
+            double want = 0;
+            for (int t = 0; t < keys; t++)
+                want += (double)p[h][t] * v[(size_t)t * ld + (h / 2) * dh + j];
+            cr_assert_float_eq(z[(h - 1) * dh + j], want, 1e-5, "head %d [%d]", h, j);
+        }
+    free(v), free(pat);
+}

@@ -35,8 +35,11 @@ void as_matvec_rows(const float *x, int in, const float *w, const float *b, floa
 void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1);
 /* Σ a[i]·b[i], summed as the matrix-vector rows are. */
 float as_dot(const float *a, const float *b, int n);
-/* z[dh] = Σ_t p[t] · v[t·ld .. t·ld + dh): one head's attention output. */
-void as_mix_row(const float *p, int keys, const float *v, size_t ld, float *z, int dh);
+/* Attention outputs of heads h0 .. h0+heads-1 at one position:
+ * z[h][0..dh) = Σ_t p[h][t] · v[t·ld + ((h0+h)/group)·dh ..], t < keys
+ * (group: query heads per key/value head). */
+void as_mix_heads(const float *const *p, int heads, int keys, const float *v, size_t ld, int group, int h0,
+                  float *z, int dh);
 /* False if any of x[n] is NaN or ±Inf. */
 bool as_all_finite(const float *x, long n);
 /* Statistics of one token's input x[d]; fills st (including scale). */
