@@ -131,7 +131,8 @@ $(LLAMA_PEER): tests/bench/llama_peer.c
 	  $(patsubst lib%.so,-l:lib%.so,$(notdir $(firstword $(wildcard $(BENCH_LLAMA_LIB)/libggml-base.so)))) -o $@
 
 bench: $(BENCH) $(if $(and $(BENCH_LLAMA_LIB),$(BENCH_LLAMA_INC)),$(LLAMA_PEER))
-	BENCH_LLAMA_PEER=$(if $(and $(BENCH_LLAMA_LIB),$(BENCH_LLAMA_INC)),$(abspath $(LLAMA_PEER))) \
+	BENCH_RUNC="$(BENCH_RUNC)" BENCH_LLAMA_LIB="$(BENCH_LLAMA_LIB)" \
+	BENCH_LLAMA_PEER="$(if $(and $(BENCH_LLAMA_LIB),$(BENCH_LLAMA_INC)),$(abspath $(LLAMA_PEER)))" \
 	  $(BENCH) --dir $(BUILD)/bench $(BENCH_ARGS)
 
 # fuzz, fuzz-replay, valgrind: see tests/fuzz/fuzz.mk

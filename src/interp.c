@@ -143,6 +143,7 @@ static int enter_pass(as_interp *it, int p0, int n, as_error *err)
     it->pc = 0;
     it->in_pass = true;
     it->rope_ready = false;
+    it->ready_until = 0;
     it->nonfinite.found = false;
     setup_pool(it);
     return setup_span(it, err);
@@ -223,7 +224,7 @@ static void op_scores(as_interp *it, const as_op *op)
     int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
     if (it->n == 1) {
         attn_job j = {it, op};
-        bool big = (long)keys * dh * H >= 32768;
+        bool big = (long)keys * dh * H >= 8192;
         as_pool_run(big ? it->pool : NULL, scores_task, &j, (keys + KEYS_PER_TASK - 1) / KEYS_PER_TASK);
         return;
     }
@@ -268,7 +269,7 @@ static void op_mix(as_interp *it, const as_op *op)
     int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
     if (it->n == 1) {
         attn_job j = {it, op};
-        bool big = (long)keys * dh * H >= 32768;
+        bool big = (long)keys * dh * H >= 8192;
         as_pool_run(big ? it->pool : NULL, mix_task, &j, (H + HEADS_PER_TASK - 1) / HEADS_PER_TASK);
         return;
     }
@@ -532,10 +533,37 @@ int as_interp_clear_rules(as_interp *it, bool watches)
     return removed;
 }
 
+/* In a one-position pass, the linear ops from pc that read the same input
+ * (q, k, v; gate, up) run as one job: one hand-off between threads instead
+ * of three. Their outputs are computed ahead; run_op then only records
+ * each in turn (rules, checks, stops), so stopping between them changes
+ * nothing: the inputs are final and the weights fixed, so the values are
+ * the ones computing them later would give, bit for bit. */
+static void linear_ahead(as_interp *it, long budget)
+{
+    const as_program *p = it->prog;
+    const as_op *op = &p->ops[it->pc];
+    as_matvec_spec s[AS_MATVEC_MAX];
+    int k = 0;
+    if (it->n != 1 || op->kind != AS_OP_LINEAR || it->pc < it->ready_until)
+        return;
+    for (; k < AS_MATVEC_MAX && k < budget && it->pc + k < p->n_ops; k++) {
+        const as_op *o = &p->ops[it->pc + k];
+        if (o->kind != AS_OP_LINEAR || o->in[0] != op->in[0])
+            break;
+        s[k] = (as_matvec_spec){row(it, o->in[0], 0), o->w, o->b, row(it, o->out, 0), o->n_in, o->n_out};
+    }
+    if (k < 2)
+        return;
+    as_matvec_many(it->pool, s, k);
+    it->ready_until = it->pc + k;
+}
+
 static bool run_op(as_interp *it)
 {
     const as_op *op = &it->prog->ops[it->pc];
-    exec(it, op);
+    if (it->pc >= it->ready_until)
+        exec(it, op);
     bool fired = apply_rules(it, op->out);
     check_finite(it, op);
     if (as_capture_has(it->cap, op->out))
@@ -571,6 +599,7 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
             return AS_OK;
         }
         const as_op *op = &it->prog->ops[it->pc];
+        linear_ahead(it, mode == AS_RUN_STEP ? count - done : AS_MATVEC_MAX);
         bool watched = run_op(it);
         done++;
         if (watched && mode != AS_RUN_FINISH) {

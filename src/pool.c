@@ -21,13 +21,29 @@
 #define CLOSED (1u << 16)
 #define GEN_SHIFT 17
 
+/* Each thread owns a contiguous range of a job's tasks and claims them
+ * front to back, so its reads of the weights form one long stream (tasks
+ * taken in turns by both threads ran ~14% slower: every task restarted
+ * the hardware prefetcher). A thread with nothing left takes tasks from
+ * the back of another's range, so a thread the scheduler pauses, or one
+ * that never arrives, delays the job by at most its task in hand.
+ * A range is one word: front in the low half, back in the high half. */
+#define RANGE(front, back) ((uint64_t)(back) << 32 | (uint32_t)(front))
+#define FRONT(r) ((int)(uint32_t)(r))
+#define BACK(r) ((int)((r) >> 32))
+
+/* One per cache line: threads claim from their own ranges all the time. */
+struct range {
+    _Alignas(64) _Atomic uint64_t r;
+};
+
 struct as_pool {
     int n;
     pthread_t *threads;
     as_pool_fn fn;
     void *ctx;
-    int n_tasks;
-    atomic_int next;       /* the next task to claim */
+    atomic_int joins;      /* workers that joined the current job */
+    struct range *range;   /* per thread */
     atomic_uint_fast64_t state;
     atomic_int sleepers;   /* workers waiting on `wake` */
     atomic_bool stop;
@@ -79,12 +95,27 @@ static uint64_t wait_job(as_pool *p, uint64_t seen)
     return g;
 }
 
-/* Claims tasks until none are left. Tasks are small and claimed one at a
- * time, so a thread the scheduler has paused holds up at most one. */
-static void drain(as_pool *p)
+/* The next task of range k: from the front for its owner, the back for others; -1 if none. */
+static int claim(as_pool *p, int k, bool owner)
 {
-    for (int t; (t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed)) < p->n_tasks;)
-        p->fn(p->ctx, t);
+    uint64_t r = atomic_load_explicit(&p->range[k].r, memory_order_relaxed);
+    while (FRONT(r) < BACK(r)) {
+        uint64_t next = owner ? RANGE(FRONT(r) + 1, BACK(r)) : RANGE(FRONT(r), BACK(r) - 1);
+        if (atomic_compare_exchange_weak_explicit(&p->range[k].r, &r, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return owner ? FRONT(r) : BACK(r) - 1;
+    }
+    return -1;
+}
+
+/* Runs thread me's own range, then whatever is left of the others'. */
+static void drain(as_pool *p, int me)
+{
+    for (int k = 0; k < p->n; k++) {
+        int victim = (me + k) % p->n;
+        for (int t; (t = claim(p, victim, k == 0)) >= 0;)
+            p->fn(p->ctx, t);
+    }
 }
 
 /* Joins job `g` if it is still open; false if it is over. */
@@ -101,14 +132,15 @@ static void *worker(void *arg)
 {
     as_pool *p = arg;
     uint64_t seen = 0;
-    while (!atomic_load(&p->stop)) {
+    for (;;) {
         seen = wait_job(p, seen);
+        if (atomic_load(&p->stop))
+            return NULL;
         if (!join(p, seen))
             continue;
-        drain(p);
+        drain(p, 1 + atomic_fetch_add_explicit(&p->joins, 1, memory_order_relaxed) % (p->n - 1));
         atomic_fetch_sub_explicit(&p->state, 1, memory_order_release);
     }
-    return NULL;
 }
 
 int as_pool_new(as_pool **out, int n, as_error *err)
@@ -120,6 +152,13 @@ int as_pool_new(as_pool **out, int n, as_error *err)
         return as_error_set(err, n < 1 ? "a pool needs at least one thread (got %d)" : "out of memory", n);
     }
     p->n = 1;
+    if (!(p->range = aligned_alloc(64, (size_t)n * sizeof *p->range))) {
+        free(p->threads);
+        free(p);
+        return as_error_set(err, "out of memory");
+    }
+    for (int i = 0; i < n; i++)
+        atomic_init(&p->range[i].r, RANGE(0, 0)); /* empty until the first job */
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     /* Fewer threads than asked still computes the same results. */
@@ -142,6 +181,7 @@ void as_pool_free(as_pool *p)
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->wake);
     free(p->threads);
+    free(p->range);
     free(p);
 }
 
@@ -159,8 +199,10 @@ void as_pool_run(as_pool *p, as_pool_fn fn, void *ctx, int n_tasks)
     }
     p->fn = fn;
     p->ctx = ctx;
-    p->n_tasks = n_tasks;
-    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->joins, 0, memory_order_relaxed);
+    for (int i = 0; i < p->n; i++)
+        atomic_store_explicit(&p->range[i].r, RANGE((long)n_tasks * i / p->n, (long)n_tasks * (i + 1) / p->n),
+                              memory_order_relaxed);
     uint64_t g = gen_of(atomic_load(&p->state)) + 1;
     atomic_store(&p->state, g << GEN_SHIFT);
     if (atomic_load(&p->sleepers)) {
@@ -168,7 +210,7 @@ void as_pool_run(as_pool *p, as_pool_fn fn, void *ctx, int n_tasks)
         pthread_cond_broadcast(&p->wake);
         pthread_mutex_unlock(&p->lock);
     }
-    drain(p);
+    drain(p, 0);
     /* Every task is claimed; close the job and wait for the workers still
      * finishing one. After a while, yield: one may have been preempted on
      * this core (more threads than free cores). */

@@ -203,3 +203,17 @@ Test(kernels, mix_heads_matches_a_plain_sum_with_grouped_keys)
         }
     free(v), free(pat);
 }
+
+Test(kernels, pools_come_and_go_with_or_without_jobs)
+{
+    /* A worker woken by the pool's end must not run a job that never was. */
+    for (int rep = 0; rep < 200; rep++) {
+        as_pool *p;
+        as_error err;
+        cr_assert_eq(as_pool_new(&p, 1 + rep % 3, &err), AS_OK);
+        static atomic_int counts[8];
+        if (rep % 2)
+            as_pool_run(p, count_task, counts, 8);
+        as_pool_free(p);
+    }
+}

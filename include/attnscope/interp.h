@@ -100,6 +100,7 @@ typedef struct as_interp {
     float *rope;       /* rotary cos/sin of the span's positions (2·rope_dim floats each) */
     size_t rope_cap;
     bool rope_ready;   /* rope holds this pass's angles */
+    int ready_until;   /* ops [pc, ready_until) have their outputs computed already */
 } as_interp;
 
 int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err);

@@ -29,6 +29,15 @@ void as_linear(const float *x, int n, int in, const float *w, int out, const flo
 /* y[out] = w[out][in] · x[in] (+ b), rows shared among the pool's threads;
  * every row's value is the same whatever the thread count. */
 void as_matvec(as_pool *pool, const float *x, int in, const float *w, int out, const float *b, float *y);
+/* Several such products as one job (q, k and v read the same input): one
+ * hand-off between threads instead of one per product. */
+#define AS_MATVEC_MAX 4
+typedef struct as_matvec_spec {
+    const float *x, *w, *b;
+    float *y;
+    int in, out;
+} as_matvec_spec;
+void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n);
 /* Rows [r0, r1) of the above on the calling thread. */
 void as_matvec_rows(const float *x, int in, const float *w, const float *b, float *y, int r0, int r1);
 /* The same with rows ld floats apart, no bias (attention: keys in the KV cache). */
