@@ -1,9 +1,16 @@
 #include "attnscope/capture.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 size_t as_capture_hook_bytes(const as_hook *h, int n_ctx)
 {
@@ -79,7 +86,8 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     c->store = calloc((size_t)p->n_hooks, sizeof *c->store);
     c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
     c->filled = calloc((size_t)p->n_hooks, sizeof *c->filled);
-    if (!c->store || !c->stats || !c->filled) {
+    c->committed = calloc((size_t)p->n_hooks, sizeof *c->committed);
+    if (!c->store || !c->stats || !c->filled || !c->committed) {
         as_capture_free(c);
         return as_error_set(err, "out of memory");
     }
@@ -113,7 +121,51 @@ void as_capture_free(as_capture *c)
     free(c->store);
     free(c->stats);
     free(c->filled);
+    free(c->committed);
     free(c);
+}
+
+/* Float offsets [from, to) of hook storage, widened to whole pages. */
+static void populate(float *base, size_t from, size_t to)
+{
+    static long page;
+    if (!page)
+        page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+    uintptr_t a = (uintptr_t)(base + from) & ~(uintptr_t)(page - 1);
+    uintptr_t b = ((uintptr_t)(base + to) + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+    if (b > a)
+        (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* a hint: failure changes nothing */
+}
+
+void as_capture_prepare(as_capture *c, int end)
+{
+    const as_program *p = c->prog;
+    for (int i = 0; i < p->n_hooks; i++) {
+        const as_hook *h = &p->hooks[i];
+        if (!c->store[i] || c->committed[i] >= end)
+            continue;
+        /* Ahead by about 256 KB per hook (at least 8 positions): a few
+         * calls per hook over a whole context, little committed in vain.
+         * An attention head's rows grow with the position, so its share
+         * is counted in the triangle's floats: rows [end, to) hold
+         * (to(to+1) - end(end+1))/2 of them. */
+        size_t budget = (256u << 10) / sizeof(float) / (size_t)(h->width > 0 ? h->width : 1);
+        double want;
+        if (h->is_attn)
+            want = ceil(sqrt(2.0 * (double)budget + (double)end * (end + 1) + 0.25) - 0.5);
+        else
+            want = (double)end + (double)budget;
+        if (want < end + 8.0)
+            want = end + 8.0;
+        int to = want >= (double)c->n_ctx ? c->n_ctx : (int)want;
+        int from = c->committed[i];
+        if (h->is_attn)
+            for (int head = 0; head < h->width; head++)
+                populate(c->store[i], as_capture_attn_offset(c, head, from), as_capture_attn_offset(c, head, to));
+        else
+            populate(c->store[i], (size_t)from * (size_t)h->width, (size_t)to * (size_t)h->width);
+        c->committed[i] = to;
+    }
 }
 
 bool as_capture_has(const as_capture *c, int hook)

@@ -829,7 +829,7 @@ void as_gguf_close(as_gguf *g)
     free(g->kvs);
     free(g->tensors);
     if (g->mapped)
-        munmap((void *)g->map, g->size);
+        munmap((void *)(g->map - g->map_lead), g->size + g->map_lead);
     free(g->path);
     free(g);
 }

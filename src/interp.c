@@ -117,7 +117,9 @@ static int setup_span(as_interp *it, as_error *err)
     }
     if (ensure(&it->rope, &it->rope_cap, 2 * (size_t)it->n * (size_t)it->model->cfg.rope_dim, err))
         return AS_ERR;
-    return ensure(&it->tmp, &it->tmp_cap, (size_t)it->n * (size_t)(it->p0 + it->n), err);
+    /* One (n, keys) matrix per task of a span's attention ops (span_tasks). */
+    return ensure(&it->tmp, &it->tmp_cap,
+                  (size_t)as_pool_size(it->pool) * (size_t)it->n * (size_t)(it->p0 + it->n), err);
 }
 
 /* The pool follows the thread setting (as_set_threads), read at each pass
@@ -146,6 +148,7 @@ static int enter_pass(as_interp *it, int p0, int n, as_error *err)
     it->ready_until = 0;
     it->nonfinite.found = false;
     setup_pool(it);
+    as_capture_prepare(it->cap, p0 + n);
     return setup_span(it, err);
 }
 
@@ -218,67 +221,97 @@ static void mix_task(void *ctx, int task)
                  c->n_head / c->n_head_kv, h0, row(it, j->op->out, 0) + h0 * c->d_head, c->d_head);
 }
 
-static void op_scores(as_interp *it, const as_op *op)
+/* A span's attention ops share their heads among as many tasks as the
+ * pool has threads; task t uses slice t of tmp, so tasks never share one. */
+static int span_tasks(const as_interp *it)
 {
+    int T = as_pool_size(it->pool), H = it->model->cfg.n_head;
+    return T < H ? T : H;
+}
+
+/* Scores of a span for task t's heads: one sgemm per head. Uncaptured
+ * scores are dense [head][n][keys] rows: sgemm writes them in place (the
+ * masked part is computed and never read). Captured ones are triangles,
+ * so their causal part is copied in from the task's tmp. */
+static void span_scores_task(void *ctx, int t)
+{
+    const attn_job *j = ctx;
+    as_interp *it = j->it;
+    const as_op *op = j->op;
     const as_config *c = &it->model->cfg;
-    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
-    if (it->n == 1) {
-        attn_job j = {it, op};
-        bool big = (long)keys * dh * H >= 8192;
-        as_pool_run(big ? it->pool : NULL, scores_task, &j, (keys + KEYS_PER_TASK - 1) / KEYS_PER_TASK);
-        return;
-    }
-    /* Uncaptured scores are dense [head][n][keys] rows: sgemm writes them in
-     * place (the masked part is computed and never read). Captured ones
-     * are triangles, so their causal part is copied in. */
+    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n, T = span_tasks(it);
     bool dense = !as_capture_has(it->cap, op->out);
     float alpha = 1.0f / sqrtf((float)dh);
-    for (int h = 0; h < H; h++) {
+    float *tmp = it->tmp + (size_t)t * (size_t)it->n * (size_t)keys;
+    for (int h = H * t / T; h < H * (t + 1) / T; h++) {
         const float *q = row(it, op->in[0], 0) + h * dh;
         const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
-        float *dst = dense ? attn_row(it, op->out, h, 0) : it->tmp;
+        float *dst = dense ? attn_row(it, op->out, h, 0) : tmp;
         /* (n, dh) · (keys, dh)ᵀ → (n, keys) */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, it->n, keys, dh, alpha, q, H * dh, k,
                     Hk * dh, 0.0f, dst, keys);
         for (int i = 0; !dense && i < it->n; i++)
-            memcpy(attn_row(it, op->out, h, i), it->tmp + (size_t)i * keys,
-                   (size_t)(it->p0 + i + 1) * sizeof(float));
+            memcpy(attn_row(it, op->out, h, i), tmp + (size_t)i * keys, (size_t)(it->p0 + i + 1) * sizeof(float));
     }
+}
+
+static void op_scores(as_interp *it, const as_op *op)
+{
+    const as_config *c = &it->model->cfg;
+    int H = c->n_head, dh = c->d_head, keys = it->p0 + it->n;
+    attn_job j = {it, op};
+    if (it->n == 1) {
+        bool big = (long)keys * dh * H >= 8192;
+        as_pool_run(big ? it->pool : NULL, scores_task, &j, (keys + KEYS_PER_TASK - 1) / KEYS_PER_TASK);
+        return;
+    }
+    as_pool_run(it->pool, span_scores_task, &j, span_tasks(it));
 }
 
 /* A span's pattern as a dense (n, keys) matrix, zeros above the diagonal:
  * uncaptured patterns are stored so (op_softmax zeroes their tails),
  * captured triangles are gathered into tmp. */
-static const float *dense_pattern(as_interp *it, int hook, int h)
+static const float *dense_pattern(as_interp *it, int hook, int h, float *tmp)
 {
     int keys = it->p0 + it->n;
     if (!as_capture_has(it->cap, hook))
         return attn_row(it, hook, h, 0);
     for (int i = 0; i < it->n; i++) {
-        float *dst = it->tmp + (size_t)i * keys;
+        float *dst = tmp + (size_t)i * keys;
         int len = it->p0 + i + 1;
         memcpy(dst, attn_row(it, hook, h, i), (size_t)len * sizeof *dst);
         memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
     }
-    return it->tmp;
+    return tmp;
+}
+
+/* z of a span for task t's heads: pattern · v, one sgemm per head. */
+static void span_mix_task(void *ctx, int t)
+{
+    const attn_job *j = ctx;
+    as_interp *it = j->it;
+    const as_config *c = &it->model->cfg;
+    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n, T = span_tasks(it);
+    float *tmp = it->tmp + (size_t)t * (size_t)it->n * (size_t)keys;
+    for (int h = H * t / T; h < H * (t + 1) / T; h++) {
+        const float *v = kv_row(it, j->op->in[1], 0) + (h / (H / Hk)) * dh;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it->n, dh, keys, 1.0f,
+                    dense_pattern(it, j->op->in[0], h, tmp), keys, v, Hk * dh, 0.0f,
+                    row(it, j->op->out, 0) + h * dh, H * dh);
+    }
 }
 
 static void op_mix(as_interp *it, const as_op *op)
 {
     const as_config *c = &it->model->cfg;
-    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n;
+    int H = c->n_head, dh = c->d_head, keys = it->p0 + it->n;
+    attn_job j = {it, op};
     if (it->n == 1) {
-        attn_job j = {it, op};
         bool big = (long)keys * dh * H >= 8192;
         as_pool_run(big ? it->pool : NULL, mix_task, &j, (H + HEADS_PER_TASK - 1) / HEADS_PER_TASK);
         return;
     }
-    for (int h = 0; h < H; h++) {
-        const float *v = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it->n, dh, keys, 1.0f,
-                    dense_pattern(it, op->in[0], h), keys, v, Hk * dh, 0.0f, row(it, op->out, 0) + h * dh,
-                    H * dh);
-    }
+    as_pool_run(it->pool, span_mix_task, &j, span_tasks(it));
 }
 
 static void op_softmax(as_interp *it, const as_op *op)
@@ -333,7 +366,8 @@ static void op_linear(as_interp *it, const as_op *op)
         as_matvec(it->pool, row(it, op->in[0], i), op->n_in, op->w, op->n_out, op->b, row(it, op->out, i));
         return;
     }
-    as_linear(row(it, op->in[0], 0), it->n, op->n_in, op->w, op->n_out, op->b, row(it, op->out, 0));
+    as_linear_pool(it->pool, row(it, op->in[0], 0), it->n, op->n_in, op->w, op->n_out, op->b,
+                   row(it, op->out, 0));
 }
 
 static void exec(as_interp *it, const as_op *op)

@@ -3,6 +3,8 @@
 #include "attnscope/pool.h"
 
 #include <cblas.h>
+#include <stdatomic.h>
+#include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -261,17 +263,45 @@ void as_matvec(as_pool *pool, const float *x, int in, const float *w, int out, c
 
 void as_linear(const float *x, int n, int in, const float *w, int out, const float *b, float *y)
 {
+    as_linear_pool(NULL, x, n, in, w, out, b, y);
+}
+
+typedef struct gemm_job {
+    const float *x, *w, *b;
+    float *y;
+    int n, in, out, cols; /* cols: output features per task */
+} gemm_job;
+
+/* Output features [c0, c1) of every position: a single-threaded sgemm on
+ * that slice of the weights. Each output's value is OpenBLAS's for its
+ * row and column, whichever slice it falls in. */
+static void gemm_task(void *ctx, int t)
+{
+    const gemm_job *j = ctx;
+    int c0 = t * j->cols, c1 = c0 + j->cols < j->out ? c0 + j->cols : j->out;
+    if (j->b)
+        for (int i = 0; i < j->n; i++)
+            memcpy(j->y + (long)i * j->out + c0, j->b + c0, (size_t)(c1 - c0) * sizeof *j->y);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, c1 - c0, j->in, 1.0f, j->x, j->in,
+                j->w + (long)c0 * j->in, j->in, j->b ? 1.0f : 0.0f, j->y + c0, j->out);
+}
+
+void as_linear_pool(as_pool *pool, const float *x, int n, int in, const float *w, int out, const float *b, float *y)
+{
     if (n == 1) {
         /* One position: the same kernel the interpreter's decode path uses,
          * so every consumer of a row computes it identically. */
-        as_matvec_rows(x, in, w, b, y, 0, out);
+        as_matvec(pool, x, in, w, out, b, y);
         return;
     }
-    if (b)
-        for (int i = 0; i < n; i++)
-            memcpy(y + (long)i * out, b, (size_t)out * sizeof *y);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in,
-                b ? 1.0f : 0.0f, y, out);
+    /* One slice per thread, cut at multiples of 64 features (whole
+     * micro-kernel panels), so the slices' sgemm calls each run at the
+     * single-threaded kernel's full speed. */
+    int threads = as_pool_size(pool);
+    int cols = (out + threads - 1) / threads;
+    cols = (cols + 63) / 64 * 64;
+    gemm_job j = {x, w, b, y, n, in, out, cols};
+    as_pool_run((long)n * in * out < (1L << 20) ? NULL : pool, gemm_task, &j, (out + cols - 1) / cols);
 }
 
 static void top_insert(as_norm_stat *st, int dim, float v)
@@ -552,12 +582,36 @@ void as_add(const float *a, const float *b, float *y, long n)
         y[i] = a[i] + b[i];
 }
 
+/* The engine's threads are its own pool's (interp.c sizes one from this
+ * setting at each pass); OpenBLAS runs single-threaded inside the pool's
+ * tasks. Its own threads would otherwise spin for a while after each
+ * prompt's matrix products and take cores from the decode that follows
+ * (measured: ~10% of the CPU time of a 256-token decode after a prompt). */
+static _Atomic int engine_threads = 0;
+
+/* OpenBLAS's pthread build exports this (its fork handler uses it); weak,
+ * so a build of OpenBLAS without it still links. Serial OpenBLAS is no
+ * alternative: Debian builds it without locking, and concurrent sgemm
+ * calls from the pool's threads then corrupt each other's buffers
+ * (measured: logits off by 2.7). */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
 void as_set_threads(int n)
 {
-    openblas_set_num_threads(n);
+    static atomic_flag once = ATOMIC_FLAG_INIT;
+    openblas_set_num_threads(1);
+    if (!atomic_flag_test_and_set(&once) && blas_thread_shutdown_)
+        blas_thread_shutdown_();
+    engine_threads = n < 1 ? 1 : n;
 }
 
 int as_get_threads(void)
 {
-    return openblas_get_num_threads();
+    if (!engine_threads) {
+        /* First use: one per online core, at most 16 (decode's work is
+         * memory-bound well before that). */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        as_set_threads(n < 1 ? 1 : n > 16 ? 16 : (int)n);
+    }
+    return engine_threads;
 }

@@ -64,6 +64,51 @@ static int map_file(const char *path, const uint8_t **map, size_t *size, as_erro
     return AS_OK;
 }
 
+/* The checkpoint's floats start 28 bytes into the file, so a mapping of it
+ * leaves every weight row misaligned for the vector loads of the
+ * matrix-vector kernel (measured: decode 10-15% slower than on the same
+ * weights from a GGUF file, whose data are 32-byte aligned). So the file
+ * is read into anonymous memory placed to make the floats 64-byte aligned;
+ * the resident size is the same as a mapping's once every weight is read. */
+static int read_aligned(const char *path, size_t data_at, const uint8_t **map, size_t *size, size_t *lead,
+                        as_error *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+        close(fd);
+        return as_error_set(err, "%s: not a regular, non-empty file", path);
+    }
+    size_t n = (size_t)st.st_size, pad = (64 - data_at % 64) % 64;
+    uint8_t *m = mmap(NULL, n + pad, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return as_error_set(err, "%s: cannot allocate %zu bytes for the checkpoint: %s", path, n, strerror(e));
+    }
+    for (size_t got = 0; got < n;) {
+        ssize_t r = read(fd, m + pad + got, n - got > (1u << 30) ? (1u << 30) : n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            int e = r < 0 ? errno : 0;
+            close(fd);
+            munmap(m, n + pad);
+            return as_error_set(err, "%s: read failed at byte %zu of %zu: %s", path, got, n,
+                                e ? strerror(e) : "the file shrank while being read");
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    mprotect(m, n + pad, PROT_READ);
+    *map = m + pad;
+    *size = n;
+    *lead = pad;
+    return AS_OK;
+}
+
 static int32_t rd_i32(const uint8_t *p)
 {
     int32_t v;
@@ -271,7 +316,7 @@ int as_llama2c_open(as_gguf **out, const char *path, as_error *err)
         free(g);
         return as_error_set(err, "%s: out of memory", path);
     }
-    if (map_file(path, &g->map, &g->size, err)) {
+    if (read_aligned(path, AS_L2C_HEADER_BYTES, &g->map, &g->size, &g->map_lead, err)) {
         as_gguf_close(g);
         return AS_ERR;
     }
@@ -366,8 +411,8 @@ static int parse_vocab(l2c_vocab *v, const char *path, const uint8_t *map, size_
 
 static int read_vocab(l2c_vocab *v, const char *path, size_t n, as_error *err)
 {
-    const uint8_t *map;
-    size_t size;
+    const uint8_t *map = NULL;
+    size_t size = 0;
     memset(v, 0, sizeof *v);
     v->n = n;
     v->pieces = calloc(n, sizeof *v->pieces);

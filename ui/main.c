@@ -51,7 +51,7 @@ static void usage(FILE *f)
             "  --info FILE      print the model card of a GGUF file and exit\n"
             "  --capture-mb N   memory budget for captured activations (default 1024; 0 keeps only\n"
             "                   what the computation needs)\n"
-            "  --threads N      BLAS threads (default: all cores)\n"
+            "  --threads N      compute threads (default: one per core, at most 16)\n"
             "  --no-tui         the plain REPL instead of the full-screen view\n"
             "  --version, --help\n"
             "\n"

@@ -23,6 +23,7 @@ typedef struct as_capture {
     float **store;      /* per hook: storage for n_ctx positions, or NULL if dropped */
     as_norm_stat **stats; /* per NORM_SCALE hook: [n_ctx] statistics (always kept) */
     int *filled;        /* per hook: positions [0, filled) hold current values */
+    int *committed;     /* per hook: positions whose pages as_capture_prepare committed */
     int n_dropped;
     char dropped[512];  /* human summary of what was dropped, "" if nothing */
 } as_capture;
@@ -32,6 +33,12 @@ typedef struct as_capture {
  * positions are written. */
 int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err);
 void as_capture_free(as_capture *c);
+/* Commits the pages of every stored hook for positions [0, end), and some
+ * way beyond, in one call per hook: a pass that writes into fresh pages
+ * would otherwise take a page fault per 4 KB on its critical path (the
+ * logits of one token span dozens of pages). Only a hint: without kernel
+ * support (MADV_POPULATE_WRITE, Linux 5.14) the pages fault in as before. */
+void as_capture_prepare(as_capture *c, int end);
 
 /* Bytes a hook needs for n_ctx positions (attention: a triangle per head). */
 size_t as_capture_hook_bytes(const as_hook *h, int n_ctx);

@@ -104,6 +104,7 @@ typedef struct as_gguf {
     const uint8_t *map;
     size_t size;
     bool mapped;           /* true when map is an mmap we must munmap */
+    size_t map_lead;       /* bytes of that mapping before map (a shifted copy) */
     uint32_t version;
     uint64_t alignment;
     uint64_t data_offset;  /* file offset of the tensor data section */

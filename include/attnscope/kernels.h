@@ -38,6 +38,9 @@ typedef struct as_matvec_spec {
     int in, out;
 } as_matvec_spec;
 void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n);
+/* as_linear with the work shared among the pool's threads (sgemm on
+ * slices of output features; as_matvec for one position). */
+void as_linear_pool(as_pool *pool, const float *x, int n, int in, const float *w, int out, const float *b, float *y);
 /* Rows [r0, r1) of the above on the calling thread. */
 void as_matvec_rows(const float *x, int in, const float *w, const float *b, float *y, int r0, int r1);
 /* The same with rows ld floats apart, no bias (attention: keys in the KV cache). */
@@ -72,7 +75,8 @@ void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_d
 void as_softmax(const float *x, float *y, int n);
 void as_add(const float *a, const float *b, float *y, long n);
 
-/* Number of threads OpenBLAS uses (the engine's only knob on it). */
+/* Number of threads the engine uses: its pool's size (OpenBLAS itself is
+ * kept single-threaded and runs inside the pool's tasks). */
 void as_set_threads(int n);
 int as_get_threads(void);
 

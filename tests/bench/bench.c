@@ -377,9 +377,28 @@ static void target(FILE *f, const char *what, double got, double want, bool at_m
             met ? "met" : "NOT met");
 }
 
+/* The median over runs of a's field over b's, each pair measured in the
+ * same round seconds apart: steadier on a shared machine than the ratio of
+ * the two medians, since a slow minute slows both. Falls back to the
+ * ratio of medians when a run failed and the rounds no longer pair up. */
+static double paired_ratio(const row *a, const row *b, size_t field, double ma, double mb)
+{
+    if (a->n_ok != b->n_ok || a->n_ok < 1)
+        return ma / mb;
+    row q = {0};
+    q.n_ok = a->n_ok;
+    for (int i = 0; i < a->n_ok; i++) {
+        double x = *(const double *)((const char *)&a->s[i] + field),
+               y = *(const double *)((const char *)&b->s[i] + field);
+        *(double *)((char *)&q.s[i] + field) = x / y;
+    }
+    return median(&q, field);
+}
+
 static void print_targets(FILE *f, const model *ms, int n)
 {
-    fprintf(f, "\n### Targets\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n");
+    fprintf(f, "\n### Targets\n\nRatios are medians of per-round ratios (each round runs every engine once, in "
+               "turn).\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n");
     for (int i = 0; i < n; i++) {
         const model *m = &ms[i];
         const row *off = find_row(m, E_ATTN_OFF), *full = find_row(m, E_ATTN_FULL), *gg = find_row(m, E_ATTN_GGUF);
@@ -387,18 +406,23 @@ static void print_targets(FILE *f, const model *ms, int n)
         char what[200];
         if (off && rc) {
             snprintf(what, sizeof what, "%s: decode, capture off, vs run.c (x)", m->name);
-            target(f, what, off->decode_tps / rc->decode_tps, 1.0, false);
+            target(f, what, paired_ratio(off, rc, offsetof(sample, decode_tps), off->decode_tps, rc->decode_tps),
+                   1.0, false);
             snprintf(what, sizeof what, "%s: prompt vs run.c (x)", m->name);
-            target(f, what, off->prompt_tps / rc->prompt_tps, 5.0, false);
+            target(f, what, paired_ratio(off, rc, offsetof(sample, prompt_tps), off->prompt_tps, rc->prompt_tps),
+                   5.0, false);
         }
         if (off && full && !strcmp(m->name, "stories15M")) {
             snprintf(what, sizeof what, "%s: decode time, full capture / capture off", m->name);
-            target(f, what, off->decode_tps / full->decode_tps, 1.15, true);
+            target(f, what,
+                   paired_ratio(off, full, offsetof(sample, decode_tps), off->decode_tps, full->decode_tps), 1.15,
+                   true);
         }
         const row *g = gg ? gg : off;
         if (g && lc) {
             snprintf(what, sizeof what, "%s: decode vs llama.cpp, same F32 GGUF (x)", m->name);
-            target(f, what, g->decode_tps / lc->decode_tps, 0.8, false);
+            target(f, what, paired_ratio(g, lc, offsetof(sample, decode_tps), g->decode_tps, lc->decode_tps), 0.8,
+                   false);
         }
         if (off) {
             snprintf(what, sizeof what, "%s: peak RSS, capture off, minus the model's bytes (MB)", m->name);
