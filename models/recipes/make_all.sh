@@ -1,7 +1,7 @@
 #!/bin/sh
 # Re-create every shipped model from nothing (see models/README.md).
 #
-#   models/recipes/make_all.sh            # everything, about 2 hours on 2 cores
+#   models/recipes/make_all.sh            # everything, about 1 h 45 min on 2 cores
 #   models/recipes/make_all.sh induction  # only the named models
 #
 # Needs Debian's python3-torch, python3-numpy, python3-sentencepiece,
