@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "attnscope/figure.h"
@@ -336,7 +337,7 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
             snprintf(names[i], 32, "Layer %d", job->layer0 + i - cfg->n_head);
     }
     as_fig_heat h = {m, m, (const char *const *)labels, (const char *const *)labels, "query position", "key position",
-                     "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL};
+                     "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL, 0, 0};
     char title[512], what[96];
     const char *model = cfg->name;
     if (job->head >= 0) {
@@ -379,6 +380,67 @@ out:
     free(v);
     free(mk);
     free(mats);
+    return rc;
+}
+
+/* ---- instrument tables ---- */
+
+const char *as_cmd_output_kind(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (!dot || strchr(dot, '/'))
+        return NULL;
+    return !strcasecmp(dot, ".npy") ? "npy" : !strcasecmp(dot, ".png") ? "png" : !strcasecmp(dot, ".svg") ? "svg" : NULL;
+}
+
+int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t)
+{
+    as_session *s = c->s;
+    export_opts o;
+    as_fig_format fmt;
+    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, opt_first, OPT_DPI | OPT_TITLE, &o))
+        return AS_ERR;
+    o.st.cmap = AS_CMAP_RDBU;
+    /* Symmetric about 0, at least ±1 (a normalised effect's full range). */
+    double a = 1;
+    for (long i = 0; i < (long)t->rows * t->cols; i++)
+        if (isfinite(t->v[i]) && fabs(t->v[i]) > a)
+            a = fabs(t->v[i]);
+    char **rows = calloc((size_t)t->rows, sizeof *rows);
+    char **cols = t->by_position ? position_labels(s, 0, t->cols) : calloc((size_t)t->cols, sizeof *cols);
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    int rc = AS_ERR;
+    if (!rows || !cols) {
+        as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < t->rows; i++)
+        if (!(rows[i] = malloc(16)) || snprintf(rows[i], 16, "%d", i) < 0)
+            goto oom;
+    for (int j = 0; !t->by_position && j < t->cols; j++)
+        if (!(cols[j] = malloc(16)) || snprintf(cols[j], 16, "%d", j) < 0)
+            goto oom;
+    as_fig_matrix m = {t->v, NULL};
+    as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols, "layer",
+                     t->by_position ? "position" : "head", t->cbar_label, 1, &m, NULL, 1, 1, NULL, NULL,
+                     (float)-a, (float)a};
+    char title[512];
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    make_title(ctx, &o, title, sizeof title, "%s \xE2\x80\x94 %s", "%s - %s", t->title, s->model->cfg.name);
+    if (as_fig_heatmap(&f, ctx, &o.st, title, &h, c->err))
+        goto out;
+    rc = finish(c, f, &o, 0, s->it->n_tokens, path, fmt, t->what);
+    f = NULL;
+    goto out;
+oom:
+    as_error_set(c->err, "out of memory");
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    free_labels(rows, t->rows);
+    free_labels(cols, t->cols);
     return rc;
 }
 

@@ -116,12 +116,37 @@ static int lens_resid(as_session *s, int layer, int pos, const float **out, as_e
     return AS_OK;
 }
 
-static int lens_at(cmd_ctx *c, int pos)
+/* Writes an instrument's array and says so; the shape goes in the message. */
+static int write_npy(as_session *s, const char *path, as_npy_dtype dt, const void *data, const size_t *shape,
+                     int ndim, const char *what, as_error *err)
+{
+    if (as_npy_write(path, dt, data, shape, ndim, err))
+        return AS_ERR;
+    fprintf(s->out, "wrote %s: [", path);
+    for (int i = 0; i < ndim; i++)
+        fprintf(s->out, i ? ", %zu" : "%zu", shape[i]);
+    fprintf(s->out, "] %s, %s\n", dt == AS_NPY_F32 ? "float32" : "int32", what);
+    return AS_OK;
+}
+
+/* The last argument when it names a .npy file (then argc shrinks), else NULL. */
+static const char *take_npy(cmd_ctx *c, int first)
+{
+    if (c->argc <= first)
+        return NULL;
+    const char *k = as_cmd_output_kind(c->argv[c->argc - 1]);
+    if (!k || strcmp(k, "npy"))
+        return NULL;
+    return c->argv[--c->argc];
+}
+
+static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
 {
     as_session *s = c->s;
-    int V = s->model->cfg.n_vocab, top[3];
+    int V = s->model->cfg.n_vocab, top[3], L = s->model->cfg.n_layer;
     float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
-    int rc = logits && probs ? AS_OK : as_error_set(c->err, "out of memory");
+    float *all = npy_path ? malloc((size_t)(L + 1) * (size_t)V * sizeof *all) : NULL;
+    int rc = logits && probs && (all || !npy_path) ? AS_OK : as_error_set(c->err, "out of memory");
     const float *last;
     if (rc == AS_OK)
         rc = lens_resid(s, s->model->cfg.n_layer - 1, pos, &last, c->err);
@@ -140,6 +165,8 @@ static int lens_at(cmd_ctx *c, int pos)
         if ((rc = lens_resid(s, l, pos, &resid, c->err)))
             break;
         as_lens_logits(s->model, resid, logits);
+        if (all)
+            memcpy(all + (size_t)(l + 1) * (size_t)V, logits, (size_t)V * sizeof *logits);
         as_probs(logits, V, probs);
         as_top_indices(logits, V, 3, top);
         int rank = 1;
@@ -153,18 +180,29 @@ static int lens_at(cmd_ctx *c, int pos)
         }
         fprintf(s->out, "\t%d\t%.4f\n", rank, probs[final]);
     }
+    if (rc == AS_OK && all) {
+        size_t shape[2] = {(size_t)L + 1, (size_t)V};
+        char what[96];
+        snprintf(what, sizeof what, "lens logits at position %d (row 0: embeddings, row l+1: after layer l)", pos);
+        rc = write_npy(s, npy_path, AS_NPY_F32, all, shape, 2, what, c->err);
+    }
+    free(all);
     free(logits);
     free(probs);
     return rc;
 }
 
-static int lens_table(cmd_ctx *c)
+static int lens_table(cmd_ctx *c, const char *npy_path)
 {
     as_session *s = c->s;
-    int V = s->model->cfg.n_vocab, n = s->it->n_done, top;
+    int V = s->model->cfg.n_vocab, n = s->it->n_done, top, L = s->model->cfg.n_layer;
     float *logits = malloc((size_t)V * sizeof *logits);
-    if (!logits)
+    int32_t *ids = malloc((size_t)(L + 1) * (size_t)(n > 0 ? n : 1) * sizeof *ids);
+    if (!logits || !ids) {
+        free(logits);
+        free(ids);
         return as_error_set(c->err, "out of memory");
+    }
     fprintf(s->out, "top token per layer (rows) and position (columns)\nlayer");
     for (int p = 0; p < n; p++)
         fprintf(s->out, "\t%d", p);
@@ -178,12 +216,19 @@ static int lens_table(cmd_ctx *c)
                 break;
             as_lens_logits(s->model, resid, logits);
             as_top_indices(logits, V, 1, &top);
+            ids[(size_t)(l + 1) * (size_t)n + (size_t)p] = top;
             char piece[64];
             as_cmd_piece(s, top, piece, 12);
             fprintf(s->out, "\t%s", piece);
         }
         fprintf(s->out, "\n");
     }
+    if (rc == AS_OK && npy_path) {
+        size_t shape[2] = {(size_t)L + 1, (size_t)n};
+        rc = write_npy(s, npy_path, AS_NPY_I32, ids, shape, 2,
+                       "top token id per layer (row 0: embeddings) and position", c->err);
+    }
+    free(ids);
     free(logits);
     return rc;
 }
@@ -192,14 +237,17 @@ int as_cmd_lens(cmd_ctx *c)
 {
     if (as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
+    const char *npy_path = take_npy(c, 1);
+    if (c->argc > 2)
+        return as_error_set(c->err, "usage: lens [POS] [FILE.npy]  or  lens table [FILE.npy]");
     if (c->argc > 1 && !strcmp(c->argv[1], "table"))
-        return lens_table(c);
+        return lens_table(c, npy_path);
     int pos = c->s->it->n_done - 1;
     if (c->argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
         return AS_ERR;
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
-    return lens_at(c, pos);
+    return lens_at(c, pos, npy_path);
 }
 
 /* ---- ablation, patching, compare ---- */
@@ -415,10 +463,23 @@ static const struct {
 } sweep_kinds[] = {{"resid_pre", AS_HK_RESID_PRE}, {"attn_out", AS_HK_ATTN_OUT}, {"mlp_out", AS_HK_MLP_OUT},
                    {"heads", AS_HK_Z}};
 
+static const char *what_name(as_hook_kind kind)
+{
+    for (size_t k = 0; k < sizeof sweep_kinds / sizeof *sweep_kinds; k++)
+        if (sweep_kinds[k].kind == kind)
+            return sweep_kinds[k].name;
+    return "?";
+}
+
 /* One patched run per (layer, position) — or (layer, head) — each
  * measuring the metric; writes the table to out and optionally a .npy. */
-static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const char *npy_path)
+static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const char *out_path)
 {
+    const char *out_kind = out_path ? as_cmd_output_kind(out_path) : NULL;
+    if (out_path && !out_kind)
+        return as_error_set(c->err, "patch sweep writes FILE.npy, FILE.png or FILE.svg, not '%s'", out_path);
+    if (out_kind && !strcmp(out_kind, "npy") && c->argc > 6)
+        return as_error_set(c->err, "patch sweep: options such as '%s' are for a figure (.png/.svg)", c->argv[6]);
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
     if (!s->has_metric)
@@ -468,9 +529,7 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
     if (rc == AS_OK)
         rc = rerun(s, false, c->err);
     if (rc == AS_OK) {
-        const char *what = "";
-        for (size_t k = 0; k < sizeof sweep_kinds / sizeof *sweep_kinds; k++)
-            what = sweep_kinds[k].kind == kind ? sweep_kinds[k].name : what;
+        const char *what = what_name(kind);
         fprintf(s->out, "patching %s from the other prompt, by layer and %s; metric clean %.4f, other %.4f\nlayer",
                 what, heads ? "head" : "position", clean, corrupt);
         for (int j = 0; j < cols; j++)
@@ -482,11 +541,26 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
                 fprintf(s->out, "\t%.4f", table[(size_t)l * cols + j]);
             fprintf(s->out, "\n");
         }
-        if (npy_path) {
+        if (out_kind && !strcmp(out_kind, "npy")) {
             size_t shape[2] = {(size_t)cfg->n_layer, (size_t)cols};
-            rc = as_npy_write(npy_path, AS_NPY_F32, table, shape, 2, c->err);
+            rc = as_npy_write(out_path, AS_NPY_F32, table, shape, 2, c->err);
             if (rc == AS_OK)
-                fprintf(s->out, "wrote %s: [%d, %d] float32\n", npy_path, cfg->n_layer, cols);
+                fprintf(s->out, "wrote %s: [%d, %d] float32\n", out_path, cfg->n_layer, cols);
+        } else if (out_kind) {
+            /* The figure shows the normalised effect: 0 where patching left
+             * the metric as it was, 1 where it moved it all the way to the
+             * other prompt's (the raw metric when the two prompts agree). */
+            double span = corrupt - clean;
+            bool norm = isfinite(span) && fabs(span) > 1e-6;
+            for (size_t i = 0; i < (size_t)cfg->n_layer * (size_t)cols; i++)
+                table[i] = norm ? (float)((table[i] - clean) / span) : table[i];
+            char title[128], desc[96];
+            snprintf(title, sizeof title, "Patching %s from the other prompt", what);
+            snprintf(desc, sizeof desc, "patch sweep %s, %d layers x %d %s", what, cfg->n_layer, cols,
+                     heads ? "heads" : "positions");
+            as_table_fig t = {table, cfg->n_layer, cols, !heads, title,
+                              norm ? "share of the metric's change" : "metric", desc};
+            rc = as_cmd_export_table(c, out_path, 6, &t);
         }
     }
     free(table);
@@ -506,7 +580,7 @@ int as_cmd_patch(cmd_ctx *c)
     }
     if (c->argc < 4 || strcmp(c->argv[2], "from"))
         return as_error_set(c->err, "usage: patch HOOK from \"OTHER PROMPT\" [pos=N]  or  patch sweep "
-                                    "resid_pre|attn_out|mlp_out|heads from \"OTHER PROMPT\" [FILE.npy]");
+                                    "resid_pre|attn_out|mlp_out|heads from \"OTHER PROMPT\" [FILE.npy|FILE.png|FILE.svg]");
     int hook = as_cmd_find_hook(s, c->argv[1], c->err), pos = -1;
     if (hook < 0)
         return AS_ERR;
@@ -541,8 +615,9 @@ int as_cmd_dla(cmd_ctx *c)
     as_session *s = c->s;
     int32_t tok;
     int pos = s->it->n_done - 1;
+    const char *npy_path = take_npy(c, 2);
     if (c->argc < 2 || c->argc > 3)
-        return as_error_set(c->err, "usage: dla TOKEN [POS]");
+        return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy]");
     if (parse_token(s, c->argv[1], &tok, c->err) || (c->argc == 3 && parse_pos(s, c->argv[2], &pos, c->err)))
         return AS_ERR;
     if (pos < 0)
@@ -553,6 +628,30 @@ int as_cmd_dla(cmd_ctx *c)
     double sum = d.constant;
     for (int i = 0; i < d.n_terms; i++)
         sum += d.terms[i].value;
+    int rc = AS_OK;
+    if (npy_path) {
+        /* [n_layer + 1, n_head + 2]: layer l's heads, then its attention
+         * output bias and its MLP; the last row holds the embeddings and
+         * the final norm's bias. Rows and columns sum to the logit. */
+        const as_config *cfg = &s->model->cfg;
+        int W = cfg->n_head + 2;
+        float *t = calloc((size_t)(cfg->n_layer + 1) * (size_t)W, sizeof *t);
+        if (!t) {
+            as_dla_free(&d);
+            return as_error_set(c->err, "out of memory");
+        }
+        for (int i = 0; i < d.n_terms; i++) {
+            const as_dla_term *e = &d.terms[i];
+            int col = e->head >= 0 ? e->head : strstr(e->name, "mlp") ? W - 1 : W - 2;
+            t[e->layer < 0 ? (size_t)cfg->n_layer * W : (size_t)e->layer * W + (size_t)col] += (float)e->value;
+        }
+        t[(size_t)cfg->n_layer * W + 1] = (float)d.constant;
+        size_t shape[2] = {(size_t)cfg->n_layer + 1, (size_t)W};
+        rc = write_npy(s, npy_path, AS_NPY_F32, t, shape, 2,
+                       "rows: layers then [embeddings, final norm bias]; columns: heads, attention bias, MLP",
+                       c->err);
+        free(t);
+    }
     qsort(d.terms, (size_t)d.n_terms, sizeof *d.terms, by_magnitude);
     char piece[64];
     as_cmd_piece(s, tok, piece, sizeof piece);
@@ -561,7 +660,7 @@ int as_cmd_dla(cmd_ctx *c)
         fprintf(s->out, "%s\t%+.4f\n", d.terms[i].name, d.terms[i].value);
     fprintf(s->out, "final norm bias\t%+.4f\nsum\t%+.4f\nlogit\t%+.4f\n", d.constant, sum, d.logit);
     as_dla_free(&d);
-    return AS_OK;
+    return rc;
 }
 
 /* ---- head detectors ---- */
@@ -572,6 +671,7 @@ int as_cmd_heads(cmd_ctx *c)
     const as_config *cfg = &s->model->cfg;
     double threshold = 0.4;
     bool context = false;
+    const char *npy_path = take_npy(c, 1);
     for (int i = 1; i < c->argc; i++) {
         if (!strcmp(c->argv[i], "context"))
             context = true;
@@ -579,7 +679,7 @@ int as_cmd_heads(cmd_ctx *c)
             if (as_cmd_parse_float(c->argv[i] + 10, 0, 1, "threshold", &threshold, c->err))
                 return AS_ERR;
         } else
-            return as_error_set(c->err, "usage: heads [context] [threshold=X]");
+            return as_error_set(c->err, "usage: heads [context] [threshold=X] [FILE.npy]");
     }
     const as_capture *cap = s->cap;
     const int32_t *tokens = s->it->tokens;
@@ -609,6 +709,13 @@ int as_cmd_heads(cmd_ctx *c)
     } else if (n < 2) {
         return as_error_set(c->err, "heads context needs a computed context of at least 2 tokens");
     }
+    size_t per = (size_t)cfg->n_layer * (size_t)cfg->n_head;
+    float *scores = npy_path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
+    if (npy_path && !scores) {
+        side_run_free(&probe);
+        free(ids);
+        return as_error_set(c->err, "out of memory");
+    }
     fprintf(s->out, "head scores on %s (%d tokens); * marks scores >= %.2f\n",
             context ? "the current context" : "a repeated random-token probe", n, threshold);
     for (int k = 0; k < AS_SCORE_COUNT; k++) {
@@ -621,6 +728,8 @@ int as_cmd_heads(cmd_ctx *c)
             fprintf(s->out, "%d", l);
             for (int h = 0; h < cfg->n_head; h++) {
                 double v = as_capture_has(cap, hook) ? as_head_score_of(cap, hook, h, tokens, n, (as_head_score)k) : NAN;
+                if (scores)
+                    scores[(size_t)k * per + (size_t)l * (size_t)cfg->n_head + (size_t)h] = (float)v;
                 fprintf(s->out, "\t%.3f%s", v, v >= threshold ? "*" : "");
             }
             fprintf(s->out, "\n");
@@ -628,7 +737,16 @@ int as_cmd_heads(cmd_ctx *c)
     }
     side_run_free(&probe);
     free(ids);
-    return AS_OK;
+    int rc = AS_OK;
+    if (scores) {
+        size_t shape[3] = {AS_SCORE_COUNT, (size_t)cfg->n_layer, (size_t)cfg->n_head};
+        char what[128];
+        snprintf(what, sizeof what, "scores [%s, %s, %s, %s] x layer x head", as_head_score_name(0),
+                 as_head_score_name(1), as_head_score_name(2), as_head_score_name(3));
+        rc = write_npy(s, npy_path, AS_NPY_F32, scores, shape, 3, what, c->err);
+        free(scores);
+    }
+    return rc;
 }
 
 /* ---- watches ---- */

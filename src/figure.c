@@ -1035,7 +1035,9 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
     bottom = fmaxf(bottom, (float)(gy0 + (int)ptitle + grid_h) + spill);
 
     /* The colour scale: fixed, so heads compare. */
-    scale s = st->log_scale ? (scale){AS_FIG_LOG_MIN, 1, true} : (scale){0, 1, false};
+    scale s = h->vmax > h->vmin ? (scale){h->vmin, h->vmax, false}
+              : st->log_scale   ? (scale){AS_FIG_LOG_MIN, 1, true}
+                                : (scale){0, 1, false};
     cbar cb = {(float)(gx0 + grid_w) + PT(&L, 14), (float)gy0 + ptitle, PT(&L, 10), 0, &s, h->cbar_label};
     cb.h = single ? fmaxf((float)ph, PT(&L, 72)) : fminf((float)grid_h, fmaxf((float)ph, PT(&L, 260)));
     ticks ct;

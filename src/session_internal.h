@@ -32,6 +32,22 @@ void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err);
 void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
 
+/* A layer × column table of an instrument as a heatmap figure (PNG or
+ * SVG by the path's extension): signed values on the diverging map,
+ * centred on 0; options dpi= and title= from argv[opt_first] on. Columns
+ * are context positions (labelled with their tokens) or heads. */
+typedef struct as_table_fig {
+    const float *v;       /* [rows][cols] */
+    int rows, cols;
+    bool by_position;     /* columns are positions 0..cols-1; else heads */
+    const char *title;    /* default title */
+    const char *cbar_label;
+    const char *what;     /* for the "wrote" line */
+} as_table_fig;
+int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
+/* .npy, .png or .svg by the path's extension (any case); NULL: none of them. */
+const char *as_cmd_output_kind(const char *path);
+
 /* Instruments (cmd_instruments.c). */
 int as_cmd_lens(cmd_ctx *c);
 int as_cmd_ablate(cmd_ctx *c);

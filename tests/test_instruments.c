@@ -9,6 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <png.h>
+
+#include "attnscope/colormap.h"
 #include "attnscope/instruments.h"
 #include "helpers.h"
 
@@ -249,5 +252,199 @@ Test(instruments, weight_stats_match_a_direct_computation)
     double rel, dn, na;
     cr_assert_eq(as_weight_diff(t, t, &rel, &dn, &na, &err), AS_OK);
     cr_assert_eq(rel, 0.0);
+    close_session(s);
+}
+
+/* ---- exports of the instruments' tables (.npy, and the sweep's figure) ---- */
+
+static void tmp_path(char *path, size_t cap, const char *ext)
+{
+    snprintf(path, cap, "/tmp/attnscope-inst-XXXXXX%s", ext);
+    int fd = mkstemps(path, (int)strlen(ext));
+    cr_assert_geq(fd, 0);
+    close(fd);
+}
+
+Test(instruments, lens_arrays_match_the_logits_and_their_argmax)
+{
+    /* The lens array's last row is the final residual through the final
+     * norm and unembedding: the model's own logits there (1e-5, as the
+     * lens test above); the table's last row is their argmax. */
+    const char *models[] = {GPT2, LLAMA};
+    for (int m = 0; m < 2; m++) {
+        as_session *s = open_session(models[m], 64);
+        run_ok(s, PROMPT "; finish");
+        int V = s->model->cfg.n_vocab, L = s->model->cfg.n_layer, n = s->it->n_tokens;
+        int lg = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+        char a[64], t[64], cmd[160];
+        tmp_path(a, sizeof a, ".npy");
+        tmp_path(t, sizeof t, ".npy");
+        snprintf(cmd, sizeof cmd, "lens 4 %s; lens table %s", a, t);
+        run_ok(s, cmd);
+        npy la, lt;
+        cr_assert_eq(npy_read(a, &la), 0);
+        cr_assert_eq(npy_read(t, &lt), 0);
+        unlink(a), unlink(t);
+        cr_assert_eq(la.ndim, 2);
+        cr_assert_eq(la.shape[0], (size_t)L + 1);
+        cr_assert_eq(la.shape[1], (size_t)V);
+        const float *real = as_capture_row(s->cap, lg, 4);
+        for (int v = 0; v < V; v++)
+            cr_assert_float_eq(la.f[(size_t)L * V + v], real[v], 1e-5, "%s token %d", models[m], v);
+        /* Row 0 is the embeddings: not the final logits. */
+        double diff = 0;
+        for (int v = 0; v < V; v++)
+            diff = fmax(diff, fabs(la.f[v] - real[v]));
+        cr_assert_gt(diff, 1e-3, "%s: the embedding row equals the final logits", models[m]);
+        cr_assert(lt.i != NULL, "the table is int32");
+        cr_assert_eq(lt.shape[0], (size_t)L + 1);
+        cr_assert_eq(lt.shape[1], (size_t)n);
+        for (int p = 0; p < n; p++) {
+            const float *r = as_capture_row(s->cap, lg, p);
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                best = r[v] > r[best] ? v : best;
+            cr_assert_eq(lt.i[(size_t)L * n + p], best, "%s position %d", models[m], p);
+        }
+        npy_free(&la), npy_free(&lt);
+        close_session(s);
+    }
+}
+
+Test(instruments, dla_array_sums_to_the_logit_and_holds_each_head)
+{
+    const char *models[] = {GPT2, LLAMA};
+    for (int m = 0; m < 2; m++) {
+        as_session *s = open_session(models[m], 64);
+        run_ok(s, PROMPT "; finish");
+        const as_config *cfg = &s->model->cfg;
+        char path[64], cmd[128];
+        tmp_path(path, sizeof path, ".npy");
+        snprintf(cmd, sizeof cmd, "dla 42 5 %s", path);
+        run_ok(s, cmd);
+        npy d;
+        cr_assert_eq(npy_read(path, &d), 0);
+        unlink(path);
+        cr_assert_eq(d.ndim, 2);
+        cr_assert_eq(d.shape[0], (size_t)cfg->n_layer + 1);
+        cr_assert_eq(d.shape[1], (size_t)cfg->n_head + 2);
+        as_dla ref;
+        as_error err;
+        cr_assert_eq(as_dla_compute(s->cap, s->it->tokens, 5, 42, &ref, &err), AS_OK, "%s", err.msg);
+        double sum = 0;
+        for (size_t i = 0; i < d.count; i++)
+            sum += d.f[i];
+        cr_assert_float_eq(sum, ref.logit, 1e-4, "%s: array sums to %g, logit %g", models[m], sum, ref.logit);
+        for (int i = 0; i < ref.n_terms; i++)
+            if (ref.terms[i].head >= 0)
+                cr_assert_float_eq(d.f[(size_t)ref.terms[i].layer * d.shape[1] + (size_t)ref.terms[i].head],
+                                   ref.terms[i].value, 1e-6, "%s %s", models[m], ref.terms[i].name);
+        as_dla_free(&ref);
+        npy_free(&d);
+        close_session(s);
+    }
+}
+
+Test(instruments, heads_array_finds_the_induction_head)
+{
+    /* [score kind, layer, head]: the induction slice holds the bundled
+     * induction model's head (>= 0.5), the previous-token slice a head
+     * in layer 0 (the circuit's first half), all within [0, 1]. */
+    as_session *s = open_session("../models/induction.gguf", 64);
+    const as_config *cfg = &s->model->cfg;
+    char path[64], cmd[128];
+    tmp_path(path, sizeof path, ".npy");
+    snprintf(cmd, sizeof cmd, "heads %s", path);
+    run_ok(s, cmd);
+    npy h;
+    cr_assert_eq(npy_read(path, &h), 0);
+    unlink(path);
+    cr_assert_eq(h.ndim, 3);
+    cr_assert_eq(h.shape[0], AS_SCORE_COUNT);
+    cr_assert_eq(h.shape[1], (size_t)cfg->n_layer);
+    cr_assert_eq(h.shape[2], (size_t)cfg->n_head);
+    size_t per = (size_t)cfg->n_layer * cfg->n_head;
+    double ind = 0, prev0 = 0;
+    for (size_t i = 0; i < per; i++) {
+        ind = fmax(ind, h.f[AS_SCORE_INDUCTION * per + i]);
+        for (int k = 0; k < AS_SCORE_COUNT; k++)
+            cr_assert(h.f[k * per + i] >= 0 && h.f[k * per + i] <= 1, "score %g", h.f[k * per + i]);
+    }
+    for (int i = 0; i < cfg->n_head; i++)
+        prev0 = fmax(prev0, h.f[AS_SCORE_PREV_TOKEN * per + (size_t)i]);
+    cr_assert_geq(ind, 0.5, "best induction score %.3f", ind);
+    cr_assert_geq(prev0, 0.3, "best previous-token score in layer 0: %.3f", prev0);
+    npy_free(&h);
+    close_session(s);
+}
+
+Test(instruments, patch_sweep_figure_colours_the_patched_cell)
+{
+    /* Prompts differing only at the last token (as above): layer 0's input
+     * patched at the last position moves the metric all the way (effect 1),
+     * elsewhere not at all (effect 0). On the diverging scale, ±max|effect|,
+     * those cells have the colours of 0.5 + 0.5/a and 0.5 exactly. */
+    as_session *s = open_session(LLAMA, 64);
+    run_ok(s, "prompt the cat sat; finish; metric 40 41");
+    char npy_path[64], png[64], svg[64], cmd[256];
+    tmp_path(npy_path, sizeof npy_path, ".npy");
+    tmp_path(png, sizeof png, ".png");
+    tmp_path(svg, sizeof svg, ".svg");
+    snprintf(cmd, sizeof cmd, "patch sweep resid_pre from \"the cat on\" %s", npy_path);
+    run_ok(s, cmd);
+    snprintf(cmd, sizeof cmd, "patch sweep resid_pre from \"the cat on\" %s dpi=100", png);
+    run_ok(s, cmd);
+    snprintf(cmd, sizeof cmd, "patch sweep heads from \"the cat on\" %s", svg);
+    run_ok(s, cmd);
+    npy t;
+    cr_assert_eq(npy_read(npy_path, &t), 0);
+    const float *cl = as_interp_logits(s->it);
+    double clean = cl[40] - cl[41], other = t.f[3], a = 1;
+    for (size_t i = 0; i < t.count; i++)
+        a = fmax(a, fabs((t.f[i] - clean) / (other - clean)));
+    uint8_t full[3], none[3];
+    as_colormap(AS_CMAP_RDBU, (float)(0.5 + 0.5 / a), full);
+    as_colormap(AS_CMAP_RDBU, 0.5f, none);
+    FILE *f = fopen(png, "rb");
+    cr_assert(f);
+    png_image im = {.version = PNG_IMAGE_VERSION};
+    cr_assert(png_image_begin_read_from_stdio(&im, f), "%s", im.message);
+    im.format = PNG_FORMAT_RGB;
+    uint8_t *px = malloc(PNG_IMAGE_SIZE(im));
+    cr_assert(png_image_finish_read(&im, NULL, px, 0, NULL), "%s", im.message);
+    fclose(f);
+    long n_full = 0, n_none = 0;
+    for (size_t i = 0; i < (size_t)im.width * im.height; i++) {
+        n_full += !memcmp(px + 3 * i, full, 3);
+        n_none += !memcmp(px + 3 * i, none, 3);
+    }
+    cr_assert_gt(n_full, 25, "no cell of the patched position's colour (%d,%d,%d)", full[0], full[1], full[2]);
+    cr_assert_gt(n_none, 3 * 25, "no unchanged cells (%d,%d,%d)", none[0], none[1], none[2]);
+    free(px);
+    /* The SVG: well-formed enough to end, one rect per layer x head cell at least. */
+    f = fopen(svg, "r");
+    cr_assert(f);
+    char buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    buf[len] = '\0';
+    fclose(f);
+    cr_assert(strstr(buf, "</svg>"));
+    cr_assert(strstr(buf, "Patching heads"));
+    unlink(npy_path), unlink(png), unlink(svg);
+    npy_free(&t);
+    close_session(s);
+}
+
+Test(instruments, instrument_exports_refuse_bad_paths)
+{
+    as_session *s = open_session(GPT2, 64);
+    run_ok(s, PROMPT "; finish; metric 40 41");
+    char msg[512];
+    cr_assert_neq(run_cmd(s, "lens 3 /nonexistent/dir/x.npy", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "/nonexistent/dir/x.npy"), "%s", msg);
+    cr_assert_neq(run_cmd(s, "patch sweep heads from \"a b c d e f g h i j\" out.txt", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "out.txt"), "%s", msg);
+    cr_assert_neq(run_cmd(s, "lens 1 2 3", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "usage"), "%s", msg);
     close_session(s);
 }

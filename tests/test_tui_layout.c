@@ -442,3 +442,29 @@ Test(tui_view, completion_reads_usage_lines)
         has_view |= !strcmp(c->name, "view");
     cr_assert(has_view);
 }
+
+Test(tui_layout, medium_height_lens_shares_the_probabilities_slot)
+{
+    /* 120x30: the side stack has room for three panes; the lens takes the
+     * probabilities' place when it is the one asked for, and back. */
+    layout l;
+    layout_compute(&l, 30, 120, P_PROBS);
+    cr_assert(!l.shared);
+    check_tiling(&l);
+    cr_assert_gt(l.r[P_PROBS].h, 0);
+    cr_assert_eq(l.r[P_LENS].h, 0);
+    cr_assert_gt(l.r[P_NORMS].h, 0);
+    cr_assert_gt(l.r[P_LOG].h, 0);
+    rect probs = l.r[P_PROBS];
+    layout_compute(&l, 30, 120, P_LENS);
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_PROBS].h, 0);
+    cr_assert_eq(l.r[P_LENS].y, probs.y);
+    cr_assert_eq(l.r[P_LENS].h, probs.h);
+    cr_assert_gt(l.r[P_NORMS].h, 0);
+    /* Tall enough: four panes, the lens between probabilities and norms. */
+    layout_compute(&l, 48, 160, P_PROBS);
+    cr_assert_eq(l.r[P_LENS].y, l.r[P_PROBS].y + l.r[P_PROBS].h);
+    cr_assert_eq(l.r[P_NORMS].y, l.r[P_LENS].y + l.r[P_LENS].h);
+    cr_assert_geq(l.r[P_LOG].h, 5, "the log keeps room to read");
+}

@@ -11,8 +11,8 @@
 #define KEY_CTRL(c) ((c) & 0x1f)
 
 /* The panes a change of selection touches. */
-#define RD_LAYER (RD(P_ATTN) | RD(P_NORMS) | RD(P_STATUS))
-#define RD_QUERY (RD(P_ATTN) | RD(P_TOKENS) | RD(P_NORMS) | RD(P_PROBS))
+#define RD_LAYER (RD(P_ATTN) | RD(P_LENS) | RD(P_NORMS) | RD(P_STATUS))
+#define RD_QUERY (RD(P_ATTN) | RD(P_TOKENS) | RD(P_NORMS) | RD(P_PROBS) | RD(P_LENS))
 
 static unsigned set_focus(tui *u, pane_id p)
 {
@@ -20,8 +20,8 @@ static unsigned set_focus(tui *u, pane_id p)
     if (p != P_CMD)
         u->last_pane = p;
     u->focus = p;
-    if (u->lay.shared && (p == P_PROBS || p == P_NORMS || p == P_LOG) && p != u->shared) {
-        u->shared = p; /* the shared slot now shows this pane */
+    if (PANE_IS_SIDE(p) && u->lay.r[p].h <= 0 && p != u->shared) {
+        u->shared = p; /* the slot it shares now shows this pane */
         bits |= RD_LAYOUT;
     }
     return bits;
@@ -215,6 +215,10 @@ static unsigned cmd_key(tui *u, int ch, bool keycode)
         return set_focus(u, u->last_pane);
     if (keycode && (ch == KEY_PPAGE || ch == KEY_NPAGE))
         return scroll_log(u, ch == KEY_PPAGE ? 5 : -5);
+    /* The key that opens the command line, typed when it is open already
+     * (the view starts there): no command begins with it. */
+    if (!keycode && (ch == ':' || ch == '/') && cmdline_empty())
+        return RD(P_CMD);
     if (keycode && ch == KEY_F(1)) {
         u->help = true;
         return RD_HELP;

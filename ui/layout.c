@@ -20,8 +20,9 @@ pane_id layout_pane_at(const layout *l, int y, int x)
     return P_COUNT;
 }
 
-/* The right-hand (or lower) stack: probabilities, norms, log; or, when it
- * is short, the one pane `shown`. */
+/* The right-hand (or lower) stack: probabilities, lens, norms, log; when
+ * shorter, the lens takes the probabilities' place only when `shown`;
+ * when short, the one pane `shown`. */
 static void stack_side(layout *l, rect area, pane_id shown)
 {
     if (area.h < 20) {
@@ -29,9 +30,18 @@ static void stack_side(layout *l, rect area, pane_id shown)
         l->r[shown] = area;
         return;
     }
+    if (area.h >= 32) {
+        int probs = clamp(area.h / 4, 7, 12), lens = clamp(area.h / 4, 6, 12);
+        int norms = clamp(area.h * 3 / 10, 8, 18);
+        l->r[P_PROBS] = (rect){area.y, area.x, probs, area.w};
+        l->r[P_LENS] = (rect){area.y + probs, area.x, lens, area.w};
+        l->r[P_NORMS] = (rect){area.y + probs + lens, area.x, norms, area.w};
+        l->r[P_LOG] = (rect){area.y + probs + lens + norms, area.x, area.h - probs - lens - norms, area.w};
+        return;
+    }
     int probs = clamp(area.h * 3 / 10, 7, 14);
     int norms = clamp(area.h * 4 / 10, 8, 20);
-    l->r[P_PROBS] = (rect){area.y, area.x, probs, area.w};
+    l->r[shown == P_LENS ? P_LENS : P_PROBS] = (rect){area.y, area.x, probs, area.w};
     l->r[P_NORMS] = (rect){area.y + probs, area.x, norms, area.w};
     l->r[P_LOG] = (rect){area.y + probs + norms, area.x, area.h - probs - norms, area.w};
 }
@@ -45,7 +55,7 @@ void layout_compute(layout *l, int rows, int cols, pane_id shown)
         l->too_small = true;
         return;
     }
-    if (shown != P_PROBS && shown != P_NORMS && shown != P_LOG)
+    if (!PANE_IS_SIDE(shown))
         shown = P_PROBS;
     l->r[P_CMD] = (rect){rows - 1, 0, 1, cols};
     l->r[P_STATUS] = (rect){rows - 2, 0, 1, cols};

@@ -1,9 +1,10 @@
 /* layout: where each pane of the full-screen view goes for a terminal
  * size, with no terminal. Wide screens put the attention heatmap on the
- * left, the largest pane, with probabilities, norm statistics and the
- * output log stacked on the right; small ones stack the heatmap over one
- * shared slot whose pane Tab chooses. Below a minimum size there is only
- * a notice. Unit-tested. */
+ * left, the largest pane, with probabilities, the logit lens, norm
+ * statistics and the output log stacked on the right (when the stack is
+ * short, the lens shares the probabilities' slot); small ones stack the
+ * heatmap over one shared slot whose pane Tab chooses. Below a minimum
+ * size there is only a notice. Unit-tested. */
 #ifndef ATTNSCOPE_UI_LAYOUT_H
 #define ATTNSCOPE_UI_LAYOUT_H
 
@@ -14,11 +15,14 @@ typedef struct rect {
 } rect;
 
 typedef enum pane_id {
-    P_ATTN, P_TOKENS, P_PROBS, P_NORMS, P_LOG, /* the panes Tab visits, in order */
+    P_ATTN, P_TOKENS, P_PROBS, P_LENS, P_NORMS, P_LOG, /* the panes Tab visits, in order */
     P_CMD,                                     /* the command line */
     P_STATUS,
     P_COUNT
 } pane_id;
+
+/* The side panes: those that may share a slot. */
+#define PANE_IS_SIDE(p) ((p) >= P_PROBS && (p) <= P_LOG)
 
 #define LAYOUT_MIN_W 40
 #define LAYOUT_MIN_H 12
@@ -26,12 +30,12 @@ typedef enum pane_id {
 typedef struct layout {
     int rows, cols;
     bool too_small;
-    bool shared;     /* probs, norms and log share one slot */
+    bool shared;     /* the side panes share one slot */
     rect r[P_COUNT]; /* h == 0: not shown */
 } layout;
 
-/* `shown` says which of P_PROBS, P_NORMS, P_LOG the shared slot holds
- * when there is no room for all three. */
+/* `shown` says which side pane a shared slot holds when there is no room
+ * for all of them. */
 void layout_compute(layout *l, int rows, int cols, pane_id shown);
 bool rect_contains(rect r, int y, int x);
 /* The visible pane at (y, x), or P_COUNT. */

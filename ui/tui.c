@@ -28,7 +28,7 @@ static void relayout(tui *u)
 {
     int rows, cols;
     getmaxyx(stdscr, rows, cols);
-    if (u->focus == P_PROBS || u->focus == P_NORMS || u->focus == P_LOG)
+    if (PANE_IS_SIDE(u->focus))
         u->shared = u->focus;
     layout_compute(&u->lay, rows, cols, u->shared);
     drop_windows(u);
@@ -75,7 +75,7 @@ typedef void (*draw_fn)(tui *u);
 void tui_redraw(tui *u)
 {
     static const draw_fn draw[P_COUNT] = {
-        [P_ATTN] = pane_attn_draw, [P_TOKENS] = pane_tokens_draw, [P_PROBS] = pane_probs_draw,
+        [P_ATTN] = pane_attn_draw, [P_TOKENS] = pane_tokens_draw, [P_PROBS] = pane_probs_draw, [P_LENS] = pane_lens_draw,
         [P_NORMS] = pane_norms_draw, [P_LOG] = pane_log_draw, [P_STATUS] = status_draw,
     };
     if (u->dirty & RD_LAYOUT)
@@ -355,6 +355,7 @@ static void teardown(tui *u)
     log_free(&u->log);
     free(u->probs);
     free(u->order);
+    free(u->lens);
     free(u->tok_row);
     free(u->tok_col);
     free(u->ahead);

@@ -22,7 +22,7 @@
 #define RD_LAYOUT (1u << P_COUNT)
 #define RD_HELP (1u << (P_COUNT + 1))
 #define RD_PANES ((1u << P_COUNT) - 1)
-#define RD_DATA (RD(P_ATTN) | RD(P_TOKENS) | RD(P_PROBS) | RD(P_NORMS) | RD(P_STATUS))
+#define RD_DATA (RD(P_ATTN) | RD(P_TOKENS) | RD(P_PROBS) | RD(P_LENS) | RD(P_NORMS) | RD(P_STATUS))
 
 typedef struct tui {
     as_session *s;
@@ -32,7 +32,7 @@ typedef struct tui {
     view v;
     pane_id focus;
     pane_id last_pane;   /* where Esc from the command line returns */
-    pane_id shared;      /* which of probs/norms/log a shared slot shows */
+    pane_id shared;      /* which side pane (probs, lens, norms, log) a shared slot shows */
     unsigned dirty;
     bool help;           /* the key overlay is up */
     bool busy;           /* a command is running: keys that run commands wait */
@@ -60,8 +60,9 @@ typedef struct tui {
     int tok_rows, *tok_row, *tok_col, tok_n, tok_cap;
     int norm_first;
 
-    float *probs;        /* vocabulary-sized scratch of the probabilities pane */
+    float *probs;        /* vocabulary-sized scratch of the probabilities and lens panes */
     int *order;
+    struct lens_cache *lens; /* the lens pane's rows, kept until the pass or token changes */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in
@@ -94,6 +95,7 @@ void pane_tokens_draw(tui *u);
 void pane_attn_draw(tui *u);
 void pane_norms_draw(tui *u);
 void pane_probs_draw(tui *u);
+void pane_lens_draw(tui *u);
 void pane_log_draw(tui *u);
 void status_draw(tui *u);
 void help_draw(tui *u);

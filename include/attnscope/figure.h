@@ -64,7 +64,7 @@ typedef struct as_fig_matrix {
 
 /* n_mats matrices of the same shape laid out in grid_rows × grid_cols
  * panels (row-major), on one colour scale: 0–1 (or AS_FIG_LOG_MIN–1 on a
- * log scale) so heads compare. One matrix is the single-head figure. Token
+ * log scale) so heads compare, or [vmin, vmax] when given. One matrix is the single-head figure. Token
  * labels go on the outer panels when cells are large enough to read them;
  * otherwise only headers are drawn. */
 typedef struct as_fig_heat {
@@ -79,6 +79,8 @@ typedef struct as_fig_heat {
     int grid_rows, grid_cols;
     const char *const *grid_row_names;   /* [grid_rows] headers at the left ("Layer 3"), or NULL */
     const char *const *grid_col_names;   /* [grid_cols] headers on top ("Head 5"), or NULL */
+    float vmin, vmax;                    /* linear colour scale when vmax > vmin (signed
+                                          * tables); both 0: attention's 0-1 */
 } as_fig_heat;
 
 int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const char *title,

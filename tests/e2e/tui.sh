@@ -104,7 +104,9 @@ U="LANG=C.UTF-8 LC_ALL=C.UTF-8"
 start tui 160 48 "$U"
 expect tui "opens on an empty context" 'No context yet'
 expect tui "the command line has the focus" '^attnscope>'
-typed tui 'prompt the cat sat on the mat'
+# The hint says "press :": typing it where the line is open already must
+# not become part of the command.
+typed tui ':prompt the cat sat on the mat'
 keys tui Enter
 expect tui "prompt echoed in the log" 'context: [0-9]+ tokens'
 typed tui 'gen 3'
@@ -116,6 +118,9 @@ expect tui "attention pane title" 'Attention +layer 0 +head 0'
 expect tui "probabilities: ranked rows with percentages" '│ +1 .* [0-9]+\.[0-9]+%'
 expect tui "probabilities: title names the token" 'Next token after [0-9]+ '
 expect tui "norm statistics header" 'pos token +mean +(std|rms) +scale'
+expect tui "logit lens: title names the token" 'Logit lens at [0-9]+ '
+expect tui "logit lens: the embeddings' row with a top token" '│ emb +[^ ].* +[0-9.]+% '
+expect tui "logit lens: the last layer's row, the chosen token's rank" '│ L[0-9]+ +.*#[0-9]+ +[0-9.]+%'
 expect tui "residual sparkline" 'resid‖ by layer [▁▂▃▄▅▆▇█]+'
 expect tui "status line: context length" 'ctx [0-9]+/[0-9]+'
 expect tui "value under the cursor" 'query [0-9]+ .* key [0-9]+ .*: [0-9]\.[0-9]{3}'
@@ -130,6 +135,8 @@ keys tui Escape
 expect tui "Esc returns to the panes" 'press : to type a command'
 keys tui j
 expect tui "j: next layer" 'Attention +layer 1 +head 0'
+screen_e tui
+grep -q 'L1 ' "$TMP/screen" && grep 'L1 ' "$TMP/screen" | grep -q '\[1m' && ok || bad "lens: the selected layer's row not in bold"
 keys tui l
 expect tui "l: next head" 'Attention +layer 1 +head 1'
 keys tui g
@@ -155,6 +162,7 @@ expect tui "the token that came next is marked" '◀ sampled'
 # A click on the first token of the strip selects it (an X10 mouse report).
 $T send-keys -t tui -l "$(printf '\033[M #"\033[M##"')"
 expect tui "a click selects a token" 'Next token after 0 '
+expect tui "the lens follows the selected token" 'Logit lens at 0 '
 
 # Completion (matches listed in the log) and history on the command line.
 keys tui :
@@ -176,7 +184,7 @@ keys tui C-u
 # Resizing: small, too small, and back.
 $T resize-window -t tui -x 60 -y 20
 expect tui "60x20: the heatmap stays" 'Attention +layer'
-expect tui "60x20: one more pane below it" '┌ (Next token|LayerNorm|Output)'
+expect tui "60x20: one more pane below it" '┌ (Next token|Logit lens|LayerNorm|Output)'
 $T resize-window -t tui -x 20 -y 5
 expect tui "20x5: too small" 'terminal too small'
 $T resize-window -t tui -x 160 -y 48

@@ -1,0 +1,179 @@
+/* pane_lens: the logit lens at the selected token. The residual stream
+ * after the embeddings and after every layer, read through the final norm
+ * and the unembedding as if the model stopped there: per layer, the top
+ * tokens with their probabilities, and the rank and probability of the
+ * token finally chosen (the one generated after the selected token, else
+ * the model's own top token there). The same numbers as `lens POS`; the
+ * selected layer's row is highlighted. Computed once per (pass, token) and
+ * kept, since a large vocabulary makes each layer's row a big product. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/instruments.h"
+#include "textfmt.h"
+#include "tui.h"
+
+#define LENS_TOP 3
+
+struct lens_cache {
+    long key[4];           /* passes, computed positions, selected token, rules */
+    int rows;              /* layers + 1 */
+    int chosen;            /* the token finally chosen */
+    bool generated;        /* chosen was generated after the selected token */
+    int top[257][LENS_TOP];
+    float p[257][LENS_TOP];
+    float chosen_p[257];
+    int chosen_rank[257];
+};
+
+static const float *resid_at(const tui *u, int layer, int q)
+{
+    const as_session *s = u->s;
+    int h = layer < 0 ? as_program_hook(s->prog, AS_HK_RESID_PRE, 0)
+                      : as_program_hook(s->prog, AS_HK_RESID_POST, layer);
+    if (h < 0 || !as_capture_has(s->cap, h) || s->cap->filled[h] <= q)
+        return NULL;
+    return as_capture_row(s->cap, h, q);
+}
+
+/* Fills the cache for token q; false when the residual stream is not
+ * there (not computed yet, or dropped by the capture budget). */
+static bool compute(tui *u, int q)
+{
+    if (!u->lens && !(u->lens = calloc(1, sizeof *u->lens)))
+        return false;
+    struct lens_cache *cache = u->lens;
+    const as_session *s = u->s;
+    const as_interp *it = s->it;
+    int L = s->model->cfg.n_layer, V = s->model->cfg.n_vocab;
+    long key[4] = {it->n_passes, it->n_done, q, it->n_rules};
+    if (cache->rows && !memcmp(key, cache->key, sizeof key))
+        return true;
+    if (L + 1 > 257 || !u->probs || !u->order)
+        return false;
+    for (int l = -1; l < L; l++)
+        if (!resid_at(u, l, q))
+            return false;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    if (!logits)
+        return false;
+    cache->generated = q + 1 < it->n_tokens && q + 1 >= it->n_prompt;
+    cache->chosen = cache->generated ? it->tokens[q + 1] : -1;
+    for (int l = L - 1; l >= -1; l--) { /* the last layer first: it names the final top token */
+        int row = l + 1;
+        as_lens_logits(s->model, resid_at(u, l, q), logits);
+        as_probs(logits, V, u->probs);
+        as_top_indices(logits, V, LENS_TOP, cache->top[row]);
+        for (int k = 0; k < LENS_TOP; k++)
+            cache->p[row][k] = u->probs[cache->top[row][k]];
+        if (cache->chosen < 0)
+            cache->chosen = cache->top[row][0];
+        int rank = 1;
+        for (int v = 0; v < V; v++)
+            rank += logits[v] > logits[cache->chosen];
+        cache->chosen_rank[row] = rank;
+        cache->chosen_p[row] = u->probs[cache->chosen];
+    }
+    free(logits);
+    cache->rows = L + 1;
+    memcpy(cache->key, key, sizeof key);
+    return true;
+}
+
+static void piece_of(const tui *u, int id, char *out, size_t cap, int width)
+{
+    char bytes[256], piece[96];
+    const as_tokenizer *tok = u->s->model->tok;
+    size_t nb = as_tokenizer_token_bytes(tok, id, bytes, sizeof bytes);
+    if (nb)
+        tf_piece_visible(bytes, nb, u->t.utf8, piece, sizeof piece);
+    else
+        snprintf(piece, sizeof piece, "%s", as_tokenizer_piece(tok, id) ? as_tokenizer_piece(tok, id) : "?");
+    tf_fit(piece, width, u->t.utf8, out, cap);
+}
+
+/* One layer's row: label, top-1 piece, its bar and probability, the
+ * other top tokens as room allows, and the chosen token's rank at the right. */
+static void draw_layer(tui *u, WINDOW *w, int y, int row, int cols)
+{
+    const struct lens_cache *cache = u->lens;
+    char label[16], piece[96], pct[16], bar[256], rank[32];
+    bool sel = row - 1 == u->v.layer;
+    snprintf(label, sizeof label, row ? "L%d" : "emb", row - 1);
+    term_role_attr(&u->t, w, sel ? R_LABEL_SEL : R_LABEL, sel ? A_BOLD : A_NORMAL);
+    mvwprintw(w, y, 2, "%-4s", label);
+    int right = 13; /* "#rank  p%" of the chosen token */
+    int x = 7, room = cols - x - right;
+    for (int k = 0; k < LENS_TOP && room >= 16; k++) {
+        int id = cache->top[row][k];
+        float p = cache->p[row][k];
+        int pw = k == 0 ? 10 : 8;
+        piece_of(u, id, piece, sizeof piece, pw);
+        snprintf(pct, sizeof pct, p >= 0.0995f ? "%4.0f%%" : "%4.1f%%", (double)p * 100);
+        term_role_attr(&u->t, w, id == cache->chosen ? R_BAR_MARK : R_NORMAL,
+                       k == 0 ? A_BOLD : A_NORMAL);
+        put_text(u, w, y, x, piece, pw);
+        x += pw + 1;
+        term_role(&u->t, w, R_DIM);
+        mvwaddstr(w, y, x, pct);
+        x += 6;
+        room = cols - x - right;
+        if (k == 0 && room >= 22) {
+            /* The top token's probability as a short bar. */
+            int bw = room >= 40 ? 8 : 4;
+            tf_bar(p, bw, u->t.utf8, bar, sizeof bar);
+            term_role(&u->t, w, id == cache->chosen ? R_BAR_MARK : R_BAR);
+            mvwaddstr(w, y, x, bar);
+            x += bw + 1;
+        }
+        x += 1;
+        room = cols - x - right;
+    }
+    snprintf(rank, sizeof rank, "#%-4d%5.1f%%", cache->chosen_rank[row], (double)cache->chosen_p[row] * 100);
+    term_role_attr(&u->t, w, cache->chosen_rank[row] == 1 ? R_BAR_MARK : R_DIM,
+                   cache->chosen_rank[row] == 1 ? A_BOLD : A_NORMAL);
+    mvwaddstr(w, y, cols - right + 1, rank);
+    term_role(&u->t, w, R_NORMAL);
+}
+
+void pane_lens_draw(tui *u)
+{
+    WINDOW *w = u->win[P_LENS];
+    int q = u->v.query;
+    char title[160], piece[96], chosen[64];
+    if (u->s->it->n_tokens == 0) {
+        pane_frame(u, P_LENS, "Logit lens", NULL);
+        pane_message(u, P_LENS, "No context yet.");
+        wnoutrefresh(w);
+        return;
+    }
+    token_label(u, q, piece, sizeof piece);
+    snprintf(title, sizeof title, "Logit lens at %d %s", q, piece);
+    if (!u->probs)
+        u->probs = malloc((size_t)u->s->model->cfg.n_vocab * sizeof *u->probs);
+    if (!u->order)
+        u->order = malloc((size_t)u->s->model->cfg.n_vocab * sizeof *u->order);
+    if (!compute(u, q)) {
+        pane_frame(u, P_LENS, title, NULL);
+        int rp = as_program_hook(u->s->prog, AS_HK_RESID_POST, 0);
+        pane_message(u, P_LENS, rp >= 0 && !as_capture_has(u->s->cap, rp)
+                                    ? "The capture budget dropped the residual stream: raise --capture-mb."
+                                    : "Not computed yet:  f  finishes the pass.");
+        wnoutrefresh(w);
+        return;
+    }
+    const struct lens_cache *cache = u->lens;
+    piece_of(u, cache->chosen, chosen, sizeof chosen, 10);
+    char note[96];
+    snprintf(note, sizeof note, "%s %s", cache->generated ? "rank of sampled" : "rank of final top", chosen);
+    pane_frame(u, P_LENS, title, note);
+    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2;
+    /* More layers than rows: keep the last ones (where the answer forms)
+     * and the selected layer in view. */
+    int first = cache->rows > rows ? cache->rows - rows : 0;
+    if (u->v.layer + 1 < first)
+        first = u->v.layer + 1;
+    for (int i = 0; i < rows && first + i < cache->rows; i++)
+        draw_layer(u, w, 1 + i, first + i, cols);
+    wnoutrefresh(w);
+}
