@@ -26,3 +26,9 @@ TEXT=${TEXT:-'It is a truth universally acknowledged, that a single man in posse
     export probs $OUT/next-token.png;
     set temp 0; gen ${GEN:-12};
     export probs-trace $OUT/probs-trace.png"
+
+# Activation patching: which positions and layers carry the name the model
+# is about to repeat (the metric: logit of " Mary" minus " John").
+"$BIN" -m "$MODEL" -e "prompt \"When Mary and John went to the store, John gave a drink to\"; finish;
+    metric \" Mary\" \" John\";
+    patch sweep resid_pre from \"When Mary and John went to the store, Mary gave a drink to\" $OUT/patch-resid.png"
