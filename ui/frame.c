@@ -77,8 +77,12 @@ void pane_message(tui *u, pane_id p, const char *msg)
 
 void token_label(const tui *u, int pos, char *out, size_t cap)
 {
+    piece_label(u, u->s->it->tokens[pos], out, cap);
+}
+
+void piece_label(const tui *u, int32_t id, char *out, size_t cap)
+{
     const as_tokenizer *tok = u->s->model->tok;
-    int32_t id = u->s->it->tokens[pos];
     char bytes[256];
     size_t n = as_tokenizer_token_bytes(tok, id, bytes, sizeof bytes);
     if (n == 0) {

@@ -82,13 +82,8 @@ static bool compute(tui *u, int q)
 
 static void piece_of(const tui *u, int id, char *out, size_t cap, int width)
 {
-    char bytes[256], piece[96];
-    const as_tokenizer *tok = u->s->model->tok;
-    size_t nb = as_tokenizer_token_bytes(tok, id, bytes, sizeof bytes);
-    if (nb)
-        tf_piece_visible(bytes, nb, u->t.utf8, piece, sizeof piece);
-    else
-        snprintf(piece, sizeof piece, "%s", as_tokenizer_piece(tok, id) ? as_tokenizer_piece(tok, id) : "?");
+    char piece[96];
+    piece_label(u, id, piece, sizeof piece);
     tf_fit(piece, width, u->t.utf8, out, cap);
 }
 

@@ -41,13 +41,7 @@ static int rank_of(const tui *u, int id)
 static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const char *mark, int cols)
 {
     char piece[96], cut[96], bar[512], pct[16];
-    const as_tokenizer *tok = u->s->model->tok;
-    char bytes[256];
-    size_t nb = as_tokenizer_token_bytes(tok, id, bytes, sizeof bytes);
-    if (nb)
-        tf_piece_visible(bytes, nb, u->t.utf8, piece, sizeof piece);
-    else
-        snprintf(piece, sizeof piece, "%s", as_tokenizer_piece(tok, id) ? as_tokenizer_piece(tok, id) : "?");
+    piece_label(u, id, piece, sizeof piece);
     tf_fit(piece, 12, u->t.utf8, cut, sizeof cut);
     double p = u->probs[id];
     snprintf(pct, sizeof pct, p >= 0.0995 ? "%5.1f%%" : "%5.2f%%", p * 100);

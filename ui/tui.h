@@ -90,6 +90,8 @@ void pane_message(tui *u, pane_id p, const char *msg);
 int put_text(tui *u, WINDOW *w, int y, int x, const char *s, int width);
 /* The visible piece of token id (whitespace made visible). */
 void token_label(const tui *u, int pos, char *out, size_t cap);
+/* The same for a token id. */
+void piece_label(const tui *u, int32_t id, char *out, size_t cap);
 
 void pane_tokens_draw(tui *u);
 void pane_attn_draw(tui *u);
