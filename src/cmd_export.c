@@ -400,18 +400,21 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
     as_fig_format fmt;
     if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, opt_first, OPT_DPI | OPT_TITLE, &o))
         return AS_ERR;
-    o.st.cmap = AS_CMAP_RDBU;
-    /* Symmetric about 0, at least ±1 (a normalised effect's full range). */
+    int n_mats = t->n_mats > 0 ? t->n_mats : 1;
     double a = 1;
-    for (long i = 0; i < (long)t->rows * t->cols; i++)
-        if (isfinite(t->v[i]) && fabs(t->v[i]) > a)
-            a = fabs(t->v[i]);
+    if (t->diverging) {
+        o.st.cmap = AS_CMAP_RDBU;
+        for (long i = 0; i < (long)n_mats * t->rows * t->cols; i++)
+            if (isfinite(t->v[i]) && fabs(t->v[i]) > a)
+                a = fabs(t->v[i]);
+    }
     char **rows = calloc((size_t)t->rows, sizeof *rows);
     char **cols = t->by_position ? position_labels(s, 0, t->cols) : calloc((size_t)t->cols, sizeof *cols);
+    as_fig_matrix *mats = calloc((size_t)n_mats, sizeof *mats);
     as_fig_ctx *ctx = NULL;
     as_figure *f = NULL;
     int rc = AS_ERR;
-    if (!rows || !cols) {
+    if (!rows || !cols || !mats) {
         as_error_set(c->err, "out of memory");
         goto out;
     }
@@ -419,12 +422,14 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
         if (!(rows[i] = malloc(16)) || snprintf(rows[i], 16, "%d", i) < 0)
             goto oom;
     for (int j = 0; !t->by_position && j < t->cols; j++)
-        if (!(cols[j] = malloc(16)) || snprintf(cols[j], 16, "%d", j) < 0)
+        if (!(cols[j] = t->col_labels ? strdup(t->col_labels[j]) : malloc(16)) ||
+            (!t->col_labels && snprintf(cols[j], 16, "%d", j) < 0))
             goto oom;
-    as_fig_matrix m = {t->v, NULL};
+    for (int i = 0; i < n_mats; i++)
+        mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols, NULL};
     as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols, "layer",
-                     t->by_position ? "position" : "head", t->cbar_label, 1, &m, NULL, 1, 1, NULL, NULL,
-                     (float)-a, (float)a};
+                     t->col_axis ? t->col_axis : t->by_position ? "position" : "head", t->cbar_label, n_mats, mats,
+                     t->mat_titles, 1, n_mats, NULL, NULL, t->diverging ? (float)-a : 0, t->diverging ? (float)a : 0};
     char title[512];
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
@@ -441,6 +446,7 @@ out:
     as_fig_ctx_free(ctx);
     free_labels(rows, t->rows);
     free_labels(cols, t->cols);
+    free(mats);
     return rc;
 }
 

@@ -140,6 +140,16 @@ static const char *take_npy(cmd_ctx *c, int first)
     return c->argv[--c->argc];
 }
 
+/* The first argument from `first` on naming a .npy, .png or .svg file:
+ * its index (the arguments after it are the figure's options), or -1. */
+static int output_arg(const cmd_ctx *c, int first)
+{
+    for (int i = first; i < c->argc; i++)
+        if (as_cmd_output_kind(c->argv[i]))
+            return i;
+    return -1;
+}
+
 static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
 {
     as_session *s = c->s;
@@ -558,8 +568,9 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
             snprintf(title, sizeof title, "Patching %s from the other prompt", what);
             snprintf(desc, sizeof desc, "patch sweep %s, %d layers x %d %s", what, cfg->n_layer, cols,
                      heads ? "heads" : "positions");
-            as_table_fig t = {table, cfg->n_layer, cols, !heads, title,
-                              norm ? "share of the metric's change" : "metric", desc};
+            as_table_fig t = {.v = table, .rows = cfg->n_layer, .cols = cols, .n_mats = 1, .by_position = !heads,
+                              .diverging = true, .title = title,
+                              .cbar_label = norm ? "share of the metric's change" : "metric", .what = desc};
             rc = as_cmd_export_table(c, out_path, 6, &t);
         }
     }
@@ -615,10 +626,12 @@ int as_cmd_dla(cmd_ctx *c)
     as_session *s = c->s;
     int32_t tok;
     int pos = s->it->n_done - 1;
-    const char *npy_path = take_npy(c, 2);
-    if (c->argc < 2 || c->argc > 3)
-        return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy]");
-    if (parse_token(s, c->argv[1], &tok, c->err) || (c->argc == 3 && parse_pos(s, c->argv[2], &pos, c->err)))
+    int out = output_arg(c, 2), argc = out < 0 ? c->argc : out;
+    const char *out_path = out < 0 ? NULL : c->argv[out];
+    bool npy = out_path && !strcmp(as_cmd_output_kind(out_path), "npy");
+    if (argc < 2 || argc > 3 || (npy && out + 1 < c->argc))
+        return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg [dpi=N title=...]]");
+    if (parse_token(s, c->argv[1], &tok, c->err) || (argc == 3 && parse_pos(s, c->argv[2], &pos, c->err)))
         return AS_ERR;
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
@@ -629,7 +642,7 @@ int as_cmd_dla(cmd_ctx *c)
     for (int i = 0; i < d.n_terms; i++)
         sum += d.terms[i].value;
     int rc = AS_OK;
-    if (npy_path) {
+    if (out_path) {
         /* [n_layer + 1, n_head + 2]: layer l's heads, then its attention
          * output bias and its MLP; the last row holds the embeddings and
          * the final norm's bias. Rows and columns sum to the logit. */
@@ -647,9 +660,32 @@ int as_cmd_dla(cmd_ctx *c)
         }
         t[(size_t)cfg->n_layer * W + 1] = (float)d.constant;
         size_t shape[2] = {(size_t)cfg->n_layer + 1, (size_t)W};
-        rc = write_npy(s, npy_path, AS_NPY_F32, t, shape, 2,
-                       "rows: layers then [embeddings, final norm bias]; columns: heads, attention bias, MLP",
-                       c->err);
+        if (npy) {
+            rc = write_npy(s, out_path, AS_NPY_F32, t, shape, 2,
+                           "rows: layers then [embeddings, final norm bias]; columns: heads, attention bias, MLP",
+                           c->err);
+        } else {
+            /* The figure: the layers' rows (heads, attention bias, MLP). */
+            char **labels = calloc((size_t)W, sizeof *labels), piece[64], title[160], desc[96];
+            for (int j = 0; labels && j < W; j++)
+                if ((labels[j] = malloc(16)))
+                    snprintf(labels[j], 16, j < cfg->n_head ? "H%d" : j == cfg->n_head ? "bias" : "MLP", j);
+            as_cmd_piece(s, tok, piece, 40);
+            snprintf(title, sizeof title, "Direct logit attribution of %s at position %d", piece, pos);
+            snprintf(desc, sizeof desc, "direct logit attribution, %d layers x %d heads + bias + MLP", cfg->n_layer,
+                     cfg->n_head);
+            bool ok = labels != NULL;
+            for (int j = 0; ok && j < W; j++)
+                ok = labels[j] != NULL;
+            as_table_fig fig = {.v = t, .rows = cfg->n_layer, .cols = W, .n_mats = 1,
+                                .col_labels = (const char *const *)labels, .col_axis = "component",
+                                .diverging = true, .title = title, .cbar_label = "contribution to the logit",
+                                .what = desc};
+            rc = ok ? as_cmd_export_table(c, out_path, out + 1, &fig) : as_error_set(c->err, "out of memory");
+            for (int j = 0; labels && j < W; j++)
+                free(labels[j]);
+            free(labels);
+        }
         free(t);
     }
     qsort(d.terms, (size_t)d.n_terms, sizeof *d.terms, by_magnitude);
@@ -671,15 +707,19 @@ int as_cmd_heads(cmd_ctx *c)
     const as_config *cfg = &s->model->cfg;
     double threshold = 0.4;
     bool context = false;
-    const char *npy_path = take_npy(c, 1);
-    for (int i = 1; i < c->argc; i++) {
+    int out = output_arg(c, 1), argc = out < 0 ? c->argc : out;
+    const char *out_path = out < 0 ? NULL : c->argv[out];
+    bool npy = out_path && !strcmp(as_cmd_output_kind(out_path), "npy");
+    if (npy && out + 1 < c->argc)
+        return as_error_set(c->err, "heads: options such as '%s' are for a figure (.png/.svg)", c->argv[out + 1]);
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(c->argv[i], "context"))
             context = true;
         else if (!strncmp(c->argv[i], "threshold=", 10)) {
             if (as_cmd_parse_float(c->argv[i] + 10, 0, 1, "threshold", &threshold, c->err))
                 return AS_ERR;
         } else
-            return as_error_set(c->err, "usage: heads [context] [threshold=X] [FILE.npy]");
+            return as_error_set(c->err, "usage: heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg]");
     }
     const as_capture *cap = s->cap;
     const int32_t *tokens = s->it->tokens;
@@ -710,8 +750,8 @@ int as_cmd_heads(cmd_ctx *c)
         return as_error_set(c->err, "heads context needs a computed context of at least 2 tokens");
     }
     size_t per = (size_t)cfg->n_layer * (size_t)cfg->n_head;
-    float *scores = npy_path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
-    if (npy_path && !scores) {
+    float *scores = out_path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
+    if (out_path && !scores) {
         side_run_free(&probe);
         free(ids);
         return as_error_set(c->err, "out of memory");
@@ -743,7 +783,19 @@ int as_cmd_heads(cmd_ctx *c)
         char what[128];
         snprintf(what, sizeof what, "scores [%s, %s, %s, %s] x layer x head", as_head_score_name(0),
                  as_head_score_name(1), as_head_score_name(2), as_head_score_name(3));
-        rc = write_npy(s, npy_path, AS_NPY_F32, scores, shape, 3, what, c->err);
+        if (npy) {
+            rc = write_npy(s, out_path, AS_NPY_F32, scores, shape, 3, what, c->err);
+        } else {
+            const char *names[AS_SCORE_COUNT];
+            for (int k = 0; k < AS_SCORE_COUNT; k++)
+                names[k] = as_head_score_name((as_head_score)k);
+            char title[128], desc[96];
+            snprintf(title, sizeof title, "Head scores on %s", context ? "the context" : "a repeated random-token probe");
+            snprintf(desc, sizeof desc, "head scores, %d x %d layers x heads", AS_SCORE_COUNT, cfg->n_layer);
+            as_table_fig fig = {.v = scores, .rows = cfg->n_layer, .cols = cfg->n_head, .n_mats = AS_SCORE_COUNT,
+                                .mat_titles = names, .title = title, .cbar_label = "score", .what = desc};
+            rc = as_cmd_export_table(c, out_path, out + 1, &fig);
+        }
         free(scores);
     }
     return rc;

@@ -1040,6 +1040,10 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
                                 : (scale){0, 1, false};
     cbar cb = {(float)(gx0 + grid_w) + PT(&L, 14), (float)gy0 + ptitle, PT(&L, 10), 0, &s, h->cbar_label};
     cb.h = single ? fmaxf((float)ph, PT(&L, 72)) : fminf((float)grid_h, fmaxf((float)ph, PT(&L, 260)));
+    /* A bar at least as tall as its label, which is centred on it (a short
+     * table's bar would otherwise leave the label poking into the title). */
+    if (h->cbar_label)
+        cb.h = fmaxf(cb.h, tw(&L, h->cbar_label, AXIS_PT) + PT(&L, 8));
     ticks ct;
     cbar_ticks(&L, &s, cb.h, &ct);
     float W = cb.x + cbar_width(&L, &ct, h->cbar_label) + PT(&L, MARGIN_PT);
@@ -1107,7 +1111,7 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
     }
     W = fmaxf(W, lx + PT(&L, 8 + 3 + 10 + MARGIN_PT) + tw(&L, "masked", TICK_PT));
     W = fit_title(&L, W, title);
-    float H = fmaxf(bottom, ly) + PT(&L, MARGIN_PT);
+    float H = fmaxf(fmaxf(bottom, ly), cb.y + cb.h + PT(&L, 6)) + PT(&L, MARGIN_PT);
     draw_title(&L, W, title, NULL);
     labels_free(&rl), labels_free(&cl);
     return lay_end(&L, W, H, out, err);

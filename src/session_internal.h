@@ -32,14 +32,20 @@ void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err);
 void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
 
-/* A layer × column table of an instrument as a heatmap figure (PNG or
- * SVG by the path's extension): signed values on the diverging map,
- * centred on 0; options dpi= and title= from argv[opt_first] on. Columns
- * are context positions (labelled with their tokens) or heads. */
+/* Layer × column tables of an instrument as a heatmap figure (PNG or SVG
+ * by the path's extension), one panel per table side by side; options
+ * dpi= and title= from argv[opt_first] on. Signed tables go on the
+ * diverging map centred on 0 (±max|value|, at least ±1), scores on the
+ * sequential map over 0–1. Columns are context positions (labelled with
+ * their tokens), heads, or the labels given. */
 typedef struct as_table_fig {
-    const float *v;       /* [rows][cols] */
-    int rows, cols;
-    bool by_position;     /* columns are positions 0..cols-1; else heads */
+    const float *v;       /* n_mats × [rows][cols] */
+    int rows, cols, n_mats;
+    const char *const *mat_titles; /* [n_mats] or NULL */
+    bool by_position;     /* columns are positions 0..cols-1 */
+    const char *const *col_labels; /* [cols], else heads (or positions) numbered */
+    const char *col_axis; /* NULL: "position" or "head" */
+    bool diverging;
     const char *title;    /* default title */
     const char *cbar_label;
     const char *what;     /* for the "wrote" line */

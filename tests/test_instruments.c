@@ -378,6 +378,63 @@ Test(instruments, heads_array_finds_the_induction_head)
     close_session(s);
 }
 
+/* Pixels of a PNG that have exactly this colour. */
+static long count_colour(const char *path, const uint8_t rgb[3])
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    png_image im = {.version = PNG_IMAGE_VERSION};
+    cr_assert(png_image_begin_read_from_stdio(&im, f), "%s", im.message);
+    im.format = PNG_FORMAT_RGB;
+    uint8_t *px = malloc(PNG_IMAGE_SIZE(im));
+    cr_assert(png_image_finish_read(&im, NULL, px, 0, NULL), "%s", im.message);
+    fclose(f);
+    long n = 0;
+    for (size_t i = 0; i < (size_t)im.width * im.height; i++)
+        n += !memcmp(px + 3 * i, rgb, 3);
+    free(px);
+    return n;
+}
+
+Test(instruments, heads_and_dla_figures_colour_their_cells)
+{
+    /* The induction model's best induction head, in the heads figure, has
+     * the colour of its score on the 0-1 viridis scale; in the DLA figure
+     * the largest contribution has its colour on the diverging scale. */
+    as_session *s = open_session("../models/induction.gguf", 64);
+    const as_config *cfg = &s->model->cfg;
+    char npy_path[64], png[64], dpng[64], dnpy[64], cmd[256];
+    tmp_path(npy_path, sizeof npy_path, ".npy");
+    tmp_path(png, sizeof png, ".png");
+    tmp_path(dpng, sizeof dpng, ".png");
+    tmp_path(dnpy, sizeof dnpy, ".npy");
+    snprintf(cmd, sizeof cmd, "heads %s; heads %s dpi=100", npy_path, png);
+    run_ok(s, cmd);
+    npy h;
+    cr_assert_eq(npy_read(npy_path, &h), 0);
+    size_t per = (size_t)cfg->n_layer * cfg->n_head;
+    float best = 0;
+    for (size_t i = 0; i < per; i++)
+        best = fmaxf(best, h.f[AS_SCORE_INDUCTION * per + i]);
+    uint8_t rgb[3];
+    as_colormap(AS_CMAP_VIRIDIS, best, rgb);
+    cr_assert_gt(count_colour(png, rgb), 25, "no cell of the induction head's colour");
+    snprintf(cmd, sizeof cmd, "prompt \"abcdefgh abcdefgh\"; finish; dla h %s; dla h %s", dnpy, dpng);
+    run_ok(s, cmd);
+    npy d;
+    cr_assert_eq(npy_read(dnpy, &d), 0);
+    double a = 1, big = 0;
+    for (size_t i = 0; i < (size_t)cfg->n_layer * d.shape[1]; i++) {
+        a = fmax(a, fabs(d.f[i]));
+        big = fabs(d.f[i]) > fabs(big) ? d.f[i] : big;
+    }
+    as_colormap(AS_CMAP_RDBU, (float)((big + a) / (2 * a)), rgb);
+    cr_assert_gt(count_colour(dpng, rgb), 25, "no cell of the largest contribution's colour (%g of %g)", big, a);
+    unlink(npy_path), unlink(png), unlink(dpng), unlink(dnpy);
+    npy_free(&h), npy_free(&d);
+    close_session(s);
+}
+
 Test(instruments, patch_sweep_figure_colours_the_patched_cell)
 {
     /* Prompts differing only at the last token (as above): layer 0's input
@@ -405,24 +462,11 @@ Test(instruments, patch_sweep_figure_colours_the_patched_cell)
     uint8_t full[3], none[3];
     as_colormap(AS_CMAP_RDBU, (float)(0.5 + 0.5 / a), full);
     as_colormap(AS_CMAP_RDBU, 0.5f, none);
-    FILE *f = fopen(png, "rb");
-    cr_assert(f);
-    png_image im = {.version = PNG_IMAGE_VERSION};
-    cr_assert(png_image_begin_read_from_stdio(&im, f), "%s", im.message);
-    im.format = PNG_FORMAT_RGB;
-    uint8_t *px = malloc(PNG_IMAGE_SIZE(im));
-    cr_assert(png_image_finish_read(&im, NULL, px, 0, NULL), "%s", im.message);
-    fclose(f);
-    long n_full = 0, n_none = 0;
-    for (size_t i = 0; i < (size_t)im.width * im.height; i++) {
-        n_full += !memcmp(px + 3 * i, full, 3);
-        n_none += !memcmp(px + 3 * i, none, 3);
-    }
+    long n_full = count_colour(png, full), n_none = count_colour(png, none);
     cr_assert_gt(n_full, 25, "no cell of the patched position's colour (%d,%d,%d)", full[0], full[1], full[2]);
     cr_assert_gt(n_none, 3 * 25, "no unchanged cells (%d,%d,%d)", none[0], none[1], none[2]);
-    free(px);
     /* The SVG: well-formed enough to end, one rect per layer x head cell at least. */
-    f = fopen(svg, "r");
+    FILE *f = fopen(svg, "r");
     cr_assert(f);
     char buf[1 << 16];
     size_t len = fread(buf, 1, sizeof buf - 1, f);
