@@ -310,7 +310,7 @@ static void one_hot_make(one_hot *o, int n, int hot_r, int hot_c, const char *co
     }
     o->m = (as_fig_matrix){o->v, o->mk};
     o->h = (as_fig_heat){n, n, (const char *const *)o->labels, (const char *const *)o->labels, "query position",
-                         "key position", "attention weight", 1, &o->m, NULL, 1, 1, NULL, NULL};
+                         "key position", "attention weight", 1, &o->m, NULL, 1, 1, NULL, NULL, 0, 0};
 }
 
 static void one_hot_free(one_hot *o)
