@@ -791,7 +791,8 @@ int as_cmd_heads(cmd_ctx *c)
                 names[k] = as_head_score_name((as_head_score)k);
             char title[128], desc[96];
             snprintf(title, sizeof title, "Head scores on %s", context ? "the context" : "a repeated random-token probe");
-            snprintf(desc, sizeof desc, "head scores, %d x %d layers x heads", AS_SCORE_COUNT, cfg->n_layer);
+            snprintf(desc, sizeof desc, "head scores, %d scores x %d layers x %d heads", AS_SCORE_COUNT, cfg->n_layer,
+                     cfg->n_head);
             as_table_fig fig = {.v = scores, .rows = cfg->n_layer, .cols = cfg->n_head, .n_mats = AS_SCORE_COUNT,
                                 .mat_titles = names, .title = title, .cbar_label = "score", .what = desc};
             rc = as_cmd_export_table(c, out_path, out + 1, &fig);

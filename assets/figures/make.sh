@@ -27,6 +27,9 @@ TEXT=${TEXT:-'It is a truth universally acknowledged, that a single man in posse
     set temp 0; gen ${GEN:-12};
     export probs-trace $OUT/probs-trace.png"
 
+# The model's head-score tables (as in models/README.md).
+"$BIN" -m "$MODEL" -e "heads $OUT/heads-$(basename "$MODEL" .gguf).png dpi=110"
+
 # Activation patching: which positions and layers carry the name the model
 # is about to repeat (the metric: logit of " Mary" minus " John").
 "$BIN" -m "$MODEL" -e "prompt \"When Mary and John went to the store, John gave a drink to\"; finish;
