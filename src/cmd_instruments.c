@@ -202,36 +202,50 @@ static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
     return rc;
 }
 
+#define LENS_CHUNK 64 /* positions per matrix product in `lens table` */
+
 static int lens_table(cmd_ctx *c, const char *npy_path)
 {
     as_session *s = c->s;
-    int V = s->model->cfg.n_vocab, n = s->it->n_done, top, L = s->model->cfg.n_layer;
-    float *logits = malloc((size_t)V * sizeof *logits);
+    int V = s->model->cfg.n_vocab, n = s->it->n_done, L = s->model->cfg.n_layer;
+    float *logits = malloc((size_t)LENS_CHUNK * (size_t)V * sizeof *logits);
     int32_t *ids = malloc((size_t)(L + 1) * (size_t)(n > 0 ? n : 1) * sizeof *ids);
     if (!logits || !ids) {
         free(logits);
         free(ids);
         return as_error_set(c->err, "out of memory");
     }
-    fprintf(s->out, "top token per layer (rows) and position (columns)\nlayer");
-    for (int p = 0; p < n; p++)
-        fprintf(s->out, "\t%d", p);
-    fprintf(s->out, "\n");
+    /* Each layer's positions, LENS_CHUNK at a time: one pass over the
+     * unembedding per chunk rather than per position. */
     int rc = AS_OK;
-    for (int l = -1; rc == AS_OK && l < s->model->cfg.n_layer; l++) {
-        fprintf(s->out, l < 0 ? "embed" : "%d", l);
-        for (int p = 0; rc == AS_OK && p < n; p++) {
-            const float *resid;
-            if ((rc = lens_resid(s, l, p, &resid, c->err)))
-                break;
-            as_lens_logits(s->model, resid, logits);
-            as_top_indices(logits, V, 1, &top);
-            ids[(size_t)(l + 1) * (size_t)n + (size_t)p] = top;
-            char piece[64];
-            as_cmd_piece(s, top, piece, 12);
-            fprintf(s->out, "\t%s", piece);
+    for (int l = -1; rc == AS_OK && l < L; l++)
+        for (int p0 = 0; rc == AS_OK && p0 < n; p0 += LENS_CHUNK) {
+            int m = n - p0 < LENS_CHUNK ? n - p0 : LENS_CHUNK;
+            const float *rows[LENS_CHUNK];
+            for (int i = 0; rc == AS_OK && i < m; i++)
+                rc = lens_resid(s, l, p0 + i, &rows[i], c->err);
+            if (rc == AS_OK && as_lens_logits_rows(s->model, rows, m, logits))
+                rc = as_error_set(c->err, "out of memory");
+            for (int i = 0; rc == AS_OK && i < m; i++) {
+                int top;
+                as_top_indices(logits + (size_t)i * V, V, 1, &top);
+                ids[(size_t)(l + 1) * (size_t)n + (size_t)(p0 + i)] = top;
+            }
         }
+    if (rc == AS_OK) {
+        fprintf(s->out, "top token per layer (rows) and position (columns)\nlayer");
+        for (int p = 0; p < n; p++)
+            fprintf(s->out, "\t%d", p);
         fprintf(s->out, "\n");
+        for (int l = -1; l < L; l++) {
+            fprintf(s->out, l < 0 ? "embed" : "%d", l);
+            for (int p = 0; p < n; p++) {
+                char piece[64];
+                as_cmd_piece(s, ids[(size_t)(l + 1) * (size_t)n + (size_t)p], piece, 12);
+                fprintf(s->out, "\t%s", piece);
+            }
+            fprintf(s->out, "\n");
+        }
     }
     if (rc == AS_OK && npy_path) {
         size_t shape[2] = {(size_t)L + 1, (size_t)n};

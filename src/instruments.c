@@ -11,16 +11,27 @@
 
 void as_lens_logits(const as_model *m, const float *resid, float *logits)
 {
+    as_lens_logits_rows(m, &resid, 1, logits);
+}
+
+int as_lens_logits_rows(const as_model *m, const float *const *resid, int n, float *logits)
+{
     int d = m->cfg.d_model;
     bool rms = m->cfg.arch == AS_ARCH_LLAMA;
-    float *x = malloc((size_t)d * sizeof *x);
-    if (!x)
-        return;
-    as_norm_stat st;
-    as_norm_measure(resid, d, m->cfg.eps, rms, &st);
-    as_norm_apply(resid, d, &st, rms, m->out_norm_w, m->out_norm_b, x);
-    as_linear(x, 1, d, m->output, m->cfg.n_vocab, NULL, logits);
+    float *x = malloc((size_t)n * (size_t)d * sizeof *x);
+    if (!x) {
+        memset(logits, 0, (size_t)n * (size_t)m->cfg.n_vocab * sizeof *logits);
+        return AS_ERR;
+    }
+    for (int i = 0; i < n; i++) {
+        as_norm_stat st;
+        as_norm_measure(resid[i], d, m->cfg.eps, rms, &st);
+        as_norm_apply(resid[i], d, &st, rms, m->out_norm_w, m->out_norm_b, x + (size_t)i * d);
+    }
+    /* Several rows: one matrix product, one pass over the unembedding. */
+    as_linear(x, n, d, m->output, m->cfg.n_vocab, NULL, logits);
     free(x);
+    return AS_OK;
 }
 
 /* ---- direct logit attribution ---- */

@@ -54,14 +54,18 @@ static bool compute(tui *u, int q)
     for (int l = -1; l < L; l++)
         if (!resid_at(u, l, q))
             return false;
-    float *logits = malloc((size_t)V * sizeof *logits);
-    if (!logits)
+    const float *rows[257];
+    for (int l = -1; l < L; l++)
+        rows[l + 1] = resid_at(u, l, q);
+    float *all = malloc((size_t)(L + 1) * (size_t)V * sizeof *all);
+    if (!all || as_lens_logits_rows(s->model, rows, L + 1, all)) {
+        free(all);
         return false;
+    }
     cache->generated = q + 1 < it->n_tokens && q + 1 >= it->n_prompt;
     cache->chosen = cache->generated ? it->tokens[q + 1] : -1;
-    for (int l = L - 1; l >= -1; l--) { /* the last layer first: it names the final top token */
-        int row = l + 1;
-        as_lens_logits(s->model, resid_at(u, l, q), logits);
+    for (int row = L; row >= 0; row--) { /* the last layer first: it names the final top token */
+        const float *logits = all + (size_t)row * V;
         as_probs(logits, V, u->probs);
         as_top_indices(logits, V, LENS_TOP, cache->top[row]);
         for (int k = 0; k < LENS_TOP; k++)
@@ -74,7 +78,7 @@ static bool compute(tui *u, int q)
         cache->chosen_rank[row] = rank;
         cache->chosen_p[row] = u->probs[cache->chosen];
     }
-    free(logits);
+    free(all);
     cache->rows = L + 1;
     memcpy(cache->key, key, sizeof key);
     return true;
