@@ -129,15 +129,18 @@ static int write_npy(as_session *s, const char *path, as_npy_dtype dt, const voi
     return AS_OK;
 }
 
-/* The last argument when it names a .npy file (then argc shrinks), else NULL. */
-static const char *take_npy(cmd_ctx *c, int first)
+/* The last argument when it names a .npy file (then *argc, the
+ * arguments before it, shrinks by one), else NULL. c->argc itself stays:
+ * the caller frees that many words. */
+static const char *take_npy(const cmd_ctx *c, int first, int *argc)
 {
+    *argc = c->argc;
     if (c->argc <= first)
         return NULL;
     const char *k = as_cmd_output_kind(c->argv[c->argc - 1]);
     if (!k || strcmp(k, "npy"))
         return NULL;
-    return c->argv[--c->argc];
+    return c->argv[--*argc];
 }
 
 /* The first argument from `first` on naming a .npy, .png or .svg file:
@@ -261,13 +264,14 @@ int as_cmd_lens(cmd_ctx *c)
 {
     if (as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
-    const char *npy_path = take_npy(c, 1);
-    if (c->argc > 2)
+    int argc;
+    const char *npy_path = take_npy(c, 1, &argc);
+    if (argc > 2)
         return as_error_set(c->err, "usage: lens [POS] [FILE.npy]  or  lens table [FILE.npy]");
-    if (c->argc > 1 && !strcmp(c->argv[1], "table"))
+    if (argc > 1 && !strcmp(c->argv[1], "table"))
         return lens_table(c, npy_path);
     int pos = c->s->it->n_done - 1;
-    if (c->argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
+    if (argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
         return AS_ERR;
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");

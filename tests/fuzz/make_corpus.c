@@ -367,6 +367,7 @@ static void session_seeds(void)
     CMD("gen-no-capture", 0, "prompt-ids 1 2 3; gen 5; stats unembed.hook_out; dump blocks.0.hook_resid_pre x.npy; top");
     CMD("dump-stats-norms", 2, "prompt the cat; finish; stats hook_embed; norms 0; norms 1; norms final; dump blocks.0.attn.hook_pattern p.npy; hooks blocks.0.*");
     CMD("lens-dla-heads", 2, "prompt the cat sat on the mat; finish; lens; lens table; lens 2; dla \" the\"; dla 257 3; heads; heads context threshold=0.1");
+    CMD("instrument-exports", 2, "prompt the cat sat on the mat; finish; lens 3 l.npy; lens table t.npy; dla \" the\" 4 d.npy; dla \" the\" d.png dpi=60; heads h.npy; heads context h.svg title=x; metric 40 41; patch sweep heads from \"the dog sat on the mat\" s.png dpi=50; patch sweep resid_pre from \"the dog sat on the mat\" s.svg");
     CMD("ablate-compare", 2, "prompt the cat; ablate 1.3 zero; ablate 0.1 mean; ablate mlp 0; ablations; compare; metric a b; compare; unablate; ablations");
     CMD("patch", 2, "prompt the cat; patch blocks.0.hook_resid_pre from \"the dog\" pos=1; compare; metric \" cat\" \" dog\"; patch sweep resid_pre from \"the dog\" sweep.npy; patch sweep heads from \"the dog\"");
     CMD("watch", 1, "watch blocks.*.ln1.hook_scale max > 1; watch hook_embed nan; watches; prompt the cat; continue; gen 3; unwatch; watches");
