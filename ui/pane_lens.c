@@ -155,9 +155,12 @@ void pane_lens_draw(tui *u)
     if (!compute(u, q)) {
         pane_frame(u, P_LENS, title, NULL);
         int rp = as_program_hook(u->s->prog, AS_HK_RESID_POST, 0);
-        pane_message(u, P_LENS, rp >= 0 && !as_capture_has(u->s->cap, rp)
-                                    ? "The capture budget dropped the residual stream: raise --capture-mb."
-                                    : "Not computed yet:  f  finishes the pass.");
+        const char *why = u->s->model->cfg.n_layer + 1 > 257 ? "Too many layers for this pane: the `lens` command shows them."
+                          : rp >= 0 && !as_capture_has(u->s->cap, rp)
+                              ? "The capture budget dropped the residual stream: raise --capture-mb."
+                          : !u->probs || !u->order ? "Out of memory for the lens."
+                                                   : "Not computed yet:  f  finishes the pass.";
+        pane_message(u, P_LENS, why);
         wnoutrefresh(w);
         return;
     }
