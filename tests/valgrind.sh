@@ -35,7 +35,9 @@ for model in $MODELS; do
     name=$(basename "$model" .gguf)
     log=$OUT/$name.log
     cmds="prompt the cat sat on the mat; step 5; back 2; finish; top 5; \
-stats blocks.0.hook_resid_post; norms 0; lens table; gen 8; tokens; \
+stats blocks.0.hook_resid_post; norms 0; lens table; lens 3 $TMP/$name-lens.npy; \
+heads $TMP/$name-heads.png; dla 5 4 $TMP/$name-dla.png; metric 5 6; \
+patch sweep heads from \"the dog sat on the mat\" $TMP/$name-sweep.png; gen 8; tokens; \
 dump blocks.0.attn.hook_pattern $TMP/$name-pattern.npy; dump all $TMP/$name-all; \
 export attn 0 0 $TMP/$name-head.png; export grid all $TMP/$name-grid.svg; \
 export norms 0 $TMP/$name-norms.png; export probs-trace $TMP/$name-trace.svg; quit"
@@ -75,7 +77,7 @@ if command -v tmux >/dev/null 2>&1; then
     step 3 -l 'gen 5'; step 0 Enter
     step 8 -l "export attn 0 1 $TMP/view-head.png"; step 0 Enter
     step 6 Escape
-    for k in j l g g x Space; do step 1 "$k"; done
+    for k in j l g g x Space , Tab Tab Tab; do step 1 "$k"; done
     sleep 1; $T resize-window -t 0 -x 60 -y 20; sleep 2; $T resize-window -t 0 -x 140 -y 45
     step 2 :; step 0 -l quit; step 0 Enter
     i=0
