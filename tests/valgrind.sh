@@ -37,7 +37,7 @@ for model in $MODELS; do
     cmds="prompt the cat sat on the mat; step 5; back 2; finish; top 5; \
 stats blocks.0.hook_resid_post; norms 0; lens table; lens 3 $TMP/$name-lens.npy; \
 heads $TMP/$name-heads.png; dla 5 4 $TMP/$name-dla.png; metric 5 6; \
-patch sweep heads from \"the dog sat on the mat\" $TMP/$name-sweep.png; gen 8; tokens; \
+patch sweep heads from \"the cat sat on the mat\" $TMP/$name-sweep.png; gen 8; tokens; \
 dump blocks.0.attn.hook_pattern $TMP/$name-pattern.npy; dump all $TMP/$name-all; \
 export attn 0 0 $TMP/$name-head.png; export grid all $TMP/$name-grid.svg; \
 export norms 0 $TMP/$name-norms.png; export probs-trace $TMP/$name-trace.svg; quit"
