@@ -3,6 +3,7 @@
 #include "attnscope/pool.h"
 
 #include <cblas.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -608,9 +609,11 @@ void as_set_threads(int n)
 int as_get_threads(void)
 {
     if (!engine_threads) {
-        /* First use: one per online core, at most 16 (decode's work is
+        /* First use: one per core this process may run on (taskset and
+         * container cpusets included), at most 16 (decode's work is
          * memory-bound well before that). */
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cpu_set_t set;
+        long n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : sysconf(_SC_NPROCESSORS_ONLN);
         as_set_threads(n < 1 ? 1 : n > 16 ? 16 : (int)n);
     }
     return engine_threads;
