@@ -129,28 +129,24 @@ static int write_npy(as_session *s, const char *path, as_npy_dtype dt, const voi
     return AS_OK;
 }
 
-/* The last argument when it names a .npy file (then *argc, the
- * arguments before it, shrinks by one), else NULL. c->argc itself stays:
- * the caller frees that many words. */
-static const char *take_npy(const cmd_ctx *c, int first, int *argc)
-{
-    *argc = c->argc;
-    if (c->argc <= first)
-        return NULL;
-    const char *k = as_cmd_output_kind(c->argv[c->argc - 1]);
-    if (!k || strcmp(k, "npy"))
-        return NULL;
-    return c->argv[--*argc];
-}
+/* An instrument's output file among its arguments: the first from `first`
+ * on named .npy, .png or .svg. The arguments after it are a figure's
+ * options (a .npy takes none). */
+typedef struct out_arg {
+    int at;           /* its index, or -1 */
+    int argc;         /* the arguments before it (all of them when none) */
+    const char *path; /* NULL when none */
+    bool npy;
+} out_arg;
 
-/* The first argument from `first` on naming a .npy, .png or .svg file:
- * its index (the arguments after it are the figure's options), or -1. */
-static int output_arg(const cmd_ctx *c, int first)
+static out_arg output_arg(const cmd_ctx *c, int first)
 {
-    for (int i = first; i < c->argc; i++)
-        if (as_cmd_output_kind(c->argv[i]))
-            return i;
-    return -1;
+    for (int i = first; i < c->argc; i++) {
+        const char *k = as_cmd_output_kind(c->argv[i]);
+        if (k)
+            return (out_arg){i, i, c->argv[i], !strcmp(k, "npy")};
+    }
+    return (out_arg){-1, c->argc, NULL, false};
 }
 
 static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
@@ -264,18 +260,17 @@ int as_cmd_lens(cmd_ctx *c)
 {
     if (as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
-    int argc;
-    const char *npy_path = take_npy(c, 1, &argc);
-    if (argc > 2)
+    out_arg o = output_arg(c, 1);
+    if (o.argc > 2 || (o.path && (!o.npy || o.at + 1 < c->argc)))
         return as_error_set(c->err, "usage: lens [POS] [FILE.npy]  or  lens table [FILE.npy]");
-    if (argc > 1 && !strcmp(c->argv[1], "table"))
-        return lens_table(c, npy_path);
+    if (o.argc > 1 && !strcmp(c->argv[1], "table"))
+        return lens_table(c, o.path);
     int pos = c->s->it->n_done - 1;
-    if (argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
+    if (o.argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
         return AS_ERR;
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
-    return lens_at(c, pos, npy_path);
+    return lens_at(c, pos, o.path);
 }
 
 /* ---- ablation, patching, compare ---- */
@@ -644,12 +639,10 @@ int as_cmd_dla(cmd_ctx *c)
     as_session *s = c->s;
     int32_t tok;
     int pos = s->it->n_done - 1;
-    int out = output_arg(c, 2), argc = out < 0 ? c->argc : out;
-    const char *out_path = out < 0 ? NULL : c->argv[out];
-    bool npy = out_path && !strcmp(as_cmd_output_kind(out_path), "npy");
-    if (argc < 2 || argc > 3 || (npy && out + 1 < c->argc))
+    out_arg o = output_arg(c, 2);
+    if (o.argc < 2 || o.argc > 3 || (o.npy && o.at + 1 < c->argc))
         return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg [dpi=N title=...]]");
-    if (parse_token(s, c->argv[1], &tok, c->err) || (argc == 3 && parse_pos(s, c->argv[2], &pos, c->err)))
+    if (parse_token(s, c->argv[1], &tok, c->err) || (o.argc == 3 && parse_pos(s, c->argv[2], &pos, c->err)))
         return AS_ERR;
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
@@ -660,10 +653,12 @@ int as_cmd_dla(cmd_ctx *c)
     for (int i = 0; i < d.n_terms; i++)
         sum += d.terms[i].value;
     int rc = AS_OK;
-    if (out_path) {
+    char piece[64];
+    as_cmd_piece(s, tok, piece, sizeof piece);
+    if (o.path) {
         /* [n_layer + 1, n_head + 2]: layer l's heads, then its attention
          * output bias and its MLP; the last row holds the embeddings and
-         * the final norm's bias. Rows and columns sum to the logit. */
+         * the final norm's bias. The whole array sums to the logit. */
         const as_config *cfg = &s->model->cfg;
         int W = cfg->n_head + 2;
         float *t = calloc((size_t)(cfg->n_layer + 1) * (size_t)W, sizeof *t);
@@ -678,37 +673,32 @@ int as_cmd_dla(cmd_ctx *c)
         }
         t[(size_t)cfg->n_layer * W + 1] = (float)d.constant;
         size_t shape[2] = {(size_t)cfg->n_layer + 1, (size_t)W};
-        if (npy) {
-            rc = write_npy(s, out_path, AS_NPY_F32, t, shape, 2,
+        if (o.npy) {
+            rc = write_npy(s, o.path, AS_NPY_F32, t, shape, 2,
                            "rows: layers then [embeddings, final norm bias]; columns: heads, attention bias, MLP",
                            c->err);
         } else {
             /* The figure: the layers' rows (heads, attention bias, MLP). */
-            char **labels = calloc((size_t)W, sizeof *labels), piece[64], title[160], desc[96];
-            for (int j = 0; labels && j < W; j++)
-                if ((labels[j] = malloc(16)))
-                    snprintf(labels[j], 16, j < cfg->n_head ? "H%d" : j == cfg->n_head ? "bias" : "MLP", j);
-            as_cmd_piece(s, tok, piece, 40);
+            char(*names)[16] = calloc((size_t)W, sizeof *names), title[160], desc[96];
+            const char **labels = calloc((size_t)W, sizeof *labels);
+            for (int j = 0; names && labels && j < W; j++) {
+                snprintf(names[j], sizeof names[j], j < cfg->n_head ? "H%d" : j == cfg->n_head ? "bias" : "MLP", j);
+                labels[j] = names[j];
+            }
             snprintf(title, sizeof title, "Direct logit attribution of %s at position %d", piece, pos);
             snprintf(desc, sizeof desc, "direct logit attribution, %d layers x %d heads + bias + MLP", cfg->n_layer,
                      cfg->n_head);
-            bool ok = labels != NULL;
-            for (int j = 0; ok && j < W; j++)
-                ok = labels[j] != NULL;
-            as_table_fig fig = {.v = t, .rows = cfg->n_layer, .cols = W, .n_mats = 1,
-                                .col_labels = (const char *const *)labels, .col_axis = "component",
-                                .diverging = true, .title = title, .cbar_label = "contribution to the logit",
-                                .what = desc};
-            rc = ok ? as_cmd_export_table(c, out_path, out + 1, &fig) : as_error_set(c->err, "out of memory");
-            for (int j = 0; labels && j < W; j++)
-                free(labels[j]);
+            as_table_fig fig = {.v = t, .rows = cfg->n_layer, .cols = W, .n_mats = 1, .col_labels = labels,
+                                .col_axis = "component", .diverging = true, .title = title,
+                                .cbar_label = "contribution to the logit", .what = desc};
+            rc = names && labels ? as_cmd_export_table(c, o.path, o.at + 1, &fig)
+                                 : as_error_set(c->err, "out of memory");
+            free(names);
             free(labels);
         }
         free(t);
     }
     qsort(d.terms, (size_t)d.n_terms, sizeof *d.terms, by_magnitude);
-    char piece[64];
-    as_cmd_piece(s, tok, piece, sizeof piece);
     fprintf(s->out, "direct logit attribution of %s (id %d) at position %d\ncomponent\tcontribution\n", piece, tok, pos);
     for (int i = 0; i < d.n_terms; i++)
         fprintf(s->out, "%s\t%+.4f\n", d.terms[i].name, d.terms[i].value);
@@ -725,12 +715,10 @@ int as_cmd_heads(cmd_ctx *c)
     const as_config *cfg = &s->model->cfg;
     double threshold = 0.4;
     bool context = false;
-    int out = output_arg(c, 1), argc = out < 0 ? c->argc : out;
-    const char *out_path = out < 0 ? NULL : c->argv[out];
-    bool npy = out_path && !strcmp(as_cmd_output_kind(out_path), "npy");
-    if (npy && out + 1 < c->argc)
-        return as_error_set(c->err, "heads: options such as '%s' are for a figure (.png/.svg)", c->argv[out + 1]);
-    for (int i = 1; i < argc; i++) {
+    out_arg o = output_arg(c, 1);
+    if (o.npy && o.at + 1 < c->argc)
+        return as_error_set(c->err, "heads: options such as '%s' are for a figure (.png/.svg)", c->argv[o.at + 1]);
+    for (int i = 1; i < o.argc; i++) {
         if (!strcmp(c->argv[i], "context"))
             context = true;
         else if (!strncmp(c->argv[i], "threshold=", 10)) {
@@ -768,8 +756,8 @@ int as_cmd_heads(cmd_ctx *c)
         return as_error_set(c->err, "heads context needs a computed context of at least 2 tokens");
     }
     size_t per = (size_t)cfg->n_layer * (size_t)cfg->n_head;
-    float *scores = out_path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
-    if (out_path && !scores) {
+    float *scores = o.path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
+    if (o.path && !scores) {
         side_run_free(&probe);
         free(ids);
         return as_error_set(c->err, "out of memory");
@@ -801,8 +789,8 @@ int as_cmd_heads(cmd_ctx *c)
         char what[128];
         snprintf(what, sizeof what, "scores [%s, %s, %s, %s] x layer x head", as_head_score_name(0),
                  as_head_score_name(1), as_head_score_name(2), as_head_score_name(3));
-        if (npy) {
-            rc = write_npy(s, out_path, AS_NPY_F32, scores, shape, 3, what, c->err);
+        if (o.npy) {
+            rc = write_npy(s, o.path, AS_NPY_F32, scores, shape, 3, what, c->err);
         } else {
             const char *names[AS_SCORE_COUNT];
             for (int k = 0; k < AS_SCORE_COUNT; k++)
@@ -813,7 +801,7 @@ int as_cmd_heads(cmd_ctx *c)
                      cfg->n_head);
             as_table_fig fig = {.v = scores, .rows = cfg->n_layer, .cols = cfg->n_head, .n_mats = AS_SCORE_COUNT,
                                 .mat_titles = names, .title = title, .cbar_label = "score", .what = desc};
-            rc = as_cmd_export_table(c, out_path, out + 1, &fig);
+            rc = as_cmd_export_table(c, o.path, o.at + 1, &fig);
         }
         free(scores);
     }

@@ -43,38 +43,19 @@ typedef struct l2c_vocab {
 
 /* ---------------------------------------------------------------- files */
 
-static int map_file(const char *path, const uint8_t **map, size_t *size, as_error *err)
-{
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO must not hang us */
-    if (fd < 0)
-        return as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
-        close(fd);
-        return as_error_set(err, "%s: not a regular, non-empty file", path);
-    }
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    int e = errno;
-    close(fd);
-    if (m == MAP_FAILED)
-        return as_error_set(err, "%s: cannot memory-map %lld bytes: %s", path, (long long)st.st_size,
-                            strerror(e));
-    *map = m;
-    *size = (size_t)st.st_size;
-    return AS_OK;
-}
-
-/* The checkpoint's floats start 28 bytes into the file, so a mapping of it
+/* A file read into anonymous memory (munmap(*map - *lead, *size + *lead)
+ * frees it), placed so that byte data_at lands 64-byte aligned. The
+ * checkpoint's floats start 28 bytes into the file, so a mapping of it
  * leaves every weight row misaligned for the vector loads of the
  * matrix-vector kernel (measured: decode 10-15% slower than on the same
- * weights from a GGUF file, whose data are 32-byte aligned). So the file
- * is read into anonymous memory placed to make the floats 64-byte aligned;
- * the resident size is the same as a mapping's once every weight is read. */
+ * weights from a GGUF file, whose data are 32-byte aligned); the resident
+ * size is the same as a mapping's once every weight is read. The
+ * tokenizer, read whole once, comes through here too (data_at 0). */
 static int read_aligned(const char *path, size_t data_at, const uint8_t **map, size_t *size, size_t *lead,
                         as_error *err)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO must not hang us */
     if (fd < 0)
         return as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
@@ -423,12 +404,13 @@ static int read_vocab(l2c_vocab *v, const char *path, size_t n, as_error *err)
         vocab_free(v);
         return as_error_set(err, "%s: out of memory", path);
     }
-    if (map_file(path, &map, &size, err)) {
+    size_t lead;
+    if (read_aligned(path, 0, &map, &size, &lead, err)) {
         vocab_free(v);
         return AS_ERR;
     }
     int rc = parse_vocab(v, path, map, size, err);
-    munmap((void *)map, size);
+    munmap((void *)(map - lead), size + lead);
     if (rc)
         vocab_free(v);
     return rc;

@@ -49,23 +49,8 @@ EOF
     $T new-session -d -s "$name" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
 }
 
-screen() { $T capture-pane -p -t "$1" > "$TMP/screen" 2>/dev/null; }
-screen_e() { $T capture-pane -p -e -t "$1" > "$TMP/screen" 2>/dev/null; }
-keys() { name=$1; shift; $T send-keys -t "$name" "$@"; }
-typed() { $T send-keys -t "$1" -l "$2"; }
+. "$HERE/e2e/tmux_lib.sh"
 
-# wait_for NAME PATTERN [SECONDS]
-wait_for() {
-    _w=0
-    _polls=$(( ${3:-10} * 20 ))
-    while [ $_w -lt $_polls ]; do
-        screen "$1"
-        grep -Eq -- "$2" "$TMP/screen" && return 0
-        sleep 0.05
-        _w=$((_w + 1))
-    done
-    return 1
-}
 expect() { if wait_for "$1" "$3" "${4:-15}"; then ok; else bad "$1: $2: no /$3/ on screen"; fi; }
 
 # finished NAME WHAT: the program exited on its own with status 0 and left

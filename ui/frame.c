@@ -1,6 +1,7 @@
 /* frame: what every pane shares: its box and title (the focused pane's in
  * the accent colour), a centred message for an empty pane, text cut to a
  * width, and token pieces with their whitespace made visible. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "textfmt.h"
@@ -92,4 +93,14 @@ void piece_label(const tui *u, int32_t id, char *out, size_t cap)
         return;
     }
     tf_piece_visible(bytes, n, u->t.utf8, out, cap);
+}
+
+bool vocab_scratch(tui *u)
+{
+    int n = u->s->model->cfg.n_vocab;
+    if (!u->probs)
+        u->probs = malloc((size_t)n * sizeof *u->probs);
+    if (!u->order)
+        u->order = malloc((size_t)n * sizeof *u->order);
+    return u->probs && u->order;
 }

@@ -49,14 +49,12 @@ static bool compute(tui *u, int q)
     long key[4] = {it->n_passes, it->n_done, q, it->n_rules};
     if (cache->rows && !memcmp(key, cache->key, sizeof key))
         return true;
-    if (L + 1 > 257 || !u->probs || !u->order)
+    if (L + 1 > 257 || !vocab_scratch(u))
         return false;
-    for (int l = -1; l < L; l++)
-        if (!resid_at(u, l, q))
-            return false;
     const float *rows[257];
     for (int l = -1; l < L; l++)
-        rows[l + 1] = resid_at(u, l, q);
+        if (!(rows[l + 1] = resid_at(u, l, q)))
+            return false;
     float *all = malloc((size_t)(L + 1) * (size_t)V * sizeof *all);
     if (!all || as_lens_logits_rows(s->model, rows, L + 1, all)) {
         free(all);
@@ -148,10 +146,6 @@ void pane_lens_draw(tui *u)
     }
     token_label(u, q, piece, sizeof piece);
     snprintf(title, sizeof title, "Logit lens at %d %s", q, piece);
-    if (!u->probs)
-        u->probs = malloc((size_t)u->s->model->cfg.n_vocab * sizeof *u->probs);
-    if (!u->order)
-        u->order = malloc((size_t)u->s->model->cfg.n_vocab * sizeof *u->order);
     if (!compute(u, q)) {
         pane_frame(u, P_LENS, title, NULL);
         int rp = as_program_hook(u->s->prog, AS_HK_RESID_POST, 0);

@@ -20,16 +20,6 @@ static const float *logits_at(const tui *u, int q)
     return q == s->it->n_done - 1 ? as_interp_logits(s->it) : NULL;
 }
 
-static bool ensure_scratch(tui *u)
-{
-    int n = u->s->model->cfg.n_vocab;
-    if (!u->probs)
-        u->probs = malloc((size_t)n * sizeof *u->probs);
-    if (!u->order)
-        u->order = malloc((size_t)n * sizeof *u->order);
-    return u->probs && u->order;
-}
-
 static int rank_of(const tui *u, int id)
 {
     int n = u->s->model->cfg.n_vocab, r = 1;
@@ -125,7 +115,7 @@ void pane_probs_draw(tui *u)
     const float *logits = logits_at(u, q);
     if (!logits)
         pane_message(u, P_PROBS, "No logits here yet:  f  finishes the pass,  Space  generates a token.");
-    else if (ensure_scratch(u))
+    else if (vocab_scratch(u))
         draw_list(u, w, logits, q);
     wnoutrefresh(w);
 }

@@ -92,6 +92,8 @@ int put_text(tui *u, WINDOW *w, int y, int x, const char *s, int width);
 void token_label(const tui *u, int pos, char *out, size_t cap);
 /* The same for a token id. */
 void piece_label(const tui *u, int32_t id, char *out, size_t cap);
+/* The vocabulary-sized scratch (probs, order) the panes share; false if out of memory. */
+bool vocab_scratch(tui *u);
 
 void pane_tokens_draw(tui *u);
 void pane_attn_draw(tui *u);

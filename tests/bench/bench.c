@@ -252,13 +252,24 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The median of n values (sorted in place). */
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double field_of(const sample *s, size_t field)
+{
+    return *(const double *)((const char *)s + field);
+}
+
 static double median(const row *r, size_t field)
 {
     double v[MAX_RUNS];
     for (int i = 0; i < r->n_ok; i++)
-        v[i] = *(const double *)((const char *)&r->s[i] + field);
-    qsort(v, (size_t)r->n_ok, sizeof *v, cmp_double);
-    return r->n_ok % 2 ? v[r->n_ok / 2] : (v[r->n_ok / 2 - 1] + v[r->n_ok / 2]) / 2;
+        v[i] = field_of(&r->s[i], field);
+    return median_of(v, r->n_ok);
 }
 
 static void summarize(row *r)
@@ -385,14 +396,10 @@ static double paired_ratio(const row *a, const row *b, size_t field, double ma, 
 {
     if (a->n_ok != b->n_ok || a->n_ok < 1)
         return ma / mb;
-    row q = {0};
-    q.n_ok = a->n_ok;
-    for (int i = 0; i < a->n_ok; i++) {
-        double x = *(const double *)((const char *)&a->s[i] + field),
-               y = *(const double *)((const char *)&b->s[i] + field);
-        *(double *)((char *)&q.s[i] + field) = x / y;
-    }
-    return median(&q, field);
+    double v[MAX_RUNS];
+    for (int i = 0; i < a->n_ok; i++)
+        v[i] = field_of(&a->s[i], field) / field_of(&b->s[i], field);
+    return median_of(v, a->n_ok);
 }
 
 static void print_targets(FILE *f, const model *ms, int n)

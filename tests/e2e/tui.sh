@@ -45,23 +45,7 @@ EOF
     $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
 }
 
-screen() { $T capture-pane -p -t "$1" > "$TMP/screen" 2>/dev/null; }
-screen_e() { $T capture-pane -p -e -t "$1" > "$TMP/screen" 2>/dev/null; }
-keys() { name=$1; shift; $T send-keys -t "$name" "$@"; }
-typed() { $T send-keys -t "$1" -l "$2"; }
-
-# wait_for NAME PATTERN [SECONDS]: polls the screen until grep -E finds it.
-wait_for() {
-    i=0
-    n=$(( ${3:-10} * 20 ))
-    while [ $i -lt $n ]; do
-        screen "$1"
-        grep -Eq -- "$2" "$TMP/screen" && return 0
-        sleep 0.05
-        i=$((i + 1))
-    done
-    return 1
-}
+. "$HERE/tmux_lib.sh"
 
 wait_gone() {
     i=0
