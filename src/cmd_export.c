@@ -146,7 +146,7 @@ static int resolve_window(as_session *s, const export_opts *o, int n, int *a, in
 
 /* ---- labels and provenance ---- */
 
-static void token_label(const as_session *s, int32_t id, char *out, size_t cap)
+void as_cmd_token_label(const as_session *s, int32_t id, char *out, size_t cap)
 {
     char bytes[256];
     size_t n = as_tokenizer_token_bytes(s->model->tok, id, bytes, sizeof bytes);
@@ -165,7 +165,7 @@ static char **position_labels(const as_session *s, int a, int b)
     char **l = calloc((size_t)(b - a), sizeof *l);
     for (int p = a; l && p < b; p++) {
         char buf[256];
-        token_label(s, s->it->tokens[p], buf, sizeof buf);
+        as_cmd_token_label(s, s->it->tokens[p], buf, sizeof buf);
         if (!(l[p - a] = strdup(buf))) {
             for (int q = a; q < p; q++)
                 free(l[q - a]);
@@ -586,7 +586,7 @@ static int export_probs(cmd_ctx *c)
     }
     for (int i = 0; i < k; i++) {
         char buf[256];
-        token_label(s, s->order[i], buf, sizeof buf);
+        as_cmd_token_label(s, s->order[i], buf, sizeof buf);
         p[i] = s->probs[s->order[i]];
         if (!(labels[i] = strdup(buf))) {
             as_error_set(c->err, "out of memory");
@@ -679,12 +679,12 @@ static int export_probs_trace(cmd_ctx *c)
         for (int v = 0; v < V; v++)
             rank[i] += s->probs[v] > cp[i];
         char buf[256];
-        token_label(s, tok, buf, sizeof buf);
+        as_cmd_token_label(s, tok, buf, sizeof buf);
         if (!(chosen[i] = strdup(buf)))
             goto oom;
         for (int k = 0; k < K; k++) {
             ap[(size_t)i * K + k] = s->probs[s->order[k]];
-            token_label(s, s->order[k], buf, sizeof buf);
+            as_cmd_token_label(s, s->order[k], buf, sizeof buf);
             if (!(alts[(size_t)i * K + k] = strdup(buf)))
                 goto oom;
         }

@@ -685,7 +685,9 @@ int as_cmd_dla(cmd_ctx *c)
                 snprintf(names[j], sizeof names[j], j < cfg->n_head ? "H%d" : j == cfg->n_head ? "bias" : "MLP", j);
                 labels[j] = names[j];
             }
-            snprintf(title, sizeof title, "Direct logit attribution of %s at position %d", piece, pos);
+            char label[64];
+            as_cmd_token_label(s, tok, label, sizeof label);
+            snprintf(title, sizeof title, "Direct logit attribution of %s at position %d", label, pos);
             snprintf(desc, sizeof desc, "direct logit attribution, %d layers x %d heads + bias + MLP", cfg->n_layer,
                      cfg->n_head);
             as_table_fig fig = {.v = t, .rows = cfg->n_layer, .cols = W, .n_mats = 1, .col_labels = labels,

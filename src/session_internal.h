@@ -51,6 +51,9 @@ typedef struct as_table_fig {
     const char *what;     /* for the "wrote" line */
 } as_table_fig;
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
+/* A token as figures label it: its text with spaces as '·' and control
+ * bytes escaped (control tokens by their vocabulary string). */
+void as_cmd_token_label(const as_session *s, int32_t id, char *out, size_t cap);
 /* .npy, .png or .svg by the path's extension (any case); NULL: none of them. */
 const char *as_cmd_output_kind(const char *path);
 
