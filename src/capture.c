@@ -12,18 +12,68 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-size_t as_capture_hook_bytes(const as_hook *h, int n_ctx)
+/* Positions a hook's stream holds. */
+static size_t hook_ctx(const as_program *p, const as_hook *h)
 {
-    size_t n = (size_t)n_ctx;
-    if (h->is_attn)
-        return (size_t)h->width * (n * (n + 1) / 2) * sizeof(float);
-    return (size_t)h->width * n * sizeof(float);
+    return (size_t)p->streams[h->stream].n_ctx;
 }
 
-size_t as_capture_attn_offset(const as_capture *c, int head, int q)
+/* A site's keys come from its key/value stream. */
+static size_t key_ctx(const as_program *p, const as_attn *a)
 {
-    size_t n = (size_t)c->n_ctx;
-    return (size_t)head * (n * (n + 1) / 2) + (size_t)q * ((size_t)q + 1) / 2;
+    return (size_t)p->streams[a->kv_stream].n_ctx;
+}
+
+/* Causal (and windowed) rows are stored as a triangle: row q holds keys
+ * 0..q. Unmasked rows hold every key of the key stream. */
+static bool triangle(const as_attn *a)
+{
+    return a->mask != AS_MASK_NONE;
+}
+
+/* Floats of one head's rows over a whole context. */
+static size_t head_floats(const as_program *p, const as_hook *h)
+{
+    const as_attn *a = &p->attn[h->attn];
+    size_t n = hook_ctx(p, h);
+    return triangle(a) ? n * (n + 1) / 2 : n * key_ctx(p, a);
+}
+
+size_t as_capture_hook_bytes(const as_program *p, int hook)
+{
+    const as_hook *h = &p->hooks[hook];
+    if (h->is_attn)
+        return (size_t)h->width * head_floats(p, h) * sizeof(float);
+    return (size_t)h->width * hook_ctx(p, h) * sizeof(float);
+}
+
+size_t as_capture_attn_offset(const as_capture *c, int hook, int head, int q)
+{
+    const as_program *p = c->prog;
+    const as_hook *h = &p->hooks[hook];
+    const as_attn *a = &p->attn[h->attn];
+    size_t row = triangle(a) ? (size_t)q * ((size_t)q + 1) / 2 : (size_t)q * key_ctx(p, a);
+    return (size_t)head * head_floats(p, h) + row;
+}
+
+int as_capture_attn_keys(const as_capture *c, int hook, int q)
+{
+    const as_attn *a = &c->prog->attn[c->prog->hooks[hook].attn];
+    return triangle(a) ? q + 1 : c->filled[a->k];
+}
+
+void as_capture_attn_visible(const as_capture *c, int hook, int q, int *k0, int *k1)
+{
+    const as_attn *a = &c->prog->attn[c->prog->hooks[hook].attn];
+    *k1 = as_capture_attn_keys(c, hook, q);
+    *k0 = a->mask == AS_MASK_WINDOW && q - a->window + 1 > 0 ? q - a->window + 1 : 0;
+}
+
+const float *as_capture_attn_row(const as_capture *c, int hook, int head, int q, int *n_keys)
+{
+    if (n_keys)
+        *n_keys = as_capture_attn_keys(c, hook, q);
+    return c->store[hook] + as_capture_attn_offset(c, hook, head, q);
 }
 
 static const char *const class_name[] = {
@@ -42,7 +92,7 @@ static int allocate(as_capture *c, as_error *err)
         size_t need = 0;
         for (int i = 0; i < p->n_hooks; i++)
             if ((int)p->hooks[i].klass == klass)
-                need += as_capture_hook_bytes(&p->hooks[i], c->n_ctx);
+                need += as_capture_hook_bytes(p, i);
         bool keep = klass == AS_CLASS_ESSENTIAL || (dropped_from < 0 && droppable + need <= c->budget);
         if (!keep) {
             if (dropped_from < 0)
@@ -52,10 +102,10 @@ static int allocate(as_capture *c, as_error *err)
         for (int i = 0; i < p->n_hooks; i++) {
             if ((int)p->hooks[i].klass != klass)
                 continue;
-            c->store[i] = calloc(1, as_capture_hook_bytes(&p->hooks[i], c->n_ctx));
+            c->store[i] = calloc(1, as_capture_hook_bytes(p, i));
             if (!c->store[i])
                 return as_error_set(err, "out of memory capturing %s (%zu bytes)", p->hooks[i].name,
-                                    as_capture_hook_bytes(&p->hooks[i], c->n_ctx));
+                                    as_capture_hook_bytes(p, i));
         }
         used += need;
         droppable += klass == AS_CLASS_ESSENTIAL ? 0 : need;
@@ -81,7 +131,7 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     if (!c)
         return as_error_set(err, "out of memory");
     c->prog = p;
-    c->n_ctx = p->model->cfg.n_ctx;
+    c->n_ctx = p->streams[p->out_stream].n_ctx;
     c->budget = budget;
     c->store = calloc((size_t)p->n_hooks, sizeof *c->store);
     c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
@@ -91,11 +141,11 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
         as_capture_free(c);
         return as_error_set(err, "out of memory");
     }
-    for (int i = 0; i < p->n_hooks; i++) {
-        as_hook_kind k = p->hooks[i].kind;
-        if (k != AS_HK_LN1_SCALE && k != AS_HK_LN2_SCALE && k != AS_HK_LNF_SCALE)
+    for (int o = 0; o < p->n_ops; o++) {
+        if (p->ops[o].kind != AS_OP_NORM_SCALE)
             continue;
-        c->stats[i] = calloc((size_t)c->n_ctx, sizeof **c->stats);
+        int i = p->ops[o].out;
+        c->stats[i] = calloc(hook_ctx(p, &p->hooks[i]), sizeof **c->stats);
         if (!c->stats[i]) {
             as_capture_free(c);
             return as_error_set(err, "out of memory");
@@ -137,11 +187,12 @@ static void populate(float *base, size_t from, size_t to)
         (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* a hint: failure changes nothing */
 }
 
-void as_capture_prepare(as_capture *c, int end)
+void as_capture_prepare(as_capture *c, const int *ends)
 {
     const as_program *p = c->prog;
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];
+        int end = ends[h->stream];
         if (!c->store[i] || c->committed[i] >= end)
             continue;
         /* Ahead by about 256 KB per hook (at least 8 positions): a few
@@ -151,17 +202,19 @@ void as_capture_prepare(as_capture *c, int end)
          * (to(to+1) - end(end+1))/2 of them. */
         size_t budget = (256u << 10) / sizeof(float) / (size_t)(h->width > 0 ? h->width : 1);
         double want;
-        if (h->is_attn)
+        bool tri = h->is_attn && triangle(&p->attn[h->attn]);
+        if (tri)
             want = ceil(sqrt(2.0 * (double)budget + (double)end * (end + 1) + 0.25) - 0.5);
         else
-            want = (double)end + (double)budget;
+            want = (double)end + (double)budget / (h->is_attn ? (double)key_ctx(p, &p->attn[h->attn]) : 1.0);
         if (want < end + 8.0)
             want = end + 8.0;
-        int to = want >= (double)c->n_ctx ? c->n_ctx : (int)want;
+        int n_ctx = (int)hook_ctx(p, h);
+        int to = want >= (double)n_ctx ? n_ctx : (int)want;
         int from = c->committed[i];
         if (h->is_attn)
             for (int head = 0; head < h->width; head++)
-                populate(c->store[i], as_capture_attn_offset(c, head, from), as_capture_attn_offset(c, head, to));
+                populate(c->store[i], as_capture_attn_offset(c, i, head, from), as_capture_attn_offset(c, i, head, to));
         else
             populate(c->store[i], (size_t)from * (size_t)h->width, (size_t)to * (size_t)h->width);
         c->committed[i] = to;
@@ -180,9 +233,10 @@ const float *as_capture_row(const as_capture *c, int hook, int pos)
 
 float as_capture_attn(const as_capture *c, int hook, int head, int q, int k)
 {
-    if (k > q)
+    const as_attn *a = &c->prog->attn[c->prog->hooks[hook].attn];
+    if (!as_attn_visible(a, q, k))
         return c->prog->hooks[hook].kind == AS_HK_ATTN_SCORES ? -INFINITY : 0.0f;
-    return c->store[hook][as_capture_attn_offset(c, head, q) + (size_t)k];
+    return c->store[hook][as_capture_attn_offset(c, hook, head, q) + (size_t)k];
 }
 
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos)
@@ -194,8 +248,10 @@ int as_capture_shape(const as_capture *c, int hook, int n_pos, size_t shape[3])
 {
     const as_hook *h = &c->prog->hooks[hook];
     if (h->is_attn) {
+        const as_attn *a = &c->prog->attn[h->attn];
         shape[0] = (size_t)h->width;
-        shape[1] = shape[2] = (size_t)n_pos;
+        shape[1] = (size_t)n_pos;
+        shape[2] = triangle(a) ? (size_t)n_pos : (size_t)c->filled[a->k];
         return 3;
     }
     shape[0] = (size_t)n_pos;
@@ -220,8 +276,10 @@ void as_capture_copy(const as_capture *c, int hook, int n_pos, float *out)
         memcpy(out, c->store[hook], as_capture_count(c, hook, n_pos) * sizeof *out);
         return;
     }
+    size_t shape[3];
+    as_capture_shape(c, hook, n_pos, shape);
     for (int head = 0; head < h->width; head++)
         for (int q = 0; q < n_pos; q++)
-            for (int k = 0; k < n_pos; k++)
+            for (int k = 0; k < (int)shape[2]; k++)
                 *out++ = as_capture_attn(c, hook, head, q, k);
 }

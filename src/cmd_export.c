@@ -136,7 +136,7 @@ static int resolve_window(as_session *s, const export_opts *o, int n, int *a, in
             return as_error_set(err, "tokens=%ld:%ld selects no positions within the %d captured (0:%d)", from, to,
                                 n, n);
     }
-    if (o->hide_bos && from == 0 && s->it->n_tokens > 0 && s->it->tokens[0] == as_tokenizer_bos(s->model->tok))
+    if (o->hide_bos && from == 0 && s->it->out->n_tokens > 0 && s->it->out->tokens[0] == as_tokenizer_bos(s->model->tok))
         from = 1;
     if (from >= to)
         return as_error_set(err, "hide-bos=yes leaves no positions to show");
@@ -165,7 +165,7 @@ static char **position_labels(const as_session *s, int a, int b)
     char **l = calloc((size_t)(b - a), sizeof *l);
     for (int p = a; l && p < b; p++) {
         char buf[256];
-        as_cmd_token_label(s, s->it->tokens[p], buf, sizeof buf);
+        as_cmd_token_label(s, s->it->out->tokens[p], buf, sizeof buf);
         if (!(l[p - a] = strdup(buf))) {
             for (int q = a; q < p; q++)
                 free(l[q - a]);
@@ -189,7 +189,7 @@ static char *context_text(const as_session *s, int a, int b)
     char *raw = NULL;
     size_t len = 0;
     as_error err;
-    if (b <= a || as_tokenizer_decode(s->model->tok, s->it->tokens + a, (size_t)(b - a), &raw, &len, &err))
+    if (b <= a || as_tokenizer_decode(s->model->tok, s->it->out->tokens + a, (size_t)(b - a), &raw, &len, &err))
         return strdup("");
     size_t cap = len * 4 + 16;
     char *out = malloc(cap);
@@ -201,7 +201,7 @@ static char *context_text(const as_session *s, int a, int b)
 
 static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int a, int b, as_error *err)
 {
-    char *prompt = context_text(s, 0, s->it->n_prompt);
+    char *prompt = context_text(s, 0, s->it->out->n_prompt);
     char win[64];
     snprintf(win, sizeof win, "%d:%d", a, b);
     /* The file's name, not its path: figures are made to be shared. */
@@ -213,8 +213,8 @@ static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int
              as_figure_add_meta(f, "Colormap", as_cmap_name(o->st.cmap), err) ||
              as_figure_add_meta(f, "Scale", o->st.log_scale ? "log" : "linear", err);
     free(prompt);
-    if (rc == AS_OK && s->it->n_tokens > s->it->n_prompt) {
-        char *gen = context_text(s, s->it->n_prompt, s->it->n_tokens);
+    if (rc == AS_OK && s->it->out->n_tokens > s->it->out->n_prompt) {
+        char *gen = context_text(s, s->it->out->n_prompt, s->it->out->n_tokens);
         rc = as_figure_add_meta(f, "Generated", gen ? gen : "", err);
         free(gen);
     }
@@ -436,7 +436,7 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
     make_title(ctx, &o, title, sizeof title, "%s \xE2\x80\x94 %s", "%s - %s", t->title, s->model->cfg.name);
     if (as_fig_heatmap(&f, ctx, &o.st, title, &h, c->err))
         goto out;
-    rc = finish(c, f, &o, 0, s->it->n_tokens, path, fmt, t->what);
+    rc = finish(c, f, &o, 0, s->it->out->n_tokens, path, fmt, t->what);
     f = NULL;
     goto out;
 oom:
@@ -520,8 +520,9 @@ static int export_norms(cmd_ctx *c)
         if (two)
             st[m + i] = *as_capture_norm(s->cap, h2, a + i);
     }
-    bool rms = s->model->cfg.arch == AS_ARCH_LLAMA;
-    as_fig_norms nm = {m, (const char *const *)labels, rms, s->model->cfg.d_model, two ? 2 : 1,
+    const as_op *norm = as_program_producer(s->prog, h1);
+    bool rms = norm->norm == AS_NORM_RMS;
+    as_fig_norms nm = {m, (const char *const *)labels, rms, norm->n_in, two ? 2 : 1,
                        {{final ? "ln_final (unembedding input)" : "ln1 (attention input)", st},
                         {"ln2 (MLP input)", st + m}}};
     if (as_fig_ctx_new(&ctx, NULL, c->err))
@@ -568,10 +569,10 @@ static int export_probs(cmd_ctx *c)
         if (as_cmd_require_tokens(s, c->err))
             return AS_ERR;
         return as_error_set(c->err, "no logits yet at position %d: the pass is not finished (`finish` computes them)",
-                            s->it->n_tokens - 1);
+                            s->it->out->n_tokens - 1);
     }
     o.top = o.top ? o.top : 10;
-    int V = s->model->cfg.n_vocab, k = (int)(o.top < V ? o.top : V), pos = s->it->n_tokens - 1;
+    int V = s->model->cfg.n_vocab, k = (int)(o.top < V ? o.top : V), pos = s->it->out->n_tokens - 1;
     as_probs(logits, V, s->probs);
     k = as_top_indices(s->probs, V, k, s->order);
     char **labels = calloc((size_t)k, sizeof *labels);
@@ -637,19 +638,19 @@ static int export_probs_trace(cmd_ctx *c)
     const as_interp *it = s->it;
     if (as_cmd_require_tokens(s, c->err))
         return AS_ERR;
-    int first = it->n_prompt > 1 ? it->n_prompt : 1;
-    if (it->n_tokens <= first)
+    int first = it->out->n_prompt > 1 ? it->out->n_prompt : 1;
+    if (it->out->n_tokens <= first)
         return as_error_set(c->err, "no generated tokens yet: `gen N` produces some to trace");
     int hl = as_program_hook(s->prog, AS_HK_LOGITS, -1);
     if (!as_capture_has(s->cap, hl))
         return as_error_set(c->err, "probs-trace needs the logits of every step, but %s is not captured: %s (raise "
                                     "--capture-mb)",
                             s->prog->hooks[hl].name, s->cap->dropped[0] ? s->cap->dropped : "it was dropped");
-    int filled = s->cap->filled[hl], a = first, b = it->n_tokens;
+    int filled = s->cap->filled[hl], a = first, b = it->out->n_tokens;
     if (o.window) {
         export_opts w = o;
         w.hide_bos = false;
-        if (resolve_window(s, &w, it->n_tokens, &a, &b, c->err))
+        if (resolve_window(s, &w, it->out->n_tokens, &a, &b, c->err))
             return AS_ERR;
         a = a < first ? first : a;
     }
@@ -670,7 +671,7 @@ static int export_probs_trace(cmd_ctx *c)
     }
     for (int i = 0; i < S; i++) {
         int p = a + i;
-        int32_t tok = it->tokens[p];
+        int32_t tok = it->out->tokens[p];
         as_probs(as_capture_row(s->cap, hl, p - 1), V, s->probs);
         as_top_indices(s->probs, V, K, s->order);
         positions[i] = p;
@@ -769,18 +770,18 @@ static int write_index(void *ctx, void *stream, as_error *err)
     fprintf(o, ",\n  \"model\": ");
     json_string(o, s->model->cfg.name);
     fprintf(o, ",\n  \"architecture\": ");
-    json_string(o, as_arch_name(s->model->cfg.arch));
-    char *text = context_text(s, 0, s->it->n_tokens);
+    json_string(o, as_model_arch_name(s->model));
+    char *text = context_text(s, 0, s->it->out->n_tokens);
     fprintf(o, ",\n  \"text\": ");
     json_string(o, text ? text : "");
     free(text);
-    fprintf(o, ",\n  \"n_prompt\": %d,\n  \"tokens\": [", s->it->n_prompt);
-    for (int i = 0; i < s->it->n_tokens; i++)
-        fprintf(o, "%s%d", i ? ", " : "", s->it->tokens[i]);
+    fprintf(o, ",\n  \"n_prompt\": %d,\n  \"tokens\": [", s->it->out->n_prompt);
+    for (int i = 0; i < s->it->out->n_tokens; i++)
+        fprintf(o, "%s%d", i ? ", " : "", s->it->out->tokens[i]);
     fprintf(o, "],\n  \"pieces\": [");
-    for (int i = 0; i < s->it->n_tokens; i++) {
+    for (int i = 0; i < s->it->out->n_tokens; i++) {
         char piece[256];
-        as_cmd_piece(s, s->it->tokens[i], piece, sizeof piece);
+        as_cmd_piece(s, s->it->out->tokens[i], piece, sizeof piece);
         fprintf(o, "%s", i ? ", " : "");
         json_string(o, piece);
     }
@@ -861,7 +862,7 @@ int as_cmd_dump_all(cmd_ctx *c)
         rc = as_write_atomic(path, write_index, &j, c->err);
     }
     if (rc == AS_OK)
-        fprintf(s->out, "wrote %s: %d arrays (.npy) and index.json over %d tokens\n", dir, n, s->it->n_tokens);
+        fprintf(s->out, "wrote %s: %d arrays (.npy) and index.json over %d tokens\n", dir, n, s->it->out->n_tokens);
 out:
     free(hooks);
     free(data);

@@ -19,18 +19,18 @@
 static int rerun(as_session *s, bool rules_off, as_error *err)
 {
     as_interp *it = s->it;
-    int n = it->n_tokens, n_prompt = it->n_prompt;
+    int n = it->out->n_tokens, n_prompt = it->out->n_prompt;
     int32_t *ids = malloc((size_t)n * sizeof *ids);
     as_stop stop;
     if (!ids)
         return as_error_set(err, "out of memory");
-    memcpy(ids, it->tokens, (size_t)n * sizeof *ids);
-    it->rules_off = rules_off;
+    memcpy(ids, it->out->tokens, (size_t)n * sizeof *ids);
+    as_interp_rules_off(it, rules_off);
     int rc = as_interp_set_tokens(it, ids, n, err);
     if (rc == AS_OK)
         rc = as_cmd_run(s, AS_RUN_FINISH, 0, &stop, err);
-    it->rules_off = false;
-    it->n_prompt = n_prompt;
+    as_interp_rules_off(it, false);
+    it->out->n_prompt = n_prompt;
     free(ids);
     return rc;
 }
@@ -87,7 +87,7 @@ static int parse_token(as_session *s, const char *arg, int32_t *out, as_error *e
 static int parse_pos(as_session *s, const char *arg, int *pos, as_error *err)
 {
     long v;
-    if (as_cmd_parse_long(arg, 0, s->it->n_tokens - 1, "the position", &v, err))
+    if (as_cmd_parse_long(arg, 0, s->it->out->n_tokens - 1, "the position", &v, err))
         return AS_ERR;
     *pos = (int)v;
     return AS_OK;
@@ -161,7 +161,7 @@ static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
         rc = lens_resid(s, s->model->cfg.n_layer - 1, pos, &last, c->err);
     int32_t final = -1;
     if (rc == AS_OK) {
-        as_lens_logits(s->model, last, logits);
+        as_lens_logits(s->prog, last, logits);
         as_top_indices(logits, V, 1, top);
         final = top[0];
         char piece[64];
@@ -173,7 +173,7 @@ static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
         const float *resid;
         if ((rc = lens_resid(s, l, pos, &resid, c->err)))
             break;
-        as_lens_logits(s->model, resid, logits);
+        as_lens_logits(s->prog, resid, logits);
         if (all)
             memcpy(all + (size_t)(l + 1) * (size_t)V, logits, (size_t)V * sizeof *logits);
         as_probs(logits, V, probs);
@@ -206,7 +206,7 @@ static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
 static int lens_table(cmd_ctx *c, const char *npy_path)
 {
     as_session *s = c->s;
-    int V = s->model->cfg.n_vocab, n = s->it->n_done, L = s->model->cfg.n_layer;
+    int V = s->model->cfg.n_vocab, n = s->it->out->n_done, L = s->model->cfg.n_layer;
     float *logits = malloc((size_t)LENS_CHUNK * (size_t)V * sizeof *logits);
     int32_t *ids = malloc((size_t)(L + 1) * (size_t)(n > 0 ? n : 1) * sizeof *ids);
     if (!logits || !ids) {
@@ -223,7 +223,7 @@ static int lens_table(cmd_ctx *c, const char *npy_path)
             const float *rows[LENS_CHUNK];
             for (int i = 0; rc == AS_OK && i < m; i++)
                 rc = lens_resid(s, l, p0 + i, &rows[i], c->err);
-            if (rc == AS_OK && as_lens_logits_rows(s->model, rows, m, logits))
+            if (rc == AS_OK && as_lens_logits_rows(s->prog, rows, m, logits))
                 rc = as_error_set(c->err, "out of memory");
             for (int i = 0; rc == AS_OK && i < m; i++) {
                 int top;
@@ -265,7 +265,7 @@ int as_cmd_lens(cmd_ctx *c)
         return as_error_set(c->err, "usage: lens [POS] [FILE.npy]  or  lens table [FILE.npy]");
     if (o.argc > 1 && !strcmp(c->argv[1], "table"))
         return lens_table(c, o.path);
-    int pos = c->s->it->n_done - 1;
+    int pos = c->s->it->out->n_done - 1;
     if (o.argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
         return AS_ERR;
     if (pos < 0)
@@ -395,7 +395,7 @@ static int compare_runs(as_session *s, as_error *err)
     } else {
         as_probs(clean, V, pc);
         as_probs(logits, V, pa);
-        fprintf(s->out, "at position %d, with %d rule%s: KL(clean || changed) = %.6f nats\n", s->it->n_tokens - 1,
+        fprintf(s->out, "at position %d, with %d rule%s: KL(clean || changed) = %.6f nats\n", s->it->out->n_tokens - 1,
                 s->it->n_rules, s->it->n_rules == 1 ? "" : "s", kl_div(pc, pa, V));
         print_top(s, "clean  ", clean, pc);
         print_top(s, "changed", logits, pa);
@@ -447,9 +447,9 @@ static int run_other(as_session *s, const char *text, side_run *r, as_error *err
     if (as_tokenizer_encode(s->model->tok, text, strlen(text), as_tokenizer_add_bos(s->model->tok), &ids, &n, err))
         return AS_ERR;
     int rc = AS_OK;
-    if ((int)n != s->it->n_tokens)
+    if ((int)n != s->it->out->n_tokens)
         rc = as_error_set(err, "the other prompt is %zu tokens but the context is %d; patching needs the same count",
-                          n, s->it->n_tokens);
+                          n, s->it->out->n_tokens);
     else
         rc = side_run_new(s, ids, (int)n, s->capture_mb << 20, r, err);
     free(ids);
@@ -467,7 +467,7 @@ static int patch_values(as_session *s, const side_run *r, int hook, float **vals
     *vals = calloc((size_t)s->it->n_ctx * (size_t)h->width, sizeof **vals);
     if (!*vals)
         return as_error_set(err, "out of memory");
-    memcpy(*vals, r->cap->store[hook], (size_t)s->it->n_tokens * (size_t)h->width * sizeof **vals);
+    memcpy(*vals, as_capture_row(r->cap, hook, 0), (size_t)s->it->out->n_tokens * (size_t)h->width * sizeof **vals);
     return AS_OK;
 }
 
@@ -513,7 +513,7 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
         return AS_ERR;
     }
     bool heads = kind == AS_HK_Z;
-    int cols = heads ? cfg->n_head : s->it->n_tokens;
+    int cols = heads ? cfg->n_head : s->it->out->n_tokens;
     float *table = calloc((size_t)cfg->n_layer * (size_t)cols, sizeof *table), *vals = NULL;
     double clean = 0, corrupt = 0;
     int rc = table ? rerun(s, true, c->err) : as_error_set(c->err, "out of memory");
@@ -530,21 +530,21 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
             break;
         for (int j = 0; rc == AS_OK && j < cols; j++) {
             double m;
-            rc = add_rule(s, AS_RULE_SET, hook, heads ? j : -1, heads ? -1 : j, NULL, false, "sweep", c->err);
+            /* A per-position patch: this hook's values from the other run. */
+            as_rule probe = {.kind = AS_RULE_SET, .hook = hook, .head = heads ? j : -1, .pos = heads ? -1 : j};
+            int len = as_rule_len(s->it, &probe), w = s->prog->hooks[hook].width;
+            float *pv = calloc((size_t)s->it->n_ctx * (size_t)len, sizeof *pv);
+            for (int p = 0; pv && p < s->it->out->n_tokens; p++)
+                memcpy(pv + (size_t)p * len, vals + (size_t)p * w + (heads ? j * len : 0), (size_t)len * 4);
+            rc = pv ? add_rule(s, AS_RULE_SET, hook, probe.head, probe.pos, pv, true, "sweep", c->err)
+                    : as_error_set(c->err, "out of memory");
+            free(pv);
             if (rc)
                 break;
-            /* A per-position patch: point the rule at this hook's values from the other run. */
-            as_rule *r = &s->it->rules[s->it->n_rules - 1];
-            int len = as_rule_len(s->it, r), w = s->prog->hooks[hook].width;
-            r->per_position = true;
-            r->values = malloc((size_t)s->it->n_ctx * (size_t)len * sizeof *r->values);
-            for (int p = 0; r->values && p < s->it->n_tokens; p++)
-                memcpy(r->values + (size_t)p * len, vals + (size_t)p * w + (heads ? j * len : 0), (size_t)len * 4);
-            rc = r->values ? rerun(s, false, c->err) : as_error_set(c->err, "out of memory");
+            rc = rerun(s, false, c->err);
             if (rc == AS_OK && (rc = metric_now(s, &m, c->err)) == AS_OK)
                 table[(size_t)l * cols + j] = (float)m;
-            free(r->values);
-            s->it->n_rules = saved;
+            as_interp_truncate_rules(s->it, saved);
         }
     }
     free(vals);
@@ -638,7 +638,7 @@ int as_cmd_dla(cmd_ctx *c)
 {
     as_session *s = c->s;
     int32_t tok;
-    int pos = s->it->n_done - 1;
+    int pos = s->it->out->n_done - 1;
     out_arg o = output_arg(c, 2);
     if (o.argc < 2 || o.argc > 3 || (o.npy && o.at + 1 < c->argc))
         return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg [dpi=N title=...]]");
@@ -647,7 +647,7 @@ int as_cmd_dla(cmd_ctx *c)
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
     as_dla d;
-    if (as_dla_compute(s->cap, s->it->tokens, pos, tok, &d, c->err))
+    if (as_dla_compute(s->cap, s->it->out->tokens, pos, tok, &d, c->err))
         return AS_ERR;
     double sum = d.constant;
     for (int i = 0; i < d.n_terms; i++)
@@ -711,6 +711,22 @@ int as_cmd_dla(cmd_ctx *c)
 
 /* ---- head detectors ---- */
 
+/* The first id past a SentencePiece vocabulary's byte-fallback tokens
+ * (<0x00>..<0xFF>), which no text uses as a word; 0 where there are none
+ * or the vocabulary is too small to spare them. */
+static int32_t past_byte_tokens(const as_tokenizer *tok, int n_vocab)
+{
+    int32_t lo = 0;
+    for (int32_t id = 0; n_vocab > 300 && id < 300; id++) {
+        const char *p = as_tokenizer_piece(tok, id);
+        unsigned byte;
+        char end;
+        if (p && sscanf(p, "<0x%2X%c", &byte, &end) == 2 && end == '>')
+            lo = id + 1;
+    }
+    return lo;
+}
+
 int as_cmd_heads(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -730,14 +746,14 @@ int as_cmd_heads(cmd_ctx *c)
             return as_error_set(c->err, "usage: heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg]");
     }
     const as_capture *cap = s->cap;
-    const int32_t *tokens = s->it->tokens;
-    int n = s->it->n_done;
+    const int32_t *tokens = s->it->out->tokens;
+    int n = s->it->out->n_done;
     side_run probe = {0};
     int32_t *ids = NULL;
     if (!context) {
         /* BOS + R + R: R distinct random ordinary tokens, the same for every model of this vocabulary. */
         int len = cfg->n_ctx >= 65 ? 32 : (cfg->n_ctx - 1) / 2;
-        int32_t bos = as_tokenizer_bos(s->model->tok), lo = cfg->arch == AS_ARCH_LLAMA && cfg->n_vocab > 300 ? 259 : 0;
+        int32_t bos = as_tokenizer_bos(s->model->tok), lo = past_byte_tokens(s->model->tok, cfg->n_vocab);
         int32_t hi = cfg->n_vocab - (as_tokenizer_eos(s->model->tok) == cfg->n_vocab - 1 ? 1 : 0);
         ids = malloc((size_t)(2 * len + 1) * sizeof *ids);
         if (!ids)
@@ -746,7 +762,7 @@ int as_cmd_heads(cmd_ctx *c)
         size_t patterns = 0;
         for (int h = 0; h < s->prog->n_hooks; h++)
             if (s->prog->hooks[h].kind == AS_HK_PATTERN)
-                patterns += as_capture_hook_bytes(&s->prog->hooks[h], cfg->n_ctx);
+                patterns += as_capture_hook_bytes(s->prog, h);
         if (side_run_new(s, ids, n, patterns, &probe, c->err)) {
             side_run_free(&probe);
             free(ids);

@@ -8,28 +8,30 @@
 #include "attnscope/kernels.h"
 #include "attnscope/program.h"
 #include "attnscope/sampler.h"
+#include "attnscope/weight.h"
 
-void as_lens_logits(const as_model *m, const float *resid, float *logits)
+void as_lens_logits(const as_program *p, const float *resid, float *logits)
 {
-    as_lens_logits_rows(m, &resid, 1, logits);
+    as_lens_logits_rows(p, &resid, 1, logits);
 }
 
-int as_lens_logits_rows(const as_model *m, const float *const *resid, int n, float *logits)
+int as_lens_logits_rows(const as_program *p, const float *const *resid, int n, float *logits)
 {
-    int d = m->cfg.d_model;
-    bool rms = m->cfg.arch == AS_ARCH_LLAMA;
+    const as_op *norm = &p->ops[p->final_norm], *unembed = &p->ops[p->unembed];
+    int d = norm->n_in, V = unembed->n_out;
+    bool rms = norm->norm == AS_NORM_RMS;
     float *x = malloc((size_t)n * (size_t)d * sizeof *x);
     if (!x) {
-        memset(logits, 0, (size_t)n * (size_t)m->cfg.n_vocab * sizeof *logits);
+        memset(logits, 0, (size_t)n * (size_t)V * sizeof *logits);
         return AS_ERR;
     }
     for (int i = 0; i < n; i++) {
         as_norm_stat st;
-        as_norm_measure(resid[i], d, m->cfg.eps, rms, &st);
-        as_norm_apply(resid[i], d, &st, rms, m->out_norm_w, m->out_norm_b, x + (size_t)i * d);
+        as_norm_measure(resid[i], d, norm->eps, rms, &st);
+        as_norm_apply(resid[i], d, &st, rms, norm->nw, norm->b, x + (size_t)i * d);
     }
     /* Several rows: one matrix product, one pass over the unembedding. */
-    as_linear(x, n, d, m->output, m->cfg.n_vocab, NULL, logits);
+    as_linear(x, n, &unembed->w, NULL, logits);
     free(x);
     return AS_OK;
 }
@@ -37,7 +39,7 @@ int as_lens_logits_rows(const as_model *m, const float *const *resid, int n, flo
 /* ---- direct logit attribution ---- */
 
 typedef struct dla_ctx {
-    const as_model *m;
+    const as_op *norm;  /* the final norm */
     const float *u;     /* W_U[token] */
     double mean_w;      /* mean of u * w, for LayerNorm's centring */
     float scale;
@@ -48,8 +50,8 @@ typedef struct dla_ctx {
  * term vanishes for RMSNorm. */
 static double share(const dla_ctx *c, const float *v)
 {
-    int d = c->m->cfg.d_model;
-    const float *w = c->m->out_norm_w;
+    int d = c->norm->n_in;
+    const float *w = c->norm->nw;
     double dot = 0, mean = 0;
     for (int i = 0; i < d; i++) {
         dot += (double)c->u[i] * w[i] * v[i];
@@ -88,28 +90,34 @@ static int need(const as_capture *cap, as_hook_kind kind, int layer, int pos, in
 static int dla_layer(const dla_ctx *c, const as_capture *cap, int l, int pos, float *tmp, as_dla *out,
                      as_error *err)
 {
-    const as_config *cfg = &c->m->cfg;
-    const as_layer *W = &c->m->layers[l];
-    int d = cfg->d_model, dh = cfg->d_head, hz, hm;
+    int hz, hm;
     char name[48];
     if (need(cap, AS_HK_Z, l, pos, &hz, err) || need(cap, AS_HK_MLP_OUT, l, pos, &hm, err))
         return AS_ERR;
+    const as_hook *zh = &cap->prog->hooks[hz];
+    const as_op *o = as_program_producer(cap->prog, as_program_hook(cap->prog, AS_HK_ATTN_OUT, l));
+    int d = o->n_out, H = zh->dims[0], dh = zh->dims[1];
     const float *z = as_capture_row(cap, hz, pos);
-    for (int h = 0; h < cfg->n_head; h++) {
-        /* head h's output: W_O[:, h·dh:(h+1)·dh] · z_h */
-        for (int j = 0; j < d; j++) {
+    float *wrow = tmp + (size_t)H * d;
+    /* head h's output: W_O[:, h·dh:(h+1)·dh] · z_h, for every head as W_O's
+     * rows are decoded one by one */
+    for (int j = 0; j < d; j++) {
+        as_weight_row(&o->w, j, wrow);
+        for (int h = 0; h < H; h++) {
             double acc = 0;
             for (int i = 0; i < dh; i++)
-                acc += (double)W->wo[(size_t)j * d + (size_t)h * dh + i] * z[h * dh + i];
-            tmp[j] = (float)acc;
+                acc += (double)wrow[h * dh + i] * z[h * dh + i];
+            tmp[(size_t)h * d + j] = (float)acc;
         }
+    }
+    for (int h = 0; h < H; h++) {
         snprintf(name, sizeof name, "L%d.H%d", l, h);
-        if (add_term(out, name, l, h, share(c, tmp)))
+        if (add_term(out, name, l, h, share(c, tmp + (size_t)h * d)))
             return as_error_set(err, "out of memory");
     }
-    if (W->bo) {
+    if (o->b) {
         snprintf(name, sizeof name, "L%d.attn_bias", l);
-        if (add_term(out, name, l, -1, share(c, W->bo)))
+        if (add_term(out, name, l, -1, share(c, o->b)))
             return as_error_set(err, "out of memory");
     }
     snprintf(name, sizeof name, "L%d.mlp", l);
@@ -121,34 +129,41 @@ static int dla_layer(const dla_ctx *c, const as_capture *cap, int l, int pos, fl
 int as_dla_compute(const as_capture *cap, const int32_t *tokens, int pos, int32_t token, as_dla *out,
                    as_error *err)
 {
-    const as_model *m = cap->prog->model;
-    int d = m->cfg.d_model, he, hp, hs;
+    const as_program *p = cap->prog;
+    const as_op *norm = &p->ops[p->final_norm], *unembed = &p->ops[p->unembed];
+    int d = norm->n_in, he, hp, hs;
     memset(out, 0, sizeof *out);
     (void)tokens;
     if (need(cap, AS_HK_EMBED, -1, pos, &he, err) || need(cap, AS_HK_POS_EMBED, -1, pos, &hp, err) ||
         need(cap, AS_HK_LNF_SCALE, -1, pos, &hs, err))
         return AS_ERR;
-    dla_ctx c = {m, m->output + (size_t)token * d, 0, as_capture_row(cap, hs, pos)[0],
-                 m->cfg.arch == AS_ARCH_LLAMA};
-    for (int i = 0; i < d; i++)
-        c.mean_w += (double)c.u[i] * m->out_norm_w[i] / d;
-    float *tmp = malloc((size_t)d * sizeof *tmp);
-    if (!tmp)
+    /* Room for W_U's row, then each head's output and one row of W_O. */
+    size_t widest = (size_t)d * 2;
+    for (int a = 0; a < p->n_attn; a++)
+        if ((size_t)(p->attn[a].n_head + 1) * (size_t)d > widest)
+            widest = (size_t)(p->attn[a].n_head + 1) * (size_t)d;
+    float *u = malloc(((size_t)d + widest) * sizeof *u);
+    if (!u)
         return as_error_set(err, "out of memory");
+    float *tmp = u + d;
+    as_weight_row(&unembed->w, token, u);
+    dla_ctx c = {norm, u, 0, as_capture_row(cap, hs, pos)[0], norm->norm == AS_NORM_RMS};
+    for (int i = 0; i < d; i++)
+        c.mean_w += (double)c.u[i] * norm->nw[i] / d;
     int rc = add_term(out, "embed", -1, -1, share(&c, as_capture_row(cap, he, pos)));
     if (rc == AS_OK && hp >= 0)
         rc = add_term(out, "pos_embed", -1, -1, share(&c, as_capture_row(cap, hp, pos)));
     if (rc)
         as_error_set(err, "out of memory");
-    for (int l = 0; rc == AS_OK && l < m->cfg.n_layer; l++)
+    for (int l = 0; rc == AS_OK && l < p->model->cfg.n_layer; l++)
         rc = dla_layer(&c, cap, l, pos, tmp, out, err);
-    free(tmp);
+    for (int i = 0; rc == AS_OK && norm->b && i < d; i++)
+        out->constant += (double)c.u[i] * norm->b[i];
+    free(u);
     if (rc) {
         as_dla_free(out);
         return AS_ERR;
     }
-    for (int i = 0; m->out_norm_b && i < d; i++)
-        out->constant += (double)c.u[i] * m->out_norm_b[i];
     int hl = as_program_hook(cap->prog, AS_HK_LOGITS, -1);
     out->logit = as_capture_has(cap, hl) && cap->filled[hl] > pos ? as_capture_row(cap, hl, pos)[token] : NAN;
     return AS_OK;
@@ -174,7 +189,7 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
     double total = 0;
     int count = 0;
     for (int q = 1; q < n; q++) {
-        const float *p = cap->store[hook] + as_capture_attn_offset(cap, head, q);
+        const float *p = as_capture_attn_row(cap, hook, head, q, NULL);
         double mass = 0;
         bool counted = false;
         if (kind == AS_SCORE_PREV_TOKEN || kind == AS_SCORE_FIRST_TOKEN) {

@@ -1,12 +1,15 @@
+/* interp: the step-through interpreter (interp.h). The attention ops are
+ * in attention.c. */
 #include "attnscope/interp.h"
 
-#include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attnscope/kernels.h"
 #include "attnscope/pool.h"
+#include "interp_internal.h"
 
 int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err)
 {
@@ -17,12 +20,22 @@ int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_erro
     it->prog = p;
     it->model = p->model;
     it->cap = cap;
-    it->n_ctx = p->model->cfg.n_ctx;
-    it->tokens = calloc((size_t)it->n_ctx, sizeof *it->tokens);
-    it->pass_starts = calloc((size_t)it->n_ctx, sizeof *it->pass_starts);
+    it->out = &it->st[p->out_stream];
+    it->n_ctx = it->out->n_ctx = p->streams[p->out_stream].n_ctx;
+    it->rope_key[0] = -1;
+    bool ok = true;
+    for (int s = 0; s < p->n_streams; s++) {
+        it->st[s].n_ctx = p->streams[s].n_ctx;
+        it->st[s].tokens = calloc((size_t)it->st[s].n_ctx, sizeof *it->st[s].tokens);
+        ok = ok && it->st[s].tokens;
+        /* A causal stream's passes are at most its positions; any other's
+         * at most one per input it is given. */
+        it->cap_passes += it->st[s].n_ctx + 1;
+    }
+    it->passes = calloc((size_t)it->cap_passes, sizeof *it->passes);
     it->brk = calloc((size_t)p->n_hooks, sizeof *it->brk);
     it->span = calloc((size_t)p->n_hooks, sizeof *it->span);
-    if (!it->tokens || !it->pass_starts || !it->brk || !it->span) {
+    if (!ok || !it->passes || !it->brk || !it->span) {
         as_interp_free(it);
         return as_error_set(err, "out of memory");
     }
@@ -34,8 +47,11 @@ void as_interp_free(as_interp *it)
 {
     if (!it)
         return;
-    for (int k = 0; k < AS_HK_COUNT; k++)
-        free(it->scratch[k]);
+    for (int s = 0; s < AS_MAX_STREAMS; s++) {
+        for (int k = 0; k < AS_HK_COUNT; k++)
+            free(it->scratch[s][k]);
+        free(it->st[s].tokens);
+    }
     free(it->tmp);
     free(it->rope);
     as_pool_free(it->pool);
@@ -44,45 +60,82 @@ void as_interp_free(as_interp *it)
     free(it->rules);
     free(it->span);
     free(it->brk);
-    free(it->pass_starts);
-    free(it->tokens);
+    free(it->passes);
     free(it);
 }
 
-void as_interp_reset(as_interp *it)
+/* Streams from s on start over: nothing of them is computed. */
+static void reset_from(as_interp *it, int s)
 {
-    memset(it->cap->filled, 0, (size_t)it->prog->n_hooks * sizeof *it->cap->filled);
-    it->n_done = 0;
+    const as_program *p = it->prog;
+    for (int h = 0; h < p->n_hooks; h++)
+        if (p->hooks[h].stream >= s)
+            it->cap->filled[h] = 0;
+    for (int t = s; t < p->n_streams; t++)
+        it->st[t].n_done = 0;
     it->in_pass = false;
     it->n_passes = 0;
     it->pc = 0;
     it->nonfinite.found = false;
 }
 
-int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err)
+void as_interp_reset(as_interp *it)
 {
-    if (n > it->n_ctx)
-        return as_error_set(err, "the prompt has %d tokens but %s's context holds %d", n,
-                            it->model->cfg.name, it->n_ctx);
+    reset_from(it, 0);
+}
+
+static int check_ids(const as_interp *it, const int32_t *ids, int n, int first, as_error *err)
+{
     for (int i = 0; i < n; i++)
         if (ids[i] < 0 || ids[i] >= it->model->cfg.n_vocab)
             return as_error_set(err, "token id %d at position %d is outside the vocabulary (0..%d)",
-                                ids[i], i, it->model->cfg.n_vocab - 1);
-    as_interp_reset(it);
-    memcpy(it->tokens, ids, (size_t)n * sizeof *ids);
-    it->n_tokens = it->n_prompt = n;
+                                ids[i], first + i, it->model->cfg.n_vocab - 1);
     return AS_OK;
+}
+
+int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as_error *err)
+{
+    as_stream_state *st = &it->st[stream];
+    if (n > st->n_ctx)
+        return as_error_set(err, "the prompt has %d tokens but %s's context holds %d", n,
+                            it->model->cfg.name, st->n_ctx);
+    if (check_ids(it, ids, n, 0, err))
+        return AS_ERR;
+    reset_from(it, stream);
+    memcpy(st->tokens, ids, (size_t)n * sizeof *ids);
+    st->n_tokens = st->n_prompt = n;
+    return AS_OK;
+}
+
+int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err)
+{
+    return as_interp_set_input(it, it->prog->out_stream, ids, n, err);
 }
 
 int as_interp_append(as_interp *it, int32_t id, as_error *err)
 {
-    if (it->n_tokens >= it->n_ctx)
-        return as_error_set(err, "the context is full (%d tokens)", it->n_ctx);
+    as_stream_state *st = it->out;
+    if (st->n_tokens >= st->n_ctx)
+        return as_error_set(err, "the context is full (%d tokens)", st->n_ctx);
     if (id < 0 || id >= it->model->cfg.n_vocab)
         return as_error_set(err, "token id %d is outside the vocabulary (0..%d)", id,
                             it->model->cfg.n_vocab - 1);
-    it->tokens[it->n_tokens++] = id;
+    /* A stream that is not causal sees its new token from every position:
+     * it starts over. */
+    if (!it->prog->streams[it->prog->out_stream].causal)
+        reset_from(it, it->prog->out_stream);
+    st->tokens[st->n_tokens++] = id;
     return AS_OK;
+}
+
+void as_interp_position(const as_interp *it, int stream, int pos, as_position *out)
+{
+    out->token = -1;
+    out->name[0] = '\0';
+    if (it->prog->streams[stream].input == AS_INPUT_TOKENS)
+        out->token = it->st[stream].tokens[pos];
+    else
+        snprintf(out->name, sizeof out->name, "%d", pos);
 }
 
 static int ensure(float **buf, size_t *cap, size_t n, as_error *err)
@@ -97,29 +150,39 @@ static int ensure(float **buf, size_t *cap, size_t n, as_error *err)
     return AS_OK;
 }
 
-/* Points every hook at the rows of the span [p0, p0+n): its capture
- * storage when kept, else the working buffer of its kind. */
+/* Points every hook at the rows of its stream's span: its capture storage
+ * when kept, else the working buffer of its kind and stream. */
 static int setup_span(as_interp *it, as_error *err)
 {
     const as_program *p = it->prog;
+    size_t rope = 0, tmp = 0;
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
+        const as_stream_state *st = &it->st[hk->stream];
         if (as_capture_has(it->cap, h)) {
-            it->span[h] = hk->is_attn ? it->cap->store[h]
-                                      : it->cap->store[h] + (size_t)it->p0 * (size_t)hk->width;
+            it->span[h] = hk->is_attn ? it->cap->store[h] : it->cap->store[h] + (size_t)st->p0 * (size_t)hk->width;
             continue;
         }
-        size_t need = hk->is_attn ? (size_t)hk->width * (size_t)it->n * (size_t)(it->p0 + it->n)
-                                  : (size_t)hk->width * (size_t)it->n;
-        if (ensure(&it->scratch[hk->kind], &it->scratch_cap[hk->kind], need, err))
+        size_t need = (size_t)hk->width * (size_t)st->n;
+        if (hk->is_attn)
+            need *= (size_t)attn_keys(it, &p->attn[hk->attn]);
+        float **buf = &it->scratch[hk->stream][hk->kind];
+        if (ensure(buf, &it->scratch_cap[hk->stream][hk->kind], need, err))
             return AS_ERR;
-        it->span[h] = it->scratch[hk->kind];
+        it->span[h] = *buf;
     }
-    if (ensure(&it->rope, &it->rope_cap, 2 * (size_t)it->n * (size_t)it->model->cfg.rope_dim, err))
+    for (int o = 0; o < p->n_ops; o++) {
+        const as_op *op = &p->ops[o];
+        size_t n = (size_t)span_of(it, op->out)->n;
+        if (op->kind == AS_OP_ROPE && 2 * n * (size_t)op->rope_dim > rope)
+            rope = 2 * n * (size_t)op->rope_dim;
+        if (op->kind == AS_OP_SCORES && as_attn_tmp_floats(it, &p->attn[op->attn]) > tmp)
+            tmp = as_attn_tmp_floats(it, &p->attn[op->attn]);
+    }
+    if (ensure(&it->rope, &it->rope_cap, rope, err))
         return AS_ERR;
-    /* One (n, keys) matrix per task of a span's attention ops (span_tasks). */
-    return ensure(&it->tmp, &it->tmp_cap,
-                  (size_t)as_pool_size(it->pool) * (size_t)it->n * (size_t)(it->p0 + it->n), err);
+    /* One (n_q, keys) matrix per task of a span's attention ops. */
+    return ensure(&it->tmp, &it->tmp_cap, (size_t)as_pool_size(it->pool) * tmp, err);
 }
 
 /* The pool follows the thread setting (as_set_threads), read at each pass
@@ -138,251 +201,96 @@ static void setup_pool(as_interp *it)
         it->pool = NULL; /* no threads: the same results, computed on this one */
 }
 
-static int enter_pass(as_interp *it, int p0, int n, as_error *err)
+static int enter_pass(as_interp *it, const as_pass *ps, as_error *err)
 {
-    it->p0 = p0;
-    it->n = n;
+    int end[AS_MAX_STREAMS];
+    for (int s = 0; s < it->prog->n_streams; s++) {
+        it->st[s].p0 = ps->p0[s];
+        it->st[s].n = ps->n[s];
+        end[s] = ps->p0[s] + ps->n[s];
+    }
     it->pc = 0;
     it->in_pass = true;
-    it->rope_ready = false;
+    it->rope_key[0] = -1;
     it->ready_until = 0;
     it->nonfinite.found = false;
     setup_pool(it);
-    as_capture_prepare(it->cap, p0 + n);
+    as_capture_prepare(it->cap, end);
     return setup_span(it, err);
 }
 
-static float *row(const as_interp *it, int h, int i)
-{
-    return it->span[h] + (size_t)i * (size_t)it->prog->hooks[h].width;
-}
+#define row span_row
 
-/* Span row i, head `head` of an attention hook: p0 + i + 1 keys. */
-static float *attn_row(const as_interp *it, int h, int head, int i)
+float *as_interp_attn_row(const as_interp *it, int h, int head, int i)
 {
+    const as_stream_state *st = span_of(it, h);
     if (as_capture_has(it->cap, h))
-        return it->span[h] + as_capture_attn_offset(it->cap, head, it->p0 + i);
-    return it->span[h] + ((size_t)head * (size_t)it->n + (size_t)i) * (size_t)(it->p0 + it->n);
+        return it->span[h] + as_capture_attn_offset(it->cap, h, head, st->p0 + i);
+    const as_attn *a = &it->prog->attn[it->prog->hooks[h].attn];
+    return it->span[h] + ((size_t)head * (size_t)st->n + (size_t)i) * (size_t)attn_keys(it, a);
 }
 
-/* A KV-cache hook's row at an absolute position. */
-static const float *kv_row(const as_interp *it, int h, int pos)
-{
-    return as_capture_row(it->cap, h, pos);
-}
-
-/* One position's scores for keys [t0, t1) and every head, straight over
- * the KV cache (no copies). Key-major: each cached row is read whole and
- * the rows in order, a stream the hardware prefetches (head-major reads
- * every row in strides, and the weights streamed between tokens have
- * evicted the cache from L2). */
-static void scores_keys(as_interp *it, const as_op *op, int t0, int t1)
-{
-    const as_config *c = &it->model->cfg;
-    int H = c->n_head, group = H / c->n_head_kv, dh = c->d_head;
-    float alpha = 1.0f / sqrtf((float)dh);
-    const float *q = row(it, op->in[0], 0);
-    for (int t = t0; t < t1; t++) {
-        const float *k = kv_row(it, op->in[1], t);
-        for (int h = 0; h < H; h++)
-            attn_row(it, op->out, h, 0)[t] = as_dot(k + (h / group) * dh, q + h * dh, dh) * alpha;
-    }
-}
-
-#define KEYS_PER_TASK 64
-
-/* An attention op of a one-position pass, shared among the pool's threads. */
-typedef struct attn_job {
-    as_interp *it;
-    const as_op *op;
-} attn_job;
-
-static void scores_task(void *ctx, int t)
-{
-    const attn_job *j = ctx;
-    int keys = j->it->p0 + 1, t0 = t * KEYS_PER_TASK;
-    scores_keys(j->it, j->op, t0, t0 + KEYS_PER_TASK < keys ? t0 + KEYS_PER_TASK : keys);
-}
-
-#define HEADS_PER_TASK 2
-
-/* One position's z for heads [h0, h1): pattern · v over the KV cache,
- * reading each cached row's slice for these heads whole, row after row. */
-static void mix_task(void *ctx, int task)
-{
-    const attn_job *j = ctx;
-    as_interp *it = j->it;
-    const as_config *c = &it->model->cfg;
-    int h0 = task * HEADS_PER_TASK, h1 = h0 + HEADS_PER_TASK < c->n_head ? h0 + HEADS_PER_TASK : c->n_head;
-    const float *p[HEADS_PER_TASK];
-    for (int h = h0; h < h1; h++)
-        p[h - h0] = attn_row(it, j->op->in[0], h, 0);
-    as_mix_heads(p, h1 - h0, it->p0 + 1, kv_row(it, j->op->in[1], 0), (size_t)(c->n_head_kv * c->d_head),
-                 c->n_head / c->n_head_kv, h0, row(it, j->op->out, 0) + h0 * c->d_head, c->d_head);
-}
-
-/* A span's attention ops share their heads among as many tasks as the
- * pool has threads; task t uses slice t of tmp, so tasks never share one. */
-static int span_tasks(const as_interp *it)
-{
-    int T = as_pool_size(it->pool), H = it->model->cfg.n_head;
-    return T < H ? T : H;
-}
-
-/* Scores of a span for task t's heads: one sgemm per head. Uncaptured
- * scores are dense [head][n][keys] rows: sgemm writes them in place (the
- * masked part is computed and never read). Captured ones are triangles,
- * so their causal part is copied in from the task's tmp. */
-static void span_scores_task(void *ctx, int t)
-{
-    const attn_job *j = ctx;
-    as_interp *it = j->it;
-    const as_op *op = j->op;
-    const as_config *c = &it->model->cfg;
-    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n, T = span_tasks(it);
-    bool dense = !as_capture_has(it->cap, op->out);
-    float alpha = 1.0f / sqrtf((float)dh);
-    float *tmp = it->tmp + (size_t)t * (size_t)it->n * (size_t)keys;
-    for (int h = H * t / T; h < H * (t + 1) / T; h++) {
-        const float *q = row(it, op->in[0], 0) + h * dh;
-        const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * dh;
-        float *dst = dense ? attn_row(it, op->out, h, 0) : tmp;
-        /* (n, dh) · (keys, dh)ᵀ → (n, keys) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, it->n, keys, dh, alpha, q, H * dh, k,
-                    Hk * dh, 0.0f, dst, keys);
-        for (int i = 0; !dense && i < it->n; i++)
-            memcpy(attn_row(it, op->out, h, i), tmp + (size_t)i * keys, (size_t)(it->p0 + i + 1) * sizeof(float));
-    }
-}
-
-static void op_scores(as_interp *it, const as_op *op)
-{
-    const as_config *c = &it->model->cfg;
-    int H = c->n_head, dh = c->d_head, keys = it->p0 + it->n;
-    attn_job j = {it, op};
-    if (it->n == 1) {
-        bool big = (long)keys * dh * H >= 8192;
-        as_pool_run(big ? it->pool : NULL, scores_task, &j, (keys + KEYS_PER_TASK - 1) / KEYS_PER_TASK);
-        return;
-    }
-    as_pool_run(it->pool, span_scores_task, &j, span_tasks(it));
-}
-
-/* A span's pattern as a dense (n, keys) matrix, zeros above the diagonal:
- * uncaptured patterns are stored so (op_softmax zeroes their tails),
- * captured triangles are gathered into tmp. */
-static const float *dense_pattern(as_interp *it, int hook, int h, float *tmp)
-{
-    int keys = it->p0 + it->n;
-    if (!as_capture_has(it->cap, hook))
-        return attn_row(it, hook, h, 0);
-    for (int i = 0; i < it->n; i++) {
-        float *dst = tmp + (size_t)i * keys;
-        int len = it->p0 + i + 1;
-        memcpy(dst, attn_row(it, hook, h, i), (size_t)len * sizeof *dst);
-        memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
-    }
-    return tmp;
-}
-
-/* z of a span for task t's heads: pattern · v, one sgemm per head. */
-static void span_mix_task(void *ctx, int t)
-{
-    const attn_job *j = ctx;
-    as_interp *it = j->it;
-    const as_config *c = &it->model->cfg;
-    int H = c->n_head, Hk = c->n_head_kv, dh = c->d_head, keys = it->p0 + it->n, T = span_tasks(it);
-    float *tmp = it->tmp + (size_t)t * (size_t)it->n * (size_t)keys;
-    for (int h = H * t / T; h < H * (t + 1) / T; h++) {
-        const float *v = kv_row(it, j->op->in[1], 0) + (h / (H / Hk)) * dh;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, it->n, dh, keys, 1.0f,
-                    dense_pattern(it, j->op->in[0], h, tmp), keys, v, Hk * dh, 0.0f,
-                    row(it, j->op->out, 0) + h * dh, H * dh);
-    }
-}
-
-static void op_mix(as_interp *it, const as_op *op)
-{
-    const as_config *c = &it->model->cfg;
-    int H = c->n_head, dh = c->d_head, keys = it->p0 + it->n;
-    attn_job j = {it, op};
-    if (it->n == 1) {
-        bool big = (long)keys * dh * H >= 8192;
-        as_pool_run(big ? it->pool : NULL, mix_task, &j, (H + HEADS_PER_TASK - 1) / HEADS_PER_TASK);
-        return;
-    }
-    as_pool_run(it->pool, span_mix_task, &j, span_tasks(it));
-}
-
-static void op_softmax(as_interp *it, const as_op *op)
-{
-    int keys = it->p0 + it->n;
-    bool dense = it->n > 1 && !as_capture_has(it->cap, op->out);
-    for (int h = 0; h < it->prog->hooks[op->out].width; h++)
-        for (int i = 0; i < it->n; i++) {
-            int len = it->p0 + i + 1;
-            float *y = attn_row(it, op->out, h, i);
-            as_softmax(attn_row(it, op->in[0], h, i), y, len);
-            if (dense)
-                memset(y + len, 0, (size_t)(keys - len) * sizeof *y);
-        }
-}
-
-/* Rotary angles depend on the position only: computed once per pass (in
- * the buffer setup_span sized), not once per layer and per q and k. */
+/* Rotary angles depend on the position only: computed once per pass and
+ * rotary setting (in the buffer setup_span sized), not once per layer and
+ * per q and k. */
 static void op_rope(as_interp *it, const as_op *op)
 {
-    const as_config *c = &it->model->cfg;
     const as_hook *out = &it->prog->hooks[op->out];
-    for (int i = 0; !it->rope_ready && i < it->n; i++)
-        as_rope_angles(it->rope + 2 * (size_t)i * (size_t)c->rope_dim, c->rope_dim, it->p0 + i, c->rope_base);
-    it->rope_ready = true;
-    for (int i = 0; i < it->n; i++)
-        as_rope_apply(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], c->rope_dim,
-                      it->rope + 2 * (size_t)i * (size_t)c->rope_dim);
+    const as_stream_state *st = span_of(it, op->out);
+    int key[3];
+    key[0] = out->stream, key[1] = op->rope_dim;
+    memcpy(&key[2], &op->rope_base, sizeof key[2]);
+    if (memcmp(key, it->rope_key, sizeof key)) {
+        for (int i = 0; i < st->n; i++)
+            as_rope_angles(it->rope + 2 * (size_t)i * (size_t)op->rope_dim, op->rope_dim, st->p0 + i, op->rope_base);
+        memcpy(it->rope_key, key, sizeof key);
+    }
+    for (int i = 0; i < st->n; i++)
+        as_rope_apply(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], op->rope_dim,
+                      it->rope + 2 * (size_t)i * (size_t)op->rope_dim);
 }
 
 static void op_norm(as_interp *it, const as_op *op)
 {
-    int d = it->model->cfg.d_model;
-    for (int i = 0; i < it->n; i++) {
+    const as_stream_state *st = span_of(it, op->out);
+    bool rms = op->norm == AS_NORM_RMS;
+    for (int i = 0; i < st->n; i++) {
         if (op->kind == AS_OP_NORM_SCALE) {
-            as_norm_stat *st = &it->cap->stats[op->out][it->p0 + i];
-            as_norm_measure(row(it, op->in[0], i), d, it->model->cfg.eps, op->rms, st);
-            row(it, op->out, i)[0] = st->scale;
+            as_norm_stat *ns = &it->cap->stats[op->out][st->p0 + i];
+            as_norm_measure(row(it, op->in[0], i), op->n_in, op->eps, rms, ns);
+            row(it, op->out, i)[0] = ns->scale;
         } else {
             /* Use the scale hook's value, so an intervention on it takes effect. */
-            as_norm_stat st = it->cap->stats[op->in[1]][it->p0 + i];
-            st.scale = row(it, op->in[1], i)[0];
-            as_norm_apply(row(it, op->in[0], i), d, &st, op->rms, op->w, op->b, row(it, op->out, i));
+            as_norm_stat ns = it->cap->stats[op->in[1]][st->p0 + i];
+            ns.scale = row(it, op->in[1], i)[0];
+            as_norm_apply(row(it, op->in[0], i), op->n_in, &ns, rms, op->nw, op->b, row(it, op->out, i));
         }
     }
 }
 
 static void op_linear(as_interp *it, const as_op *op)
 {
-    if (it->n == 1 || (op->last_row_only && !as_capture_has(it->cap, op->out))) {
-        int i = it->n - 1;
-        as_matvec(it->pool, row(it, op->in[0], i), op->n_in, op->w, op->n_out, op->b, row(it, op->out, i));
+    int n = span_of(it, op->out)->n;
+    if (n == 1 || (op->last_row_only && !as_capture_has(it->cap, op->out))) {
+        as_matvec(it->pool, row(it, op->in[0], n - 1), &op->w, op->b, row(it, op->out, n - 1));
         return;
     }
-    as_linear_pool(it->pool, row(it, op->in[0], 0), it->n, op->n_in, op->w, op->n_out, op->b,
-                   row(it, op->out, 0));
+    as_linear_pool(it->pool, row(it, op->in[0], 0), n, &op->w, op->b, row(it, op->out, 0));
 }
 
 static void exec(as_interp *it, const as_op *op)
 {
-    const as_model *m = it->model;
     const as_hook *out = &it->prog->hooks[op->out];
-    int d = m->cfg.d_model;
-    long span = (long)it->n * out->width;
+    const as_stream_state *st = &it->st[out->stream];
+    long span = (long)st->n * out->width;
     switch (op->kind) {
     case AS_OP_EMBED:
-        for (int i = 0; i < it->n; i++)
-            memcpy(row(it, op->out, i), m->tok_embd + (size_t)it->tokens[it->p0 + i] * d, (size_t)d * 4);
+        for (int i = 0; i < st->n; i++)
+            as_weight_row(&op->w, st->tokens[st->p0 + i], row(it, op->out, i));
         break;
     case AS_OP_POS_EMBED:
-        memcpy(row(it, op->out, 0), m->pos_embd + (size_t)it->p0 * d, (size_t)span * 4);
+        for (int i = 0; i < st->n; i++)
+            as_weight_row(&op->w, st->p0 + i, row(it, op->out, i));
         break;
     case AS_OP_ADD:
         as_add(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), span);
@@ -401,13 +309,13 @@ static void exec(as_interp *it, const as_op *op)
         op_rope(it, op);
         break;
     case AS_OP_SCORES:
-        op_scores(it, op);
+        as_attn_scores(it, op);
         break;
     case AS_OP_SOFTMAX:
-        op_softmax(it, op);
+        as_attn_softmax(it, op);
         break;
     case AS_OP_MIX:
-        op_mix(it, op);
+        as_attn_mix(it, op);
         break;
     case AS_OP_GELU:
         as_gelu_tanh(row(it, op->in[0], 0), row(it, op->out, 0), (int)span);
@@ -436,19 +344,26 @@ static bool scan(as_interp *it, int h, int pos, const float *x, int len, int bas
 static void check_finite(as_interp *it, const as_op *op)
 {
     const as_hook *hk = &it->prog->hooks[op->out];
+    const as_stream_state *st = &it->st[hk->stream];
     if (it->nonfinite.found)
         return;
-    int first = op->last_row_only && !as_capture_has(it->cap, op->out) ? it->n - 1 : 0;
-    for (int i = first; i < it->n; i++) {
-        int q = it->p0 + i;
+    int first = op->last_row_only && !as_capture_has(it->cap, op->out) ? st->n - 1 : 0;
+    for (int i = first; i < st->n; i++) {
+        int q = st->p0 + i;
         if (!hk->is_attn) {
             if (scan(it, op->out, q, row(it, op->out, i), hk->width, 0))
                 return;
             continue;
         }
-        for (int head = 0; head < hk->width; head++)
-            if (scan(it, op->out, q, attn_row(it, op->out, head, i), q + 1, head * (q + 1)))
+        const as_attn *a = &it->prog->attn[hk->attn];
+        int len = attn_row_len(it, a, i);
+        for (int head = 0; head < hk->width; head++) {
+            const float *x = as_interp_attn_row(it, op->out, head, i);
+            /* A window's hidden keys hold -inf by design: scan what is seen. */
+            int k0 = a->mask == AS_MASK_WINDOW && q - a->window + 1 > 0 ? q - a->window + 1 : 0;
+            if (scan(it, op->out, q, x + k0, len - k0, head * len + k0))
                 return;
+        }
     }
 }
 
@@ -461,8 +376,9 @@ int as_rule_len(const as_interp *it, const as_rule *r)
 static void apply_rule(as_interp *it, const as_rule *r)
 {
     int len = as_rule_len(it, r), off = r->head >= 0 ? r->head * len : 0;
-    for (int i = 0; i < it->n; i++) {
-        int pos = it->p0 + i;
+    const as_stream_state *st = span_of(it, r->hook);
+    for (int i = 0; i < st->n; i++) {
+        int pos = st->p0 + i;
         if (r->pos >= 0 && r->pos != pos)
             continue;
         float *dst = row(it, r->hook, i) + off;
@@ -496,17 +412,18 @@ static bool watch_holds(const as_rule *r, const float *x, int len, int *at, floa
            (r->cond == AS_WATCH_MEAN_LT && mean < r->threshold);
 }
 
-/* Checks a watch over the span's rows (attention: each head's causal row). */
+/* Checks a watch over the span's rows (attention: each head's row). */
 static bool check_watch(as_interp *it, int k)
 {
     const as_rule *r = &it->rules[k];
     const as_hook *h = &it->prog->hooks[r->hook];
-    for (int i = 0; i < it->n; i++) {
-        int q = it->p0 + i, at;
+    const as_stream_state *st = &it->st[h->stream];
+    for (int i = 0; i < st->n; i++) {
+        int q = st->p0 + i, at;
         float val;
         for (int head = 0; head < (h->is_attn ? h->width : 1); head++) {
-            const float *x = h->is_attn ? attn_row(it, r->hook, head, i) : row(it, r->hook, i);
-            int len = h->is_attn ? q + 1 : h->width;
+            const float *x = h->is_attn ? as_interp_attn_row(it, r->hook, head, i) : row(it, r->hook, i);
+            int len = h->is_attn ? attn_row_len(it, &it->prog->attn[h->attn], i) : h->width;
             if (watch_holds(r, x, len, &at, &val)) {
                 it->watch_hit = (as_watch_hit){k, r->hook, q, at < 0 ? at : head * len + at, val};
                 return true;
@@ -542,7 +459,7 @@ int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *er
     *dst = *r;
     dst->values = NULL;
     if (r->values) {
-        size_t n = len * (r->per_position ? (size_t)it->n_ctx : 1);
+        size_t n = len * (r->per_position ? (size_t)span_of(it, r->hook)->n_ctx : 1);
         dst->values = malloc(n * sizeof *dst->values);
         if (!dst->values)
             return as_error_set(err, "out of memory");
@@ -550,6 +467,17 @@ int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *er
     }
     it->n_rules++;
     return AS_OK;
+}
+
+void as_interp_rules_off(as_interp *it, bool off)
+{
+    it->rules_off = off;
+}
+
+void as_interp_truncate_rules(as_interp *it, int n)
+{
+    while (it->n_rules > n)
+        free(it->rules[--it->n_rules].values);
 }
 
 int as_interp_clear_rules(as_interp *it, bool watches)
@@ -579,13 +507,13 @@ static void linear_ahead(as_interp *it, long budget)
     const as_op *op = &p->ops[it->pc];
     as_matvec_spec s[AS_MATVEC_MAX];
     int k = 0;
-    if (it->n != 1 || op->kind != AS_OP_LINEAR || it->pc < it->ready_until)
+    if (op->kind != AS_OP_LINEAR || span_of(it, op->out)->n != 1 || it->pc < it->ready_until)
         return;
     for (; k < AS_MATVEC_MAX && k < budget && it->pc + k < p->n_ops; k++) {
         const as_op *o = &p->ops[it->pc + k];
         if (o->kind != AS_OP_LINEAR || o->in[0] != op->in[0])
             break;
-        s[k] = (as_matvec_spec){row(it, o->in[0], 0), o->w, o->b, row(it, o->out, 0), o->n_in, o->n_out};
+        s[k] = (as_matvec_spec){row(it, o->in[0], 0), &o->w, o->b, row(it, o->out, 0)};
     }
     if (k < 2)
         return;
@@ -593,27 +521,60 @@ static void linear_ahead(as_interp *it, long budget)
     it->ready_until = it->pc + k;
 }
 
+/* The pass is over: every stream's span is done. */
+static void end_pass(as_interp *it)
+{
+    it->in_pass = false;
+    for (int s = 0; s < it->prog->n_streams; s++)
+        it->st[s].n_done = it->st[s].p0 + it->st[s].n;
+}
+
+/* Ops of a stream with nothing new in this pass are passed over (an
+ * encoder already run while the decoder generates). */
+static void skip_idle(as_interp *it)
+{
+    while (it->pc < it->prog->n_ops && span_of(it, it->prog->ops[it->pc].out)->n == 0)
+        it->pc++;
+    if (it->pc == it->prog->n_ops)
+        end_pass(it);
+}
+
 static bool run_op(as_interp *it)
 {
     const as_op *op = &it->prog->ops[it->pc];
+    const as_stream_state *st = span_of(it, op->out);
     if (it->pc >= it->ready_until)
         exec(it, op);
     bool fired = apply_rules(it, op->out);
     check_finite(it, op);
     if (as_capture_has(it->cap, op->out))
-        it->cap->filled[op->out] = it->p0 + it->n;
-    if (++it->pc == it->prog->n_ops) {
-        it->in_pass = false;
-        it->n_done = it->p0 + it->n;
-    }
+        it->cap->filled[op->out] = st->p0 + st->n;
+    it->pc++;
+    skip_idle(it);
     return fired;
 }
 
-static int begin_pass(as_interp *it, as_error *err)
+/* This pass's spans: a causal stream's new positions, all of any other
+ * stream whose input changed; false when no stream has anything new. */
+static bool next_spans(const as_interp *it, as_pass *ps)
 {
-    if (enter_pass(it, it->n_done, it->n_tokens - it->n_done, err))
+    bool any = false;
+    for (int s = 0; s < it->prog->n_streams; s++) {
+        const as_stream_state *st = &it->st[s];
+        bool pending = st->n_done < st->n_tokens;
+        ps->p0[s] = it->prog->streams[s].causal || !pending ? st->n_done : 0;
+        ps->n[s] = pending ? st->n_tokens - ps->p0[s] : 0;
+        any |= pending;
+    }
+    return any;
+}
+
+static int begin_pass(as_interp *it, const as_pass *ps, as_error *err)
+{
+    if (enter_pass(it, ps, err))
         return AS_ERR;
-    it->pass_starts[it->n_passes++] = it->p0;
+    it->passes[it->n_passes++] = *ps;
+    skip_idle(it);
     return AS_OK;
 }
 
@@ -621,10 +582,17 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
 {
     *stop = AS_STOP_IDLE;
     if (!it->in_pass) {
-        if (it->n_done >= it->n_tokens)
+        as_pass ps;
+        if (!next_spans(it, &ps))
             return AS_OK;
-        if (begin_pass(it, err))
+        if (it->n_passes == it->cap_passes)
+            return as_error_set(err, "too many passes over this input (%d)", it->n_passes);
+        if (begin_pass(it, &ps, err))
             return AS_ERR;
+        if (!it->in_pass) {
+            *stop = AS_STOP_PASS_END;
+            return AS_OK;
+        }
     }
     int layer = it->prog->ops[it->pc].layer;
     for (long done = 0;; ) {
@@ -663,32 +631,35 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
 static int restore(as_interp *it, int j, int pc, as_error *err)
 {
     const as_program *p = it->prog;
-    int p0 = it->pass_starts[j];
-    int end = j + 1 < it->n_passes ? it->pass_starts[j + 1] : it->n_tokens;
+    as_pass ps = it->passes[j];
     it->n_passes = j + 1;
-    it->n_done = p0;
-    if (enter_pass(it, p0, end - p0, err))
+    for (int s = 0; s < p->n_streams; s++)
+        it->st[s].n_done = ps.p0[s];
+    if (enter_pass(it, &ps, err))
         return AS_ERR;
     bool replay = false;
     for (int o = 0; o < p->n_ops; o++) {
-        int h = p->ops[o].out;
+        int h = p->ops[o].out, p0 = ps.p0[p->hooks[h].stream];
         if (o < pc)
             replay |= !as_capture_has(it->cap, h);
         else if (it->cap->filled[h] > p0)
             it->cap->filled[h] = p0;
     }
-    for (int h = 0; h < p->n_hooks; h++)
-        if (it->cap->filled[h] > end)
-            it->cap->filled[h] = end;
+    for (int h = 0; h < p->n_hooks; h++) {
+        int s = p->hooks[h].stream;
+        if (it->cap->filled[h] > ps.p0[s] + ps.n[s])
+            it->cap->filled[h] = ps.p0[s] + ps.n[s];
+    }
     /* Ops are deterministic and only write their own hook (and this span's
      * KV rows), so replaying from the pass start gives the same state. */
+    skip_idle(it);
     if (replay)
         while (it->pc < pc && it->in_pass)
             run_op(it);
     it->pc = pc;
     it->in_pass = pc < p->n_ops;
     if (!it->in_pass)
-        it->n_done = end;
+        end_pass(it);
     return AS_OK;
 }
 
@@ -706,12 +677,13 @@ int as_interp_back(as_interp *it, long n, as_error *err)
 
 const float *as_interp_logits(const as_interp *it)
 {
-    int h = it->prog->ops[it->prog->n_ops - 1].out;
-    if (it->in_pass || it->n_done == 0 || it->n_done != it->n_tokens || it->n_passes == 0)
+    int h = it->prog->ops[it->prog->unembed].out;
+    const as_stream_state *st = it->out;
+    if (it->in_pass || st->n_done == 0 || st->n_done != st->n_tokens || it->n_passes == 0)
         return NULL;
     if (as_capture_has(it->cap, h))
-        return as_capture_row(it->cap, h, it->n_done - 1);
-    return row(it, h, it->n - 1);
+        return as_capture_row(it->cap, h, st->n_done - 1);
+    return row(it, h, st->n - 1);
 }
 
 const as_op *as_interp_current(const as_interp *it)

@@ -144,8 +144,11 @@ float as_dot(const float *a, const float *b, int n)
     return s;
 }
 
-void as_matvec_rows(const float *x, int in, const float *w, const float *b, float *y, int r0, int r1)
+void as_matvec_rows(const float *x, const as_weight *wt, const float *b, float *y, int r0, int r1)
 {
+    /* INTERIM (lead's shim until the typed kernels land): F32 only */
+    int in = wt->cols;
+    const float *w = wt->data;
     as_matvec_rows_ld(x, in, w, (size_t)in, y, r0, r1);
     if (b)
         for (int r = r0; r < r1; r++)
@@ -225,8 +228,8 @@ static void matvec_task(void *ctx, int t)
     while (t >= j->first[i + 1])
         i++;
     const as_matvec_spec *s = &j->s[i];
-    int r0 = (t - j->first[i]) * j->rows[i], r1 = r0 + j->rows[i] < s->out ? r0 + j->rows[i] : s->out;
-    as_matvec_rows(s->x, s->in, s->w, s->b, s->y, r0, r1);
+    int r0 = (t - j->first[i]) * j->rows[i], r1 = r0 + j->rows[i] < s->w->rows ? r0 + j->rows[i] : s->w->rows;
+    as_matvec_rows(s->x, s->w, s->b, s->y, r0, r1);
 }
 
 void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n)
@@ -241,30 +244,31 @@ void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n)
     matvec_job j = {s, n, {0}, {0}};
     long work = 0;
     for (int i = 0; i < n; i++) {
-        long per_thread = ((long)s[i].in * s[i].out + 262143L * threads) / (262144L * threads);
-        j.rows[i] = (int)(((s[i].out + per_thread * threads - 1) / (per_thread * threads) + 15) / 16 * 16);
-        j.first[i + 1] = j.first[i] + (s[i].out + j.rows[i] - 1) / j.rows[i];
-        work += (long)s[i].in * s[i].out;
+        long in = s[i].w->cols, out = s[i].w->rows;
+        long per_thread = (in * out + 262143L * threads) / (262144L * threads);
+        j.rows[i] = (int)(((out + per_thread * threads - 1) / (per_thread * threads) + 15) / 16 * 16);
+        j.first[i + 1] = j.first[i] + (int)((out + j.rows[i] - 1) / j.rows[i]);
+        work += in * out;
     }
     if (work < 65536 || threads == 1) {
         for (int i = 0; i < n; i++)
-            as_matvec_rows(s[i].x, s[i].in, s[i].w, s[i].b, s[i].y, 0, s[i].out);
+            as_matvec_rows(s[i].x, s[i].w, s[i].b, s[i].y, 0, s[i].w->rows);
         return;
     }
     as_pool_run(pool, matvec_task, &j, j.first[n]);
 }
 
-void as_matvec(as_pool *pool, const float *x, int in, const float *w, int out, const float *b, float *y)
+void as_matvec(as_pool *pool, const float *x, const as_weight *w, const float *b, float *y)
 {
-    as_matvec_spec s = {x, w, b, y, in, out};
+    as_matvec_spec s = {x, w, b, y};
     as_matvec_many(pool, &s, 1);
 }
 
 /* ---------------------------------------------------------------- layers */
 
-void as_linear(const float *x, int n, int in, const float *w, int out, const float *b, float *y)
+void as_linear(const float *x, int n, const as_weight *w, const float *b, float *y)
 {
-    as_linear_pool(NULL, x, n, in, w, out, b, y);
+    as_linear_pool(NULL, x, n, w, b, y);
 }
 
 typedef struct gemm_job {
@@ -287,12 +291,14 @@ static void gemm_task(void *ctx, int t)
                 j->w + (long)c0 * j->in, j->in, j->b ? 1.0f : 0.0f, j->y + c0, j->out);
 }
 
-void as_linear_pool(as_pool *pool, const float *x, int n, int in, const float *w, int out, const float *b, float *y)
+void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, const float *b, float *y)
 {
+    int in = wt->cols, out = wt->rows;
+    const float *w = wt->data; /* INTERIM: F32 only */
     if (n == 1) {
         /* One position: the same kernel the interpreter's decode path uses,
          * so every consumer of a row computes it identically. */
-        as_matvec(pool, x, in, w, out, b, y);
+        as_matvec(pool, x, wt, b, y);
         return;
     }
     /* One slice per thread, cut at multiples of 64 features (whole

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *as_arch_name(as_arch a)
+const char *as_model_arch_name(const as_model *m)
 {
-    return a == AS_ARCH_GPT2 ? "gpt2" : "llama";
+    return m->arch->gguf_name;
 }
 
 /* Reads a required positive integer hyperparameter "{arch}.{suffix}". */
@@ -30,18 +30,8 @@ static int get_dim(const as_gguf *g, const char *arch, const char *suffix, int *
     return AS_OK;
 }
 
-static int read_config(as_config *c, const as_gguf *g, as_error *err)
+int as_config_read_common(as_config *c, const as_gguf *g, const char *arch, const char *eps_key, as_error *err)
 {
-    const char *arch;
-    if (as_gguf_get_str(g, "general.architecture", &arch, err))
-        return AS_ERR;
-    if (!strcmp(arch, "gpt2"))
-        c->arch = AS_ARCH_GPT2;
-    else if (!strcmp(arch, "llama"))
-        c->arch = AS_ARCH_LLAMA;
-    else
-        return as_error_set(err, "%s: architecture '%s' is not supported (attnscope runs gpt2 and llama)",
-                            g->path, arch);
     if (get_dim(g, arch, "context_length", &c->n_ctx, err) ||
         get_dim(g, arch, "embedding_length", &c->d_model, err) ||
         get_dim(g, arch, "block_count", &c->n_layer, err) ||
@@ -61,31 +51,39 @@ static int read_config(as_config *c, const as_gguf *g, as_error *err)
                             g->path, c->n_head, c->n_head_kv);
     c->d_head = c->d_model / c->n_head;
     c->eps = 1e-5f;
-    snprintf(key, sizeof key, c->arch == AS_ARCH_GPT2 ? "%s.attention.layer_norm_epsilon"
-                                                      : "%s.attention.layer_norm_rms_epsilon", arch);
+    snprintf(key, sizeof key, "%s.%s", arch, eps_key);
     if (as_gguf_get_f32_opt(g, key, &c->eps, err))
         return AS_ERR;
     /* A negative or NaN epsilon makes every norm NaN: refuse it here, by name. */
     if (!(c->eps >= 0.0f && c->eps < 1.0f))
         return as_error_set(err, "%s: %s = %g must be a finite number from 0 to 1", g->path, key, c->eps);
     c->rope_base = 10000.0f;
-    c->rope_dim = c->d_head;
-    if (c->arch == AS_ARCH_LLAMA) {
-        uint32_t rd = (uint32_t)c->d_head;
-        snprintf(key, sizeof key, "%s.rope.freq_base", arch);
-        if (as_gguf_get_f32_opt(g, key, &c->rope_base, err))
-            return AS_ERR;
-        if (!(c->rope_base > 1.0f && c->rope_base <= 1e30f))
-            return as_error_set(err, "%s: %s = %g must be a finite number above 1", g->path, key, c->rope_base);
-        snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
-        if (as_gguf_get_u32_opt(g, key, &rd, err))
-            return AS_ERR;
-        if (rd == 0 || rd > (uint32_t)c->d_head || rd % 2)
-            return as_error_set(err, "%s: %s = %u must be even and at most the head size %d "
-                                "(embedding_length %d / head_count %d)",
-                                g->path, key, rd, c->d_head, c->d_model, c->n_head);
-        c->rope_dim = (int)rd;
-    }
+    c->rope_dim = 0;
+    return AS_OK;
+}
+
+int as_config_read_rope(as_config *c, const as_gguf *g, const char *arch, as_error *err)
+{
+    char key[128];
+    uint32_t rd = (uint32_t)c->d_head;
+    snprintf(key, sizeof key, "%s.rope.freq_base", arch);
+    if (as_gguf_get_f32_opt(g, key, &c->rope_base, err))
+        return AS_ERR;
+    if (!(c->rope_base > 1.0f && c->rope_base <= 1e30f))
+        return as_error_set(err, "%s: %s = %g must be a finite number above 1", g->path, key, c->rope_base);
+    snprintf(key, sizeof key, "%s.rope.dimension_count", arch);
+    if (as_gguf_get_u32_opt(g, key, &rd, err))
+        return AS_ERR;
+    if (rd == 0 || rd > (uint32_t)c->d_head || rd % 2)
+        return as_error_set(err, "%s: %s = %u must be even and at most the head size %d "
+                            "(embedding_length %d / head_count %d)",
+                            g->path, key, rd, c->d_head, c->d_model, c->n_head);
+    c->rope_dim = (int)rd;
+    return AS_OK;
+}
+
+static void read_name(as_config *c, const as_gguf *g)
+{
     const char *name = NULL;
     as_error ignore;
     if (as_gguf_find(g, "general.name") && as_gguf_get_str(g, "general.name", &name, &ignore) == AS_OK)
@@ -97,14 +95,12 @@ static int read_config(as_config *c, const as_gguf *g, as_error *err)
         if (dot)
             *dot = '\0';
     }
-    return AS_OK;
 }
 
-/* Returns the tensor's data as float32 with its shape checked against the
- * expected ne (ne1 == 0 for a vector). Missing tensors are an error unless
- * optional, in which case *out is NULL. */
-static int get_tensor(as_model *m, const char *name, uint64_t ne0, uint64_t ne1, bool optional,
-                      const float **out, as_error *err)
+/* The tensor `name` with its shape checked against ne (ne1 == 0 for a
+ * vector); NULL if absent. */
+static int find_tensor(const as_model *m, const char *name, uint64_t ne0, uint64_t ne1, bool optional,
+                       const as_gguf_tensor **out, as_error *err)
 {
     const as_gguf *g = m->gguf;
     const as_gguf_tensor *t = as_gguf_tensor_find(g, name);
@@ -113,7 +109,7 @@ static int get_tensor(as_model *m, const char *name, uint64_t ne0, uint64_t ne1,
         if (optional)
             return AS_OK;
         return as_error_set(err, "%s: tensor '%s' is missing (a %s model needs it)", g->path, name,
-                            as_arch_name(m->cfg.arch));
+                            m->arch->gguf_name);
     }
     uint32_t want_dims = ne1 ? 2 : 1;
     bool ok = t->ne[0] == ne0 && (ne1 ? t->ne[1] == ne1 : 1) && t->ne[2] == 1 && t->ne[3] == 1 &&
@@ -131,7 +127,34 @@ static int get_tensor(as_model *m, const char *name, uint64_t ne0, uint64_t ne1,
                             (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
                             (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], want);
     }
-    m->weight_bytes += t->n_elements * sizeof(float);
+    *out = t;
+    return AS_OK;
+}
+
+int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows, bool optional,
+                    as_weight *out, as_error *err)
+{
+    const as_gguf_tensor *t;
+    memset(out, 0, sizeof *out);
+    if (find_tensor(m, name, cols, rows, optional, &t, err))
+        return AS_ERR;
+    if (!t)
+        return AS_OK;
+    if (as_weight_from_tensor(out, t, err))
+        return AS_ERR;
+    m->weight_bytes += as_weight_bytes(out);
+    return AS_OK;
+}
+
+int as_model_vector(as_model *m, const char *name, uint64_t n, bool optional, const float **out, as_error *err)
+{
+    const as_gguf_tensor *t;
+    *out = NULL;
+    if (find_tensor(m, name, n, 0, optional, &t, err))
+        return AS_ERR;
+    if (!t)
+        return AS_OK;
+    m->weight_bytes += t->n_bytes;
     if (t->type == AS_GGML_F32 && ((uintptr_t)t->data % sizeof(float)) == 0) {
         *out = (const float *)t->data;
         return AS_OK;
@@ -142,7 +165,7 @@ static int get_tensor(as_model *m, const char *name, uint64_t ne0, uint64_t ne1,
         free(buf);
         if (owned)
             m->owned = owned;
-        return as_error_set(err, "%s: out of memory for tensor '%s'", g->path, name);
+        return as_error_set(err, "%s: out of memory for tensor '%s'", m->gguf->path, name);
     }
     m->owned = owned;
     m->owned[m->n_owned++] = buf;
@@ -152,115 +175,18 @@ static int get_tensor(as_model *m, const char *name, uint64_t ne0, uint64_t ne1,
     return AS_OK;
 }
 
-static int load_layer_gpt2(as_model *m, int l, as_error *err)
-{
-    const as_config *c = &m->cfg;
-    as_layer *L = &m->layers[l];
-    uint64_t d = (uint64_t)c->d_model, f = (uint64_t)c->d_ff;
-    char n[96];
-    const float *qkv, *qkv_b;
-#define T(field, suffix, a, b, opt)                                     \
-    snprintf(n, sizeof n, "blk.%d.%s", l, suffix);                      \
-    if (get_tensor(m, n, a, b, opt, &L->field, err))                    \
-        return AS_ERR;
-    T(attn_norm_w, "attn_norm.weight", d, 0, false)
-    T(attn_norm_b, "attn_norm.bias", d, 0, false)
-    T(wo, "attn_output.weight", d, d, false)
-    T(bo, "attn_output.bias", d, 0, true)
-    T(ffn_norm_w, "ffn_norm.weight", d, 0, false)
-    T(ffn_norm_b, "ffn_norm.bias", d, 0, false)
-    T(w_up, "ffn_up.weight", d, f, false)
-    T(b_up, "ffn_up.bias", f, 0, true)
-    T(w_down, "ffn_down.weight", f, d, false)
-    T(b_down, "ffn_down.bias", d, 0, true)
-#undef T
-    snprintf(n, sizeof n, "blk.%d.attn_qkv.weight", l);
-    if (get_tensor(m, n, d, 3 * d, false, &qkv, err))
-        return AS_ERR;
-    snprintf(n, sizeof n, "blk.%d.attn_qkv.bias", l);
-    if (get_tensor(m, n, 3 * d, 0, true, &qkv_b, err))
-        return AS_ERR;
-    /* The fused matrix holds Q's rows, then K's, then V's. */
-    L->wq = qkv;
-    L->wk = qkv + d * d;
-    L->wv = qkv + 2 * d * d;
-    if (qkv_b) {
-        L->bq = qkv_b;
-        L->bk = qkv_b + d;
-        L->bv = qkv_b + 2 * d;
-    }
-    return AS_OK;
-}
-
-static int load_layer_llama(as_model *m, int l, as_error *err)
-{
-    const as_config *c = &m->cfg;
-    as_layer *L = &m->layers[l];
-    uint64_t d = (uint64_t)c->d_model, f = (uint64_t)c->d_ff;
-    uint64_t kv = (uint64_t)c->n_head_kv * (uint64_t)c->d_head;
-    char n[96];
-#define T(field, suffix, a, b)                                          \
-    snprintf(n, sizeof n, "blk.%d.%s", l, suffix);                      \
-    if (get_tensor(m, n, a, b, false, &L->field, err))                  \
-        return AS_ERR;
-    T(attn_norm_w, "attn_norm.weight", d, 0)
-    T(wq, "attn_q.weight", d, d)
-    /* Their width comes from three hyperparameters: say which. */
-    if (get_tensor(m, (snprintf(n, sizeof n, "blk.%d.attn_k.weight", l), n), d, kv, false, &L->wk, err) ||
-        get_tensor(m, (snprintf(n, sizeof n, "blk.%d.attn_v.weight", l), n), d, kv, false, &L->wv, err)) {
-        char first[sizeof err->msg];
-        snprintf(first, sizeof first, "%s", err->msg);
-        return as_error_set(err, "%s (%llu = head_count_kv %d x head size %d, the head size being "
-                            "embedding_length %d / head_count %d)", first, (unsigned long long)kv,
-                            c->n_head_kv, c->d_head, c->d_model, c->n_head);
-    }
-    T(wo, "attn_output.weight", d, d)
-    T(ffn_norm_w, "ffn_norm.weight", d, 0)
-    T(w_gate, "ffn_gate.weight", d, f)
-    T(w_up, "ffn_up.weight", d, f)
-    T(w_down, "ffn_down.weight", f, d)
-#undef T
-    return AS_OK;
-}
-
-static int load_weights(as_model *m, as_error *err)
-{
-    const as_config *c = &m->cfg;
-    uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
-    bool gpt2 = c->arch == AS_ARCH_GPT2;
-    if (get_tensor(m, "token_embd.weight", d, v, false, &m->tok_embd, err))
-        return AS_ERR;
-    if (gpt2 && get_tensor(m, "position_embd.weight", d, (uint64_t)c->n_ctx, false, &m->pos_embd, err))
-        return AS_ERR;
-    if (get_tensor(m, "output_norm.weight", d, 0, false, &m->out_norm_w, err))
-        return AS_ERR;
-    if (gpt2 && get_tensor(m, "output_norm.bias", d, 0, false, &m->out_norm_b, err))
-        return AS_ERR;
-    if (get_tensor(m, "output.weight", d, v, true, &m->output, err))
-        return AS_ERR;
-    m->tied = m->output == NULL;
-    if (m->tied)
-        m->output = m->tok_embd;
-    m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
-    if (!m->layers)
-        return as_error_set(err, "%s: out of memory", m->path);
-    for (int l = 0; l < c->n_layer; l++)
-        if ((gpt2 ? load_layer_gpt2 : load_layer_llama)(m, l, err))
-            return AS_ERR;
-    return AS_OK;
-}
-
-/* Tensors of blocks past block_count mean the count is wrong (a half-done
- * conversion): running fewer layers than were trained would mislead. */
-static int check_extra_layers(const as_model *m, as_error *err)
+int as_model_check_blocks(const as_model *m, const char *prefix, as_error *err)
 {
     const as_gguf *g = m->gguf;
+    size_t n = strlen(prefix);
     for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const char *name = g->tensors[i].name;
         unsigned long l;
         int used = 0;
-        if (sscanf(g->tensors[i].name, "blk.%lu.%n", &l, &used) == 1 && used > 0 && l >= (unsigned long)m->cfg.n_layer)
+        if (!strncmp(name, prefix, n) && sscanf(name + n, "%lu.%n", &l, &used) == 1 && used > 0 &&
+            l >= (unsigned long)m->cfg.n_layer)
             return as_error_set(err, "%s: %s.block_count is %d but the file has tensors for block %lu (%s)",
-                                g->path, as_arch_name(m->cfg.arch), m->cfg.n_layer, l, g->tensors[i].name);
+                                g->path, m->arch->gguf_name, m->cfg.n_layer, l, name);
     }
     return AS_OK;
 }
@@ -343,6 +269,20 @@ static void scan_nonfinite(as_model *m)
     free(row);
 }
 
+static int find_arch(as_model *m, as_error *err)
+{
+    const char *arch;
+    char names[256];
+    if (as_gguf_get_str(m->gguf, "general.architecture", &arch, err))
+        return AS_ERR;
+    m->arch = as_arch_find(arch);
+    if (m->arch)
+        return AS_OK;
+    as_arch_names(names, sizeof names);
+    return as_error_set(err, "%s: architecture '%s' is not supported (attnscope runs %s)", m->gguf->path, arch,
+                        names);
+}
+
 int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err)
 {
     return as_model_from_gguf_tok(out, g, NULL, err);
@@ -357,7 +297,10 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
     m->gguf = g;
     m->tok = tok;
     m->path = strdup(g->path);
-    if (!m->path || read_config(&m->cfg, g, err) || (!tok && as_tokenizer_from_gguf(&m->tok, g, err)))
+    if (!m->path || find_arch(m, err) || m->arch->read_config(&m->cfg, g, err))
+        goto fail;
+    read_name(&m->cfg, g);
+    if (!tok && as_tokenizer_from_gguf(&m->tok, g, err))
         goto fail;
     m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
     const as_gguf_tensor *emb = as_gguf_tensor_find(g, "token_embd.weight");
@@ -366,9 +309,7 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
                      g->path, (unsigned long long)emb->ne[1], m->cfg.n_vocab);
         goto fail;
     }
-    if (load_weights(m, err))
-        goto fail;
-    if (check_extra_layers(m, err))
+    if (m->arch->load(m, err))
         goto fail;
     scan_nonfinite(m);
     note_vocabulary(m);
@@ -428,7 +369,7 @@ void as_model_free(as_model *m)
     for (size_t i = 0; i < m->n_owned; i++)
         free(m->owned[i]);
     free(m->owned);
-    free(m->layers);
+    free(m->weights);
     as_tokenizer_free(m->tok);
     as_gguf_close(m->gguf);
     free(m->path);

@@ -4,55 +4,119 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* TransformerLens names; "%d" is the layer. */
-static const char *const hook_format[AS_HK_COUNT] = {
+/* TransformerLens names: top-level hooks whole, block hooks after the
+ * block's scope ("blocks.3" + "." + suffix). */
+static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_EMBED] = "hook_embed",
     [AS_HK_POS_EMBED] = "hook_pos_embed",
-    [AS_HK_RESID_PRE] = "blocks.%d.hook_resid_pre",
-    [AS_HK_LN1_SCALE] = "blocks.%d.ln1.hook_scale",
-    [AS_HK_LN1_NORMALIZED] = "blocks.%d.ln1.hook_normalized",
-    [AS_HK_Q] = "blocks.%d.attn.hook_q",
-    [AS_HK_K] = "blocks.%d.attn.hook_k",
-    [AS_HK_V] = "blocks.%d.attn.hook_v",
-    [AS_HK_ROT_Q] = "blocks.%d.attn.hook_rot_q",
-    [AS_HK_ROT_K] = "blocks.%d.attn.hook_rot_k",
-    [AS_HK_ATTN_SCORES] = "blocks.%d.attn.hook_attn_scores",
-    [AS_HK_PATTERN] = "blocks.%d.attn.hook_pattern",
-    [AS_HK_Z] = "blocks.%d.attn.hook_z",
-    [AS_HK_ATTN_OUT] = "blocks.%d.hook_attn_out",
-    [AS_HK_RESID_MID] = "blocks.%d.hook_resid_mid",
-    [AS_HK_LN2_SCALE] = "blocks.%d.ln2.hook_scale",
-    [AS_HK_LN2_NORMALIZED] = "blocks.%d.ln2.hook_normalized",
-    [AS_HK_MLP_PRE] = "blocks.%d.mlp.hook_pre",
-    [AS_HK_MLP_PRE_LINEAR] = "blocks.%d.mlp.hook_pre_linear",
-    [AS_HK_MLP_POST] = "blocks.%d.mlp.hook_post",
-    [AS_HK_MLP_OUT] = "blocks.%d.hook_mlp_out",
-    [AS_HK_RESID_POST] = "blocks.%d.hook_resid_post",
+    [AS_HK_RESID_PRE] = "hook_resid_pre",
+    [AS_HK_LN1_SCALE] = "ln1.hook_scale",
+    [AS_HK_LN1_NORMALIZED] = "ln1.hook_normalized",
+    [AS_HK_Q] = "attn.hook_q",
+    [AS_HK_K] = "attn.hook_k",
+    [AS_HK_V] = "attn.hook_v",
+    [AS_HK_ROT_Q] = "attn.hook_rot_q",
+    [AS_HK_ROT_K] = "attn.hook_rot_k",
+    [AS_HK_ATTN_SCORES] = "attn.hook_attn_scores",
+    [AS_HK_PATTERN] = "attn.hook_pattern",
+    [AS_HK_Z] = "attn.hook_z",
+    [AS_HK_ATTN_OUT] = "hook_attn_out",
+    [AS_HK_RESID_MID] = "hook_resid_mid",
+    [AS_HK_LN2_SCALE] = "ln2.hook_scale",
+    [AS_HK_LN2_NORMALIZED] = "ln2.hook_normalized",
+    [AS_HK_MLP_PRE] = "mlp.hook_pre",
+    [AS_HK_MLP_PRE_LINEAR] = "mlp.hook_pre_linear",
+    [AS_HK_MLP_POST] = "mlp.hook_post",
+    [AS_HK_MLP_OUT] = "hook_mlp_out",
+    [AS_HK_RESID_POST] = "hook_resid_post",
     [AS_HK_LNF_SCALE] = "ln_final.hook_scale",
     [AS_HK_LNF_NORMALIZED] = "ln_final.hook_normalized",
     [AS_HK_LOGITS] = "unembed.hook_out",
 };
 
+/* Room for one more element of an array that grows by doubling; false
+ * (and the program marked failed) when memory runs out. */
+static bool grow(as_program *p, void **arr, int n, int *cap, size_t size)
+{
+    if (n < *cap)
+        return true;
+    int want = *cap ? 2 * *cap : 64;
+    void *a = realloc(*arr, (size_t)want * size);
+    if (!a) {
+        p->failed = true;
+        return false;
+    }
+    *arr = a;
+    *cap = want;
+    return true;
+}
+
+int as_program_add_stream(as_program *p, const char *name, as_input input, int n_ctx, bool causal)
+{
+    if (p->n_streams == AS_MAX_STREAMS) {
+        p->failed = true;
+        return 0;
+    }
+    as_stream *s = &p->streams[p->n_streams];
+    snprintf(s->name, sizeof s->name, "%s", name);
+    s->input = input;
+    s->n_ctx = n_ctx;
+    s->causal = causal;
+    p->cur_stream = p->n_streams;
+    return p->n_streams++;
+}
+
+void as_program_scope(as_program *p, int layer)
+{
+    if (layer < 0)
+        p->scope[0] = '\0';
+    else
+        snprintf(p->scope, sizeof p->scope, "blocks.%d", layer);
+}
+
+static as_site site_of(const as_program *p, as_hook_kind kind)
+{
+    switch (kind) {
+    case AS_HK_Q: case AS_HK_K: case AS_HK_V: case AS_HK_ROT_Q: case AS_HK_ROT_K:
+    case AS_HK_ATTN_SCORES: case AS_HK_PATTERN: case AS_HK_Z:
+        return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
+    case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST:
+        return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
+    default:
+        return AS_SITE_NONE;
+    }
+}
+
 int as_program_add_hook(as_program *p, as_hook_kind kind, int layer, as_hook_class klass,
                         int n_dims, int d0, int d1)
 {
+    if (!grow(p, (void **)&p->hooks, p->n_hooks, &p->cap_hooks, sizeof *p->hooks))
+        return 0;
     as_hook *h = &p->hooks[p->n_hooks];
     memset(h, 0, sizeof *h);
-    snprintf(h->name, sizeof h->name, hook_format[kind], layer);
+    if (layer >= 0 && p->scope[0])
+        snprintf(h->name, sizeof h->name, "%s.%s", p->scope, hook_suffix[kind]);
+    else
+        snprintf(h->name, sizeof h->name, "%s", hook_suffix[kind]);
     h->kind = kind;
     h->layer = layer;
+    h->stream = p->cur_stream;
+    h->site = site_of(p, kind);
+    h->dtype = AS_DT_F32;
     h->klass = klass;
     h->n_dims = n_dims;
     h->dims[0] = d0;
     h->dims[1] = n_dims > 1 ? d1 : 1;
     h->width = d0 * h->dims[1];
-    h->is_attn = kind == AS_HK_ATTN_SCORES || kind == AS_HK_PATTERN;
+    h->attn = -1;
     return p->n_hooks++;
 }
 
 as_op *as_program_add_op(as_program *p, as_op_kind kind, int layer, int out, int in0, int in1,
                          const char *text)
 {
+    if (!grow(p, (void **)&p->ops, p->n_ops, &p->cap_ops, sizeof *p->ops))
+        return &p->dead_op;
     as_op *op = &p->ops[p->n_ops++];
     memset(op, 0, sizeof *op);
     op->kind = kind;
@@ -60,65 +124,95 @@ as_op *as_program_add_op(as_program *p, as_op_kind kind, int layer, int out, int
     op->out = out;
     op->in[0] = in0;
     op->in[1] = in1;
+    op->attn = -1;
     snprintf(op->text, sizeof op->text, "%s", text);
     return op;
 }
 
 int as_program_add_norm(as_program *p, as_hook_kind scale_kind, int layer, int in, const float *w,
-                        const float *b, bool rms, const char *name)
+                        const float *b, as_norm_kind norm, float eps, const char *name)
 {
-    int d = p->model->cfg.d_model;
+    int d = p->hooks[in].width;
+    bool rms = norm == AS_NORM_RMS;
     char text[64];
     int s = as_program_add_hook(p, scale_kind, layer, AS_CLASS_ESSENTIAL, 1, 1, 0);
     snprintf(text, sizeof text, rms ? "%s scale = sqrt(mean(x²) + eps)" : "%s scale = sqrt(var + eps)",
              name);
     as_op *op = as_program_add_op(p, AS_OP_NORM_SCALE, layer, s, in, -1, text);
-    op->rms = rms;
+    op->norm = norm, op->eps = eps, op->n_in = op->n_out = d;
     int n = as_program_add_hook(p, scale_kind + 1, layer, AS_CLASS_RESID, 1, d, 0);
     snprintf(text, sizeof text, rms ? "%s = x / scale * w" : "%s = (x - mean) / scale * w + b", name);
     op = as_program_add_op(p, AS_OP_NORM_APPLY, layer, n, in, s, text);
-    op->w = w, op->b = b, op->rms = rms, op->n_in = op->n_out = d;
+    op->nw = w, op->b = b, op->norm = norm, op->eps = eps, op->n_in = op->n_out = d;
     return n;
 }
 
 int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
-                          const float *w, const float *b, int n_in, int n_dims, int d0, int d1,
-                          const char *text)
+                          const as_weight *w, const float *b, int n_dims, int d0, int d1, const char *text)
 {
     int h = as_program_add_hook(p, kind, layer, klass, n_dims, d0, d1);
     as_op *op = as_program_add_op(p, AS_OP_LINEAR, layer, h, in, -1, text);
-    op->w = w, op->b = b, op->n_in = n_in, op->n_out = p->hooks[h].width;
+    op->w = *w, op->b = b, op->n_in = w->cols, op->n_out = p->hooks[h].width;
+    if (op->n_out != w->rows)
+        p->failed = true; /* a builder's mistake, caught by the tests */
     return h;
 }
 
-int as_program_add_attention(as_program *p, int layer, int q, int k, int v, const char *scores_text)
+int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
+                        int rope_dim, float rope_base, const char *text)
 {
-    int H = p->model->cfg.n_head, dh = p->model->cfg.d_head;
-    p->hooks[k].in_kv_cache = p->hooks[v].in_kv_cache = true; /* read back by later positions */
-    int sc = as_program_add_hook(p, AS_HK_ATTN_SCORES, layer, AS_CLASS_SCORES, 1, H, 0);
-    as_program_add_op(p, AS_OP_SCORES, layer, sc, q, k, scores_text);
-    int pat = as_program_add_hook(p, AS_HK_PATTERN, layer, AS_CLASS_PATTERN, 1, H, 0);
-    as_program_add_op(p, AS_OP_SOFTMAX, layer, pat, sc, -1, "pattern = softmax(scores)");
-    int z = as_program_add_hook(p, AS_HK_Z, layer, AS_CLASS_HEADS, 2, H, dh);
-    as_program_add_op(p, AS_OP_MIX, layer, z, pat, v, "z = pattern · v");
-    return z;
+    const as_hook *x = &p->hooks[in];
+    int h = as_program_add_hook(p, kind, layer, klass, 2, x->dims[0], x->dims[1]);
+    as_op *op = as_program_add_op(p, AS_OP_ROPE, layer, h, in, -1, text);
+    op->rope_dim = rope_dim, op->rope_base = rope_base;
+    return h;
+}
+
+int as_program_add_attention(as_program *p, const as_attn *site, const char *scores_text)
+{
+    if (!grow(p, (void **)&p->attn, p->n_attn, &p->cap_attn, sizeof *p->attn))
+        return 0;
+    int a = p->n_attn++, H = site->n_head, layer = site->layer;
+    as_attn *s = &p->attn[a];
+    *s = *site;
+    s->site = p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
+    s->q_stream = p->hooks[s->q].stream;
+    s->kv_stream = p->hooks[s->k].stream;
+    p->hooks[s->k].in_kv_cache = p->hooks[s->v].in_kv_cache = true; /* read back by later positions */
+    s->scores = as_program_add_hook(p, AS_HK_ATTN_SCORES, layer, AS_CLASS_SCORES, 1, H, 0);
+    as_op *op = as_program_add_op(p, AS_OP_SCORES, layer, s->scores, s->q, s->k, scores_text);
+    op->attn = a;
+    s->pattern = as_program_add_hook(p, AS_HK_PATTERN, layer, AS_CLASS_PATTERN, 1, H, 0);
+    op = as_program_add_op(p, AS_OP_SOFTMAX, layer, s->pattern, s->scores, -1, "pattern = softmax(scores)");
+    op->attn = a;
+    s->z = as_program_add_hook(p, AS_HK_Z, layer, AS_CLASS_HEADS, 2, H, s->d_v);
+    op = as_program_add_op(p, AS_OP_MIX, layer, s->z, s->pattern, s->v, "z = pattern · v");
+    op->attn = a;
+    if (p->failed)
+        return 0;
+    for (int h = s->scores; h <= s->pattern; h++) {
+        p->hooks[h].is_attn = true;
+        p->hooks[h].attn = a;
+    }
+    return s->z;
 }
 
 int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b, const char *text)
 {
-    int h = as_program_add_hook(p, kind, layer, AS_CLASS_RESID, 1, p->model->cfg.d_model, 0);
+    int h = as_program_add_hook(p, kind, layer, AS_CLASS_RESID, 1, p->hooks[a].width, 0);
     as_program_add_op(p, AS_OP_ADD, layer, h, a, b, text);
     return h;
 }
 
-int as_program_add_unembed(as_program *p, int resid, bool rms)
+int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,
+                           as_norm_kind norm, float eps, const as_weight *unembed)
 {
-    const as_model *m = p->model;
-    int nf = as_program_add_norm(p, AS_HK_LNF_SCALE, -1, resid, m->out_norm_w, m->out_norm_b, rms,
-                                 "ln_final");
-    int lg = as_program_add_linear(p, AS_HK_LOGITS, -1, AS_CLASS_LOGITS, nf, m->output, NULL,
-                                   m->cfg.d_model, 1, m->cfg.n_vocab, 0, "logits = ln_final · W_U");
-    p->ops[p->n_ops - 1].last_row_only = true;
+    int nf = as_program_add_norm(p, AS_HK_LNF_SCALE, -1, resid, norm_w, norm_b, norm, eps, "ln_final");
+    p->final_norm = p->n_ops - 1;
+    int lg = as_program_add_linear(p, AS_HK_LOGITS, -1, AS_CLASS_LOGITS, nf, unembed, NULL, 1, unembed->rows, 0,
+                                   "logits = ln_final · W_U");
+    p->unembed = p->n_ops - 1;
+    p->ops[p->unembed].last_row_only = true;
     return lg;
 }
 
@@ -126,22 +220,32 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
 {
     *out = NULL;
     as_program *p = calloc(1, sizeof *p);
-    /* A block has at most 24 hooks and ops; the ends fewer than 8. */
-    size_t cap = 8 + 24 * (size_t)m->cfg.n_layer;
-    if (p) {
-        p->hooks = calloc(cap, sizeof *p->hooks);
-        p->ops = calloc(cap, sizeof *p->ops);
-    }
-    if (!p || !p->hooks || !p->ops) {
+    if (!p)
+        return as_error_set(err, "out of memory building the program");
+    p->model = m;
+    p->unembed = p->final_norm = -1;
+    /* A block of today's architectures has at most 24 hooks and ops, the
+     * ends fewer than 8: room for them up front, growth past it. */
+    p->cap_hooks = p->cap_ops = 8 + 24 * m->cfg.n_layer;
+    p->cap_attn = m->cfg.n_layer;
+    p->hooks = malloc((size_t)p->cap_hooks * sizeof *p->hooks);
+    p->ops = malloc((size_t)p->cap_ops * sizeof *p->ops);
+    p->attn = malloc((size_t)p->cap_attn * sizeof *p->attn);
+    if (!p->hooks || !p->ops || !p->attn) {
         as_program_free(p);
         return as_error_set(err, "out of memory building the program");
     }
-    p->model = m;
-    int rc = m->cfg.arch == AS_ARCH_GPT2 ? as_arch_gpt2_build(p, err) : as_arch_llama_build(p, err);
-    if (rc) {
+    if (m->arch->build(p, err)) {
         as_program_free(p);
         return AS_ERR;
     }
+    if (p->failed || p->n_streams == 0 || p->unembed < 0) {
+        bool oom = p->failed;
+        as_program_free(p);
+        return as_error_set(err, "%s: the %s program could not be built (%s)", m->path, m->arch->gguf_name,
+                            oom ? "out of memory or a shape mismatch" : "no stream or no output");
+    }
+    p->out_stream = p->hooks[p->ops[p->unembed].out].stream;
     *out = p;
     return AS_OK;
 }
@@ -152,7 +256,33 @@ void as_program_free(as_program *p)
         return;
     free(p->hooks);
     free(p->ops);
+    free(p->attn);
     free(p);
+}
+
+const as_op *as_program_producer(const as_program *p, int hook)
+{
+    for (int i = 0; i < p->n_ops; i++)
+        if (p->ops[i].out == hook)
+            return &p->ops[i];
+    return NULL;
+}
+
+const as_attn *as_program_attn(const as_program *p, int hook)
+{
+    return hook >= 0 && hook < p->n_hooks && p->hooks[hook].attn >= 0 ? &p->attn[p->hooks[hook].attn] : NULL;
+}
+
+bool as_attn_visible(const as_attn *a, int q, int k)
+{
+    switch (a->mask) {
+    case AS_MASK_NONE:
+        return true;
+    case AS_MASK_WINDOW:
+        return k <= q && k > q - a->window;
+    default:
+        return k <= q;
+    }
 }
 
 int as_program_find_hook(const as_program *p, const char *name)

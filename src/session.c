@@ -277,9 +277,11 @@ static void report_nonfinite(as_session *s)
     if (!nf->found || !s->warn)
         return;
     const as_hook *h = &s->prog->hooks[nf->hook];
-    if (h->is_attn)
+    if (h->is_attn) {
+        int len = as_capture_attn_keys(s->cap, nf->hook, nf->pos);
         fprintf(s->warn, "warning: first non-finite value in this pass: %s [head %d, query %d, key %d] = %g\n",
-                h->name, nf->index / (nf->pos + 1), nf->pos, nf->index % (nf->pos + 1), nf->value);
+                h->name, nf->index / len, nf->pos, nf->index % len, nf->value);
+    }
     else
         fprintf(s->warn, "warning: first non-finite value in this pass: %s [position %d, index %d] = %g\n",
                 h->name, nf->pos, nf->index, nf->value);
@@ -297,11 +299,11 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
     const as_interp *it = s->it;
     switch (stop) {
     case AS_STOP_IDLE:
-        fprintf(s->out, "nothing to run: all %d tokens are processed (gen adds more)\n", it->n_tokens);
+        fprintf(s->out, "nothing to run: all %d tokens are processed (gen adds more)\n", it->out->n_tokens);
         return;
     case AS_STOP_PASS_END:
-        fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->p0,
-                it->p0 + it->n - 1, it->n_done - 1);
+        fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->out->p0,
+                it->out->p0 + it->out->n - 1, it->out->n_done - 1);
         return;
     case AS_STOP_BREAK:
         print_op(s, "breakpoint: ", last_pc);
@@ -335,7 +337,7 @@ int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_er
 
 int as_cmd_require_tokens(as_session *s, as_error *err)
 {
-    if (s->it->n_tokens == 0)
+    if (s->it->out->n_tokens == 0)
         return as_error_set(err, "no context yet: start with `prompt TEXT` or `prompt-ids ID ...`");
     return AS_OK;
 }
@@ -470,19 +472,19 @@ static int cmd_continue(cmd_ctx *c) { return run_cmd(c, AS_RUN_CONTINUE); }
 static int cmd_where(cmd_ctx *c)
 {
     const as_interp *it = c->s->it;
-    if (it->n_tokens == 0) {
+    if (it->out->n_tokens == 0) {
         fprintf(c->s->out, "no context (prompt TEXT starts one)\n");
         return AS_OK;
     }
     if (it->in_pass) {
-        fprintf(c->s->out, "pass over positions %d-%d, before ", it->p0, it->p0 + it->n - 1);
+        fprintf(c->s->out, "pass over positions %d-%d, before ", it->out->p0, it->out->p0 + it->out->n - 1);
         print_op(c->s, "", it->pc);
-    } else if (it->n_done < it->n_tokens) {
+    } else if (it->out->n_done < it->out->n_tokens) {
         fprintf(c->s->out, "%d of %d tokens processed; the next pass covers positions %d-%d\n",
-                it->n_done, it->n_tokens, it->n_done, it->n_tokens - 1);
+                it->out->n_done, it->out->n_tokens, it->out->n_done, it->out->n_tokens - 1);
     } else {
-        fprintf(c->s->out, "all %d tokens processed; logits ready at position %d\n", it->n_tokens,
-                it->n_tokens - 1);
+        fprintf(c->s->out, "all %d tokens processed; logits ready at position %d\n", it->out->n_tokens,
+                it->out->n_tokens - 1);
     }
     return AS_OK;
 }
@@ -517,7 +519,7 @@ static int cmd_unbreak(cmd_ctx *c) { return cmd_break(c, false); }
 static int settle(as_session *s, const char **why, as_error *err)
 {
     as_stop stop = AS_STOP_IDLE;
-    if ((s->it->in_pass || s->it->n_done < s->it->n_tokens) && as_cmd_run(s, AS_RUN_CONTINUE, 0, &stop, err))
+    if ((s->it->in_pass || s->it->out->n_done < s->it->out->n_tokens) && as_cmd_run(s, AS_RUN_CONTINUE, 0, &stop, err))
         return -1;
     if (stop == AS_STOP_BREAK || stop == AS_STOP_WATCH || stop == AS_STOP_INTERRUPT) {
         as_cmd_print_stop(s, stop, s->it->pc - 1);
@@ -539,7 +541,7 @@ static int cmd_gen(cmd_ctx *c)
         return AS_ERR;
     if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, 1000000, "the token count", &n, c->err))
         return AS_ERR;
-    int start = s->it->n_tokens;
+    int start = s->it->out->n_tokens;
     const char *why = NULL;
     for (long i = 0; i < n && !why; i++) {
         int st = settle(s, &why, c->err);
@@ -551,7 +553,7 @@ static int cmd_gen(cmd_ctx *c)
         if (as_sampler_pick(&s->sampler, as_interp_logits(s->it), s->model->cfg.n_vocab, s->probs,
                             s->order, &tok, c->err))
             return AS_ERR;
-        if (s->it->n_tokens >= s->it->n_ctx) {
+        if (s->it->out->n_tokens >= s->it->n_ctx) {
             why = "stopped: the context is full";
             break;
         }
@@ -563,17 +565,17 @@ static int cmd_gen(cmd_ctx *c)
         return AS_ERR;
     char *text = NULL;
     size_t len = 0;
-    int count = s->it->n_tokens - start;
-    if (as_tokenizer_decode(s->model->tok, s->it->tokens + start, (size_t)count, &text, &len, c->err))
+    int count = s->it->out->n_tokens - start;
+    if (as_tokenizer_decode(s->model->tok, s->it->out->tokens + start, (size_t)count, &text, &len, c->err))
         return AS_ERR;
     char shown[4096];
     as_format_piece(text, len, shown, sizeof shown);
     fprintf(s->out, "generated: %s\nids:", shown);
-    for (int i = start; i < s->it->n_tokens; i++)
-        fprintf(s->out, " %d", s->it->tokens[i]);
+    for (int i = start; i < s->it->out->n_tokens; i++)
+        fprintf(s->out, " %d", s->it->out->tokens[i]);
     fprintf(s->out, "\n");
     if (why)
-        fprintf(s->out, "%s (%d tokens in context, limit %d)\n", why, s->it->n_tokens, s->it->n_ctx);
+        fprintf(s->out, "%s (%d tokens in context, limit %d)\n", why, s->it->out->n_tokens, s->it->n_ctx);
     free(text);
     return AS_OK;
 }
@@ -624,12 +626,12 @@ static int cmd_top(cmd_ctx *c)
         if (as_cmd_require_tokens(s, c->err))
             return AS_ERR;
         return as_error_set(c->err, "no logits yet at position %d: the pass is not finished (`finish` computes them)",
-                            s->it->n_tokens - 1);
+                            s->it->out->n_tokens - 1);
     }
     int n = s->model->cfg.n_vocab;
     as_probs(logits, n, s->probs);
     int m = as_top_indices(logits, n, (int)k, s->order);
-    fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", s->it->n_tokens - 1);
+    fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", s->it->out->n_tokens - 1);
     for (int i = 0; i < m; i++) {
         char piece[256];
         as_cmd_piece(s, s->order[i], piece, sizeof piece);
@@ -658,7 +660,7 @@ static int cmd_hooks(cmd_ctx *c)
         if (!as_hook_name_match(pattern, s->prog->hooks[h].name))
             continue;
         char shape[64];
-        as_cmd_format_shape(s, h, s->it->n_tokens, shape, sizeof shape);
+        as_cmd_format_shape(s, h, s->it->out->n_tokens, shape, sizeof shape);
         fprintf(s->out, "%s\t%s%s\n", s->prog->hooks[h].name, shape,
                 as_capture_has(s->cap, h) ? "" : "\t(not captured)");
     }
@@ -716,9 +718,11 @@ static int cmd_stats(cmd_ctx *c)
             add_values(&m, as_capture_row(s->cap, h, q), (size_t)hk->width);
             continue;
         }
-        /* Only the causal entries: masked ones are -inf/0 by definition. */
+        /* Only the keys the query sees: hidden ones are -inf/0 by definition. */
+        int k0, k1;
+        as_capture_attn_visible(s->cap, h, q, &k0, &k1);
         for (int head = 0; head < hk->width; head++)
-            add_values(&m, s->cap->store[h] + as_capture_attn_offset(s->cap, head, q), (size_t)q + 1);
+            add_values(&m, as_capture_attn_row(s->cap, h, head, q, NULL) + k0, (size_t)(k1 - k0));
     }
     double mean = m.n ? m.sum / (double)m.n : 0, var = m.n ? m.sq / (double)m.n - mean * mean : 0;
     char shape[64];
@@ -731,13 +735,13 @@ static int cmd_stats(cmd_ctx *c)
 static void print_norm_table(as_session *s, int h, const char *title)
 {
     int n = s->cap->filled[h];
+    bool rms = as_program_producer(s->prog, h)->norm == AS_NORM_RMS;
     fprintf(s->out, "%s (%s) over %d tokens\npos\ttoken\tmean\t%s\tscale\tmin\tmax\ttop dims\n", title,
-            s->model->cfg.arch == AS_ARCH_LLAMA ? "RMSNorm" : "LayerNorm", n,
-            s->model->cfg.arch == AS_ARCH_LLAMA ? "rms" : "std");
+            rms ? "RMSNorm" : "LayerNorm", n, rms ? "rms" : "std");
     for (int q = 0; q < n; q++) {
         const as_norm_stat *st = as_capture_norm(s->cap, h, q);
         char piece[64];
-        as_cmd_piece(s, s->it->tokens[q], piece, sizeof piece);
+        as_cmd_piece(s, s->it->out->tokens[q], piece, sizeof piece);
         fprintf(s->out, "%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t", q, piece, st->mean, sqrt(st->var),
                 st->scale, st->min, st->max);
         for (int k = 0; k < AS_NORM_TOP && st->top_dim[k] >= 0; k++)
@@ -802,11 +806,11 @@ static int cmd_dump(cmd_ctx *c)
 static int cmd_tokens(cmd_ctx *c)
 {
     as_session *s = c->s;
-    for (int i = 0; i < s->it->n_tokens; i++) {
+    for (int i = 0; i < s->it->out->n_tokens; i++) {
         char piece[256];
-        as_cmd_piece(s, s->it->tokens[i], piece, sizeof piece);
-        fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->tokens[i], piece,
-                i < s->it->n_prompt ? "prompt" : "generated");
+        as_cmd_piece(s, s->it->out->tokens[i], piece, sizeof piece);
+        fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->out->tokens[i], piece,
+                i < s->it->out->n_prompt ? "prompt" : "generated");
     }
     return AS_OK;
 }

@@ -661,7 +661,7 @@ Test(figure, export_attn_from_a_hand_built_capture)
     int hk = as_program_hook(s->prog, AS_HK_PATTERN, 0), n = 6;
     for (int q = 0; q < n; q++)
         for (int k = 0; k <= q; k++)
-            s->cap->store[hk][as_capture_attn_offset(s->cap, 2, q) + (size_t)k] = q == 3 && k == 1;
+            s->cap->store[hk][as_capture_attn_offset(s->cap, hk, 2, q) + (size_t)k] = q == 3 && k == 1;
     char *dir = make_tmpdir(), cmd[512], out[1024], msg[1024], path[256];
     snprintf(path, sizeof path, "%s/head.png", dir);
     snprintf(cmd, sizeof cmd, "export attn 0 2 %s cmap=magma", path);

@@ -28,8 +28,8 @@ Test(instruments, lens_at_the_last_layer_is_the_logits)
         int V = s->model->cfg.n_vocab, last = as_program_hook(s->prog, AS_HK_RESID_POST, s->model->cfg.n_layer - 1);
         int lg = as_program_hook(s->prog, AS_HK_LOGITS, -1);
         float *out = malloc((size_t)V * sizeof *out);
-        for (int p = 0; p < s->it->n_tokens; p++) {
-            as_lens_logits(s->model, as_capture_row(s->cap, last, p), out);
+        for (int p = 0; p < s->it->out->n_tokens; p++) {
+            as_lens_logits(s->prog, as_capture_row(s->cap, last, p), out);
             const float *real = as_capture_row(s->cap, lg, p);
             for (int v = 0; v < V; v++)
                 cr_assert_float_eq(out[v], real[v], 1e-5, "%s pos %d token %d: %g vs %g", models[m], p, v, out[v], real[v]);
@@ -45,11 +45,11 @@ Test(instruments, dla_terms_sum_to_the_logit)
     for (int m = 0; m < 2; m++) {
         as_session *s = open_session(models[m], 64);
         run_ok(s, PROMPT "; finish");
-        for (int pos = 0; pos < s->it->n_tokens; pos += 3) {
+        for (int pos = 0; pos < s->it->out->n_tokens; pos += 3) {
             for (int32_t tok = 0; tok < s->model->cfg.n_vocab; tok += 37) {
                 as_dla d;
                 as_error err;
-                cr_assert_eq(as_dla_compute(s->cap, s->it->tokens, pos, tok, &d, &err), AS_OK, "%s", err.msg);
+                cr_assert_eq(as_dla_compute(s->cap, s->it->out->tokens, pos, tok, &d, &err), AS_OK, "%s", err.msg);
                 double sum = d.constant;
                 for (int i = 0; i < d.n_terms; i++)
                     sum += d.terms[i].value;
@@ -78,8 +78,8 @@ Test(instruments, ablating_every_head_leaves_only_the_output_bias)
         int d = s->model->cfg.d_model;
         int ao = as_program_hook(s->prog, AS_HK_ATTN_OUT, 1), pre = as_program_hook(s->prog, AS_HK_RESID_PRE, 1),
             mid = as_program_hook(s->prog, AS_HK_RESID_MID, 1);
-        const float *bias = s->model->layers[1].bo;
-        for (int p = 0; p < s->it->n_tokens; p++)
+        const float *bias = as_program_producer(s->prog, ao)->b;
+        for (int p = 0; p < s->it->out->n_tokens; p++)
             for (int i = 0; i < d; i++) {
                 float want = bias ? bias[i] : 0.0f;
                 cr_assert_float_eq(as_capture_row(s->cap, ao, p)[i], want, 1e-6, "%s: attn_out[%d][%d]", models[m], p, i);
@@ -93,7 +93,7 @@ Test(instruments, mean_ablation_sets_the_context_mean)
 {
     as_session *s = open_session(GPT2, 64);
     run_ok(s, PROMPT "; finish");
-    int hz = as_program_hook(s->prog, AS_HK_Z, 0), dh = s->model->cfg.d_head, n = s->it->n_tokens;
+    int hz = as_program_hook(s->prog, AS_HK_Z, 0), dh = s->model->cfg.d_head, n = s->it->out->n_tokens;
     float mean[64] = {0};
     for (int p = 0; p < n; p++)
         for (int i = 0; i < dh; i++)
@@ -160,12 +160,12 @@ Test(instruments, head_scores_on_hand_made_patterns)
     int32_t toks[9] = {1, 5, 6, 7, 8, 5, 6, 7, 8};
     as_capture *cap = s->cap;
     /* head 0: previous token; head 1: first token; head 2: induction; head 3: duplicate */
-    memset(cap->store[hook], 0, as_capture_hook_bytes(&s->prog->hooks[hook], cap->n_ctx));
+    memset(cap->store[hook], 0, as_capture_hook_bytes(s->prog, hook));
     for (int q = 0; q < n; q++) {
-        cap->store[hook][as_capture_attn_offset(cap, 0, q) + (q ? q - 1 : 0)] = 1;
-        cap->store[hook][as_capture_attn_offset(cap, 1, q) + 0] = 1;
-        cap->store[hook][as_capture_attn_offset(cap, 2, q) + (q >= 5 ? q - 3 : q)] = 1;
-        cap->store[hook][as_capture_attn_offset(cap, 3, q) + (q >= 5 ? q - 4 : q)] = 1;
+        cap->store[hook][as_capture_attn_offset(cap, hook, 0, q) + (q ? q - 1 : 0)] = 1;
+        cap->store[hook][as_capture_attn_offset(cap, hook, 1, q) + 0] = 1;
+        cap->store[hook][as_capture_attn_offset(cap, hook, 2, q) + (q >= 5 ? q - 3 : q)] = 1;
+        cap->store[hook][as_capture_attn_offset(cap, hook, 3, q) + (q >= 5 ? q - 4 : q)] = 1;
     }
     cr_assert_float_eq(as_head_score_of(cap, hook, 0, toks, n, AS_SCORE_PREV_TOKEN), 1.0, 1e-9);
     cr_assert_float_eq(as_head_score_of(cap, hook, 1, toks, n, AS_SCORE_PREV_TOKEN), 1.0 / 8, 1e-9);
@@ -233,7 +233,10 @@ Test(instruments, weight_stats_match_a_direct_computation)
     as_weight_stats st;
     as_error err;
     cr_assert_eq(as_weight_stats_of(t, &st, &err), AS_OK);
-    const float *w = s->model->layers[1].w_up;
+    /* The weights as the model holds them (F32: in place in the map). */
+    const as_weight *wt = &as_program_producer(s->prog, as_program_hook(s->prog, AS_HK_MLP_PRE, 1))->w;
+    cr_assert_eq(wt->type, AS_GGML_F32);
+    const float *w = wt->data;
     double sum = 0, sq = 0, mn = w[0], mx = w[0];
     for (uint64_t i = 0; i < t->n_elements; i++) {
         sum += w[i];
@@ -274,7 +277,7 @@ Test(instruments, lens_arrays_match_the_logits_and_their_argmax)
     for (int m = 0; m < 2; m++) {
         as_session *s = open_session(models[m], 64);
         run_ok(s, PROMPT "; finish");
-        int V = s->model->cfg.n_vocab, L = s->model->cfg.n_layer, n = s->it->n_tokens;
+        int V = s->model->cfg.n_vocab, L = s->model->cfg.n_layer, n = s->it->out->n_tokens;
         int lg = as_program_hook(s->prog, AS_HK_LOGITS, -1);
         char a[64], t[64], cmd[160];
         tmp_path(a, sizeof a, ".npy");
@@ -330,7 +333,7 @@ Test(instruments, dla_array_sums_to_the_logit_and_holds_each_head)
         cr_assert_eq(d.shape[1], (size_t)cfg->n_head + 2);
         as_dla ref;
         as_error err;
-        cr_assert_eq(as_dla_compute(s->cap, s->it->tokens, 5, 42, &ref, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_dla_compute(s->cap, s->it->out->tokens, 5, 42, &ref, &err), AS_OK, "%s", err.msg);
         double sum = 0;
         for (size_t i = 0; i < d.count; i++)
             sum += d.f[i];

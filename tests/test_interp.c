@@ -184,8 +184,8 @@ static void back_restores(const char *dir, size_t capture_mb)
     run_ok(b, "step 30; back 7; step 3; back 20; finish; gen 3; back 1; back 60; finish; gen 1");
     const float *la = as_interp_logits(a->it), *lb = as_interp_logits(b->it);
     cr_assert(la && lb);
-    cr_assert_eq(a->it->n_tokens, b->it->n_tokens);
-    cr_assert_eq(memcmp(a->it->tokens, b->it->tokens, (size_t)a->it->n_tokens * 4), 0);
+    cr_assert_eq(a->it->out->n_tokens, b->it->out->n_tokens);
+    cr_assert_eq(memcmp(a->it->out->tokens, b->it->out->tokens, (size_t)a->it->out->n_tokens * 4), 0);
     if (capture_mb)
         assert_same_capture(a, b, 0);
     else
@@ -218,7 +218,7 @@ Test(interp, capture_off_gives_the_same_logits)
     load_prompt(b, models[0]);
     run_ok(a, "finish; gen 4");
     run_ok(b, "finish; gen 4");
-    cr_assert_eq(memcmp(a->it->tokens, b->it->tokens, (size_t)a->it->n_tokens * 4), 0);
+    cr_assert_eq(memcmp(a->it->out->tokens, b->it->out->tokens, (size_t)a->it->out->n_tokens * 4), 0);
     cr_assert_eq(memcmp(as_interp_logits(a->it), as_interp_logits(b->it), (size_t)a->model->cfg.n_vocab * 4), 0);
     char msg[1024];
     cr_assert_neq(run_cmd(b, "stats blocks.0.hook_resid_post", msg, sizeof msg), AS_OK);
@@ -235,7 +235,7 @@ Test(interp, budget_drops_residual_copies_before_patterns)
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
     size_t by_class[AS_CLASS_RESID + 1] = {0};
     for (int h = 0; h < s->prog->n_hooks; h++)
-        by_class[s->prog->hooks[h].klass] += as_capture_hook_bytes(&s->prog->hooks[h], s->cap->n_ctx);
+        by_class[s->prog->hooks[h].klass] += as_capture_hook_bytes(s->prog, h);
     /* Room for patterns and scores, not quite for the logits. */
     size_t budget = by_class[AS_CLASS_PATTERN] + by_class[AS_CLASS_SCORES] + by_class[AS_CLASS_LOGITS] - 1;
     as_capture *c;
@@ -269,7 +269,7 @@ Test(interp, generation_stops_at_the_context_end)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
     run_ok(s, "prompt-ids 1 2 3; gen 100");
-    cr_assert_eq(s->it->n_tokens, s->it->n_ctx);
+    cr_assert_eq(s->it->out->n_tokens, s->it->n_ctx);
     close_session(s);
 }
 

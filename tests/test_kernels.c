@@ -94,9 +94,10 @@ Test(kernels, matvec_rows_have_the_same_bits_on_any_thread_count)
     as_pool *p;
     as_error err;
     cr_assert_eq(as_pool_new(&p, 3, &err), AS_OK);
-    as_matvec(NULL, x, in, w, out, b, y1);
-    as_matvec(p, x, in, w, out, b, y2);
-    as_linear(x, 1, in, w, out, b, y3);
+    as_weight wt = as_weight_f32(w, out, in);
+    as_matvec(NULL, x, &wt, b, y1);
+    as_matvec(p, x, &wt, b, y2);
+    as_linear(x, 1, &wt, b, y3);
     cr_assert_eq(memcmp(y1, y2, (size_t)out * 4), 0);
     cr_assert_eq(memcmp(y1, y3, (size_t)out * 4), 0, "the logit lens's rows equal the interpreter's");
     for (int r = 0; r < out; r++) {

@@ -457,12 +457,12 @@ static long gen_to_end_rss(size_t capture_mb, size_t *used, int *n_tokens)
     as_session *s = open_session("../models/austen-gpt2.gguf", capture_mb);
     long rss_loaded = status_kb("VmRSS");
     run_ok(s, "set seed 1; set temp 1; prompt-ids 0");
-    for (int i = 0; i < 1000 && s->it->n_tokens < s->it->n_ctx; i++)
+    for (int i = 0; i < 1000 && s->it->out->n_tokens < s->it->n_ctx; i++)
         run_ok(s, "gen 1000"); /* again after an end-of-sequence token */
     long rss1 = status_kb("VmRSS");
     *used = s->cap->used;
-    *n_tokens = s->it->n_tokens;
-    cr_assert_eq(s->it->n_tokens, s->it->n_ctx, "generated to the context end");
+    *n_tokens = s->it->out->n_tokens;
+    cr_assert_eq(s->it->out->n_tokens, s->it->n_ctx, "generated to the context end");
     cr_log_info("capture %zu MB: %zu MB allocated (%s); RSS %ld MB after load, +%ld MB after %d tokens",
                 capture_mb, *used >> 20, s->cap->dropped[0] ? s->cap->dropped : "nothing dropped",
                 (rss_loaded - rss0) / 1024, (rss1 - rss_loaded) / 1024, *n_tokens);
@@ -508,9 +508,9 @@ static long long_context_rss(size_t capture_mb, size_t *used)
     long rss0 = status_kb("VmRSS");
     cr_assert_eq(as_session_from_model(&s, m, capture_mb, null, null, &err), AS_OK, "%s", err.msg);
     run_ok(s, "set seed 3; set temp 1; prompt-ids 1");
-    for (int i = 0; i < 2000 && s->it->n_tokens < s->it->n_ctx; i++)
+    for (int i = 0; i < 2000 && s->it->out->n_tokens < s->it->n_ctx; i++)
         run_ok(s, "gen 1024");
-    cr_assert_eq(s->it->n_tokens, 1024);
+    cr_assert_eq(s->it->out->n_tokens, 1024);
     long rss1 = status_kb("VmRSS");
     *used = s->cap->used;
     cr_log_info("context 1024, capture %zu MB: %zu kB allocated (%s); RSS +%ld kB after 1024 tokens", capture_mb,

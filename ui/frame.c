@@ -78,7 +78,7 @@ void pane_message(tui *u, pane_id p, const char *msg)
 
 void token_label(const tui *u, int pos, char *out, size_t cap)
 {
-    piece_label(u, u->s->it->tokens[pos], out, cap);
+    piece_label(u, u->s->it->out->tokens[pos], out, cap);
 }
 
 void piece_label(const tui *u, int32_t id, char *out, size_t cap)

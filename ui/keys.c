@@ -51,7 +51,7 @@ static unsigned move_head(tui *u, int d)
 
 static unsigned select_query(tui *u, int q)
 {
-    int n = u->s->it->n_tokens, old = u->v.query;
+    int n = u->s->it->out->n_tokens, old = u->v.query;
     if (n == 0)
         return 0;
     u->v.query = q < 0 ? 0 : q >= n ? n - 1 : q;
@@ -151,7 +151,7 @@ static unsigned special_key(tui *u, int key)
     case KEY_PPAGE: return paging(u, -1);
     case KEY_NPAGE: return paging(u, 1);
     case KEY_HOME: return select_query(u, 0);
-    case KEY_END: return select_query(u, u->s->it->n_tokens - 1);
+    case KEY_END: return select_query(u, u->s->it->out->n_tokens - 1);
     case KEY_BTAB: return cycle_focus(u, -1);
     case KEY_F(1): u->help = true; return RD_HELP;
     case KEY_ENTER: return u->v.grid ? (u->v.grid = false, RD(P_ATTN)) : 0;
@@ -254,7 +254,7 @@ unsigned tui_key(tui *u, int ch, bool keycode)
 static unsigned click_tokens(tui *u, int y, int x)
 {
     int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1;
-    for (int i = 0; i < u->tok_n && i < u->s->it->n_tokens; i++)
+    for (int i = 0; i < u->tok_n && i < u->s->it->out->n_tokens; i++)
         if (u->tok_row[i] == row && u->tok_col[i] <= col)
             hit = i;
     return hit >= 0 ? select_query(u, hit) : 0;
@@ -263,7 +263,7 @@ static unsigned click_tokens(tui *u, int y, int x)
 static unsigned click_attn(tui *u, int y, int x)
 {
     int hy = y - u->heat_y, hx = x - u->heat_x;
-    if (u->s->it->n_tokens == 0)
+    if (u->s->it->out->n_tokens == 0)
         return 0;
     if (u->v.grid) {
         int h = hm_grid_tile_at(&u->grid, hy, hx);

@@ -278,7 +278,7 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src, int n)
 void pane_attn_draw(tui *u)
 {
     const as_session *s = u->s;
-    int n = s->it->n_tokens, hook = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
+    int n = s->it->out->n_tokens, hook = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
     char title[96], note[96];
     if (u->v.grid)
         snprintf(title, sizeof title, "Attention  layer %d  all %d heads", u->v.layer, s->model->cfg.n_head);

@@ -46,7 +46,7 @@ static bool compute(tui *u, int q)
     const as_session *s = u->s;
     const as_interp *it = s->it;
     int L = s->model->cfg.n_layer, V = s->model->cfg.n_vocab;
-    long key[4] = {it->n_passes, it->n_done, q, it->n_rules};
+    long key[4] = {it->n_passes, it->out->n_done, q, it->n_rules};
     if (cache->rows && !memcmp(key, cache->key, sizeof key))
         return true;
     if (L + 1 > 257 || !vocab_scratch(u))
@@ -56,12 +56,12 @@ static bool compute(tui *u, int q)
         if (!(rows[l + 1] = resid_at(u, l, q)))
             return false;
     float *all = malloc((size_t)(L + 1) * (size_t)V * sizeof *all);
-    if (!all || as_lens_logits_rows(s->model, rows, L + 1, all)) {
+    if (!all || as_lens_logits_rows(s->prog, rows, L + 1, all)) {
         free(all);
         return false;
     }
-    cache->generated = q + 1 < it->n_tokens && q + 1 >= it->n_prompt;
-    cache->chosen = cache->generated ? it->tokens[q + 1] : -1;
+    cache->generated = q + 1 < it->out->n_tokens && q + 1 >= it->out->n_prompt;
+    cache->chosen = cache->generated ? it->out->tokens[q + 1] : -1;
     for (int row = L; row >= 0; row--) { /* the last layer first: it names the final top token */
         const float *logits = all + (size_t)row * V;
         as_probs(logits, V, u->probs);
@@ -138,7 +138,7 @@ void pane_lens_draw(tui *u)
     WINDOW *w = u->win[P_LENS];
     int q = u->v.query;
     char title[160], piece[96], chosen[64];
-    if (u->s->it->n_tokens == 0) {
+    if (u->s->it->out->n_tokens == 0) {
         pane_frame(u, P_LENS, "Logit lens", NULL);
         pane_message(u, P_LENS, "No context yet.");
         wnoutrefresh(w);

@@ -22,9 +22,12 @@ static int norm_hook(const tui *u, norm_kind k)
     return as_program_hook(p, k == NK_LN1 ? AS_HK_LN1_SCALE : AS_HK_LN2_SCALE, u->v.layer);
 }
 
+/* Whether the norm shown is an RMSNorm: a fact of the op that fills it. */
 static bool is_rms(const tui *u)
 {
-    return u->s->model->cfg.arch == AS_ARCH_LLAMA;
+    int h = norm_hook(u, u->v.norm);
+    const as_op *op = h < 0 ? NULL : as_program_producer(u->s->prog, h);
+    return op && op->norm == AS_NORM_RMS;
 }
 
 /* The residual stream's L2 norm at a norm's input, from its statistics:
@@ -139,8 +142,8 @@ void pane_norms_draw(tui *u)
                  view_norm_name(u->v.norm));
     pane_frame(u, P_NORMS, title, "N: ln1 ln2 final");
     int n = h >= 0 ? u->s->cap->filled[h] : 0;
-    if (u->s->it->n_tokens == 0 || n == 0) {
-        pane_message(u, P_NORMS, u->s->it->n_tokens ? "Not computed yet at this norm." : "No context yet.");
+    if (u->s->it->out->n_tokens == 0 || n == 0) {
+        pane_message(u, P_NORMS, u->s->it->out->n_tokens ? "Not computed yet at this norm." : "No context yet.");
         wnoutrefresh(w);
         return;
     }

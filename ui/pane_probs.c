@@ -17,7 +17,7 @@ static const float *logits_at(const tui *u, int q)
     int h = as_program_hook(s->prog, AS_HK_LOGITS, -1);
     if (h >= 0 && as_capture_has(s->cap, h) && s->cap->filled[h] > q)
         return as_capture_row(s->cap, h, q);
-    return q == s->it->n_done - 1 ? as_interp_logits(s->it) : NULL;
+    return q == s->it->out->n_done - 1 ? as_interp_logits(s->it) : NULL;
 }
 
 static int rank_of(const tui *u, int id)
@@ -61,10 +61,10 @@ static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const
 static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
 {
     const as_interp *it = u->s->it;
-    const float *prev = q >= 1 && q >= it->n_prompt ? logits_at(u, q - 1) : NULL;
+    const float *prev = q >= 1 && q >= it->out->n_prompt ? logits_at(u, q - 1) : NULL;
     if (!prev)
         return 0;
-    int n = u->s->model->cfg.n_vocab, id = it->tokens[q];
+    int n = u->s->model->cfg.n_vocab, id = it->out->tokens[q];
     char piece[96], line[256];
     as_probs(prev, n, u->probs);
     token_label(u, q, piece, sizeof piece);
@@ -82,8 +82,8 @@ static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
     if (rows > 4)
         rows -= sampled_line(u, w, rows, q, cols);
     const as_interp *it = u->s->it;
-    int next = q + 1 < it->n_tokens ? it->tokens[q + 1] : -1;
-    const char *mark = q + 1 >= it->n_prompt ? " sampled" : " next";
+    int next = q + 1 < it->out->n_tokens ? it->out->tokens[q + 1] : -1;
+    const char *mark = q + 1 >= it->out->n_prompt ? " sampled" : " next";
     as_probs(logits, n, u->probs);
     int k = as_top_indices(logits, n, rows, u->order);
     bool shown = false;
@@ -103,7 +103,7 @@ void pane_probs_draw(tui *u)
     WINDOW *w = u->win[P_PROBS];
     int q = u->v.query;
     char title[128], piece[96];
-    if (u->s->it->n_tokens == 0) {
+    if (u->s->it->out->n_tokens == 0) {
         pane_frame(u, P_PROBS, "Next token", NULL);
         pane_message(u, P_PROBS, "No context yet.");
         wnoutrefresh(w);

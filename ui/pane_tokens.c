@@ -12,7 +12,7 @@ static role chip_role(const tui *u, int i)
 {
     if (i == u->v.query)
         return R_TOK_SEL;
-    if (i >= u->s->it->n_prompt)
+    if (i >= u->s->it->out->n_prompt)
         return i % 2 ? R_TOK_GEN_B : R_TOK_GEN_A;
     return i % 2 ? R_TOK_PROMPT_B : R_TOK_PROMPT_A;
 }
@@ -63,9 +63,9 @@ void pane_tokens_draw(tui *u)
 {
     WINDOW *w = u->win[P_TOKENS];
     const as_interp *it = u->s->it;
-    int n = it->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4;
+    int n = it->out->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4;
     char title[96];
-    snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->n_prompt, n - it->n_prompt);
+    snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
     pane_frame(u, P_TOKENS, n ? title : "Tokens", NULL);
     legend(u, w, n ? title : "Tokens");
     if (n == 0) {

@@ -115,7 +115,7 @@ int as_repl(as_session *s, volatile sig_atomic_t *interrupted)
     sigaction(SIGWINCH, &sa, NULL);
     rls_history_load(repl.hist);
     printf("attnscope — %s (%s, %d layers, %d heads). Type help; Ctrl-D leaves.\n", s->model->cfg.name,
-           as_arch_name(s->model->cfg.arch), s->model->cfg.n_layer, s->model->cfg.n_head);
+           as_model_arch_name(s->model), s->model->cfg.n_layer, s->model->cfg.n_head);
     rl_callback_handler_install(PROMPT, on_line);
     while (!s->quit && !repl.eof)
         wait_input();

@@ -12,14 +12,14 @@ static void where(const tui *u, char *out, size_t cap)
     const as_op *op = as_interp_current(it);
     if (u->busy)
         snprintf(out, cap, "running %s", u->running);
-    else if (it->n_tokens == 0)
+    else if (it->out->n_tokens == 0)
         snprintf(out, cap, "no context");
     else if (it->in_pass && op && op->layer >= 0)
         snprintf(out, cap, "layer %d  op %d/%d %s", op->layer, it->pc + 1, u->s->prog->n_ops, op->text);
     else if (it->in_pass && op)
         snprintf(out, cap, "op %d/%d %s", it->pc + 1, u->s->prog->n_ops, op->text);
-    else if (it->n_done < it->n_tokens)
-        snprintf(out, cap, "ready to run positions %d-%d", it->n_done, it->n_tokens - 1);
+    else if (it->out->n_done < it->out->n_tokens)
+        snprintf(out, cap, "ready to run positions %d-%d", it->out->n_done, it->out->n_tokens - 1);
     else
         snprintf(out, cap, "pass done, logits ready");
 }
@@ -43,7 +43,7 @@ void status_draw(tui *u)
     char pos[160], left[512];
     where(u, pos, sizeof pos);
     snprintf(left, sizeof left, " %s %s %s %s ctx %d/%d %s capture %zu MB ", s->model->cfg.name,
-             tf_glyph(G_SEP, u->t.utf8), pos, tf_glyph(G_SEP, u->t.utf8), s->it->n_tokens, s->it->n_ctx,
+             tf_glyph(G_SEP, u->t.utf8), pos, tf_glyph(G_SEP, u->t.utf8), s->it->out->n_tokens, s->it->n_ctx,
              tf_glyph(G_SEP, u->t.utf8), s->cap->used >> 20);
     term_role(&u->t, w, R_STATUS);
     werase(w);

@@ -337,7 +337,7 @@ static void welcome(tui *u, const char *notes)
 {
     const as_config *c = &u->s->model->cfg;
     log_addf(&u->log, LOG_HINT, "attnscope %s %s: %s, %d layers, %d heads, context %d", tf_glyph(G_SEP, u->t.utf8),
-             c->name, as_arch_name(c->arch), c->n_layer, c->n_head, c->n_ctx);
+             c->name, as_model_arch_name(u->s->model), c->n_layer, c->n_head, c->n_ctx);
     if (notes && *notes)
         log_add(&u->log, LOG_WARN, notes, strlen(notes));
     log_flush(&u->log);
@@ -369,7 +369,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.interrupted = interrupted;
     view_init(&u.v);
     log_init(&u.log, 2000);
-    u.focus = s->it->n_tokens ? P_ATTN : P_CMD;
+    u.focus = s->it->out->n_tokens ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;
     u.shared = P_PROBS;
     FILE *saved_out = s->out, *saved_warn = s->warn, *err_tmp = NULL;

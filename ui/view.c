@@ -42,7 +42,7 @@ static int clampi(int x, int lo, int hi)
 void view_clamp(view *v, const as_session *s)
 {
     const as_config *c = &s->model->cfg;
-    int n = s->it->n_tokens;
+    int n = s->it->out->n_tokens;
     v->layer = clampi(v->layer, 0, c->n_layer - 1);
     v->head = clampi(v->head, 0, c->n_head - 1);
     if (v->follow || v->query >= n)
@@ -100,7 +100,7 @@ static int view_norm(view *v, const char *name, as_error *err)
 
 static int view_pos(view *v, const as_session *s, const char *arg, as_error *err)
 {
-    int n = s->it->n_tokens;
+    int n = s->it->out->n_tokens;
     if (!strcmp(arg, "last")) {
         v->follow = true;
         return AS_OK;

@@ -1,7 +1,9 @@
 /* capture: every hook point's values at every position of the current
  * context, within a memory budget. Only the interpreter writes it; views
- * and exports only read it. Attention hooks are stored per head as the
- * causal lower triangle. The KV cache is the storage of the k/v hooks
+ * and exports only read it. Attention hooks are stored per head: a causal
+ * (or windowed) site as the lower triangle, an unmasked one (bidirectional,
+ * cross-attention) as the full rectangle [head, n_q, n_k]; every reader
+ * goes through the accessors below, never index arithmetic of its own. The KV cache is the storage of the k/v hooks
  * attention reads back, so it is always kept. Over budget, whole hooks are
  * dropped by class (residual-stream copies first, patterns and norm
  * statistics last) and the drop is described in `dropped`. */
@@ -33,28 +35,38 @@ typedef struct as_capture {
  * positions are written. */
 int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err);
 void as_capture_free(as_capture *c);
-/* Commits the pages of every stored hook for positions [0, end), and some
+/* Commits the pages of every stored hook for positions [0, end) of its
+ * stream (ends[stream]), and some
  * way beyond, in one call per hook: a pass that writes into fresh pages
  * would otherwise take a page fault per 4 KB on its critical path (the
  * logits of one token span dozens of pages). Only a hint: without kernel
  * support (MADV_POPULATE_WRITE, Linux 5.14) the pages fault in as before. */
-void as_capture_prepare(as_capture *c, int end);
+void as_capture_prepare(as_capture *c, const int *ends); /* per stream */
 
-/* Bytes a hook needs for n_ctx positions (attention: a triangle per head). */
-size_t as_capture_hook_bytes(const as_hook *h, int n_ctx);
+/* Bytes a hook needs over its stream's whole context (attention: a
+ * triangle or a rectangle per head). */
+size_t as_capture_hook_bytes(const as_program *p, int hook);
 bool as_capture_has(const as_capture *c, int hook);
-/* Offset, in floats, of attention row (head, query q) within a hook's triangle store. */
-size_t as_capture_attn_offset(const as_capture *c, int head, int q);
+/* Offset, in floats, of attention row (head, query q) within a hook's store. */
+size_t as_capture_attn_offset(const as_capture *c, int hook, int head, int q);
+/* Keys stored in query q's row: q + 1 for a causal site (keys 0..q; a
+ * window's early keys are stored masked), every key so far otherwise. */
+int as_capture_attn_keys(const as_capture *c, int hook, int q);
+/* The keys [k0, k1) query q sees (a window hides the early ones). */
+void as_capture_attn_visible(const as_capture *c, int hook, int q, int *k0, int *k1);
+/* Query q's row for one head, its stored keys in *n_keys (may be NULL). */
+const float *as_capture_attn_row(const as_capture *c, int hook, int head, int q, int *n_keys);
 
 /* Readers; the caller checks pos < filled[hook]. */
 const float *as_capture_row(const as_capture *c, int hook, int pos);
-/* Attention weight or score at (head, q, k); masked (k > q) gives -inf for
- * scores and 0 for patterns, as TransformerLens stores them. */
+/* Attention weight or score at (head, q, k); a key the site hides from q
+ * gives -inf for scores and 0 for patterns, as TransformerLens stores them. */
 float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
 
 /* TransformerLens shape of a hook over n_pos positions, without batch:
- * returns the number of dims written to shape (at most 3). */
+ * returns the number of dims written to shape (at most 3). Attention:
+ * [head, n_pos, n_pos] for a causal site, [head, n_pos, keys] otherwise. */
 int as_capture_shape(const as_capture *c, int hook, int n_pos, size_t shape[3]);
 /* Copies a hook's values over positions [0, n_pos) into out, in that shape
  * (C order; masked attention entries filled as above). out holds

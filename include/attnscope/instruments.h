@@ -14,11 +14,11 @@
 #include "attnscope/model.h"
 
 /* Final norm then unembedding applied to one residual vector: logits[V]. */
-void as_lens_logits(const as_model *m, const float *resid, float *logits);
+void as_lens_logits(const as_program *p, const float *resid, float *logits);
 /* The same for n vectors at once (logits[n][V]), as one matrix product:
  * what a lens over every layer, or every position, wants. AS_ERR (and
  * zeros) when out of memory. */
-int as_lens_logits_rows(const as_model *m, const float *const *resid, int n, float *logits);
+int as_lens_logits_rows(const as_program *p, const float *const *resid, int n, float *logits);
 
 /* Direct logit attribution at one position: each component's share of
  * the token's logit through the final norm (its mean and scale as captured,

@@ -1,7 +1,9 @@
 /* interp: the step-through interpreter. Executes a program with a program
- * counter over a span of new positions (the whole prompt at once, then one
- * position per generated token, reusing the KV cache), writes every op's
- * output into the capture, and stops at breakpoints. `back` restores an
+ * counter over a span of new positions per stream (a causal stream: the
+ * whole prompt at once, then one position per generated token, reusing
+ * the KV cache; any other stream: all of it again whenever its input
+ * changes), writes every op's output into the capture, and stops at
+ * breakpoints. Ops of a stream with nothing new in a pass are passed over. `back` restores an
  * earlier op by resetting the counter (or, where hooks were not captured,
  * by replaying the pass from its start: ops are deterministic, so the
  * state is bit-identical). */
@@ -68,20 +70,32 @@ typedef struct as_watch_hit {
     float value;
 } as_watch_hit;
 
+/* One stream's input and progress. */
+typedef struct as_stream_state {
+    int n_ctx;
+    int32_t *tokens;   /* token ids (token streams) */
+    int n_tokens;
+    int n_prompt;      /* tokens that came from the prompt (the rest were generated) */
+    int n_done;        /* positions whose pass is complete */
+    int p0, n;         /* the current pass's span (n == 0: nothing new in it) */
+} as_stream_state;
+
+/* The spans of one pass, for `back` across passes. */
+typedef struct as_pass {
+    int p0[AS_MAX_STREAMS], n[AS_MAX_STREAMS];
+} as_pass;
+
 typedef struct as_interp {
     const as_program *prog;
     const as_model *model;
     as_capture *cap;
-    int n_ctx;
-    int32_t *tokens;
-    int n_tokens;
-    int n_prompt;      /* tokens that came from the prompt (the rest were generated) */
-    int n_done;        /* positions whose pass is complete */
+    as_stream_state st[AS_MAX_STREAMS];
+    as_stream_state *out; /* the output stream's (st[prog->out_stream]) */
+    int n_ctx;         /* the output stream's context */
     bool in_pass;
-    int p0, n;         /* the current pass's span of positions */
     int pc;            /* next op; n_ops once the pass is finished */
-    int *pass_starts;  /* p0 of every pass so far, for `back` across passes */
-    int n_passes;
+    as_pass *passes;   /* every pass so far */
+    int n_passes, cap_passes;
     bool *brk;         /* per hook: stop after it is filled */
     as_nonfinite nonfinite;
     as_rule *rules;
@@ -89,28 +103,41 @@ typedef struct as_interp {
     bool rules_off;    /* run clean (e.g. the baseline of `compare`) */
     as_watch_hit watch_hit;
     volatile sig_atomic_t *interrupt; /* set by the front (Ctrl-C); may be NULL */
-    /* Working memory for hooks not captured: one buffer per hook kind,
-     * shared across layers (a layer never reads another layer's same kind). */
-    float *scratch[AS_HK_COUNT];
-    size_t scratch_cap[AS_HK_COUNT];
+    /* Working memory for hooks not captured: one buffer per hook kind and
+     * stream, shared across layers (a layer never reads another layer's
+     * same kind). */
+    float *scratch[AS_MAX_STREAMS][AS_HK_COUNT];
+    size_t scratch_cap[AS_MAX_STREAMS][AS_HK_COUNT];
     float **span;      /* per hook: row 0 of the current span */
     float *tmp;        /* attention work area */
     size_t tmp_cap;
     struct as_pool *pool; /* threads for one-position work, sized by as_get_threads() */
     float *rope;       /* rotary cos/sin of the span's positions (2·rope_dim floats each) */
     size_t rope_cap;
-    bool rope_ready;   /* rope holds this pass's angles */
+    int rope_key[3];   /* stream, rope_dim and base bits whose angles rope holds; [0] = -1: none */
     int ready_until;   /* ops [pc, ready_until) have their outputs computed already */
 } as_interp;
 
 int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err);
 void as_interp_free(as_interp *it);
 
-/* Replaces the context (no compute). Refuses more tokens than the context
- * length, with a message saying the limit; ids must be in the vocabulary. */
+/* Replaces a stream's input (no compute); later streams (which may read
+ * it) start over too. Refuses more tokens than the stream's context, with
+ * a message saying the limit; ids must be in the vocabulary. */
+int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as_error *err);
+/* The same for the output stream (a decoder's tokens). */
 int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err);
-/* Appends a token (a generated one) to be processed by the next pass. */
+/* Appends a token (a generated one) to the output stream, to be processed
+ * by the next pass. */
 int as_interp_append(as_interp *it, int32_t id, as_error *err);
+
+/* What stands at a stream's position, for labels: a token id, or a name
+ * ("CLS", "r3c5") where the input is not a token. */
+typedef struct as_position {
+    int32_t token;     /* -1 when `name` labels the position */
+    char name[16];
+} as_position;
+void as_interp_position(const as_interp *it, int stream, int pos, as_position *out);
 
 /* Runs ops. count is used by AS_RUN_STEP. Starts a pass over the pending
  * positions when none is under way. *stop says why it stopped. */
@@ -133,5 +160,10 @@ int as_interp_clear_rules(as_interp *it, bool watches);
 int as_rule_len(const as_interp *it, const as_rule *r);
 /* Resets every hook's filled count (e.g. before a new prompt). */
 void as_interp_reset(as_interp *it);
+/* Runs with interventions off (true) or on again (false): the clean
+ * baseline of `compare`. */
+void as_interp_rules_off(as_interp *it, bool off);
+/* Drops the interventions added after the first n (a sweep's trial rule). */
+void as_interp_truncate_rules(as_interp *it, int n);
 
 #endif

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attnscope/weight.h"
+
 #define AS_NORM_TOP 4 /* largest-magnitude input dimensions kept per token */
 
 /* What a norm saw at one token: the statistics an engineer checks first
@@ -25,24 +27,25 @@ typedef struct as_pool as_pool;
 
 /* y[n][out] = x[n][in] · w[out][in]ᵀ (+ b). x and y must not overlap.
  * One row is a matrix-vector product (as_matvec_rows); more go to sgemm. */
-void as_linear(const float *x, int n, int in, const float *w, int out, const float *b, float *y);
+void as_linear(const float *x, int n, const as_weight *w, const float *b, float *y);
 /* y[out] = w[out][in] · x[in] (+ b), rows shared among the pool's threads;
  * every row's value is the same whatever the thread count. */
-void as_matvec(as_pool *pool, const float *x, int in, const float *w, int out, const float *b, float *y);
+void as_matvec(as_pool *pool, const float *x, const as_weight *w, const float *b, float *y);
 /* Several such products as one job (q, k and v read the same input): one
  * hand-off between threads instead of one per product. */
 #define AS_MATVEC_MAX 4
 typedef struct as_matvec_spec {
-    const float *x, *w, *b;
+    const float *x;
+    const as_weight *w;
+    const float *b;
     float *y;
-    int in, out;
 } as_matvec_spec;
 void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n);
 /* as_linear with the work shared among the pool's threads (sgemm on
  * slices of output features; as_matvec for one position). */
-void as_linear_pool(as_pool *pool, const float *x, int n, int in, const float *w, int out, const float *b, float *y);
+void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *w, const float *b, float *y);
 /* Rows [r0, r1) of the above on the calling thread. */
-void as_matvec_rows(const float *x, int in, const float *w, const float *b, float *y, int r0, int r1);
+void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y, int r0, int r1);
 /* The same with rows ld floats apart, no bias (attention: keys in the KV cache). */
 void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1);
 /* Σ a[i]·b[i], summed as the matrix-vector rows are. */

@@ -1,21 +1,26 @@
-/* model: a loaded Transformer — its configuration, its weights as float32,
- * and its tokenizer. Reads the configuration from llama.cpp's metadata keys
- * and checks every tensor's shape against it. F32 weights are used in place
- * from the memory map; F16, BF16 and Q8_0 weights are dequantized once. */
+/* model: a loaded Transformer — its hyperparameters, its architecture's
+ * descriptor (arch.h) and weights, and its tokenizer. The weights are
+ * views into the memory-mapped file in their stored type (weight.h): a
+ * model's memory is its file. Only small vectors (norm weights, biases)
+ * stored in another type than F32 are converted, once. Which tensors an
+ * architecture has, and what they are called, only its file knows; the
+ * helpers here find, check and keep a tensor by the name it gives. */
 #ifndef ATTNSCOPE_MODEL_H
 #define ATTNSCOPE_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "attnscope/arch.h"
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 #include "attnscope/tokenizer.h"
+#include "attnscope/weight.h"
 
-typedef enum as_arch { AS_ARCH_GPT2, AS_ARCH_LLAMA } as_arch;
-
+/* Hyperparameters every architecture reads (an architecture that has no
+ * use for one leaves it as the common reader set it). */
 typedef struct as_config {
-    as_arch arch;
     char name[128];      /* general.name, else the file's base name */
     int n_vocab;
     int n_ctx;
@@ -25,38 +30,21 @@ typedef struct as_config {
     int n_head_kv;
     int d_head;
     int d_ff;
-    int rope_dim;        /* llama: dimensions rotated per head */
+    int rope_dim;        /* dimensions rotated per head (0: no rotary) */
     float eps;
     float rope_base;
 } as_config;
 
-/* Per-layer weights. A linear layer's matrix is [out][in] row-major (ggml's
- * ne = [in, out]), so y = x · Wᵀ. Absent biases are NULL. */
-typedef struct as_layer {
-    const float *attn_norm_w, *attn_norm_b;
-    const float *wq, *wk, *wv;  /* gpt2: slices of the fused attn_qkv */
-    const float *bq, *bk, *bv;
-    const float *wo, *bo;
-    const float *ffn_norm_w, *ffn_norm_b;
-    const float *w_gate;        /* llama only */
-    const float *w_up, *b_up;
-    const float *w_down, *b_down;
-} as_layer;
-
 typedef struct as_model {
     as_config cfg;
+    const as_arch *arch;
     char *path;
     as_gguf *gguf;              /* a llama2.c checkpoint gets a GGUF view (llama2c.h) */
     as_tokenizer *tok;
-    const float *tok_embd;      /* [vocab][d_model] */
-    const float *pos_embd;      /* gpt2: [n_ctx][d_model] */
-    const float *out_norm_w, *out_norm_b;
-    const float *output;        /* [vocab][d_model]; == tok_embd when tied */
-    bool tied;
-    as_layer *layers;
-    float **owned;              /* dequantized copies we must free */
+    void *weights;              /* the architecture's own weight struct (one block) */
+    float **owned;              /* vectors converted to float32, freed with the model */
     size_t n_owned;
-    size_t weight_bytes;        /* float32 bytes of all weights in use */
+    size_t weight_bytes;        /* bytes of the weights in use, as stored */
     char warnings[1024];        /* e.g. tensors holding NaN/Inf; empty if none */
 } as_model;
 
@@ -71,6 +59,30 @@ int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err);
  * ownership of both is taken on success only. */
 int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_error *err);
 void as_model_free(as_model *m);
-const char *as_arch_name(as_arch a);
+/* general.architecture of the loaded model ("gpt2", ...). */
+const char *as_model_arch_name(const as_model *m);
+
+/* ---- for architecture files ---- */
+
+/* The hyperparameters all decoders share, from "{arch}.*" keys:
+ * context_length, embedding_length, block_count, feed_forward_length,
+ * attention.head_count(_kv), and the epsilon under eps_key (e.g.
+ * "attention.layer_norm_epsilon"; default 1e-5). Each is range-checked and
+ * a wrong one named. */
+int as_config_read_common(as_config *c, const as_gguf *g, const char *arch, const char *eps_key, as_error *err);
+/* Rotary hyperparameters: rope.freq_base (default 10000) and
+ * rope.dimension_count (default the head size; even, at most it). */
+int as_config_read_rope(as_config *c, const as_gguf *g, const char *arch, as_error *err);
+/* A matrix of cols x rows (ggml ne = [cols, rows]) as a weight view.
+ * Missing: an error naming the tensor, or, if optional, out->data NULL. */
+int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows, bool optional,
+                    as_weight *out, as_error *err);
+/* A vector of n floats (in place when F32, else converted once).
+ * Missing: an error, or, if optional, *out NULL. */
+int as_model_vector(as_model *m, const char *name, uint64_t n, bool optional, const float **out,
+                    as_error *err);
+/* Refuses tensors named "{prefix}N." with N >= n_layer: a block count
+ * smaller than the file's blocks means a half-done conversion. */
+int as_model_check_blocks(const as_model *m, const char *prefix, as_error *err);
 
 #endif

@@ -1,8 +1,13 @@
 /* program: one forward pass described as a flat list of ops. An
- * architecture file (arch_gpt2.c, arch_llama.c) builds it; it runs nothing.
- * Each op reads earlier hook points and fills exactly one hook point, named
- * as in TransformerLens. The same list serves any span of positions: the
- * interpreter supplies the span when it executes. */
+ * architecture file (arch_*.c) builds it; it runs nothing. Each op reads
+ * earlier hook points and fills exactly one hook point, named as in
+ * TransformerLens. The same list serves any span of positions: the
+ * interpreter supplies the span when it executes.
+ *
+ * Everything a reader needs is a fact on the program, never a question to
+ * the architecture: a hook's stream, site and dtype; a norm's kind,
+ * epsilon and width; an attention site's heads, head sizes, scale, mask,
+ * bias and soft-cap. */
 #ifndef ATTNSCOPE_PROGRAM_H
 #define ATTNSCOPE_PROGRAM_H
 
@@ -10,8 +15,9 @@
 
 #include "attnscope/error.h"
 #include "attnscope/model.h"
+#include "attnscope/weight.h"
 
-/* What a hook point holds; views and exports switch on it. */
+/* What a hook point holds (its role); views and exports switch on it. */
 typedef enum as_hook_kind {
     AS_HK_EMBED, AS_HK_POS_EMBED, AS_HK_RESID_PRE,
     AS_HK_LN1_SCALE, AS_HK_LN1_NORMALIZED,
@@ -35,28 +41,87 @@ typedef enum as_hook_class {
     AS_CLASS_RESID = 6,     /* residual-stream-sized copies */
 } as_hook_class;
 
+/* Where in a block a hook sits. */
+typedef enum as_site {
+    AS_SITE_NONE,        /* the residual stream, embeddings, the output */
+    AS_SITE_SELF_ATTN,
+    AS_SITE_CROSS_ATTN,
+    AS_SITE_MLP,         /* a dense MLP */
+    AS_SITE_SHARED_EXPERT,
+    AS_SITE_ROUTED_EXPERT,
+} as_site;
+
+typedef enum as_dtype { AS_DT_F32, AS_DT_I32 } as_dtype;
+
+typedef enum as_norm_kind { AS_NORM_LAYER, AS_NORM_RMS } as_norm_kind;
+
+/* How keys are hidden from a query. */
+typedef enum as_mask {
+    AS_MASK_CAUSAL,  /* keys up to the query's position */
+    AS_MASK_NONE,    /* every key (bidirectional, cross-attention) */
+    AS_MASK_WINDOW,  /* causal, and only the last `window` keys */
+} as_mask;
+
+/* What feeds a stream. */
+typedef enum as_input { AS_INPUT_TOKENS, AS_INPUT_PIXELS } as_input;
+
+#define AS_MAX_STREAMS 4
+
+/* A sequence of positions the program computes over: "tokens" for a
+ * decoder; later "encoder" and "decoder", or "patches". A causal stream is
+ * extended position by position (its keys are cached); any other is
+ * recomputed from position 0 whenever its input changes. */
+typedef struct as_stream {
+    char name[16];
+    as_input input;
+    int n_ctx;
+    bool causal;
+} as_stream;
+
 typedef struct as_hook {
-    char name[64];
+    char name[64];       /* composed by the architecture: blocks.3.attn.hook_pattern */
     as_hook_kind kind;
     int layer;           /* -1 outside the blocks */
-    int n_dims;          /* dims after the position (attention: see is_attn) */
+    int stream;          /* index into the program's streams */
+    as_site site;
+    as_dtype dtype;
+    int n_dims;          /* dims after the position (attention: see attn) */
     int dims[2];
-    int width;           /* floats per position (attention: heads) */
-    bool is_attn;        /* [head, query_pos, key_pos], causal rows */
+    int width;           /* values per position (attention: heads) */
+    bool is_attn;        /* [head, query_pos, key_pos] rows of an attention site */
+    int attn;            /* is_attn: index into the program's attention sites; else -1 */
     bool in_kv_cache;    /* keys/values attention reads back: always stored */
     as_hook_class klass;
 } as_hook;
 
+/* An attention site: the facts its three ops (scores, softmax, mix) and
+ * every reader of its pattern use. Self-attention, cross-attention and
+ * latent attention are the same site with other facts. */
+typedef struct as_attn {
+    int layer;
+    as_site site;        /* AS_SITE_SELF_ATTN or AS_SITE_CROSS_ATTN */
+    int q, k, v;         /* hooks read: q [pos, n_head, d_qk]; k [pos, n_head_kv, d_qk]; v [pos, n_head_kv, d_v] */
+    int q_stream, kv_stream;
+    int n_head, n_head_kv;
+    int d_qk, d_v;
+    float scale;         /* scores = q · k * scale */
+    as_mask mask;
+    int window;          /* AS_MASK_WINDOW: keys per query */
+    int bias;            /* hook added to the scores ([head, n_q, n_k] like them), or -1 */
+    float softcap;       /* > 0: scores = softcap * tanh(scores / softcap) */
+    int scores, pattern, z; /* hooks it fills */
+} as_attn;
+
 typedef enum as_op_kind {
-    AS_OP_EMBED,      /* out = tok_embd[token]                          */
-    AS_OP_POS_EMBED,  /* out = pos_embd[pos]                            */
+    AS_OP_EMBED,      /* out = W[token]                                 */
+    AS_OP_POS_EMBED,  /* out = W[pos]                                   */
     AS_OP_ADD,        /* out = in0 + in1                                */
     AS_OP_COPY,       /* out = in0                                      */
     AS_OP_NORM_SCALE, /* out = sqrt(var(in0) + eps), statistics kept    */
     AS_OP_NORM_APPLY, /* out = norm(in0) using scale in1, weight, bias  */
     AS_OP_LINEAR,     /* out = in0 · Wᵀ + b                             */
     AS_OP_ROPE,       /* out = rotary(in0)                              */
-    AS_OP_SCORES,     /* out = q(in0) · k(in1)ᵀ / sqrt(d_head), causal  */
+    AS_OP_SCORES,     /* out = q(in0) · k(in1)ᵀ · scale, masked         */
     AS_OP_SOFTMAX,    /* out = softmax(in0) per row                     */
     AS_OP_MIX,        /* out = pattern(in0) · v(in1)                    */
     AS_OP_GELU,       /* out = gelu_tanh(in0)                           */
@@ -68,19 +133,40 @@ typedef struct as_op {
     int layer;            /* -1 outside the blocks */
     int out;              /* hook index filled */
     int in[2];            /* hook indices read, -1 if unused */
-    const float *w, *b;   /* LINEAR: w[n_out][n_in]; NORM_APPLY: w[d], b[d] */
+    as_weight w;          /* LINEAR, EMBED, POS_EMBED: the matrix, as stored */
+    const float *nw;      /* NORM_APPLY: the norm's weight [width] */
+    const float *b;       /* LINEAR: bias [n_out]; NORM_APPLY: bias [width]; or NULL */
     int n_in, n_out;
-    bool rms;             /* NORM_*: RMSNorm rather than LayerNorm */
+    as_norm_kind norm;    /* NORM_*: LayerNorm or RMSNorm, over n_in values */
+    float eps;            /* NORM_* */
+    int attn;             /* SCORES, SOFTMAX, MIX: index into attention sites; else -1 */
+    int rope_dim;         /* ROPE: dimensions rotated per head */
+    float rope_base;      /* ROPE */
     bool last_row_only;   /* LINEAR to logits: when not captured, only the last position is needed */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
 typedef struct as_program {
     const as_model *model;
+    as_stream streams[AS_MAX_STREAMS];
+    int n_streams;
+    int out_stream;       /* the stream whose last position gives the logits */
     as_hook *hooks;
-    int n_hooks;
+    int n_hooks, cap_hooks;
     as_op *ops;
-    int n_ops;
+    int n_ops, cap_ops;
+    as_attn *attn;
+    int n_attn, cap_attn;
+    int unembed;          /* the op that computes the logits */
+    int final_norm;       /* the NORM_APPLY op before it, or -1 */
+    /* Set by the architecture while it builds: the scope of the hooks it
+     * adds next ("blocks.3" — later "encoder.1", "decoder.2"), their
+     * stream and their site. */
+    char scope[32];
+    int cur_stream;
+    as_site cur_site;
+    bool failed;          /* out of memory while building */
+    as_op dead_op;        /* where ops go when none can be added (the build then fails) */
 } as_program;
 
 /* Builds the program for the model's architecture. */
@@ -92,29 +178,42 @@ int as_program_find_hook(const as_program *p, const char *name);
 bool as_hook_name_match(const char *pattern, const char *name);
 /* The hook of a kind in a layer (layer -1 for non-block hooks), or -1. */
 int as_program_hook(const as_program *p, as_hook_kind kind, int layer);
+/* The op that fills a hook, or NULL. */
+const as_op *as_program_producer(const as_program *p, int hook);
+/* The attention site of an attention hook (scores or pattern), or NULL. */
+const as_attn *as_program_attn(const as_program *p, int hook);
+/* Whether query position q of a site sees key position k. */
+bool as_attn_visible(const as_attn *a, int q, int k);
 
-/* Architecture builders (used by as_program_build). */
-int as_arch_gpt2_build(as_program *p, as_error *err);
-int as_arch_llama_build(as_program *p, as_error *err);
+/* ---- for architecture files ---- */
 
-/* Helpers for architecture files. */
+/* Opens a stream; returns its index. */
+int as_program_add_stream(as_program *p, const char *name, as_input input, int n_ctx, bool causal);
+/* Sets the scope of the hooks that follow: block `layer` ("blocks.%d"),
+ * or the top level with layer -1. */
+void as_program_scope(as_program *p, int layer);
 int as_program_add_hook(as_program *p, as_hook_kind kind, int layer, as_hook_class klass,
                         int n_dims, int d0, int d1);
 as_op *as_program_add_op(as_program *p, as_op_kind kind, int layer, int out, int in0, int in1,
                          const char *text);
-/* A norm as two ops (scale, then normalized output); returns the output hook.
- * scale_kind's successor in the enum is the normalized kind. */
+/* A norm as two ops (scale, then normalized output); returns the output
+ * hook. scale_kind's successor in the enum is the normalized kind. */
 int as_program_add_norm(as_program *p, as_hook_kind scale_kind, int layer, int in, const float *w,
-                        const float *b, bool rms, const char *name);
-/* A hook filled by in · Wᵀ + b, shaped [d0] or [d0, d1] per position. */
+                        const float *b, as_norm_kind norm, float eps, const char *name);
+/* A hook filled by in · Wᵀ + b, shaped [d0] or [d0, d1] per position
+ * (d0 * d1 == w->rows). */
 int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
-                          const float *w, const float *b, int n_in, int n_dims, int d0, int d1,
-                          const char *text);
-/* Causal attention from q, k, v hooks: scores, pattern, z; returns z. */
-int as_program_add_attention(as_program *p, int layer, int q, int k, int v, const char *scores_text);
+                          const as_weight *w, const float *b, int n_dims, int d0, int d1, const char *text);
+/* Rotary positions on a [heads, d_head] hook; returns the rotated hook. */
+int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
+                        int rope_dim, float rope_base, const char *text);
+/* An attention site from q, k, v hooks (the fields from q to softcap of
+ * *site; the rest are filled): scores, pattern, z; returns z. */
+int as_program_add_attention(as_program *p, const as_attn *site, const char *scores_text);
 /* A residual-stream sum a + b filling a hook of `kind`. */
 int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b, const char *text);
 /* The final norm and the unembedding; returns the logits hook. */
-int as_program_add_unembed(as_program *p, int resid, bool rms);
+int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,
+                           as_norm_kind norm, float eps, const as_weight *unembed);
 
 #endif

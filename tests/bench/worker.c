@@ -82,8 +82,8 @@ static int run_decode(as_session *s, bool gpt2)
     /* As run.c counts: the passes after the first, over the time they took. */
     printf("decode_tps %.3f\n", (p.n - 1) / ((double)(p.t[p.n - 1] - p.t[0]) * 1e-9));
     printf("passes %d\nids", p.n);
-    for (int i = 1; i < s->it->n_tokens; i++)
-        printf(" %d", s->it->tokens[i]);
+    for (int i = 1; i < s->it->out->n_tokens; i++)
+        printf(" %d", s->it->out->tokens[i]);
     printf("\n");
     return 0;
 }

@@ -1,0 +1,231 @@
+/* attention: the three ops of an attention site (program.h's as_attn),
+ * for any site: self- or cross-attention, causal, windowed or unmasked,
+ * grouped heads, d_qk != d_v, a scale of the architecture's choice, an
+ * additive bias and a soft-cap. Shapes, for one pass over a span of n_q
+ * query positions of the query stream and the keys so far of the
+ * key/value stream:
+ *
+ *   q        is (n_q, H, d_qk)      the span's rows
+ *   k        is (keys, Hkv, d_qk)   the KV cache: k's captured rows
+ *   v        is (keys, Hkv, d_v)
+ *   scores   is (H, n_q, row)       row = keys 0..pos (causal), all keys (none)
+ *   pattern  is (H, n_q, row)
+ *   z        is (n_q, H, d_v)
+ *
+ * Query head h reads key/value head h / (H / Hkv). One query position
+ * (decoding) works straight over the KV cache, key-major, its keys or
+ * heads shared among the pool's threads; a span does one sgemm per head,
+ * its heads shared among them. */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "attnscope/kernels.h"
+#include "attnscope/pool.h"
+#include "interp_internal.h"
+
+static const as_attn *site(const as_interp *it, const as_op *op)
+{
+    return &it->prog->attn[op->attn];
+}
+
+static const float *kv_row(const as_interp *it, int h, int pos)
+{
+    return as_capture_row(it->cap, h, pos);
+}
+
+/* What a plain causal or unmasked site does not need: soft-cap, bias and
+ * the window's hidden keys, on one head's span row i of `len` keys. */
+static void finish_row(const as_interp *it, const as_attn *a, int head, int i, float *row, int len)
+{
+    if (a->softcap > 0)
+        for (int k = 0; k < len; k++)
+            row[k] = a->softcap * tanhf(row[k] / a->softcap);
+    if (a->bias >= 0) {
+        const float *b = as_interp_attn_row(it, a->bias, head, i);
+        for (int k = 0; k < len; k++)
+            row[k] += b[k];
+    }
+    if (a->mask == AS_MASK_WINDOW)
+        for (int k = 0; k < len && k <= it->st[a->q_stream].p0 + i - a->window; k++)
+            row[k] = -INFINITY;
+}
+
+static bool plain(const as_attn *a)
+{
+    return a->softcap <= 0 && a->bias < 0 && a->mask != AS_MASK_WINDOW;
+}
+
+/* ---------------------------------------------------------------- one position */
+
+typedef struct attn_job {
+    as_interp *it;
+    const as_op *op;
+} attn_job;
+
+#define KEYS_PER_TASK 64
+
+/* One position's scores for keys [t0, t1) and every head, straight over
+ * the KV cache (no copies). Key-major: each cached row is read whole and
+ * the rows in order, a stream the hardware prefetches (head-major reads
+ * every row in strides, and the weights streamed between tokens have
+ * evicted the cache from L2). */
+static void scores_keys(as_interp *it, const as_op *op, int t0, int t1)
+{
+    const as_attn *a = site(it, op);
+    int H = a->n_head, group = H / a->n_head_kv, d = a->d_qk;
+    const float *q = span_row(it, op->in[0], 0);
+    for (int t = t0; t < t1; t++) {
+        const float *k = kv_row(it, op->in[1], t);
+        for (int h = 0; h < H; h++)
+            as_interp_attn_row(it, op->out, h, 0)[t] = as_dot(k + (h / group) * d, q + h * d, d) * a->scale;
+    }
+}
+
+static void scores_task(void *ctx, int t)
+{
+    const attn_job *j = ctx;
+    int keys = attn_row_len(j->it, site(j->it, j->op), 0), t0 = t * KEYS_PER_TASK;
+    scores_keys(j->it, j->op, t0, t0 + KEYS_PER_TASK < keys ? t0 + KEYS_PER_TASK : keys);
+}
+
+#define HEADS_PER_TASK 2
+
+/* One position's z for heads [h0, h1): pattern · v over the KV cache,
+ * reading each cached row's slice for these heads whole, row after row. */
+static void mix_task(void *ctx, int task)
+{
+    const attn_job *j = ctx;
+    as_interp *it = j->it;
+    const as_attn *a = site(it, j->op);
+    int H = a->n_head, h0 = task * HEADS_PER_TASK, h1 = h0 + HEADS_PER_TASK < H ? h0 + HEADS_PER_TASK : H;
+    const float *p[HEADS_PER_TASK];
+    for (int h = h0; h < h1; h++)
+        p[h - h0] = as_interp_attn_row(it, j->op->in[0], h, 0);
+    as_mix_heads(p, h1 - h0, attn_row_len(it, a, 0), kv_row(it, j->op->in[1], 0), (size_t)(a->n_head_kv * a->d_v),
+                 H / a->n_head_kv, h0, span_row(it, j->op->out, 0) + h0 * a->d_v, a->d_v);
+}
+
+/* ---------------------------------------------------------------- a span */
+
+/* A span's heads are shared among as many tasks as the pool has threads;
+ * task t uses slice t of tmp, so tasks never share one. */
+static int span_tasks(const as_interp *it, const as_attn *a)
+{
+    int T = as_pool_size(it->pool);
+    return T < a->n_head ? T : a->n_head;
+}
+
+size_t as_attn_tmp_floats(const as_interp *it, const as_attn *a)
+{
+    return (size_t)it->st[a->q_stream].n * (size_t)attn_keys(it, a);
+}
+
+/* Scores of a span for task t's heads: one sgemm per head. Uncaptured
+ * scores are dense [head][n_q][keys] rows: sgemm writes them in place (a
+ * causal row's masked part is computed and never read). Captured rows are
+ * stored as the capture lays them out, so they are copied in from tmp. */
+static void span_scores_task(void *ctx, int t)
+{
+    const attn_job *j = ctx;
+    as_interp *it = j->it;
+    const as_op *op = j->op;
+    const as_attn *a = site(it, op);
+    int H = a->n_head, Hk = a->n_head_kv, d = a->d_qk, n = it->st[a->q_stream].n;
+    int keys = attn_keys(it, a), T = span_tasks(it, a);
+    bool dense = !as_capture_has(it->cap, op->out);
+    float *tmp = it->tmp + (size_t)t * as_attn_tmp_floats(it, a);
+    for (int h = H * t / T; h < H * (t + 1) / T; h++) {
+        const float *q = span_row(it, op->in[0], 0) + h * d;
+        const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * d;
+        float *dst = dense ? as_interp_attn_row(it, op->out, h, 0) : tmp;
+        /* (n_q, d_qk) · (keys, d_qk)ᵀ → (n_q, keys) */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, keys, d, a->scale, q, H * d, k, Hk * d, 0.0f, dst,
+                    keys);
+        for (int i = 0; !dense && i < n; i++)
+            memcpy(as_interp_attn_row(it, op->out, h, i), tmp + (size_t)i * keys,
+                   (size_t)attn_row_len(it, a, i) * sizeof(float));
+    }
+}
+
+void as_attn_scores(as_interp *it, const as_op *op)
+{
+    const as_attn *a = site(it, op);
+    int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
+    attn_job j = {it, op};
+    if (n == 1) {
+        bool big = (long)keys * a->d_qk * a->n_head >= 8192;
+        int len = attn_row_len(it, a, 0);
+        as_pool_run(big ? it->pool : NULL, scores_task, &j, (len + KEYS_PER_TASK - 1) / KEYS_PER_TASK);
+    } else {
+        as_pool_run(it->pool, span_scores_task, &j, span_tasks(it, a));
+    }
+    if (plain(a))
+        return;
+    for (int h = 0; h < a->n_head; h++)
+        for (int i = 0; i < n; i++)
+            finish_row(it, a, h, i, as_interp_attn_row(it, op->out, h, i), attn_row_len(it, a, i));
+}
+
+void as_attn_softmax(as_interp *it, const as_op *op)
+{
+    const as_attn *a = site(it, op);
+    int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
+    bool dense = n > 1 && !as_capture_has(it->cap, op->out);
+    for (int h = 0; h < a->n_head; h++)
+        for (int i = 0; i < n; i++) {
+            int len = attn_row_len(it, a, i);
+            float *y = as_interp_attn_row(it, op->out, h, i);
+            as_softmax(as_interp_attn_row(it, op->in[0], h, i), y, len);
+            if (dense) /* the mix's sgemm reads whole dense rows */
+                memset(y + len, 0, (size_t)(keys - len) * sizeof *y);
+        }
+}
+
+/* A span's pattern for head h as a dense (n_q, keys) matrix, zeros past
+ * each row's keys: uncaptured patterns are stored so (as_attn_softmax
+ * zeroes their tails), captured rows are gathered into tmp. */
+static const float *dense_pattern(as_interp *it, const as_attn *a, int hook, int h, float *tmp)
+{
+    int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
+    if (!as_capture_has(it->cap, hook))
+        return as_interp_attn_row(it, hook, h, 0);
+    for (int i = 0; i < n; i++) {
+        float *dst = tmp + (size_t)i * keys;
+        int len = attn_row_len(it, a, i);
+        memcpy(dst, as_interp_attn_row(it, hook, h, i), (size_t)len * sizeof *dst);
+        memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
+    }
+    return tmp;
+}
+
+/* z of a span for task t's heads: pattern · v, one sgemm per head. */
+static void span_mix_task(void *ctx, int t)
+{
+    const attn_job *j = ctx;
+    as_interp *it = j->it;
+    const as_attn *a = site(it, j->op);
+    int H = a->n_head, Hk = a->n_head_kv, dv = a->d_v, n = it->st[a->q_stream].n;
+    int keys = attn_keys(it, a), T = span_tasks(it, a);
+    float *tmp = it->tmp + (size_t)t * as_attn_tmp_floats(it, a);
+    for (int h = H * t / T; h < H * (t + 1) / T; h++) {
+        const float *v = kv_row(it, j->op->in[1], 0) + (h / (H / Hk)) * dv;
+        /* (n_q, keys) · (keys, d_v) → (n_q, d_v), head h's slice of z */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, keys, 1.0f,
+                    dense_pattern(it, a, j->op->in[0], h, tmp), keys, v, Hk * dv, 0.0f,
+                    span_row(it, j->op->out, 0) + h * dv, H * dv);
+    }
+}
+
+void as_attn_mix(as_interp *it, const as_op *op)
+{
+    const as_attn *a = site(it, op);
+    int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
+    attn_job j = {it, op};
+    if (n == 1) {
+        bool big = (long)keys * a->d_v * a->n_head >= 8192;
+        as_pool_run(big ? it->pool : NULL, mix_task, &j, (a->n_head + HEADS_PER_TASK - 1) / HEADS_PER_TASK);
+        return;
+    }
+    as_pool_run(it->pool, span_mix_task, &j, span_tasks(it, a));
+}
