@@ -1,0 +1,234 @@
+/* Attention sites (attention.c) against a naive reference computed here in
+ * double precision from the captured q, k and v: causal, unmasked
+ * (bidirectional, stored as a rectangle), windowed and soft-capped sites,
+ * with every row captured and with none (the dense working-memory path),
+ * one position at a time (the KV cache) and a span at once. The masks and
+ * caps are set on the fixture models' built programs, as a later
+ * architecture file would set them. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/capture.h"
+#include "attnscope/interp.h"
+#include "attnscope/kernels.h"
+#include "attnscope/model.h"
+#include "attnscope/program.h"
+
+static const char *const models[] = {"fixtures/tiny-gpt2.gguf", "fixtures/tiny-llama.gguf"};
+
+typedef struct run {
+    as_model *m;
+    as_program *p;
+    as_capture *cap;
+    as_interp *it;
+} run;
+
+typedef struct setup {
+    as_mask mask;
+    int window;
+    float softcap;
+    size_t budget;   /* capture bytes beyond the KV cache */
+} setup;
+
+static void open_run(run *r, const char *path, const setup *su)
+{
+    as_error err = {{0}};
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(as_model_load(&r->m, path, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_program_build(&r->p, r->m, &err), AS_OK, "%s", err.msg);
+    /* An unmasked site sees keys from later positions: its stream is
+     * recomputed from position 0, never extended. */
+    r->p->streams[0].causal = su->mask != AS_MASK_NONE;
+    for (int a = 0; a < r->p->n_attn; a++) {
+        r->p->attn[a].mask = su->mask;
+        r->p->attn[a].window = su->window;
+        r->p->attn[a].softcap = su->softcap;
+    }
+    cr_assert_eq(as_capture_new(&r->cap, r->p, su->budget, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_interp_new(&r->it, r->p, r->cap, &err), AS_OK, "%s", err.msg);
+}
+
+static void close_run(run *r)
+{
+    as_interp_free(r->it);
+    as_capture_free(r->cap);
+    as_program_free(r->p);
+    as_model_free(r->m);
+}
+
+static void finish(run *r)
+{
+    as_error err = {{0}};
+    as_stop stop;
+    do
+        cr_assert_eq(as_interp_run(r->it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
+    while (stop != AS_STOP_IDLE && stop != AS_STOP_PASS_END);
+}
+
+static void set_prompt(run *r, int n)
+{
+    as_error err = {{0}};
+    int32_t ids[32];
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)((i * 37 + 11) % r->m->cfg.n_vocab);
+    cr_assert_eq(as_interp_set_tokens(r->it, ids, n, &err), AS_OK, "%s", err.msg);
+}
+
+/* The naive site: for query q and head h, over every key the mask lets
+ * it see, s = cap·tanh(q·k·scale / cap) (or q·k·scale), p = softmax(s),
+ * z = Σ p·v. Checks scores and pattern (when captured) and z at 1e-5
+ * (values are O(1); float32 sums of at most 64 terms). */
+static void check_site(const run *r, const as_attn *a, int n)
+{
+    const as_capture *c = r->cap;
+    int H = a->n_head, G = H / a->n_head_kv, d = a->d_qk, dv = a->d_v;
+    bool keep = as_capture_has(c, a->pattern);
+    for (int q = 0; q < n; q++)
+        for (int h = 0; h < H; h++) {
+            double s[64], mx = -INFINITY, sum = 0;
+            const float *qv = as_capture_row(c, a->q, q) + h * d;
+            for (int k = 0; k < n; k++) {
+                s[k] = -INFINITY;
+                if (!as_attn_visible(a, q, k))
+                    continue;
+                const float *kv = as_capture_row(c, a->k, k) + (h / G) * d;
+                double dot = 0;
+                for (int i = 0; i < d; i++)
+                    dot += (double)qv[i] * kv[i];
+                s[k] = dot * a->scale;
+                if (a->softcap > 0)
+                    s[k] = a->softcap * tanh(s[k] / a->softcap);
+                mx = s[k] > mx ? s[k] : mx;
+            }
+            for (int k = 0; k < n; k++)
+                sum += isfinite(s[k]) ? exp(s[k] - mx) : 0;
+            for (int i = 0; i < dv; i++) {
+                double z = 0;
+                for (int k = 0; k < n; k++)
+                    if (isfinite(s[k]))
+                        z += exp(s[k] - mx) / sum * as_capture_row(c, a->v, k)[(h / G) * dv + i];
+                cr_assert_float_eq(as_capture_row(c, a->z, q)[h * dv + i], z, 1e-5, "z L%d q%d h%d [%d]", a->layer,
+                                   q, h, i);
+            }
+            for (int k = 0; keep && k < n; k++) {
+                float got = as_capture_attn(c, a->pattern, h, q, k);
+                double want = isfinite(s[k]) ? exp(s[k] - mx) / sum : 0;
+                cr_assert_float_eq(got, want, 1e-5, "pattern L%d h%d q%d k%d", a->layer, h, q, k);
+                float sc = as_capture_attn(c, a->scores, h, q, k);
+                if (isfinite(s[k]))
+                    cr_assert_float_eq(sc, s[k], 1e-4, "scores L%d h%d q%d k%d", a->layer, h, q, k);
+                else
+                    cr_assert(isinf(sc) && sc < 0, "hidden key L%d q%d k%d holds %g", a->layer, q, k, sc);
+            }
+        }
+}
+
+static void check_model(const char *path, const setup *su, int n, bool one_by_one)
+{
+    run r;
+    open_run(&r, path, su);
+    as_error err = {{0}};
+    if (one_by_one) {
+        /* Prompt of one token, then the rest appended one by one: the KV cache. */
+        set_prompt(&r, n);
+        int32_t ids[32];
+        memcpy(ids, r.it->out->tokens, (size_t)n * sizeof *ids);
+        cr_assert_eq(as_interp_set_tokens(r.it, ids, 1, &err), AS_OK);
+        finish(&r);
+        for (int i = 1; i < n; i++) {
+            cr_assert_eq(as_interp_append(r.it, ids[i], &err), AS_OK, "%s", err.msg);
+            finish(&r);
+        }
+    } else {
+        set_prompt(&r, n);
+        finish(&r);
+    }
+    for (int a = 0; a < r.p->n_attn; a++)
+        check_site(&r, &r.p->attn[a], n);
+    close_run(&r);
+}
+
+#define ALL (1u << 30)
+
+Test(attention, causal_sites_match_the_naive_reference)
+{
+    for (int m = 0; m < 2; m++) {
+        setup su = {AS_MASK_CAUSAL, 0, 0, ALL};
+        check_model(models[m], &su, 9, false);
+        check_model(models[m], &su, 9, true);
+    }
+}
+
+Test(attention, unmasked_sites_store_rectangles_and_see_later_keys)
+{
+    for (int m = 0; m < 2; m++) {
+        setup su = {AS_MASK_NONE, 0, 0, ALL};
+        check_model(models[m], &su, 7, false);
+        /* Appending to a stream that is not causal recomputes it whole. */
+        check_model(models[m], &su, 7, true);
+        run r;
+        open_run(&r, models[m], &su);
+        set_prompt(&r, 7);
+        finish(&r);
+        const as_attn *a = &r.p->attn[0];
+        size_t shape[3];
+        cr_assert_eq(as_capture_shape(r.cap, a->pattern, 7, shape), 3);
+        cr_assert(shape[0] == (size_t)a->n_head && shape[1] == 7 && shape[2] == 7);
+        cr_assert_eq(as_capture_attn_keys(r.cap, a->pattern, 0), 7, "query 0 sees all 7 keys");
+        /* Query 0 attends to key 6: weight > 0 where a causal site has 0. */
+        cr_assert_gt(as_capture_attn(r.cap, a->pattern, 0, 0, 6), 0.0f);
+        close_run(&r);
+    }
+}
+
+Test(attention, windowed_sites_hide_early_keys)
+{
+    for (int m = 0; m < 2; m++) {
+        setup su = {AS_MASK_WINDOW, 3, 0, ALL};
+        check_model(models[m], &su, 9, false);
+        check_model(models[m], &su, 9, true);
+    }
+}
+
+Test(attention, soft_capped_scores)
+{
+    for (int m = 0; m < 2; m++) {
+        setup su = {AS_MASK_CAUSAL, 0, 0.5f, ALL};
+        check_model(models[m], &su, 8, false);
+        check_model(models[m], &su, 8, true);
+    }
+}
+
+/* With no capture budget, scores and patterns live in dense working
+ * memory [head][n_q][keys] instead of the capture's rows: the logits must
+ * be the captured path's, for every kind of site. Not bit for bit: with
+ * nothing captured only the last position's logits are computed, as a
+ * matrix-vector product instead of a row of sgemm; 1e-4 (logits reach
+ * ~13) holds a wrong row or a wrong mask to account. */
+Test(attention, dense_working_memory_equals_the_captured_rows)
+{
+    setup kinds[] = {{AS_MASK_CAUSAL, 0, 0, 0}, {AS_MASK_NONE, 0, 0, 0}, {AS_MASK_WINDOW, 2, 0, 0},
+                     {AS_MASK_CAUSAL, 0, 0.5f, 0}};
+    for (int m = 0; m < 2; m++)
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+            run full, bare;
+            setup su = kinds[k];
+            su.budget = ALL;
+            open_run(&full, models[m], &su);
+            open_run(&bare, models[m], &kinds[k]);
+            set_prompt(&full, 8);
+            set_prompt(&bare, 8);
+            finish(&full);
+            finish(&bare);
+            const float *a = as_interp_logits(full.it), *b = as_interp_logits(bare.it);
+            cr_assert(a && b);
+            for (int i = 0; i < full.m->cfg.n_vocab; i++)
+                cr_assert_float_eq(a[i], b[i], 1e-4, "%s kind %zu: logit %d differs: %g vs %g", models[m], k, i, a[i],
+                                   b[i]);
+            cr_assert(!as_capture_has(bare.cap, bare.p->attn[0].pattern), "budget 0 keeps no pattern");
+            close_run(&full);
+            close_run(&bare);
+        }
+}
