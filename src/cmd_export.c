@@ -165,7 +165,12 @@ static char **position_labels(const as_session *s, int a, int b)
     char **l = calloc((size_t)(b - a), sizeof *l);
     for (int p = a; l && p < b; p++) {
         char buf[256];
-        as_cmd_token_label(s, s->it->out->tokens[p], buf, sizeof buf);
+        as_position at;
+        as_interp_position(s->it, s->prog->out_stream, p, &at);
+        if (at.token < 0)
+            snprintf(buf, sizeof buf, "%s", at.name);
+        else
+            as_cmd_token_label(s, at.token, buf, sizeof buf);
         if (!(l[p - a] = strdup(buf))) {
             for (int q = a; q < p; q++)
                 free(l[q - a]);

@@ -78,7 +78,13 @@ void pane_message(tui *u, pane_id p, const char *msg)
 
 void token_label(const tui *u, int pos, char *out, size_t cap)
 {
-    piece_label(u, u->s->it->out->tokens[pos], out, cap);
+    /* Through the stream: a token's piece, or the position's name (CLS, r3c5). */
+    as_position at;
+    as_interp_position(u->s->it, u->s->prog->out_stream, pos, &at);
+    if (at.token < 0)
+        snprintf(out, cap, "%s", at.name);
+    else
+        piece_label(u, at.token, out, cap);
 }
 
 void piece_label(const tui *u, int32_t id, char *out, size_t cap)
