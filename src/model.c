@@ -58,7 +58,7 @@ int as_config_read_common(as_config *c, const as_gguf *g, const char *arch, cons
     if (!(c->eps >= 0.0f && c->eps < 1.0f))
         return as_error_set(err, "%s: %s = %g must be a finite number from 0 to 1", g->path, key, c->eps);
     c->rope_base = 10000.0f;
-    c->rope_dim = 0;
+    c->rope_dim = c->d_head;
     return AS_OK;
 }
 

@@ -30,7 +30,7 @@ typedef struct as_config {
     int n_head_kv;
     int d_head;
     int d_ff;
-    int rope_dim;        /* dimensions rotated per head (0: no rotary) */
+    int rope_dim;        /* dimensions rotated per head (the head size unless the file says) */
     float eps;
     float rope_base;
 } as_config;
