@@ -1,6 +1,11 @@
-/* tokenizer: text <-> token ids for GGUF's "gpt2" and "llama" tokenizers,
- * following llama.cpp (llm_tokenizer_bpe_session, llm_tokenizer_spm_session,
- * tokenizer_st_partition, token_to_piece) so ids agree with it.
+/* tokenizer: what every tokenizer algorithm shares, following llama.cpp
+ * (tokenizer_st_partition, token_to_piece) so ids agree with it. Owns the
+ * vocabulary (texts, scores, types, look-up), reading it from a GGUF
+ * file's tokenizer.ggml.* keys, the table of algorithms chosen by
+ * tokenizer.ggml.model, special tokens, cutting user-defined tokens out of
+ * the text, decoding to bytes, and the public API. The algorithms are
+ * tok_bpe.c ("gpt2": byte-level BPE) and tok_spm.c ("llama":
+ * SentencePiece BPE).
  *
  * Storage: every token's text is copied into one arena. Two open-addressing
  * hash tables map a text to its id:
@@ -11,109 +16,73 @@
  *              user-defined tokens, and llama's <0xNN> byte tokens, are left
  *              out, so the text "<s>" or "<0x41>" never becomes them and
  *              decode(encode(x)) gives x back.
- * gpt2 merges are kept as (left id, right id) -> (rank, result id), so a
- * merge step is one integer-pair look-up and symbols are token ids.
  *
  * Text goes through three stages, as in llama.cpp:
- *   1. partition: user-defined tokens (type 4) are cut out of the raw text,
- *      longest first, leftmost occurrence first;
- *   2. gpt2: each remaining fragment is split by GPT-2's pre-tokenizer
- *      pattern (hand-written, over code points) and each piece is merged
- *      byte-level-BPE style; llama: each fragment (with '▁' for ' ' and one
- *      leading '▁' if add_space_prefix and the fragment starts the text) is
- *      merged SentencePiece-BPE style by score;
- *   3. symbols that are not tokens fall back to byte tokens, then to unk.
+ *   1. partition (here): user-defined tokens (type 4) are cut out of the
+ *      raw text, longest first, leftmost occurrence first;
+ *   2. the algorithm encodes each remaining fragment (its encode hook);
+ *   3. symbols that are not tokens fall back to byte tokens, then to unk
+ *      (as_tok_push_byte).
  *
  * Nothing here is global or mutable outside a tokenizer or one call's
  * scratch space, so tokenizers may be used from several threads at once. */
-#include "attnscope/tokenizer.h"
+#include "tokenizer_internal.h"
 
 #include <limits.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "unicode_tables.h"
-
-/* GGUF token types. */
-enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
 
 /* Longest text encode accepts: keeps every symbol index and byte offset
  * (llama text grows by up to 3x when spaces become '▁') inside int32. */
 #define MAX_TEXT_BYTES ((size_t)1 << 29)
 
-static const char SPM_SPACE[] = "\xE2\x96\x81"; /* U+2581 '▁' */
-
-typedef struct strmap {
-    uint32_t *slot; /* id + 1; 0 = empty */
-    size_t mask;
-} strmap;
-
-typedef struct mergemap {
-    uint64_t *key; /* (left + 1) << 32 | (right + 1); 0 = empty */
-    int32_t *rank;
-    int32_t *result;
-    size_t mask;
-} mergemap;
-
-struct as_tokenizer {
-    as_tok_kind kind;
-    size_t n;
-    char *arena;     /* token texts, each followed by a NUL */
-    size_t *off;     /* token i's text starts at arena + off[i] */
-    uint32_t *len;
-    float *score;
-    uint8_t *type;   /* TT_*; unknown values were read as TT_NORMAL */
-    strmap all, plain;
-    size_t max_plain_len;
-    /* Bit (x << 8 | y) is set when bytes x, y stand side by side in some
-     * plain token. Where a symbol boundary's pair is not set, no merge can
-     * ever cross it, so llama text is merged in independent runs: the same
-     * result as one pass, with short heaps instead of one as long as the
-     * text. */
-    uint64_t pair_seen[1024];
-    int32_t bos, eos, unk;
-    bool add_bos, add_space_prefix;
-    /* gpt2: the token of each byte's alphabet character; llama: the byte
-     * fallback token (<0xNN>, else a one-byte token); -1 if none. */
-    int32_t byte_tok[256];
-    mergemap merges;
-    int32_t *user;   /* user-defined tokens, longest first */
-    size_t n_user;
-};
-
-static int oom(as_error *err)
+int as_tok_oom(as_error *err)
 {
     return as_error_set(err, "tokenizer: out of memory");
 }
 
-/* ---------------------------------------------------------------- growable arrays */
+/* ---------------------------------------------------------------- the algorithms */
 
-#define DEFINE_RESERVE(name, T)                                              \
-    static bool name(T **arr, size_t *cap, size_t need)                      \
-    {                                                                        \
-        if (need <= *cap)                                                    \
-            return true;                                                     \
-        size_t c = *cap ? *cap : 16;                                         \
-        while (c < need) {                                                   \
-            if (c > SIZE_MAX / 2 / sizeof(T))                                \
-                return false;                                                \
-            c *= 2;                                                          \
-        }                                                                    \
-        T *p = realloc(*arr, c * sizeof(T));                                 \
-        if (!p)                                                              \
-            return false;                                                    \
-        *arr = p;                                                            \
-        *cap = c;                                                            \
-        return true;                                                         \
+/* One per tokenizer.ggml.model value, each in its own file. */
+static const as_tok_algo *const ALGOS[] = {&as_tok_bpe, &as_tok_spm};
+#define N_ALGOS (sizeof ALGOS / sizeof ALGOS[0])
+
+static const as_tok_algo *algo_of_kind(as_tok_kind kind)
+{
+    for (size_t i = 0; i < N_ALGOS; i++)
+        if (ALGOS[i]->kind == kind)
+            return ALGOS[i];
+    return NULL;
+}
+
+static const as_tok_algo *algo_named(const char *gguf_model)
+{
+    for (size_t i = 0; i < N_ALGOS; i++)
+        if (strcmp(ALGOS[i]->gguf_model, gguf_model) == 0)
+            return ALGOS[i];
+    return NULL;
+}
+
+/* "'gpt2' or 'llama'": the names the table knows, for the error. */
+static void algo_names(char *buf, size_t cap)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_ALGOS && k < cap; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == N_ALGOS ? " or " : ", ";
+        int m = snprintf(buf + k, cap - k, "%s'%s'", sep, ALGOS[i]->gguf_model);
+        k += m > 0 ? (size_t)m : 0;
     }
+}
 
-/* ---------------------------------------------------------------- UTF-8 and classes */
+/* ---------------------------------------------------------------- UTF-8 */
 
 /* Length of the well-formed UTF-8 character at s (Unicode table 3-7: no
  * overlongs, surrogates or code points past U+10FFFF), or 0 if the byte at
  * s does not start one. */
-static size_t utf8_char(const uint8_t *s, size_t n, uint32_t *cp)
+size_t as_tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp)
 {
     uint8_t c = s[0], lo = 0x80, hi = 0xBF;
     size_t k;
@@ -145,97 +114,6 @@ static size_t utf8_char(const uint8_t *s, size_t n, uint32_t *cp)
     }
     *cp = v;
     return k;
-}
-
-static size_t utf8_put(uint32_t cp, char *out)
-{
-    if (cp < 0x80) {
-        out[0] = (char)cp;
-        return 1;
-    }
-    if (cp < 0x800) {
-        out[0] = (char)(0xC0 | (cp >> 6));
-        out[1] = (char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (char)(0xE0 | (cp >> 12));
-        out[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (cp >> 18));
-    out[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-/* Character classes of GPT-2's pattern. C_END marks "past the fragment"
- * (llama.cpp's OUT_OF_RANGE), which no class test accepts. */
-enum { C_L = 1, C_N = 2, C_WS = 4, C_END = 8 };
-
-static bool in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < r[mid][0])
-            hi = mid;
-        else if (cp > r[mid][1])
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
-}
-
-#define IN_TABLE(tab, cp) in_ranges(tab, sizeof(tab) / sizeof((tab)[0]), cp)
-
-/* Invalid bytes are given a code point past U+10FFFF: class 0, like a
- * symbol, which is also what llama.cpp's U+FFFD replacement would be. */
-#define CP_INVALID 0xFFFFFFFFu
-
-static unsigned cp_class(uint32_t cp)
-{
-    if (cp < 0x80) {
-        if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z')
-            return C_L;
-        if (cp >= '0' && cp <= '9')
-            return C_N;
-        return (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) ? C_WS : 0;
-    }
-    if (cp > 0x10FFFF)
-        return 0;
-    if (IN_TABLE(as_uni_letter, cp))
-        return C_L;
-    if (IN_TABLE(as_uni_number, cp))
-        return C_N;
-    return IN_TABLE(as_uni_space, cp) ? C_WS : 0;
-}
-
-/* GPT-2's bytes_to_unicode(): printable Latin-1 bytes stand for themselves,
- * the other 68 bytes take U+0100.. in byte order. */
-static uint32_t byte_to_cp(uint8_t b)
-{
-    if ((b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174)
-        return b;
-    if (b <= 32)
-        return 256u + b;
-    if (b <= 160)
-        return 256u + 33u + (b - 127u);
-    return 256u + 67u; /* 173, the soft hyphen */
-}
-
-static int cp_to_byte(uint32_t cp)
-{
-    if (cp < 256)
-        return byte_to_cp((uint8_t)cp) == cp ? (int)cp : -1;
-    if (cp <= 288)
-        return (int)(cp - 256);
-    if (cp <= 322)
-        return (int)(cp - 289 + 127);
-    return cp == 323 ? 173 : -1;
 }
 
 /* "<0xNN>" (either case of hex digit) -> the byte. */
@@ -270,7 +148,7 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h ^ (h >> 31);
 }
 
-static size_t table_cap(size_t n)
+size_t as_tok_table_cap(size_t n)
 {
     size_t cap = 16;
     while (cap < 2 * n)
@@ -280,7 +158,7 @@ static size_t table_cap(size_t n)
 
 static bool strmap_init(strmap *m, size_t n)
 {
-    size_t cap = table_cap(n);
+    size_t cap = as_tok_table_cap(n);
     m->slot = calloc(cap, sizeof *m->slot);
     m->mask = cap - 1;
     return m->slot != NULL;
@@ -291,7 +169,7 @@ static bool same_text(const as_tokenizer *t, int32_t id, const char *s, size_t n
     return t->len[id] == n && memcmp(t->arena + t->off[id], s, n) == 0;
 }
 
-static int32_t strmap_get(const as_tokenizer *t, const strmap *m, const char *s, size_t n)
+int32_t as_tok_lookup(const as_tokenizer *t, const strmap *m, const char *s, size_t n)
 {
     for (size_t i = (size_t)hash_bytes(s, n) & m->mask;; i = (i + 1) & m->mask) {
         if (!m->slot[i])
@@ -314,19 +192,6 @@ static void strmap_put(const as_tokenizer *t, strmap *m, int32_t id)
     m->slot[i] = (uint32_t)id + 1;
 }
 
-static uint64_t merge_key(int32_t l, int32_t r)
-{
-    return ((uint64_t)(uint32_t)(l + 1) << 32) | (uint32_t)(r + 1);
-}
-
-static size_t merge_slot(const mergemap *m, uint64_t key)
-{
-    size_t i = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & m->mask;
-    while (m->key[i] && m->key[i] != key)
-        i = (i + 1) & m->mask;
-    return i;
-}
-
 /* ---------------------------------------------------------------- building */
 
 static int check_id(const char *what, int32_t id, size_t n, as_error *err)
@@ -337,11 +202,11 @@ static int check_id(const char *what, int32_t id, size_t n, as_error *err)
     return AS_OK;
 }
 
-static int check_spec(const as_tokenizer_spec *sp, as_error *err)
+static int check_spec(const as_tokenizer_spec *sp, const as_tok_algo **algo, as_error *err)
 {
     if (!sp)
         return as_error_set(err, "tokenizer: no spec given");
-    if (sp->kind != AS_TOK_GPT2 && sp->kind != AS_TOK_LLAMA)
+    if (!(*algo = algo_of_kind(sp->kind)))
         return as_error_set(err, "tokenizer: unknown kind %d", (int)sp->kind);
     if (sp->n_tokens == 0 || !sp->tokens)
         return as_error_set(err, "tokenizer: the vocabulary is empty");
@@ -370,7 +235,7 @@ static int copy_tokens(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *e
         total += (size_t)l + 1;
     }
     if (!(t->arena = malloc(total)))
-        return oom(err);
+        return as_tok_oom(err);
     for (size_t i = 0, pos = 0; i < t->n; i++) {
         t->off[i] = pos;
         memcpy(t->arena + pos, sp->tokens[i], t->len[i]);
@@ -380,14 +245,15 @@ static int copy_tokens(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *e
     return AS_OK;
 }
 
-/* Without a token_type array: ids named unk are unknown, llama's <0xNN>
- * are byte tokens, the rest normal (BOS/EOS are made control afterwards). */
+/* Without a token_type array: ids named unk are unknown, <0xNN> are byte
+ * tokens where the algorithm falls back to them (llama), the rest normal
+ * (BOS/EOS are made control afterwards). */
 static uint8_t guess_type(const as_tokenizer *t, size_t i)
 {
     uint8_t b;
     if ((int32_t)i == t->unk)
         return TT_UNKNOWN;
-    if (t->kind == AS_TOK_LLAMA && parse_byte_token(t->arena + t->off[i], t->len[i], &b))
+    if (t->algo->byte_fallback && parse_byte_token(t->arena + t->off[i], t->len[i], &b))
         return TT_BYTE;
     return TT_NORMAL;
 }
@@ -409,13 +275,13 @@ static void set_scores_types(as_tokenizer *t, const as_tokenizer_spec *sp)
 
 static bool from_plain_text(const as_tokenizer *t, size_t i)
 {
-    return t->type[i] == TT_NORMAL || (t->kind == AS_TOK_GPT2 && t->type[i] == TT_BYTE);
+    return t->type[i] == TT_NORMAL || (!t->algo->byte_fallback && t->type[i] == TT_BYTE);
 }
 
 static int build_maps(as_tokenizer *t, as_error *err)
 {
     if (!strmap_init(&t->all, t->n) || !strmap_init(&t->plain, t->n))
-        return oom(err);
+        return as_tok_oom(err);
     for (size_t i = 0; i < t->n; i++) {
         if (t->len[i] == 0)
             continue; /* an empty token can never be looked up */
@@ -436,88 +302,8 @@ static int build_maps(as_tokenizer *t, as_error *err)
 
 static void find_byte_tokens(as_tokenizer *t)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    for (int b = 0; b < 256; b++) {
-        char buf[8];
-        if (t->kind == AS_TOK_GPT2) {
-            size_t n = utf8_put(byte_to_cp((uint8_t)b), buf);
-            t->byte_tok[b] = strmap_get(t, &t->plain, buf, n);
-            continue;
-        }
-        /* As llama.cpp's byte_to_token: <0xNN> first, then the byte itself. */
-        memcpy(buf, "<0x", 3);
-        buf[3] = hex[b >> 4], buf[4] = hex[b & 15], buf[5] = '>';
-        t->byte_tok[b] = strmap_get(t, &t->all, buf, 6);
-        if (t->byte_tok[b] < 0) {
-            buf[0] = (char)b;
-            t->byte_tok[b] = strmap_get(t, &t->plain, buf, 1);
-        }
-    }
-}
-
-static void merge_put(mergemap *m, int32_t l, int32_t r, int32_t rank, int32_t res)
-{
-    uint64_t key = merge_key(l, r);
-    size_t i = merge_slot(m, key);
-    if (m->key[i])
-        return; /* a repeated merge keeps its first (lowest) rank */
-    m->key[i] = key;
-    m->rank[i] = rank;
-    m->result[i] = res;
-}
-
-/* One "A B" merge. Like llama.cpp, the parts split at the first space after
- * the first byte, and a merge without one is ignored. A merge whose parts or
- * result are not plain tokens is ignored too: its result could never be
- * output as a token, and valid GGUF files have none. */
-static int add_merge(as_tokenizer *t, const char *s, int32_t rank, char **buf, size_t *cap)
-{
-    size_t len = strlen(s);
-    const char *sp = len > 1 ? memchr(s + 1, ' ', len - 1) : NULL;
-    if (!sp)
-        return AS_OK;
-    size_t nl = (size_t)(sp - s), nr = len - nl - 1;
-    int32_t l = strmap_get(t, &t->plain, s, nl);
-    int32_t r = strmap_get(t, &t->plain, sp + 1, nr);
-    if (l < 0 || r < 0)
-        return AS_OK;
-    if (nl + nr > *cap) {
-        char *p = realloc(*buf, nl + nr);
-        if (!p)
-            return AS_ERR;
-        *buf = p, *cap = nl + nr;
-    }
-    memcpy(*buf, s, nl);
-    memcpy(*buf + nl, sp + 1, nr);
-    int32_t res = strmap_get(t, &t->plain, *buf, nl + nr);
-    if (res >= 0)
-        merge_put(&t->merges, l, r, rank, res);
-    return AS_OK;
-}
-
-static int build_merges(as_tokenizer *t, const char *const *merges, size_t n, as_error *err)
-{
-    if (n >= (size_t)INT32_MAX)
-        return as_error_set(err, "tokenizer: %zu merges is more than ranks can number", n);
-    size_t cap = table_cap(n);
-    mergemap *m = &t->merges;
-    m->key = calloc(cap, sizeof *m->key);
-    m->rank = malloc(cap * sizeof *m->rank);
-    m->result = malloc(cap * sizeof *m->result);
-    m->mask = cap - 1;
-    if (!m->key || !m->rank || !m->result)
-        return oom(err);
-    char *buf = NULL;
-    size_t bufcap = 0;
-    int rc = AS_OK;
-    for (size_t i = 0; i < n && rc == AS_OK; i++) {
-        if (!merges[i])
-            rc = as_error_set(err, "tokenizer: merge %zu is NULL", i);
-        else if (add_merge(t, merges[i], (int32_t)i, &buf, &bufcap))
-            rc = oom(err);
-    }
-    free(buf);
-    return rc;
+    for (int b = 0; b < 256; b++)
+        t->byte_tok[b] = t->algo->byte_token(t, (uint8_t)b);
 }
 
 typedef struct lenid {
@@ -545,7 +331,7 @@ static int collect_user_tokens(as_tokenizer *t, as_error *err)
     lenid *v = malloc(n * sizeof *v);
     if (!v || !(t->user = malloc(n * sizeof *t->user))) {
         free(v);
-        return oom(err);
+        return as_tok_oom(err);
     }
     for (size_t i = 0, k = 0; i < t->n; i++)
         if (t->type[i] == TT_USER && t->len[i] > 0)
@@ -558,28 +344,29 @@ static int collect_user_tokens(as_tokenizer *t, as_error *err)
     return AS_OK;
 }
 
-static int build(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err)
+static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_spec *sp,
+                 as_error *err)
 {
-    t->kind = sp->kind;
+    t->algo = algo;
     t->n = sp->n_tokens;
     t->bos = sp->bos_id < 0 ? -1 : sp->bos_id;
     t->eos = sp->eos_id < 0 ? -1 : sp->eos_id;
     t->unk = sp->unk_id < 0 ? -1 : sp->unk_id;
     t->add_bos = sp->add_bos;
-    t->add_space_prefix = sp->kind == AS_TOK_LLAMA && sp->add_space_prefix;
+    t->add_space_prefix = algo->space_prefix && sp->add_space_prefix;
     t->off = malloc(t->n * sizeof *t->off);
     t->len = malloc(t->n * sizeof *t->len);
     t->score = malloc(t->n * sizeof *t->score);
     t->type = malloc(t->n);
     if (!t->off || !t->len || !t->score || !t->type)
-        return oom(err);
+        return as_tok_oom(err);
     if (copy_tokens(t, sp, err))
         return AS_ERR;
     set_scores_types(t, sp);
     if (build_maps(t, err))
         return AS_ERR;
     find_byte_tokens(t);
-    if (t->kind == AS_TOK_GPT2 && build_merges(t, sp->merges, sp->n_merges, err))
+    if (algo->build && algo->build(t, sp, err))
         return AS_ERR;
     return collect_user_tokens(t, err);
 }
@@ -589,12 +376,13 @@ int as_tokenizer_new(as_tokenizer **out, const as_tokenizer_spec *spec, as_error
     if (!out)
         return as_error_set(err, "tokenizer: no output pointer given");
     *out = NULL;
-    if (check_spec(spec, err))
+    const as_tok_algo *algo = NULL;
+    if (check_spec(spec, &algo, err))
         return AS_ERR;
     as_tokenizer *t = calloc(1, sizeof *t);
     if (!t)
-        return oom(err);
-    if (build(t, spec, err)) {
+        return as_tok_oom(err);
+    if (build(t, algo, spec, err)) {
         as_tokenizer_free(t);
         return AS_ERR;
     }
@@ -671,24 +459,22 @@ typedef struct gguf_vocab {
     const as_gguf_kv *tokens, *scores, *types, *merges;
 } gguf_vocab;
 
-static int gguf_kind(const as_gguf *g, as_tok_kind *kind, as_error *err)
+static int gguf_algo(const as_gguf *g, const as_tok_algo **algo, as_error *err)
 {
     const char *model;
     if (as_gguf_get_str(g, "tokenizer.ggml.model", &model, err))
         return AS_ERR;
-    if (strcmp(model, "gpt2") == 0)
-        *kind = AS_TOK_GPT2;
-    else if (strcmp(model, "llama") == 0)
-        *kind = AS_TOK_LLAMA;
-    else
-        return as_error_set(err,
-                            "%s: key 'tokenizer.ggml.model': tokenizer '%s' is not supported "
-                            "(expected 'gpt2' or 'llama')",
-                            gguf_name(g), model);
-    return AS_OK;
+    if ((*algo = algo_named(model)))
+        return AS_OK;
+    char names[128];
+    algo_names(names, sizeof names);
+    return as_error_set(err,
+                        "%s: key 'tokenizer.ggml.model': tokenizer '%s' is not supported "
+                        "(expected %s)",
+                        gguf_name(g), model, names);
 }
 
-static int gguf_arrays(const as_gguf *g, as_tok_kind kind, gguf_vocab *v, as_error *err)
+static int gguf_arrays(const as_gguf *g, const as_tok_algo *algo, gguf_vocab *v, as_error *err)
 {
     if (gguf_array(g, "tokenizer.ggml.tokens", true, 0, &v->tokens, err))
         return AS_ERR;
@@ -704,20 +490,19 @@ static int gguf_arrays(const as_gguf *g, as_tok_kind kind, gguf_vocab *v, as_err
         gguf_array(g, "tokenizer.ggml.token_type", false, n, &v->types, err) ||
         gguf_array(g, "tokenizer.ggml.merges", true, 0, &v->merges, err))
         return AS_ERR;
-    if (kind == AS_TOK_GPT2 && !v->merges)
-        return as_error_set(err, "%s: key 'tokenizer.ggml.merges' is missing (needed by a gpt2 tokenizer)",
-                            gguf_name(g));
+    if (algo->needs_merges && !v->merges)
+        return as_error_set(err, "%s: key 'tokenizer.ggml.merges' is missing (needed by a %s tokenizer)",
+                            gguf_name(g), algo->gguf_model);
     return AS_OK;
 }
 
-static int gguf_flags(const as_gguf *g, as_tokenizer_spec *sp, as_error *err)
+static int gguf_flags(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_spec *sp, as_error *err)
 {
-    bool llama = sp->kind == AS_TOK_LLAMA;
-    sp->add_bos = llama;
-    sp->add_space_prefix = llama;
-    if (gguf_special(g, "tokenizer.ggml.bos_token_id", llama ? 1 : -1, sp->n_tokens, &sp->bos_id, err) ||
-        gguf_special(g, "tokenizer.ggml.eos_token_id", llama ? 2 : -1, sp->n_tokens, &sp->eos_id, err) ||
-        gguf_special(g, "tokenizer.ggml.unknown_token_id", llama ? 0 : -1, sp->n_tokens, &sp->unk_id, err) ||
+    sp->add_bos = algo->add_bos;
+    sp->add_space_prefix = algo->space_prefix;
+    if (gguf_special(g, "tokenizer.ggml.bos_token_id", algo->bos, sp->n_tokens, &sp->bos_id, err) ||
+        gguf_special(g, "tokenizer.ggml.eos_token_id", algo->eos, sp->n_tokens, &sp->eos_id, err) ||
+        gguf_special(g, "tokenizer.ggml.unknown_token_id", algo->unk, sp->n_tokens, &sp->unk_id, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_bos_token", &sp->add_bos, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, err))
         return AS_ERR;
@@ -729,9 +514,9 @@ static int gguf_flags(const as_gguf *g, as_tokenizer_spec *sp, as_error *err)
 static int gguf_numbers(const gguf_vocab *v, size_t n, float **scores, int32_t **types, as_error *err)
 {
     if (v->scores && !(*scores = malloc(n * sizeof **scores)))
-        return oom(err);
+        return as_tok_oom(err);
     if (v->types && !(*types = malloc(n * sizeof **types)))
-        return oom(err);
+        return as_tok_oom(err);
     for (size_t i = 0; i < n; i++) {
         if (v->scores)
             (*scores)[i] = (float)as_gguf_arr_f64(v->scores, i);
@@ -750,8 +535,10 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
     *out = NULL;
     as_tokenizer_spec sp = {0};
     gguf_vocab v = {0};
-    if (gguf_kind(g, &sp.kind, err) || gguf_arrays(g, sp.kind, &v, err))
+    const as_tok_algo *algo = NULL;
+    if (gguf_algo(g, &algo, err) || gguf_arrays(g, algo, &v, err))
         return AS_ERR;
+    sp.kind = algo->kind;
     sp.tokens = (const char *const *)v.tokens->strs;
     sp.token_lens = v.tokens->str_lens;
     sp.n_tokens = (size_t)v.tokens->arr_len;
@@ -759,7 +546,7 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
         sp.merges = (const char *const *)v.merges->strs;
         sp.n_merges = (size_t)v.merges->arr_len;
     }
-    if (gguf_flags(g, &sp, err))
+    if (gguf_flags(g, algo, &sp, err))
         return AS_ERR;
     float *scores = NULL;
     int32_t *types = NULL;
@@ -777,7 +564,7 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
 
 /* ---------------------------------------------------------------- accessors */
 
-as_tok_kind as_tokenizer_kind(const as_tokenizer *t) { return t->kind; }
+as_tok_kind as_tokenizer_kind(const as_tokenizer *t) { return t->algo->kind; }
 size_t as_tokenizer_vocab_size(const as_tokenizer *t) { return t->n; }
 int32_t as_tokenizer_bos(const as_tokenizer *t) { return t->bos; }
 int32_t as_tokenizer_eos(const as_tokenizer *t) { return t->eos; }
@@ -796,62 +583,12 @@ int32_t as_tokenizer_find(const as_tokenizer *t, const char *piece)
 {
     if (!t || !piece || !*piece)
         return -1;
-    return strmap_get(t, &t->all, piece, strlen(piece));
+    return as_tok_lookup(t, &t->all, piece, strlen(piece));
 }
 
 /* ---------------------------------------------------------------- encode scratch */
 
-typedef struct hent { /* a candidate merge; smaller key first, then leftmost */
-    double key;       /* gpt2: rank; llama: -score */
-    int32_t left, right;
-    int32_t a, b, c;  /* gpt2: left id, right id, result id; llama: a = merged size */
-} hent;
-
-typedef struct bsym { /* gpt2 symbol: a token id (-1: its byte has none) */
-    int32_t id, prev, next;
-    uint8_t byte, alive;
-} bsym;
-
-typedef struct ssym { /* llama symbol: a span of the escaped text */
-    uint32_t start, len; /* len 0: merged into its left neighbour */
-    int32_t prev, next;
-} ssym;
-
-typedef struct cpinfo {
-    uint32_t cp, off; /* code point, byte offset in the fragment */
-    uint8_t cls;
-} cpinfo;
-
-typedef struct frag { /* a user-defined token (id >= 0) or raw text (id -1) */
-    size_t off, len;
-    int32_t id;
-} frag;
-
-typedef struct work {
-    hent *heap;
-    size_t nheap, capheap;
-    bsym *bs;
-    size_t capbs;
-    ssym *ss;
-    size_t capss;
-    cpinfo *cps;
-    size_t capcps;
-    char *esc;
-    size_t capesc;
-    frag *fr, *fr2;
-    size_t nfr, capfr, capfr2;
-    int32_t *ids;     /* the output */
-    size_t nids, capids;
-    bool ends_only;   /* as_tokenizer_pretokens: record piece ends instead */
-    size_t *ends;
-    size_t nends, capends;
-} work;
-
 DEFINE_RESERVE(reserve_hent, hent)
-DEFINE_RESERVE(reserve_bsym, bsym)
-DEFINE_RESERVE(reserve_ssym, ssym)
-DEFINE_RESERVE(reserve_cpinfo, cpinfo)
-DEFINE_RESERVE(reserve_char, char)
 DEFINE_RESERVE(reserve_frag, frag)
 DEFINE_RESERVE(reserve_i32, int32_t)
 DEFINE_RESERVE(reserve_size, size_t)
@@ -869,18 +606,18 @@ static void work_free(work *w)
     free(w->ends);
 }
 
-static int push_id(work *w, int32_t id, as_error *err)
+int as_tok_push_id(work *w, int32_t id, as_error *err)
 {
     if (!reserve_i32(&w->ids, &w->capids, w->nids + 1))
-        return oom(err);
+        return as_tok_oom(err);
     w->ids[w->nids++] = id;
     return AS_OK;
 }
 
-static int push_end(work *w, size_t end, as_error *err)
+int as_tok_push_end(work *w, size_t end, as_error *err)
 {
     if (!reserve_size(&w->ends, &w->capends, w->nends + 1))
-        return oom(err);
+        return as_tok_oom(err);
     w->ends[w->nends++] = end;
     return AS_OK;
 }
@@ -890,7 +627,7 @@ static bool hent_before(const hent *x, const hent *y)
     return x->key < y->key || (x->key == y->key && x->left < y->left);
 }
 
-static bool heap_push(work *w, hent e)
+bool as_tok_heap_push(work *w, hent e)
 {
     if (!reserve_hent(&w->heap, &w->capheap, w->nheap + 1))
         return false;
@@ -903,7 +640,7 @@ static bool heap_push(work *w, hent e)
     return true;
 }
 
-static hent heap_pop(work *w)
+hent as_tok_heap_pop(work *w)
 {
     hent top = w->heap[0], last = w->heap[--w->nheap];
     size_t i = 0, n = w->nheap;
@@ -924,15 +661,15 @@ static hent heap_pop(work *w)
 }
 
 /* A byte no symbol covers: its byte token, else unk, else an error. */
-static int push_byte(const as_tokenizer *t, uint8_t b, work *w, as_error *err)
+int as_tok_push_byte(const as_tokenizer *t, uint8_t b, work *w, as_error *err)
 {
     int32_t id = t->byte_tok[b] >= 0 ? t->byte_tok[b] : t->unk;
     if (id < 0)
         return as_error_set(err,
                             "tokenizer: byte 0x%02X has no token (the vocabulary has no %s for it "
                             "and no unknown token)",
-                            b, t->kind == AS_TOK_GPT2 ? "byte-alphabet character" : "<0xNN> token");
-    return push_id(w, id, err);
+                            b, t->algo->byte_token_name);
+    return as_tok_push_id(w, id, err);
 }
 
 /* ---------------------------------------------------------------- partition */
@@ -994,287 +731,14 @@ static int partition(const as_tokenizer *t, const char *text, size_t len, work *
 {
     w->nfr = 0;
     if (len && !add_frag(&w->fr, &w->nfr, &w->capfr, (frag){0, len, -1}))
-        return oom(err);
+        return as_tok_oom(err);
     for (size_t k = 0; k < t->n_user && w->nfr; k++) {
         int32_t u = t->user[k];
         /* a cheap whole-text test first: most user tokens never occur */
         if (!find_bytes(text, len, t->arena + t->off[u], t->len[u]))
             continue;
         if (!cut_user_token(t, u, text, w))
-            return oom(err);
-    }
-    return AS_OK;
-}
-
-/* ---------------------------------------------------------------- gpt2 */
-
-static unsigned class_at(const cpinfo *c, size_t m, size_t i)
-{
-    return i < m ? c[i].cls : C_END;
-}
-
-/* 's|'t|'re|'ve|'m|'ll|'d (case-sensitive, as GPT-2's pattern) at pos:
- * the end of the match, or 0. */
-static size_t contraction(const cpinfo *c, size_t m, size_t pos)
-{
-    if (c[pos].cp != '\'' || pos + 1 >= m)
-        return 0;
-    uint32_t a = c[pos + 1].cp, b = pos + 2 < m ? c[pos + 2].cp : 0;
-    if (a == 's' || a == 't' || a == 'm' || a == 'd')
-        return pos + 2;
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
-        return pos + 3;
-    return 0;
-}
-
-/* End of the match of GPT-2's pattern
- *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- * that starts at pos, step for step as llama.cpp's
- * unicode_regex_split_custom_gpt2 (which agrees with the regex). */
-static size_t gpt2_next(const cpinfo *c, size_t m, size_t pos)
-{
-    size_t end = contraction(c, m, pos);
-    if (end)
-        return end;
-    size_t p = pos + (c[pos].cp == ' ');
-    unsigned k = class_at(c, m, p);
-    if (k & (C_L | C_N)) { /* ` ?\p{L}+` or ` ?\p{N}+` */
-        while (class_at(c, m, p) & k)
-            p++;
-        return p;
-    }
-    if (!(k & (C_WS | C_END))) { /* ` ?[^\s\p{L}\p{N}]+` */
-        while (!(class_at(c, m, p) & (C_WS | C_L | C_N | C_END)))
-            p++;
-        return p;
-    }
-    size_t ws = 0;
-    while (class_at(c, m, pos + ws) & C_WS)
-        ws++;
-    if (ws > 1 && pos + ws < m) /* `\s+(?!\S)`: leave the last one to the next word */
-        return pos + ws - 1;
-    return pos + (ws ? ws : 1);
-}
-
-static int bpe_pair(const as_tokenizer *t, work *w, int32_t l, int32_t r)
-{
-    if (l < 0 || r < 0 || w->bs[l].id < 0 || w->bs[r].id < 0)
-        return AS_OK;
-    const mergemap *m = &t->merges;
-    size_t i = merge_slot(m, merge_key(w->bs[l].id, w->bs[r].id));
-    if (!m->key[i])
-        return AS_OK;
-    hent e = {m->rank[i], l, r, w->bs[l].id, w->bs[r].id, m->result[i]};
-    return heap_push(w, e) ? AS_OK : AS_ERR;
-}
-
-/* Byte-level BPE over one pre-token: one symbol per byte (its alphabet
- * character's token), then the lowest-ranked merge present, leftmost on
- * ties, until none applies -- as llm_tokenizer_bpe_session. A popped
- * candidate is stale if either side has changed since it was pushed. */
-static int bpe_merge(const as_tokenizer *t, work *w, size_t n)
-{
-    w->nheap = 0;
-    for (size_t i = 1; i < n; i++)
-        if (bpe_pair(t, w, (int32_t)i - 1, (int32_t)i))
-            return AS_ERR;
-    while (w->nheap) {
-        hent e = heap_pop(w);
-        bsym *l = &w->bs[e.left], *r = &w->bs[e.right];
-        if (!l->alive || !r->alive || l->next != e.right || l->id != e.a || r->id != e.b)
-            continue;
-        l->id = e.c;
-        l->next = r->next;
-        r->alive = 0;
-        if (r->next >= 0)
-            w->bs[r->next].prev = e.left;
-        if (bpe_pair(t, w, l->prev, e.left) || bpe_pair(t, w, e.left, l->next))
-            return AS_ERR;
-    }
-    return AS_OK;
-}
-
-static int bpe_word(const as_tokenizer *t, const uint8_t *s, size_t n, work *w, as_error *err)
-{
-    if (!reserve_bsym(&w->bs, &w->capbs, n))
-        return oom(err);
-    for (size_t i = 0; i < n; i++)
-        w->bs[i] = (bsym){t->byte_tok[s[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, s[i], 1};
-    if (n > 1 && bpe_merge(t, w, n))
-        return oom(err);
-    for (int32_t i = 0; i >= 0; i = w->bs[i].next) {
-        int rc = w->bs[i].id >= 0 ? push_id(w, w->bs[i].id, err) : push_byte(t, w->bs[i].byte, w, err);
-        if (rc)
-            return AS_ERR;
-    }
-    return AS_OK;
-}
-
-static bool decode_cps(const char *s, size_t n, work *w, size_t *m)
-{
-    if (!reserve_cpinfo(&w->cps, &w->capcps, n + 1))
-        return false;
-    const uint8_t *u = (const uint8_t *)s;
-    size_t k = 0;
-    for (size_t i = 0; i < n; k++) {
-        uint32_t cp;
-        size_t c = utf8_char(u + i, n - i, &cp);
-        if (!c)
-            cp = CP_INVALID, c = 1;
-        w->cps[k] = (cpinfo){cp, (uint32_t)i, (uint8_t)cp_class(cp)};
-        i += c;
-    }
-    w->cps[k].off = (uint32_t)n; /* so piece [a, b) ends at cps[b].off */
-    *m = k;
-    return true;
-}
-
-/* base: the fragment's offset in the whole text, for piece ends. */
-static int gpt2_fragment(const as_tokenizer *t, const char *s, size_t n, size_t base, work *w,
-                         as_error *err)
-{
-    size_t m;
-    if (!decode_cps(s, n, w, &m))
-        return oom(err);
-    for (size_t pos = 0; pos < m;) {
-        size_t end = gpt2_next(w->cps, m, pos);
-        size_t a = w->cps[pos].off, b = w->cps[end].off;
-        int rc = w->ends_only ? push_end(w, base + b, err)
-                              : bpe_word(t, (const uint8_t *)s + a, b - a, w, err);
-        if (rc)
-            return AS_ERR;
-        pos = end;
-    }
-    return AS_OK;
-}
-
-/* ---------------------------------------------------------------- llama (SentencePiece BPE) */
-
-/* ' ' -> '▁', with one '▁' in front when prefix (llama.cpp's
- * llama_escape_whitespace after adding the space prefix). */
-static bool spm_escape(const char *s, size_t n, bool prefix, work *w, size_t *elen)
-{
-    size_t spaces = prefix;
-    for (size_t i = 0; i < n; i++)
-        spaces += s[i] == ' ';
-    size_t need = n + prefix + 2 * spaces;
-    if (!reserve_char(&w->esc, &w->capesc, need ? need : 1))
-        return false;
-    char *o = w->esc;
-    if (prefix)
-        memcpy(o, SPM_SPACE, 3), o += 3;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == ' ')
-            memcpy(o, SPM_SPACE, 3), o += 3;
-        else
-            *o++ = s[i];
-    }
-    *elen = (size_t)(o - w->esc);
-    return true;
-}
-
-/* One symbol per UTF-8 character; each byte of an invalid sequence is a
- * symbol of its own (so it can only end up as its byte token). */
-static bool spm_symbols(work *w, size_t elen, size_t *nsym)
-{
-    if (!reserve_ssym(&w->ss, &w->capss, elen))
-        return false;
-    const uint8_t *e = (const uint8_t *)w->esc;
-    size_t k = 0;
-    for (size_t i = 0; i < elen; k++) {
-        uint32_t cp;
-        size_t c = utf8_char(e + i, elen - i, &cp);
-        if (!c)
-            c = 1;
-        w->ss[k] = (ssym){(uint32_t)i, (uint32_t)c, (int32_t)k - 1, i + c < elen ? (int32_t)k + 1 : -1};
-        i += c;
-    }
-    *nsym = k;
-    return true;
-}
-
-static int spm_pair(const as_tokenizer *t, work *w, int32_t l, int32_t r)
-{
-    if (l < 0 || r < 0)
-        return AS_OK;
-    size_t size = (size_t)w->ss[l].len + w->ss[r].len;
-    if (size > t->max_plain_len)
-        return AS_OK;
-    int32_t id = strmap_get(t, &t->plain, w->esc + w->ss[l].start, size);
-    if (id < 0)
-        return AS_OK;
-    hent e = {-(double)t->score[id], l, r, (int32_t)size, 0, 0};
-    return heap_push(w, e) ? AS_OK : AS_ERR;
-}
-
-/* Repeatedly merges the adjacent pair whose concatenation is the
- * highest-scored token, leftmost on ties -- llm_tokenizer_spm_session. A
- * candidate is stale when a side has been merged away or has grown. */
-static int spm_merge(const as_tokenizer *t, work *w, size_t a, size_t b)
-{
-    w->nheap = 0;
-    for (size_t i = a + 1; i < b; i++)
-        if (spm_pair(t, w, (int32_t)i - 1, (int32_t)i))
-            return AS_ERR;
-    while (w->nheap) {
-        hent e = heap_pop(w);
-        ssym *l = &w->ss[e.left], *r = &w->ss[e.right];
-        if (!l->len || !r->len || l->next != e.right || (size_t)l->len + r->len != (size_t)e.a)
-            continue;
-        l->len += r->len;
-        r->len = 0;
-        l->next = r->next;
-        if (r->next >= 0)
-            w->ss[r->next].prev = e.left;
-        if (spm_pair(t, w, l->prev, e.left) || spm_pair(t, w, e.left, l->next))
-            return AS_ERR;
-    }
-    return AS_OK;
-}
-
-/* A symbol that is a token becomes it; otherwise each of its bytes
- * becomes its byte token (llama.cpp's resegment; its rev_merge branch
- * never fires, as merged symbols are always tokens). */
-static int spm_emit(const as_tokenizer *t, work *w, size_t a, as_error *err)
-{
-    for (int32_t i = (int32_t)a; i >= 0; i = w->ss[i].next) {
-        const char *s = w->esc + w->ss[i].start;
-        int32_t id = strmap_get(t, &t->plain, s, w->ss[i].len);
-        if (id >= 0) {
-            if (push_id(w, id, err))
-                return AS_ERR;
-            continue;
-        }
-        for (uint32_t k = 0; k < w->ss[i].len; k++)
-            if (push_byte(t, (uint8_t)s[k], w, err))
-                return AS_ERR;
-    }
-    return AS_OK;
-}
-
-/* Can a token span the boundary before symbol k? (see pair_seen) */
-static bool spm_crossable(const as_tokenizer *t, const work *w, size_t k)
-{
-    uint32_t at = w->ss[k].start;
-    unsigned pair = (unsigned)(uint8_t)w->esc[at - 1] << 8 | (uint8_t)w->esc[at];
-    return (t->pair_seen[pair >> 6] >> (pair & 63)) & 1;
-}
-
-static int spm_fragment(const as_tokenizer *t, const char *s, size_t n, bool prefix, work *w,
-                        as_error *err)
-{
-    size_t elen, nsym;
-    if (!spm_escape(s, n, prefix, w, &elen) || !spm_symbols(w, elen, &nsym))
-        return oom(err);
-    for (size_t a = 0, b; a < nsym; a = b) {
-        for (b = a + 1; b < nsym && spm_crossable(t, w, b); b++)
-            ;
-        w->ss[a].prev = -1; /* the run [a, b) is merged on its own */
-        w->ss[b - 1].next = -1;
-        if (spm_merge(t, w, a, b))
-            return oom(err);
-        if (spm_emit(t, w, a, err))
-            return AS_ERR;
+            return as_tok_oom(err);
     }
     return AS_OK;
 }
@@ -1285,15 +749,8 @@ static int encode_fragment(const as_tokenizer *t, const char *text, const frag *
                            as_error *err)
 {
     if (f->id >= 0)
-        return w->ends_only ? push_end(w, f->off + f->len, err) : push_id(w, f->id, err);
-    if (t->kind == AS_TOK_GPT2)
-        return gpt2_fragment(t, text + f->off, f->len, f->off, w, err);
-    if (w->ends_only)
-        return push_end(w, f->off + f->len, err);
-    /* Unlike llama.cpp, which adds the prefix after every special fragment,
-     * only a fragment that starts the text gets it, so that decode can tell
-     * which space to take away (see as_tokenizer_decode). */
-    return spm_fragment(t, text + f->off, f->len, t->add_space_prefix && f->off == 0, w, err);
+        return w->ends_only ? as_tok_push_end(w, f->off + f->len, err) : as_tok_push_id(w, f->id, err);
+    return t->algo->encode(t, text + f->off, f->len, f->off, w, err);
 }
 
 static int run(const as_tokenizer *t, const char *text, size_t len, work *w, as_error *err)
@@ -1319,11 +776,11 @@ int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, boo
     work w = {0};
     int rc = AS_OK;
     if (add_bos && t->bos >= 0)
-        rc = push_id(&w, t->bos, err);
+        rc = as_tok_push_id(&w, t->bos, err);
     if (rc == AS_OK)
         rc = run(t, text ? text : "", len, &w, err);
     if (rc == AS_OK && !w.ids && !reserve_i32(&w.ids, &w.capids, 1))
-        rc = oom(err); /* callers get a pointer to free even for no ids */
+        rc = as_tok_oom(err); /* callers get a pointer to free even for no ids */
     if (rc == AS_OK) {
         *ids = w.ids, *n_ids = w.nids;
         w.ids = NULL;
@@ -1342,7 +799,7 @@ int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len, 
     work w = {.ends_only = true};
     int rc = run(t, text ? text : "", len, &w, err);
     if (rc == AS_OK && !w.ends && !reserve_size(&w.ends, &w.capends, 1))
-        rc = oom(err);
+        rc = as_tok_oom(err);
     if (rc == AS_OK) {
         *ends = w.ends, *n_ends = w.nends;
         w.ends = NULL;
@@ -1352,38 +809,6 @@ int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len, 
 }
 
 /* ---------------------------------------------------------------- decode */
-
-static size_t unmap_gpt2(const char *s, size_t n, char *dst)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        size_t c = utf8_char((const uint8_t *)s + i, n - i, &cp);
-        int b = c ? cp_to_byte(cp) : -1;
-        if (b >= 0) {
-            dst[k++] = (char)b;
-            i += c;
-            continue;
-        }
-        /* not in the alphabet (only in odd vocabularies): copy it as is */
-        size_t len = c ? c : 1;
-        memcpy(dst + k, s + i, len);
-        k += len, i += len;
-    }
-    return k;
-}
-
-static size_t unescape_spm(const char *s, size_t n, char *dst)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        if (n - i >= 3 && memcmp(s + i, SPM_SPACE, 3) == 0)
-            dst[k++] = ' ', i += 3;
-        else
-            dst[k++] = s[i++];
-    }
-    return k;
-}
 
 /* Writes the bytes token id stands for to dst, which has room for len[id]
  * bytes (no token decodes to more bytes than its text has), as llama.cpp's
@@ -1412,20 +837,21 @@ static size_t token_decode(const as_tokenizer *t, int32_t id, char *dst)
     default:
         break;
     }
-    return t->kind == AS_TOK_GPT2 ? unmap_gpt2(s, n, dst) : unescape_spm(s, n, dst);
+    return t->algo->decode(s, n, dst);
 }
 
-/* Which leading space decode removes (llama, add_space_prefix only):
- * encode puts one '▁' in front of a text that starts with raw text, and
- * then the first token with any bytes is a normal token starting with '▁'.
- * So the rule is: skip tokens that decode to nothing (BOS...); if the first
- * token that gives bytes is a normal token whose bytes start with ' ', drop
- * that one space. A text that starts with a user-defined token got no
- * prefix, and its first token is user-defined, so nothing is dropped. With
- * this, decode(encode(x)) == x for every x, empty and leading-space texts
- * included (a literal U+2581 in x excepted: it is read as a space, as in
- * llama.cpp and SentencePiece). llama.cpp instead strips the first token
- * only, and not at all after a BOS unless asked to remove specials. */
+/* Which leading space decode removes (add_space_prefix only, which only
+ * tok_spm.c's algorithm knows): its encode puts one '▁' in front of a text
+ * that starts with raw text, and then the first token with any bytes is a
+ * normal token starting with '▁'. So the rule is: skip tokens that decode
+ * to nothing (BOS...); if the first token that gives bytes is a normal
+ * token whose bytes start with ' ', drop that one space. A text that
+ * starts with a user-defined token got no prefix, and its first token is
+ * user-defined, so nothing is dropped. With this, decode(encode(x)) == x
+ * for every x, empty and leading-space texts included (a literal U+2581 in
+ * x excepted: it is read as a space, as in llama.cpp and SentencePiece).
+ * llama.cpp instead strips the first token only, and not at all after a
+ * BOS unless asked to remove specials. */
 static size_t strip_prefix(const as_tokenizer *t, int32_t id, char *dst, size_t k)
 {
     if (t->type[id] != TT_NORMAL || k == 0 || dst[0] != ' ')
@@ -1452,9 +878,9 @@ int as_tokenizer_decode(const as_tokenizer *t, const int32_t *ids, size_t n_ids,
     }
     char *buf = malloc(total + 1);
     if (!buf)
-        return oom(err);
+        return as_tok_oom(err);
     size_t pos = 0;
-    bool strip = t->kind == AS_TOK_LLAMA && t->add_space_prefix;
+    bool strip = t->add_space_prefix;
     for (size_t i = 0; i < n_ids; i++) {
         size_t k = token_decode(t, ids[i], buf + pos);
         if (strip && k) {

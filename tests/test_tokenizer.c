@@ -59,7 +59,7 @@ static bool printable_latin1(int b)
 
 /* GPT-2's 256 byte symbols in GPT-2's order (bytes_to_unicode()): the
  * printable Latin-1 bytes as themselves, then the other 68 bytes as U+0100,
- * U+0101, ... in byte order. Written independently of tokenizer.c. */
+ * U+0101, ... in byte order. Written independently of tok_bpe.c. */
 static void add_gpt2_alphabet(vocab *v)
 {
     unsigned next = 256;

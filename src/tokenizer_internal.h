@@ -1,0 +1,161 @@
+/* Internal to the tokenizer: what tokenizer.c (the vocabulary, GGUF
+ * reading, special tokens, decode, the public API) shares with the
+ * algorithm files (tok_bpe.c, tok_spm.c). Not part of the public API.
+ *
+ * An algorithm file exports one as_tok_algo descriptor, listed in the
+ * table in tokenizer.c under its tokenizer.ggml.model name. */
+#ifndef ATTNSCOPE_TOKENIZER_INTERNAL_H
+#define ATTNSCOPE_TOKENIZER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "attnscope/tokenizer.h"
+
+/* GGUF token types. */
+enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+
+typedef struct strmap {
+    uint32_t *slot; /* id + 1; 0 = empty */
+    size_t mask;
+} strmap;
+
+typedef struct mergemap {
+    uint64_t *key; /* (left + 1) << 32 | (right + 1); 0 = empty */
+    int32_t *rank;
+    int32_t *result;
+    size_t mask;
+} mergemap;
+
+typedef struct as_tok_algo as_tok_algo;
+
+struct as_tokenizer {
+    const as_tok_algo *algo;
+    size_t n;
+    char *arena;     /* token texts, each followed by a NUL */
+    size_t *off;     /* token i's text starts at arena + off[i] */
+    uint32_t *len;
+    float *score;
+    uint8_t *type;   /* TT_*; unknown values were read as TT_NORMAL */
+    strmap all, plain;
+    size_t max_plain_len;
+    /* Bit (x << 8 | y) is set when bytes x, y stand side by side in some
+     * plain token. Where a symbol boundary's pair is not set, no merge can
+     * ever cross it, so llama text is merged in independent runs: the same
+     * result as one pass, with short heaps instead of one as long as the
+     * text. */
+    uint64_t pair_seen[1024];
+    int32_t bos, eos, unk;
+    bool add_bos, add_space_prefix;
+    /* gpt2: the token of each byte's alphabet character; llama: the byte
+     * fallback token (<0xNN>, else a one-byte token); -1 if none. */
+    int32_t byte_tok[256];
+    mergemap merges; /* gpt2 only (tok_bpe.c builds it) */
+    int32_t *user;   /* user-defined tokens, longest first */
+    size_t n_user;
+};
+
+/* ---------------------------------------------------------------- encode scratch */
+
+#define DEFINE_RESERVE(name, T)                                              \
+    static bool name(T **arr, size_t *cap, size_t need)                      \
+    {                                                                        \
+        if (need <= *cap)                                                    \
+            return true;                                                     \
+        size_t c = *cap ? *cap : 16;                                         \
+        while (c < need) {                                                   \
+            if (c > SIZE_MAX / 2 / sizeof(T))                                \
+                return false;                                                \
+            c *= 2;                                                          \
+        }                                                                    \
+        T *p = realloc(*arr, c * sizeof(T));                                 \
+        if (!p)                                                              \
+            return false;                                                    \
+        *arr = p;                                                            \
+        *cap = c;                                                            \
+        return true;                                                         \
+    }
+
+typedef struct hent { /* a candidate merge; smaller key first, then leftmost */
+    double key;       /* gpt2: rank; llama: -score */
+    int32_t left, right;
+    int32_t a, b, c;  /* gpt2: left id, right id, result id; llama: a = merged size */
+} hent;
+
+typedef struct frag { /* a user-defined token (id >= 0) or raw text (id -1) */
+    size_t off, len;
+    int32_t id;
+} frag;
+
+/* One call's scratch. The symbol arrays are each algorithm's own (their
+ * types are defined in its file); they live here so one call frees all. */
+typedef struct work {
+    hent *heap;
+    size_t nheap, capheap;
+    struct bsym *bs;    /* tok_bpe.c */
+    size_t capbs;
+    struct ssym *ss;    /* tok_spm.c */
+    size_t capss;
+    struct cpinfo *cps; /* tok_bpe.c */
+    size_t capcps;
+    char *esc;          /* tok_spm.c */
+    size_t capesc;
+    frag *fr, *fr2;
+    size_t nfr, capfr, capfr2;
+    int32_t *ids;     /* the output */
+    size_t nids, capids;
+    bool ends_only;   /* as_tokenizer_pretokens: record piece ends instead */
+    size_t *ends;
+    size_t nends, capends;
+} work;
+
+/* ---------------------------------------------------------------- algorithms */
+
+struct as_tok_algo {
+    const char *gguf_model;  /* tokenizer.ggml.model */
+    as_tok_kind kind;
+    /* llama.cpp's defaults when the file does not say */
+    int32_t bos, eos, unk;   /* -1: none */
+    bool add_bos;
+    bool space_prefix;       /* add_space_prefix applies (on by default) */
+    bool needs_merges;       /* tokenizer.ggml.merges must be present */
+    /* Byte tokens are <0xNN> stand-ins for bytes no piece covers: plain
+     * text never spells them, and an untyped <0xNN> is taken for one. */
+    bool byte_fallback;
+    const char *byte_token_name; /* what stands for a byte, for errors */
+    /* What the algorithm builds beyond the vocabulary; NULL: nothing. */
+    int (*build)(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err);
+    /* The token byte b falls back to, or -1 (fills t->byte_tok). */
+    int32_t (*byte_token)(const as_tokenizer *t, uint8_t b);
+    /* Encodes one raw-text fragment s[0, n), which starts at byte base of
+     * the text: pushes its ids, or when w->ends_only the end offsets (in
+     * the whole text) of the pieces it merges independently. */
+    int (*encode)(const as_tokenizer *t, const char *s, size_t n, size_t base, work *w,
+                  as_error *err);
+    /* A normal token's text -> its bytes in dst (never more than n). */
+    size_t (*decode)(const char *s, size_t n, char *dst);
+};
+
+extern const as_tok_algo as_tok_bpe; /* "gpt2": tok_bpe.c */
+extern const as_tok_algo as_tok_spm; /* "llama": tok_spm.c */
+
+/* ---------------------------------------------------------------- shared helpers (tokenizer.c) */
+
+int as_tok_oom(as_error *err);
+/* Length of the well-formed UTF-8 character at s, or 0 if the byte at s
+ * does not start one. */
+size_t as_tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);
+size_t as_tok_table_cap(size_t n);
+/* The id of the token in map m whose text is s[0, n), or -1. */
+int32_t as_tok_lookup(const as_tokenizer *t, const strmap *m, const char *s, size_t n);
+
+bool as_tok_heap_push(work *w, hent e);
+hent as_tok_heap_pop(work *w);
+int as_tok_push_id(work *w, int32_t id, as_error *err);
+int as_tok_push_end(work *w, size_t end, as_error *err);
+/* A byte no symbol covers: its byte token, else unk, else an error. */
+int as_tok_push_byte(const as_tokenizer *t, uint8_t b, work *w, as_error *err);
+
+#endif
