@@ -1,5 +1,5 @@
-/* gguf: GGUF reader (over an mmap or a caller's buffer), dequantization of
- * F32/F16/BF16/Q8_0 rows, a writer, and the --info model card.
+/* gguf: GGUF reader (over an mmap or a caller's buffer), tensor rows read
+ * as float32 through quant.c's decoders, a writer, and the --info model card.
  *
  * The reader trusts nothing in the file: every field is read through a
  * cursor that refuses to step past the end, every count is compared with the
@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,55 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* ------------------------------------------------------------------ */
-/* little-endian access (the map may be unaligned, and the host need not
- * be little-endian) */
-
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | ((uint64_t)le32(p + 4) << 32); }
-
-static void put_le32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static float f32_from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint32_t f32_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-/* a*b without wrapping; false on overflow */
-static bool mul_u64(uint64_t a, uint64_t b, uint64_t *out)
-{
-    if (a != 0 && b > UINT64_MAX / a)
-        return false;
-    *out = a * b;
-    return true;
-}
-
-static bool is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+#include "gguf_internal.h"
 
 /* ------------------------------------------------------------------ */
 /* type tables */
@@ -86,140 +37,6 @@ static const uint8_t gguf_type_size[AS_GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 
 const char *as_gguf_type_name(as_gguf_type t)
 {
     return (unsigned)t < AS_GGUF_TYPE_COUNT ? gguf_type_names[t] : "unknown";
-}
-
-typedef struct ggml_traits {
-    const char *name;
-    uint32_t blck;  /* elements per block */
-    uint32_t bytes; /* bytes per block */
-} ggml_traits;
-
-#define GGML_TABLE_LEN 31
-static const ggml_traits ggml_table[GGML_TABLE_LEN] = {
-    [AS_GGML_F32] = {"F32", 1, 4},       [AS_GGML_F16] = {"F16", 1, 2},
-    [AS_GGML_Q4_0] = {"Q4_0", 32, 18},   [AS_GGML_Q4_1] = {"Q4_1", 32, 20},
-    [AS_GGML_Q5_0] = {"Q5_0", 32, 22},   [AS_GGML_Q5_1] = {"Q5_1", 32, 24},
-    [AS_GGML_Q8_0] = {"Q8_0", 32, 34},   [AS_GGML_Q8_1] = {"Q8_1", 32, 36},
-    [AS_GGML_Q2_K] = {"Q2_K", 256, 84},  [AS_GGML_Q3_K] = {"Q3_K", 256, 110},
-    [AS_GGML_Q4_K] = {"Q4_K", 256, 144}, [AS_GGML_Q5_K] = {"Q5_K", 256, 176},
-    [AS_GGML_Q6_K] = {"Q6_K", 256, 210}, [AS_GGML_Q8_K] = {"Q8_K", 256, 292},
-    [AS_GGML_I8] = {"I8", 1, 1},         [AS_GGML_I16] = {"I16", 1, 2},
-    [AS_GGML_I32] = {"I32", 1, 4},       [AS_GGML_I64] = {"I64", 1, 8},
-    [AS_GGML_F64] = {"F64", 1, 8},       [AS_GGML_BF16] = {"BF16", 1, 2},
-};
-
-/* NULL for numbers ggml.h does not define (or attnscope does not know) */
-static const ggml_traits *ggml_traits_of(uint32_t t)
-{
-    if (t >= GGML_TABLE_LEN || !ggml_table[t].name)
-        return NULL;
-    return &ggml_table[t];
-}
-
-const char *as_ggml_type_name(as_ggml_type t)
-{
-    const ggml_traits *tr = ggml_traits_of((uint32_t)t);
-    return tr ? tr->name : "unknown";
-}
-
-uint64_t as_ggml_nbytes(as_ggml_type t, uint64_t n)
-{
-    const ggml_traits *tr = ggml_traits_of((uint32_t)t);
-    uint64_t bytes;
-    if (!tr || n % tr->blck != 0 || !mul_u64(n / tr->blck, tr->bytes, &bytes))
-        return 0;
-    return bytes;
-}
-
-bool as_ggml_type_supported(as_ggml_type t)
-{
-    return t == AS_GGML_F32 || t == AS_GGML_F16 || t == AS_GGML_BF16 || t == AS_GGML_Q8_0;
-}
-
-/* ------------------------------------------------------------------ */
-/* scalar conversions */
-
-float as_f16_to_f32(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f)
-        return f32_from_bits(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        /* subnormal: man * 2^-24, exact in float */
-        float v = (float)man * 5.9604644775390625e-08f;
-        return sign ? -v : v;
-    }
-    return f32_from_bits(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-/* round v >> shift to nearest, ties to even */
-static uint32_t shift_round_even(uint32_t v, unsigned shift)
-{
-    uint32_t r = v >> shift, rem = v & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1)))
-        r++;
-    return r;
-}
-
-uint16_t as_f32_to_f16(float f)
-{
-    uint32_t x = f32_bits(f);
-    uint16_t sign = (uint16_t)((x >> 16) & 0x8000);
-    uint32_t ax = x & 0x7fffffffu;
-    if (ax > 0x7f800000u) /* NaN: keep it a (quiet) NaN with the top payload bits */
-        return (uint16_t)(sign | 0x7e00 | ((ax >> 13) & 0x3ff));
-    if (ax >= 0x477ff000u) /* >= 65520 rounds past 65504: infinity */
-        return (uint16_t)(sign | 0x7c00);
-    if (ax >= 0x38800000u) { /* normal in f16; a carry into the exponent is correct */
-        uint32_t rebased = ax - (112u << 23);
-        return (uint16_t)(sign | shift_round_even(rebased, 13));
-    }
-    /* f16 subnormal or zero: count units of 2^-24 */
-    uint32_t exp = ax >> 23;
-    if (exp < 102) /* below 2^-25: rounds to zero */
-        return sign;
-    uint32_t man = (ax & 0x7fffffu) | 0x800000u;
-    return (uint16_t)(sign | shift_round_even(man, 126 - exp));
-}
-
-float as_bf16_to_f32(uint16_t h) { return f32_from_bits((uint32_t)h << 16); }
-
-uint16_t as_f32_to_bf16(float f)
-{
-    uint32_t u = f32_bits(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: force quiet so truncation keeps it NaN */
-        return (uint16_t)((u >> 16) | 64);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
-}
-
-/* ggml stores roundf(x*id) in an int8; NaN or inf would make that cast
- * undefined, so they become 0 or are clamped */
-static int8_t q8_round(float v)
-{
-    if (!(v == v))
-        return 0;
-    if (v > 127.0f)
-        v = 127.0f;
-    if (v < -127.0f)
-        v = -127.0f;
-    return (int8_t)roundf(v);
-}
-
-void as_quantize_q8_0(const float *x, uint64_t n, uint8_t *out)
-{
-    for (uint64_t b = 0; b < n / AS_QK8_0; b++, x += AS_QK8_0, out += 34) {
-        float amax = 0.0f;
-        for (int j = 0; j < AS_QK8_0; j++)
-            amax = fabsf(x[j]) > amax ? fabsf(x[j]) : amax;
-        float d = amax / 127;
-        float id = d != 0.0f ? 1.0f / d : 0.0f;
-        uint16_t dh = as_f32_to_f16(d);
-        out[0] = (uint8_t)dh;
-        out[1] = (uint8_t)(dh >> 8);
-        for (int j = 0; j < AS_QK8_0; j++)
-            out[2 + j] = (uint8_t)q8_round(x[j] * id);
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -572,15 +389,15 @@ static int rd_kvs(reader *r, as_gguf *g, uint64_t n)
 /* Shape checks that need no data section: element count, block fit, size. */
 static int check_shape(reader *r, as_gguf_tensor *t)
 {
-    const ggml_traits *tr = ggml_traits_of((uint32_t)t->type);
+    const as_ggml_traits *tr = as_ggml_traits_of(t->type);
     uint64_t n = 1;
     for (uint32_t d = 0; d < t->n_dims; d++)
         if (!mul_u64(n, t->ne[d], &n) || n > (uint64_t)INT64_MAX)
             return fail_at(r, t->info_offset, "shape [%" PRIu64 ", %" PRIu64 ", %" PRIu64 ", %" PRIu64
                            "] has more than 2^63 elements", t->ne[0], t->ne[1], t->ne[2], t->ne[3]);
-    if (t->ne[0] % tr->blck != 0)
+    if (t->ne[0] % tr->block_elems != 0)
         return fail_at(r, t->info_offset, "ne[0] = %" PRIu64 " is not a multiple of the %s block size %"
-                       PRIu32, t->ne[0], tr->name, tr->blck);
+                       PRIu32, t->ne[0], tr->name, tr->block_elems);
     t->n_elements = n;
     t->n_bytes = as_ggml_nbytes(t->type, n);
     if (t->n_bytes == 0)
@@ -626,7 +443,7 @@ static int rd_tensor_info(reader *r, as_gguf_tensor *t, uint64_t i, name_set *na
     off = r->pos;
     if (rd_u32(r, "type", &type))
         return AS_ERR;
-    if (!ggml_traits_of(type))
+    if (!as_ggml_traits_of((as_ggml_type)type))
         return fail_at(r, off, "unknown ggml type %" PRIu32, type);
     t->type = (as_ggml_type)type;
     if (rd_u64(r, "data offset", &t->offset))
@@ -972,50 +789,47 @@ int64_t as_gguf_arr_i64(const as_gguf_kv *kv, uint64_t i)
 }
 
 /* ------------------------------------------------------------------ */
-/* dequantization */
+/* tensor rows as float32 */
 
 uint64_t as_tensor_rows(const as_gguf_tensor *t)
 {
     return t->ne[0] ? t->n_elements / t->ne[0] : 0;
 }
 
-static void dequant(as_ggml_type type, const uint8_t *p, uint64_t n, float *out)
+/* "FILE: tensor 'NAME'" (without "FILE: " when the tensor has no file) */
+static void tensor_label(const as_gguf_tensor *t, char *buf, size_t cap)
 {
-    switch (type) {
-    case AS_GGML_F32:
-        for (uint64_t i = 0; i < n; i++)
-            out[i] = f32_from_bits(le32(p + 4 * i));
-        break;
-    case AS_GGML_F16:
-        for (uint64_t i = 0; i < n; i++)
-            out[i] = as_f16_to_f32(le16(p + 2 * i));
-        break;
-    case AS_GGML_BF16:
-        for (uint64_t i = 0; i < n; i++)
-            out[i] = as_bf16_to_f32(le16(p + 2 * i));
-        break;
-    default: /* Q8_0: fp16 scale d, then 32 int8 q; value = d*q */
-        for (uint64_t b = 0; b < n / AS_QK8_0; b++, p += 34, out += AS_QK8_0) {
-            float d = as_f16_to_f32(le16(p));
-            for (int j = 0; j < AS_QK8_0; j++)
-                out[j] = d * (float)(int8_t)p[2 + j];
-        }
-        break;
-    }
-}
-
-static int check_readable(const as_gguf_tensor *t, as_error *err)
-{
-    const char *file = t->path ? t->path : "";
-    const char *sep = t->path ? ": " : "";
     char nm[72];
     safe_name(nm, sizeof nm, t->name ? t->name : "");
+    snprintf(buf, cap, "%s%stensor '%s'", t->path ? t->path : "", t->path ? ": " : "", nm);
+}
+
+/* The label is only built for a refusal: rows are read one at a time over
+ * whole models. */
+static int check_readable(const as_gguf_tensor *t, as_error *err)
+{
+    if (t->data && as_ggml_type_supported(t->type))
+        return AS_OK;
+    char what[sizeof ((as_error *)0)->msg], type[64], list[128];
+    tensor_label(t, what, sizeof what);
     if (!t->data)
-        return as_error_set(err, "%s%stensor '%s' has no data", file, sep, nm);
-    if (!as_ggml_type_supported(t->type))
-        return as_error_set(err, "%s%stensor '%s' has type %s, which attnscope cannot read yet "
-                            "(supported: F32, F16, BF16, Q8_0)", file, sep, nm, as_ggml_type_name(t->type));
-    return AS_OK;
+        return as_error_set(err, "%s has no data", what);
+    if (as_ggml_traits_of(t->type))
+        snprintf(type, sizeof type, "%s", as_ggml_type_name(t->type));
+    else
+        snprintf(type, sizeof type, "%u (not a ggml type attnscope knows)", (unsigned)t->type);
+    as_ggml_supported_list(list, sizeof list);
+    return as_error_set(err, "%s has type %s, which attnscope cannot read yet (supported: %s)", what, type, list);
+}
+
+/* n elements at src through the type's decoder; a refusal names the tensor */
+static int decode(const as_gguf_tensor *t, const uint8_t *src, uint64_t n, float *out, as_error *err)
+{
+    if (as_dequantize(t->type, src, n, out, err) == AS_OK)
+        return AS_OK;
+    char what[sizeof ((as_error *)0)->msg];
+    tensor_label(t, what, sizeof what);
+    return as_error_prefix(err, "%s", what);
 }
 
 int as_tensor_row_f32(const as_gguf_tensor *t, uint64_t row, float *out, as_error *err)
@@ -1027,8 +841,7 @@ int as_tensor_row_f32(const as_gguf_tensor *t, uint64_t row, float *out, as_erro
         return as_error_set(err, "%s%stensor '%s': row %" PRIu64 " is out of range (it has %" PRIu64 " rows)",
                             t->path ? t->path : "", t->path ? ": " : "", t->name, row, rows);
     uint64_t row_bytes = as_ggml_nbytes(t->type, t->ne[0]);
-    dequant(t->type, t->data + row * row_bytes, t->ne[0], out);
-    return AS_OK;
+    return decode(t, t->data + row * row_bytes, t->ne[0], out, err);
 }
 
 int as_tensor_to_f32(const as_gguf_tensor *t, float *out, as_error *err)
@@ -1036,8 +849,7 @@ int as_tensor_to_f32(const as_gguf_tensor *t, float *out, as_error *err)
     if (check_readable(t, err))
         return AS_ERR;
     /* rows are stored back to back and ne[0] is a whole number of blocks */
-    dequant(t->type, t->data, t->n_elements, out);
-    return AS_OK;
+    return decode(t, t->data, t->n_elements, out, err);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1223,9 +1035,9 @@ static int check_new_tensor(const as_gguf_writer *w, const char *name, as_ggml_t
             return as_error_set(err, "tensor '%s' added twice", name);
     if (n_dims < 1 || n_dims > 4 || !ne)
         return as_error_set(err, "tensor '%s': n_dims is %" PRIu32 ", expected 1 to 4", name, n_dims);
-    if (!ggml_traits_of((uint32_t)type))
+    if (!as_ggml_traits_of(type))
         return as_error_set(err, "tensor '%s': unknown ggml type %d", name, (int)type);
-    if (ne[0] % ggml_traits_of((uint32_t)type)->blck != 0)
+    if (ne[0] % as_ggml_traits_of(type)->block_elems != 0)
         return as_error_set(err, "tensor '%s': ne[0] = %" PRIu64 " is not a multiple of the %s block size",
                             name, ne[0], as_ggml_type_name(type));
     if (!data)

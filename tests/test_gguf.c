@@ -572,6 +572,29 @@ Test(gguf, unsupported_type_parses_but_does_not_dequantize)
     as_gguf_writer_free(w);
 }
 
+/* A tensor built by hand (as a llama2.c view is), not parsed: its type is
+ * refused by name with the file and the tensor, and nothing is decoded. */
+Test(gguf, undecodable_tensor_is_refused_by_name)
+{
+    uint8_t blocks[18];
+    float out[32];
+    as_error err;
+    memset(blocks, 0x55, sizeof blocks);
+    for (int i = 0; i < 32; i++)
+        out[i] = 7.0f;
+    as_gguf_tensor t = {.name = "blk.0.attn_q.weight", .n_dims = 1, .ne = {32, 1, 1, 1}, .type = AS_GGML_Q4_0,
+                        .n_elements = 32, .n_bytes = 18, .data = blocks, .path = "m.gguf"};
+    cr_assert_eq(as_tensor_row_f32(&t, 0, out, &err), AS_ERR);
+    cr_assert_str_eq(err.msg, "m.gguf: tensor 'blk.0.attn_q.weight' has type Q4_0, which attnscope cannot read "
+                              "yet (supported: F32, F16, BF16, Q8_0)");
+    t.type = (as_ggml_type)99;
+    cr_assert_eq(as_tensor_to_f32(&t, out, &err), AS_ERR);
+    cr_assert_str_eq(err.msg, "m.gguf: tensor 'blk.0.attn_q.weight' has type 99 (not a ggml type attnscope "
+                              "knows), which attnscope cannot read yet (supported: F32, F16, BF16, Q8_0)");
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(out[i], 7.0f, "out[%d] written by a refused read", i);
+}
+
 /* ------------------------------------------------------------------ */
 /* files on disk */
 

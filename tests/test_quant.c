@@ -1,7 +1,8 @@
 /* Tests for the ggml type table and the scalar conversions (quant.c):
  * f16 and bf16 over every 16-bit pattern and an f32 sweep against a search
  * oracle, Q8_0 quantization against ggml's algorithm (and read back through
- * a parsed tensor), block sizes, byte counts and names of the ggml types. */
+ * a parsed tensor), block sizes, byte counts and names of the ggml types,
+ * and the decoder refusing every type it has no decoder for. */
 #include <criterion/criterion.h>
 
 #include <math.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 
 #include "attnscope/gguf.h"
+#include "attnscope/quant.h"
 
 /* ------------------------------------------------------------------ */
 /* helpers (the same values test_gguf.c's sample model uses) */
@@ -183,4 +185,69 @@ Test(quant, type_tables)
     cr_assert_str_eq(as_ggml_type_name((as_ggml_type)99), "unknown");
     cr_assert(as_ggml_type_supported(AS_GGML_Q8_0));
     cr_assert(!as_ggml_type_supported(AS_GGML_Q4_K));
+}
+
+/* ------------------------------------------------------------------ */
+/* decoding */
+
+/* The decoder once read any type it did not know as Q8_0 blocks. */
+Test(quant, dequantize_refuses_types_without_a_decoder)
+{
+    uint8_t blocks[2 * 292];
+    float out[512];
+    as_error err;
+    for (size_t i = 0; i < sizeof blocks; i++)
+        blocks[i] = (uint8_t)(37 * i + 1); /* as Q8_0 these bytes would decode to nonzero floats */
+    for (int i = 0; i < 512; i++)
+        out[i] = 7.0f;
+    cr_assert_eq(as_dequantize(AS_GGML_Q4_K, blocks, 256, out, &err), AS_ERR);
+    cr_assert_str_eq(err.msg, "cannot decode type Q4_K yet (supported: F32, F16, BF16, Q8_0)");
+    cr_assert_eq(as_dequantize((as_ggml_type)99, blocks, 32, out, &err), AS_ERR);
+    cr_assert_str_eq(err.msg, "cannot decode type 99, which is not a ggml type attnscope knows "
+                              "(supported: F32, F16, BF16, Q8_0)");
+    for (uint32_t t = 0; t < 40; t++) {
+        if (as_ggml_type_supported((as_ggml_type)t))
+            continue;
+        const as_ggml_traits *tr = as_ggml_traits_of((as_ggml_type)t);
+        uint64_t n = tr ? tr->block_elems : 32;
+        cr_assert_eq(as_dequantize((as_ggml_type)t, blocks, n, out, &err), AS_ERR, "type %u decoded", t);
+        if (tr)
+            cr_assert(strstr(err.msg, tr->name), "type %u: %s", t, err.msg);
+    }
+    for (int i = 0; i < 512; i++)
+        cr_assert_eq(out[i], 7.0f, "out[%d] written by a refused decode", i);
+    /* a partial block is refused too, rather than left half-written */
+    cr_assert_eq(as_dequantize(AS_GGML_Q8_0, blocks, 33, out, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "not a whole number of Q8_0 blocks"), "%s", err.msg);
+}
+
+Test(quant, dequantize_decodes_each_supported_type)
+{
+    const float x[32] = {1.0f, -2.5f, 0.0f, 65504.0f, -0.125f, 3.0f};
+    uint8_t f32[128], f16[64], bf16[64], q8[34];
+    float out[32];
+    as_error err;
+    for (int i = 0; i < 32; i++) {
+        uint16_t h = as_f32_to_f16(x[i]), b = as_f32_to_bf16(x[i]);
+        memcpy(f32 + 4 * i, &x[i], 4);
+        f16[2 * i] = (uint8_t)h, f16[2 * i + 1] = (uint8_t)(h >> 8);
+        bf16[2 * i] = (uint8_t)b, bf16[2 * i + 1] = (uint8_t)(b >> 8);
+    }
+    as_quantize_q8_0(x, 32, q8);
+    cr_assert_eq(as_dequantize(AS_GGML_F32, f32, 32, out, &err), AS_OK, "%s", err.msg);
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(out[i], x[i]);
+    cr_assert_eq(as_dequantize(AS_GGML_F16, f16, 32, out, &err), AS_OK, "%s", err.msg);
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(out[i], x[i]);
+    cr_assert_eq(as_dequantize(AS_GGML_BF16, bf16, 32, out, &err), AS_OK, "%s", err.msg);
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(out[i], as_bf16_to_f32(as_f32_to_bf16(x[i])));
+    cr_assert_eq(as_dequantize(AS_GGML_Q8_0, q8, 32, out, &err), AS_OK, "%s", err.msg);
+    float d = as_f16_to_f32((uint16_t)(q8[0] | q8[1] << 8));
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(out[i], d * (float)(int8_t)q8[2 + i]);
+    char list[64];
+    as_ggml_supported_list(list, sizeof list);
+    cr_assert_str_eq(list, "F32, F16, BF16, Q8_0");
 }
