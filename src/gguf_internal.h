@@ -1,11 +1,13 @@
 /* Internal to the GGUF files (gguf_read.c, gguf_write.c, gguf_info.c) and
- * the type table (quant.c): little-endian access and overflow-checked
- * arithmetic they share. Not part of the public API. */
+ * the type table (quant.c): little-endian access, overflow-checked
+ * arithmetic, GGUF scalar sizes and decoding, and the doubling growth of
+ * record arrays, which they share. Not part of the public API. */
 #ifndef ATTNSCOPE_GGUF_INTERNAL_H
 #define ATTNSCOPE_GGUF_INTERNAL_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attnscope/gguf.h"
@@ -58,5 +60,67 @@ static inline bool mul_u64(uint64_t a, uint64_t b, uint64_t *out)
 }
 
 static inline bool is_pow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+/* GGUF scalars: their sizes and their values, widened */
+
+/* bytes of one scalar; 0 for STRING and ARRAY, whose size is in the data */
+static const uint8_t gguf_type_size[AS_GGUF_TYPE_COUNT] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
+
+static inline uint64_t raw_u64(as_gguf_type t, const uint8_t *p)
+{
+    switch (gguf_type_size[t]) {
+    case 1: return p[0];
+    case 2: return le16(p);
+    case 4: return le32(p);
+    default: return le64(p);
+    }
+}
+
+static inline int64_t raw_i64(as_gguf_type t, const uint8_t *p)
+{
+    switch (t) {
+    case AS_GGUF_INT8: return (int8_t)p[0];
+    case AS_GGUF_INT16: return (int16_t)le16(p);
+    case AS_GGUF_INT32: return (int32_t)le32(p);
+    case AS_GGUF_INT64: return (int64_t)le64(p);
+    default: return (int64_t)raw_u64(t, p);
+    }
+}
+
+static inline double raw_f64(as_gguf_type t, const uint8_t *p)
+{
+    uint64_t u;
+    double d;
+    switch (t) {
+    case AS_GGUF_FLOAT32: return f32_from_bits(le32(p));
+    case AS_GGUF_FLOAT64: u = le64(p), memcpy(&d, &u, 8); return d;
+    case AS_GGUF_INT8: case AS_GGUF_INT16: case AS_GGUF_INT32: case AS_GGUF_INT64:
+        return (double)raw_i64(t, p);
+    case AS_GGUF_BOOL: return p[0] != 0;
+    default: return (double)raw_u64(t, p);
+    }
+}
+
+static inline bool type_is_unsigned(as_gguf_type t)
+{
+    return t == AS_GGUF_UINT8 || t == AS_GGUF_UINT16 || t == AS_GGUF_UINT32 || t == AS_GGUF_UINT64;
+}
+
+static inline bool type_is_signed(as_gguf_type t)
+{
+    return t == AS_GGUF_INT8 || t == AS_GGUF_INT16 || t == AS_GGUF_INT32 || t == AS_GGUF_INT64;
+}
+
+/* Grows a parse array one record at a time (doubling), so memory follows
+ * the records actually present rather than the count the file claims. */
+static inline void *grow(void *arr, uint64_t n, size_t elem)
+{
+    if (n == 0 || (n & (n - 1)) != 0)
+        return arr; /* capacity is the next power of two at or above n */
+    void *p = realloc(arr, (size_t)(2 * n) * elem);
+    if (p)
+        memset((char *)p + n * elem, 0, (size_t)n * elem);
+    return p;
+}
 
 #endif
