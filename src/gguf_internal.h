@@ -1,7 +1,8 @@
 /* Internal to the GGUF files (gguf_read.c, gguf_write.c, gguf_info.c) and
  * the type table (quant.c): little-endian access, overflow-checked
- * arithmetic, GGUF scalar sizes and decoding, and the doubling growth of
- * record arrays, which they share. Not part of the public API. */
+ * arithmetic, GGUF scalar sizes and decoding (arrays' elements too), and
+ * the doubling growth of record arrays, which they share. Not part of the
+ * public API. */
 #ifndef ATTNSCOPE_GGUF_INTERNAL_H
 #define ATTNSCOPE_GGUF_INTERNAL_H
 
@@ -109,6 +110,15 @@ static inline bool type_is_unsigned(as_gguf_type t)
 static inline bool type_is_signed(as_gguf_type t)
 {
     return t == AS_GGUF_INT8 || t == AS_GGUF_INT16 || t == AS_GGUF_INT32 || t == AS_GGUF_INT64;
+}
+
+/* element i of an array of scalars, or NULL when there is none */
+static inline const uint8_t *arr_elem(const as_gguf_kv *kv, uint64_t i)
+{
+    if (kv->type != AS_GGUF_ARRAY || !kv->arr_data || i >= kv->arr_len ||
+        (unsigned)kv->arr_type >= AS_GGUF_TYPE_COUNT || gguf_type_size[kv->arr_type] == 0)
+        return NULL;
+    return kv->arr_data + i * gguf_type_size[kv->arr_type];
 }
 
 /* Grows a parse array one record at a time (doubling), so memory follows

@@ -4,7 +4,9 @@
  * against the file size (with overflow checks on products) before use;
  * a bad file gets an error naming the file, the byte offset and the field.
  * Also owns reading a tensor's rows as float32 (decoded by quant.h), a
- * writer used by tests and converters, and the --info model card. */
+ * writer used by tests and converters, and the --info model card.
+ * Reader: src/gguf_read.c; writer: src/gguf_write.c; model card:
+ * src/gguf_info.c. */
 #ifndef ATTNSCOPE_GGUF_H
 #define ATTNSCOPE_GGUF_H
 
