@@ -26,7 +26,7 @@
 #include "gguf_internal.h"
 
 /* ------------------------------------------------------------------ */
-/* type tables */
+/* metadata value type names */
 
 static const char *const gguf_type_names[AS_GGUF_TYPE_COUNT] = {
     "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
