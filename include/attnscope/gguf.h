@@ -3,8 +3,10 @@
  * tensor table. Every count, length, offset and dimension is checked
  * against the file size (with overflow checks on products) before use;
  * a bad file gets an error naming the file, the byte offset and the field.
- * Also owns dequantization of tensor rows (F32, F16, BF16, Q8_0) to float32,
- * and a writer used by tests and converters. */
+ * Also owns reading a tensor's rows as float32 (decoded by quant.h), a
+ * writer used by tests and converters, and the --info model card.
+ * Reader: src/gguf_read.c; writer: src/gguf_write.c; model card:
+ * src/gguf_info.c. */
 #ifndef ATTNSCOPE_GGUF_H
 #define ATTNSCOPE_GGUF_H
 
@@ -14,6 +16,7 @@
 #include <stdio.h>
 
 #include "attnscope/error.h"
+#include "attnscope/quant.h" /* the ggml tensor types, their conversions and decoders */
 
 #define AS_GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian uint32 */
 #define AS_GGUF_DEFAULT_ALIGNMENT 32
@@ -34,33 +37,6 @@ typedef enum as_gguf_type {
     AS_GGUF_FLOAT64 = 12,
     AS_GGUF_TYPE_COUNT
 } as_gguf_type;
-
-/* ggml tensor types, numbered as in ggml.h. Only F32, F16, BF16 and Q8_0
- * can be dequantized; the others are named so errors can say which. */
-typedef enum as_ggml_type {
-    AS_GGML_F32 = 0,
-    AS_GGML_F16 = 1,
-    AS_GGML_Q4_0 = 2,
-    AS_GGML_Q4_1 = 3,
-    AS_GGML_Q5_0 = 6,
-    AS_GGML_Q5_1 = 7,
-    AS_GGML_Q8_0 = 8,
-    AS_GGML_Q8_1 = 9,
-    AS_GGML_Q2_K = 10,
-    AS_GGML_Q3_K = 11,
-    AS_GGML_Q4_K = 12,
-    AS_GGML_Q5_K = 13,
-    AS_GGML_Q6_K = 14,
-    AS_GGML_Q8_K = 15,
-    AS_GGML_I8 = 24,
-    AS_GGML_I16 = 25,
-    AS_GGML_I32 = 26,
-    AS_GGML_I64 = 27,
-    AS_GGML_F64 = 28,
-    AS_GGML_BF16 = 30,
-} as_ggml_type;
-
-#define AS_QK8_0 32 /* Q8_0 block: fp16 scale + 32 int8 */
 
 /* One metadata value. Scalars are decoded; strings are copied and
  * NUL-terminated (a string holding a NUL byte keeps its full length in
@@ -123,11 +99,6 @@ int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name,
 void as_gguf_close(as_gguf *g);
 
 const char *as_gguf_type_name(as_gguf_type t);
-const char *as_ggml_type_name(as_ggml_type t); /* "F32", "Q8_0", ... or "type 99" style for unknown (static buffer not allowed: returns "unknown") */
-/* Bytes for n elements of a type (n must be a multiple of the block size);
- * returns 0 for unknown types or on overflow. */
-uint64_t as_ggml_nbytes(as_ggml_type t, uint64_t n);
-bool as_ggml_type_supported(as_ggml_type t); /* can be dequantized */
 
 const as_gguf_kv *as_gguf_find(const as_gguf *g, const char *key);
 /* Typed getters: accept any integer type that fits (resp. float32/64);
@@ -149,18 +120,12 @@ int64_t as_gguf_arr_i64(const as_gguf_kv *kv, uint64_t i);
 const as_gguf_tensor *as_gguf_tensor_find(const as_gguf *g, const char *name);
 /* Number of rows = n_elements / ne[0]. */
 uint64_t as_tensor_rows(const as_gguf_tensor *t);
-/* Dequantize row `row` (ne[0] floats) into out. */
+/* Dequantize row `row` (ne[0] floats) into out (quant.h decodes it); a
+ * type attnscope cannot decode is an error naming the file, the tensor and
+ * the type. */
 int as_tensor_row_f32(const as_gguf_tensor *t, uint64_t row, float *out, as_error *err);
 /* Dequantize the whole tensor into out (n_elements floats). */
 int as_tensor_to_f32(const as_gguf_tensor *t, float *out, as_error *err);
-
-/* Scalar conversions, exposed for kernels, tests and the writer. */
-float as_f16_to_f32(uint16_t h);
-uint16_t as_f32_to_f16(float f);
-float as_bf16_to_f32(uint16_t h);
-uint16_t as_f32_to_bf16(float f); /* round to nearest even */
-/* Quantize n floats (multiple of 32) into Q8_0 blocks as ggml does. */
-void as_quantize_q8_0(const float *x, uint64_t n, uint8_t *out);
 
 /* ---- writer ---- */
 typedef struct as_gguf_writer as_gguf_writer;
