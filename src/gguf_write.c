@@ -163,6 +163,42 @@ void as_gguf_writer_set_arr(as_gguf_writer *w, const char *key, as_gguf_type ele
     put_kv(w, key, AS_GGUF_ARRAY, buf, buf ? 12 + (size_t)n * es : 0);
 }
 
+void as_gguf_writer_copy_kv(as_gguf_writer *w, const as_gguf_kv *kv)
+{
+    uint8_t raw[8];
+    switch (kv->type) {
+    case AS_GGUF_STRING:
+        as_gguf_writer_set_str(w, kv->key, kv->str);
+        return;
+    case AS_GGUF_ARRAY:
+        if (kv->arr_type == AS_GGUF_STRING)
+            as_gguf_writer_set_arr_str(w, kv->key, (const char *const *)kv->strs, kv->arr_len);
+        else
+            as_gguf_writer_set_arr(w, kv->key, kv->arr_type, kv->arr_data, kv->arr_len);
+        return;
+    case AS_GGUF_FLOAT32: {
+        float f = (float)kv->v.f64;
+        uint32_t bits;
+        memcpy(&bits, &f, sizeof bits);
+        put_le32(raw, bits);
+        break;
+    }
+    case AS_GGUF_FLOAT64: {
+        uint64_t bits;
+        memcpy(&bits, &kv->v.f64, sizeof bits);
+        put_le64(raw, bits);
+        break;
+    }
+    case AS_GGUF_BOOL:
+        raw[0] = kv->v.b;
+        break;
+    default: /* integers: the low bytes, little-endian, of either member */
+        put_le64(raw, kv->v.u64);
+        break;
+    }
+    as_gguf_writer_set_scalar(w, kv->key, kv->type, raw);
+}
+
 void as_gguf_writer_set_arr_str(as_gguf_writer *w, const char *key, const char *const *strs, uint64_t n)
 {
     if (w && !strs && n) {

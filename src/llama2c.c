@@ -521,25 +521,13 @@ int as_llama2c_load(as_model **out, const char *path, const char *tok_path, as_e
     return rc;
 }
 
-static void copy_kvs(as_gguf_writer *w, const as_gguf *g)
-{
-    for (uint64_t i = 0; i < g->n_kv; i++) {
-        const as_gguf_kv *kv = &g->kvs[i];
-        if (kv->type == AS_GGUF_UINT32)
-            as_gguf_writer_set_u32(w, kv->key, (uint32_t)kv->v.u64);
-        else if (kv->type == AS_GGUF_FLOAT32)
-            as_gguf_writer_set_f32(w, kv->key, (float)kv->v.f64);
-        else if (kv->type == AS_GGUF_STRING)
-            as_gguf_writer_set_str(w, kv->key, kv->str);
-    }
-}
-
 static int write_gguf(const as_gguf *g, const l2c_vocab *v, const char *out, as_error *err)
 {
     as_gguf_writer *w = as_gguf_writer_new(3);
     if (!w)
         return as_error_set(err, "%s: out of memory", out);
-    copy_kvs(w, g);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
     as_gguf_writer_set_str(w, "tokenizer.ggml.model", "llama");
     as_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", (const char *const *)v->pieces, v->n);
     as_gguf_writer_set_arr(w, "tokenizer.ggml.scores", AS_GGUF_FLOAT32, v->scores, v->n);

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attnscope/gguf.h"
 #include "attnscope/session.h"
 
 typedef struct npy {
@@ -27,5 +28,10 @@ void close_session(as_session *s);
 void run_ok(as_session *s, const char *cmds);
 /* Runs one command, returns its status, copies the error message to msg. */
 int run_cmd(as_session *s, const char *cmd, char *msg, size_t cap);
+
+/* Writes a copy of the GGUF at src with every float32 matrix (2-D, rows a
+ * multiple of 32) stored as `type` (F16, BF16 or Q8_0, converted by the
+ * project's own writer-side conversions); 0 on success. */
+int write_typed_copy(const char *src, const char *dst, as_ggml_type type);
 
 #endif

@@ -146,6 +146,8 @@ void as_gguf_writer_set_scalar(as_gguf_writer *w, const char *key, as_gguf_type 
 /* Any scalar element type (not STRING/ARRAY); data holds n little-endian elements. */
 void as_gguf_writer_set_arr(as_gguf_writer *w, const char *key, as_gguf_type elem, const void *data, uint64_t n);
 void as_gguf_writer_set_arr_str(as_gguf_writer *w, const char *key, const char *const *strs, uint64_t n);
+/* Copies one key/value of a parsed file, whatever its type. */
+void as_gguf_writer_copy_kv(as_gguf_writer *w, const as_gguf_kv *kv);
 /* Adds a tensor; data (as_ggml_nbytes(type, prod(ne)) bytes) is copied. */
 int as_gguf_writer_add_tensor(as_gguf_writer *w, const char *name, as_ggml_type type,
                               uint32_t n_dims, const uint64_t *ne, const void *data, as_error *err);
