@@ -1,6 +1,7 @@
 #include "attnscope/kernels.h"
 
 #include "attnscope/pool.h"
+#include "attnscope/quant.h"
 
 #include <cblas.h>
 #include <sched.h>
@@ -11,6 +12,7 @@
 #endif
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---------------------------------------------------------------- dot products */
@@ -144,12 +146,131 @@ float as_dot(const float *a, const float *b, int n)
     return s;
 }
 
+/* ---------------------------------------------------------------- typed rows */
+
+/* Row · x for the stored types, decoding as the row streams in. Each has
+ * the F32 kernel's shape (vectors of VL, fused multiply-add, the same
+ * tree sum), so a row's value depends only on the row and x. */
+
+#if defined(__F16C__) && defined(__AVX__)
+#define HAVE_F16C 1
+#endif
+
+/* VL halves at h widened to floats. */
+static inline vfloat vload_f16(const uint16_t *h)
+{
+#if HAVE_F16C && VL == 16
+    return (vfloat)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
+#elif HAVE_F16C && VL == 8
+    return (vfloat)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+#else
+    vfloat v;
+    for (int k = 0; k < VL; k++)
+        v[k] = as_f16_to_f32(h[k]);
+    return v;
+#endif
+}
+
+typedef uint16_t vu16 __attribute__((vector_size(VL * sizeof(uint16_t))));
+typedef uint32_t vu32 __attribute__((vector_size(VL * sizeof(uint32_t))));
+typedef int8_t vi8 __attribute__((vector_size(VL)));
+
+/* VL bfloat16s at h widened to floats: their bits are a float's top half. */
+static inline vfloat vload_bf16(const uint16_t *h)
+{
+    vu16 u;
+    memcpy(&u, h, sizeof u);
+    vu32 w = __builtin_convertvector(u, vu32) << 16;
+    vfloat f;
+    memcpy(&f, &w, sizeof f);
+    return f;
+}
+
+static inline vfloat vload_i8(const int8_t *q)
+{
+    vi8 v;
+    memcpy(&v, q, sizeof v);
+    return __builtin_convertvector(v, vfloat);
+}
+
+static float dot_f16(const uint16_t *w, const float *x, int n)
+{
+    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    int j = 0;
+    for (; j + 4 * VL <= n; j += 4 * VL) {
+        a0 = vfma(vload_f16(w + j), vload(x + j), a0);
+        a1 = vfma(vload_f16(w + j + VL), vload(x + j + VL), a1);
+        a2 = vfma(vload_f16(w + j + 2 * VL), vload(x + j + 2 * VL), a2);
+        a3 = vfma(vload_f16(w + j + 3 * VL), vload(x + j + 3 * VL), a3);
+    }
+    for (; j + VL <= n; j += VL)
+        a0 = vfma(vload_f16(w + j), vload(x + j), a0);
+    float s = hsum((a0 + a1) + (a2 + a3));
+    for (; j < n; j++)
+        s += as_f16_to_f32(w[j]) * x[j];
+    return s;
+}
+
+static float dot_bf16(const uint16_t *w, const float *x, int n)
+{
+    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    int j = 0;
+    for (; j + 4 * VL <= n; j += 4 * VL) {
+        a0 = vfma(vload_bf16(w + j), vload(x + j), a0);
+        a1 = vfma(vload_bf16(w + j + VL), vload(x + j + VL), a1);
+        a2 = vfma(vload_bf16(w + j + 2 * VL), vload(x + j + 2 * VL), a2);
+        a3 = vfma(vload_bf16(w + j + 3 * VL), vload(x + j + 3 * VL), a3);
+    }
+    for (; j + VL <= n; j += VL)
+        a0 = vfma(vload_bf16(w + j), vload(x + j), a0);
+    float s = hsum((a0 + a1) + (a2 + a3));
+    for (; j < n; j++)
+        s += as_bf16_to_f32(w[j]) * x[j];
+    return s;
+}
+
+/* Q8_0: blocks of a float16 scale d and 32 int8 q; row · x = Σ_blocks
+ * Σ_i (d·q_i)·x_i, the scale folded into each vector so the block sums
+ * need no horizontal add of their own. */
+static float dot_q8_0(const uint8_t *w, const float *x, int n)
+{
+    vfloat a0 = {0}, a1 = {0};
+    for (int b = 0; b < n / AS_QK8_0; b++, w += 2 + AS_QK8_0, x += AS_QK8_0) {
+        uint16_t dh;
+        memcpy(&dh, w, 2);
+        vfloat d = (vfloat){0} + as_f16_to_f32(dh);
+        const int8_t *q = (const int8_t *)(w + 2);
+        for (int j = 0; j < AS_QK8_0; j += 2 * VL) {
+            a0 = vfma(vload_i8(q + j) * d, vload(x + j), a0);
+            if (j + VL < AS_QK8_0)
+                a1 = vfma(vload_i8(q + j + VL) * d, vload(x + j + VL), a1);
+        }
+    }
+    return hsum(a0 + a1);
+}
+
+float as_weight_dot(const as_weight *w, int r, const float *x)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    switch (w->type) {
+    case AS_GGML_F16:
+        return dot_f16((const uint16_t *)row, x, w->cols);
+    case AS_GGML_BF16:
+        return dot_bf16((const uint16_t *)row, x, w->cols);
+    case AS_GGML_Q8_0:
+        return dot_q8_0(row, x, w->cols);
+    default:
+        return as_dot((const float *)row, x, w->cols);
+    }
+}
+
 void as_matvec_rows(const float *x, const as_weight *wt, const float *b, float *y, int r0, int r1)
 {
-    /* INTERIM (lead's shim until the typed kernels land): F32 only */
-    int in = wt->cols;
-    const float *w = wt->data;
-    as_matvec_rows_ld(x, in, w, (size_t)in, y, r0, r1);
+    if (wt->type == AS_GGML_F32)
+        as_matvec_rows_ld(x, wt->cols, wt->data, wt->row_bytes / sizeof(float), y, r0, r1);
+    else
+        for (int r = r0; r < r1; r++)
+            y[r] = as_weight_dot(wt, r, x);
     if (b)
         for (int r = r0; r < r1; r++)
             y[r] += b[r];
@@ -272,10 +393,16 @@ void as_linear(const float *x, int n, const as_weight *w, const float *b, float 
 }
 
 typedef struct gemm_job {
-    const float *x, *w, *b;
+    const float *x;
+    const as_weight *w;
+    const float *b;
     float *y;
     int n, in, out, cols; /* cols: output features per task */
 } gemm_job;
+
+/* Rows of a stored type are decoded into float panels of this many rows
+ * (a few hundred KB to a few MB), each multiplied as it is made. */
+#define PANEL_ROWS 128
 
 /* Output features [c0, c1) of every position: a single-threaded sgemm on
  * that slice of the weights. Each output's value is OpenBLAS's for its
@@ -287,14 +414,32 @@ static void gemm_task(void *ctx, int t)
     if (j->b)
         for (int i = 0; i < j->n; i++)
             memcpy(j->y + (long)i * j->out + c0, j->b + c0, (size_t)(c1 - c0) * sizeof *j->y);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, c1 - c0, j->in, 1.0f, j->x, j->in,
-                j->w + (long)c0 * j->in, j->in, j->b ? 1.0f : 0.0f, j->y + c0, j->out);
+    if (j->w->type == AS_GGML_F32) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, c1 - c0, j->in, 1.0f, j->x, j->in,
+                    (const float *)j->w->data + (long)c0 * j->in, j->in, j->b ? 1.0f : 0.0f, j->y + c0, j->out);
+        return;
+    }
+    int rows = c1 - c0 < PANEL_ROWS ? c1 - c0 : PANEL_ROWS;
+    float *panel = malloc((size_t)rows * (size_t)j->in * sizeof *panel);
+    for (int r0 = c0; r0 < c1; r0 += PANEL_ROWS) {
+        int m = c1 - r0 < PANEL_ROWS ? c1 - r0 : PANEL_ROWS;
+        if (!panel) { /* no memory for a panel: row by row, the same values to rounding */
+            for (int i = 0; i < j->n; i++)
+                for (int r = r0; r < r0 + m; r++)
+                    j->y[(long)i * j->out + r] = (j->b ? j->b[r] : 0.0f) + as_weight_dot(j->w, r, j->x + (long)i * j->in);
+            continue;
+        }
+        for (int r = 0; r < m; r++)
+            as_weight_row(j->w, r0 + r, panel + (size_t)r * j->in);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, m, j->in, 1.0f, j->x, j->in, panel, j->in,
+                    j->b ? 1.0f : 0.0f, j->y + r0, j->out);
+    }
+    free(panel);
 }
 
 void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, const float *b, float *y)
 {
     int in = wt->cols, out = wt->rows;
-    const float *w = wt->data; /* INTERIM: F32 only */
     if (n == 1) {
         /* One position: the same kernel the interpreter's decode path uses,
          * so every consumer of a row computes it identically. */
@@ -307,7 +452,7 @@ void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, c
     int threads = as_pool_size(pool);
     int cols = (out + threads - 1) / threads;
     cols = (cols + 63) / 64 * 64;
-    gemm_job j = {x, w, b, y, n, in, out, cols};
+    gemm_job j = {x, wt, b, y, n, in, out, cols};
     as_pool_run((long)n * in * out < (1L << 20) ? NULL : pool, gemm_task, &j, (out + cols - 1) / cols);
 }
 

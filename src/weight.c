@@ -1,9 +1,17 @@
-/* INTERIM shim (lead) until the typed kernels land: F32 only. */
+/* weight: a weight matrix as the model file stores it (weight.h). Row
+ * decoding comes from the type table (quant.c); the fused row · x kernels
+ * are in kernels.c, beside the float ones they mirror. */
 #include "attnscope/weight.h"
 
+#include <stdint.h>
 #include <string.h>
 
-bool as_weight_type_readable(as_ggml_type t) { return t == AS_GGML_F32; }
+#include "attnscope/quant.h"
+
+bool as_weight_type_readable(as_ggml_type t)
+{
+    return t == AS_GGML_F32 || t == AS_GGML_F16 || t == AS_GGML_BF16 || t == AS_GGML_Q8_0;
+}
 
 as_weight as_weight_f32(const float *data, int rows, int cols)
 {
@@ -20,16 +28,34 @@ as_weight as_weight_rows(const as_weight *w, int r0, int n)
 
 int as_weight_from_tensor(as_weight *w, const as_gguf_tensor *t, as_error *err)
 {
-    if (!as_weight_type_readable(t->type))
-        return as_error_set(err, "%s: tensor '%s' has type %s, which attnscope cannot read yet", t->path ? t->path : "",
-                            t->name, as_ggml_type_name(t->type));
-    *w = as_weight_f32((const float *)t->data, (int)(t->n_elements / t->ne[0]), (int)t->ne[0]);
+    if (!as_weight_type_readable(t->type)) {
+        char list[128];
+        as_ggml_supported_list(list, sizeof list);
+        return as_error_set(err, "%s: tensor '%s' has type %s, which attnscope cannot read yet (supported: %s)",
+                            t->path ? t->path : "model", t->name, as_ggml_type_name(t->type), list);
+    }
+    /* F32 rows are read as floats in place: the map must hold them aligned. */
+    if (t->type == AS_GGML_F32 && (uintptr_t)t->data % sizeof(float))
+        return as_error_set(err, "%s: tensor '%s' is not aligned to 4 bytes in the file",
+                            t->path ? t->path : "model", t->name);
+    w->data = t->data;
+    w->type = t->type;
+    w->cols = (int)t->ne[0];
+    w->rows = (int)(t->n_elements / t->ne[0]);
+    w->row_bytes = (size_t)as_ggml_nbytes(t->type, t->ne[0]);
     return AS_OK;
 }
 
-size_t as_weight_bytes(const as_weight *w) { return (size_t)w->rows * w->row_bytes; }
+size_t as_weight_bytes(const as_weight *w)
+{
+    return (size_t)w->rows * w->row_bytes;
+}
 
 void as_weight_row(const as_weight *w, int r, float *out)
 {
-    memcpy(out, (const char *)w->data + (size_t)r * w->row_bytes, (size_t)w->cols * sizeof(float));
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    if (w->type == AS_GGML_F32)
+        memcpy(out, row, (size_t)w->cols * sizeof *out);
+    else
+        as_ggml_traits_of(w->type)->to_f32(row, (uint64_t)w->cols, out);
 }

@@ -114,7 +114,8 @@ int write_typed_copy(const char *src, const char *dst, as_ggml_type type)
     int rc = 0;
     for (uint64_t i = 0; i < g->n_tensors && rc == 0; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
-        bool convert = type != AS_GGML_F32 && t->n_dims == 2 && t->type == AS_GGML_F32 && t->ne[0] % 32 == 0;
+        bool convert = t->n_dims == 2 && (type == AS_GGML_F32 ? t->type != AS_GGML_F32
+                                                             : t->type == AS_GGML_F32 && t->ne[0] % 32 == 0);
         if (!convert) {
             rc = as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) ? -1 : 0;
             continue;
@@ -122,7 +123,9 @@ int write_typed_copy(const char *src, const char *dst, as_ggml_type type)
         float *f = malloc(t->n_elements * sizeof *f);
         uint8_t *out = malloc(as_ggml_nbytes(type, t->n_elements));
         rc = f && out && as_tensor_to_f32(t, f, &err) == AS_OK ? 0 : -1;
-        for (uint64_t k = 0; rc == 0 && type != AS_GGML_Q8_0 && k < t->n_elements; k++) {
+        if (rc == 0 && type == AS_GGML_F32)
+            memcpy(out, f, t->n_elements * sizeof *f);
+        for (uint64_t k = 0; rc == 0 && (type == AS_GGML_F16 || type == AS_GGML_BF16) && k < t->n_elements; k++) {
             uint16_t h = type == AS_GGML_F16 ? as_f32_to_f16(f[k]) : as_f32_to_bf16(f[k]);
             memcpy(out + 2 * k, &h, 2);
         }
