@@ -12,95 +12,6 @@
 #include "attnscope/npy.h"
 #include "session_internal.h"
 
-/* ---- shared helpers ---- */
-
-/* Runs the current context again from scratch (rules applied unless
- * rules_off), leaving the capture showing that run. */
-static int rerun(as_session *s, bool rules_off, as_error *err)
-{
-    as_interp *it = s->it;
-    int n = it->out->n_tokens, n_prompt = it->out->n_prompt;
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    as_stop stop;
-    if (!ids)
-        return as_error_set(err, "out of memory");
-    memcpy(ids, it->out->tokens, (size_t)n * sizeof *ids);
-    as_interp_rules_off(it, rules_off);
-    int rc = as_interp_set_tokens(it, ids, n, err);
-    if (rc == AS_OK)
-        rc = as_cmd_run(s, AS_RUN_FINISH, 0, &stop, err);
-    as_interp_rules_off(it, false);
-    it->out->n_prompt = n_prompt;
-    free(ids);
-    return rc;
-}
-
-/* A separate run of other tokens (same program), for probes and patching. */
-typedef struct side_run {
-    as_capture *cap;
-    as_interp *it;
-} side_run;
-
-static int side_run_new(as_session *s, const int32_t *ids, int n, size_t budget, side_run *r, as_error *err)
-{
-    as_stop stop;
-    memset(r, 0, sizeof *r);
-    if (as_capture_new(&r->cap, s->prog, budget, err) || as_interp_new(&r->it, s->prog, r->cap, err) ||
-        as_interp_set_tokens(r->it, ids, n, err) || as_interp_run(r->it, AS_RUN_FINISH, 0, &stop, err))
-        return AS_ERR;
-    return AS_OK;
-}
-
-static void side_run_free(side_run *r)
-{
-    as_interp_free(r->it);
-    as_capture_free(r->cap);
-}
-
-/* A token given as an id or as text that encodes to exactly one token. */
-static int parse_token(as_session *s, const char *arg, int32_t *out, as_error *err)
-{
-    char *end;
-    long v = strtol(arg, &end, 10);
-    if (*arg && !*end) {
-        if (v < 0 || v >= s->model->cfg.n_vocab)
-            return as_error_set(err, "token id %ld is outside the vocabulary (0..%d)", v, s->model->cfg.n_vocab - 1);
-        *out = (int32_t)v;
-        return AS_OK;
-    }
-    int32_t id = as_tokenizer_find(s->model->tok, arg);
-    if (id >= 0) {
-        *out = id;
-        return AS_OK;
-    }
-    int32_t *ids = NULL;
-    size_t n = 0;
-    if (as_tokenizer_encode(s->model->tok, arg, strlen(arg), false, &ids, &n, err))
-        return AS_ERR;
-    /* SentencePiece prepends a space; accept "▁word" as one token either way. */
-    int rc = n == 1 ? (*out = ids[0], AS_OK)
-                    : as_error_set(err, "'%s' is %zu tokens, not one (give a token id or a vocabulary piece)", arg, n);
-    free(ids);
-    return rc;
-}
-
-static int parse_pos(as_session *s, const char *arg, int *pos, as_error *err)
-{
-    long v;
-    if (as_cmd_parse_long(arg, 0, s->it->out->n_tokens - 1, "the position", &v, err))
-        return AS_ERR;
-    *pos = (int)v;
-    return AS_OK;
-}
-
-static const float *final_logits(as_session *s, as_error *err)
-{
-    const float *l = as_interp_logits(s->it);
-    if (!l)
-        as_error_set(err, "no logits: run the pass first (`finish`)");
-    return l;
-}
-
 /* ---- logit lens ---- */
 
 static int lens_resid(as_session *s, int layer, int pos, const float **out, as_error *err)
@@ -114,39 +25,6 @@ static int lens_resid(as_session *s, int layer, int pos, const float **out, as_e
         return as_error_set(err, "%s has no value at position %d yet", s->prog->hooks[h].name, pos);
     *out = as_capture_row(s->cap, h, pos);
     return AS_OK;
-}
-
-/* Writes an instrument's array and says so; the shape goes in the message. */
-static int write_npy(as_session *s, const char *path, as_npy_dtype dt, const void *data, const size_t *shape,
-                     int ndim, const char *what, as_error *err)
-{
-    if (as_npy_write(path, dt, data, shape, ndim, err))
-        return AS_ERR;
-    fprintf(s->out, "wrote %s: [", path);
-    for (int i = 0; i < ndim; i++)
-        fprintf(s->out, i ? ", %zu" : "%zu", shape[i]);
-    fprintf(s->out, "] %s, %s\n", dt == AS_NPY_F32 ? "float32" : "int32", what);
-    return AS_OK;
-}
-
-/* An instrument's output file among its arguments: the first from `first`
- * on named .npy, .png or .svg. The arguments after it are a figure's
- * options (a .npy takes none). */
-typedef struct out_arg {
-    int at;           /* its index, or -1 */
-    int argc;         /* the arguments before it (all of them when none) */
-    const char *path; /* NULL when none */
-    bool npy;
-} out_arg;
-
-static out_arg output_arg(const cmd_ctx *c, int first)
-{
-    for (int i = first; i < c->argc; i++) {
-        const char *k = as_cmd_output_kind(c->argv[i]);
-        if (k)
-            return (out_arg){i, i, c->argv[i], !strcmp(k, "npy")};
-    }
-    return (out_arg){-1, c->argc, NULL, false};
 }
 
 static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
@@ -193,7 +71,7 @@ static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
         size_t shape[2] = {(size_t)L + 1, (size_t)V};
         char what[96];
         snprintf(what, sizeof what, "lens logits at position %d (row 0: embeddings, row l+1: after layer l)", pos);
-        rc = write_npy(s, npy_path, AS_NPY_F32, all, shape, 2, what, c->err);
+        rc = as_cmd_write_npy(s, npy_path, AS_NPY_F32, all, shape, 2, what, c->err);
     }
     free(all);
     free(logits);
@@ -248,8 +126,8 @@ static int lens_table(cmd_ctx *c, const char *npy_path)
     }
     if (rc == AS_OK && npy_path) {
         size_t shape[2] = {(size_t)L + 1, (size_t)n};
-        rc = write_npy(s, npy_path, AS_NPY_I32, ids, shape, 2,
-                       "top token id per layer (row 0: embeddings) and position", c->err);
+        rc = as_cmd_write_npy(s, npy_path, AS_NPY_I32, ids, shape, 2,
+                              "top token id per layer (row 0: embeddings) and position", c->err);
     }
     free(ids);
     free(logits);
@@ -260,13 +138,13 @@ int as_cmd_lens(cmd_ctx *c)
 {
     if (as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
-    out_arg o = output_arg(c, 1);
+    as_out_arg o = as_cmd_output_arg(c, 1);
     if (o.argc > 2 || (o.path && (!o.npy || o.at + 1 < c->argc)))
         return as_error_set(c->err, "usage: lens [POS] [FILE.npy]  or  lens table [FILE.npy]");
     if (o.argc > 1 && !strcmp(c->argv[1], "table"))
         return lens_table(c, o.path);
     int pos = c->s->it->out->n_done - 1;
-    if (o.argc > 1 && parse_pos(c->s, c->argv[1], &pos, c->err))
+    if (o.argc > 1 && as_cmd_parse_pos(c->s, c->argv[1], &pos, c->err))
         return AS_ERR;
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
@@ -274,15 +152,6 @@ int as_cmd_lens(cmd_ctx *c)
 }
 
 /* ---- ablation, patching, compare ---- */
-
-static int add_rule(as_session *s, as_rule_kind kind, int hook, int head, int pos, const float *values,
-                    bool per_position, const char *label, as_error *err)
-{
-    as_rule r = {.kind = kind, .hook = hook, .head = head, .pos = pos, .values = (float *)values,
-                 .per_position = per_position};
-    snprintf(r.label, sizeof r.label, "%s", label);
-    return as_interp_add_rule(s->it, &r, (size_t)as_rule_len(s->it, &r), err);
-}
 
 int as_cmd_ablate(cmd_ctx *c)
 {
@@ -294,8 +163,8 @@ int as_cmd_ablate(cmd_ctx *c)
         if (as_cmd_parse_long(c->argv[2], 0, cfg->n_layer - 1, "the layer", &l, c->err))
             return AS_ERR;
         snprintf(label, sizeof label, "ablate mlp %ld", l);
-        if (add_rule(s, AS_RULE_ZERO, as_program_hook(s->prog, AS_HK_MLP_OUT, (int)l), -1, -1, NULL, false,
-                     label, c->err))
+        if (as_cmd_add_rule(s, AS_RULE_ZERO, as_program_hook(s->prog, AS_HK_MLP_OUT, (int)l), -1, -1, NULL, false,
+                            label, c->err))
             return AS_ERR;
     } else {
         char *dot = c->argc == 3 ? strchr(c->argv[1], '.') : NULL;
@@ -320,7 +189,7 @@ int as_cmd_ablate(cmd_ctx *c)
                 for (int i = 0; i < dh; i++)
                     avg[i] += as_capture_row(s->cap, hz, p)[h * dh + i] / (float)n;
         }
-        int rc = add_rule(s, mean ? AS_RULE_SET : AS_RULE_ZERO, hz, (int)h, -1, avg, false, label, c->err);
+        int rc = as_cmd_add_rule(s, mean ? AS_RULE_SET : AS_RULE_ZERO, hz, (int)h, -1, avg, false, label, c->err);
         free(avg);
         if (rc)
             return AS_ERR;
@@ -337,21 +206,7 @@ int as_cmd_unablate(cmd_ctx *c)
     return AS_OK;
 }
 
-static int list_rules(cmd_ctx *c, bool watches)
-{
-    int shown = 0;
-    for (int k = 0; k < c->s->it->n_rules; k++) {
-        const as_rule *r = &c->s->it->rules[k];
-        if ((r->kind == AS_RULE_WATCH) != watches)
-            continue;
-        fprintf(c->s->out, "%d\t%s\t%s\n", ++shown, c->s->prog->hooks[r->hook].name, r->label);
-    }
-    if (!shown)
-        fprintf(c->s->out, watches ? "no watches\n" : "no ablations or patches\n");
-    return AS_OK;
-}
-
-int as_cmd_ablations(cmd_ctx *c) { return list_rules(c, false); }
+int as_cmd_ablations(cmd_ctx *c) { return as_cmd_list_rules(c, false); }
 
 static double kl_div(const float *p, const float *q, int n)
 {
@@ -383,12 +238,12 @@ static int compare_runs(as_session *s, as_error *err)
           *pa = malloc((size_t)V * sizeof *pa);
     int rc = clean && pc && pa ? AS_OK : as_error_set(err, "out of memory");
     if (rc == AS_OK)
-        rc = rerun(s, true, err);
-    const float *logits = rc == AS_OK ? final_logits(s, err) : NULL;
+        rc = as_cmd_rerun(s, true, err);
+    const float *logits = rc == AS_OK ? as_cmd_final_logits(s, err) : NULL;
     if (logits) {
         memcpy(clean, logits, (size_t)V * sizeof *clean);
-        rc = rerun(s, false, err);
-        logits = rc == AS_OK ? final_logits(s, err) : NULL;
+        rc = as_cmd_rerun(s, false, err);
+        logits = rc == AS_OK ? as_cmd_final_logits(s, err) : NULL;
     }
     if (!logits) {
         rc = AS_ERR;
@@ -415,8 +270,8 @@ int as_cmd_compare(cmd_ctx *c)
     if (as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
     if (c->argc == 3) {
-        if (parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
-            parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
+        if (as_cmd_parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
+            as_cmd_parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
             return AS_ERR;
         c->s->has_metric = true;
     }
@@ -427,8 +282,8 @@ int as_cmd_metric(cmd_ctx *c)
 {
     if (c->argc != 3)
         return as_error_set(c->err, "usage: metric TOKEN_A TOKEN_B (ids or vocabulary pieces)");
-    if (parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
-        parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
+    if (as_cmd_parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
+        as_cmd_parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
         return AS_ERR;
     c->s->has_metric = true;
     char a[64], b[64];
@@ -439,7 +294,7 @@ int as_cmd_metric(cmd_ctx *c)
 }
 
 /* Runs OTHER (same token count as the context) and returns its capture. */
-static int run_other(as_session *s, const char *text, side_run *r, as_error *err)
+static int run_other(as_session *s, const char *text, as_side_run *r, as_error *err)
 {
     memset(r, 0, sizeof *r);
     int32_t *ids = NULL;
@@ -451,12 +306,12 @@ static int run_other(as_session *s, const char *text, side_run *r, as_error *err
         rc = as_error_set(err, "the other prompt is %zu tokens but the context is %d; patching needs the same count",
                           n, s->it->out->n_tokens);
     else
-        rc = side_run_new(s, ids, (int)n, s->capture_mb << 20, r, err);
+        rc = as_cmd_side_run_new(s, ids, (int)n, s->capture_mb << 20, r, err);
     free(ids);
     return rc;
 }
 
-static int patch_values(as_session *s, const side_run *r, int hook, float **vals, as_error *err)
+static int patch_values(as_session *s, const as_side_run *r, int hook, float **vals, as_error *err)
 {
     const as_hook *h = &s->prog->hooks[hook];
     if (h->is_attn)
@@ -473,7 +328,7 @@ static int patch_values(as_session *s, const side_run *r, int hook, float **vals
 
 static int metric_now(as_session *s, double *out, as_error *err)
 {
-    const float *l = final_logits(s, err);
+    const float *l = as_cmd_final_logits(s, err);
     if (!l)
         return AS_ERR;
     *out = (double)l[s->metric[0]] - l[s->metric[1]];
@@ -507,16 +362,16 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
     const as_config *cfg = &s->model->cfg;
     if (!s->has_metric)
         return as_error_set(c->err, "patch sweep needs a metric: `metric TOKEN_A TOKEN_B` first");
-    side_run other;
+    as_side_run other;
     if (run_other(s, text, &other, c->err)) {
-        side_run_free(&other);
+        as_cmd_side_run_free(&other);
         return AS_ERR;
     }
     bool heads = kind == AS_HK_Z;
     int cols = heads ? cfg->n_head : s->it->out->n_tokens;
     float *table = calloc((size_t)cfg->n_layer * (size_t)cols, sizeof *table), *vals = NULL;
     double clean = 0, corrupt = 0;
-    int rc = table ? rerun(s, true, c->err) : as_error_set(c->err, "out of memory");
+    int rc = table ? as_cmd_rerun(s, true, c->err) : as_error_set(c->err, "out of memory");
     if (rc == AS_OK)
         rc = metric_now(s, &clean, c->err);
     const float *ol = as_interp_logits(other.it);
@@ -536,21 +391,21 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
             float *pv = calloc((size_t)s->it->n_ctx * (size_t)len, sizeof *pv);
             for (int p = 0; pv && p < s->it->out->n_tokens; p++)
                 memcpy(pv + (size_t)p * len, vals + (size_t)p * w + (heads ? j * len : 0), (size_t)len * 4);
-            rc = pv ? add_rule(s, AS_RULE_SET, hook, probe.head, probe.pos, pv, true, "sweep", c->err)
+            rc = pv ? as_cmd_add_rule(s, AS_RULE_SET, hook, probe.head, probe.pos, pv, true, "sweep", c->err)
                     : as_error_set(c->err, "out of memory");
             free(pv);
             if (rc)
                 break;
-            rc = rerun(s, false, c->err);
+            rc = as_cmd_rerun(s, false, c->err);
             if (rc == AS_OK && (rc = metric_now(s, &m, c->err)) == AS_OK)
                 table[(size_t)l * cols + j] = (float)m;
             as_interp_truncate_rules(s->it, saved);
         }
     }
     free(vals);
-    side_run_free(&other);
+    as_cmd_side_run_free(&other);
     if (rc == AS_OK)
-        rc = rerun(s, false, c->err);
+        rc = as_cmd_rerun(s, false, c->err);
     if (rc == AS_OK) {
         const char *what = what_name(kind);
         fprintf(s->out, "patching %s from the other prompt, by layer and %s; metric clean %.4f, other %.4f\nlayer",
@@ -608,20 +463,20 @@ int as_cmd_patch(cmd_ctx *c)
     int hook = as_cmd_find_hook(s, c->argv[1], c->err), pos = -1;
     if (hook < 0)
         return AS_ERR;
-    if (c->argc > 4 && (strncmp(c->argv[4], "pos=", 4) || parse_pos(s, c->argv[4] + 4, &pos, c->err)))
+    if (c->argc > 4 && (strncmp(c->argv[4], "pos=", 4) || as_cmd_parse_pos(s, c->argv[4] + 4, &pos, c->err)))
         return pos < 0 && strncmp(c->argv[4], "pos=", 4) ? as_error_set(c->err, "expected pos=N, not '%s'", c->argv[4])
                                                          : AS_ERR;
-    side_run other;
+    as_side_run other;
     float *vals = NULL;
     int rc = run_other(s, c->argv[3], &other, c->err);
     if (rc == AS_OK)
         rc = patch_values(s, &other, hook, &vals, c->err);
-    side_run_free(&other);
+    as_cmd_side_run_free(&other);
     char label[96];
     snprintf(label, sizeof label, "patch %s from other prompt%s%.*s", c->argv[1], pos >= 0 ? " at " : "",
              pos >= 0 ? 12 : 0, c->argc > 4 ? c->argv[4] : "");
     if (rc == AS_OK)
-        rc = add_rule(s, AS_RULE_SET, hook, -1, pos, vals, true, label, c->err);
+        rc = as_cmd_add_rule(s, AS_RULE_SET, hook, -1, pos, vals, true, label, c->err);
     free(vals);
     return rc == AS_OK ? compare_runs(s, c->err) : AS_ERR;
 }
@@ -639,10 +494,11 @@ int as_cmd_dla(cmd_ctx *c)
     as_session *s = c->s;
     int32_t tok;
     int pos = s->it->out->n_done - 1;
-    out_arg o = output_arg(c, 2);
+    as_out_arg o = as_cmd_output_arg(c, 2);
     if (o.argc < 2 || o.argc > 3 || (o.npy && o.at + 1 < c->argc))
         return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg [dpi=N title=...]]");
-    if (parse_token(s, c->argv[1], &tok, c->err) || (o.argc == 3 && parse_pos(s, c->argv[2], &pos, c->err)))
+    if (as_cmd_parse_token(s, c->argv[1], &tok, c->err) ||
+        (o.argc == 3 && as_cmd_parse_pos(s, c->argv[2], &pos, c->err)))
         return AS_ERR;
     if (pos < 0)
         return as_error_set(c->err, "no position is computed yet (`finish` runs the pass)");
@@ -674,8 +530,8 @@ int as_cmd_dla(cmd_ctx *c)
         t[(size_t)cfg->n_layer * W + 1] = (float)d.constant;
         size_t shape[2] = {(size_t)cfg->n_layer + 1, (size_t)W};
         if (o.npy) {
-            rc = write_npy(s, o.path, AS_NPY_F32, t, shape, 2,
-                           "rows: layers then [embeddings, final norm bias]; columns: heads, attention bias, MLP",
+            rc = as_cmd_write_npy(s, o.path, AS_NPY_F32, t, shape, 2,
+                                  "rows: layers then [embeddings, final norm bias]; columns: heads, attention bias, MLP",
                            c->err);
         } else {
             /* The figure: the layers' rows (heads, attention bias, MLP). */
@@ -733,7 +589,7 @@ int as_cmd_heads(cmd_ctx *c)
     const as_config *cfg = &s->model->cfg;
     double threshold = 0.4;
     bool context = false;
-    out_arg o = output_arg(c, 1);
+    as_out_arg o = as_cmd_output_arg(c, 1);
     if (o.npy && o.at + 1 < c->argc)
         return as_error_set(c->err, "heads: options such as '%s' are for a figure (.png/.svg)", c->argv[o.at + 1]);
     for (int i = 1; i < o.argc; i++) {
@@ -748,7 +604,7 @@ int as_cmd_heads(cmd_ctx *c)
     const as_capture *cap = s->cap;
     const int32_t *tokens = s->it->out->tokens;
     int n = s->it->out->n_done;
-    side_run probe = {0};
+    as_side_run probe = {0};
     int32_t *ids = NULL;
     if (!context) {
         /* BOS + R + R: R distinct random ordinary tokens, the same for every model of this vocabulary. */
@@ -763,8 +619,8 @@ int as_cmd_heads(cmd_ctx *c)
         for (int h = 0; h < s->prog->n_hooks; h++)
             if (s->prog->hooks[h].kind == AS_HK_PATTERN)
                 patterns += as_capture_hook_bytes(s->prog, h);
-        if (side_run_new(s, ids, n, patterns, &probe, c->err)) {
-            side_run_free(&probe);
+        if (as_cmd_side_run_new(s, ids, n, patterns, &probe, c->err)) {
+            as_cmd_side_run_free(&probe);
             free(ids);
             return AS_ERR;
         }
@@ -776,7 +632,7 @@ int as_cmd_heads(cmd_ctx *c)
     size_t per = (size_t)cfg->n_layer * (size_t)cfg->n_head;
     float *scores = o.path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
     if (o.path && !scores) {
-        side_run_free(&probe);
+        as_cmd_side_run_free(&probe);
         free(ids);
         return as_error_set(c->err, "out of memory");
     }
@@ -799,7 +655,7 @@ int as_cmd_heads(cmd_ctx *c)
             fprintf(s->out, "\n");
         }
     }
-    side_run_free(&probe);
+    as_cmd_side_run_free(&probe);
     free(ids);
     int rc = AS_OK;
     if (scores) {
@@ -808,7 +664,7 @@ int as_cmd_heads(cmd_ctx *c)
         snprintf(what, sizeof what, "scores [%s, %s, %s, %s] x layer x head", as_head_score_name(0),
                  as_head_score_name(1), as_head_score_name(2), as_head_score_name(3));
         if (o.npy) {
-            rc = write_npy(s, o.path, AS_NPY_F32, scores, shape, 3, what, c->err);
+            rc = as_cmd_write_npy(s, o.path, AS_NPY_F32, scores, shape, 3, what, c->err);
         } else {
             const char *names[AS_SCORE_COUNT];
             for (int k = 0; k < AS_SCORE_COUNT; k++)
@@ -884,7 +740,7 @@ int as_cmd_unwatch(cmd_ctx *c)
     return AS_OK;
 }
 
-int as_cmd_watches(cmd_ctx *c) { return list_rules(c, true); }
+int as_cmd_watches(cmd_ctx *c) { return as_cmd_list_rules(c, true); }
 
 /* ---- weights ---- */
 
