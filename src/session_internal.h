@@ -95,13 +95,17 @@ int as_cmd_add_rule(as_session *s, as_rule_kind kind, int hook, int head, int po
 /* Lists the watches, or the ablations and patches. */
 int as_cmd_list_rules(cmd_ctx *c, bool watches);
 
-/* Instruments (cmd_instruments.c). */
+/* Instruments, one file each: cmd_lens.c, cmd_ablate.c, cmd_patch.c,
+ * cmd_dla.c, cmd_heads.c, cmd_watch.c, cmd_weights.c. */
 int as_cmd_lens(cmd_ctx *c);
 int as_cmd_ablate(cmd_ctx *c);
 int as_cmd_unablate(cmd_ctx *c);
 int as_cmd_ablations(cmd_ctx *c);
 int as_cmd_compare(cmd_ctx *c);
 int as_cmd_metric(cmd_ctx *c);
+/* Clean run (rules off) against the run with rules; leaves the latter
+ * captured (cmd_ablate.c: `compare`, and `patch` after adding its rule). */
+int as_cmd_compare_runs(as_session *s, as_error *err);
 int as_cmd_patch(cmd_ctx *c);
 int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);
