@@ -3,6 +3,7 @@
 #ifndef ATTNSCOPE_SESSION_INTERNAL_H
 #define ATTNSCOPE_SESSION_INTERNAL_H
 
+#include "attnscope/npy.h"
 #include "attnscope/session.h"
 
 typedef struct cmd_ctx {
@@ -57,13 +58,54 @@ void as_cmd_token_label(const as_session *s, int32_t id, char *out, size_t cap);
 /* .npy, .png or .svg by the path's extension (any case); NULL: none of them. */
 const char *as_cmd_output_kind(const char *path);
 
-/* Instruments (cmd_instruments.c). */
+/* What the instruments share (cmd_common.c). */
+/* Runs the current context again from scratch (rules applied unless
+ * rules_off), leaving the capture showing that run. */
+int as_cmd_rerun(as_session *s, bool rules_off, as_error *err);
+/* A separate run of other tokens (same program), for probes and patching. */
+typedef struct as_side_run {
+    as_capture *cap;
+    as_interp *it;
+} as_side_run;
+/* Runs ids to the logits with a capture of budget bytes. Free r even on failure. */
+int as_cmd_side_run_new(as_session *s, const int32_t *ids, int n, size_t budget, as_side_run *r, as_error *err);
+void as_cmd_side_run_free(as_side_run *r);
+/* A token given as an id or as text that encodes to exactly one token. */
+int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *err);
+/* A position of the context. */
+int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err);
+/* The logits of the finished pass, or NULL with a message. */
+const float *as_cmd_final_logits(as_session *s, as_error *err);
+/* Writes an instrument's array and says so; the shape goes in the message. */
+int as_cmd_write_npy(as_session *s, const char *path, as_npy_dtype dt, const void *data, const size_t *shape,
+                     int ndim, const char *what, as_error *err);
+/* An instrument's output file among its arguments: the first from `first`
+ * on named .npy, .png or .svg. The arguments after it are a figure's
+ * options (a .npy takes none). */
+typedef struct as_out_arg {
+    int at;           /* its index, or -1 */
+    int argc;         /* the arguments before it (all of them when none) */
+    const char *path; /* NULL when none */
+    bool npy;
+} as_out_arg;
+as_out_arg as_cmd_output_arg(const cmd_ctx *c, int first);
+/* An ablation or patch (values copied, as as_interp_add_rule does). */
+int as_cmd_add_rule(as_session *s, as_rule_kind kind, int hook, int head, int pos, const float *values,
+                    bool per_position, const char *label, as_error *err);
+/* Lists the watches, or the ablations and patches. */
+int as_cmd_list_rules(cmd_ctx *c, bool watches);
+
+/* Instruments, one file each: cmd_lens.c, cmd_ablate.c, cmd_patch.c,
+ * cmd_dla.c, cmd_heads.c, cmd_watch.c, cmd_weights.c. */
 int as_cmd_lens(cmd_ctx *c);
 int as_cmd_ablate(cmd_ctx *c);
 int as_cmd_unablate(cmd_ctx *c);
 int as_cmd_ablations(cmd_ctx *c);
 int as_cmd_compare(cmd_ctx *c);
 int as_cmd_metric(cmd_ctx *c);
+/* Clean run (rules off) against the run with rules; leaves the latter
+ * captured (cmd_ablate.c: `compare`, and `patch` after adding its rule). */
+int as_cmd_compare_runs(as_session *s, as_error *err);
 int as_cmd_patch(cmd_ctx *c);
 int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);

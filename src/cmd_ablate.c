@@ -1,0 +1,150 @@
+/* Ablation and its measure: `ablate` (zero or mean a head, zero an MLP),
+ * `unablate`, `ablations`, `metric` (a logit difference) and `compare`
+ * (a clean run against the run with the rules; `patch` reports through
+ * it too). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session_internal.h"
+
+int as_cmd_ablate(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    long l, h;
+    char label[96];
+    if (c->argc == 3 && !strcmp(c->argv[1], "mlp")) {
+        if (as_cmd_parse_long(c->argv[2], 0, cfg->n_layer - 1, "the layer", &l, c->err))
+            return AS_ERR;
+        snprintf(label, sizeof label, "ablate mlp %ld", l);
+        if (as_cmd_add_rule(s, AS_RULE_ZERO, as_program_hook(s->prog, AS_HK_MLP_OUT, (int)l), -1, -1, NULL, false,
+                            label, c->err))
+            return AS_ERR;
+    } else {
+        char *dot = c->argc == 3 ? strchr(c->argv[1], '.') : NULL;
+        if (!dot || (strcmp(c->argv[2], "zero") && strcmp(c->argv[2], "mean")))
+            return as_error_set(c->err, "usage: ablate LAYER.HEAD zero|mean  or  ablate mlp LAYER");
+        *dot = '\0';
+        if (as_cmd_parse_long(c->argv[1], 0, cfg->n_layer - 1, "the layer", &l, c->err) ||
+            as_cmd_parse_long(dot + 1, 0, cfg->n_head - 1, "the head", &h, c->err))
+            return AS_ERR;
+        int hz = as_program_hook(s->prog, AS_HK_Z, (int)l);
+        bool mean = !strcmp(c->argv[2], "mean");
+        snprintf(label, sizeof label, "ablate %ld.%ld %s", l, h, c->argv[2]);
+        float *avg = NULL;
+        if (mean) {
+            /* The mean over the context's positions, as captured now (before any ablation of it). */
+            int n = as_cmd_hook_positions(s, hz, c->err);
+            if (n < 0)
+                return as_error_prefix(c->err, "mean ablation needs the head's values (run the pass first)");
+            int dh = cfg->d_head;
+            avg = calloc((size_t)dh, sizeof *avg);
+            for (int p = 0; avg && p < n; p++)
+                for (int i = 0; i < dh; i++)
+                    avg[i] += as_capture_row(s->cap, hz, p)[h * dh + i] / (float)n;
+        }
+        int rc = as_cmd_add_rule(s, mean ? AS_RULE_SET : AS_RULE_ZERO, hz, (int)h, -1, avg, false, label, c->err);
+        free(avg);
+        if (rc)
+            return AS_ERR;
+    }
+    fprintf(s->out, "%s: applies from the next pass (`compare` reruns with and without)\n", label);
+    return AS_OK;
+}
+
+int as_cmd_unablate(cmd_ctx *c)
+{
+    int n = as_interp_clear_rules(c->s->it, false);
+    fprintf(c->s->out, "removed %d ablation%s and patch%s (rerun with `compare` or `finish` after a new prompt)\n",
+            n, n == 1 ? "" : "s", n == 1 ? "" : "es");
+    return AS_OK;
+}
+
+int as_cmd_ablations(cmd_ctx *c) { return as_cmd_list_rules(c, false); }
+
+static double kl_div(const float *p, const float *q, int n)
+{
+    double kl = 0;
+    for (int i = 0; i < n; i++)
+        if (p[i] > 0)
+            kl += p[i] * (log(p[i]) - log(q[i] > 1e-30f ? q[i] : 1e-30f));
+    return kl;
+}
+
+static void print_top(as_session *s, const char *title, const float *logits, const float *probs)
+{
+    int top[5];
+    int m = as_top_indices(logits, s->model->cfg.n_vocab, 5, top);
+    fprintf(s->out, "%s:", title);
+    for (int k = 0; k < m; k++) {
+        char piece[64];
+        as_cmd_piece(s, top[k], piece, sizeof piece);
+        fprintf(s->out, "  %s %.4f", piece, probs[top[k]]);
+    }
+    fprintf(s->out, "\n");
+}
+
+/* Clean run (rules off) against the run with rules; leaves the latter captured. */
+int as_cmd_compare_runs(as_session *s, as_error *err)
+{
+    int V = s->model->cfg.n_vocab;
+    float *clean = malloc((size_t)V * sizeof *clean), *pc = malloc((size_t)V * sizeof *pc),
+          *pa = malloc((size_t)V * sizeof *pa);
+    int rc = clean && pc && pa ? AS_OK : as_error_set(err, "out of memory");
+    if (rc == AS_OK)
+        rc = as_cmd_rerun(s, true, err);
+    const float *logits = rc == AS_OK ? as_cmd_final_logits(s, err) : NULL;
+    if (logits) {
+        memcpy(clean, logits, (size_t)V * sizeof *clean);
+        rc = as_cmd_rerun(s, false, err);
+        logits = rc == AS_OK ? as_cmd_final_logits(s, err) : NULL;
+    }
+    if (!logits) {
+        rc = AS_ERR;
+    } else {
+        as_probs(clean, V, pc);
+        as_probs(logits, V, pa);
+        fprintf(s->out, "at position %d, with %d rule%s: KL(clean || changed) = %.6f nats\n", s->it->out->n_tokens - 1,
+                s->it->n_rules, s->it->n_rules == 1 ? "" : "s", kl_div(pc, pa, V));
+        print_top(s, "clean  ", clean, pc);
+        print_top(s, "changed", logits, pa);
+        if (s->has_metric) {
+            double a = clean[s->metric[0]] - clean[s->metric[1]], b = logits[s->metric[0]] - logits[s->metric[1]];
+            fprintf(s->out, "logit difference (metric): clean %.4f, changed %.4f, change %+.4f\n", a, b, b - a);
+        }
+    }
+    free(clean);
+    free(pc);
+    free(pa);
+    return rc;
+}
+
+int as_cmd_compare(cmd_ctx *c)
+{
+    if (as_cmd_require_tokens(c->s, c->err))
+        return AS_ERR;
+    if (c->argc == 3) {
+        if (as_cmd_parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
+            as_cmd_parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
+            return AS_ERR;
+        c->s->has_metric = true;
+    }
+    return as_cmd_compare_runs(c->s, c->err);
+}
+
+int as_cmd_metric(cmd_ctx *c)
+{
+    if (c->argc != 3)
+        return as_error_set(c->err, "usage: metric TOKEN_A TOKEN_B (ids or vocabulary pieces)");
+    if (as_cmd_parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
+        as_cmd_parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
+        return AS_ERR;
+    c->s->has_metric = true;
+    char a[64], b[64];
+    as_cmd_piece(c->s, c->s->metric[0], a, sizeof a);
+    as_cmd_piece(c->s, c->s->metric[1], b, sizeof b);
+    fprintf(c->s->out, "metric: logit[%s] - logit[%s] at the last position\n", a, b);
+    return AS_OK;
+}

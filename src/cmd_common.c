@@ -1,0 +1,133 @@
+/* What the instrument commands share, in one place: rerunning the
+ * context and side runs of other tokens, token and position arguments,
+ * an output file among the arguments and the .npy it names, adding and
+ * listing rules. Declared in session_internal.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/npy.h"
+#include "session_internal.h"
+
+int as_cmd_rerun(as_session *s, bool rules_off, as_error *err)
+{
+    as_interp *it = s->it;
+    int n = it->out->n_tokens, n_prompt = it->out->n_prompt;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    as_stop stop;
+    if (!ids)
+        return as_error_set(err, "out of memory");
+    memcpy(ids, it->out->tokens, (size_t)n * sizeof *ids);
+    as_interp_rules_off(it, rules_off);
+    int rc = as_interp_set_tokens(it, ids, n, err);
+    if (rc == AS_OK)
+        rc = as_cmd_run(s, AS_RUN_FINISH, 0, &stop, err);
+    as_interp_rules_off(it, false);
+    it->out->n_prompt = n_prompt;
+    free(ids);
+    return rc;
+}
+
+int as_cmd_side_run_new(as_session *s, const int32_t *ids, int n, size_t budget, as_side_run *r, as_error *err)
+{
+    as_stop stop;
+    memset(r, 0, sizeof *r);
+    if (as_capture_new(&r->cap, s->prog, budget, err) || as_interp_new(&r->it, s->prog, r->cap, err) ||
+        as_interp_set_tokens(r->it, ids, n, err) || as_interp_run(r->it, AS_RUN_FINISH, 0, &stop, err))
+        return AS_ERR;
+    return AS_OK;
+}
+
+void as_cmd_side_run_free(as_side_run *r)
+{
+    as_interp_free(r->it);
+    as_capture_free(r->cap);
+}
+
+int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *err)
+{
+    char *end;
+    long v = strtol(arg, &end, 10);
+    if (*arg && !*end) {
+        if (v < 0 || v >= s->model->cfg.n_vocab)
+            return as_error_set(err, "token id %ld is outside the vocabulary (0..%d)", v, s->model->cfg.n_vocab - 1);
+        *out = (int32_t)v;
+        return AS_OK;
+    }
+    int32_t id = as_tokenizer_find(s->model->tok, arg);
+    if (id >= 0) {
+        *out = id;
+        return AS_OK;
+    }
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (as_tokenizer_encode(s->model->tok, arg, strlen(arg), false, &ids, &n, err))
+        return AS_ERR;
+    /* SentencePiece prepends a space; accept "▁word" as one token either way. */
+    int rc = n == 1 ? (*out = ids[0], AS_OK)
+                    : as_error_set(err, "'%s' is %zu tokens, not one (give a token id or a vocabulary piece)", arg, n);
+    free(ids);
+    return rc;
+}
+
+int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err)
+{
+    long v;
+    if (as_cmd_parse_long(arg, 0, s->it->out->n_tokens - 1, "the position", &v, err))
+        return AS_ERR;
+    *pos = (int)v;
+    return AS_OK;
+}
+
+const float *as_cmd_final_logits(as_session *s, as_error *err)
+{
+    const float *l = as_interp_logits(s->it);
+    if (!l)
+        as_error_set(err, "no logits: run the pass first (`finish`)");
+    return l;
+}
+
+int as_cmd_write_npy(as_session *s, const char *path, as_npy_dtype dt, const void *data, const size_t *shape,
+                     int ndim, const char *what, as_error *err)
+{
+    if (as_npy_write(path, dt, data, shape, ndim, err))
+        return AS_ERR;
+    fprintf(s->out, "wrote %s: [", path);
+    for (int i = 0; i < ndim; i++)
+        fprintf(s->out, i ? ", %zu" : "%zu", shape[i]);
+    fprintf(s->out, "] %s, %s\n", dt == AS_NPY_F32 ? "float32" : "int32", what);
+    return AS_OK;
+}
+
+as_out_arg as_cmd_output_arg(const cmd_ctx *c, int first)
+{
+    for (int i = first; i < c->argc; i++) {
+        const char *k = as_cmd_output_kind(c->argv[i]);
+        if (k)
+            return (as_out_arg){i, i, c->argv[i], !strcmp(k, "npy")};
+    }
+    return (as_out_arg){-1, c->argc, NULL, false};
+}
+
+int as_cmd_add_rule(as_session *s, as_rule_kind kind, int hook, int head, int pos, const float *values,
+                    bool per_position, const char *label, as_error *err)
+{
+    as_rule r = {.kind = kind, .hook = hook, .head = head, .pos = pos, .values = (float *)values,
+                 .per_position = per_position};
+    snprintf(r.label, sizeof r.label, "%s", label);
+    return as_interp_add_rule(s->it, &r, (size_t)as_rule_len(s->it, &r), err);
+}
+
+int as_cmd_list_rules(cmd_ctx *c, bool watches)
+{
+    int shown = 0;
+    for (int k = 0; k < c->s->it->n_rules; k++) {
+        const as_rule *r = &c->s->it->rules[k];
+        if ((r->kind == AS_RULE_WATCH) != watches)
+            continue;
+        fprintf(c->s->out, "%d\t%s\t%s\n", ++shown, c->s->prog->hooks[r->hook].name, r->label);
+    }
+    if (!shown)
+        fprintf(c->s->out, watches ? "no watches\n" : "no ablations or patches\n");
+    return AS_OK;
+}

@@ -1,0 +1,126 @@
+/* Head detectors: `heads [context]`, each head's previous-token,
+ * first-token, duplicate-token and induction scores on a repeated
+ * random-token probe or the current context, as a table, a .npy or a
+ * figure. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/instruments.h"
+#include "session_internal.h"
+
+/* The first id past a SentencePiece vocabulary's byte-fallback tokens
+ * (<0x00>..<0xFF>), which no text uses as a word; 0 where there are none
+ * or the vocabulary is too small to spare them. */
+static int32_t past_byte_tokens(const as_tokenizer *tok, int n_vocab)
+{
+    int32_t lo = 0;
+    for (int32_t id = 0; n_vocab > 300 && id < 300; id++) {
+        const char *p = as_tokenizer_piece(tok, id);
+        unsigned byte;
+        char end;
+        if (p && sscanf(p, "<0x%2X%c", &byte, &end) == 2 && end == '>')
+            lo = id + 1;
+    }
+    return lo;
+}
+
+int as_cmd_heads(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    double threshold = 0.4;
+    bool context = false;
+    as_out_arg o = as_cmd_output_arg(c, 1);
+    if (o.npy && o.at + 1 < c->argc)
+        return as_error_set(c->err, "heads: options such as '%s' are for a figure (.png/.svg)", c->argv[o.at + 1]);
+    for (int i = 1; i < o.argc; i++) {
+        if (!strcmp(c->argv[i], "context"))
+            context = true;
+        else if (!strncmp(c->argv[i], "threshold=", 10)) {
+            if (as_cmd_parse_float(c->argv[i] + 10, 0, 1, "threshold", &threshold, c->err))
+                return AS_ERR;
+        } else
+            return as_error_set(c->err, "usage: heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg]");
+    }
+    const as_capture *cap = s->cap;
+    const int32_t *tokens = s->it->out->tokens;
+    int n = s->it->out->n_done;
+    as_side_run probe = {0};
+    int32_t *ids = NULL;
+    if (!context) {
+        /* BOS + R + R: R distinct random ordinary tokens, the same for every model of this vocabulary. */
+        int len = cfg->n_ctx >= 65 ? 32 : (cfg->n_ctx - 1) / 2;
+        int32_t bos = as_tokenizer_bos(s->model->tok), lo = past_byte_tokens(s->model->tok, cfg->n_vocab);
+        int32_t hi = cfg->n_vocab - (as_tokenizer_eos(s->model->tok) == cfg->n_vocab - 1 ? 1 : 0);
+        ids = malloc((size_t)(2 * len + 1) * sizeof *ids);
+        if (!ids)
+            return as_error_set(c->err, "out of memory");
+        n = as_induction_probe(ids, bos, len, lo, hi, 1234);
+        size_t patterns = 0;
+        for (int h = 0; h < s->prog->n_hooks; h++)
+            if (s->prog->hooks[h].kind == AS_HK_PATTERN)
+                patterns += as_capture_hook_bytes(s->prog, h);
+        if (as_cmd_side_run_new(s, ids, n, patterns, &probe, c->err)) {
+            as_cmd_side_run_free(&probe);
+            free(ids);
+            return AS_ERR;
+        }
+        cap = probe.cap;
+        tokens = ids;
+    } else if (n < 2) {
+        return as_error_set(c->err, "heads context needs a computed context of at least 2 tokens");
+    }
+    size_t per = (size_t)cfg->n_layer * (size_t)cfg->n_head;
+    float *scores = o.path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
+    if (o.path && !scores) {
+        as_cmd_side_run_free(&probe);
+        free(ids);
+        return as_error_set(c->err, "out of memory");
+    }
+    fprintf(s->out, "head scores on %s (%d tokens); * marks scores >= %.2f\n",
+            context ? "the current context" : "a repeated random-token probe", n, threshold);
+    for (int k = 0; k < AS_SCORE_COUNT; k++) {
+        fprintf(s->out, "%s\nlayer", as_head_score_name((as_head_score)k));
+        for (int h = 0; h < cfg->n_head; h++)
+            fprintf(s->out, "\tH%d", h);
+        fprintf(s->out, "\n");
+        for (int l = 0; l < cfg->n_layer; l++) {
+            int hook = as_program_hook(s->prog, AS_HK_PATTERN, l);
+            fprintf(s->out, "%d", l);
+            for (int h = 0; h < cfg->n_head; h++) {
+                double v = as_capture_has(cap, hook) ? as_head_score_of(cap, hook, h, tokens, n, (as_head_score)k) : NAN;
+                if (scores)
+                    scores[(size_t)k * per + (size_t)l * (size_t)cfg->n_head + (size_t)h] = (float)v;
+                fprintf(s->out, "\t%.3f%s", v, v >= threshold ? "*" : "");
+            }
+            fprintf(s->out, "\n");
+        }
+    }
+    as_cmd_side_run_free(&probe);
+    free(ids);
+    int rc = AS_OK;
+    if (scores) {
+        size_t shape[3] = {AS_SCORE_COUNT, (size_t)cfg->n_layer, (size_t)cfg->n_head};
+        char what[128];
+        snprintf(what, sizeof what, "scores [%s, %s, %s, %s] x layer x head", as_head_score_name(0),
+                 as_head_score_name(1), as_head_score_name(2), as_head_score_name(3));
+        if (o.npy) {
+            rc = as_cmd_write_npy(s, o.path, AS_NPY_F32, scores, shape, 3, what, c->err);
+        } else {
+            const char *names[AS_SCORE_COUNT];
+            for (int k = 0; k < AS_SCORE_COUNT; k++)
+                names[k] = as_head_score_name((as_head_score)k);
+            char title[128], desc[96];
+            snprintf(title, sizeof title, "Head scores on %s", context ? "the context" : "a repeated random-token probe");
+            snprintf(desc, sizeof desc, "head scores, %d scores x %d layers x %d heads", AS_SCORE_COUNT, cfg->n_layer,
+                     cfg->n_head);
+            as_table_fig fig = {.v = scores, .rows = cfg->n_layer, .cols = cfg->n_head, .n_mats = AS_SCORE_COUNT,
+                                .mat_titles = names, .title = title, .cbar_label = "score", .what = desc};
+            rc = as_cmd_export_table(c, o.path, o.at + 1, &fig);
+        }
+        free(scores);
+    }
+    return rc;
+}

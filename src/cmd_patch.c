@@ -1,0 +1,199 @@
+/* Activation patching: `patch HOOK from "OTHER"` (one hook's values from
+ * a run of another prompt, then compared) and `patch sweep` (one patched
+ * run per layer and position or head, measuring the metric; as .npy or a
+ * figure). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/npy.h"
+#include "session_internal.h"
+
+/* Runs OTHER (same token count as the context) and returns its capture. */
+static int run_other(as_session *s, const char *text, as_side_run *r, as_error *err)
+{
+    memset(r, 0, sizeof *r);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (as_tokenizer_encode(s->model->tok, text, strlen(text), as_tokenizer_add_bos(s->model->tok), &ids, &n, err))
+        return AS_ERR;
+    int rc = AS_OK;
+    if ((int)n != s->it->out->n_tokens)
+        rc = as_error_set(err, "the other prompt is %zu tokens but the context is %d; patching needs the same count",
+                          n, s->it->out->n_tokens);
+    else
+        rc = as_cmd_side_run_new(s, ids, (int)n, s->capture_mb << 20, r, err);
+    free(ids);
+    return rc;
+}
+
+static int patch_values(as_session *s, const as_side_run *r, int hook, float **vals, as_error *err)
+{
+    const as_hook *h = &s->prog->hooks[hook];
+    if (h->is_attn)
+        return as_error_set(err, "%s: patching attention patterns is not supported (patch hook_z or the residual stream)",
+                            h->name);
+    if (!as_capture_has(r->cap, hook))
+        return as_error_set(err, "%s is not captured (raise --capture-mb)", h->name);
+    *vals = calloc((size_t)s->it->n_ctx * (size_t)h->width, sizeof **vals);
+    if (!*vals)
+        return as_error_set(err, "out of memory");
+    memcpy(*vals, as_capture_row(r->cap, hook, 0), (size_t)s->it->out->n_tokens * (size_t)h->width * sizeof **vals);
+    return AS_OK;
+}
+
+static int metric_now(as_session *s, double *out, as_error *err)
+{
+    const float *l = as_cmd_final_logits(s, err);
+    if (!l)
+        return AS_ERR;
+    *out = (double)l[s->metric[0]] - l[s->metric[1]];
+    return AS_OK;
+}
+
+static const struct {
+    const char *name;
+    as_hook_kind kind;
+} sweep_kinds[] = {{"resid_pre", AS_HK_RESID_PRE}, {"attn_out", AS_HK_ATTN_OUT}, {"mlp_out", AS_HK_MLP_OUT},
+                   {"heads", AS_HK_Z}};
+
+static const char *what_name(as_hook_kind kind)
+{
+    for (size_t k = 0; k < sizeof sweep_kinds / sizeof *sweep_kinds; k++)
+        if (sweep_kinds[k].kind == kind)
+            return sweep_kinds[k].name;
+    return "?";
+}
+
+/* One patched run per (layer, position) — or (layer, head) — each
+ * measuring the metric; writes the table to out and optionally a .npy. */
+static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const char *out_path)
+{
+    const char *out_kind = out_path ? as_cmd_output_kind(out_path) : NULL;
+    if (out_path && !out_kind)
+        return as_error_set(c->err, "patch sweep writes FILE.npy, FILE.png or FILE.svg, not '%s'", out_path);
+    if (out_kind && !strcmp(out_kind, "npy") && c->argc > 6)
+        return as_error_set(c->err, "patch sweep: options such as '%s' are for a figure (.png/.svg)", c->argv[6]);
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    if (!s->has_metric)
+        return as_error_set(c->err, "patch sweep needs a metric: `metric TOKEN_A TOKEN_B` first");
+    as_side_run other;
+    if (run_other(s, text, &other, c->err)) {
+        as_cmd_side_run_free(&other);
+        return AS_ERR;
+    }
+    bool heads = kind == AS_HK_Z;
+    int cols = heads ? cfg->n_head : s->it->out->n_tokens;
+    float *table = calloc((size_t)cfg->n_layer * (size_t)cols, sizeof *table), *vals = NULL;
+    double clean = 0, corrupt = 0;
+    int rc = table ? as_cmd_rerun(s, true, c->err) : as_error_set(c->err, "out of memory");
+    if (rc == AS_OK)
+        rc = metric_now(s, &clean, c->err);
+    const float *ol = as_interp_logits(other.it);
+    corrupt = ol ? (double)ol[s->metric[0]] - ol[s->metric[1]] : NAN;
+    int saved = s->it->n_rules;
+    for (int l = 0; rc == AS_OK && l < cfg->n_layer; l++) {
+        int hook = as_program_hook(s->prog, kind, l);
+        free(vals);
+        vals = NULL;
+        if ((rc = patch_values(s, &other, hook, &vals, c->err)))
+            break;
+        for (int j = 0; rc == AS_OK && j < cols; j++) {
+            double m;
+            /* A per-position patch: this hook's values from the other run. */
+            as_rule probe = {.kind = AS_RULE_SET, .hook = hook, .head = heads ? j : -1, .pos = heads ? -1 : j};
+            int len = as_rule_len(s->it, &probe), w = s->prog->hooks[hook].width;
+            float *pv = calloc((size_t)s->it->n_ctx * (size_t)len, sizeof *pv);
+            for (int p = 0; pv && p < s->it->out->n_tokens; p++)
+                memcpy(pv + (size_t)p * len, vals + (size_t)p * w + (heads ? j * len : 0), (size_t)len * 4);
+            rc = pv ? as_cmd_add_rule(s, AS_RULE_SET, hook, probe.head, probe.pos, pv, true, "sweep", c->err)
+                    : as_error_set(c->err, "out of memory");
+            free(pv);
+            if (rc)
+                break;
+            rc = as_cmd_rerun(s, false, c->err);
+            if (rc == AS_OK && (rc = metric_now(s, &m, c->err)) == AS_OK)
+                table[(size_t)l * cols + j] = (float)m;
+            as_interp_truncate_rules(s->it, saved);
+        }
+    }
+    free(vals);
+    as_cmd_side_run_free(&other);
+    if (rc == AS_OK)
+        rc = as_cmd_rerun(s, false, c->err);
+    if (rc == AS_OK) {
+        const char *what = what_name(kind);
+        fprintf(s->out, "patching %s from the other prompt, by layer and %s; metric clean %.4f, other %.4f\nlayer",
+                what, heads ? "head" : "position", clean, corrupt);
+        for (int j = 0; j < cols; j++)
+            fprintf(s->out, heads ? "\tH%d" : "\t%d", j);
+        fprintf(s->out, "\n");
+        for (int l = 0; l < cfg->n_layer; l++) {
+            fprintf(s->out, "%d", l);
+            for (int j = 0; j < cols; j++)
+                fprintf(s->out, "\t%.4f", table[(size_t)l * cols + j]);
+            fprintf(s->out, "\n");
+        }
+        if (out_kind && !strcmp(out_kind, "npy")) {
+            size_t shape[2] = {(size_t)cfg->n_layer, (size_t)cols};
+            rc = as_npy_write(out_path, AS_NPY_F32, table, shape, 2, c->err);
+            if (rc == AS_OK)
+                fprintf(s->out, "wrote %s: [%d, %d] float32\n", out_path, cfg->n_layer, cols);
+        } else if (out_kind) {
+            /* The figure shows the normalised effect: 0 where patching left
+             * the metric as it was, 1 where it moved it all the way to the
+             * other prompt's (the raw metric when the two prompts agree). */
+            double span = corrupt - clean;
+            bool norm = isfinite(span) && fabs(span) > 1e-6;
+            for (size_t i = 0; i < (size_t)cfg->n_layer * (size_t)cols; i++)
+                table[i] = norm ? (float)((table[i] - clean) / span) : table[i];
+            char title[128], desc[96];
+            snprintf(title, sizeof title, "Patching %s from the other prompt", what);
+            snprintf(desc, sizeof desc, "patch sweep %s, %d layers x %d %s", what, cfg->n_layer, cols,
+                     heads ? "heads" : "positions");
+            as_table_fig t = {.v = table, .rows = cfg->n_layer, .cols = cols, .n_mats = 1, .by_position = !heads,
+                              .diverging = true, .title = title,
+                              .cbar_label = norm ? "share of the metric's change" : "metric", .what = desc};
+            rc = as_cmd_export_table(c, out_path, 6, &t);
+        }
+    }
+    free(table);
+    return rc;
+}
+
+int as_cmd_patch(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (as_cmd_require_tokens(s, c->err))
+        return AS_ERR;
+    if (c->argc >= 5 && !strcmp(c->argv[1], "sweep") && !strcmp(c->argv[3], "from")) {
+        for (size_t k = 0; k < sizeof sweep_kinds / sizeof *sweep_kinds; k++)
+            if (!strcmp(c->argv[2], sweep_kinds[k].name))
+                return patch_sweep(c, sweep_kinds[k].kind, c->argv[4], c->argc > 5 ? c->argv[5] : NULL);
+        return as_error_set(c->err, "patch sweep takes resid_pre, attn_out, mlp_out or heads, not '%s'", c->argv[2]);
+    }
+    if (c->argc < 4 || strcmp(c->argv[2], "from"))
+        return as_error_set(c->err, "usage: patch HOOK from \"OTHER PROMPT\" [pos=N]  or  patch sweep "
+                                    "resid_pre|attn_out|mlp_out|heads from \"OTHER PROMPT\" [FILE.npy|FILE.png|FILE.svg]");
+    int hook = as_cmd_find_hook(s, c->argv[1], c->err), pos = -1;
+    if (hook < 0)
+        return AS_ERR;
+    if (c->argc > 4 && (strncmp(c->argv[4], "pos=", 4) || as_cmd_parse_pos(s, c->argv[4] + 4, &pos, c->err)))
+        return pos < 0 && strncmp(c->argv[4], "pos=", 4) ? as_error_set(c->err, "expected pos=N, not '%s'", c->argv[4])
+                                                         : AS_ERR;
+    as_side_run other;
+    float *vals = NULL;
+    int rc = run_other(s, c->argv[3], &other, c->err);
+    if (rc == AS_OK)
+        rc = patch_values(s, &other, hook, &vals, c->err);
+    as_cmd_side_run_free(&other);
+    char label[96];
+    snprintf(label, sizeof label, "patch %s from other prompt%s%.*s", c->argv[1], pos >= 0 ? " at " : "",
+             pos >= 0 ? 12 : 0, c->argc > 4 ? c->argv[4] : "");
+    if (rc == AS_OK)
+        rc = as_cmd_add_rule(s, AS_RULE_SET, hook, -1, pos, vals, true, label, c->err);
+    free(vals);
+    return rc == AS_OK ? as_cmd_compare_runs(s, c->err) : AS_ERR;
+}
