@@ -12,19 +12,11 @@
 int as_cmd_rerun(as_session *s, bool rules_off, as_error *err)
 {
     as_interp *it = s->it;
-    int n = it->out->n_tokens, n_prompt = it->out->n_prompt;
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
     as_stop stop;
-    if (!ids)
-        return as_error_set(err, "out of memory");
-    memcpy(ids, it->out->tokens, (size_t)n * sizeof *ids);
     as_interp_rules_off(it, rules_off);
-    int rc = as_interp_set_tokens(it, ids, n, err);
-    if (rc == AS_OK)
-        rc = as_cmd_run(s, AS_RUN_FINISH, 0, &stop, err);
+    as_interp_reset(it); /* the same input, computed again from position 0 */
+    int rc = as_cmd_run(s, AS_RUN_FINISH, 0, &stop, err);
     as_interp_rules_off(it, false);
-    it->out->n_prompt = n_prompt;
-    free(ids);
     return rc;
 }
 

@@ -1,7 +1,7 @@
 /* instruments: analyses computed from a model and its capture, for
  * debugging and teaching: the logit lens, direct logit attribution, head
  * detector scores, and weight statistics. Pure functions of their inputs;
- * the commands that show them live in cmd_instruments.c. */
+ * the commands that show them live in the cmd_*.c files, one per instrument. */
 #ifndef ATTNSCOPE_INSTRUMENTS_H
 #define ATTNSCOPE_INSTRUMENTS_H
 

@@ -158,7 +158,8 @@ int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *er
 int as_interp_clear_rules(as_interp *it, bool watches);
 /* Length of the slice a rule touches per position. */
 int as_rule_len(const as_interp *it, const as_rule *r);
-/* Resets every hook's filled count (e.g. before a new prompt). */
+/* Forgets everything computed (every hook's filled count, the passes),
+ * keeping the input: the next run computes it again from position 0. */
 void as_interp_reset(as_interp *it);
 /* Runs with interventions off (true) or on again (false): the clean
  * baseline of `compare`. */
