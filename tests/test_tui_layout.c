@@ -409,6 +409,34 @@ Test(tui_view, view_commands_sit_in_front_of_the_session)
     close_session(s);
 }
 
+static int fake_dump(void *ctx, const char *path, as_error *err)
+{
+    snprintf(ctx, 64, "%s", path);
+    return AS_OK;
+}
+
+Test(tui_view, view_dump_needs_a_screen_and_completes_a_file)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    cr_assert_eq(view_exec(&v, s, "view dump screen.txt", NULL, &err), AS_ERR, "no screen outside the view");
+    cr_assert(strstr(err.msg, "full-screen view"), "%s", err.msg);
+    char got[64] = "";
+    v.dump = fake_dump;
+    v.dump_ctx = got;
+    bool changed = true;
+    cr_assert_eq(view_exec(&v, s, "view dump screen.txt", &changed, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(got, "screen.txt");
+    cr_assert(!changed, "a dump changes nothing shown");
+    char lits[32][32];
+    int n;
+    char *words[] = {"view", "dump"};
+    cr_assert(usage_arg_kind("view", words, 2, lits, 32, &n) & USAGE_FILE);
+    close_session(s);
+}
+
 Test(tui_view, completion_reads_usage_lines)
 {
     char lits[32][32];

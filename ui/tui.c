@@ -171,6 +171,23 @@ static int run_one(tui *u, const char *cmd)
     return rc;
 }
 
+/* `view dump FILE`: the screen as it stands once the commands before
+ * this one have run (the panes redrawn as when nothing runs: no
+ * "running" line), then read back from curses' picture of it. */
+static int dump_view(void *ctx, const char *path, as_error *err)
+{
+    tui *u = ctx;
+    capture_drain(u);
+    u->busy = false;
+    u->dirty |= tui_after_command(u);
+    tui_redraw(u);
+    u->busy = true;
+    int rc = screen_dump(u, path, err);
+    if (rc == AS_OK)
+        fprintf(u->s->out, "wrote %s (the %dx%d screen as text)\n", path, u->lay.cols, u->lay.rows);
+    return rc;
+}
+
 void tui_run_line(tui *u, const char *line)
 {
     int n;
@@ -368,6 +385,8 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.s = s;
     u.interrupted = interrupted;
     view_init(&u.v);
+    u.v.dump = dump_view;
+    u.v.dump_ctx = &u;
     log_init(&u.log, 2000);
     u.focus = s->it->n_tokens ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;

@@ -104,6 +104,10 @@ void pane_log_draw(tui *u);
 void status_draw(tui *u);
 void help_draw(tui *u);
 
+/* screendump.c: the screen as plain text (`view dump FILE`), written
+ * through a temporary file renamed into place. */
+int screen_dump(const tui *u, const char *path, as_error *err);
+
 /* cmdline.c: GNU readline inside the view. */
 void cmdline_init(tui *u);
 void cmdline_close(void);
