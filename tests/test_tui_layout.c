@@ -496,3 +496,35 @@ Test(tui_layout, medium_height_lens_shares_the_probabilities_slot)
     cr_assert_eq(l.r[P_NORMS].y, l.r[P_LENS].y + l.r[P_LENS].h);
     cr_assert_geq(l.r[P_LOG].h, 5, "the log keeps room to read");
 }
+
+Test(tui_layout, a_pane_that_does_not_apply_gets_no_place)
+{
+    /* A program without norms (say): at every size the norms pane has no
+     * rectangle, the log takes its rows, and a shared slot asked to show
+     * it shows another side pane. */
+    unsigned no_norms = LAYOUT_ALL & ~LAYOUT_PANE(P_NORMS);
+    layout all, l;
+    layout_compute(&all, 48, 160, P_PROBS);
+    layout_compute_for(&l, 48, 160, P_PROBS, no_norms);
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_NORMS].h, 0);
+    cr_assert_eq(l.r[P_LOG].y, all.r[P_NORMS].y, "the log moves up into the norms' place");
+    cr_assert_eq(l.r[P_LOG].y + l.r[P_LOG].h, all.r[P_LOG].y + all.r[P_LOG].h);
+    cr_assert_eq(l.r[P_LENS].y, all.r[P_LENS].y);
+    layout_compute_for(&l, 30, 120, P_NORMS, no_norms);
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_NORMS].h, 0);
+    cr_assert_gt(l.r[P_PROBS].h, 0);
+    cr_assert_gt(l.r[P_LOG].h, 0);
+    layout_compute_for(&l, 24, 80, P_NORMS, no_norms);
+    check_tiling(&l);
+    cr_assert(l.shared);
+    cr_assert_eq(l.r[P_NORMS].h, 0);
+    cr_assert_eq(l.shown, P_PROBS, "the first side pane that applies");
+    cr_assert_gt(l.r[P_PROBS].h, 0);
+    /* No logits (an encoder without a head): the lens takes the first slot. */
+    layout_compute_for(&l, 30, 120, P_PROBS, LAYOUT_ALL & ~LAYOUT_PANE(P_PROBS));
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_PROBS].h, 0);
+    cr_assert_gt(l.r[P_LENS].h, 0);
+}
