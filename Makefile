@@ -103,9 +103,12 @@ else
 	  cat $(abspath $(BUILD))/unit.stderr >&2; [ $$rc = 0 ] && awk -f leaks.awk $(abspath $(BUILD))/unit.stderr
 endif
 
+# golden.sh compares whole screens (`view dump`) with tests/e2e/golden/;
+# GOLDEN_UPDATE=1 sh tests/e2e/golden.sh rewrites them, to be reviewed.
 e2e: $(PROG)
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 
 test: unit e2e fuzz-replay tui-stress
 

@@ -409,6 +409,34 @@ Test(tui_view, view_commands_sit_in_front_of_the_session)
     close_session(s);
 }
 
+static int fake_dump(void *ctx, const char *path, as_error *err)
+{
+    snprintf(ctx, 64, "%s", path);
+    return AS_OK;
+}
+
+Test(tui_view, view_dump_needs_a_screen_and_completes_a_file)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    cr_assert_eq(view_exec(&v, s, "view dump screen.txt", NULL, &err), AS_ERR, "no screen outside the view");
+    cr_assert(strstr(err.msg, "full-screen view"), "%s", err.msg);
+    char got[64] = "";
+    v.dump = fake_dump;
+    v.dump_ctx = got;
+    bool changed = true;
+    cr_assert_eq(view_exec(&v, s, "view dump screen.txt", &changed, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(got, "screen.txt");
+    cr_assert(!changed, "a dump changes nothing shown");
+    char lits[32][32];
+    int n;
+    char *words[] = {"view", "dump"};
+    cr_assert(usage_arg_kind("view", words, 2, lits, 32, &n) & USAGE_FILE);
+    close_session(s);
+}
+
 Test(tui_view, completion_reads_usage_lines)
 {
     char lits[32][32];
@@ -467,4 +495,36 @@ Test(tui_layout, medium_height_lens_shares_the_probabilities_slot)
     cr_assert_eq(l.r[P_LENS].y, l.r[P_PROBS].y + l.r[P_PROBS].h);
     cr_assert_eq(l.r[P_NORMS].y, l.r[P_LENS].y + l.r[P_LENS].h);
     cr_assert_geq(l.r[P_LOG].h, 5, "the log keeps room to read");
+}
+
+Test(tui_layout, a_pane_that_does_not_apply_gets_no_place)
+{
+    /* A program without norms (say): at every size the norms pane has no
+     * rectangle, the log takes its rows, and a shared slot asked to show
+     * it shows another side pane. */
+    unsigned no_norms = LAYOUT_ALL & ~LAYOUT_PANE(P_NORMS);
+    layout all, l;
+    layout_compute(&all, 48, 160, P_PROBS);
+    layout_compute_for(&l, 48, 160, P_PROBS, no_norms);
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_NORMS].h, 0);
+    cr_assert_eq(l.r[P_LOG].y, all.r[P_NORMS].y, "the log moves up into the norms' place");
+    cr_assert_eq(l.r[P_LOG].y + l.r[P_LOG].h, all.r[P_LOG].y + all.r[P_LOG].h);
+    cr_assert_eq(l.r[P_LENS].y, all.r[P_LENS].y);
+    layout_compute_for(&l, 30, 120, P_NORMS, no_norms);
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_NORMS].h, 0);
+    cr_assert_gt(l.r[P_PROBS].h, 0);
+    cr_assert_gt(l.r[P_LOG].h, 0);
+    layout_compute_for(&l, 24, 80, P_NORMS, no_norms);
+    check_tiling(&l);
+    cr_assert(l.shared);
+    cr_assert_eq(l.r[P_NORMS].h, 0);
+    cr_assert_eq(l.shown, P_PROBS, "the first side pane that applies");
+    cr_assert_gt(l.r[P_PROBS].h, 0);
+    /* No logits (an encoder without a head): the lens takes the first slot. */
+    layout_compute_for(&l, 30, 120, P_PROBS, LAYOUT_ALL & ~LAYOUT_PANE(P_PROBS));
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_PROBS].h, 0);
+    cr_assert_gt(l.r[P_LENS].h, 0);
 }

@@ -94,7 +94,7 @@ static void cl_matches(char **matches, int n, int max_len)
     if (shown < n)
         log_addf(&u->log, LOG_HINT, "... and %d more", n - shown);
     u->log_scroll = 0;
-    u->dirty |= RD(P_LOG);
+    u->dirty |= panes_showing(SHOWS_LOG);
 }
 
 void cmdline_init(tui *u)
@@ -166,7 +166,7 @@ static const char *key_sequence(int key)
     }
 }
 
-void cmdline_key(tui *u, int ch, bool keycode)
+static void feed(tui *u, int ch, bool keycode)
 {
     cl.u = u;
     if (keycode) {
@@ -247,7 +247,7 @@ static void draw_idle(tui *u, WINDOW *w, int cols)
     put_text(u, w, 0, 0, hint, cols);
 }
 
-void cmdline_draw(tui *u)
+static void draw(tui *u)
 {
     WINDOW *w = u->win[P_CMD];
     int cols = getmaxx(w);
@@ -272,3 +272,40 @@ void cmdline_draw(tui *u)
     curs_set(u->focus == P_CMD ? 1 : 0);
     wnoutrefresh(w);
 }
+
+/* Focused, every key is the command line's: typed into readline, but Esc
+ * (or Enter on an empty line) returns to the pane it came from, PgUp/PgDn
+ * scroll the log, F1 shows the keys. */
+static unsigned key(tui *u, int ch, bool keycode)
+{
+    if (!keycode && ch == KEY_ESC)
+        return tui_focus(u, u->last_pane); /* Ctrl-C, not Esc, stops a command */
+    if (u->busy)
+        return 0; /* typing waits for the running command */
+    bool enter = keycode ? ch == KEY_ENTER : ch == '\r' || ch == '\n';
+    if (enter && cmdline_empty())
+        return tui_focus(u, u->last_pane);
+    if (keycode && (ch == KEY_PPAGE || ch == KEY_NPAGE))
+        return pane_log_scroll(u, ch == KEY_PPAGE ? 5 : -5);
+    /* The key that opens the command line, typed when it is open already
+     * (the view starts there): no command begins with it. */
+    if (!keycode && (ch == ':' || ch == '/') && cmdline_empty())
+        return RD(P_CMD);
+    if (keycode && ch == KEY_F(1)) {
+        u->help = true;
+        return RD_HELP;
+    }
+    feed(u, ch, keycode);
+    return RD(P_CMD);
+}
+
+const pane_class pane_cmdline = {
+    .name = "command line",
+    .shows = SHOWS_FOCUS | SHOWS_DATA | SHOWS_BUSY, /* the idle hint differs with no context */
+    .focusable = true,
+    .cursor = true,
+    .keys = "Enter run  Tab complete  Up history  Esc back to the view",
+    .keys_short = "Esc back to the view",
+    .draw = draw,
+    .key = key,
+};

@@ -1,22 +1,20 @@
-/* keys: what each key and mouse click does. Handlers change the view and
- * return the redraw bits of the panes that show what changed; keys that
- * run the interpreter go through the same commands as the command line. */
+/* keys: what the view's own keys and mouse clicks do, whatever pane has
+ * the focus; a focused pane's class sees each key first (its own arrows,
+ * scrolling, the command line's typing) and leaves the rest here.
+ * Handlers change the view and return the redraw bits of the panes that
+ * show what changed; keys that run the interpreter go through the same
+ * commands as the command line. */
 #include <stdio.h>
 #include <string.h>
 
 #include "textfmt.h"
 #include "tui.h"
 
-#define KEY_ESC 27
 #define KEY_CTRL(c) ((c) & 0x1f)
 
-/* The panes a change of selection touches. */
-#define RD_LAYER (RD(P_ATTN) | RD(P_LENS) | RD(P_NORMS) | RD(P_STATUS))
-#define RD_QUERY (RD(P_ATTN) | RD(P_TOKENS) | RD(P_NORMS) | RD(P_PROBS) | RD(P_LENS))
-
-static unsigned set_focus(tui *u, pane_id p)
+unsigned tui_focus(tui *u, pane_id p)
 {
-    unsigned bits = RD(u->focus) | RD(p) | RD(P_STATUS) | RD(P_CMD);
+    unsigned bits = RD(u->focus) | RD(p) | panes_showing(SHOWS_FOCUS);
     if (p != P_CMD)
         u->last_pane = p;
     u->focus = p;
@@ -27,10 +25,17 @@ static unsigned set_focus(tui *u, pane_id p)
     return bits;
 }
 
+/* Tab and Shift-Tab: the next pane that takes the focus and applies to
+ * the program, in the table's order. */
 static unsigned cycle_focus(tui *u, int dir)
 {
-    int p = ((int)u->focus + dir + (P_CMD + 1)) % (P_CMD + 1);
-    return set_focus(u, (pane_id)p);
+    int p = (int)u->focus;
+    for (int i = 0; i < P_COUNT; i++) {
+        p = (p + dir + P_COUNT) % P_COUNT;
+        if (pane_classes[p]->focusable && (u->present & RD(p)))
+            return tui_focus(u, (pane_id)p);
+    }
+    return 0;
 }
 
 static unsigned move_layer(tui *u, int d)
@@ -38,7 +43,7 @@ static unsigned move_layer(tui *u, int d)
     int old = u->v.layer;
     u->v.layer += d;
     view_clamp(&u->v, u->s);
-    return old == u->v.layer ? 0 : RD_LAYER;
+    return old == u->v.layer ? 0 : panes_showing(SHOWS_LAYER);
 }
 
 static unsigned move_head(tui *u, int d)
@@ -46,10 +51,10 @@ static unsigned move_head(tui *u, int d)
     int old = u->v.head;
     u->v.head += d;
     view_clamp(&u->v, u->s);
-    return old == u->v.head ? 0 : RD(P_ATTN) | RD(P_STATUS);
+    return old == u->v.head ? 0 : panes_showing(SHOWS_HEAD);
 }
 
-static unsigned select_query(tui *u, int q)
+unsigned tui_select_query(tui *u, int q)
 {
     int n = u->s->it->out->n_tokens, old = u->v.query;
     if (n == 0)
@@ -57,7 +62,7 @@ static unsigned select_query(tui *u, int q)
     u->v.query = q < 0 ? 0 : q >= n ? n - 1 : q;
     u->v.follow = u->v.query == n - 1;
     view_clamp(&u->v, u->s);
-    return old == u->v.query ? 0 : RD_QUERY;
+    return old == u->v.query ? 0 : panes_showing(SHOWS_QUERY);
 }
 
 static unsigned move_key(tui *u, int d)
@@ -65,28 +70,28 @@ static unsigned move_key(tui *u, int d)
     int old = u->v.key;
     u->v.key += d;
     view_clamp(&u->v, u->s);
-    return old == u->v.key ? 0 : RD(P_ATTN);
+    return old == u->v.key ? 0 : panes_showing(SHOWS_KEY);
 }
 
-static unsigned cycle_norm(tui *u, int d)
+unsigned tui_cycle_norm(tui *u, int d)
 {
     u->v.norm = (norm_kind)(((int)u->v.norm + d + NK_COUNT) % NK_COUNT);
-    return RD(P_NORMS);
+    return panes_showing(SHOWS_NORM);
 }
 
 static unsigned cycle_cmap(tui *u)
 {
     u->v.cmap = (as_cmap)((u->v.cmap + 1) % AS_CMAP_COUNT);
     term_set_cmap(&u->t, u->v.cmap);
-    return RD(P_ATTN);
+    return panes_showing(SHOWS_LOOK);
 }
 
-static unsigned scroll_log(tui *u, int d)
+static unsigned toggle_grid(tui *u, bool on)
 {
-    u->log_scroll += d;
-    if (u->log_scroll < 0)
-        u->log_scroll = 0;
-    return RD(P_LOG);
+    if (u->v.grid == on)
+        return 0;
+    u->v.grid = on;
+    return panes_showing(SHOWS_LOOK);
 }
 
 static int page(const tui *u)
@@ -122,39 +127,24 @@ static unsigned arrow(tui *u, int key)
 {
     bool vertical = key == KEY_UP || key == KEY_DOWN;
     int d = key == KEY_UP || key == KEY_LEFT ? -1 : 1;
-    if (u->focus == P_LOG && vertical)
-        return scroll_log(u, -d);
-    if (u->focus == P_TOKENS && !vertical)
-        return select_query(u, u->v.query + d);
-    if (u->focus == P_NORMS && !vertical)
-        return cycle_norm(u, d);
     return vertical ? move_layer(u, d) : move_head(u, d);
-}
-
-static unsigned paging(tui *u, int d)
-{
-    if (u->focus == P_LOG) {
-        int h = u->lay.r[P_LOG].h > 3 ? u->lay.r[P_LOG].h - 3 : 1;
-        return scroll_log(u, -d * h);
-    }
-    return select_query(u, u->v.query + d * page(u));
 }
 
 static unsigned special_key(tui *u, int key)
 {
     switch (key) {
     case KEY_UP: case KEY_DOWN: case KEY_LEFT: case KEY_RIGHT: return arrow(u, key);
-    case KEY_SR: return select_query(u, u->v.query - 1);
-    case KEY_SF: return select_query(u, u->v.query + 1);
+    case KEY_SR: return tui_select_query(u, u->v.query - 1);
+    case KEY_SF: return tui_select_query(u, u->v.query + 1);
     case KEY_SLEFT: return move_key(u, -1);
     case KEY_SRIGHT: return move_key(u, 1);
-    case KEY_PPAGE: return paging(u, -1);
-    case KEY_NPAGE: return paging(u, 1);
-    case KEY_HOME: return select_query(u, 0);
-    case KEY_END: return select_query(u, u->s->it->out->n_tokens - 1);
+    case KEY_PPAGE: return tui_select_query(u, u->v.query - page(u));
+    case KEY_NPAGE: return tui_select_query(u, u->v.query + page(u));
+    case KEY_HOME: return tui_select_query(u, 0);
+    case KEY_END: return tui_select_query(u, u->s->it->out->n_tokens - 1);
     case KEY_BTAB: return cycle_focus(u, -1);
     case KEY_F(1): u->help = true; return RD_HELP;
-    case KEY_ENTER: return u->v.grid ? (u->v.grid = false, RD(P_ATTN)) : 0;
+    case KEY_ENTER: return toggle_grid(u, false);
     default: return 0;
     }
 }
@@ -167,15 +157,15 @@ static unsigned view_key(tui *u, int ch)
     case 'j': return move_layer(u, 1);
     case 'h': return move_head(u, -1);
     case 'l': return move_head(u, 1);
-    case 'K': return select_query(u, u->v.query - 1);
-    case 'J': return select_query(u, u->v.query + 1);
+    case 'K': return tui_select_query(u, u->v.query - 1);
+    case 'J': return tui_select_query(u, u->v.query + 1);
     case 'H': return move_key(u, -1);
     case 'L': return move_key(u, 1);
-    case ',': case '[': return select_query(u, u->v.query - 1);
-    case '.': case ']': return select_query(u, u->v.query + 1);
-    case 'g': u->v.grid = !u->v.grid; return RD(P_ATTN);
-    case '\r': case '\n': return u->v.grid ? (u->v.grid = false, RD(P_ATTN)) : 0;
-    case 'N': return cycle_norm(u, 1);
+    case ',': case '[': return tui_select_query(u, u->v.query - 1);
+    case '.': case ']': return tui_select_query(u, u->v.query + 1);
+    case 'g': return toggle_grid(u, !u->v.grid);
+    case '\r': case '\n': return toggle_grid(u, false);
+    case 'N': return tui_cycle_norm(u, 1);
     case 'c': return cycle_cmap(u);
     case '\t': return cycle_focus(u, 1);
     case '?': u->help = true; return RD_HELP;
@@ -187,7 +177,7 @@ static unsigned view_key(tui *u, int ch)
 static unsigned char_key(tui *u, int ch)
 {
     switch (ch) {
-    case ':': case '/': return set_focus(u, P_CMD);
+    case ':': case '/': return tui_focus(u, P_CMD);
     case 's': return run(u, "step");
     case 'n': return run(u, "next");
     case 'f': return run(u, "finish");
@@ -202,29 +192,6 @@ static unsigned char_key(tui *u, int ch)
         return 0;
     default: return view_key(u, ch);
     }
-}
-
-static unsigned cmd_key(tui *u, int ch, bool keycode)
-{
-    if (!keycode && ch == KEY_ESC)
-        return set_focus(u, u->last_pane); /* Ctrl-C, not Esc, stops a command */
-    if (u->busy)
-        return 0; /* typing waits for the running command */
-    bool enter = keycode ? ch == KEY_ENTER : ch == '\r' || ch == '\n';
-    if (enter && cmdline_empty())
-        return set_focus(u, u->last_pane);
-    if (keycode && (ch == KEY_PPAGE || ch == KEY_NPAGE))
-        return scroll_log(u, ch == KEY_PPAGE ? 5 : -5);
-    /* The key that opens the command line, typed when it is open already
-     * (the view starts there): no command begins with it. */
-    if (!keycode && (ch == ':' || ch == '/') && cmdline_empty())
-        return RD(P_CMD);
-    if (keycode && ch == KEY_F(1)) {
-        u->help = true;
-        return RD_HELP;
-    }
-    cmdline_key(u, ch, keycode);
-    return RD(P_CMD);
 }
 
 bool tui_key_waits(const tui *u, int ch, bool keycode)
@@ -244,66 +211,36 @@ unsigned tui_key(tui *u, int ch, bool keycode)
         u->help = false;
         return RD_PANES;
     }
-    if (u->focus == P_CMD)
-        return cmd_key(u, ch, keycode);
+    const pane_class *pc = pane_classes[u->focus];
+    if (pc->key) {
+        unsigned bits = pc->key(u, ch, keycode);
+        if (!(bits & RD_IGNORED))
+            return bits;
+    }
     return keycode ? special_key(u, ch) : char_key(u, ch);
 }
 
 /* ---- mouse ---- */
 
-static unsigned click_tokens(tui *u, int y, int x)
-{
-    int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1;
-    for (int i = 0; i < u->tok_n && i < u->s->it->out->n_tokens; i++)
-        if (u->tok_row[i] == row && u->tok_col[i] <= col)
-            hit = i;
-    return hit >= 0 ? select_query(u, hit) : 0;
-}
-
-static unsigned click_attn(tui *u, int y, int x)
-{
-    int hy = y - u->heat_y, hx = x - u->heat_x;
-    if (u->s->it->out->n_tokens == 0)
-        return 0;
-    if (u->v.grid) {
-        int h = hm_grid_tile_at(&u->grid, hy, hx);
-        if (h < 0)
-            return 0;
-        u->v.head = h;
-        return RD(P_ATTN) | RD(P_STATUS);
-    }
-    int q = hm_query_at(&u->geom, hy * u->geom.sub);
-    if (q < 0)
-        return 0;
-    unsigned bits = select_query(u, q) | RD(P_ATTN);
-    int k = hm_key_at(&u->geom, hx);
-    if (k >= 0 && k <= q)
-        u->v.key = k;
-    return bits;
-}
-
-static unsigned wheel(tui *u, pane_id p, int d)
-{
-    if (p == P_LOG)
-        return scroll_log(u, -d * 3);
-    return select_query(u, u->v.query + d);
-}
-
+/* A click focuses the pane, then the pane's class reads it; a wheel turn
+ * is the pane's, or else moves the selected token. */
 unsigned tui_mouse(tui *u)
 {
     MEVENT ev;
     if (getmouse(&ev) != OK || u->lay.too_small)
         return 0;
     pane_id p = layout_pane_at(&u->lay, ev.y, ev.x);
-    if (p == P_COUNT || p == P_STATUS)
+    if (p == P_COUNT || !pane_classes[p]->focusable)
         return 0;
-    if (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED))
-        return wheel(u, p, ev.bstate & BUTTON4_PRESSED ? -1 : 1);
-    unsigned bits = u->focus == p ? 0 : set_focus(u, p);
-    int y = ev.y - u->lay.r[p].y, x = ev.x - u->lay.r[p].x;
-    if (p == P_TOKENS)
-        bits |= click_tokens(u, y, x);
-    else if (p == P_ATTN)
-        bits |= click_attn(u, y, x);
+    const pane_class *pc = pane_classes[p];
+    bool wheel = (ev.bstate & (BUTTON4_PRESSED | BUTTON5_PRESSED)) != 0;
+    unsigned bits = wheel || u->focus == p ? 0 : tui_focus(u, p);
+    if (pc->mouse) {
+        unsigned own = pc->mouse(u, ev.y - u->lay.r[p].y, ev.x - u->lay.r[p].x, ev.bstate);
+        if (!(own & RD_IGNORED))
+            return bits | own;
+    }
+    if (wheel)
+        bits |= tui_select_query(u, u->v.query + (ev.bstate & BUTTON4_PRESSED ? -1 : 1));
     return bits;
 }

@@ -20,33 +20,62 @@ pane_id layout_pane_at(const layout *l, int y, int x)
     return P_COUNT;
 }
 
+static bool has(unsigned present, pane_id p)
+{
+    return (present & LAYOUT_PANE(p)) != 0;
+}
+
 /* The right-hand (or lower) stack: probabilities, lens, norms, log; when
  * shorter, the lens takes the probabilities' place only when `shown`;
- * when short, the one pane `shown`. */
-static void stack_side(layout *l, rect area, pane_id shown)
+ * when short, the one pane `shown`. A pane not present leaves its rows
+ * to the log, which is always there. */
+static void stack_side(layout *l, rect area, pane_id shown, unsigned present)
 {
     if (area.h < 20) {
         l->shared = true;
         l->r[shown] = area;
         return;
     }
+    int want[P_COUNT] = {0};
     if (area.h >= 32) {
-        int probs = clamp(area.h / 4, 7, 12), lens = clamp(area.h / 4, 6, 12);
-        int norms = clamp(area.h * 3 / 10, 8, 18);
-        l->r[P_PROBS] = (rect){area.y, area.x, probs, area.w};
-        l->r[P_LENS] = (rect){area.y + probs, area.x, lens, area.w};
-        l->r[P_NORMS] = (rect){area.y + probs + lens, area.x, norms, area.w};
-        l->r[P_LOG] = (rect){area.y + probs + lens + norms, area.x, area.h - probs - lens - norms, area.w};
-        return;
+        want[P_PROBS] = clamp(area.h / 4, 7, 12);
+        want[P_LENS] = clamp(area.h / 4, 6, 12);
+        want[P_NORMS] = clamp(area.h * 3 / 10, 8, 18);
+    } else {
+        /* One slot for the probabilities or the lens. */
+        pane_id first = shown == P_LENS && has(present, P_LENS) ? P_LENS
+                        : has(present, P_PROBS)                 ? P_PROBS
+                                                                : P_LENS;
+        want[first] = clamp(area.h * 3 / 10, 7, 14);
+        want[P_NORMS] = clamp(area.h * 4 / 10, 8, 20);
     }
-    int probs = clamp(area.h * 3 / 10, 7, 14);
-    int norms = clamp(area.h * 4 / 10, 8, 20);
-    l->r[shown == P_LENS ? P_LENS : P_PROBS] = (rect){area.y, area.x, probs, area.w};
-    l->r[P_NORMS] = (rect){area.y + probs, area.x, norms, area.w};
-    l->r[P_LOG] = (rect){area.y + probs + norms, area.x, area.h - probs - norms, area.w};
+    int y = area.y;
+    for (int p = P_PROBS; p < P_LOG; p++)
+        if (want[p] > 0 && has(present, (pane_id)p)) {
+            l->r[p] = (rect){y, area.x, want[p], area.w};
+            y += want[p];
+        }
+    l->r[P_LOG] = (rect){y, area.x, area.y + area.h - y, area.w};
+}
+
+/* The side pane a shared slot shows: `shown` if present, else the first
+ * that is. */
+static pane_id side_shown(pane_id shown, unsigned present)
+{
+    if (PANE_IS_SIDE(shown) && has(present, shown))
+        return shown;
+    for (int p = P_PROBS; p <= P_LOG; p++)
+        if (has(present, (pane_id)p))
+            return (pane_id)p;
+    return P_LOG;
 }
 
 void layout_compute(layout *l, int rows, int cols, pane_id shown)
+{
+    layout_compute_for(l, rows, cols, shown, LAYOUT_ALL);
+}
+
+void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present)
 {
     memset(l, 0, sizeof *l);
     l->rows = rows;
@@ -55,8 +84,8 @@ void layout_compute(layout *l, int rows, int cols, pane_id shown)
         l->too_small = true;
         return;
     }
-    if (!PANE_IS_SIDE(shown))
-        shown = P_PROBS;
+    present |= LAYOUT_PANE(P_LOG);
+    shown = l->shown = side_shown(shown, present);
     l->r[P_CMD] = (rect){rows - 1, 0, 1, cols};
     l->r[P_STATUS] = (rect){rows - 2, 0, 1, cols};
     /* Token strip: a box around 1-3 rows of token pieces. */
@@ -66,7 +95,7 @@ void layout_compute(layout *l, int rows, int cols, pane_id shown)
     if (cols >= 100) {
         int side = clamp(cols * 2 / 5, 44, 76);
         l->r[P_ATTN] = (rect){top, 0, body, cols - side};
-        stack_side(l, (rect){top, cols - side, body, side}, shown);
+        stack_side(l, (rect){top, cols - side, body, side}, shown, present);
         return;
     }
     int lower = clamp(body * 2 / 5, 5, 12);

@@ -31,11 +31,19 @@ typedef struct layout {
     int rows, cols;
     bool too_small;
     bool shared;     /* the side panes share one slot */
+    pane_id shown;   /* the side pane a shared slot holds */
     rect r[P_COUNT]; /* h == 0: not shown */
 } layout;
 
+#define LAYOUT_PANE(p) (1u << (p))
+#define LAYOUT_ALL ((1u << P_COUNT) - 1)
+
 /* `shown` says which side pane a shared slot holds when there is no room
- * for all of them. */
+ * for all of them. `present` has bit LAYOUT_PANE(p) set for each pane
+ * that applies to the program: a side pane without it gets no place (its
+ * room goes to the log); the others are always laid out. */
+void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present);
+/* Every pane present. */
 void layout_compute(layout *l, int rows, int cols, pane_id shown);
 bool rect_contains(rect r, int y, int x);
 /* The visible pane at (y, x), or P_COUNT. */

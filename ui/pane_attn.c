@@ -275,7 +275,7 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src, int n)
     src->head = u->v.head;
 }
 
-void pane_attn_draw(tui *u)
+static void draw(tui *u)
 {
     const as_session *s = u->s;
     int n = s->it->out->n_tokens, hook = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
@@ -303,3 +303,37 @@ void pane_attn_draw(tui *u)
     }
     wnoutrefresh(u->win[P_ATTN]);
 }
+
+/* A click selects the head under it in the grid, or the query and key
+ * of the cell under it. */
+static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
+{
+    if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
+        return RD_IGNORED;
+    int hy = y - u->heat_y, hx = x - u->heat_x;
+    if (u->s->it->n_tokens == 0)
+        return 0;
+    if (u->v.grid) {
+        int h = hm_grid_tile_at(&u->grid, hy, hx);
+        if (h < 0)
+            return 0;
+        u->v.head = h;
+        return panes_showing(SHOWS_HEAD);
+    }
+    int q = hm_query_at(&u->geom, hy * u->geom.sub);
+    if (q < 0)
+        return 0;
+    unsigned bits = tui_select_query(u, q) | RD(P_ATTN);
+    int k = hm_key_at(&u->geom, hx);
+    if (k >= 0 && k <= q)
+        u->v.key = k;
+    return bits;
+}
+
+const pane_class pane_attn = {
+    .name = "Attention",
+    .shows = SHOWS_LAYER | SHOWS_HEAD | SHOWS_QUERY | SHOWS_KEY | SHOWS_LOOK | SHOWS_DATA,
+    .focusable = true,
+    .draw = draw,
+    .mouse = mouse,
+};

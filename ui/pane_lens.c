@@ -133,7 +133,7 @@ static void draw_layer(tui *u, WINDOW *w, int y, int row, int cols)
     term_role(&u->t, w, R_NORMAL);
 }
 
-void pane_lens_draw(tui *u)
+static void draw(tui *u)
 {
     WINDOW *w = u->win[P_LENS];
     int q = u->v.query;
@@ -173,3 +173,19 @@ void pane_lens_draw(tui *u)
         draw_layer(u, w, 1 + i, first + i, cols);
     wnoutrefresh(w);
 }
+
+/* Where there is a residual stream after each layer to read through the
+ * final norm and the unembedding. */
+static bool applies(const tui *u)
+{
+    const as_program *p = u->s->prog;
+    return as_program_hook(p, AS_HK_RESID_POST, 0) >= 0 && as_program_hook(p, AS_HK_LOGITS, -1) >= 0;
+}
+
+const pane_class pane_lens = {
+    .name = "Logit lens",
+    .shows = SHOWS_LAYER | SHOWS_QUERY | SHOWS_DATA,
+    .focusable = true,
+    .applies = applies,
+    .draw = draw,
+};

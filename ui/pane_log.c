@@ -42,7 +42,7 @@ static int draw_wrapped(tui *u, WINDOW *w, const log_line *l, int bottom, int wi
     return bottom;
 }
 
-void pane_log_draw(tui *u)
+static void draw(tui *u)
 {
     WINDOW *w = u->win[P_LOG];
     int rows = getmaxy(w) - 2, width = getmaxx(w) - 4;
@@ -61,3 +61,45 @@ void pane_log_draw(tui *u)
     term_role(&u->t, w, R_NORMAL);
     wnoutrefresh(w);
 }
+
+unsigned pane_log_scroll(tui *u, int d)
+{
+    u->log_scroll += d;
+    if (u->log_scroll < 0)
+        u->log_scroll = 0;
+    return RD(P_LOG);
+}
+
+/* Focused: Up/Down scroll a line, PgUp/PgDn a pane's height. */
+static unsigned key(tui *u, int ch, bool keycode)
+{
+    int page = u->lay.r[P_LOG].h > 3 ? u->lay.r[P_LOG].h - 3 : 1;
+    if (!keycode)
+        return RD_IGNORED;
+    switch (ch) {
+    case KEY_UP: return pane_log_scroll(u, 1);
+    case KEY_DOWN: return pane_log_scroll(u, -1);
+    case KEY_PPAGE: return pane_log_scroll(u, page);
+    case KEY_NPAGE: return pane_log_scroll(u, -page);
+    default: return RD_IGNORED;
+    }
+}
+
+static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
+{
+    if (buttons & BUTTON4_PRESSED)
+        return pane_log_scroll(u, 3);
+    if (buttons & BUTTON5_PRESSED)
+        return pane_log_scroll(u, -3);
+    return RD_IGNORED;
+}
+
+const pane_class pane_log = {
+    .name = "Output",
+    .shows = SHOWS_LOG,
+    .focusable = true,
+    .keys = "Up/Down PgUp/PgDn scroll  Tab pane  : command  ? keys  q quit",
+    .draw = draw,
+    .key = key,
+    .mouse = mouse,
+};

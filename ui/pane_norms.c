@@ -130,7 +130,7 @@ static void sparkline(tui *u, WINDOW *w, int y, int cols)
     term_role(&u->t, w, R_NORMAL);
 }
 
-void pane_norms_draw(tui *u)
+static void draw(tui *u)
 {
     WINDOW *w = u->win[P_NORMS];
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, h = norm_hook(u, u->v.norm);
@@ -156,3 +156,27 @@ void pane_norms_draw(tui *u)
     sparkline(u, w, rows, cols);
     wnoutrefresh(w);
 }
+
+/* Where the program records norm statistics: every LayerNorm and RMSNorm. */
+static bool applies(const tui *u)
+{
+    const as_program *p = u->s->prog;
+    return as_program_hook(p, AS_HK_LN1_SCALE, 0) >= 0 || as_program_hook(p, AS_HK_LNF_SCALE, -1) >= 0;
+}
+
+/* Focused: Left/Right pick the norm. */
+static unsigned key(tui *u, int ch, bool keycode)
+{
+    if (keycode && (ch == KEY_LEFT || ch == KEY_RIGHT))
+        return tui_cycle_norm(u, ch == KEY_LEFT ? -1 : 1);
+    return RD_IGNORED;
+}
+
+const pane_class pane_norms = {
+    .name = "LayerNorm",
+    .shows = SHOWS_LAYER | SHOWS_QUERY | SHOWS_NORM | SHOWS_DATA,
+    .focusable = true,
+    .applies = applies,
+    .draw = draw,
+    .key = key,
+};

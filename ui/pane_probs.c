@@ -98,7 +98,7 @@ static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
         draw_row(u, w, 1 + k, rank_of(u, next), next, next, mark, cols);
 }
 
-void pane_probs_draw(tui *u)
+static void draw(tui *u)
 {
     WINDOW *w = u->win[P_PROBS];
     int q = u->v.query;
@@ -119,3 +119,17 @@ void pane_probs_draw(tui *u)
         draw_list(u, w, logits, q);
     wnoutrefresh(w);
 }
+
+/* Where the program ends in logits over a vocabulary. */
+static bool applies(const tui *u)
+{
+    return as_program_hook(u->s->prog, AS_HK_LOGITS, -1) >= 0;
+}
+
+const pane_class pane_probs = {
+    .name = "Next token",
+    .shows = SHOWS_QUERY | SHOWS_DATA,
+    .focusable = true,
+    .applies = applies,
+    .draw = draw,
+};

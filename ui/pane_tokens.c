@@ -59,7 +59,7 @@ static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96]
     term_role(&u->t, w, R_NORMAL);
 }
 
-void pane_tokens_draw(tui *u)
+static void draw(tui *u)
 {
     WINDOW *w = u->win[P_TOKENS];
     const as_interp *it = u->s->it;
@@ -99,3 +99,34 @@ void pane_tokens_draw(tui *u)
     free(widths);
     wnoutrefresh(w);
 }
+
+/* Focused: Left/Right pick the token. */
+static unsigned key(tui *u, int ch, bool keycode)
+{
+    if (keycode && (ch == KEY_LEFT || ch == KEY_RIGHT))
+        return tui_select_query(u, u->v.query + (ch == KEY_LEFT ? -1 : 1));
+    return RD_IGNORED;
+}
+
+/* A click selects the token under it (the last whose chip starts at or
+ * before the column, on that row of the strip). */
+static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
+{
+    if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
+        return RD_IGNORED;
+    int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1;
+    for (int i = 0; i < u->tok_n && i < u->s->it->n_tokens; i++)
+        if (u->tok_row[i] == row && u->tok_col[i] <= col)
+            hit = i;
+    return hit >= 0 ? tui_select_query(u, hit) : 0;
+}
+
+const pane_class pane_tokens = {
+    .name = "Tokens",
+    .shows = SHOWS_QUERY | SHOWS_DATA,
+    .focusable = true,
+    .keys = "<- -> token  Up/Down layer  Tab pane  : command  ? keys  q quit",
+    .draw = draw,
+    .key = key,
+    .mouse = mouse,
+};

@@ -1,6 +1,7 @@
 /* status: one line saying where things stand (the model, the layer and op
  * the interpreter stands at, the context length, the capture's memory)
- * and the keys that matter for the focused pane. */
+ * and the keys that matter for the focused pane (its class's, else the
+ * view's). */
 #include <string.h>
 
 #include "textfmt.h"
@@ -24,18 +25,10 @@ static void where(const tui *u, char *out, size_t cap)
         snprintf(out, cap, "pass done, logits ready");
 }
 
-static const char *keys_for(const tui *u)
-{
-    if (u->focus == P_CMD)
-        return "Enter run  Tab complete  Up history  Esc back to the view";
-    if (u->focus == P_TOKENS)
-        return "<- -> token  Up/Down layer  Tab pane  : command  ? keys  q quit";
-    if (u->focus == P_LOG)
-        return "Up/Down PgUp/PgDn scroll  Tab pane  : command  ? keys  q quit";
-    return "? keys  : command  arrows layer/head  Tab pane  g grid  s step  n next  Space gen  q quit";
-}
+#define VIEW_KEYS "? keys  : command  arrows layer/head  Tab pane  g grid  s step  n next  Space gen  q quit"
+#define VIEW_KEYS_SHORT "? keys  q quit"
 
-void status_draw(tui *u)
+static void draw(tui *u)
 {
     WINDOW *w = u->win[P_STATUS];
     int cols = getmaxx(w);
@@ -50,9 +43,10 @@ void status_draw(tui *u)
     mvwprintw(w, 0, 0, "%*s", cols, "");
     int used = put_text(u, w, 0, 0, left, cols);
     /* The keys, right-aligned, if they fit; else the two that lead to the rest. */
-    const char *keys = keys_for(u);
+    const pane_class *focus = pane_classes[u->focus];
+    const char *keys = focus->keys ? focus->keys : VIEW_KEYS;
     if (used + (int)strlen(keys) + 2 > cols)
-        keys = u->focus == P_CMD ? "Esc back to the view" : "? keys  q quit";
+        keys = focus->keys_short ? focus->keys_short : VIEW_KEYS_SHORT;
     int kw = (int)strlen(keys);
     if (used + kw + 2 <= cols) {
         term_role(&u->t, w, R_STATUS_KEY);
@@ -61,3 +55,9 @@ void status_draw(tui *u)
     term_role(&u->t, w, R_NORMAL);
     wnoutrefresh(w);
 }
+
+const pane_class pane_status = {
+    .name = "status",
+    .shows = SHOWS_LAYER | SHOWS_HEAD | SHOWS_DATA | SHOWS_FOCUS | SHOWS_BUSY,
+    .draw = draw,
+};

@@ -30,7 +30,9 @@ static void relayout(tui *u)
     getmaxyx(stdscr, rows, cols);
     if (PANE_IS_SIDE(u->focus))
         u->shared = u->focus;
-    layout_compute(&u->lay, rows, cols, u->shared);
+    u->present = panes_present(u);
+    layout_compute_for(&u->lay, rows, cols, u->shared, u->present);
+    u->shared = u->lay.shown;
     drop_windows(u);
     /* stdscr lies under the panes: refreshed once here, then untouched,
      * so reading keys from it never paints over them. */
@@ -42,7 +44,7 @@ static void relayout(tui *u)
             continue;
         u->win[p] = newwin(r.h, r.w, r.y, r.x);
         if (u->win[p])
-            leaveok(u->win[p], p != P_CMD);
+            leaveok(u->win[p], !pane_classes[p]->cursor);
     }
     u->dirty |= RD_PANES;
 }
@@ -70,14 +72,8 @@ static void draw_too_small(tui *u)
     wnoutrefresh(stdscr);
 }
 
-typedef void (*draw_fn)(tui *u);
-
 void tui_redraw(tui *u)
 {
-    static const draw_fn draw[P_COUNT] = {
-        [P_ATTN] = pane_attn_draw, [P_TOKENS] = pane_tokens_draw, [P_PROBS] = pane_probs_draw, [P_LENS] = pane_lens_draw,
-        [P_NORMS] = pane_norms_draw, [P_LOG] = pane_log_draw, [P_STATUS] = status_draw,
-    };
     if (u->dirty & RD_LAYOUT)
         relayout(u);
     if (u->lay.too_small) {
@@ -89,14 +85,15 @@ void tui_redraw(tui *u)
     unsigned dirty = u->dirty;
     u->dirty = 0;
     for (int p = 0; p < P_COUNT; p++)
-        if ((dirty & RD(p)) && u->win[p] && draw[p])
-            draw[p](u);
+        if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)
+            pane_classes[p]->draw(u);
     if (u->help && (dirty & (RD_PANES | RD_HELP)))
         help_draw(u);
     /* The command line goes last: the terminal's cursor is left where
      * the last refreshed window put it. */
-    if (u->win[P_CMD] && ((dirty & RD(P_CMD)) || u->focus == P_CMD) && !u->help)
-        cmdline_draw(u);
+    for (int p = 0; p < P_COUNT && !u->help; p++)
+        if (u->win[p] && pane_classes[p]->cursor && ((dirty & RD(p)) || (int)u->focus == p))
+            pane_classes[p]->draw(u);
     doupdate();
 }
 
@@ -120,12 +117,12 @@ static void capture_drain(tui *u)
     if (u->cap_out && fflush(u->cap_out) == 0 && u->cap_out_len > u->cap_out_seen) {
         log_add(&u->log, LOG_OUT, u->cap_out_buf + u->cap_out_seen, u->cap_out_len - u->cap_out_seen);
         u->cap_out_seen = u->cap_out_len;
-        u->dirty |= RD(P_LOG);
+        u->dirty |= panes_showing(SHOWS_LOG);
     }
     if (u->cap_warn && fflush(u->cap_warn) == 0 && u->cap_warn_len > u->cap_warn_seen) {
         log_add(&u->log, LOG_WARN, u->cap_warn_buf + u->cap_warn_seen, u->cap_warn_len - u->cap_warn_seen);
         u->cap_warn_seen = u->cap_warn_len;
-        u->dirty |= RD(P_LOG);
+        u->dirty |= panes_showing(SHOWS_LOG);
     }
 }
 
@@ -149,7 +146,7 @@ static void capture_end(tui *u, FILE *null)
 unsigned tui_after_command(tui *u)
 {
     view_clamp(&u->v, u->s);
-    return RD_DATA | RD(P_LOG) | RD(P_CMD);
+    return panes_showing(SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
 }
 
 static int run_one(tui *u, const char *cmd)
@@ -159,7 +156,7 @@ static int run_one(tui *u, const char *cmd)
     capture_begin(u);
     snprintf(u->running, sizeof u->running, "%s   (Ctrl-C stops it)", cmd);
     u->busy = true;
-    u->dirty |= RD(P_CMD) | RD(P_STATUS);
+    u->dirty |= panes_showing(SHOWS_BUSY);
     tui_redraw(u);
     int rc = view_exec(&u->v, u->s, cmd, &changed, &err);
     u->busy = false;
@@ -168,6 +165,23 @@ static int run_one(tui *u, const char *cmd)
         log_addf(&u->log, LOG_ERROR, "error: %s", err.msg);
     if (changed && u->v.cmap != u->t.cmap)
         term_set_cmap(&u->t, u->v.cmap);
+    return rc;
+}
+
+/* `view dump FILE`: the screen as it stands once the commands before
+ * this one have run (the panes redrawn as when nothing runs: no
+ * "running" line), then read back from curses' picture of it. */
+static int dump_view(void *ctx, const char *path, as_error *err)
+{
+    tui *u = ctx;
+    capture_drain(u);
+    u->busy = false;
+    u->dirty |= tui_after_command(u);
+    tui_redraw(u);
+    u->busy = true;
+    int rc = screen_dump(u, path, err);
+    if (rc == AS_OK)
+        fprintf(u->s->out, "wrote %s (the %dx%d screen as text)\n", path, u->lay.cols, u->lay.rows);
     return rc;
 }
 
@@ -205,7 +219,7 @@ static void idle_interrupt(tui *u)
     }
     log_addf(&u->log, LOG_HINT, "Ctrl-C stops a running command; q, Ctrl-D or quit leaves.");
     u->log_scroll = 0;
-    u->dirty |= RD(P_LOG);
+    u->dirty |= panes_showing(SHOWS_LOG);
 }
 
 /* Keeps a key for after the running command; a paste may bring
@@ -294,7 +308,7 @@ static void on_pass(void *ctx, as_session *s)
     tui *u = ctx;
     capture_drain(u);
     view_clamp(&u->v, s);
-    u->dirty |= RD_DATA;
+    u->dirty |= panes_showing(SHOWS_DATA);
     tui_redraw(u);
     long deadline = now_ms() + u->v.delay_ms;
     do {
@@ -368,6 +382,8 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.s = s;
     u.interrupted = interrupted;
     view_init(&u.v);
+    u.v.dump = dump_view;
+    u.v.dump_ctx = &u;
     log_init(&u.log, 2000);
     u.focus = s->it->out->n_tokens ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;

@@ -1,8 +1,11 @@
 /* tui: the full-screen view. One struct holds what the panes need; the
  * main loop (tui.c) reads keys, runs commands and redraws only the panes
- * whose `dirty` bit is set. Key handlers (keys.c) return the bits to set,
- * as htop's handlers return what to redraw. Each pane draws itself from
- * the session's capture (pane_*.c, status.c, cmdline.c). */
+ * whose `dirty` bit is set. Each pane is a class in htop's manner
+ * (pane_class below, listed in panes.c): it says whether it applies to the
+ * loaded program, draws itself from the session's capture, and may handle
+ * keys and clicks of its own when focused; handlers return the redraw
+ * bits of the panes that show what changed, as htop's return what to
+ * redraw. The view's own keys are in keys.c. */
 #ifndef ATTNSCOPE_UI_TUI_H
 #define ATTNSCOPE_UI_TUI_H
 
@@ -17,12 +20,31 @@
 #include "term.h"
 #include "view.h"
 
-/* Redraw bits: one per pane, plus a new layout (windows remade). */
+/* Redraw bits: one per pane, plus a new layout (windows remade). A pane's
+ * key or mouse handler returns RD_IGNORED for what is not its own: the
+ * view's keys then decide. */
 #define RD(p) (1u << (p))
 #define RD_LAYOUT (1u << P_COUNT)
 #define RD_HELP (1u << (P_COUNT + 1))
+#define RD_IGNORED (1u << 31)
 #define RD_PANES ((1u << P_COUNT) - 1)
-#define RD_DATA (RD(P_ATTN) | RD(P_TOKENS) | RD(P_PROBS) | RD(P_LENS) | RD(P_NORMS) | RD(P_STATUS))
+
+#define KEY_ESC 27
+
+/* What of the view a pane shows: the panes showing a thing are redrawn
+ * when it changes (panes_showing). */
+enum {
+    SHOWS_LAYER = 1 << 0,  /* the selected layer */
+    SHOWS_HEAD = 1 << 1,   /* the selected head */
+    SHOWS_QUERY = 1 << 2,  /* the selected token */
+    SHOWS_KEY = 1 << 3,    /* the heatmap cursor's key */
+    SHOWS_NORM = 1 << 4,   /* which norm */
+    SHOWS_LOOK = 1 << 5,   /* colormap, one head or the grid */
+    SHOWS_DATA = 1 << 6,   /* the context, the capture, where the interpreter stands */
+    SHOWS_LOG = 1 << 7,    /* what commands printed */
+    SHOWS_FOCUS = 1 << 8,  /* which pane has the focus (besides the focused pane itself) */
+    SHOWS_BUSY = 1 << 9,   /* a command is running */
+};
 
 typedef struct tui {
     as_session *s;
@@ -33,6 +55,7 @@ typedef struct tui {
     pane_id focus;
     pane_id last_pane;   /* where Esc from the command line returns */
     pane_id shared;      /* which side pane (probs, lens, norms, log) a shared slot shows */
+    unsigned present;    /* the panes that apply to the program (RD bits), as of the last layout */
     unsigned dirty;
     bool help;           /* the key overlay is up */
     bool busy;           /* a command is running: keys that run commands wait */
@@ -95,22 +118,56 @@ void piece_label(const tui *u, int32_t id, char *out, size_t cap);
 /* The vocabulary-sized scratch (probs, order) the panes share; false if out of memory. */
 bool vocab_scratch(tui *u);
 
-void pane_tokens_draw(tui *u);
-void pane_attn_draw(tui *u);
-void pane_norms_draw(tui *u);
-void pane_probs_draw(tui *u);
-void pane_lens_draw(tui *u);
-void pane_log_draw(tui *u);
-void status_draw(tui *u);
+/* A pane, htop's way: one object per file (pane_*.c, status.c,
+ * cmdline.c), listed in panes.c. */
+typedef struct pane_class {
+    const char *name;
+    unsigned shows;        /* SHOWS_* bits: redrawn when one of these changes */
+    bool focusable;        /* Tab and clicks give it the focus */
+    bool cursor;           /* holds the terminal's cursor: drawn last (the command line) */
+    const char *keys;      /* the status line's keys while it has the focus; NULL: the view's */
+    const char *keys_short;/* when those do not fit; NULL: the view's */
+    /* Whether it applies to the loaded program (NULL: to every one); a
+     * pane that does not gets no place in the layout and no Tab stop. */
+    bool (*applies)(const tui *u);
+    void (*draw)(tui *u);  /* into u->win[its id], then wnoutrefresh */
+    /* Its own keys while focused (NULL: none): redraw bits, or RD_IGNORED. */
+    unsigned (*key)(tui *u, int ch, bool keycode);
+    /* A click or wheel turn inside it, in its window's coordinates (NULL:
+     * none): redraw bits, or RD_IGNORED. */
+    unsigned (*mouse)(tui *u, int y, int x, mmask_t buttons);
+} pane_class;
+
+extern const pane_class pane_attn, pane_tokens, pane_probs, pane_lens, pane_norms, pane_log, pane_status,
+    pane_cmdline;
+
+/* panes.c: the table, by pane_id. */
+extern const pane_class *const pane_classes[P_COUNT];
+/* The redraw bits of the panes that show any of `what` (SHOWS_*). */
+unsigned panes_showing(unsigned what);
+/* The panes that apply to the loaded program, as a mask of RD(p) bits
+ * (the same bits as layout's LAYOUT_PANE(p)). */
+unsigned panes_present(const tui *u);
+
+/* keys.c: selection changes a pane's handler shares with the view's keys. */
+unsigned tui_focus(tui *u, pane_id p);
+unsigned tui_select_query(tui *u, int q);
+unsigned tui_cycle_norm(tui *u, int d);
+
+/* pane_log.c: scrolls the log d visual lines back (negative: forward). */
+unsigned pane_log_scroll(tui *u, int d);
+
 void help_draw(tui *u);
+
+/* screendump.c: the screen as plain text (`view dump FILE`), written
+ * through a temporary file renamed into place. */
+int screen_dump(const tui *u, const char *path, as_error *err);
 
 /* cmdline.c: GNU readline inside the view. */
 void cmdline_init(tui *u);
 void cmdline_close(void);
-void cmdline_key(tui *u, int ch, bool keycode);
 void cmdline_clear(tui *u);
 bool cmdline_empty(void);
-void cmdline_draw(tui *u);
 /* A line readline finished (malloc'd), or NULL. */
 char *cmdline_take_line(void);
 bool cmdline_eof(void);

@@ -8,8 +8,10 @@ static const as_command_info commands[] = {
     {"set", "set delay MS | cmap viridis|magma|gray",
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
-    {"view", "view layer N | head N | pos N|last | norm ln1|ln2|final | grid on|off",
-     "Choose what the full-screen view shows (the keys do the same).", "view layer 2"},
+    {"view", "view layer N | head N | pos N|last | norm ln1|ln2|final | grid on|off | dump FILE",
+     "Choose what the full-screen view shows (the keys do the same); `dump` writes its screen to FILE as "
+     "plain text, one line per row.",
+     "view layer 2"},
 };
 
 #define N_VIEW_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
@@ -113,6 +115,14 @@ static int view_pos(view *v, const as_session *s, const char *arg, as_error *err
     return AS_OK;
 }
 
+/* The screen as text: only the full-screen view has one. */
+static int view_dump(view *v, const char *path, as_error *err)
+{
+    if (!v->dump)
+        return as_error_set(err, "view dump: there is no screen to dump outside the full-screen view");
+    return v->dump(v->dump_ctx, path, err);
+}
+
 static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
 {
     const as_config *c = &s->model->cfg;
@@ -132,6 +142,8 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
         rc = set_cmap(v, arg, err);
     else if (!strcmp(what, "grid") && (!strcmp(arg, "on") || !strcmp(arg, "off")))
         rc = (v->grid = !strcmp(arg, "on"), AS_OK);
+    else if (!strcmp(what, "dump"))
+        return view_dump(v, arg, err);
     else
         return as_error_set(err, "usage: %s", commands[1].usage);
     if (rc == AS_OK)

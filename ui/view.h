@@ -1,6 +1,6 @@
 /* view: what the full-screen view shows (layer, head, selected token,
  * norm, grid, colormap, pace of `gen`), and the view's own commands
- * (`set delay`, `set cmap`, `view ...`), which sit in front of the
+ * (`set delay`, `set cmap`, `view ...`, `view dump FILE`), which sit in front of the
  * session's commands. No terminal here: the plain REPL and batch mode run
  * the same commands (they only take effect in the full-screen view). */
 #ifndef ATTNSCOPE_UI_VIEW_H
@@ -23,6 +23,10 @@ typedef struct view {
     bool grid;        /* every head of the layer as small multiples */
     as_cmap cmap;
     int delay_ms;     /* pause after each generated token */
+    /* `view dump FILE`: writes the screen as text; set by the full-screen
+     * view, NULL where there is no screen (the REPL, batch mode). */
+    int (*dump)(void *ctx, const char *path, as_error *err);
+    void *dump_ctx;
 } view;
 
 void view_init(view *v);

@@ -1,0 +1,174 @@
+#!/bin/sh
+# Golden screens: the full-screen view driven in tmux on the bundled
+# models, at 160x48 (projector, every pane) and 80x24 (the smallest common
+# terminal), through a few states; at each, `view dump NAME.txt` writes the
+# screen as text and it is compared whole with the reviewed screen in
+# tests/e2e/golden/NAME.txt (diff -u printed on a difference). Text only:
+# the heatmap's colours are not in a dump, so one run is without colour
+# (NO_COLOR), where cells are shading characters and the values show.
+#
+# Deterministic by construction: one compute thread (--threads 1), greedy
+# decoding for `gen`, relative file names (the log echoes the command), a
+# fresh readline history, and nothing on screen that depends on time (the
+# status line shows no timings). Numbers are the same on one build; another
+# compiler or CPU (-march=native, BLAS) may move a last digit, and then the
+# diff shows exactly where.
+#
+# GOLDEN_UPDATE=1 rewrites the expected screens from this run instead of
+# comparing: read every changed file (git diff) before committing it.
+set -u
+BIN=${AS_BIN:-$(pwd)/build/attnscope}
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODELS=$HERE/../../models
+GOLDEN=$HERE/golden
+UPDATE=${GOLDEN_UPDATE:-0}
+command -v tmux >/dev/null 2>&1 || { echo "FAIL: tmux is needed for the view's tests"; exit 1; }
+TMP=$(mktemp -d)
+SOCK=attnscope-golden-$$
+T="tmux -L $SOCK -f /dev/null"
+trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+TERMINAL=tmux-256color
+infocmp $TERMINAL >/dev/null 2>&1 || TERMINAL=screen-256color
+
+. "$HERE/tmux_lib.sh"
+
+ok() { pass=$((pass + 1)); }
+bad() {
+    fail=$((fail + 1))
+    echo "FAIL: $1"
+}
+
+# start NAME MODEL COLS ROWS [ENV]: attnscope on models/MODEL.gguf in a new
+# tmux session whose working directory (where dumps land) is $TMP.
+start() {
+    name=$1 model=$2 cols=$3 rows=$4 envs=${5:-}
+    cat > "$TMP/$name.sh" <<EOF
+unset COLORTERM NO_COLOR
+export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name" $envs
+"$BIN" -m "$MODELS/$model.gguf" --threads 1
+exec sleep 600
+EOF
+    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
+    wait_for "$name" '^attnscope>' 20 || bad "$name: the view did not start"
+}
+
+# wait_file FILE [SECONDS]: the dump is renamed into place whole, so its
+# existence says it is complete.
+wait_file() {
+    _w=0
+    while [ $_w -lt $(( ${2:-20} * 20 )) ]; do
+        [ -f "$1" ] && return 0
+        sleep 0.05
+        _w=$((_w + 1))
+    done
+    return 1
+}
+
+# state SESSION GOLDEN "COMMANDS": runs the commands (';'-separated, may
+# be empty) and `view dump GOLDEN.txt` on one command line, then compares.
+state() {
+    name=$1 golden=$2 cmds=$3
+    rm -f "$TMP/$golden.txt"
+    typed "$name" "${cmds:+$cmds; }view dump $golden.txt"
+    keys "$name" Enter
+    if ! wait_file "$TMP/$golden.txt" 60; then
+        screen "$name"
+        bad "$golden: no dump written"
+        sed 's/^/  screen: /' "$TMP/screen"
+        return
+    fi
+    compare "$golden"
+}
+
+# Keys (not commands) then the dump, for states only keys reach: Esc
+# leaves the command line first (alone: Esc and the next key sent
+# together would read as Alt+key), then the keys, then : and the dump.
+state_keys() {
+    name=$1 golden=$2
+    shift 2
+    rm -f "$TMP/$golden.txt"
+    keys "$name" Escape
+    wait_for "$name" 'press : to type a command' || bad "$golden: Esc did not leave the command line"
+    keys "$name" "$@"
+    typed "$name" ":view dump $golden.txt"
+    keys "$name" Enter
+    if ! wait_file "$TMP/$golden.txt" 60; then
+        screen "$name"
+        bad "$golden: no dump written"
+        sed 's/^/  screen: /' "$TMP/screen"
+        return
+    fi
+    compare "$golden"
+}
+
+compare() {
+    if [ "$UPDATE" = 1 ]; then
+        mkdir -p "$GOLDEN"
+        cmp -s "$TMP/$1.txt" "$GOLDEN/$1.txt" || echo "golden: updated $1.txt"
+        cp "$TMP/$1.txt" "$GOLDEN/$1.txt"
+        ok
+    elif [ ! -f "$GOLDEN/$1.txt" ]; then
+        bad "$1: no expected screen tests/e2e/golden/$1.txt (GOLDEN_UPDATE=1 writes it)"
+    elif diff -u "$GOLDEN/$1.txt" "$TMP/$1.txt" > "$TMP/$1.diff"; then
+        ok
+    else
+        bad "$1: the screen differs from tests/e2e/golden/$1.txt (- expected, + now)"
+        cat "$TMP/$1.diff"
+    fi
+}
+
+# The dump is what the terminal shows: once the command is done, tmux's
+# own copy of the screen (capture-pane trims trailing spaces too) is the
+# same, where no pane changes after the dump (at 80x24 the log, where
+# "wrote ..." lands, is hidden).
+same_as_tmux() {
+    name=$1 golden=$2
+    _w=0
+    while [ $_w -lt 200 ]; do
+        screen "$name"
+        cmp -s "$TMP/screen" "$TMP/$golden.txt" && { ok; return; }
+        sleep 0.05
+        _w=$((_w + 1))
+    done
+    bad "$golden: the dump is not what tmux shows (- dump, + tmux)"
+    diff -u "$TMP/$golden.txt" "$TMP/screen"
+}
+
+PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune'
+
+# ---- austen-gpt2 at 160x48: every pane at once ----
+start g160 austen-gpt2 160 48
+state g160 gpt2-160x48-fresh ''
+state g160 gpt2-160x48-finish "set delay 0; prompt $PROMPT; finish"
+state g160 gpt2-160x48-grid 'view grid on'
+state g160 gpt2-160x48-layer2-head5 'view grid off; view layer 2; view head 5'
+state g160 gpt2-160x48-norms-final-pos5 'view norm final; view pos 5'
+state g160 gpt2-160x48-gen 'view norm ln1; view layer 0; view head 1; view pos last; set temp 0; gen 4'
+
+# ---- austen-gpt2 at 80x24: one side pane at a time ----
+start g80 austen-gpt2 80 24
+state g80 gpt2-80x24-fresh ''
+same_as_tmux g80 gpt2-80x24-fresh
+state g80 gpt2-80x24-finish "set delay 0; prompt $PROMPT; finish"
+same_as_tmux g80 gpt2-80x24-finish
+state g80 gpt2-80x24-grid 'view grid on'
+state g80 gpt2-80x24-layer2-head5 'view grid off; view layer 2; view head 5'
+# Esc leaves the command line for the heatmap; Tab walks the panes: tokens,
+# next token, lens, norms. The shared slot shows the focused one.
+state_keys g80 gpt2-80x24-lens-tab Tab Tab Tab
+state_keys g80 gpt2-80x24-norms-tab Tab
+same_as_tmux g80 gpt2-80x24-norms-tab
+
+# ---- austen-llama: RMSNorm, grouped-query attention ----
+start l160 austen-llama 160 48
+state l160 llama-160x48-finish "set delay 0; prompt $PROMPT; finish"
+
+# ---- induction, without colour: the heads' patterns in shades ----
+start i160 induction 160 48 NO_COLOR=1
+state i160 induction-160x48-nocolor-grid-l1 'prompt qzvkwjxbmfpdqzvkwjxbmfpd; finish; view layer 1; view grid on'
+state i160 induction-160x48-nocolor-l0-h3 'view grid off; view layer 0; view head 3'
+
+echo "golden e2e: $pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,34 @@
+/* panes: the table of the view's panes, by pane_id. A new pane is a file
+ * exporting its pane_class, a line here, an id in layout.h and its place
+ * in the layout; the main loop, the redraws, Tab and clicks go through
+ * the table. */
+#include "tui.h"
+
+const pane_class *const pane_classes[P_COUNT] = {
+    [P_ATTN] = &pane_attn,
+    [P_TOKENS] = &pane_tokens,
+    [P_PROBS] = &pane_probs,
+    [P_LENS] = &pane_lens,
+    [P_NORMS] = &pane_norms,
+    [P_LOG] = &pane_log,
+    [P_CMD] = &pane_cmdline,
+    [P_STATUS] = &pane_status,
+};
+
+unsigned panes_showing(unsigned what)
+{
+    unsigned bits = 0;
+    for (int p = 0; p < P_COUNT; p++)
+        if (pane_classes[p]->shows & what)
+            bits |= RD(p);
+    return bits;
+}
+
+unsigned panes_present(const tui *u)
+{
+    unsigned bits = 0;
+    for (int p = 0; p < P_COUNT; p++)
+        if (!pane_classes[p]->applies || pane_classes[p]->applies(u))
+            bits |= RD(p);
+    return bits;
+}
