@@ -256,7 +256,7 @@ static void single_view(tui *u, WINDOW *w, attn_src *src, int n)
 static void grid_view(tui *u, WINDOW *w, attn_src *src, int n)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
-    int heads = u->s->model->cfg.n_head;
+    int heads = as_program_attn(u->s->prog, src->hook)->n_head;
     u->grid = hm_grid_arrange(heads, n, rows - 1, cols, sub);
     hm_geom g = u->geom;
     hm_fit(&g, n, n, u->grid.tile_rows - 1, u->grid.tile_cols, sub, 16);
@@ -281,7 +281,8 @@ static void draw(tui *u)
     int n = s->it->out->n_tokens, hook = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
     char title[96], note[96];
     if (u->v.grid)
-        snprintf(title, sizeof title, "Attention  layer %d  all %d heads", u->v.layer, s->model->cfg.n_head);
+        snprintf(title, sizeof title, "Attention  layer %d  all %d heads", u->v.layer,
+                 hook >= 0 ? as_program_attn(s->prog, hook)->n_head : 0);
     else
         snprintf(title, sizeof title, "Attention  layer %d  head %d", u->v.layer, u->v.head);
     snprintf(note, sizeof note, "%s", as_cmap_name(u->v.cmap));
@@ -311,7 +312,7 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return RD_IGNORED;
     int hy = y - u->heat_y, hx = x - u->heat_x;
-    if (u->s->it->n_tokens == 0)
+    if (u->s->it->out->n_tokens == 0)
         return 0;
     if (u->v.grid) {
         int h = hm_grid_tile_at(&u->grid, hy, hx);

@@ -115,7 +115,7 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return RD_IGNORED;
     int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1;
-    for (int i = 0; i < u->tok_n && i < u->s->it->n_tokens; i++)
+    for (int i = 0; i < u->tok_n && i < u->s->it->out->n_tokens; i++)
         if (u->tok_row[i] == row && u->tok_col[i] <= col)
             hit = i;
     return hit >= 0 ? tui_select_query(u, hit) : 0;
