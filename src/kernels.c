@@ -176,21 +176,45 @@ typedef uint32_t vu32 __attribute__((vector_size(VL * sizeof(uint32_t))));
 typedef int8_t vi8 __attribute__((vector_size(VL)));
 
 /* VL bfloat16s at h widened to floats: their bits are a float's top half. */
+/* (GCC scalarizes __builtin_convertvector between these widths, so the
+ * x86 paths widen with the instructions made for it.) */
 static inline vfloat vload_bf16(const uint16_t *h)
 {
+#if VL == 16 && defined(__AVX512F__)
+    return (vfloat)_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)h)), 16));
+#elif VL == 8 && defined(__AVX2__)
+    return (vfloat)_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h)), 16));
+#else
     vu16 u;
     memcpy(&u, h, sizeof u);
     vu32 w = __builtin_convertvector(u, vu32) << 16;
     vfloat f;
     memcpy(&f, &w, sizeof f);
     return f;
+#endif
 }
 
 static inline vfloat vload_i8(const int8_t *q)
 {
+#if VL == 16 && defined(__AVX512F__)
+    return (vfloat)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
+#elif VL == 8 && defined(__AVX2__)
+    return (vfloat)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
+#else
     vi8 v;
     memcpy(&v, q, sizeof v);
     return __builtin_convertvector(v, vfloat);
+#endif
+}
+
+/* One float16 (a block's scale). */
+static inline float f16_scalar(uint16_t h)
+{
+#if HAVE_F16C
+    return _cvtsh_ss(h);
+#else
+    return as_f16_to_f32(h);
+#endif
 }
 
 static float dot_f16(const uint16_t *w, const float *x, int n)
@@ -238,7 +262,7 @@ static float dot_q8_0(const uint8_t *w, const float *x, int n)
     for (int b = 0; b < n / AS_QK8_0; b++, w += 2 + AS_QK8_0, x += AS_QK8_0) {
         uint16_t dh;
         memcpy(&dh, w, 2);
-        vfloat d = (vfloat){0} + as_f16_to_f32(dh);
+        vfloat d = (vfloat){0} + f16_scalar(dh);
         const int8_t *q = (const int8_t *)(w + 2);
         for (int j = 0; j < AS_QK8_0; j += 2 * VL) {
             a0 = vfma(vload_i8(q + j) * d, vload(x + j), a0);
