@@ -125,7 +125,8 @@ asan:
 # BENCH_LLAMA_LIB=/dir/of/libllama.so with BENCH_LLAMA_INC=/llama.cpp/tree
 # (for llama.h; the peer program is built here). See tests/bench/RESULTS.md.
 BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))
-BENCH_OBJS  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/bench/llama_peer.c,$(BENCH_SRCS)))
+BENCH_OBJS  = $(patsubst %.c,$(BUILD)/%.o,$(filter-out tests/bench/llama_peer.c,$(BENCH_SRCS))) \
+              $(BUILD)/tests/typed_copy.o
 BENCH       = $(BUILD)/bench/bench
 LLAMA_PEER  = $(BUILD)/bench/llama-peer
 BENCH_ARGS ?=

@@ -6,8 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "attnscope/gguf.h"
 #include "attnscope/session.h"
+#include "typed_copy.h"
 
 typedef struct npy {
     float *f;        /* float32 data (int32 arrays converted) */
@@ -28,11 +28,5 @@ void close_session(as_session *s);
 void run_ok(as_session *s, const char *cmds);
 /* Runs one command, returns its status, copies the error message to msg. */
 int run_cmd(as_session *s, const char *cmd, char *msg, size_t cap);
-
-/* Writes a copy of the GGUF at src with every float32 matrix (2-D, rows a
- * multiple of 32) stored as `type` (F16, BF16 or Q8_0, converted by the
- * project's own writer-side conversions), or, with type F32, every other
- * matrix decoded to float32 by the reference dequantizer; 0 on success. */
-int write_typed_copy(const char *src, const char *dst, as_ggml_type type);
 
 #endif

@@ -23,15 +23,17 @@
 
 #include "attnscope/llama2c.h"
 #include "bench.h"
+#include "../typed_copy.h"
 
 #define FULL_CAPTURE_MB "1048576" /* a budget nothing exceeds: every hook kept */
-#define MAX_ROWS 6
+#define MAX_ROWS 8
 #define MAX_RUNS 15
 
-typedef enum engine { E_ATTN_OFF, E_ATTN_FULL, E_ATTN_GGUF, E_RUNC, E_LLAMA } engine;
+typedef enum engine { E_ATTN_OFF, E_ATTN_FULL, E_ATTN_GGUF, E_ATTN_F16, E_ATTN_Q8, E_RUNC, E_LLAMA } engine;
 
 static const char *const engine_name[] = {
     "attnscope, capture off", "attnscope, full capture", "attnscope on the GGUF, capture off",
+    "attnscope on an F16 GGUF, capture off", "attnscope on a Q8_0 GGUF, capture off",
     "llama2.c run.c", "llama.cpp",
 };
 
@@ -52,8 +54,9 @@ typedef struct row {
 typedef struct model {
     const char *name, *kind; /* kind: llama or gpt2 */
     char bin[1024], tok[1024], gguf[1024];
+    char typed[2][1024];     /* the GGUF's F16 and Q8_0 copies */
     char shape[160];
-    double bytes;
+    double bytes, typed_bytes[2];
     int n_ctx, n_vocab;
     row rows[MAX_ROWS];
     int n_rows;
@@ -168,8 +171,9 @@ static int job_attnscope(const opts *o, const model *m, engine e, bool decode, c
 {
     char threads[16];
     snprintf(threads, sizeof threads, "%d", o->threads);
-    char *argv[] = {(char *)o->self, "--worker", (char *)(e == E_ATTN_GGUF || !m->bin[0] ? m->gguf : m->bin),
-                    (char *)(e == E_ATTN_GGUF || !m->bin[0] ? "-" : m->tok),
+    bool gguf = e == E_ATTN_GGUF || e == E_ATTN_F16 || e == E_ATTN_Q8 || !m->bin[0];
+    const char *path = e == E_ATTN_F16 ? m->typed[0] : e == E_ATTN_Q8 ? m->typed[1] : gguf ? m->gguf : m->bin;
+    char *argv[] = {(char *)o->self, "--worker", (char *)path, (char *)(gguf ? "-" : m->tok),
                     e == E_ATTN_FULL ? FULL_CAPTURE_MB : "0", decode ? "decode" : "prompt", threads,
                     (char *)m->kind, NULL};
     return run_child(argv, NULL, c);
@@ -313,7 +317,7 @@ static void print_table(FILE *f, const model *m)
         }
         fprintf(f, "| %s | %.1f | %.1f | %.1f | %.1f |", engine_name[r->e], r->decode_tps, r->prompt_tps,
                 r->ttft_ms, r->rss_mb);
-        bool ours = r->e <= E_ATTN_GGUF;
+        bool ours = r->e <= E_ATTN_Q8;
         ratio_cell(f, r->decode_tps, ours && rc ? rc->decode_tps : 0);
         ratio_cell(f, r->prompt_tps, ours && rc ? rc->prompt_tps : 0);
         ratio_cell(f, r->decode_tps, ours && lc ? lc->decode_tps : 0);
@@ -435,6 +439,22 @@ static void print_targets(FILE *f, const model *ms, int n)
             snprintf(what, sizeof what, "%s: peak RSS, capture off, minus the model's bytes (MB)", m->name);
             target(f, what, off->rss_mb - m->bytes / 1048576.0, 64, true);
         }
+        /* Stored types are read in place: as fast as the float32 they
+         * were expanded to before, in the file's memory, not four times it. */
+        for (int t = 0; t < 2; t++) {
+            const row *ty = find_row(m, t ? E_ATTN_Q8 : E_ATTN_F16);
+            const char *tn = t ? "Q8_0" : "F16";
+            if (!ty || !gg)
+                continue;
+            snprintf(what, sizeof what, "%s: decode, %s GGUF vs the F32 GGUF (x)", m->name, tn);
+            target(f, what, paired_ratio(ty, gg, offsetof(sample, decode_tps), ty->decode_tps, gg->decode_tps), 1.0,
+                   false);
+            snprintf(what, sizeof what, "%s: prompt, %s GGUF vs the F32 GGUF (x)", m->name, tn);
+            target(f, what, paired_ratio(ty, gg, offsetof(sample, prompt_tps), ty->prompt_tps, gg->prompt_tps), 0.8,
+                   false);
+            snprintf(what, sizeof what, "%s: peak RSS, %s GGUF, capture off, minus its file's bytes (MB)", m->name, tn);
+            target(f, what, ty->rss_mb - m->typed_bytes[t] / 1048576.0, 64, true);
+        }
     }
 }
 
@@ -491,6 +511,16 @@ static int setup_llama(model *m, const opts *o, const bench_llama_shape *s)
              "context %d", s->dim, s->layers, s->heads, s->hidden, s->vocab, s->seq_len);
     m->bytes = file_bytes(m->bin);
     add_row(m, E_ATTN_OFF), add_row(m, E_ATTN_FULL), add_row(m, E_ATTN_GGUF);
+    static const as_ggml_type types[2] = {AS_GGML_F16, AS_GGML_Q8_0};
+    for (int t = 0; t < 2; t++) {
+        snprintf(m->typed[t], sizeof m->typed[t], "%s/%s.%s.gguf", o->dir, s->name, t ? "q8_0" : "f16");
+        if (access(m->typed[t], R_OK) && write_typed_copy(m->gguf, m->typed[t], types[t])) {
+            fprintf(stderr, "bench: cannot write %s\n", m->typed[t]);
+            continue;
+        }
+        m->typed_bytes[t] = file_bytes(m->typed[t]);
+        add_row(m, t ? E_ATTN_Q8 : E_ATTN_F16);
+    }
     if (o->runc)
         add_row(m, E_RUNC);
     if (o->llama_peer)
