@@ -3,7 +3,7 @@
  * heads shared by n_head / n_head_kv query heads), SwiGLU MLP, final
  * RMSNorm, separate or tied unembedding. Tensors as llama.cpp names them
  * for general.architecture "llama" (llama2.c checkpoints are read into
- * the same names, see llama2c.c). */
+ * the same names, see arch_llama2c.c). */
 #include "attnscope/model.h"
 #include "attnscope/program.h"
 
@@ -65,6 +65,8 @@ static int load(as_model *m, as_error *err)
 {
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
+    if (as_model_check_vocab(m, "token_embd.weight", err))
+        return AS_ERR;
     weights *W = calloc(1, sizeof *W + (size_t)c->n_layer * sizeof W->layers[0]);
     if (!W)
         return as_error_set(err, "%s: out of memory", m->path);
@@ -78,7 +80,7 @@ static int load(as_model *m, as_error *err)
     for (int l = 0; l < c->n_layer; l++)
         if (load_layer(m, &W->layers[l], l, err))
             return AS_ERR;
-    return as_model_check_blocks(m, "blk.", err);
+    return AS_OK;
 }
 
 static int block(as_program *p, int l, int pre)
@@ -137,4 +139,4 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_llama = {"llama", read_config, load, build};
+const as_arch as_arch_llama = {"llama", "blk.", read_config, load, build};

@@ -3,6 +3,7 @@
 #include "attnscope/kernels.h"
 #include "attnscope/llama2c.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -175,18 +176,36 @@ int as_model_vector(as_model *m, const char *name, uint64_t n, bool optional, co
     return AS_OK;
 }
 
-int as_model_check_blocks(const as_model *m, const char *prefix, as_error *err)
+int as_model_check_vocab(const as_model *m, const char *name, as_error *err)
+{
+    const as_gguf_tensor *emb = as_gguf_tensor_find(m->gguf, name);
+    if (emb && emb->ne[1] != (uint64_t)m->cfg.n_vocab)
+        return as_error_set(err, "%s: %s has %llu rows but the vocabulary has %d tokens", m->gguf->path, name,
+                            (unsigned long long)emb->ne[1], m->cfg.n_vocab);
+    return AS_OK;
+}
+
+int as_model_tensor_block(const as_model *m, const char *name)
+{
+    size_t n = strlen(m->arch->block_prefix);
+    unsigned long l;
+    int used = 0;
+    if (strncmp(name, m->arch->block_prefix, n) || sscanf(name + n, "%lu.%n", &l, &used) != 1 || used == 0 ||
+        l > INT_MAX)
+        return -1;
+    return (int)l;
+}
+
+/* Tensors of blocks past block_count mean the count is wrong (a half-done
+ * conversion): running fewer layers than were trained would mislead. */
+static int check_blocks(const as_model *m, as_error *err)
 {
     const as_gguf *g = m->gguf;
-    size_t n = strlen(prefix);
     for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const char *name = g->tensors[i].name;
-        unsigned long l;
-        int used = 0;
-        if (!strncmp(name, prefix, n) && sscanf(name + n, "%lu.%n", &l, &used) == 1 && used > 0 &&
-            l >= (unsigned long)m->cfg.n_layer)
-            return as_error_set(err, "%s: %s.block_count is %d but the file has tensors for block %lu (%s)",
-                                g->path, m->arch->gguf_name, m->cfg.n_layer, l, name);
+        int l = as_model_tensor_block(m, g->tensors[i].name);
+        if (l >= m->cfg.n_layer)
+            return as_error_set(err, "%s: %s.block_count is %d but the file has tensors for block %d (%s)",
+                                g->path, m->arch->gguf_name, m->cfg.n_layer, l, g->tensors[i].name);
     }
     return AS_OK;
 }
@@ -303,13 +322,7 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
     if (!tok && as_tokenizer_from_gguf(&m->tok, g, err))
         goto fail;
     m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
-    const as_gguf_tensor *emb = as_gguf_tensor_find(g, "token_embd.weight");
-    if (emb && emb->ne[1] != (uint64_t)m->cfg.n_vocab) {
-        as_error_set(err, "%s: token_embd.weight has %llu rows but the vocabulary has %d tokens",
-                     g->path, (unsigned long long)emb->ne[1], m->cfg.n_vocab);
-        goto fail;
-    }
-    if (m->arch->load(m, err))
+    if (m->arch->load(m, err) || check_blocks(m, err))
         goto fail;
     scan_nonfinite(m);
     note_vocabulary(m);

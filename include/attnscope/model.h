@@ -81,8 +81,10 @@ int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows,
  * Missing: an error, or, if optional, *out NULL. */
 int as_model_vector(as_model *m, const char *name, uint64_t n, bool optional, const float **out,
                     as_error *err);
-/* Refuses tensors named "{prefix}N." with N >= n_layer: a block count
- * smaller than the file's blocks means a half-done conversion. */
-int as_model_check_blocks(const as_model *m, const char *prefix, as_error *err);
+/* Refuses a token embedding (the tensor `name`, if present) whose rows are
+ * not the vocabulary's tokens, before anything else is read. */
+int as_model_check_vocab(const as_model *m, const char *name, as_error *err);
+/* The block a tensor name belongs to ("{block_prefix}N."), or -1. */
+int as_model_tensor_block(const as_model *m, const char *name);
 
 #endif
