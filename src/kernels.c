@@ -273,6 +273,41 @@ static float dot_q8_0(const uint8_t *w, const float *x, int n)
     return hsum(a0 + a1);
 }
 
+/* Row r decoded, vectorized as the dots are (a prompt decodes every row
+ * of every matrix into panels). The same values as the reference
+ * decoders in quant.c: conversions are exact, Q8_0's d·q one rounding. */
+void as_weight_row(const as_weight *w, int r, float *out)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    int n = w->cols, j = 0;
+    switch (w->type) {
+    case AS_GGML_F16:
+        for (; j + VL <= n; j += VL)
+            vstore(out + j, vload_f16((const uint16_t *)row + j));
+        for (; j < n; j++)
+            out[j] = as_f16_to_f32(((const uint16_t *)row)[j]);
+        return;
+    case AS_GGML_BF16:
+        for (; j + VL <= n; j += VL)
+            vstore(out + j, vload_bf16((const uint16_t *)row + j));
+        for (; j < n; j++)
+            out[j] = as_bf16_to_f32(((const uint16_t *)row)[j]);
+        return;
+    case AS_GGML_Q8_0:
+        for (int b = 0; b < n / AS_QK8_0; b++, row += 2 + AS_QK8_0, out += AS_QK8_0) {
+            uint16_t dh;
+            memcpy(&dh, row, 2);
+            vfloat d = (vfloat){0} + f16_scalar(dh);
+            for (int k = 0; k < AS_QK8_0; k += VL)
+                vstore(out + k, vload_i8((const int8_t *)row + 2 + k) * d);
+        }
+        return;
+    default:
+        memcpy(out, row, (size_t)n * sizeof *out);
+        return;
+    }
+}
+
 float as_weight_dot(const as_weight *w, int r, const float *x)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
