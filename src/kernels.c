@@ -217,41 +217,28 @@ static inline float f16_scalar(uint16_t h)
 #endif
 }
 
-static float dot_f16(const uint16_t *w, const float *x, int n)
-{
-    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    int j = 0;
-    for (; j + 4 * VL <= n; j += 4 * VL) {
-        a0 = vfma(vload_f16(w + j), vload(x + j), a0);
-        a1 = vfma(vload_f16(w + j + VL), vload(x + j + VL), a1);
-        a2 = vfma(vload_f16(w + j + 2 * VL), vload(x + j + 2 * VL), a2);
-        a3 = vfma(vload_f16(w + j + 3 * VL), vload(x + j + 3 * VL), a3);
+/* Row · x for a 16-bit type: as_dot's loop with the row widened as read. */
+#define DOT_16BIT(NAME, LOAD, SCALAR)                                         \
+    static float NAME(const uint16_t *w, const float *x, int n)               \
+    {                                                                         \
+        vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                        \
+        int j = 0;                                                            \
+        for (; j + 4 * VL <= n; j += 4 * VL) {                                \
+            a0 = vfma(LOAD(w + j), vload(x + j), a0);                         \
+            a1 = vfma(LOAD(w + j + VL), vload(x + j + VL), a1);               \
+            a2 = vfma(LOAD(w + j + 2 * VL), vload(x + j + 2 * VL), a2);       \
+            a3 = vfma(LOAD(w + j + 3 * VL), vload(x + j + 3 * VL), a3);       \
+        }                                                                     \
+        for (; j + VL <= n; j += VL)                                          \
+            a0 = vfma(LOAD(w + j), vload(x + j), a0);                         \
+        float s = hsum((a0 + a1) + (a2 + a3));                                \
+        for (; j < n; j++)                                                    \
+            s += SCALAR(w[j]) * x[j];                                         \
+        return s;                                                             \
     }
-    for (; j + VL <= n; j += VL)
-        a0 = vfma(vload_f16(w + j), vload(x + j), a0);
-    float s = hsum((a0 + a1) + (a2 + a3));
-    for (; j < n; j++)
-        s += as_f16_to_f32(w[j]) * x[j];
-    return s;
-}
 
-static float dot_bf16(const uint16_t *w, const float *x, int n)
-{
-    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    int j = 0;
-    for (; j + 4 * VL <= n; j += 4 * VL) {
-        a0 = vfma(vload_bf16(w + j), vload(x + j), a0);
-        a1 = vfma(vload_bf16(w + j + VL), vload(x + j + VL), a1);
-        a2 = vfma(vload_bf16(w + j + 2 * VL), vload(x + j + 2 * VL), a2);
-        a3 = vfma(vload_bf16(w + j + 3 * VL), vload(x + j + 3 * VL), a3);
-    }
-    for (; j + VL <= n; j += VL)
-        a0 = vfma(vload_bf16(w + j), vload(x + j), a0);
-    float s = hsum((a0 + a1) + (a2 + a3));
-    for (; j < n; j++)
-        s += as_bf16_to_f32(w[j]) * x[j];
-    return s;
-}
+DOT_16BIT(dot_f16, vload_f16, as_f16_to_f32)
+DOT_16BIT(dot_bf16, vload_bf16, as_bf16_to_f32)
 
 /* Q8_0: blocks of a float16 scale d and 32 int8 q; row · x = Σ_blocks
  * Σ_i (d·q_i)·x_i, the scale folded into each vector so the block sums
