@@ -4,11 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const as_arch as_arch_gpt2, as_arch_llama;
+extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2;
 
 static const as_arch *const registry[] = {
     &as_arch_gpt2,
     &as_arch_llama,
+    &as_arch_qwen2,
 };
 
 #define N_ARCH (sizeof registry / sizeof registry[0])

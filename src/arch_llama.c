@@ -94,10 +94,9 @@ static int block(as_program *p, int l, int pre)
     int k = as_program_add_linear(p, AS_HK_K, l, AS_CLASS_HEADS, n1, &W->wk, NULL, 2, Hk, dh, "k = ln1 · W_K");
     int v = as_program_add_linear(p, AS_HK_V, l, AS_CLASS_ESSENTIAL, n1, &W->wv, NULL, 2, Hk, dh,
                                   "v = ln1 · W_V");
-    int rq = as_program_add_rope(p, AS_HK_ROT_Q, l, AS_CLASS_HEADS, q, c->rope_dim, c->rope_base,
-                                 "rot_q = rotate(q, position)");
-    int rk = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, c->rope_dim, c->rope_base,
-                                 "rot_k = rotate(k, position)");
+    as_rope_spec rope = as_rope_plain(c->rope_dim, c->rope_base);
+    int rq = as_program_add_rope(p, AS_HK_ROT_Q, l, AS_CLASS_HEADS, q, &rope, "rot_q = rotate(q, position)");
+    int rk = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, &rope, "rot_k = rotate(k, position)");
     as_attn site = {.layer = l, .q = rq, .k = rk, .v = v, .n_head = H, .n_head_kv = Hk, .d_qk = dh, .d_v = dh,
                     .scale = 1.0f / sqrtf((float)dh), .mask = AS_MASK_CAUSAL, .bias = -1};
     int z = as_program_add_attention(p, &site, "scores = rot_q · rot_kᵀ / sqrt(d_head), causal");
@@ -134,7 +133,7 @@ static int build(as_program *p, as_error *err)
         resid = block(p, l, pre);
     }
     as_program_scope(p, -1);
-    as_program_add_unembed(p, resid, W->out_norm_w, NULL, AS_NORM_RMS, c->eps, &W->output);
+    as_program_add_unembed(p, resid, W->out_norm_w, NULL, AS_NORM_RMS, c->eps, &W->output, NULL, 0);
     (void)err;
     return AS_OK;
 }

@@ -31,7 +31,9 @@ int as_lens_logits_rows(const as_program *p, const float *const *resid, int n, f
         as_norm_apply(resid[i], d, &st, rms, norm->nw, norm->b, x + (size_t)i * d);
     }
     /* Several rows: one matrix product, one pass over the unembedding. */
-    as_linear(x, n, &unembed->w, NULL, logits);
+    as_linear(x, n, &unembed->w, unembed->b, logits);
+    if (unembed->softcap > 0)
+        as_softcap(logits, logits, (long)n * V, unembed->softcap);
     free(x);
     return AS_OK;
 }

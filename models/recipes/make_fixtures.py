@@ -279,6 +279,111 @@ def write_fixture(outdir, which):
 
 
 # ---------------------------------------------------------------------------
+# the Llama family (reference.Decoder): one fixture per architecture, each
+# with the same SentencePiece vocabulary and prompt as tiny-llama
+# ---------------------------------------------------------------------------
+
+def _dec(arch, **kw):
+    base = dict(arch=arch, vocab=0, d_model=32, n_layer=2, n_head=4, n_kv_head=2, d_head=8, d_ff=64,
+                ctx=32, eps=1e-6)
+    base.update(kw)
+    return R.DecoderConfig(**base)
+
+
+DECODERS = {
+    # q/k/v biases, NEOX rotary, a bias on the unembedding
+    "tiny-qwen2": (_dec("qwen2", neox=True, qkv_bias=True, output_bias=True, rope_base=1000000.0), 2001),
+}
+
+
+def make_decoder(cfg, seed):
+    """As make_model: O(1) activations, peaked attention, float32-exact
+    weights in a float64 model."""
+    model = R.Decoder(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("_w"):                      # norm weight (Gemma's zero-centred)
+                p.copy_((0.0 if cfg.gemma_norm else 1.0) + 0.1 * randn(*p.shape))
+            elif name.endswith("bias"):
+                p.copy_(0.1 * randn(*p.shape))
+            elif name == "tok_embd.weight":
+                std = 1.0 / math.sqrt(cfg.d_model) if cfg.embed_scale else 0.5 if cfg.tie_embeddings else 1.0
+                p.copy_(std * randn(*p.shape))
+            elif name.endswith(("q.weight", "k.weight")):
+                p.copy_(0.3 * randn(*p.shape))
+            elif name == "out.weight":
+                p.copy_(0.4 * randn(*p.shape))
+            else:
+                p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def build_decoder(which):
+    cfg, seed = DECODERS[which]
+    tok, ids, text = llama_tokenizer()
+    cfg = R.DecoderConfig(**{**cfg.__dict__, "vocab": len(tok["tokens"])})
+    return which, cfg, make_decoder(cfg, seed), tok, ids, text
+
+
+def write_decoder_fixture(outdir, which):
+    name, cfg, model, tok, ids, text = build_decoder(which)
+    R.export_decoder_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name, tok)
+    hooks = run_hooks(model, ids)
+    d = os.path.join(outdir, name)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    for k, v in hooks.items():
+        np.save(os.path.join(d, k + ".npy"), np.ascontiguousarray(v, dtype=np.float32))
+    np.save(os.path.join(d, "tokens.npy"), np.array(ids, dtype=np.int32))
+    meta = {"model": name + ".gguf", "text": text, "tokens": ids,
+            "token_strings": [tok["tokens"][i] for i in ids],
+            "config": {k: v for k, v in cfg.__dict__.items()},
+            "hooks": {k: list(v.shape) for k, v in hooks.items()}}
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1, ensure_ascii=False)
+        f.write("\n")
+
+
+def check_decoder(fixdir, which, fresh_dir):
+    """Determinism, masks and softmax, and a float32 pass (as the C engine
+    computes) within tolerance of the float64 fixtures."""
+    name, cfg, model, tok, ids, text = build_decoder(which)
+    for rel in [name + ".gguf"] + [os.path.join(name, f) for f in sorted(os.listdir(os.path.join(fresh_dir, name)))]:
+        a = open(os.path.join(fixdir, rel), "rb").read()
+        b = open(os.path.join(fresh_dir, rel), "rb").read()
+        expect(a == b, "%s differs from a fresh build" % rel)
+    kv, T = read_gguf(os.path.join(fixdir, name + ".gguf"))
+    expect(kval(kv, "general.architecture") == cfg.arch, "architecture key")
+    H = {k[:-4]: np.load(os.path.join(fixdir, name, k)) for k in os.listdir(os.path.join(fixdir, name))
+         if k.endswith(".npy") and k != "tokens.npy"}
+    n = len(ids)
+    for L in range(cfg.n_layer):
+        sc = H["blocks.%d.attn.hook_attn_scores" % L]
+        pat = H["blocks.%d.attn.hook_pattern" % L]
+        q, k = np.arange(n)[:, None], np.arange(n)[None, :]
+        hidden = (k > q) | ((k <= q - cfg.window) if cfg.windowed(L) else False)
+        expect(np.all(np.isneginf(sc[:, hidden])) and np.all(pat[:, hidden] == 0), "layer %d mask" % L)
+        expect(np.all(np.isfinite(sc[:, ~hidden])), "layer %d: finite visible scores" % L)
+        expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "layer %d softmax sums" % L)
+    m32 = make_decoder(cfg, DECODERS[which][1]).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([ids]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    return ["%d hooks; masks, softmax rows; float32 torch pass within %.1e of the fixtures (at %s)"
+            % (len(H), d32[0], d32[1])]
+
+
+# ---------------------------------------------------------------------------
 # --check: an independent GGUF reader and an independent NumPy forward pass
 # ---------------------------------------------------------------------------
 
@@ -709,6 +814,8 @@ def check(fixdir):
     with tempfile.TemporaryDirectory() as fresh:
         for which in ("tiny-gpt2", "tiny-llama"):
             write_fixture(fresh, which)
+        for which in DECODERS:
+            write_decoder_fixture(fresh, which)
         try:
             print(check_writer_roundtrip())
             print(check_export_variants())
@@ -720,6 +827,13 @@ def check(fixdir):
                 for line in check_one(fixdir, which, fresh):
                     print("%s: %s" % (which, line))
             except (CheckError, OSError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
+        for which in DECODERS:
+            try:
+                for line in check_decoder(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
                 ok = False
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(fixdir) for f in fs)
@@ -738,6 +852,9 @@ def main():
         os.makedirs(args.out, exist_ok=True)
         for which in ("tiny-gpt2", "tiny-llama"):
             write_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in DECODERS:
+            write_decoder_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
     sys.exit(0 if check(args.out) else 1)
 
