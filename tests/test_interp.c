@@ -17,7 +17,8 @@
 /* The table of architectures: one row each, and every check below runs
  * on every row (fixtures from models/recipes/make_fixtures.py). */
 static const char *models[] = {
-    "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2",
+    "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
+    "fixtures/tiny-llama3", "fixtures/tiny-mistral",
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 

@@ -293,6 +293,12 @@ def _dec(arch, **kw):
 DECODERS = {
     # q/k/v biases, NEOX rotary, a bias on the unembedding
     "tiny-qwen2": (_dec("qwen2", neox=True, qkv_bias=True, output_bias=True, rope_base=1000000.0), 2001),
+    # llama with YaRN (factor 4 over a trained context of 8)
+    "tiny-llama-yarn": (_dec("llama", rope_scaling=("yarn", 4.0, 8)), 2002),
+    # llama 3's rotary frequency factors (rope_freqs.weight)
+    "tiny-llama3": (_dec("llama", rope_base=500000.0, rope_scaling=("llama3", [1.0, 1.5, 4.0, 8.0])), 2003),
+    # Mistral 7B v0.1: every layer windowed (5 keys), here with linear rotary scaling (x2)
+    "tiny-mistral": (_dec("llama", window=5, rope_scaling=("linear", 2.0)), 2004),
 }
 
 

@@ -18,6 +18,9 @@ SRC=$PEERS/llama.cpp
 BIN=$BUILD/llama-compare
 TOL=${LLAMA_COMPARE_TOL:-1e-3}
 FIXTURES=${LLAMA_COMPARE_FIXTURES:-$(ls tests/fixtures/*.gguf | sed 's/\.gguf$//')}
+# Fixtures llama.cpp computes otherwise, by design, each with the reason
+# (attnscope checks them against PyTorch only, in tests/test_interp.c).
+EXCEPT="tiny-mistral: llama.cpp runs arch llama without attention.sliding_window (src/models/llama.cpp)"
 
 skip() {
     echo "################################################################################"
@@ -54,5 +57,10 @@ if [ ! -x "$BIN" ] || [ "$BIN" -ot tests/peer/llama_compare.c ] || [ "$BIN" -ot 
         -l:"$(basename "$LLAMA")" -l:"$(basename "$GGML")" -l:"$(basename "$BASE")" ${LIB_DEPS:-} -o "$BIN" ||
         { echo "llama-compare: cannot build $BIN"; exit 1; }
 fi
+RUN=""
+for f in $FIXTURES; do
+    why=$(echo "$EXCEPT" | sed -n "s|^$(basename "$f"): ||p")
+    if [ -n "$why" ]; then echo "not compared $f.gguf: $why"; else RUN="$RUN $f"; fi
+done
 # shellcheck disable=SC2086
-"$BIN" "$LIBDIR" "$TOL" $FIXTURES
+"$BIN" "$LIBDIR" "$TOL" $RUN
