@@ -18,7 +18,7 @@
  * on every row (fixtures from models/recipes/make_fixtures.py). */
 static const char *models[] = {
     "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
-    "fixtures/tiny-llama3", "fixtures/tiny-mistral",
+    "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 

@@ -299,6 +299,8 @@ DECODERS = {
     "tiny-llama3": (_dec("llama", rope_base=500000.0, rope_scaling=("llama3", [1.0, 1.5, 4.0, 8.0])), 2003),
     # Mistral 7B v0.1: every layer windowed (5 keys), here with linear rotary scaling (x2)
     "tiny-mistral": (_dec("llama", window=5, rope_scaling=("linear", 2.0)), 2004),
+    # per-head RMSNorm of q and k before rotary; heads of 16 (q is 64 wide, the stream 32)
+    "tiny-qwen3": (_dec("qwen3", neox=True, qk_norm=True, d_head=16, rope_base=1000000.0), 2005),
 }
 
 
