@@ -4,13 +4,14 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3;
+extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3, as_arch_phi3;
 
 static const as_arch *const registry[] = {
     &as_arch_gpt2,
     &as_arch_llama,
     &as_arch_qwen2,
     &as_arch_qwen3,
+    &as_arch_phi3,
 };
 
 #define N_ARCH (sizeof registry / sizeof registry[0])

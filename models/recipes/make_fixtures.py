@@ -301,6 +301,11 @@ DECODERS = {
     "tiny-mistral": (_dec("llama", window=5, rope_scaling=("linear", 2.0)), 2004),
     # per-head RMSNorm of q and k before rotary; heads of 16 (q is 64 wide, the stream 32)
     "tiny-qwen3": (_dec("qwen3", neox=True, qk_norm=True, d_head=16, rope_base=1000000.0), 2005),
+    # fused q|k|v and gate|up; LongRoPE: the long factors (context 32 > 8), cos and sin
+    # scaled by sqrt(1 + ln(32/8) / ln 8) as Phi-3's conversion computes it
+    "tiny-phi3": (_dec("phi3", neox=True, fused=True,
+                       rope_scaling=("longrope", [1.0, 2.0, 4.0, 16.0], [1.0, 1.1, 1.2, 1.3], 8,
+                                     math.sqrt(1 + math.log(32 / 8) / math.log(8)))), 2006),
 }
 
 
@@ -342,7 +347,9 @@ def build_decoder(which):
 
 def write_decoder_fixture(outdir, which):
     name, cfg, model, tok, ids, text = build_decoder(which)
-    R.export_decoder_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name, tok)
+    # llama.cpp's vocabulary loader expects Phi-3's special tokens of a file
+    # whose general.name contains "phi3" or "phi-3" (any case): this one has none
+    R.export_decoder_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name.replace("phi3", "Phi 3"), tok)
     hooks = run_hooks(model, ids)
     d = os.path.join(outdir, name)
     if os.path.isdir(d):
