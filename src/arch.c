@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3, as_arch_phi3;
+extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3, as_arch_phi3, as_arch_gemma2;
 
 static const as_arch *const registry[] = {
     &as_arch_gpt2,
@@ -12,6 +12,7 @@ static const as_arch *const registry[] = {
     &as_arch_qwen2,
     &as_arch_qwen3,
     &as_arch_phi3,
+    &as_arch_gemma2,
 };
 
 #define N_ARCH (sizeof registry / sizeof registry[0])

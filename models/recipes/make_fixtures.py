@@ -306,6 +306,12 @@ DECODERS = {
     "tiny-phi3": (_dec("phi3", neox=True, fused=True,
                        rope_scaling=("longrope", [1.0, 2.0, 4.0, 16.0], [1.0, 1.1, 1.2, 1.3], 8,
                                      math.sqrt(1 + math.log(32 / 8) / math.log(8)))), 2006),
+    # embeddings times sqrt(32); norms after attention and MLP too (1 + w); GEGLU;
+    # scores soft-capped at 8 and logits at 5 (low, so the caps bite); layers 0, 2
+    # windowed (5 keys, rotary base 1e4), layer 1 global (base 1e6); heads of 16
+    "tiny-gemma2": (_dec("gemma2", n_layer=3, d_head=16, neox=True, gemma_norm=True, post_norms=True,
+                         embed_scale=True, gelu=True, tie_embeddings=True, attn_softcap=8.0, final_softcap=5.0,
+                         window=5, window_pattern=2, rope_base=1000000.0, rope_base_window=10000.0), 2007),
 }
 
 
