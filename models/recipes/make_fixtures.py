@@ -312,6 +312,12 @@ DECODERS = {
     "tiny-gemma2": (_dec("gemma2", n_layer=3, d_head=16, neox=True, gemma_norm=True, post_norms=True,
                          embed_scale=True, gelu=True, tie_embeddings=True, attn_softcap=8.0, final_softcap=5.0,
                          window=5, window_pattern=2, rope_base=1000000.0, rope_base_window=10000.0), 2007),
+    # Gemma 2's block with per-head q and k norms and no score cap; layers 0, 1 windowed
+    # (5 keys, base 1e4, unscaled), layer 2 global (base 1e6, linear rotary scaling x4)
+    "tiny-gemma3": (_dec("gemma3", n_layer=3, d_head=16, neox=True, gemma_norm=True, post_norms=True,
+                         qk_norm=True, embed_scale=True, gelu=True, tie_embeddings=True, window=5,
+                         window_pattern=3, rope_base=1000000.0, rope_base_window=10000.0,
+                         rope_scaling=("linear", 4.0)), 2008),
 }
 
 
