@@ -116,6 +116,14 @@ static int load_rope_factors(as_model *m, as_dec_weights *W, as_error *err)
     return AS_OK;
 }
 
+int as_dec_read_config(as_config *c, const as_gguf *g, const char *arch, as_error *err)
+{
+    if (as_config_read_common(c, g, arch, "attention.layer_norm_rms_epsilon", err) ||
+        as_config_read_head_size(c, g, arch, err))
+        return AS_ERR;
+    return as_config_read_rope(c, g, arch, err);
+}
+
 int as_dec_load(as_model *m, const as_dec_facts *facts, as_error *err)
 {
     const as_config *c = &m->cfg;

@@ -64,6 +64,10 @@ typedef struct as_dec_weights {
     as_dec_layer layers[];
 } as_dec_weights;
 
+/* The hyperparameters the family reads alike from "{arch}.*": the common
+ * ones with the RMSNorm epsilon, the head size (attention.key_length) and
+ * the rotary ones with their scaling. */
+int as_dec_read_config(as_config *c, const as_gguf *g, const char *arch, as_error *err);
 /* Loads the tensors facts->tensors says into a new m->weights (which
  * keeps the facts for as_dec_build). */
 int as_dec_load(as_model *m, const as_dec_facts *facts, as_error *err);

@@ -16,10 +16,7 @@
 
 static int read_config(as_config *c, const as_gguf *g, as_error *err)
 {
-    if (as_config_read_common(c, g, "gemma2", "attention.layer_norm_rms_epsilon", err) ||
-        as_config_read_head_size(c, g, "gemma2", err))
-        return AS_ERR;
-    return as_config_read_rope(c, g, "gemma2", err);
+    return as_dec_read_config(c, g, "gemma2", err);
 }
 
 static int load(as_model *m, as_error *err)

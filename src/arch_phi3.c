@@ -13,9 +13,7 @@
 
 static int read_config(as_config *c, const as_gguf *g, as_error *err)
 {
-    if (as_config_read_common(c, g, "phi3", "attention.layer_norm_rms_epsilon", err))
-        return AS_ERR;
-    return as_config_read_rope(c, g, "phi3", err);
+    return as_dec_read_config(c, g, "phi3", err);
 }
 
 static int load(as_model *m, as_error *err)

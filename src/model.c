@@ -511,7 +511,7 @@ void as_model_print_check(as_gguf *g, FILE *out)
     }
     m->gguf = g;
     m->survey = true;
-    m->path = g->path;
+    m->path = (char *)g->path;
     fputs("\ntensors against the architecture\n", out);
     if (find_arch(m, &err) || m->arch->read_config(&m->cfg, g, &err)) {
         fprintf(out, "  not checked: %s\n", err.msg);
@@ -544,13 +544,8 @@ void as_model_print_check(as_gguf *g, FILE *out)
     else if (problems)
         fprintf(out, "  the model cannot run until the tensors marked above are right\n");
 done:
-    for (size_t i = 0; i < m->n_owned; i++)
-        free(m->owned[i]);
-    free(m->owned);
-    free(m->weights);
-    free(m->used);
-    free(m->problems);
-    free(m);
+    m->gguf = NULL, m->path = NULL; /* the caller's */
+    as_model_free(m);
 }
 
 void as_model_free(as_model *m)

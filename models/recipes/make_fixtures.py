@@ -258,6 +258,12 @@ def write_fixture(outdir, which):
     name, cfg, model, tok, ids, text = build(which)
     R.export_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name, tok)
     hooks = run_hooks(model, ids)
+    save_hooks(outdir, name, cfg, tok, ids, text, hooks, R.hook_names(cfg))
+
+
+def save_hooks(outdir, name, cfg, tok, ids, text, hooks, order):
+    """NAME/<hook>.npy for every hook, tokens.npy and meta.json (hook
+    shapes listed in `order`)."""
     d = os.path.join(outdir, name)
     if os.path.isdir(d):
         shutil.rmtree(d)
@@ -271,7 +277,7 @@ def write_fixture(outdir, which):
         "tokens": ids,
         "token_strings": [tok["tokens"][i] for i in ids],
         "config": {k: v for k, v in cfg.__dict__.items()},
-        "hooks": {k: list(hooks[k].shape) for k in R.hook_names(cfg)},
+        "hooks": {k: list(hooks[k].shape) for k in order},
     }
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1, ensure_ascii=False)
@@ -363,20 +369,7 @@ def write_decoder_fixture(outdir, which):
     # whose general.name contains "phi3" or "phi-3" (any case): this one has none
     R.export_decoder_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name.replace("phi3", "Phi 3"), tok)
     hooks = run_hooks(model, ids)
-    d = os.path.join(outdir, name)
-    if os.path.isdir(d):
-        shutil.rmtree(d)
-    os.makedirs(d)
-    for k, v in hooks.items():
-        np.save(os.path.join(d, k + ".npy"), np.ascontiguousarray(v, dtype=np.float32))
-    np.save(os.path.join(d, "tokens.npy"), np.array(ids, dtype=np.int32))
-    meta = {"model": name + ".gguf", "text": text, "tokens": ids,
-            "token_strings": [tok["tokens"][i] for i in ids],
-            "config": {k: v for k, v in cfg.__dict__.items()},
-            "hooks": {k: list(v.shape) for k, v in hooks.items()}}
-    with open(os.path.join(d, "meta.json"), "w") as f:
-        json.dump(meta, f, indent=1, ensure_ascii=False)
-        f.write("\n")
+    save_hooks(outdir, name, cfg, tok, ids, text, hooks, list(hooks))
 
 
 def check_decoder(fixdir, which, fresh_dir):
