@@ -518,16 +518,11 @@ void as_model_print_check(as_gguf *g, FILE *out)
         goto done;
     }
     /* The vocabulary size the load checks the embedding against. */
-    as_tokenizer *tok = NULL;
-    const as_gguf_kv *tokens = as_gguf_find(g, "tokenizer.ggml.tokens");
-    const as_gguf_tensor *emb = as_gguf_tensor_find(g, "token_embd.weight");
-    if (as_tokenizer_from_gguf(&tok, g, &err) == AS_OK)
-        m->cfg.n_vocab = (int)as_tokenizer_vocab_size(tok);
-    else if (tokens && tokens->type == AS_GGUF_ARRAY)
-        m->cfg.n_vocab = (int)tokens->arr_len;
-    else if (emb)
-        m->cfg.n_vocab = (int)emb->ne[1];
-    as_tokenizer_free(tok);
+    if (as_tokenizer_from_gguf(&m->tok, g, &err)) {
+        fprintf(out, "  not checked: %s\n", err.msg);
+        goto done;
+    }
+    m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
     int rc = m->arch->load(m, &err);
     size_t problems = 0;
     for (const char *p = m->problems; p && *p; p = strchr(p, '\n') + 1, problems++)
