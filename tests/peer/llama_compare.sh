@@ -44,7 +44,7 @@ fi
 if [ ! -f "$SRC/include/llama.h" ]; then
     command -v git >/dev/null 2>&1 || skip "git is not installed (for llama.cpp's headers)"
     rm -rf "$SRC"
-    git clone -q "$NPM_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$SRC" ||
+    git -c advice.detachedHead=false clone -q "$NPM_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$SRC" ||
         skip "cannot unpack llama.cpp's headers from node-llama-cpp's git bundle"
 fi
 
