@@ -531,6 +531,7 @@ void as_model_print_check(as_gguf *g, FILE *out)
         fprintf(out, "  stopped: %s\n", err.msg);
     char names[600];
     int n = unused_tensors(m, names, sizeof names);
+    as_defang(names); /* names from the file */
     if (n)
         fprintf(out, "  warning: %d tensor%s the %s architecture does not use: %s\n", n, n == 1 ? "" : "s",
                 m->arch->gguf_name, names);
