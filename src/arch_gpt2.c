@@ -148,7 +148,7 @@ static int build(as_program *p, as_error *err)
         resid = block(p, l, pre);
     }
     as_program_scope(p, -1);
-    as_program_add_unembed(p, resid, W->out_norm_w, W->out_norm_b, AS_NORM_LAYER, c->eps, &W->output);
+    as_program_add_unembed(p, resid, W->out_norm_w, W->out_norm_b, AS_NORM_LAYER, c->eps, &W->output, NULL, 0);
     (void)err;
     return AS_OK;
 }

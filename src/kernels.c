@@ -1034,3 +1034,95 @@ int as_get_threads(void)
     }
     return engine_threads;
 }
+
+/* ---------------------------------------------------------------- rotary variants, gated GELU, soft-cap */
+
+as_rope_spec as_rope_plain(int dim, float base)
+{
+    return (as_rope_spec){.dim = dim, .base = base, .mode = AS_ROPE_PAIRS, .freq_scale = 1.0f,
+                          .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+}
+
+static bool rope_is_plain(const as_rope_spec *r)
+{
+    return r->freq_scale == 1.0f && r->ext_factor == 0.0f && r->attn_factor == 1.0f && !r->freqs;
+}
+
+/* YaRN's ramp: dimension pairs below corr[0] keep their extrapolated
+ * angle, those above corr[1] are interpolated, linearly in between
+ * (ggml's rope_yarn_corr_dims and rope_yarn_ramp, in the same float
+ * arithmetic so the same dimensions fall on each side). */
+static void yarn_corr(const as_rope_spec *r, float corr[2])
+{
+    float lb = 2 * logf(r->base);
+    float lo = floorf((float)r->dim * logf((float)r->n_ctx_orig / (r->beta_fast * 2 * (float)M_PI)) / lb);
+    float hi = ceilf((float)r->dim * logf((float)r->n_ctx_orig / (r->beta_slow * 2 * (float)M_PI)) / lb);
+    corr[0] = lo > 0 ? lo : 0;
+    corr[1] = hi < (float)(r->dim - 1) ? hi : (float)(r->dim - 1);
+}
+
+void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos)
+{
+    if (rope_is_plain(r)) {
+        as_rope_angles(cs, r->dim, pos, r->base);
+        return;
+    }
+    float corr[2] = {0, 0};
+    double mscale = r->attn_factor;
+    if (r->ext_factor != 0.0f) {
+        yarn_corr(r, corr);
+        mscale *= 1.0 + 0.1 * log(1.0 / r->freq_scale);
+    }
+    for (int i = 0; i < r->dim / 2; i++) {
+        double extrap = pos * pow(r->base, -2.0 * i / r->dim) / (r->freqs ? r->freqs[i] : 1.0f);
+        double theta = r->freq_scale * extrap;
+        if (r->ext_factor != 0.0f) {
+            float y = ((float)i - corr[0]) / fmaxf(0.001f, corr[1] - corr[0]);
+            double mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * r->ext_factor;
+            theta = theta * (1 - mix) + extrap * mix;
+        }
+        float c = (float)(cos(theta) * mscale), s = (float)(sin(theta) * mscale);
+        cs[2 * i] = cs[2 * i + 1] = c;
+        cs[r->dim + 2 * i] = -s;
+        cs[r->dim + 2 * i + 1] = s;
+    }
+}
+
+void as_rope_apply_halves(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs)
+{
+    int half = rope_dim / 2;
+    /* x is (n_heads, d_head); pair (i, i + half) turns by angle i:
+     * y[i] = a·c - b·s, y[i + half] = a·s + b·c */
+    for (int h = 0; h < n_heads; h++) {
+        const float *xh = x + (long)h * d_head;
+        float *yh = y + (long)h * d_head;
+        for (int i = 0; i < half; i++) {
+            float a = xh[i], b = xh[i + half], c = cs[2 * i], s = cs[rope_dim + 2 * i + 1];
+            yh[i] = a * c - b * s;
+            yh[i + half] = a * s + b * c;
+        }
+        for (int j = rope_dim; j < d_head; j++)
+            yh[j] = xh[j];
+    }
+}
+
+void as_geglu(const float *gate, const float *up, float *y, int n)
+{
+    int i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, vgelu(vload(gate + i)) * vload(up + i));
+    for (; i < n; i++)
+        y[i] = SCALAR_VIA(vgelu, gate[i]) * up[i];
+}
+
+void as_softcap(const float *x, float *y, long n, float cap)
+{
+    for (long i = 0; i < n; i++)
+        y[i] = cap * tanhf(x[i] / cap);
+}
+
+void as_scale(float *x, long n, float s)
+{
+    for (long i = 0; i < n; i++)
+        x[i] *= s;
+}
