@@ -647,9 +647,11 @@ Test(tokenizer_llama, user_defined_tokens)
     int32_t tag = vadd(&w, "<tag>", 0, 4);
     as_tokenizer *t = make(&w, AS_TOK_LLAMA, true, 1, 2, 0, true);
     int32_t a = as_tokenizer_find(t, "▁a"), b = as_tokenizer_find(t, "b");
-    /* the prefix only goes in front of text that starts the input */
-    EXPECT_IDS(t, "a<tag>b", a, tag, b);
-    EXPECT_IDS(t, "<tag>b", tag, b);
+    int32_t sp = as_tokenizer_find(t, "▁");
+    /* as llama.cpp: every fragment of text gets the prefix, the one after a
+     * special token too ("▁b" is no piece here: "▁" then "b") */
+    EXPECT_IDS(t, "a<tag>b", a, tag, sp, b);
+    EXPECT_IDS(t, "<tag>b", tag, sp, b);
     expect_roundtrip(t, "a<tag>b", 7);
     expect_roundtrip(t, "<tag> b", 7);
     expect_roundtrip(t, " <tag><tag>", 11);
