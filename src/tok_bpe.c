@@ -211,12 +211,12 @@ static int bpe_word(const as_tokenizer *t, const uint8_t *s, size_t n, work *w, 
         w->bs[i] = (bsym){t->byte_tok[s[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, s[i], 1};
     if (n > 1 && bpe_merge(t, w, n))
         return as_tok_oom(err);
-    for (int32_t i = 0; i >= 0; i = w->bs[i].next) {
-        int rc = w->bs[i].id >= 0 ? as_tok_push_id(w, w->bs[i].id, err)
-                                  : as_tok_push_byte(t, w->bs[i].byte, w, err);
-        if (rc)
+    /* A byte whose alphabet character is no token (falcon has none for
+     * 0x03, starcoder for 0xF1) is left out, as llama.cpp leaves it out:
+     * its BPE neither errs nor uses an unknown token. */
+    for (int32_t i = 0; i >= 0; i = w->bs[i].next)
+        if (w->bs[i].id >= 0 && as_tok_push_id(w, w->bs[i].id, err))
             return AS_ERR;
-    }
     return AS_OK;
 }
 

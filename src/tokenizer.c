@@ -1208,3 +1208,76 @@ size_t as_tokenizer_token_bytes(const as_tokenizer *t, int32_t id, char *buf, si
     buf[k] = '\0';
     return k;
 }
+
+/* ---------------------------------------------------------------- the model card */
+
+/* Text from the file, shown safely: printable ASCII only, cut at 60. */
+static void card_text(FILE *out, const char *s)
+{
+    size_t i = 0;
+    for (; s[i] && i < 60; i++)
+        fputc(s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?', out);
+    if (s[i])
+        fputs("...", out);
+}
+
+static const char *kv_str(const as_gguf *g, const char *key)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    return kv && kv->type == AS_GGUF_STRING ? kv->str : NULL;
+}
+
+/* A boolean key's value, def when absent or not a boolean. */
+static bool kv_bool(const as_gguf *g, const char *key, bool def)
+{
+    bool v = def;
+    as_error ignored;
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    if (kv && kv->type == AS_GGUF_BOOL)
+        as_gguf_get_bool_opt(g, key, &v, &ignored);
+    return v;
+}
+
+static void card_pre(const as_gguf *g, FILE *out, bool *add_bos)
+{
+    const char *pre = kv_str(g, "tokenizer.ggml.pre");
+    const as_tok_pre *p = pre && pre[0] ? as_tok_pre_find(pre) : as_tok_pre_type("default");
+    fputs("pre-tokenizer ", out);
+    if (!pre || !pre[0]) {
+        fputs("(not set): llama.cpp's \"default\" split, as llama.cpp runs such a file (it warns that the "
+              "file should be converted again)\n",
+              out);
+    } else if (!p) {
+        card_text(out, pre);
+        fputs(": unknown to attnscope, so text is split as GPT-2 splits it, with a warning when a prompt "
+              "is read (llama.cpp refuses this file)\n",
+              out);
+    } else {
+        card_text(out, pre);
+        fprintf(out, ": llama.cpp's %s split%s\n", p->type,
+                p->ignore_merges ? "; a pre-token that is a token stays whole (ignore_merges)" : "");
+    }
+    *add_bos = p && p->add_bos;
+}
+
+void as_tokenizer_print_card(const as_gguf *g, FILE *out)
+{
+    const char *model = kv_str(g, "tokenizer.ggml.model");
+    const as_tok_algo *algo = model ? algo_named(model) : NULL;
+    if (!algo)
+        return;
+    if (algo->kind == AS_TOK_NONE) {
+        fputs("token ids     no vocabulary: a position shows its id (#17); prompts are given as ids "
+              "(prompt-ids)\n",
+              out);
+        return;
+    }
+    bool add_bos = algo->add_bos;
+    if (algo->kind == AS_TOK_GPT2)
+        card_pre(g, out, &add_bos);
+    add_bos = kv_bool(g, "tokenizer.ggml.add_bos_token", add_bos);
+    bool add_eos = kv_bool(g, "tokenizer.ggml.add_eos_token", false);
+    fprintf(out, "special       BOS %s, EOS %s; control tokens' texts in a prompt are those tokens "
+                 "(prompt-raw: plain text)\n",
+            add_bos ? "added" : "not added", add_eos ? "added" : "not added");
+}

@@ -62,7 +62,8 @@ llama=$(soname libllama) ggml=$(soname libggml) base=$(soname libggml-base)
 $cc -std=c11 -O2 -I"$dir/llama.cpp/include" -I"$dir/llama.cpp/ggml/include" "$src/tests/tokref/llama_tokenize.c" \
     -L"$lib" -Wl,-rpath,"$(cd "$lib" && pwd)" -l:"$llama" -l:"$ggml" -l:"$base" -o "$dir/llama-tokenize" \
     2>"$dir/cc.log" || skip "cannot build tests/tokref/llama_tokenize.c: $(head -n 1 "$dir/cc.log")"
-got=$(printf '4\n3333\n' | "$dir/llama-tokenize" "$dir/llama.cpp/models/ggml-vocab-llama-bpe.gguf" 0 0 2>"$dir/run.log")
-[ "$got" = "8765 18" ] || skip "llama-tokenize does not run here: $(head -n 1 "$dir/run.log") (got '$got')"
+got=$(printf '0 0 4\n3333\n1 0 4\n3333\n' | "$dir/llama-tokenize" "$dir/llama.cpp/models/ggml-vocab-llama-bpe.gguf" \
+    2>"$dir/run.log" | tr '\n' ,)
+[ "$got" = "8765 18,128000 8765 18," ] || skip "llama-tokenize does not run here: $(head -n 1 "$dir/run.log") (got '$got')"
 echo ok > "$dir/status"
 echo "attnscope: llama.cpp tokenizer reference installed in $dir" >&2

@@ -3,12 +3,12 @@
  * prebuilt library of the npm package @node-llama-cpp/linux-x64), on a
  * vocabulary loaded with vocab_only. Built by tests/tokref/fetch.sh.
  *
- *   llama-tokenize MODEL.gguf ADD_SPECIAL PARSE_SPECIAL < RECORDS
+ *   llama-tokenize MODEL.gguf < RECORDS
  *
- * RECORDS: each text as its byte count on a line of its own, then the
- * bytes, then a newline. Prints one line per text: the ids, separated by
- * spaces (an empty line for none). Exit status 1 when the model does not
- * load, 2 on bad usage or input. */
+ * RECORDS: each text as a line "ADD_SPECIAL PARSE_SPECIAL BYTES" (0 or 1,
+ * 0 or 1, the byte count), then the bytes, then a newline. Prints one
+ * line per text: the ids, separated by spaces (an empty line for none).
+ * Exit status 1 when the model does not load, 2 on bad usage or input. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +24,8 @@ static void quiet(enum ggml_log_level level, const char *text, void *ud)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4)
-        return fprintf(stderr, "usage: llama-tokenize MODEL ADD_SPECIAL PARSE_SPECIAL < RECORDS\n"), 2;
-    bool add_special = atoi(argv[2]) != 0, parse_special = atoi(argv[3]) != 0;
+    if (argc != 2)
+        return fprintf(stderr, "usage: llama-tokenize MODEL < RECORDS\n"), 2;
     llama_log_set(quiet, NULL);
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
@@ -39,8 +38,8 @@ int main(int argc, char **argv)
     char *text = malloc(cap);
     llama_token *ids = malloc(tcap * sizeof *ids);
     long len;
-    int rc = 0;
-    while (text && ids && scanf("%ld", &len) == 1) {
+    int rc = 0, add_special, parse_special;
+    while (text && ids && scanf("%d %d %ld", &add_special, &parse_special, &len) == 3) {
         if (len < 0 || len > (1L << 30) || getchar() != '\n') {
             rc = 2;
             break;
@@ -57,7 +56,7 @@ int main(int argc, char **argv)
             rc = 2;
             break;
         }
-        int32_t n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)tcap, add_special, parse_special);
+        int32_t n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)tcap, add_special != 0, parse_special != 0);
         if (n < 0) {
             llama_token *p = realloc(ids, (size_t)-n * sizeof *ids);
             if (!p) {
@@ -65,7 +64,7 @@ int main(int argc, char **argv)
                 break;
             }
             ids = p, tcap = (size_t)-n;
-            n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)tcap, add_special, parse_special);
+            n = llama_tokenize(vocab, text, (int32_t)len, ids, (int32_t)tcap, add_special != 0, parse_special != 0);
         }
         for (int32_t i = 0; i < n; i++)
             printf(i ? " %d" : "%d", ids[i]);
