@@ -423,9 +423,10 @@ static FILE *llama_ids(const char *model_file, const char *recs)
         h = (h ^ (uint8_t)bytes[i]) * 1099511628211ull;
     free(bytes);
     const char *base = strrchr(model_file, '/');
-    char dir[4096], cache[4600], tmp[4700], cmd[16000];
+    char dir[4000], cache[4500], tmp[4600], cmd[16000];
     snprintf(dir, sizeof dir, "%s/cache", ref_dir());
-    snprintf(cache, sizeof cache, "%s/%s.%016llx.ids", dir, base ? base + 1 : model_file, (unsigned long long)h);
+    snprintf(cache, sizeof cache, "%.4000s/%.400s.%016llx.ids", dir, base ? base + 1 : model_file,
+             (unsigned long long)h);
     FILE *f = fopen(cache, "r");
     if (f)
         return f;
