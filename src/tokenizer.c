@@ -26,8 +26,19 @@
  *      special tokens (AS_TOK_PARSE_SPECIAL), with the whitespace next to
  *      those marked lstrip/rstrip dropped;
  *   2. the algorithm encodes each remaining fragment (its encode hook);
- *   3. symbols that are not tokens fall back to byte tokens, then to unk
- *      (as_tok_push_byte).
+ *   3. symbols that are not tokens fall back to byte tokens: llama's
+ *      <0xNN>, then unk (as_tok_push_byte); gpt2's byte-alphabet tokens,
+ *      a byte without one left out as llama.cpp leaves it out.
+ *
+ * Where attnscope differs from llama.cpp, on purpose: invalid UTF-8 keeps
+ * its bytes (llama.cpp encodes U+FFFD for each); a gpt2 file without
+ * bos_token_id has no BOS (llama.cpp falls back to id 11); `all` keeps the
+ * first of duplicated texts (llama.cpp's map the last); every FIM-looking
+ * token is made control (llama.cpp, the first of each kind it meets, and
+ * none where the file names one by id); and byte-level text never turns
+ * into a control or user-defined token by merging (llama.cpp looks merged
+ * text up among all tokens). None of llama.cpp's test vocabularies meets
+ * the last three.
  *
  * Nothing here is global or mutable outside a tokenizer or one call's
  * scratch space, so tokenizers may be used from several threads at once. */

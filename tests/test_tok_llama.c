@@ -77,8 +77,9 @@ static char *slurp(const char *path, size_t *n)
     return b;
 }
 
-/* Skips the test, loudly, unless the reference is installed. */
-static void require_reference(const char *what)
+/* Skips the test, loudly, unless the reference is installed: the first
+ * test of each kind in a box, the others on one line each. */
+static void require_reference(const char *what, bool first)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/status", ref_dir());
@@ -86,6 +87,11 @@ static void require_reference(const char *what)
     if (status && strcmp(status, "ok\n") == 0) {
         free(status);
         return;
+    }
+    if (!first) {
+        fprintf(stderr, "** SKIPPED: %s (no llama.cpp reference in %s)\n", what, ref_dir());
+        free(status);
+        cr_skip_test("llama.cpp reference not installed: %s", what);
     }
     fprintf(stderr,
             "\n**********************************************************************\n"
@@ -195,7 +201,7 @@ static char *test_file(const char *name, const char *ext, size_t *n)
 ParameterizedTest(int *index, tok_llama, vocab_files, .timeout = 120)
 {
     const char *const *name = &VOCAB_FILES[*index];
-    require_reference("llama.cpp's vocabulary test files");
+    require_reference("llama.cpp's vocabulary test files", *index == 0);
     size_t ni, no;
     char *inp = test_file(*name, "inp", &ni), *out = test_file(*name, "out", &no);
     char path[4096];
@@ -449,7 +455,7 @@ typedef struct sample {
 ParameterizedTest(int *index, tok_llama, llama_tokenize, .timeout = 300)
 {
     const model *m = &MODELS[*index];
-    require_reference("the comparison with llama.cpp's llama_tokenize");
+    require_reference("the comparison with llama.cpp's llama_tokenize", *index == 0);
     char path[4096];
     model_path(m, path, sizeof path);
     as_tokenizer *t = load_tokenizer(path);

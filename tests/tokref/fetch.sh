@@ -37,12 +37,13 @@ skip() {
 [ "$(cat "$dir/status" 2>/dev/null)" = ok ] && exit 0
 rm -rf "$dir"
 mkdir -p "$dir/npm" || skip "cannot create $dir"
+dir=$(cd "$dir" && pwd) src=$(cd "$src" && pwd)
 command -v npm >/dev/null 2>&1 || skip "npm is not installed (apt-get install npm)"
 command -v git >/dev/null 2>&1 || skip "git is not installed"
 [ "$(uname -m)" = x86_64 ] && [ "$(uname -s)" = Linux ] || skip "libllama from npm is built for linux-x64 only"
 
 echo "attnscope: fetching node-llama-cpp@$version and @node-llama-cpp/linux-x64@$version from npm" >&2
-(cd "$dir/npm" && npm pack --silent --fetch-retries=1 --fetch-timeout=120000 \
+(cd "$dir/npm" && npm pack --loglevel=error --fetch-retries=1 --fetch-timeout=120000 \
     "node-llama-cpp@$version" "@node-llama-cpp/linux-x64@$version" >/dev/null 2>"$dir/npm.log") ||
     skip "npm pack failed (registry unreachable?): $(tail -n 2 "$dir/npm.log" | tr '\n' ' ')"
 (cd "$dir/npm" && tar xzf "node-llama-cpp-$version.tgz" package/llama/gitRelease.bundle &&
