@@ -31,7 +31,8 @@
  * byte is what gets encoded (tokenizer.c keeps decode(encode(x)) == x), so
  * only for invalid UTF-8 can ids differ from llama.cpp's.
  *
- * Not implemented (refused as unknown by name, see tokenizer.c): kimi-k2,
+ * Not implemented (treated as unknown names: GPT-2's split with a warning,
+ * see tokenizer.c): kimi-k2,
  * afmoe, tiny_aya/cohere2moe and superbpe (llama.cpp special-cases their
  * digit and Han rules in code of their own), and gemma4, sarvam-moe and
  * whitespace, which are not byte-level BPE. */
@@ -271,8 +272,6 @@ const as_tok_pre *as_tok_pre_type(const char *type)
     return NULL;
 }
 
-size_t as_tok_pre_count(void) { return N_PRES; }
-const as_tok_pre *as_tok_pre_at(size_t i) { return i < N_PRES ? &PRES[i] : NULL; }
 
 /* ---------------------------------------------------------------- code point classes */
 

@@ -202,8 +202,6 @@ extern const as_tok_algo as_tok_none; /* "none": tok_none.c */
 const as_tok_pre *as_tok_pre_find(const char *name);
 /* By llama.cpp's type name ("gpt2", "default"); NULL if none. */
 const as_tok_pre *as_tok_pre_type(const char *type);
-size_t as_tok_pre_count(void);
-const as_tok_pre *as_tok_pre_at(size_t i);
 /* Compiles t->pre's patterns into t->rx; as_tok_pre_free frees them. */
 int as_tok_pre_compile(as_tokenizer *t, as_error *err);
 void as_tok_pre_free(as_tokenizer *t);
