@@ -401,6 +401,16 @@ static bool parse_quant(parser *ps, int32_t *min, int32_t *max)
     return true;
 }
 
+/* Makes child the last of parent's children (last: the current last). */
+static void append(parser *ps, int32_t parent, int32_t *last, int32_t child)
+{
+    if (*last < 0)
+        ps->nodes[parent].a = child;
+    else
+        ps->nodes[*last].next = child;
+    *last = child;
+}
+
 static int32_t parse_seq(parser *ps)
 {
     int32_t seq = new_node(ps, N_CAT), last = -1;
@@ -417,11 +427,7 @@ static int32_t parse_seq(parser *ps)
         } else if (ps->failed) {
             return -1;
         }
-        if (last < 0)
-            ps->nodes[seq].a = atom;
-        else
-            ps->nodes[last].next = atom;
-        last = atom;
+        append(ps, seq, &last, atom);
     }
     return ps->failed ? -1 : seq;
 }
@@ -433,11 +439,7 @@ static int32_t parse_alt(parser *ps)
         int32_t seq = parse_seq(ps);
         if (alt < 0 || seq < 0)
             return -1;
-        if (last < 0)
-            ps->nodes[alt].a = seq;
-        else
-            ps->nodes[last].next = seq;
-        last = seq;
+        append(ps, alt, &last, seq);
         if (ps->i < ps->n && ps->p[ps->i] == '|') {
             ps->i++;
             continue;
