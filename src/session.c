@@ -376,26 +376,61 @@ static int set_context(as_session *s, const int32_t *ids, int n, as_error *err)
     return AS_OK;
 }
 
-static int encode(as_session *s, const char *text, int32_t **ids, size_t *n, as_error *err)
+/* What the user should know before trusting the ids of a prompt: an
+ * unknown pre-tokenizer, or bytes a byte-level vocabulary has no token for
+ * (llama.cpp leaves them out, and so does the tokenizer; decoding the
+ * plain-text ids then gives less than the text). */
+static void warn_tokens(as_session *s, const char *text)
 {
     const as_tokenizer *t = s->model->tok;
-    return as_tokenizer_encode(t, text, strlen(text), as_tokenizer_add_bos(t), ids, n, err);
+    if (!s->warn)
+        return;
+    if (as_tokenizer_warning(t)[0])
+        fprintf(s->warn, "warning: %s\n", as_tokenizer_warning(t));
+    if (as_tokenizer_kind(t) != AS_TOK_GPT2)
+        return;
+    int32_t *ids = NULL;
+    size_t n = 0, len = strlen(text), got = 0;
+    char *back = NULL;
+    as_error err;
+    if (as_tokenizer_tokenize(t, text, len, 0, &ids, &n, &err) == AS_OK &&
+        as_tokenizer_decode(t, ids, n, &back, &got, &err) == AS_OK && got < len)
+        fprintf(s->warn, "warning: %zu bytes of the text have no token in this vocabulary and are left out "
+                         "(as llama.cpp leaves them out)\n", len - got);
+    free(ids);
+    free(back);
 }
 
-static int cmd_prompt(cmd_ctx *c)
+/* Text -> ids as llama.cpp's llama_tokenize(add_special = true,
+ * parse_special = !raw): BOS/EOS as the vocabulary wants them, and unless
+ * raw, control tokens' texts (<|im_start|>, <s>) read as those tokens. */
+static int encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err)
+{
+    const as_tokenizer *t = s->model->tok;
+    unsigned flags = AS_TOK_ADD_SPECIAL | (raw ? 0 : AS_TOK_PARSE_SPECIAL);
+    if (as_tokenizer_tokenize(t, text, strlen(text), flags, ids, n, err))
+        return AS_ERR;
+    warn_tokens(s, text);
+    return AS_OK;
+}
+
+static int prompt(cmd_ctx *c, bool raw)
 {
     char *text = text_arg(c->rest, c->err);
     int32_t *ids = NULL;
     size_t n = 0;
     if (!text)
         return AS_ERR;
-    int rc = encode(c->s, text, &ids, &n, c->err);
+    int rc = encode(c->s, text, raw, &ids, &n, c->err);
     if (rc == AS_OK)
         rc = set_context(c->s, ids, (int)n, c->err);
     free(ids);
     free(text);
     return rc;
 }
+
+static int cmd_prompt(cmd_ctx *c) { return prompt(c, false); }
+static int cmd_prompt_raw(cmd_ctx *c) { return prompt(c, true); }
 
 static int cmd_prompt_ids(cmd_ctx *c)
 {
@@ -417,14 +452,14 @@ static int cmd_prompt_ids(cmd_ctx *c)
     return rc;
 }
 
-static int cmd_tokenize(cmd_ctx *c)
+static int tokenize(cmd_ctx *c, bool raw)
 {
     char *text = text_arg(c->rest, c->err);
     int32_t *ids = NULL;
     size_t n = 0;
     if (!text)
         return AS_ERR;
-    int rc = encode(c->s, text, &ids, &n, c->err);
+    int rc = encode(c->s, text, raw, &ids, &n, c->err);
     for (size_t i = 0; rc == AS_OK && i < n; i++) {
         char piece[256];
         as_cmd_piece(c->s, ids[i], piece, sizeof piece);
@@ -434,6 +469,9 @@ static int cmd_tokenize(cmd_ctx *c)
     free(text);
     return rc;
 }
+
+static int cmd_tokenize(cmd_ctx *c) { return tokenize(c, false); }
+static int cmd_tokenize_raw(cmd_ctx *c) { return tokenize(c, true); }
 
 static int cmd_step(cmd_ctx *c)
 {
@@ -845,12 +883,16 @@ static int cmd_quit(cmd_ctx *c)
 }
 
 static const command commands[] = {
-    {{"prompt", "prompt TEXT", "Tokenize TEXT and make it the context (no compute yet).",
+    {{"prompt", "prompt TEXT", "Tokenize TEXT and make it the context (no compute yet); <|im_start|>, <s>... are special tokens.",
       "prompt \"It is a truth universally acknowledged\""}, cmd_prompt},
     {{"prompt-ids", "prompt-ids ID [ID ...]", "Set the context from token ids.", "prompt-ids 0 464 1310"},
      cmd_prompt_ids},
     {{"tokenize", "tokenize TEXT", "Show how TEXT splits into tokens: id<TAB>piece lines.",
       "tokenize \"Mr. Darcy's\""}, cmd_tokenize},
+    {{"prompt-raw", "prompt-raw TEXT", "Like prompt, but special tokens' texts (<|im_start|>, <s>) stay plain text.",
+      "prompt-raw \"a literal <|im_start|>\""}, cmd_prompt_raw},
+    {{"tokenize-raw", "tokenize-raw TEXT", "Like tokenize, but special tokens' texts stay plain text.",
+      "tokenize-raw \"<s>\""}, cmd_tokenize_raw},
     {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated.", "tokens"},
      cmd_tokens},
     {{"step", "step [N]", "Run the next op (or N ops), stopping at breakpoints.", "step 5"}, cmd_step},

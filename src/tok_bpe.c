@@ -7,15 +7,15 @@
  * integer-pair look-up and symbols are token ids. The lowest rank merges
  * first, leftmost on ties.
  *
- * A fragment of raw text (tokenizer.c has cut out user-defined tokens) is
- * split into pre-tokens, and each is merged on its own; merges never cross
- * a pre-token boundary. Other pre-tokenizers (llama.cpp picks them by
- * tokenizer.ggml.pre) would each be another gpt2_next. */
+ * A fragment of raw text (tokenizer.c has cut out special tokens) is
+ * split into pre-tokens by the vocabulary's pre-tokenizer (tok_pre.c, as
+ * tokenizer.ggml.pre chooses), and each is merged on its own; merges never
+ * cross a pre-token boundary. With ignore_merges (Llama 3, tekken...) a
+ * pre-token that is itself a token is that token, unmerged, as in
+ * llm_tokenizer_bpe_session. */
 #include "tokenizer_internal.h"
 
 #include <string.h>
-
-#include "unicode_tables.h"
 
 /* ---------------------------------------------------------------- the byte alphabet */
 
@@ -156,125 +156,6 @@ static int bpe_build(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err
     return rc;
 }
 
-/* ---------------------------------------------------------------- the pre-tokenizer */
-
-/* Character classes of GPT-2's pattern. C_END marks "past the fragment"
- * (llama.cpp's OUT_OF_RANGE), which no class test accepts. */
-enum { C_L = 1, C_N = 2, C_WS = 4, C_END = 8 };
-
-static bool in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < r[mid][0])
-            hi = mid;
-        else if (cp > r[mid][1])
-            lo = mid + 1;
-        else
-            return true;
-    }
-    return false;
-}
-
-#define IN_TABLE(tab, cp) in_ranges(tab, sizeof(tab) / sizeof((tab)[0]), cp)
-
-/* Invalid bytes are given a code point past U+10FFFF: class 0, like a
- * symbol, which is also what llama.cpp's U+FFFD replacement would be. */
-#define CP_INVALID 0xFFFFFFFFu
-
-static unsigned cp_class(uint32_t cp)
-{
-    if (cp < 0x80) {
-        if ((cp | 0x20) >= 'a' && (cp | 0x20) <= 'z')
-            return C_L;
-        if (cp >= '0' && cp <= '9')
-            return C_N;
-        return (cp == ' ' || (cp >= 0x09 && cp <= 0x0D)) ? C_WS : 0;
-    }
-    if (cp > 0x10FFFF)
-        return 0;
-    if (IN_TABLE(as_uni_letter, cp))
-        return C_L;
-    if (IN_TABLE(as_uni_number, cp))
-        return C_N;
-    return IN_TABLE(as_uni_space, cp) ? C_WS : 0;
-}
-
-typedef struct cpinfo {
-    uint32_t cp, off; /* code point, byte offset in the fragment */
-    uint8_t cls;
-} cpinfo;
-
-DEFINE_RESERVE(reserve_cpinfo, cpinfo)
-
-static unsigned class_at(const cpinfo *c, size_t m, size_t i)
-{
-    return i < m ? c[i].cls : C_END;
-}
-
-/* 's|'t|'re|'ve|'m|'ll|'d (case-sensitive, as GPT-2's pattern) at pos:
- * the end of the match, or 0. */
-static size_t contraction(const cpinfo *c, size_t m, size_t pos)
-{
-    if (c[pos].cp != '\'' || pos + 1 >= m)
-        return 0;
-    uint32_t a = c[pos + 1].cp, b = pos + 2 < m ? c[pos + 2].cp : 0;
-    if (a == 's' || a == 't' || a == 'm' || a == 'd')
-        return pos + 2;
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l'))
-        return pos + 3;
-    return 0;
-}
-
-/* End of the match of GPT-2's pattern
- *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- * that starts at pos, step for step as llama.cpp's
- * unicode_regex_split_custom_gpt2 (which agrees with the regex). */
-static size_t gpt2_next(const cpinfo *c, size_t m, size_t pos)
-{
-    size_t end = contraction(c, m, pos);
-    if (end)
-        return end;
-    size_t p = pos + (c[pos].cp == ' ');
-    unsigned k = class_at(c, m, p);
-    if (k & (C_L | C_N)) { /* ` ?\p{L}+` or ` ?\p{N}+` */
-        while (class_at(c, m, p) & k)
-            p++;
-        return p;
-    }
-    if (!(k & (C_WS | C_END))) { /* ` ?[^\s\p{L}\p{N}]+` */
-        while (!(class_at(c, m, p) & (C_WS | C_L | C_N | C_END)))
-            p++;
-        return p;
-    }
-    size_t ws = 0;
-    while (class_at(c, m, pos + ws) & C_WS)
-        ws++;
-    if (ws > 1 && pos + ws < m) /* `\s+(?!\S)`: leave the last one to the next word */
-        return pos + ws - 1;
-    return pos + (ws ? ws : 1);
-}
-
-static bool decode_cps(const char *s, size_t n, work *w, size_t *m)
-{
-    if (!reserve_cpinfo(&w->cps, &w->capcps, n + 1))
-        return false;
-    const uint8_t *u = (const uint8_t *)s;
-    size_t k = 0;
-    for (size_t i = 0; i < n; k++) {
-        uint32_t cp;
-        size_t c = as_tok_utf8_char(u + i, n - i, &cp);
-        if (!c)
-            cp = CP_INVALID, c = 1;
-        w->cps[k] = (cpinfo){cp, (uint32_t)i, (uint8_t)cp_class(cp)};
-        i += c;
-    }
-    w->cps[k].off = (uint32_t)n; /* so piece [a, b) ends at cps[b].off */
-    *m = k;
-    return true;
-}
-
 /* ---------------------------------------------------------------- merging one pre-token */
 
 typedef struct bsym { /* gpt2 symbol: a token id (-1: its byte has none) */
@@ -330,29 +211,55 @@ static int bpe_word(const as_tokenizer *t, const uint8_t *s, size_t n, work *w, 
         w->bs[i] = (bsym){t->byte_tok[s[i]], (int32_t)i - 1, i + 1 < n ? (int32_t)i + 1 : -1, s[i], 1};
     if (n > 1 && bpe_merge(t, w, n))
         return as_tok_oom(err);
-    for (int32_t i = 0; i >= 0; i = w->bs[i].next) {
-        int rc = w->bs[i].id >= 0 ? as_tok_push_id(w, w->bs[i].id, err)
-                                  : as_tok_push_byte(t, w->bs[i].byte, w, err);
-        if (rc)
+    /* A byte whose alphabet character is no token (falcon has none for
+     * 0x03, starcoder for 0xF1) is left out, as llama.cpp leaves it out:
+     * its BPE neither errs nor uses an unknown token. */
+    for (int32_t i = 0; i >= 0; i = w->bs[i].next)
+        if (w->bs[i].id >= 0 && as_tok_push_id(w, w->bs[i].id, err))
             return AS_ERR;
-    }
     return AS_OK;
 }
 
 /* ---------------------------------------------------------------- encode, decode */
+
+DEFINE_RESERVE(reserve_char, char)
+
+/* ignore_merges: the token whose text is the pre-token s[0, n) in the byte
+ * alphabet, or -1. Any token counts, as llama.cpp's text_to_token. */
+static int32_t whole_token(const as_tokenizer *t, const uint8_t *s, size_t n, work *w)
+{
+    if (!reserve_char(&w->esc, &w->capesc, 2 * n + 1))
+        return -2;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += utf8_put(byte_to_cp(s[i]), w->esc + k);
+    return as_tok_lookup(t, &t->all, w->esc, k);
+}
+
+static int bpe_piece(const as_tokenizer *t, const uint8_t *s, size_t n, work *w, as_error *err)
+{
+    if (t->ignore_merges) {
+        int32_t id = whole_token(t, s, n, w);
+        if (id == -2)
+            return as_tok_oom(err);
+        if (id >= 0)
+            return as_tok_push_id(w, id, err);
+    }
+    return bpe_word(t, s, n, w, err);
+}
 
 /* base: the fragment's offset in the whole text, for piece ends. */
 static int gpt2_fragment(const as_tokenizer *t, const char *s, size_t n, size_t base, work *w,
                          as_error *err)
 {
     size_t m;
-    if (!decode_cps(s, n, w, &m))
-        return as_tok_oom(err);
-    for (size_t pos = 0; pos < m;) {
-        size_t end = gpt2_next(w->cps, m, pos);
+    if (as_tok_decode_cps(s, n, w, &m, err) || as_tok_pre_split(t, w, m, err))
+        return AS_ERR;
+    for (size_t i = 0, pos = 0; i < w->npieces; i++) {
+        size_t end = w->pieces[i];
         size_t a = w->cps[pos].off, b = w->cps[end].off;
         int rc = w->ends_only ? as_tok_push_end(w, base + b, err)
-                              : bpe_word(t, (const uint8_t *)s + a, b - a, w, err);
+                              : bpe_piece(t, (const uint8_t *)s + a, b - a, w, err);
         if (rc)
             return AS_ERR;
         pos = end;

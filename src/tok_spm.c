@@ -6,7 +6,7 @@
  * leftmost on ties), and byte fallback: a symbol that is not a token
  * becomes its bytes' <0xNN> tokens.
  *
- * A fragment (tokenizer.c has cut out user-defined tokens) is not split
+ * A fragment (tokenizer.c has cut out special tokens) is not split
  * further: it is merged in runs that no token can span (see pair_seen). */
 #include "tokenizer_internal.h"
 
@@ -171,10 +171,9 @@ static int spm_encode(const as_tokenizer *t, const char *s, size_t n, size_t bas
 {
     if (w->ends_only)
         return as_tok_push_end(w, base + n, err);
-    /* Unlike llama.cpp, which adds the prefix after every special fragment,
-     * only a fragment that starts the text gets it, so that decode can tell
-     * which space to take away (see as_tokenizer_decode). */
-    return spm_fragment(t, s, n, t->add_space_prefix && base == 0, w, err);
+    /* As llama.cpp: every fragment of raw text gets the prefix, the first
+     * and each after a special token (decode takes them off again). */
+    return spm_fragment(t, s, n, t->add_space_prefix, w, err);
 }
 
 static size_t unescape_spm(const char *s, size_t n, char *dst)

@@ -1,11 +1,13 @@
 /* tokenizer: what every tokenizer algorithm shares, following llama.cpp
- * (tokenizer_st_partition, token_to_piece) so ids agree with it. Owns the
- * vocabulary (texts, scores, types, look-up), reading it from a GGUF
- * file's tokenizer.ggml.* keys, the table of algorithms chosen by
- * tokenizer.ggml.model, special tokens, cutting user-defined tokens out of
- * the text, decoding to bytes, and the public API. The algorithms are
- * tok_bpe.c ("gpt2": byte-level BPE) and tok_spm.c ("llama":
- * SentencePiece BPE).
+ * (llama_vocab::impl::load, tokenizer_st_partition, tokenize,
+ * token_to_piece) so ids agree with it. Owns the vocabulary (texts,
+ * scores, types, look-up), reading it from a GGUF file's tokenizer.ggml.*
+ * keys with llama.cpp's defaults, the table of algorithms chosen by
+ * tokenizer.ggml.model, special tokens (which are control, cutting them
+ * out of the text, BOS and EOS), decoding to bytes, the model card's
+ * tokenizer lines, and the public API. The algorithms are tok_bpe.c
+ * ("gpt2": byte-level BPE, split by tok_pre.c's pre-tokenizers),
+ * tok_spm.c ("llama": SentencePiece BPE) and tok_none.c ("none").
  *
  * Storage: every token's text is copied into one arena. Two open-addressing
  * hash tables map a text to its id:
@@ -18,11 +20,25 @@
  *              decode(encode(x)) gives x back.
  *
  * Text goes through three stages, as in llama.cpp:
- *   1. partition (here): user-defined tokens (type 4) are cut out of the
- *      raw text, longest first, leftmost occurrence first;
+ *   1. partition (here): special tokens are cut out of the raw text,
+ *      longest first, leftmost occurrence first -- user-defined ones
+ *      (type 4) always, control and unknown ones when asked to parse
+ *      special tokens (AS_TOK_PARSE_SPECIAL), with the whitespace next to
+ *      those marked lstrip/rstrip dropped;
  *   2. the algorithm encodes each remaining fragment (its encode hook);
- *   3. symbols that are not tokens fall back to byte tokens, then to unk
- *      (as_tok_push_byte).
+ *   3. symbols that are not tokens fall back to byte tokens: llama's
+ *      <0xNN>, then unk (as_tok_push_byte); gpt2's byte-alphabet tokens,
+ *      a byte without one left out as llama.cpp leaves it out.
+ *
+ * Where attnscope differs from llama.cpp, on purpose: invalid UTF-8 keeps
+ * its bytes (llama.cpp encodes U+FFFD for each); a gpt2 file without
+ * bos_token_id has no BOS (llama.cpp falls back to id 11); `all` keeps the
+ * first of duplicated texts (llama.cpp's map the last); every FIM-looking
+ * token is made control (llama.cpp, the first of each kind it meets, and
+ * none where the file names one by id); and byte-level text never turns
+ * into a control or user-defined token by merging (llama.cpp looks merged
+ * text up among all tokens). None of llama.cpp's test vocabularies meets
+ * the last three.
  *
  * Nothing here is global or mutable outside a tokenizer or one call's
  * scratch space, so tokenizers may be used from several threads at once. */
@@ -37,6 +53,9 @@
 /* Longest text encode accepts: keeps every symbol index and byte offset
  * (llama text grows by up to 3x when spaces become '▁') inside int32. */
 #define MAX_TEXT_BYTES ((size_t)1 << 29)
+/* A file without a vocabulary names its size (vocab_size): each id gets a
+ * name, so a hostile size must not cost gigabytes. */
+#define MAX_NONE_TOKENS (1 << 21)
 
 int as_tok_oom(as_error *err)
 {
@@ -46,7 +65,7 @@ int as_tok_oom(as_error *err)
 /* ---------------------------------------------------------------- the algorithms */
 
 /* One per tokenizer.ggml.model value, each in its own file. */
-static const as_tok_algo *const ALGOS[] = {&as_tok_bpe, &as_tok_spm};
+static const as_tok_algo *const ALGOS[] = {&as_tok_bpe, &as_tok_spm, &as_tok_none};
 #define N_ALGOS (sizeof ALGOS / sizeof ALGOS[0])
 
 static const as_tok_algo *algo_of_kind(as_tok_kind kind)
@@ -59,6 +78,8 @@ static const as_tok_algo *algo_of_kind(as_tok_kind kind)
 
 static const as_tok_algo *algo_named(const char *gguf_model)
 {
+    if (strcmp(gguf_model, "no_vocab") == 0) /* llama.cpp's other name for "none" */
+        gguf_model = "none";
     for (size_t i = 0; i < N_ALGOS; i++)
         if (strcmp(ALGOS[i]->gguf_model, gguf_model) == 0)
             return ALGOS[i];
@@ -208,10 +229,14 @@ static int check_spec(const as_tokenizer_spec *sp, const as_tok_algo **algo, as_
         return as_error_set(err, "tokenizer: no spec given");
     if (!(*algo = algo_of_kind(sp->kind)))
         return as_error_set(err, "tokenizer: unknown kind %d", (int)sp->kind);
-    if (sp->n_tokens == 0 || !sp->tokens)
+    if (sp->n_tokens == 0 || (!sp->tokens && sp->kind != AS_TOK_NONE))
         return as_error_set(err, "tokenizer: the vocabulary is empty");
     if (sp->n_tokens >= (size_t)INT32_MAX)
         return as_error_set(err, "tokenizer: %zu tokens is more than ids can number", sp->n_tokens);
+    if (sp->kind == AS_TOK_NONE && sp->n_tokens > MAX_NONE_TOKENS)
+        return as_error_set(err, "tokenizer: %zu token ids without a vocabulary is more than attnscope "
+                                 "believes (at most %d; the largest vocabularies have about 260000)",
+                            sp->n_tokens, MAX_NONE_TOKENS);
     if (sp->n_merges && !sp->merges)
         return as_error_set(err, "tokenizer: %zu merges announced but none given", sp->n_merges);
     if (check_id("bos_id", sp->bos_id, sp->n_tokens, err) ||
@@ -221,8 +246,27 @@ static int check_spec(const as_tokenizer_spec *sp, const as_tok_algo **algo, as_
     return AS_OK;
 }
 
+/* No vocabulary: id i is named "#i". */
+static int name_ids(as_tokenizer *t, as_error *err)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++)
+        total += (size_t)snprintf(NULL, 0, "#%zu", i) + 1;
+    if (!(t->arena = malloc(total)))
+        return as_tok_oom(err);
+    for (size_t i = 0, pos = 0; i < t->n; i++) {
+        int k = snprintf(t->arena + pos, total - pos, "#%zu", i);
+        t->off[i] = pos;
+        t->len[i] = (uint32_t)k;
+        pos += (size_t)k + 1;
+    }
+    return AS_OK;
+}
+
 static int copy_tokens(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err)
 {
+    if (!sp->tokens)
+        return name_ids(t, err);
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (!sp->tokens[i])
@@ -258,6 +302,65 @@ static uint8_t guess_type(const as_tokenizer *t, size_t i)
     return TT_NORMAL;
 }
 
+static bool text_is(const as_tokenizer *t, size_t i, const char *s)
+{
+    return same_text(t, (int32_t)i, s, strlen(s));
+}
+
+static bool text_in(const as_tokenizer *t, size_t i, const char *const *list)
+{
+    for (; *list; list++)
+        if (text_is(t, i, *list))
+            return true;
+    return false;
+}
+
+/* llama.cpp's loader makes tokens that look like the end of a turn, a
+ * fill-in-the-middle marker or the end of generation control tokens
+ * whatever the file says (its lists, by text), and gpt-oss's channel
+ * markers user-defined. It makes only the first FIM marker of each kind
+ * it meets (in hash order) control; here every one is. */
+static void llama_cpp_types(as_tokenizer *t)
+{
+    static const char *const control[] = {
+        /* end of generation (special_eog_ids), which holds the EOT and EOM lists */
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+        "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+        "<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
+        "<｜end▁of▁sentence｜>", "[e~[",
+        /* fill in the middle: prefix, suffix, middle, pad, repo, file separator */
+        "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>",
+        "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>",
+        "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>",
+        "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>",
+        "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>",
+        "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>",
+        "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]",
+        "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>", "<|file_sep|>", NULL,
+    };
+    static const char *const user[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>", NULL};
+    int32_t ret = -1, call = -1, end = -1, flush = -1, calls = -1, tool = -1, s_end = -1;
+    for (size_t i = 0; i < t->n; i++) {
+        if (text_in(t, i, control) && t->type[i] != TT_CONTROL)
+            t->type[i] = TT_CONTROL;
+        if (text_in(t, i, user))
+            t->type[i] = TT_USER;
+        ret = text_is(t, i, "<|return|>") ? (int32_t)i : ret;
+        call = text_is(t, i, "<|call|>") ? (int32_t)i : call;
+        calls = text_is(t, i, "<|calls|>") ? (int32_t)i : calls;
+        flush = text_is(t, i, "<|flush|>") ? (int32_t)i : flush;
+        end = text_is(t, i, "<|end|>") ? (int32_t)i : end;
+        tool = text_is(t, i, "<|tool_response>") ? (int32_t)i : tool;
+        s_end = text_is(t, i, "</s>") ? (int32_t)i : s_end;
+    }
+    /* o200k_harmony and solar-open: <|end|> is not an end of generation */
+    if (end >= 0 && ((ret >= 0 && call >= 0) || (calls >= 0 && flush >= 0)))
+        t->type[end] = TT_USER;
+    /* gemma4 and paddleocr: </s> is not one either */
+    if (tool >= 0 && s_end >= 0)
+        t->type[s_end] = TT_NORMAL;
+}
+
 static void set_scores_types(as_tokenizer *t, const as_tokenizer_spec *sp)
 {
     for (size_t i = 0; i < t->n; i++) {
@@ -265,12 +368,18 @@ static void set_scores_types(as_tokenizer *t, const as_tokenizer_spec *sp)
         t->score[i] = isnan(s) ? -INFINITY : s; /* NaN would break the heap order */
         int32_t ty = sp->token_types ? sp->token_types[i] : guess_type(t, i);
         t->type[i] = (ty >= TT_NORMAL && ty <= TT_BYTE) ? (uint8_t)ty : TT_NORMAL;
+        if (t->algo->kind == AS_TOK_NONE)
+            t->type[i] = TT_CONTROL; /* "#17" stands for no bytes */
     }
-    /* The header promises BOS/EOS decode to nothing, whatever the file says. */
-    if (t->bos >= 0)
+    /* Without token types (a llama2.c tokenizer), BOS and EOS are control:
+     * the header promises they decode to nothing. With types, the file's
+     * word stands, as in llama.cpp. */
+    if (!sp->token_types && t->bos >= 0)
         t->type[t->bos] = TT_CONTROL;
-    if (t->eos >= 0)
+    if (!sp->token_types && t->eos >= 0)
         t->type[t->eos] = TT_CONTROL;
+    if (t->algo->kind != AS_TOK_NONE)
+        llama_cpp_types(t);
 }
 
 static bool from_plain_text(const as_tokenizer *t, size_t i)
@@ -319,29 +428,56 @@ static int cmp_lenid(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-/* llama.cpp cuts user-defined tokens out of the text longest first (its
- * sort is not stable; equal lengths go here by id). */
-static int collect_user_tokens(as_tokenizer *t, as_error *err)
+static bool is_special(const as_tokenizer *t, size_t i)
+{
+    uint8_t ty = t->type[i];
+    return (ty == TT_USER || ty == TT_CONTROL || ty == TT_UNKNOWN) && t->len[i] > 0;
+}
+
+/* llama.cpp's cache_special_tokens: control, user-defined and unknown
+ * tokens, cut out of the text longest first (its sort is not stable;
+ * equal lengths go here by id). */
+static int collect_special_tokens(as_tokenizer *t, as_error *err)
 {
     size_t n = 0;
     for (size_t i = 0; i < t->n; i++)
-        n += t->type[i] == TT_USER && t->len[i] > 0;
-    if (n == 0)
+        n += is_special(t, i);
+    if (n == 0 || t->algo->kind == AS_TOK_NONE)
         return AS_OK;
     lenid *v = malloc(n * sizeof *v);
-    if (!v || !(t->user = malloc(n * sizeof *t->user))) {
+    if (!v || !(t->special = malloc(n * sizeof *t->special))) {
         free(v);
         return as_tok_oom(err);
     }
     for (size_t i = 0, k = 0; i < t->n; i++)
-        if (t->type[i] == TT_USER && t->len[i] > 0)
+        if (is_special(t, i))
             v[k++] = (lenid){t->len[i], (int32_t)i};
     qsort(v, n, sizeof *v, cmp_lenid);
     for (size_t i = 0; i < n; i++)
-        t->user[i] = v[i].id;
-    t->n_user = n;
+        t->special[i] = v[i].id;
+    t->n_special = n;
     free(v);
     return AS_OK;
+}
+
+/* gpt2: the pre-tokenizer spec->pre names; an unknown name runs GPT-2's
+ * split, with a warning (llama.cpp refuses the file). */
+static int choose_pre(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err)
+{
+    if (t->algo->kind != AS_TOK_GPT2)
+        return AS_OK;
+    const char *name = sp->pre ? sp->pre : "gpt-2";
+    snprintf(t->pre_name, sizeof t->pre_name, "%s", name);
+    t->pre = name[0] ? as_tok_pre_find(name) : as_tok_pre_type("default");
+    if (!t->pre) {
+        t->pre = as_tok_pre_type("gpt2");
+        snprintf(t->warning, sizeof t->warning,
+                 "pre-tokenizer '%.60s' is unknown to attnscope: text is split as GPT-2 splits it, "
+                 "so ids may differ from llama.cpp's (which refuses this file)",
+                 name);
+    }
+    t->ignore_merges = t->pre->ignore_merges;
+    return as_tok_pre_compile(t, err);
 }
 
 static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_spec *sp,
@@ -353,6 +489,7 @@ static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_sp
     t->eos = sp->eos_id < 0 ? -1 : sp->eos_id;
     t->unk = sp->unk_id < 0 ? -1 : sp->unk_id;
     t->add_bos = sp->add_bos;
+    t->add_eos = sp->add_eos;
     t->add_space_prefix = algo->space_prefix && sp->add_space_prefix;
     t->off = malloc(t->n * sizeof *t->off);
     t->len = malloc(t->n * sizeof *t->len);
@@ -368,7 +505,9 @@ static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_sp
     find_byte_tokens(t);
     if (algo->build && algo->build(t, sp, err))
         return AS_ERR;
-    return collect_user_tokens(t, err);
+    if (choose_pre(t, sp, err))
+        return AS_ERR;
+    return collect_special_tokens(t, err);
 }
 
 int as_tokenizer_new(as_tokenizer **out, const as_tokenizer_spec *spec, as_error *err)
@@ -404,7 +543,9 @@ void as_tokenizer_free(as_tokenizer *t)
     free(t->merges.key);
     free(t->merges.rank);
     free(t->merges.result);
-    free(t->user);
+    free(t->special);
+    free(t->strip);
+    as_tok_pre_free(t);
     free(t);
 }
 
@@ -496,16 +637,118 @@ static int gguf_arrays(const as_gguf *g, const as_tok_algo *algo, gguf_vocab *v,
     return AS_OK;
 }
 
+/* An optional string key: NULL when absent, an error when not a string. */
+static int gguf_str_opt(const as_gguf *g, const char *key, const char **out, as_error *err)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    *out = NULL;
+    if (kv && kv->type != AS_GGUF_STRING)
+        return as_error_set(err, "%s: key '%s': expected a string, found %s", gguf_name(g), key,
+                            as_gguf_type_name(kv->type));
+    *out = kv ? kv->str : NULL;
+    return AS_OK;
+}
+
+/* tokenizer.ggml.pre ("" when absent: llama.cpp's "default") and, from
+ * the pre-tokenizer it names, the BOS default. */
+static int gguf_pre(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_spec *sp, as_error *err)
+{
+    const char *pre;
+    if (gguf_str_opt(g, "tokenizer.ggml.pre", &pre, err))
+        return AS_ERR;
+    sp->add_bos = algo->add_bos;
+    if (algo->kind != AS_TOK_GPT2)
+        return AS_OK;
+    sp->pre = pre ? pre : "";
+    const as_tok_pre *p = sp->pre[0] ? as_tok_pre_find(sp->pre) : NULL;
+    if (p && p->add_bos)
+        sp->add_bos = true;
+    return AS_OK;
+}
+
 static int gguf_flags(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_spec *sp, as_error *err)
 {
-    sp->add_bos = algo->add_bos;
     sp->add_space_prefix = algo->space_prefix;
     if (gguf_special(g, "tokenizer.ggml.bos_token_id", algo->bos, sp->n_tokens, &sp->bos_id, err) ||
         gguf_special(g, "tokenizer.ggml.eos_token_id", algo->eos, sp->n_tokens, &sp->eos_id, err) ||
         gguf_special(g, "tokenizer.ggml.unknown_token_id", algo->unk, sp->n_tokens, &sp->unk_id, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_bos_token", &sp->add_bos, err) ||
+        as_gguf_get_bool_opt(g, "tokenizer.ggml.add_eos_token", &sp->add_eos, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, err))
         return AS_ERR;
+    return AS_OK;
+}
+
+static bool contains_lower(const char *s, const char *needle)
+{
+    char buf[256];
+    size_t n = 0;
+    for (; s && *s && n + 1 < sizeof buf; s++)
+        buf[n++] = (char)((*s >= 'A' && *s <= 'Z') ? *s + 32 : *s);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+static void set_strip(as_tokenizer *t, const char *text, uint8_t bit, bool on)
+{
+    int32_t id = as_tok_lookup(t, &t->all, text, strlen(text));
+    if (id >= 0)
+        t->strip[id] = on ? (uint8_t)(t->strip[id] | bit) : (uint8_t)(t->strip[id] & ~bit);
+}
+
+/* llama.cpp's per-model token attributes, chosen by the file's name,
+ * pre-tokenizer and architecture: phi-3 drops the whitespace after its
+ * special tokens (but <unk>, <s> and <|endoftext|>), jina-v2 and
+ * modern-bert the whitespace before their mask token. */
+static int gguf_strip(as_tokenizer *t, const as_gguf *g, as_error *err)
+{
+    const char *name, *arch;
+    if (gguf_str_opt(g, "general.name", &name, err) || gguf_str_opt(g, "general.architecture", &arch, err))
+        return AS_ERR;
+    bool phi3 = contains_lower(name, "phi-3") || contains_lower(name, "phi3");
+    bool jina = strstr(t->pre_name, "jina-v2-de") || strstr(t->pre_name, "jina-v2-es") ||
+                strstr(t->pre_name, "jina-v2-code") || (arch && (strstr(arch, "nomic-bert-moe") ||
+                                                                strstr(arch, "jina-bert-v3")));
+    bool mbert = contains_lower(name, "modern-bert");
+    if (!phi3 && !jina && !mbert)
+        return AS_OK;
+    if (!(t->strip = calloc(t->n, 1)))
+        return as_tok_oom(err);
+    if (jina)
+        set_strip(t, "<mask>", STRIP_LEFT, true);
+    else if (phi3) {
+        for (size_t i = 0; i < t->n_special; i++)
+            t->strip[t->special[i]] |= STRIP_RIGHT;
+        set_strip(t, "</s>", STRIP_RIGHT, true);
+        set_strip(t, "<unk>", STRIP_RIGHT, false);
+        set_strip(t, "<s>", STRIP_RIGHT, false);
+        set_strip(t, "<|endoftext|>", STRIP_RIGHT, false);
+    } else {
+        set_strip(t, "[MASK]", STRIP_LEFT, true);
+    }
+    return AS_OK;
+}
+
+/* "none": no vocabulary, only a size, which llama.cpp reads from the
+ * architecture's vocab_size. */
+static int gguf_none(as_tokenizer **out, const as_gguf *g, as_error *err)
+{
+    const char *arch;
+    uint32_t n = 0;
+    char key[96];
+    if (as_gguf_get_str(g, "general.architecture", &arch, err))
+        return AS_ERR;
+    snprintf(key, sizeof key, "%.80s.vocab_size", arch);
+    if (!as_gguf_find(g, key))
+        return as_error_set(err, "%s: tokenizer.ggml.model is 'none' (no vocabulary) and key '%s' is missing: "
+                                 "the number of token ids is unknown", gguf_name(g), key);
+    if (as_gguf_get_u32(g, key, &n, err))
+        return AS_ERR;
+    as_tokenizer_spec sp = {.kind = AS_TOK_NONE, .n_tokens = n, .bos_id = -1, .eos_id = -1, .unk_id = -1};
+    if (as_tokenizer_new(out, &sp, err)) {
+        as_error_prefix(err, "%s: key '%s'", gguf_name(g), key);
+        return AS_ERR;
+    }
     return AS_OK;
 }
 
@@ -536,7 +779,11 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
     as_tokenizer_spec sp = {0};
     gguf_vocab v = {0};
     const as_tok_algo *algo = NULL;
-    if (gguf_algo(g, &algo, err) || gguf_arrays(g, algo, &v, err))
+    if (gguf_algo(g, &algo, err))
+        return AS_ERR;
+    if (algo->kind == AS_TOK_NONE)
+        return gguf_none(out, g, err);
+    if (gguf_arrays(g, algo, &v, err))
         return AS_ERR;
     sp.kind = algo->kind;
     sp.tokens = (const char *const *)v.tokens->strs;
@@ -546,7 +793,7 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
         sp.merges = (const char *const *)v.merges->strs;
         sp.n_merges = (size_t)v.merges->arr_len;
     }
-    if (gguf_flags(g, algo, &sp, err))
+    if (gguf_pre(g, algo, &sp, err) || gguf_flags(g, algo, &sp, err))
         return AS_ERR;
     float *scores = NULL;
     int32_t *types = NULL;
@@ -559,6 +806,10 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
     }
     free(scores);
     free(types);
+    if (rc == AS_OK && (rc = gguf_strip(*out, g, err)) != AS_OK) {
+        as_tokenizer_free(*out);
+        *out = NULL;
+    }
     return rc;
 }
 
@@ -571,6 +822,10 @@ int32_t as_tokenizer_eos(const as_tokenizer *t) { return t->eos; }
 
 /* True when encode should be asked for a BOS and there is one to add. */
 bool as_tokenizer_add_bos(const as_tokenizer *t) { return t->add_bos && t->bos >= 0; }
+bool as_tokenizer_add_eos(const as_tokenizer *t) { return t->add_eos && t->eos >= 0; }
+const char *as_tokenizer_pre(const as_tokenizer *t) { return t->pre ? t->pre->type : NULL; }
+bool as_tokenizer_ignore_merges(const as_tokenizer *t) { return t->ignore_merges; }
+const char *as_tokenizer_warning(const as_tokenizer *t) { return t->warning; }
 
 const char *as_tokenizer_piece(const as_tokenizer *t, int32_t id)
 {
@@ -599,6 +854,11 @@ static void work_free(work *w)
     free(w->bs);
     free(w->ss);
     free(w->cps);
+    free(w->pieces);
+    free(w->pieces2);
+    free(w->sym_c);
+    free(w->sym_w);
+    free(w->rxs.f);
     free(w->esc);
     free(w->fr);
     free(w->fr2);
@@ -698,23 +958,37 @@ static bool add_frag(frag **v, size_t *n, size_t *cap, frag f)
     return true;
 }
 
-/* Cuts every occurrence of user token u out of the raw fragments (fr ->
- * fr2, then swapped), as one pass of llama.cpp's tokenizer_st_partition. */
-static bool cut_user_token(const as_tokenizer *t, int32_t u, const char *text, work *w)
+static bool space_byte(char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r'); /* isspace in the C locale */
+}
+
+/* Cuts every occurrence of special token u out of the raw fragments (fr
+ * -> fr2, then swapped), as one pass of llama.cpp's
+ * tokenizer_st_partition, dropping the whitespace before it (lstrip) or
+ * after it (rstrip) where the token is marked so. */
+static bool cut_special(const as_tokenizer *t, int32_t u, const char *text, work *w)
 {
     const char *tu = t->arena + t->off[u];
     size_t lu = t->len[u], n2 = 0;
+    uint8_t strip = t->strip ? t->strip[u] : 0;
     for (size_t i = 0; i < w->nfr; i++) {
         frag f = w->fr[i];
         size_t pos = f.off, end = f.off + f.len;
         const char *p;
-        while (f.id < 0 && (p = find_bytes(text + pos, end - pos, tu, lu))) {
-            size_t at = (size_t)(p - text);
-            if (at > pos && !add_frag(&w->fr2, &n2, &w->capfr2, (frag){pos, at - pos, -1}))
+        while (f.id < 0 && pos < end && (p = find_bytes(text + pos, end - pos, tu, lu))) {
+            size_t at = (size_t)(p - text), left = at;
+            if (strip & STRIP_LEFT)
+                while (left > pos && space_byte(text[left - 1]))
+                    left--;
+            if (left > pos && !add_frag(&w->fr2, &n2, &w->capfr2, (frag){pos, left - pos, -1}))
                 return false;
             if (!add_frag(&w->fr2, &n2, &w->capfr2, (frag){at, lu, u}))
                 return false;
             pos = at + lu;
+            if (strip & STRIP_RIGHT)
+                while (pos < end && space_byte(text[pos]))
+                    pos++;
         }
         frag rest = f.id < 0 ? (frag){pos, end - pos, -1} : f;
         if (rest.len && !add_frag(&w->fr2, &n2, &w->capfr2, rest))
@@ -727,17 +1001,20 @@ static bool cut_user_token(const as_tokenizer *t, int32_t u, const char *text, w
     return true;
 }
 
-static int partition(const as_tokenizer *t, const char *text, size_t len, work *w, as_error *err)
+static int partition(const as_tokenizer *t, const char *text, size_t len, bool parse_special, work *w,
+                     as_error *err)
 {
     w->nfr = 0;
     if (len && !add_frag(&w->fr, &w->nfr, &w->capfr, (frag){0, len, -1}))
         return as_tok_oom(err);
-    for (size_t k = 0; k < t->n_user && w->nfr; k++) {
-        int32_t u = t->user[k];
-        /* a cheap whole-text test first: most user tokens never occur */
+    for (size_t k = 0; k < t->n_special && w->nfr; k++) {
+        int32_t u = t->special[k];
+        if (!parse_special && t->type[u] != TT_USER)
+            continue; /* control and unknown tokens only when asked */
+        /* a cheap whole-text test first: most special tokens never occur */
         if (!find_bytes(text, len, t->arena + t->off[u], t->len[u]))
             continue;
-        if (!cut_user_token(t, u, text, w))
+        if (!cut_special(t, u, text, w))
             return as_tok_oom(err);
     }
     return AS_OK;
@@ -753,12 +1030,15 @@ static int encode_fragment(const as_tokenizer *t, const char *text, const frag *
     return t->algo->encode(t, text + f->off, f->len, f->off, w, err);
 }
 
-static int run(const as_tokenizer *t, const char *text, size_t len, work *w, as_error *err)
+static int run(const as_tokenizer *t, const char *text, size_t len, bool parse_special, work *w,
+               as_error *err)
 {
+    if (t->algo->kind == AS_TOK_NONE)
+        return t->algo->encode(t, text, len, 0, w, err);
     if (len > MAX_TEXT_BYTES)
         return as_error_set(err, "tokenizer: text of %zu bytes is too long (limit %zu)", len,
                             MAX_TEXT_BYTES);
-    if (partition(t, text, len, w, err))
+    if (partition(t, text, len, parse_special, w, err))
         return AS_ERR;
     for (size_t i = 0; i < w->nfr; i++)
         if (encode_fragment(t, text, &w->fr[i], w, err))
@@ -766,8 +1046,9 @@ static int run(const as_tokenizer *t, const char *text, size_t len, work *w, as_
     return AS_OK;
 }
 
-int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, bool add_bos,
-                        int32_t **ids, size_t *n_ids, as_error *err)
+/* BOS (bos), the text, EOS (eos): as llama.cpp's tokenize. */
+static int encode_all(const as_tokenizer *t, const char *text, size_t len, bool bos, bool parse_special,
+                      bool eos, int32_t **ids, size_t *n_ids, as_error *err)
 {
     if (!t || !ids || !n_ids || (!text && len))
         return as_error_set(err, "tokenizer: encode called with a NULL argument");
@@ -775,10 +1056,12 @@ int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, boo
     *n_ids = 0;
     work w = {0};
     int rc = AS_OK;
-    if (add_bos && t->bos >= 0)
+    if (bos && t->bos >= 0)
         rc = as_tok_push_id(&w, t->bos, err);
     if (rc == AS_OK)
-        rc = run(t, text ? text : "", len, &w, err);
+        rc = run(t, text ? text : "", len, parse_special, &w, err);
+    if (rc == AS_OK && eos && t->eos >= 0)
+        rc = as_tok_push_id(&w, t->eos, err);
     if (rc == AS_OK && !w.ids && !reserve_i32(&w.ids, &w.capids, 1))
         rc = as_tok_oom(err); /* callers get a pointer to free even for no ids */
     if (rc == AS_OK) {
@@ -789,6 +1072,20 @@ int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, boo
     return rc;
 }
 
+int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, bool add_bos,
+                        int32_t **ids, size_t *n_ids, as_error *err)
+{
+    return encode_all(t, text, len, add_bos, false, false, ids, n_ids, err);
+}
+
+int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, unsigned flags,
+                          int32_t **ids, size_t *n_ids, as_error *err)
+{
+    bool special = flags & AS_TOK_ADD_SPECIAL;
+    return encode_all(t, text, len, t && special && t->add_bos, flags & AS_TOK_PARSE_SPECIAL,
+                      t && special && t->add_eos, ids, n_ids, err);
+}
+
 int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len, size_t **ends,
                            size_t *n_ends, as_error *err)
 {
@@ -797,7 +1094,7 @@ int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len, 
     *ends = NULL;
     *n_ends = 0;
     work w = {.ends_only = true};
-    int rc = run(t, text ? text : "", len, &w, err);
+    int rc = run(t, text ? text : "", len, false, &w, err);
     if (rc == AS_OK && !w.ends && !reserve_size(&w.ends, &w.capends, 1))
         rc = as_tok_oom(err);
     if (rc == AS_OK) {
@@ -840,18 +1137,19 @@ static size_t token_decode(const as_tokenizer *t, int32_t id, char *dst)
     return t->algo->decode(s, n, dst);
 }
 
-/* Which leading space decode removes (add_space_prefix only, which only
- * tok_spm.c's algorithm knows): its encode puts one '▁' in front of a text
- * that starts with raw text, and then the first token with any bytes is a
- * normal token starting with '▁'. So the rule is: skip tokens that decode
- * to nothing (BOS...); if the first token that gives bytes is a normal
- * token whose bytes start with ' ', drop that one space. A text that
- * starts with a user-defined token got no prefix, and its first token is
- * user-defined, so nothing is dropped. With this, decode(encode(x)) == x
- * for every x, empty and leading-space texts included (a literal U+2581 in
- * x excepted: it is read as a space, as in llama.cpp and SentencePiece).
- * llama.cpp instead strips the first token only, and not at all after a
- * BOS unless asked to remove specials. */
+/* Which leading spaces decode removes (add_space_prefix only, which only
+ * tok_spm.c's algorithm knows): its encode puts one '▁' in front of every
+ * fragment of raw text -- at the start, and after each special token, as
+ * llama.cpp does -- and then the fragment's first token with any bytes is
+ * a normal token starting with '▁'. So the rule is: at the start and
+ * after a control or user-defined token, skip tokens that decode to
+ * nothing (BOS...); if the next token that gives bytes is a normal token
+ * whose bytes start with ' ', drop that one space. With this,
+ * decode(encode(x)) == x for every x, empty and leading-space texts and
+ * user-defined tokens included (a literal U+2581 in x excepted: it is read
+ * as a space, as in llama.cpp and SentencePiece; and whitespace an rstrip
+ * token swallowed). llama.cpp instead strips the first token only, and
+ * not at all after a BOS unless asked to remove specials. */
 static size_t strip_prefix(const as_tokenizer *t, int32_t id, char *dst, size_t k)
 {
     if (t->type[id] != TT_NORMAL || k == 0 || dst[0] != ' ')
@@ -883,7 +1181,10 @@ int as_tokenizer_decode(const as_tokenizer *t, const int32_t *ids, size_t n_ids,
     bool strip = t->add_space_prefix;
     for (size_t i = 0; i < n_ids; i++) {
         size_t k = token_decode(t, ids[i], buf + pos);
-        if (strip && k) {
+        uint8_t ty = t->type[ids[i]];
+        if (ty == TT_CONTROL || ty == TT_USER) {
+            strip = t->add_space_prefix; /* the next fragment had a prefix */
+        } else if (strip && k) {
             k = strip_prefix(t, ids[i], buf + pos, k);
             strip = false;
         }
@@ -917,4 +1218,77 @@ size_t as_tokenizer_token_bytes(const as_tokenizer *t, int32_t id, char *buf, si
     }
     buf[k] = '\0';
     return k;
+}
+
+/* ---------------------------------------------------------------- the model card */
+
+/* Text from the file, shown safely: printable ASCII only, cut at 60. */
+static void card_text(FILE *out, const char *s)
+{
+    size_t i = 0;
+    for (; s[i] && i < 60; i++)
+        fputc(s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?', out);
+    if (s[i])
+        fputs("...", out);
+}
+
+static const char *kv_str(const as_gguf *g, const char *key)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    return kv && kv->type == AS_GGUF_STRING ? kv->str : NULL;
+}
+
+/* A boolean key's value, def when absent or not a boolean. */
+static bool kv_bool(const as_gguf *g, const char *key, bool def)
+{
+    bool v = def;
+    as_error ignored;
+    const as_gguf_kv *kv = as_gguf_find(g, key);
+    if (kv && kv->type == AS_GGUF_BOOL)
+        as_gguf_get_bool_opt(g, key, &v, &ignored);
+    return v;
+}
+
+static void card_pre(const as_gguf *g, FILE *out, bool *add_bos)
+{
+    const char *pre = kv_str(g, "tokenizer.ggml.pre");
+    const as_tok_pre *p = pre && pre[0] ? as_tok_pre_find(pre) : as_tok_pre_type("default");
+    fputs("pre-tokenizer ", out);
+    if (!pre || !pre[0]) {
+        fputs("(not set): llama.cpp's \"default\" split, as llama.cpp runs such a file (it warns that the "
+              "file should be converted again)\n",
+              out);
+    } else if (!p) {
+        card_text(out, pre);
+        fputs(": unknown to attnscope, so text is split as GPT-2 splits it, with a warning when a prompt "
+              "is read (llama.cpp refuses this file)\n",
+              out);
+    } else {
+        card_text(out, pre);
+        fprintf(out, ": llama.cpp's %s split%s\n", p->type,
+                p->ignore_merges ? "; a pre-token that is a token stays whole (ignore_merges)" : "");
+    }
+    *add_bos = p && p->add_bos;
+}
+
+void as_tokenizer_print_card(const as_gguf *g, FILE *out)
+{
+    const char *model = kv_str(g, "tokenizer.ggml.model");
+    const as_tok_algo *algo = model ? algo_named(model) : NULL;
+    if (!algo)
+        return;
+    if (algo->kind == AS_TOK_NONE) {
+        fputs("token ids     no vocabulary: a position shows its id (#17); prompts are given as ids "
+              "(prompt-ids)\n",
+              out);
+        return;
+    }
+    bool add_bos = algo->add_bos;
+    if (algo->kind == AS_TOK_GPT2)
+        card_pre(g, out, &add_bos);
+    add_bos = kv_bool(g, "tokenizer.ggml.add_bos_token", add_bos);
+    bool add_eos = kv_bool(g, "tokenizer.ggml.add_eos_token", false);
+    fprintf(out, "special       BOS %s, EOS %s; control tokens' texts in a prompt are those tokens "
+                 "(prompt-raw: plain text)\n",
+            add_bos ? "added" : "not added", add_eos ? "added" : "not added");
 }

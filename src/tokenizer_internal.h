@@ -1,6 +1,8 @@
 /* Internal to the tokenizer: what tokenizer.c (the vocabulary, GGUF
  * reading, special tokens, decode, the public API) shares with the
- * algorithm files (tok_bpe.c, tok_spm.c). Not part of the public API.
+ * algorithm files (tok_bpe.c, tok_spm.c, tok_none.c), the pre-tokenizers
+ * (tok_pre.c) and their regex engine (tok_regex.c). Not part of the public
+ * API.
  *
  * An algorithm file exports one as_tok_algo descriptor, listed in the
  * table in tokenizer.c under its tokenizer.ggml.model name. */
@@ -30,6 +32,26 @@ typedef struct mergemap {
 } mergemap;
 
 typedef struct as_tok_algo as_tok_algo;
+typedef struct as_tok_regex as_tok_regex;
+
+/* A pre-tokenizer: one of llama.cpp's LLAMA_VOCAB_PRE_TYPE_s (tok_pre.c). */
+#define AS_TOK_PRE_NAMES 16
+typedef struct as_tok_pre {
+    const char *type;                      /* llama.cpp's type, lower case ("llama3") */
+    const char *names[AS_TOK_PRE_NAMES];   /* the tokenizer.ggml.pre values that choose it */
+    const char *const *regex;              /* llama.cpp's patterns, NULL-terminated */
+    bool ignore_merges;                    /* a pre-token that is a token is not merged */
+    bool add_bos;                          /* llama.cpp's add_bos default for it */
+} as_tok_pre;
+
+typedef struct as_tok_rx { /* one pattern of the pre-tokenizer, compiled */
+    as_tok_regex *re;      /* NULL: a hand-written splitter runs instead */
+    bool collapsed;        /* over collapsed text (else over code points) */
+} as_tok_rx;
+
+/* Per-token flags: llama.cpp's lstrip/rstrip attributes (whitespace next
+ * to a special token is dropped from the text around it). */
+enum { STRIP_LEFT = 1, STRIP_RIGHT = 2 };
 
 struct as_tokenizer {
     const as_tok_algo *algo;
@@ -48,13 +70,22 @@ struct as_tokenizer {
      * text. */
     uint64_t pair_seen[1024];
     int32_t bos, eos, unk;
-    bool add_bos, add_space_prefix;
+    bool add_bos, add_eos, add_space_prefix, ignore_merges;
     /* gpt2: the token of each byte's alphabet character; llama: the byte
      * fallback token (<0xNN>, else a one-byte token); -1 if none. */
     int32_t byte_tok[256];
     mergemap merges; /* gpt2 only (tok_bpe.c builds it) */
-    int32_t *user;   /* user-defined tokens, longest first */
-    size_t n_user;
+    /* Tokens cut out of the text before the algorithm sees it, longest
+     * first (llama.cpp's cache_special_tokens): user-defined ones always,
+     * control and unknown ones when special tokens are parsed. */
+    int32_t *special;
+    size_t n_special;
+    uint8_t *strip;  /* STRIP_* per token; NULL: none */
+    const as_tok_pre *pre; /* gpt2: the pre-tokenizer */
+    as_tok_rx *rx;   /* its patterns, compiled */
+    size_t n_rx;
+    char pre_name[64];   /* tokenizer.ggml.pre as the file gives it ("" if absent) */
+    char warning[256];   /* what the user should know before trusting the ids; "" */
 };
 
 /* ---------------------------------------------------------------- encode scratch */
@@ -84,10 +115,27 @@ typedef struct hent { /* a candidate merge; smaller key first, then leftmost */
     int32_t a, b, c;  /* gpt2: left id, right id, result id; llama: a = merged size */
 } hent;
 
-typedef struct frag { /* a user-defined token (id >= 0) or raw text (id -1) */
+typedef struct frag { /* a special token (id >= 0) or raw text (id -1) */
     size_t off, len;
     int32_t id;
 } frag;
+
+/* A code point of the text being pre-tokenized (tok_pre.c). */
+typedef struct as_tok_cp {
+    uint32_t cp, off; /* code point (past U+10FFFF: an invalid byte), byte offset */
+    uint8_t cls;      /* AS_UC_* (unicode_tables.h) */
+    bool ws;          /* White_Space */
+} as_tok_cp;
+
+typedef struct as_tok_rxframe { /* an alternative the regex engine may come back to */
+    int32_t pc;
+    size_t pos;
+} as_tok_rxframe;
+
+typedef struct as_tok_rxstack {
+    as_tok_rxframe *f;
+    size_t n, cap;
+} as_tok_rxstack;
 
 /* One call's scratch. The symbol arrays are each algorithm's own (their
  * types are defined in its file); they live here so one call frees all. */
@@ -98,9 +146,14 @@ typedef struct work {
     size_t capbs;
     struct ssym *ss;    /* tok_spm.c */
     size_t capss;
-    struct cpinfo *cps; /* tok_bpe.c */
+    as_tok_cp *cps;     /* tok_pre.c: the fragment's code points */
     size_t capcps;
-    char *esc;          /* tok_spm.c */
+    size_t *pieces, *pieces2; /* tok_pre.c: pre-token ends, as code point indices */
+    size_t npieces, cappieces, npieces2, cappieces2;
+    uint32_t *sym_c, *sym_w;  /* tok_pre.c: collapsed / wide symbols */
+    size_t capsym_c, capsym_w;
+    as_tok_rxstack rxs;       /* tok_regex.c */
+    char *esc;          /* tok_spm.c; tok_bpe.c: a pre-token in the byte alphabet */
     size_t capesc;
     frag *fr, *fr2;
     size_t nfr, capfr, capfr2;
@@ -109,6 +162,7 @@ typedef struct work {
     bool ends_only;   /* as_tokenizer_pretokens: record piece ends instead */
     size_t *ends;
     size_t nends, capends;
+    bool prev_special; /* the fragment before this one was a special token */
 } work;
 
 /* ---------------------------------------------------------------- algorithms */
@@ -138,8 +192,35 @@ struct as_tok_algo {
     size_t (*decode)(const char *s, size_t n, char *dst);
 };
 
-extern const as_tok_algo as_tok_bpe; /* "gpt2": tok_bpe.c */
-extern const as_tok_algo as_tok_spm; /* "llama": tok_spm.c */
+extern const as_tok_algo as_tok_bpe;  /* "gpt2": tok_bpe.c */
+extern const as_tok_algo as_tok_spm;  /* "llama": tok_spm.c */
+extern const as_tok_algo as_tok_none; /* "none": tok_none.c */
+
+/* ---------------------------------------------------------------- pre-tokenizers (tok_pre.c) */
+
+/* The pre-tokenizer tokenizer.ggml.pre value name chooses; NULL if none. */
+const as_tok_pre *as_tok_pre_find(const char *name);
+/* By llama.cpp's type name ("gpt2", "default"); NULL if none. */
+const as_tok_pre *as_tok_pre_type(const char *type);
+/* Compiles t->pre's patterns into t->rx; as_tok_pre_free frees them. */
+int as_tok_pre_compile(as_tokenizer *t, as_error *err);
+void as_tok_pre_free(as_tokenizer *t);
+/* s[0, n) -> w->cps[0, *m), with w->cps[*m].off == n. */
+int as_tok_decode_cps(const char *s, size_t n, work *w, size_t *m, as_error *err);
+/* Splits w->cps[0, m) into pre-tokens: their ends in w->pieces. */
+int as_tok_pre_split(const as_tokenizer *t, work *w, size_t m, as_error *err);
+
+/* ---------------------------------------------------------------- the regex engine (tok_regex.c) */
+
+/* Compiles pattern[0, len): over code points read as UTF-8 when wide
+ * (std::wregex), else one symbol per byte (std::regex). NULL and err set
+ * if it is not in the supported subset. */
+as_tok_regex *as_tok_regex_compile(const char *pattern, size_t len, bool wide, as_error *err);
+void as_tok_regex_free(as_tok_regex *re);
+/* The leftmost match in sym[from, end), as std::regex_search over that
+ * span: 1 and [*ms, *me), 0 if none, -1 when out of memory. */
+int as_tok_regex_search(const as_tok_regex *re, const uint32_t *sym, size_t from, size_t end, size_t *ms,
+                        size_t *me, as_tok_rxstack *st);
 
 /* ---------------------------------------------------------------- shared helpers (tokenizer.c) */
 

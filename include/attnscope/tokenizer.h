@@ -1,7 +1,11 @@
-/* tokenizer: text <-> token ids for the two GGUF tokenizer kinds.
- * "gpt2": byte-level BPE (GPT-2's byte-to-unicode map, its pre-tokenizer
- * split, merges ranked by order). "llama": SentencePiece-style BPE (pieces
+/* tokenizer: text <-> token ids for the GGUF tokenizer kinds, as llama.cpp
+ * tokenizes (llama_tokenize gives the same ids for valid UTF-8).
+ * "gpt2": byte-level BPE (GPT-2's byte-to-unicode map, the pre-tokenizer
+ * tokenizer.ggml.pre names -- GPT-2's, Llama 3's, Qwen 2's, DeepSeek's,
+ * ... -- merges ranked by order). "llama": SentencePiece-style BPE (pieces
  * with scores, '▁' for spaces, a leading space, <0xNN> byte fallback).
+ * "none": a file without a vocabulary, run from token ids. Special tokens
+ * (control, user-defined) are cut out of the text as llama.cpp does.
  * Decoding gives back the exact bytes. Owns the vocabulary. */
 #ifndef ATTNSCOPE_TOKENIZER_H
 #define ATTNSCOPE_TOKENIZER_H
@@ -9,17 +13,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 
-typedef enum as_tok_kind { AS_TOK_GPT2, AS_TOK_LLAMA } as_tok_kind;
+typedef enum as_tok_kind { AS_TOK_GPT2, AS_TOK_LLAMA, AS_TOK_NONE } as_tok_kind;
 
 typedef struct as_tokenizer as_tokenizer;
 
 typedef struct as_tokenizer_spec {
     as_tok_kind kind;
-    const char *const *tokens; /* n_tokens vocabulary strings (as stored in GGUF) */
+    const char *const *tokens; /* n_tokens vocabulary strings (as stored in GGUF); none: ignored */
     const uint64_t *token_lens;/* may be NULL: then strlen */
     size_t n_tokens;
     const float *scores;       /* llama: n_tokens scores; may be NULL for gpt2 */
@@ -29,11 +34,22 @@ typedef struct as_tokenizer_spec {
     int32_t bos_id, eos_id, unk_id; /* -1 when absent */
     bool add_bos;
     bool add_space_prefix;     /* llama: prepend '▁' (default true) */
+    /* Added at the end. */
+    bool add_eos;
+    /* gpt2: the pre-tokenizer, a tokenizer.ggml.pre value ("llama-bpe",
+     * "qwen2", ...); NULL: GPT-2's split ("gpt-2"). An unknown value runs
+     * GPT-2's split and sets as_tokenizer_warning. */
+    const char *pre;
 } as_tokenizer_spec;
 
 /* Builds a tokenizer from an explicit spec (tests build small vocabularies). */
 int as_tokenizer_new(as_tokenizer **out, const as_tokenizer_spec *spec, as_error *err);
-/* From tokenizer.ggml.* keys of a GGUF file. */
+/* From tokenizer.ggml.* keys of a GGUF file, with llama.cpp's defaults:
+ * a missing tokenizer.ggml.pre is its "default" split; add_bos_token is
+ * on for "llama" and for the Llama 3, tekken and chameleon splits;
+ * add_eos_token off; control-looking tokens (<|im_end|>, <|eot_id|>...)
+ * made control, and phi-3's rstrip, as llama.cpp's loader does. "none"
+ * takes its size from the architecture's vocab_size key. */
 int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err);
 void as_tokenizer_free(as_tokenizer *t);
 
@@ -42,29 +58,61 @@ size_t as_tokenizer_vocab_size(const as_tokenizer *t);
 int32_t as_tokenizer_bos(const as_tokenizer *t); /* -1 if none */
 int32_t as_tokenizer_eos(const as_tokenizer *t);
 bool as_tokenizer_add_bos(const as_tokenizer *t);
+/* True when AS_TOK_ADD_SPECIAL appends an EOS (add_eos_token). */
+bool as_tokenizer_add_eos(const as_tokenizer *t);
+/* The pre-tokenizer in use, as llama.cpp names its type ("llama3",
+ * "gpt2", "default"...); NULL for a kind without one (llama, none). */
+const char *as_tokenizer_pre(const as_tokenizer *t);
+/* Whether a pre-token that is a token stays whole (llama.cpp's
+ * ignore_merges: Llama 3, tekken...). */
+bool as_tokenizer_ignore_merges(const as_tokenizer *t);
+/* What the user should be told before trusting the ids (an unknown
+ * pre-tokenizer run with GPT-2's split), or "" when nothing. */
+const char *as_tokenizer_warning(const as_tokenizer *t);
+
+/* How as_tokenizer_tokenize reads text: llama_tokenize's two flags. */
+enum {
+    AS_TOK_ADD_SPECIAL = 1,   /* BOS and EOS where the vocabulary adds them */
+    AS_TOK_PARSE_SPECIAL = 2, /* control tokens' texts (<|im_start|>, <s>) in the text are those tokens */
+};
 
 /* Encodes len bytes of text (need not be NUL-terminated, may hold invalid
- * UTF-8: invalid bytes are encoded as their own bytes). Prepends BOS when
- * add_bos is true and the tokenizer has one. *ids is malloc'd. */
+ * UTF-8: invalid bytes are encoded as their own bytes) as llama_tokenize
+ * with the flags (AS_TOK_*): user-defined tokens are always cut out of
+ * the text first; control and unknown tokens only with
+ * AS_TOK_PARSE_SPECIAL. *ids is malloc'd. */
+int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, unsigned flags,
+                          int32_t **ids, size_t *n_ids, as_error *err);
+/* The text as plain text (no control token read from it), with BOS in
+ * front when add_bos is true and the tokenizer has one (never an EOS). */
 int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, bool add_bos,
                         int32_t **ids, size_t *n_ids, as_error *err);
 /* The pieces encode merges independently, as end byte offsets into text
  * (*ends malloc'd, ascending, the last == len): user-defined tokens cut out
- * first, then for gpt2 GPT-2's pre-tokenizer split (a llama fragment stays
+ * first, then for gpt2 the pre-tokenizer's split (a llama fragment stays
  * whole). For showing word boundaries, and for testing the split. */
 int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len,
                            size_t **ends, size_t *n_ends, as_error *err);
 /* Decodes to the exact bytes (malloc'd, NUL-terminated for convenience;
  * *len excludes the NUL). Control tokens (BOS/EOS) decode to nothing.
+ * For llama, the space encode puts in front of each text fragment (at the
+ * start, after a control or user-defined token) is taken off again.
  * Out-of-range ids are an error. */
 int as_tokenizer_decode(const as_tokenizer *t, const int32_t *ids, size_t n_ids,
                         char **out, size_t *len, as_error *err);
-/* The stored vocabulary string of a token (e.g. "Ġthe", "▁the", "<0x0A>"). NULL if out of range. */
+/* The stored vocabulary string of a token (e.g. "Ġthe", "▁the", "<0x0A>";
+ * "#17" for id 17 of a file without a vocabulary). NULL if out of range. */
 const char *as_tokenizer_piece(const as_tokenizer *t, int32_t id);
 /* The bytes a single token stands for (byte tokens give their byte; BOS/EOS
  * give ""). Writes at most cap-1 bytes plus NUL; returns the byte count. */
 size_t as_tokenizer_token_bytes(const as_tokenizer *t, int32_t id, char *buf, size_t cap);
 /* Looks a token up by its stored string; -1 if absent. */
 int32_t as_tokenizer_find(const as_tokenizer *t, const char *piece);
+
+/* The pre-tokenizer lines of `--info`'s model card for a GGUF file, from
+ * its keys alone (no vocabulary is built): which split, BOS/EOS added,
+ * and what happens to an unknown or missing tokenizer.ggml.pre. Writes
+ * nothing for a file without tokenizer.ggml.model. */
+void as_tokenizer_print_card(const as_gguf *g, FILE *out);
 
 #endif
