@@ -126,12 +126,11 @@ e2e: $(PROG)
 test: unit e2e fuzz-replay tui-stress llama-compare
 
 # attnscope's logits against llama.cpp's (its C API) on every fixture
-# model, within 1e-3 of the largest logit at every position; llama.cpp is
-# installed from npm on first use (tests/peer/llama_compare.sh), skipped
-# with a banner where it cannot be.
-llama-compare: $(LIB)
+# model, within 1e-3 of the largest logit at every position; llama.cpp as
+# llama-ref installs it, skipped with a banner where it could not be.
+llama-compare: $(LIB) llama-ref
 	CC="$(CC)" LIB="$(LIB)" LIB_DEPS="$(LIB_DEPS)" CFLAGS="$(WARN) $(PKG_CFLAGS)" BUILD="$(BUILD)" \
-	  sh tests/peer/llama_compare.sh
+	  LLAMA_REF="$(abspath $(LLAMA_REF))" sh tests/peer/llama_compare.sh
 
 # The whole suite under AddressSanitizer, UndefinedBehaviorSanitizer (with
 # float-to-int overflow, which GCC leaves out of "undefined") and LeakSanitizer.
