@@ -421,44 +421,63 @@ typedef struct gemm_job {
     const as_weight *w;
     const float *b;
     float *y;
-    int n, in, out, cols; /* cols: output features per task */
+    int n, in, out, cols; /* cols: output features per task (F32) */
+    float *panels;        /* stored types: one panel per thread, or NULL */
+    _Atomic unsigned busy; /* which of the panels are in use */
+    int n_panels;
 } gemm_job;
 
-/* Rows of a stored type are decoded into float panels of this many rows
- * (a few hundred KB to a few MB), each multiplied as it is made. */
-#define PANEL_ROWS 128
+/* Rows of a stored type are decoded into float panels of this many rows,
+ * each multiplied as it is made. */
+#define PANEL_ROWS 64
+
+/* Output features [c0, c1) of every position start at the bias, if any. */
+static void gemm_bias(const gemm_job *j, int c0, int c1)
+{
+    if (j->b)
+        for (int i = 0; i < j->n; i++)
+            memcpy(j->y + (long)i * j->out + c0, j->b + c0, (size_t)(c1 - c0) * sizeof *j->y);
+}
 
 /* Output features [c0, c1) of every position: a single-threaded sgemm on
- * that slice of the weights. Each output's value is OpenBLAS's for its
- * row and column, whichever slice it falls in. */
+ * that slice of the weights, read in place. */
 static void gemm_task(void *ctx, int t)
 {
     const gemm_job *j = ctx;
     int c0 = t * j->cols, c1 = c0 + j->cols < j->out ? c0 + j->cols : j->out;
-    if (j->b)
+    gemm_bias(j, c0, c1);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, c1 - c0, j->in, 1.0f, j->x, j->in,
+                (const float *)((const char *)j->w->data + (size_t)c0 * j->w->row_bytes),
+                (int)(j->w->row_bytes / sizeof(float)), j->b ? 1.0f : 0.0f, j->y + c0, j->out);
+}
+
+/* Panel t of a stored type: rows [t·PANEL_ROWS, ...) decoded into a free
+ * panel, then sgemm on it. The panels are the same whatever the thread
+ * count, and so are the outputs: OpenBLAS's value for an output depends on
+ * the shape of the call that makes it (measured: a 13-row call differs
+ * from the same rows inside a 77-row one), so calls never follow threads. */
+static void panel_task(void *ctx, int t)
+{
+    gemm_job *j = ctx;
+    int r0 = t * PANEL_ROWS, m = j->out - r0 < PANEL_ROWS ? j->out - r0 : PANEL_ROWS;
+    if (!j->panels) { /* no memory for panels: row by row, the same values to rounding */
         for (int i = 0; i < j->n; i++)
-            memcpy(j->y + (long)i * j->out + c0, j->b + c0, (size_t)(c1 - c0) * sizeof *j->y);
-    if (j->w->type == AS_GGML_F32) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, c1 - c0, j->in, 1.0f, j->x, j->in,
-                    (const float *)j->w->data + (long)c0 * j->in, j->in, j->b ? 1.0f : 0.0f, j->y + c0, j->out);
+            for (int r = r0; r < r0 + m; r++)
+                j->y[(long)i * j->out + r] = (j->b ? j->b[r] : 0.0f) + as_weight_dot(j->w, r, j->x + (long)i * j->in);
         return;
     }
-    int rows = c1 - c0 < PANEL_ROWS ? c1 - c0 : PANEL_ROWS;
-    float *panel = malloc((size_t)rows * (size_t)j->in * sizeof *panel);
-    for (int r0 = c0; r0 < c1; r0 += PANEL_ROWS) {
-        int m = c1 - r0 < PANEL_ROWS ? c1 - r0 : PANEL_ROWS;
-        if (!panel) { /* no memory for a panel: row by row, the same values to rounding */
-            for (int i = 0; i < j->n; i++)
-                for (int r = r0; r < r0 + m; r++)
-                    j->y[(long)i * j->out + r] = (j->b ? j->b[r] : 0.0f) + as_weight_dot(j->w, r, j->x + (long)i * j->in);
-            continue;
-        }
-        for (int r = 0; r < m; r++)
-            as_weight_row(j->w, r0 + r, panel + (size_t)r * j->in);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, m, j->in, 1.0f, j->x, j->in, panel, j->in,
-                    j->b ? 1.0f : 0.0f, j->y + r0, j->out);
-    }
-    free(panel);
+    gemm_bias(j, r0, r0 + m);
+    /* At most n_panels tasks run at once (one per thread), so one is free. */
+    int k = 0;
+    for (;; k = (k + 1) % j->n_panels)
+        if (!(atomic_fetch_or(&j->busy, 1u << k) & (1u << k)))
+            break;
+    float *panel = j->panels + (size_t)k * PANEL_ROWS * (size_t)j->in;
+    for (int r = 0; r < m; r++)
+        as_weight_row(j->w, r0 + r, panel + (size_t)r * j->in);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, j->n, m, j->in, 1.0f, j->x, j->in, panel, j->in,
+                j->b ? 1.0f : 0.0f, j->y + r0, j->out);
+    atomic_fetch_and(&j->busy, ~(1u << k));
 }
 
 void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, const float *b, float *y)
@@ -470,14 +489,27 @@ void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, c
         as_matvec(pool, x, wt, b, y);
         return;
     }
-    /* One slice per thread, cut at multiples of 64 features (whole
-     * micro-kernel panels), so the slices' sgemm calls each run at the
-     * single-threaded kernel's full speed. */
+    if ((long)n * in * out < (1L << 20))
+        pool = NULL;
     int threads = as_pool_size(pool);
+    if (wt->type != AS_GGML_F32) {
+        /* Decoded panels of a bounded size (threads x PANEL_ROWS rows),
+         * never the whole matrix in float32. */
+        gemm_job j = {x, wt, b, y, n, in, out, 0, NULL, 0, threads < 32 ? threads : 32};
+        j.panels = malloc((size_t)j.n_panels * PANEL_ROWS * (size_t)in * sizeof *j.panels);
+        as_pool_run(pool, panel_task, &j, (out + PANEL_ROWS - 1) / PANEL_ROWS);
+        free(j.panels);
+        return;
+    }
+    /* F32, read in place: one slice per thread, cut at multiples of 64
+     * features (whole micro-kernel panels), so the slices' sgemm calls each
+     * run at the single-threaded kernel's full speed. Each output's value
+     * is OpenBLAS's for its row and column, whichever slice it falls in
+     * (these calls are large enough for that to hold). */
     int cols = (out + threads - 1) / threads;
     cols = (cols + 63) / 64 * 64;
-    gemm_job j = {x, wt, b, y, n, in, out, cols};
-    as_pool_run((long)n * in * out < (1L << 20) ? NULL : pool, gemm_task, &j, (out + cols - 1) / cols);
+    gemm_job j = {x, wt, b, y, n, in, out, cols, NULL, 0, 0};
+    as_pool_run(pool, gemm_task, &j, (out + cols - 1) / cols);
 }
 
 static void top_insert(as_norm_stat *st, int dim, float v)
