@@ -288,6 +288,42 @@ float as_weight_dot(const as_weight *w, int r, const float *x)
     }
 }
 
+/* Row decoding with the same loads the dot products use. Every stored
+ * value converts to float32 exactly (an f16 or a bf16 is a float with
+ * fewer bits; Q8_0's d·q has 11 + 7 significant bits), so these rows are
+ * the reference dequantizer's bit for bit, only faster: a prompt decodes
+ * every weight into its panels. */
+void as_weight_row(const as_weight *w, int r, float *out)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    int n = w->cols, j = 0;
+    switch (w->type) {
+    case AS_GGML_F16:
+        for (; j + VL <= n; j += VL)
+            vstore(out + j, vload_f16((const uint16_t *)row + j));
+        for (; j < n; j++)
+            out[j] = as_f16_to_f32(((const uint16_t *)row)[j]);
+        return;
+    case AS_GGML_BF16:
+        for (; j + VL <= n; j += VL)
+            vstore(out + j, vload_bf16((const uint16_t *)row + j));
+        for (; j < n; j++)
+            out[j] = as_bf16_to_f32(((const uint16_t *)row)[j]);
+        return;
+    case AS_GGML_Q8_0:
+        for (int b = 0; b < n / AS_QK8_0; b++, row += 2 + AS_QK8_0, out += AS_QK8_0) {
+            uint16_t dh;
+            memcpy(&dh, row, 2);
+            vfloat d = (vfloat){0} + f16_scalar(dh);
+            for (j = 0; j < AS_QK8_0; j += VL)
+                vstore(out + j, vload_i8((const int8_t *)row + 2 + j) * d);
+        }
+        return;
+    default:
+        memcpy(out, row, (size_t)n * sizeof *out);
+    }
+}
+
 void as_matvec_rows(const float *x, const as_weight *wt, const float *b, float *y, int r0, int r1)
 {
     if (wt->type == AS_GGML_F32)

@@ -1,6 +1,8 @@
-/* weight: a weight matrix as the model file stores it (weight.h). Row
- * decoding comes from the type table (quant.c); the fused row · x kernels
- * are in kernels.c, beside the float ones they mirror. */
+/* weight: a weight matrix as the model file stores it (weight.h): making
+ * and slicing views. Decoding a row (as_weight_row) and the fused row · x
+ * (as_weight_dot) are in kernels.c, beside the float kernels whose vector
+ * loads they share; tests/test_weight.c holds them to the reference
+ * dequantizer (quant.c). */
 #include "attnscope/weight.h"
 
 #include <stdint.h>
@@ -49,13 +51,4 @@ int as_weight_from_tensor(as_weight *w, const as_gguf_tensor *t, as_error *err)
 size_t as_weight_bytes(const as_weight *w)
 {
     return (size_t)w->rows * w->row_bytes;
-}
-
-void as_weight_row(const as_weight *w, int r, float *out)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    if (w->type == AS_GGML_F32)
-        memcpy(out, row, (size_t)w->cols * sizeof *out);
-    else
-        as_ggml_traits_of(w->type)->to_f32(row, (uint64_t)w->cols, out);
 }
