@@ -121,16 +121,19 @@ static double ref_dot(const float *w, const float *x, int n, double *abs_sum)
     return s;
 }
 
-/* The fused kernels' bound. Each splits a row over at least 8 float
- * accumulators (Q8_0's two vectors in the narrowest, 4-lane build; the
- * others use four), sums each accumulator's share in order, then adds the
- * accumulators and lanes as a tree of at most 6 levels. Every product is
- * exact before its addition: fused multiply-add, or Q8_0's d·q (11 + 8
- * significant bits), or one more rounding in a build without FMA. So by
- * Higham's bound for that order the error is at most (n/8 + 8)·u·Σ|w·x|
- * with u = 2^-24, plus one rounding when a bias is added. A decoding
- * mistake (a wrong or 0.1%-off scale, a dropped or shifted block, a wrong
- * tail) moves a row by far more: each of those fails this test. */
+/* The fused kernels' bound. Each sums a row in float accumulators: F32,
+ * F16 and BF16 in four vectors (16 lanes or more), each lane's share in
+ * order with fused multiply-adds; Q8_0 each block's 32 products in a vector
+ * of its own (32/VL long), then d times it into one of two accumulators
+ * (n/64 blocks each). Then a tree over the vectors and lanes, at most 6
+ * levels. So every product w·x reaches the result through at most
+ * n/8 + 8 roundings, counting one for a product rounded before its
+ * addition (Q8_0's first in a block, or every product in a build without
+ * FMA; d·q and d·p are exact inside an FMA or in float: 11 + 8 significant
+ * bits), and Higham's bound for summation gives (n/8 + 8)·u·Σ|w·x| with
+ * u = 2^-24, plus one rounding when a bias is added. A decoding mistake
+ * (a wrong or 0.1%-off scale, a dropped or shifted block, a wrong tail)
+ * moves a row by far more: each of those fails this test. */
 static double fused_tol(int n, double abs_sum, double want)
 {
     return (n / 8.0 + 8.0) * 0x1p-24 * abs_sum + 0x1p-24 * fabs(want) + 1e-30;
