@@ -294,8 +294,10 @@ float as_weight_dot(const as_weight *w, int r, const float *x)
         return dot_bf16((const uint16_t *)row, x, w->cols);
     case AS_GGML_Q8_0:
         return dot_q8_0(row, x, w->cols);
-    default:
+    case AS_GGML_F32:
         return as_dot((const float *)row, x, w->cols);
+    default: /* a type without kernels (as_weight_from_tensor refuses it): visible, never misread */
+        return NAN;
     }
 }
 
@@ -330,8 +332,12 @@ void as_weight_row(const as_weight *w, int r, float *out)
                 vstore(out + j, vload_i8((const int8_t *)row + 2 + j) * d);
         }
         return;
-    default:
+    case AS_GGML_F32:
         memcpy(out, row, (size_t)n * sizeof *out);
+        return;
+    default: /* as in as_weight_dot */
+        for (; j < n; j++)
+            out[j] = NAN;
     }
 }
 
@@ -438,7 +444,11 @@ void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n)
     for (int i = 0; i < n; i++) {
         long in = s[i].w->cols, out = s[i].w->rows;
         long per_thread = (in * out + 262143L * threads) / (262144L * threads);
+        if (per_thread < 1) /* an empty product (a slice of no rows) */
+            per_thread = 1;
         j.rows[i] = (int)(((out + per_thread * threads - 1) / (per_thread * threads) + 15) / 16 * 16);
+        if (j.rows[i] < 16)
+            j.rows[i] = 16;
         j.first[i + 1] = j.first[i] + (int)((out + j.rows[i] - 1) / j.rows[i]);
         work += in * out;
     }

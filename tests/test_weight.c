@@ -312,6 +312,25 @@ Test(weight, one_thread_or_two_give_the_same_bits)
     as_pool_free(pool);
 }
 
+Test(weight, empty_slices_and_types_without_kernels)
+{
+    float w[64 * 3] = {0}, x[64] = {0}, y[3] = {1, 2, 3};
+    as_weight a = as_weight_f32(w, 3, 64), none = as_weight_rows(&a, 1, 0);
+    as_matvec(NULL, x, &none, NULL, y);
+    as_matvec_spec spec[2] = {{x, &none, NULL, y}, {x, &a, NULL, y}};
+    as_matvec_many(NULL, spec, 2);
+    cr_assert(y[0] == 0 && y[1] == 0 && y[2] == 0, "a product of no rows writes nothing and stops nothing");
+    /* A view of a type the kernels do not read (only a hand-made one can
+     * be: as_weight_from_tensor refuses them) reads as NaN, never as
+     * another type's layout. */
+    uint8_t q4[2 * 18] = {0};
+    as_weight v = {q4, AS_GGML_Q4_0, 1, 64, 36};
+    float row[64];
+    cr_assert(isnan(as_weight_dot(&v, 0, x)));
+    as_weight_row(&v, 0, row);
+    cr_assert(isnan(row[0]) && isnan(row[63]));
+}
+
 Test(weight, unreadable_types_are_refused_by_name)
 {
     static const as_ggml_type readable[] = {AS_GGML_F32, AS_GGML_F16, AS_GGML_BF16, AS_GGML_Q8_0};
