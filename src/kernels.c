@@ -560,9 +560,13 @@ void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, c
     }
     /* F32, read in place: one slice per thread, cut at multiples of 64
      * features (whole micro-kernel panels), so the slices' sgemm calls each
-     * run at the single-threaded kernel's full speed. Each output's value
-     * is OpenBLAS's for its row and column, whichever slice it falls in
-     * (these calls are large enough for that to hold). */
+     * run at the single-threaded kernel's full speed. Unlike the panels,
+     * these calls follow the thread count, and some of their shapes give
+     * other bits than one whole call (measured with OpenBLAS 0.3.21: 2
+     * positions x 768x768 split 384 + 384, 5 or 9 positions x 288x768 split
+     * 192 + 96): a few-token F32 prompt can then differ in the last bits
+     * between thread counts. Kept for the prompt speed the bench holds;
+     * fixed slices (say out/4 whatever the threads) would make it exact. */
     int cols = (out + threads - 1) / threads;
     cols = (cols + 63) / 64 * 64;
     gemm_job j = {x, wt, b, y, n, in, out, cols, NULL, 0, 0};

@@ -270,6 +270,10 @@ Test(weight, many_positions_agree_with_one)
     as_pool_free(pool);
 }
 
+/* For F32 over many positions this holds on these shapes, not on all: its
+ * slices follow the thread count and OpenBLAS's bits can follow a call's
+ * shape (kernels.c names shapes where they differ). The stored types'
+ * panels do not follow the thread count, so they hold everywhere. */
 Test(weight, one_thread_or_two_give_the_same_bits)
 {
     as_pool *pool;

@@ -49,8 +49,9 @@ typedef struct as_matvec_spec {
 } as_matvec_spec;
 void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n);
 /* as_linear with the work shared among the pool's threads (sgemm on
- * slices of output features; as_matvec for one position). The outputs are
- * the same whatever the thread count. */
+ * slices of output features; as_matvec for one position). For a stored
+ * type the outputs are the same whatever the thread count; for F32 to
+ * rounding (kernels.c says when not to the bit). */
 void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *w, const float *b, float *y);
 /* Rows [r0, r1) of the above on the calling thread. */
 void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y, int r0, int r1);
