@@ -33,7 +33,7 @@ LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot
+.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -110,7 +110,15 @@ e2e: $(PROG)
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 
-test: unit e2e fuzz-replay tui-stress
+test: unit e2e fuzz-replay tui-stress llama-compare
+
+# attnscope's logits against llama.cpp's (its C API) on every fixture
+# model, within 1e-3 of the largest logit at every position; llama.cpp is
+# installed from npm on first use (tests/peer/llama_compare.sh), skipped
+# with a banner where it cannot be.
+llama-compare: $(LIB)
+	CC="$(CC)" LIB="$(LIB)" LIB_DEPS="$(LIB_DEPS)" CFLAGS="$(WARN) $(PKG_CFLAGS)" BUILD="$(BUILD)" \
+	  sh tests/peer/llama_compare.sh
 
 # The whole suite under AddressSanitizer, UndefinedBehaviorSanitizer (with
 # float-to-int overflow, which GCC leaves out of "undefined") and LeakSanitizer.

@@ -4,11 +4,17 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const as_arch as_arch_gpt2, as_arch_llama;
+extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3, as_arch_phi3, as_arch_gemma2,
+    as_arch_gemma3;
 
 static const as_arch *const registry[] = {
     &as_arch_gpt2,
     &as_arch_llama,
+    &as_arch_qwen2,
+    &as_arch_qwen3,
+    &as_arch_phi3,
+    &as_arch_gemma2,
+    &as_arch_gemma3,
 };
 
 #define N_ARCH (sizeof registry / sizeof registry[0])

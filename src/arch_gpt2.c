@@ -70,6 +70,8 @@ static int load(as_model *m, as_error *err)
 {
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
+    if (as_model_check_vocab(m, "token_embd.weight", err))
+        return AS_ERR;
     weights *W = calloc(1, sizeof *W + (size_t)c->n_layer * sizeof W->layers[0]);
     if (!W)
         return as_error_set(err, "%s: out of memory", m->path);
@@ -85,7 +87,7 @@ static int load(as_model *m, as_error *err)
     for (int l = 0; l < c->n_layer; l++)
         if (load_layer(m, &W->layers[l], l, err))
             return AS_ERR;
-    return as_model_check_blocks(m, "blk.", err);
+    return AS_OK;
 }
 
 /* Returns the block's resid_post hook. */
@@ -146,9 +148,9 @@ static int build(as_program *p, as_error *err)
         resid = block(p, l, pre);
     }
     as_program_scope(p, -1);
-    as_program_add_unembed(p, resid, W->out_norm_w, W->out_norm_b, AS_NORM_LAYER, c->eps, &W->output);
+    as_program_add_unembed(p, resid, W->out_norm_w, W->out_norm_b, AS_NORM_LAYER, c->eps, &W->output, NULL, 0);
     (void)err;
     return AS_OK;
 }
 
-const as_arch as_arch_gpt2 = {"gpt2", read_config, load, build};
+const as_arch as_arch_gpt2 = {"gpt2", "blk.", read_config, load, build};

@@ -144,8 +144,8 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     for (int o = 0; o < p->n_ops; o++) {
         if (p->ops[o].kind != AS_OP_NORM_SCALE)
             continue;
-        int i = p->ops[o].out;
-        c->stats[i] = calloc(hook_ctx(p, &p->hooks[i]), sizeof **c->stats);
+        int i = p->ops[o].out; /* one statistic per group (head) per position */
+        c->stats[i] = calloc(hook_ctx(p, &p->hooks[i]) * (size_t)p->hooks[i].width, sizeof **c->stats);
         if (!c->stats[i]) {
             as_capture_free(c);
             return as_error_set(err, "out of memory");
@@ -241,7 +241,12 @@ float as_capture_attn(const as_capture *c, int hook, int head, int q, int k)
 
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos)
 {
-    return c->stats[hook] ? &c->stats[hook][pos] : NULL;
+    return as_capture_norm_group(c, hook, pos, 0);
+}
+
+const as_norm_stat *as_capture_norm_group(const as_capture *c, int hook, int pos, int group)
+{
+    return c->stats[hook] ? &c->stats[hook][(size_t)pos * (size_t)c->prog->hooks[hook].width + (size_t)group] : NULL;
 }
 
 int as_capture_shape(const as_capture *c, int hook, int n_pos, size_t shape[3])

@@ -262,14 +262,16 @@ static int finish(cmd_ctx *c, as_figure *f, const export_opts *o, int a, int b, 
 
 /* ---- attention ---- */
 
-/* Copies one head's pattern over positions [a, b) with its causal mask. */
+/* Copies one head's pattern over positions [a, b) with its site's mask
+ * (causal, or a sliding window's too). */
 static void head_matrix(const as_session *s, int hook, int head, int a, int b, float *v, unsigned char *mk)
 {
     int m = b - a;
+    const as_attn *site = as_program_attn(s->prog, hook);
     for (int q = 0; q < m; q++)
         for (int k = 0; k < m; k++) {
             v[q * m + k] = as_capture_attn(s->cap, hook, head, a + q, a + k);
-            mk[q * m + k] = k > q;
+            mk[q * m + k] = site ? !as_attn_visible(site, a + q, a + k) : k > q;
         }
 }
 

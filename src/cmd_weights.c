@@ -77,11 +77,6 @@ int as_cmd_weights(cmd_ctx *c)
     return AS_OK;
 }
 
-static int layer_of(const char *name)
-{
-    return strncmp(name, "blk.", 4) ? -1 : atoi(name + 4);
-}
-
 int as_cmd_diff(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -109,7 +104,7 @@ int as_cmd_diff(cmd_ctx *c)
             continue;
         if ((rc = as_weight_diff(ta, tb, &rel, &dn, &na, c->err)))
             break;
-        int l = layer_of(ta->name);
+        int l = as_model_tensor_block(s->model, ta->name);
         d2[l < 0 || l >= L ? L : l] += dn * dn;
         a2[l < 0 || l >= L ? L : l] += na * na;
         if (dn > 0) {

@@ -31,7 +31,9 @@ int as_lens_logits_rows(const as_program *p, const float *const *resid, int n, f
         as_norm_apply(resid[i], d, &st, rms, norm->nw, norm->b, x + (size_t)i * d);
     }
     /* Several rows: one matrix product, one pass over the unembedding. */
-    as_linear(x, n, &unembed->w, NULL, logits);
+    as_linear(x, n, &unembed->w, unembed->b, logits);
+    if (unembed->softcap > 0)
+        as_softcap(logits, logits, (long)n * V, unembed->softcap);
     free(x);
     return AS_OK;
 }
@@ -95,7 +97,21 @@ static int dla_layer(const dla_ctx *c, const as_capture *cap, int l, int pos, fl
     if (need(cap, AS_HK_Z, l, pos, &hz, err) || need(cap, AS_HK_MLP_OUT, l, pos, &hm, err))
         return AS_ERR;
     const as_hook *zh = &cap->prog->hooks[hz];
-    const as_op *o = as_program_producer(cap->prog, as_program_hook(cap->prog, AS_HK_ATTN_OUT, l));
+    int ha = as_program_hook(cap->prog, AS_HK_ATTN_OUT, l);
+    const as_op *o = as_program_producer(cap->prog, ha);
+    if (o->kind != AS_OP_LINEAR || o->in[0] != hz) {
+        /* A norm between z · W_O and the residual stream (Gemma): the
+         * heads' shares are not additive, the attention's total is. */
+        if (need(cap, AS_HK_ATTN_OUT, l, pos, &ha, err))
+            return AS_ERR;
+        snprintf(name, sizeof name, "L%d.attn", l);
+        if (add_term(out, name, l, -1, share(c, as_capture_row(cap, ha, pos))))
+            return as_error_set(err, "out of memory");
+        snprintf(name, sizeof name, "L%d.mlp", l);
+        if (add_term(out, name, l, -1, share(c, as_capture_row(cap, hm, pos))))
+            return as_error_set(err, "out of memory");
+        return AS_OK;
+    }
     int d = o->n_out, H = zh->dims[0], dh = zh->dims[1];
     const float *z = as_capture_row(cap, hz, pos);
     float *wrow = tmp + (size_t)H * d;
@@ -166,6 +182,9 @@ int as_dla_compute(const as_capture *cap, const int32_t *tokens, int pos, int32_
     }
     int hl = as_program_hook(cap->prog, AS_HK_LOGITS, -1);
     out->logit = as_capture_has(cap, hl) && cap->filled[hl] > pos ? as_capture_row(cap, hl, pos)[token] : NAN;
+    /* The terms add up to the logit before a soft-cap (Gemma 2): undo it. */
+    if (unembed->softcap > 0 && isfinite(out->logit))
+        out->logit = unembed->softcap * atanh(fmin(fmax(out->logit / unembed->softcap, -1 + 1e-7), 1 - 1e-7));
     return AS_OK;
 }
 

@@ -22,7 +22,7 @@ int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_erro
     it->cap = cap;
     it->out = &it->st[p->out_stream];
     it->n_ctx = it->out->n_ctx = p->streams[p->out_stream].n_ctx;
-    it->rope_key[0] = -1;
+    it->rope_stream = -1;
     bool ok = true;
     for (int s = 0; s < p->n_streams; s++) {
         it->st[s].n_ctx = p->streams[s].n_ctx;
@@ -174,8 +174,8 @@ static int setup_span(as_interp *it, as_error *err)
     for (int o = 0; o < p->n_ops; o++) {
         const as_op *op = &p->ops[o];
         size_t n = (size_t)span_of(it, op->out)->n;
-        if (op->kind == AS_OP_ROPE && 2 * n * (size_t)op->rope_dim > rope)
-            rope = 2 * n * (size_t)op->rope_dim;
+        if (op->kind == AS_OP_ROPE && 2 * n * (size_t)op->rope.dim > rope)
+            rope = 2 * n * (size_t)op->rope.dim;
         if (op->kind == AS_OP_SCORES && as_attn_tmp_floats(it, &p->attn[op->attn]) > tmp)
             tmp = as_attn_tmp_floats(it, &p->attn[op->attn]);
     }
@@ -211,7 +211,7 @@ static int enter_pass(as_interp *it, const as_pass *ps, as_error *err)
     }
     it->pc = 0;
     it->in_pass = true;
-    it->rope_key[0] = -1;
+    it->rope_stream = -1;
     it->ready_until = 0;
     it->nonfinite.found = false;
     setup_pool(it);
@@ -230,52 +230,73 @@ float *as_interp_attn_row(const as_interp *it, int h, int head, int i)
     return it->span[h] + ((size_t)head * (size_t)st->n + (size_t)i) * (size_t)attn_keys(it, a);
 }
 
+static bool same_rope(const as_rope_spec *a, const as_rope_spec *b)
+{
+    return a->dim == b->dim && a->base == b->base && a->freq_scale == b->freq_scale &&
+           a->ext_factor == b->ext_factor && a->attn_factor == b->attn_factor && a->beta_fast == b->beta_fast &&
+           a->beta_slow == b->beta_slow && a->n_ctx_orig == b->n_ctx_orig && a->freqs == b->freqs;
+}
+
 /* Rotary angles depend on the position only: computed once per pass and
  * rotary setting (in the buffer setup_span sized), not once per layer and
- * per q and k. */
+ * per q and k. Layers with another base (a sliding window's) recompute. */
 static void op_rope(as_interp *it, const as_op *op)
 {
     const as_hook *out = &it->prog->hooks[op->out];
     const as_stream_state *st = span_of(it, op->out);
-    int key[3];
-    key[0] = out->stream, key[1] = op->rope_dim;
-    memcpy(&key[2], &op->rope_base, sizeof key[2]);
-    if (memcmp(key, it->rope_key, sizeof key)) {
+    const as_rope_spec *r = &op->rope;
+    if (it->rope_stream != out->stream || !same_rope(r, &it->rope_spec)) {
         for (int i = 0; i < st->n; i++)
-            as_rope_angles(it->rope + 2 * (size_t)i * (size_t)op->rope_dim, op->rope_dim, st->p0 + i, op->rope_base);
-        memcpy(it->rope_key, key, sizeof key);
+            as_rope_angles_spec(it->rope + 2 * (size_t)i * (size_t)r->dim, r, st->p0 + i);
+        it->rope_stream = out->stream;
+        it->rope_spec = *r;
     }
-    for (int i = 0; i < st->n; i++)
-        as_rope_apply(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], op->rope_dim,
-                      it->rope + 2 * (size_t)i * (size_t)op->rope_dim);
+    for (int i = 0; i < st->n; i++) {
+        const float *cs = it->rope + 2 * (size_t)i * (size_t)r->dim;
+        if (r->mode == AS_ROPE_HALVES)
+            as_rope_apply_halves(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
+        else
+            as_rope_apply(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
+    }
 }
 
+/* A norm's row holds one group of n_in values (a residual stream) or one
+ * per head (q and k norms); each group has its own scale and statistics. */
 static void op_norm(as_interp *it, const as_op *op)
 {
     const as_stream_state *st = span_of(it, op->out);
     bool rms = op->norm == AS_NORM_RMS;
+    int s = op->kind == AS_OP_NORM_SCALE ? op->out : op->in[1], G = it->prog->hooks[s].width;
     for (int i = 0; i < st->n; i++) {
-        if (op->kind == AS_OP_NORM_SCALE) {
-            as_norm_stat *ns = &it->cap->stats[op->out][st->p0 + i];
-            as_norm_measure(row(it, op->in[0], i), op->n_in, op->eps, rms, ns);
-            row(it, op->out, i)[0] = ns->scale;
-        } else {
-            /* Use the scale hook's value, so an intervention on it takes effect. */
-            as_norm_stat ns = it->cap->stats[op->in[1]][st->p0 + i];
-            ns.scale = row(it, op->in[1], i)[0];
-            as_norm_apply(row(it, op->in[0], i), op->n_in, &ns, rms, op->nw, op->b, row(it, op->out, i));
+        const float *x = row(it, op->in[0], i);
+        float *scale = row(it, s, i);
+        as_norm_stat *stats = &it->cap->stats[s][(size_t)(st->p0 + i) * (size_t)G];
+        for (int g = 0; g < G; g++) {
+            const float *xg = x + (size_t)g * (size_t)op->n_in;
+            if (op->kind == AS_OP_NORM_SCALE) {
+                as_norm_measure(xg, op->n_in, op->eps, rms, &stats[g]);
+                scale[g] = stats[g].scale;
+            } else {
+                /* Use the scale hook's value, so an intervention on it takes effect. */
+                as_norm_stat ns = stats[g];
+                ns.scale = scale[g];
+                as_norm_apply(xg, op->n_in, &ns, rms, op->nw, op->b, row(it, op->out, i) + (size_t)g * (size_t)op->n_in);
+            }
         }
     }
 }
 
 static void op_linear(as_interp *it, const as_op *op)
 {
-    int n = span_of(it, op->out)->n;
+    int n = span_of(it, op->out)->n, first = 0;
     if (n == 1 || (op->last_row_only && !as_capture_has(it->cap, op->out))) {
+        first = n - 1;
         as_matvec(it->pool, row(it, op->in[0], n - 1), &op->w, op->b, row(it, op->out, n - 1));
-        return;
+    } else {
+        as_linear_pool(it->pool, row(it, op->in[0], 0), n, &op->w, op->b, row(it, op->out, 0));
     }
-    as_linear_pool(it->pool, row(it, op->in[0], 0), n, &op->w, op->b, row(it, op->out, 0));
+    if (op->softcap > 0)
+        as_softcap(row(it, op->out, first), row(it, op->out, first), (long)(n - first) * op->n_out, op->softcap);
 }
 
 static void exec(as_interp *it, const as_op *op)
@@ -287,6 +308,8 @@ static void exec(as_interp *it, const as_op *op)
     case AS_OP_EMBED:
         for (int i = 0; i < st->n; i++)
             as_weight_row(&op->w, st->tokens[st->p0 + i], row(it, op->out, i));
+        if (op->scale != 0)
+            as_scale(row(it, op->out, 0), span, op->scale);
         break;
     case AS_OP_POS_EMBED:
         for (int i = 0; i < st->n; i++)
@@ -322,6 +345,9 @@ static void exec(as_interp *it, const as_op *op)
         break;
     case AS_OP_SWIGLU:
         as_swiglu(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), (int)span);
+        break;
+    case AS_OP_GEGLU:
+        as_geglu(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), (int)span);
         break;
     }
 }

@@ -217,41 +217,28 @@ static inline float f16_scalar(uint16_t h)
 #endif
 }
 
-static float dot_f16(const uint16_t *w, const float *x, int n)
-{
-    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    int j = 0;
-    for (; j + 4 * VL <= n; j += 4 * VL) {
-        a0 = vfma(vload_f16(w + j), vload(x + j), a0);
-        a1 = vfma(vload_f16(w + j + VL), vload(x + j + VL), a1);
-        a2 = vfma(vload_f16(w + j + 2 * VL), vload(x + j + 2 * VL), a2);
-        a3 = vfma(vload_f16(w + j + 3 * VL), vload(x + j + 3 * VL), a3);
+/* Row · x for a 16-bit type: as_dot's loop with the row widened as read. */
+#define DOT_16BIT(NAME, LOAD, SCALAR)                                         \
+    static float NAME(const uint16_t *w, const float *x, int n)               \
+    {                                                                         \
+        vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                        \
+        int j = 0;                                                            \
+        for (; j + 4 * VL <= n; j += 4 * VL) {                                \
+            a0 = vfma(LOAD(w + j), vload(x + j), a0);                         \
+            a1 = vfma(LOAD(w + j + VL), vload(x + j + VL), a1);               \
+            a2 = vfma(LOAD(w + j + 2 * VL), vload(x + j + 2 * VL), a2);       \
+            a3 = vfma(LOAD(w + j + 3 * VL), vload(x + j + 3 * VL), a3);       \
+        }                                                                     \
+        for (; j + VL <= n; j += VL)                                          \
+            a0 = vfma(LOAD(w + j), vload(x + j), a0);                         \
+        float s = hsum((a0 + a1) + (a2 + a3));                                \
+        for (; j < n; j++)                                                    \
+            s += SCALAR(w[j]) * x[j];                                         \
+        return s;                                                             \
     }
-    for (; j + VL <= n; j += VL)
-        a0 = vfma(vload_f16(w + j), vload(x + j), a0);
-    float s = hsum((a0 + a1) + (a2 + a3));
-    for (; j < n; j++)
-        s += as_f16_to_f32(w[j]) * x[j];
-    return s;
-}
 
-static float dot_bf16(const uint16_t *w, const float *x, int n)
-{
-    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    int j = 0;
-    for (; j + 4 * VL <= n; j += 4 * VL) {
-        a0 = vfma(vload_bf16(w + j), vload(x + j), a0);
-        a1 = vfma(vload_bf16(w + j + VL), vload(x + j + VL), a1);
-        a2 = vfma(vload_bf16(w + j + 2 * VL), vload(x + j + 2 * VL), a2);
-        a3 = vfma(vload_bf16(w + j + 3 * VL), vload(x + j + 3 * VL), a3);
-    }
-    for (; j + VL <= n; j += VL)
-        a0 = vfma(vload_bf16(w + j), vload(x + j), a0);
-    float s = hsum((a0 + a1) + (a2 + a3));
-    for (; j < n; j++)
-        s += as_bf16_to_f32(w[j]) * x[j];
-    return s;
-}
+DOT_16BIT(dot_f16, vload_f16, as_f16_to_f32)
+DOT_16BIT(dot_bf16, vload_bf16, as_bf16_to_f32)
 
 /* Q8_0: blocks of a float16 scale d and 32 int8 q. A block adds
  * d · (Σ_i q_i·x_i) to acc: its own sum in a vector, scaled once, which
@@ -284,28 +271,212 @@ static float dot_q8_0(const uint8_t *w, const float *x, int n)
     return hsum(a0 + a1);
 }
 
-float as_weight_dot(const as_weight *w, int r, const float *x)
+/* ---- 4-, 5- and 6-bit block types (ggml's layouts) ----
+ * Weights are small integers q with a block scale d (and, for some types,
+ * an offset m): a block's share of row · x is d·(q · x) + m·Σx. q · x is
+ * taken in float lanes: the bytes are split into their bit fields as
+ * integer vectors, widened to floats, and fused into the accumulators. */
+
+typedef uint8_t vu8 __attribute__((vector_size(VL)));
+
+static inline vu8 vload_u8(const uint8_t *p)
 {
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    switch (w->type) {
-    case AS_GGML_F16:
-        return dot_f16((const uint16_t *)row, x, w->cols);
-    case AS_GGML_BF16:
-        return dot_bf16((const uint16_t *)row, x, w->cols);
-    case AS_GGML_Q8_0:
-        return dot_q8_0(row, x, w->cols);
-    case AS_GGML_F32:
-        return as_dot((const float *)row, x, w->cols);
-    default: /* a type without kernels (as_weight_from_tensor refuses it): visible, never misread */
-        return NAN;
+    vu8 v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* VL unsigned bytes widened to floats. */
+static inline vfloat vcvt_u8(vu8 v)
+{
+#if VL == 16 && defined(__AVX512F__)
+    __m128i b;
+    memcpy(&b, &v, sizeof b);
+    return (vfloat)_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
+#elif VL == 8 && defined(__AVX2__)
+    __m128i b = _mm_setzero_si128();
+    memcpy(&b, &v, sizeof v);
+    return (vfloat)_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+#else
+    vfloat f;
+    for (int k = 0; k < VL; k++)
+        f[k] = (float)v[k];
+    return f;
+#endif
+}
+
+static inline float half_at(const uint8_t *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return f16_scalar(h);
+}
+
+/* Σ x over n floats (a multiple of VL), as a vector of lane sums. */
+static inline vfloat vsum(const float *x, int n)
+{
+    vfloat s = {0};
+    for (int j = 0; j < n; j += VL)
+        s += vload(x + j);
+    return s;
+}
+
+/* Q4_0: d (f16), 16 bytes; element j < 16 is the low nibble of byte j,
+ * element 16 + j its high nibble; w = d·(q - 8). Q4_1 adds m: w = d·q + m. */
+static float dot_q4(const uint8_t *w, const float *x, int n, bool offset)
+{
+    size_t bytes = offset ? 20 : 18;
+    vfloat acc = {0};
+    for (int b = 0; b < n / 32; b++, w += bytes, x += 32) {
+        const uint8_t *qs = w + (offset ? 4 : 2);
+        vfloat qx = {0};
+        for (int j = 0; j < 16; j += VL) {
+            vu8 q = vload_u8(qs + j);
+            qx = vfma(vcvt_u8(q & 0xF), vload(x + j), qx);
+            qx = vfma(vcvt_u8(q >> 4), vload(x + 16 + j), qx);
+        }
+        float d = half_at(w);
+        float m = offset ? half_at(w + 2) : -8.0f * d;
+        acc = vfma(qx, (vfloat){0} + d, acc);
+        acc = vfma(vsum(x, 32), (vfloat){0} + m, acc);
+    }
+    return hsum(acc);
+}
+
+/* Q5_0: d, 4 bytes qh (bit j: the fifth bit of element j), 16 bytes of
+ * nibbles as Q4_0; w = d·(q - 16). Q5_1: d, m, qh, qs; w = d·q + m. */
+static float dot_q5(const uint8_t *w, const float *x, int n, bool offset)
+{
+    size_t bytes = offset ? 24 : 22;
+    vfloat acc = {0};
+    for (int b = 0; b < n / 32; b++, w += bytes, x += 32) {
+        const uint8_t *qhp = w + (offset ? 4 : 2), *qs = qhp + 4;
+        uint32_t qh;
+        memcpy(&qh, qhp, 4);
+        vfloat qx = {0};
+        for (int j = 0; j < 16; j += VL) {
+            vu8 q = vload_u8(qs + j), h0, h1;
+            for (int k = 0; k < VL; k++) {
+                h0[k] = (uint8_t)(((qh >> (j + k)) & 1) << 4);
+                h1[k] = (uint8_t)(((qh >> (j + k + 16)) & 1) << 4);
+            }
+            qx = vfma(vcvt_u8((q & 0xF) | h0), vload(x + j), qx);
+            qx = vfma(vcvt_u8((q >> 4) | h1), vload(x + 16 + j), qx);
+        }
+        float d = half_at(w);
+        float m = offset ? half_at(w + 2) : -16.0f * d;
+        acc = vfma(qx, (vfloat){0} + d, acc);
+        acc = vfma(vsum(x, 32), (vfloat){0} + m, acc);
+    }
+    return hsum(acc);
+}
+
+/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block,
+ * packed in 12 bytes as ggml packs them. */
+static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m)
+{
+    if (j < 4) {
+        *sc = q[j] & 63;
+        *m = q[j + 4] & 63;
+    } else {
+        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
     }
 }
 
-/* Row decoding with the same loads the dot products use. Every stored
- * value converts to float32 exactly (an f16 or a bf16 is a float with
- * fewer bits; Q8_0's d·q has 11 + 7 significant bits), so these rows are
- * the reference dequantizer's bit for bit, only faster: a prompt decodes
- * every weight into its panels. */
+/* Q4_K (144 bytes per 256) and Q5_K (176): d, dmin (f16), 12 bytes of
+ * scales and mins, [Q5_K: 32 bytes of fifth bits], 128 bytes of nibbles:
+ * each 32 bytes hold two sub-blocks of 32 (low nibbles, then high).
+ * w = d·sc·q - dmin·m per sub-block. */
+static float dot_qk45(const uint8_t *w, const float *x, int n, bool five)
+{
+    vfloat acc = {0};
+    for (int b = 0; b < n / 256; b++, w += five ? 176 : 144) {
+        float d = half_at(w), dmin = half_at(w + 2);
+        const uint8_t *scales = w + 4, *qh = w + 16, *qs = w + (five ? 48 : 16);
+        for (int s = 0; s < 8; s += 2, qs += 32, x += 64) {
+            int sc0, m0, sc1, m1;
+            scale_min_k4(s, scales, &sc0, &m0);
+            scale_min_k4(s + 1, scales, &sc1, &m1);
+            vfloat qx0 = {0}, qx1 = {0};
+            for (int j = 0; j < 32; j += VL) {
+                vu8 q = vload_u8(qs + j), lo = q & 0xF, hi = q >> 4;
+                if (five) {
+                    vu8 h = vload_u8(qh + j);
+                    lo |= ((h >> s) & 1) << 4;
+                    hi |= ((h >> (s + 1)) & 1) << 4;
+                }
+                qx0 = vfma(vcvt_u8(lo), vload(x + j), qx0);
+                qx1 = vfma(vcvt_u8(hi), vload(x + 32 + j), qx1);
+            }
+            acc = vfma(qx0, (vfloat){0} + d * (float)sc0, acc);
+            acc = vfma(qx1, (vfloat){0} + d * (float)sc1, acc);
+            acc = vfma(vsum(x, 32), (vfloat){0} - dmin * (float)m0, acc);
+            acc = vfma(vsum(x + 32, 32), (vfloat){0} - dmin * (float)m1, acc);
+        }
+    }
+    return hsum(acc);
+}
+
+/* Q6_K (210 bytes per 256): 128 bytes of low nibbles ql, 64 of 2-bit high
+ * parts qh, 16 int8 scales, d. In each half of 128: element l (l < 32) is
+ * ql[l] low | qh[l] bits 0-1; l+32: ql[l+32] low | bits 2-3; l+64: ql[l]
+ * high | bits 4-5; l+96: ql[l+32] high | bits 6-7; w = d·sc·(q - 32),
+ * one scale per 16 elements. */
+static float dot_q6_k(const uint8_t *w, const float *x, int n)
+{
+    vfloat acc = {0};
+    for (int b = 0; b < n / 256; b++, w += 210) {
+        const uint8_t *ql = w, *qh = w + 128;
+        const int8_t *sc = (const int8_t *)(w + 192);
+        float d = half_at(w + 208);
+        for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, x += 128)
+            for (int l = 0; l < 32; l += 16) {
+                vfloat part[4] = {{0}, {0}, {0}, {0}};
+                for (int j = l; j < l + 16; j += VL) {
+                    vu8 a = vload_u8(ql + j), c = vload_u8(ql + 32 + j), h = vload_u8(qh + j);
+                    part[0] = vfma(vcvt_u8((a & 0xF) | ((h & 3) << 4)), vload(x + j), part[0]);
+                    part[1] = vfma(vcvt_u8((c & 0xF) | (((h >> 2) & 3) << 4)), vload(x + 32 + j), part[1]);
+                    part[2] = vfma(vcvt_u8((a >> 4) | (((h >> 4) & 3) << 4)), vload(x + 64 + j), part[2]);
+                    part[3] = vfma(vcvt_u8((c >> 4) | (((h >> 6) & 3) << 4)), vload(x + 96 + j), part[3]);
+                }
+                int is = l / 16;
+                for (int k = 0; k < 4; k++) {
+                    float ds = d * (float)sc[is + 2 * k];
+                    acc = vfma(part[k], (vfloat){0} + ds, acc);
+                    acc = vfma(vsum(x + 32 * k + l, 16), (vfloat){0} - 32.0f * ds, acc);
+                }
+            }
+    }
+    return hsum(acc);
+}
+
+/* Any other type the table decodes: a chunk of whole blocks at a time
+ * decoded by its reference decoder into a buffer that stays in L1, then
+ * dotted as floats. Every type is right this way before it is fast; the
+ * common ones have kernels of their own above. */
+#define CHUNK 256 /* a multiple of every block size (32, 256) */
+static float dot_blocks(as_ggml_type type, const uint8_t *row, const float *x, int n)
+{
+    const as_ggml_traits *tr = as_ggml_traits_of(type);
+    float buf[CHUNK] __attribute__((aligned(64)));
+    size_t chunk_bytes = (size_t)CHUNK / tr->block_elems * tr->block_bytes;
+    float s = 0;
+    int j = 0;
+    for (; j + CHUNK <= n; j += CHUNK, row += chunk_bytes) {
+        tr->to_f32(row, CHUNK, buf);
+        s += as_dot(buf, x + j, CHUNK);
+    }
+    if (j < n) { /* rows of 32-blocks need not fill the last chunk */
+        tr->to_f32(row, (uint64_t)(n - j), buf);
+        s += as_dot(buf, x + j, n - j);
+    }
+    return s;
+}
+
+/* Row r decoded, vectorized as the dots are (a prompt decodes every row
+ * of every matrix into panels). The same values as the reference
+ * decoders in quant.c: conversions are exact, Q8_0's d·q one rounding. */
 void as_weight_row(const as_weight *w, int r, float *out)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
@@ -328,16 +499,44 @@ void as_weight_row(const as_weight *w, int r, float *out)
             uint16_t dh;
             memcpy(&dh, row, 2);
             vfloat d = (vfloat){0} + f16_scalar(dh);
-            for (j = 0; j < AS_QK8_0; j += VL)
-                vstore(out + j, vload_i8((const int8_t *)row + 2 + j) * d);
+            for (int k = 0; k < AS_QK8_0; k += VL)
+                vstore(out + k, vload_i8((const int8_t *)row + 2 + k) * d);
         }
         return;
     case AS_GGML_F32:
         memcpy(out, row, (size_t)n * sizeof *out);
         return;
-    default: /* as in as_weight_dot */
-        for (; j < n; j++)
-            out[j] = NAN;
+    default:
+        as_ggml_traits_of(w->type)->to_f32(row, (uint64_t)n, out);
+        return;
+    }
+}
+
+float as_weight_dot(const as_weight *w, int r, const float *x)
+{
+    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
+    switch (w->type) {
+    case AS_GGML_F16:
+        return dot_f16((const uint16_t *)row, x, w->cols);
+    case AS_GGML_BF16:
+        return dot_bf16((const uint16_t *)row, x, w->cols);
+    case AS_GGML_Q8_0:
+        return dot_q8_0(row, x, w->cols);
+    case AS_GGML_Q4_0:
+    case AS_GGML_Q4_1:
+        return dot_q4(row, x, w->cols, w->type == AS_GGML_Q4_1);
+    case AS_GGML_Q5_0:
+    case AS_GGML_Q5_1:
+        return dot_q5(row, x, w->cols, w->type == AS_GGML_Q5_1);
+    case AS_GGML_Q4_K:
+    case AS_GGML_Q5_K:
+        return dot_qk45(row, x, w->cols, w->type == AS_GGML_Q5_K);
+    case AS_GGML_Q6_K:
+        return dot_q6_k(row, x, w->cols);
+    case AS_GGML_F32:
+        return as_dot((const float *)row, x, w->cols);
+    default:
+        return dot_blocks(w->type, row, x, w->cols);
     }
 }
 
@@ -885,4 +1084,96 @@ int as_get_threads(void)
         as_set_threads(n < 1 ? 1 : n > 16 ? 16 : (int)n);
     }
     return engine_threads;
+}
+
+/* ---------------------------------------------------------------- rotary variants, gated GELU, soft-cap */
+
+as_rope_spec as_rope_plain(int dim, float base)
+{
+    return (as_rope_spec){.dim = dim, .base = base, .mode = AS_ROPE_PAIRS, .freq_scale = 1.0f,
+                          .attn_factor = 1.0f, .beta_fast = 32.0f, .beta_slow = 1.0f};
+}
+
+static bool rope_is_plain(const as_rope_spec *r)
+{
+    return r->freq_scale == 1.0f && r->ext_factor == 0.0f && r->attn_factor == 1.0f && !r->freqs;
+}
+
+/* YaRN's ramp: dimension pairs below corr[0] keep their extrapolated
+ * angle, those above corr[1] are interpolated, linearly in between
+ * (ggml's rope_yarn_corr_dims and rope_yarn_ramp, in the same float
+ * arithmetic so the same dimensions fall on each side). */
+static void yarn_corr(const as_rope_spec *r, float corr[2])
+{
+    float lb = 2 * logf(r->base);
+    float lo = floorf((float)r->dim * logf((float)r->n_ctx_orig / (r->beta_fast * 2 * (float)M_PI)) / lb);
+    float hi = ceilf((float)r->dim * logf((float)r->n_ctx_orig / (r->beta_slow * 2 * (float)M_PI)) / lb);
+    corr[0] = lo > 0 ? lo : 0;
+    corr[1] = hi < (float)(r->dim - 1) ? hi : (float)(r->dim - 1);
+}
+
+void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos)
+{
+    if (rope_is_plain(r)) {
+        as_rope_angles(cs, r->dim, pos, r->base);
+        return;
+    }
+    float corr[2] = {0, 0};
+    double mscale = r->attn_factor;
+    if (r->ext_factor != 0.0f) {
+        yarn_corr(r, corr);
+        mscale *= 1.0 + 0.1 * log(1.0 / r->freq_scale);
+    }
+    for (int i = 0; i < r->dim / 2; i++) {
+        double extrap = pos * pow(r->base, -2.0 * i / r->dim) / (r->freqs ? r->freqs[i] : 1.0f);
+        double theta = r->freq_scale * extrap;
+        if (r->ext_factor != 0.0f) {
+            float y = ((float)i - corr[0]) / fmaxf(0.001f, corr[1] - corr[0]);
+            double mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * r->ext_factor;
+            theta = theta * (1 - mix) + extrap * mix;
+        }
+        float c = (float)(cos(theta) * mscale), s = (float)(sin(theta) * mscale);
+        cs[2 * i] = cs[2 * i + 1] = c;
+        cs[r->dim + 2 * i] = -s;
+        cs[r->dim + 2 * i + 1] = s;
+    }
+}
+
+void as_rope_apply_halves(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs)
+{
+    int half = rope_dim / 2;
+    /* x is (n_heads, d_head); pair (i, i + half) turns by angle i:
+     * y[i] = a·c - b·s, y[i + half] = a·s + b·c */
+    for (int h = 0; h < n_heads; h++) {
+        const float *xh = x + (long)h * d_head;
+        float *yh = y + (long)h * d_head;
+        for (int i = 0; i < half; i++) {
+            float a = xh[i], b = xh[i + half], c = cs[2 * i], s = cs[rope_dim + 2 * i + 1];
+            yh[i] = a * c - b * s;
+            yh[i + half] = a * s + b * c;
+        }
+        for (int j = rope_dim; j < d_head; j++)
+            yh[j] = xh[j];
+    }
+}
+
+void as_geglu(const float *gate, const float *up, float *y, int n)
+{
+    int i = 0;
+    for (; i + VL <= n; i += VL)
+        vstore(y + i, vgelu(vload(gate + i)) * vload(up + i));
+    for (; i < n; i++)
+        y[i] = SCALAR_VIA(vgelu, gate[i]) * up[i];
+}
+
+void as_softcap(const float *x, float *y, long n, float cap)
+{
+    for (long i = 0; i < n; i++)
+        y[i] = cap * tanhf(x[i] / cap);
+}
+
+void as_scale(float *x, long n, float s)
+{
+    for (long i = 0; i < n; i++)
+        x[i] *= s;
 }

@@ -3,6 +3,7 @@
 #include "attnscope/kernels.h"
 #include "attnscope/llama2c.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,7 +44,8 @@ int as_config_read_common(as_config *c, const as_gguf *g, const char *arch, cons
     snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
     if (as_gguf_find(g, key) && get_dim(g, arch, "attention.head_count_kv", &c->n_head_kv, err))
         return AS_ERR;
-    if (c->d_model % c->n_head)
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    if (c->d_model % c->n_head && !as_gguf_find(g, key))
         return as_error_set(err, "%s: embedding_length %d is not a multiple of head_count %d",
                             g->path, c->d_model, c->n_head);
     if (c->n_head % c->n_head_kv)
@@ -59,6 +61,76 @@ int as_config_read_common(as_config *c, const as_gguf *g, const char *arch, cons
         return as_error_set(err, "%s: %s = %g must be a finite number from 0 to 1", g->path, key, c->eps);
     c->rope_base = 10000.0f;
     c->rope_dim = c->d_head;
+    c->rope = as_rope_plain(c->rope_dim, c->rope_base);
+    return AS_OK;
+}
+
+int as_config_read_head_size(as_config *c, const as_gguf *g, const char *arch, as_error *err)
+{
+    char key[128], vkey[128];
+    uint32_t k = 0, v = 0;
+    snprintf(key, sizeof key, "%s.attention.key_length", arch);
+    snprintf(vkey, sizeof vkey, "%s.attention.value_length", arch);
+    if (as_gguf_get_u32_opt(g, key, &k, err) || as_gguf_get_u32_opt(g, vkey, &v, err))
+        return AS_ERR;
+    if (!k && !v)
+        return AS_OK;
+    if (k == 0 || k > 65536 || k % 2)
+        return as_error_set(err, "%s: %s = %u must be an even head size from 2 to 65536", g->path, key, k);
+    if (v && v != k)
+        return as_error_set(err, "%s: %s = %u differs from %s = %u (attnscope runs these models with one head size)",
+                            g->path, vkey, v, key, k);
+    c->d_head = (int)k;
+    c->rope_dim = c->d_head;
+    c->rope = as_rope_plain(c->rope_dim, c->rope_base);
+    return AS_OK;
+}
+
+/* The scaling llama.cpp applies for the file's keys (llama_context's
+ * defaults: YaRN's beta 32 and 1, its magnitude folded as ggml expects). */
+static int read_rope_scaling(as_config *c, const as_gguf *g, const char *arch, as_error *err)
+{
+    char key[128];
+    const char *type = "linear";
+    float factor = 0, attn = 1.0f;
+    uint32_t orig = (uint32_t)c->n_ctx;
+    snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
+    if (as_gguf_find(g, key) && as_gguf_get_str(g, key, &type, err))
+        return AS_ERR;
+    bool yarn = !strcmp(type, "yarn"), none = !strcmp(type, "none");
+    if (!yarn && !none && strcmp(type, "linear") && strcmp(type, "longrope"))
+        return as_error_set(err, "%s: %s = '%.40s' is not a rotary scaling attnscope knows "
+                            "(none, linear, yarn, longrope)", g->path, key, type);
+    snprintf(key, sizeof key, "%s.rope.scaling.factor", arch);
+    if (as_gguf_get_f32_opt(g, key, &factor, err))
+        return AS_ERR;
+    if (factor == 0) {
+        snprintf(key, sizeof key, "%s.rope.scale_linear", arch);
+        if (as_gguf_get_f32_opt(g, key, &factor, err))
+            return AS_ERR;
+    }
+    if (!(factor == 0 || (factor > 0 && factor < 1e6f)))
+        return as_error_set(err, "%s: %s = %g must be a positive number", g->path, key, factor);
+    snprintf(key, sizeof key, "%s.rope.scaling.attn_factor", arch);
+    if (as_gguf_get_f32_opt(g, key, &attn, err))
+        return AS_ERR;
+    if (!(attn > 0 && attn < 1e6f))
+        return as_error_set(err, "%s: %s = %g must be a positive number", g->path, key, attn);
+    snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", arch);
+    if (as_gguf_get_u32_opt(g, key, &orig, err))
+        return AS_ERR;
+    if (orig == 0 || orig > (1u << 24))
+        return as_error_set(err, "%s: %s = %u is out of range (1..%u)", g->path, key, orig, 1u << 24);
+    as_rope_spec *r = &c->rope;
+    *r = as_rope_plain(c->rope_dim, c->rope_base);
+    r->freq_scale = none || factor == 0 ? 1.0f : 1.0f / factor;
+    r->n_ctx_orig = (int)orig;
+    if (yarn) {
+        float f = 1.0f / r->freq_scale;
+        r->ext_factor = 1.0f;
+        r->attn_factor = (f <= 1.0f ? 1.0f : 0.1f * logf(f) + 1.0f) * (1.0f / (1.0f + 0.1f * logf(f)));
+    }
+    r->attn_factor *= attn;
     return AS_OK;
 }
 
@@ -79,7 +151,7 @@ int as_config_read_rope(as_config *c, const as_gguf *g, const char *arch, as_err
                             "(embedding_length %d / head_count %d)",
                             g->path, key, rd, c->d_head, c->d_model, c->n_head);
     c->rope_dim = (int)rd;
-    return AS_OK;
+    return read_rope_scaling(c, g, arch, err);
 }
 
 static void read_name(as_config *c, const as_gguf *g)
@@ -97,19 +169,36 @@ static void read_name(as_config *c, const as_gguf *g)
     }
 }
 
+/* In a survey (as_model_check) a missing or misshapen tensor is noted and
+ * loading goes on, so every one is named; otherwise it stops the load. */
+static int survey_note(as_model *m, as_error *err)
+{
+    if (!m->survey)
+        return AS_ERR;
+    size_t had = m->problems ? strlen(m->problems) : 0, add = strlen(err->msg) + 2;
+    char *p = realloc(m->problems, had + add);
+    if (!p)
+        return AS_ERR;
+    snprintf(p + had, add, "%s\n", err->msg);
+    m->problems = p;
+    return AS_OK;
+}
+
 /* The tensor `name` with its shape checked against ne (ne1 == 0 for a
  * vector); NULL if absent. */
-static int find_tensor(const as_model *m, const char *name, uint64_t ne0, uint64_t ne1, bool optional,
+static int find_tensor(as_model *m, const char *name, uint64_t ne0, uint64_t ne1, bool optional,
                        const as_gguf_tensor **out, as_error *err)
 {
     const as_gguf *g = m->gguf;
     const as_gguf_tensor *t = as_gguf_tensor_find(g, name);
     *out = NULL;
+    if (t && m->used)
+        m->used[t - g->tensors] = true;
     if (!t) {
         if (optional)
             return AS_OK;
-        return as_error_set(err, "%s: tensor '%s' is missing (a %s model needs it)", g->path, name,
-                            m->arch->gguf_name);
+        as_error_set(err, "%s: tensor '%s' is missing (a %s model needs it)", g->path, name, m->arch->gguf_name);
+        return survey_note(m, err);
     }
     uint32_t want_dims = ne1 ? 2 : 1;
     bool ok = t->ne[0] == ne0 && (ne1 ? t->ne[1] == ne1 : 1) && t->ne[2] == 1 && t->ne[3] == 1 &&
@@ -120,12 +209,12 @@ static int find_tensor(const as_model *m, const char *name, uint64_t ne0, uint64
             snprintf(want, sizeof want, "[%llu, %llu]", (unsigned long long)ne0, (unsigned long long)ne1);
         else
             snprintf(want, sizeof want, "[%llu]", (unsigned long long)ne0);
-        return as_error_set(err,
-                            "%s: offset %llu: tensor '%s' has shape [%llu, %llu, %llu, %llu] but the "
-                            "configuration needs %s",
-                            g->path, (unsigned long long)t->info_offset, name,
-                            (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
-                            (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], want);
+        as_error_set(err,
+                     "%s: offset %llu: tensor '%s' has shape [%llu, %llu, %llu, %llu] but the "
+                     "configuration needs %s",
+                     g->path, (unsigned long long)t->info_offset, name, (unsigned long long)t->ne[0],
+                     (unsigned long long)t->ne[1], (unsigned long long)t->ne[2], (unsigned long long)t->ne[3], want);
+        return survey_note(m, err);
     }
     *out = t;
     return AS_OK;
@@ -175,18 +264,36 @@ int as_model_vector(as_model *m, const char *name, uint64_t n, bool optional, co
     return AS_OK;
 }
 
-int as_model_check_blocks(const as_model *m, const char *prefix, as_error *err)
+int as_model_check_vocab(const as_model *m, const char *name, as_error *err)
+{
+    const as_gguf_tensor *emb = as_gguf_tensor_find(m->gguf, name);
+    if (emb && emb->ne[1] != (uint64_t)m->cfg.n_vocab)
+        return as_error_set(err, "%s: %s has %llu rows but the vocabulary has %d tokens", m->gguf->path, name,
+                            (unsigned long long)emb->ne[1], m->cfg.n_vocab);
+    return AS_OK;
+}
+
+int as_model_tensor_block(const as_model *m, const char *name)
+{
+    size_t n = strlen(m->arch->block_prefix);
+    unsigned long l;
+    int used = 0;
+    if (strncmp(name, m->arch->block_prefix, n) || sscanf(name + n, "%lu.%n", &l, &used) != 1 || used == 0 ||
+        l > INT_MAX)
+        return -1;
+    return (int)l;
+}
+
+/* Tensors of blocks past block_count mean the count is wrong (a half-done
+ * conversion): running fewer layers than were trained would mislead. */
+static int check_blocks(const as_model *m, as_error *err)
 {
     const as_gguf *g = m->gguf;
-    size_t n = strlen(prefix);
     for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const char *name = g->tensors[i].name;
-        unsigned long l;
-        int used = 0;
-        if (!strncmp(name, prefix, n) && sscanf(name + n, "%lu.%n", &l, &used) == 1 && used > 0 &&
-            l >= (unsigned long)m->cfg.n_layer)
-            return as_error_set(err, "%s: %s.block_count is %d but the file has tensors for block %lu (%s)",
-                                g->path, m->arch->gguf_name, m->cfg.n_layer, l, name);
+        int l = as_model_tensor_block(m, g->tensors[i].name);
+        if (l >= m->cfg.n_layer)
+            return as_error_set(err, "%s: %s.block_count is %d but the file has tensors for block %d (%s)",
+                                g->path, m->arch->gguf_name, m->cfg.n_layer, l, g->tensors[i].name);
     }
     return AS_OK;
 }
@@ -269,6 +376,38 @@ static void scan_nonfinite(as_model *m)
     free(row);
 }
 
+/* Tensors the file has and the architecture did not ask for: a broken
+ * conversion (a misspelt name, a layer too many) or a variant attnscope
+ * does not run whole. Listed, not refused: the model may still be worth
+ * inspecting. Writes at most cap bytes of ", "-separated names to out;
+ * returns how many there are. */
+static int unused_tensors(const as_model *m, char *out, size_t cap)
+{
+    int n = 0;
+    size_t used = 0;
+    out[0] = '\0';
+    for (uint64_t i = 0; i < m->gguf->n_tensors; i++) {
+        if (m->used[i])
+            continue;
+        if (used + 1 < cap)
+            used += (size_t)snprintf(out + used, cap - used, "%s%s", n ? ", " : "", m->gguf->tensors[i].name);
+        n++;
+    }
+    if (used >= cap && cap > 4)
+        memcpy(out + cap - 4, "...", 4);
+    return n;
+}
+
+static void note_unused(as_model *m)
+{
+    char names[600];
+    int n = unused_tensors(m, names, sizeof names);
+    size_t used = strlen(m->warnings);
+    if (n && used + 1 < sizeof m->warnings)
+        snprintf(m->warnings + used, sizeof m->warnings - used, "%s%d tensor%s the %s architecture does not use: %s",
+                 used ? "; " : "", n, n == 1 ? "" : "s", m->arch->gguf_name, names);
+}
+
 static int find_arch(as_model *m, as_error *err)
 {
     const char *arch;
@@ -303,14 +442,14 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
     if (!tok && as_tokenizer_from_gguf(&m->tok, g, err))
         goto fail;
     m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
-    const as_gguf_tensor *emb = as_gguf_tensor_find(g, "token_embd.weight");
-    if (emb && emb->ne[1] != (uint64_t)m->cfg.n_vocab) {
-        as_error_set(err, "%s: token_embd.weight has %llu rows but the vocabulary has %d tokens",
-                     g->path, (unsigned long long)emb->ne[1], m->cfg.n_vocab);
+    m->used = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->used);
+    if (!m->used) {
+        as_error_set(err, "%s: out of memory", g->path);
         goto fail;
     }
-    if (m->arch->load(m, err))
+    if (m->arch->load(m, err) || check_blocks(m, err))
         goto fail;
+    note_unused(m);
     scan_nonfinite(m);
     note_vocabulary(m);
     as_defang(m->warnings); /* they quote tensor names from the file */
@@ -362,10 +501,55 @@ int as_model_load_with(as_model **out, const char *path, const char *tokenizer, 
     return AS_OK;
 }
 
+void as_model_print_check(as_gguf *g, FILE *out)
+{
+    as_error err = {{0}};
+    as_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->used = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->used))) {
+        free(m);
+        return;
+    }
+    m->gguf = g;
+    m->survey = true;
+    m->path = (char *)g->path;
+    fputs("\ntensors against the architecture\n", out);
+    if (find_arch(m, &err) || m->arch->read_config(&m->cfg, g, &err)) {
+        fprintf(out, "  not checked: %s\n", err.msg);
+        goto done;
+    }
+    /* The vocabulary size the load checks the embedding against. */
+    if (as_tokenizer_from_gguf(&m->tok, g, &err)) {
+        fprintf(out, "  not checked: %s\n", err.msg);
+        goto done;
+    }
+    m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
+    int rc = m->arch->load(m, &err);
+    size_t problems = 0;
+    for (const char *p = m->problems; p && *p; p = strchr(p, '\n') + 1, problems++)
+        fprintf(out, "  MISSING OR WRONG  %.*s\n", (int)(strchr(p, '\n') - p), p);
+    if (rc)
+        fprintf(out, "  stopped: %s\n", err.msg);
+    char names[600];
+    int n = unused_tensors(m, names, sizeof names);
+    as_defang(names); /* names from the file */
+    if (n)
+        fprintf(out, "  warning: %d tensor%s the %s architecture does not use: %s\n", n, n == 1 ? "" : "s",
+                m->arch->gguf_name, names);
+    if (!problems && !rc && !n)
+        fprintf(out, "  every tensor %s needs is here, and every tensor here is used\n", m->arch->gguf_name);
+    else if (problems)
+        fprintf(out, "  the model cannot run until the tensors marked above are right\n");
+done:
+    m->gguf = NULL, m->path = NULL; /* the caller's */
+    as_model_free(m);
+}
+
 void as_model_free(as_model *m)
 {
     if (!m)
         return;
+    free(m->used);
+    free(m->problems);
     for (size_t i = 0; i < m->n_owned; i++)
         free(m->owned[i]);
     free(m->owned);

@@ -32,6 +32,18 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_LNF_SCALE] = "ln_final.hook_scale",
     [AS_HK_LNF_NORMALIZED] = "ln_final.hook_normalized",
     [AS_HK_LOGITS] = "unembed.hook_out",
+    [AS_HK_Q_NORM_SCALE] = "attn.q_norm.hook_scale",
+    [AS_HK_Q_NORM_NORMALIZED] = "attn.q_norm.hook_normalized",
+    [AS_HK_K_NORM_SCALE] = "attn.k_norm.hook_scale",
+    [AS_HK_K_NORM_NORMALIZED] = "attn.k_norm.hook_normalized",
+    /* TransformerLens has no hook between the sublayer and its post-norm:
+     * the same grammar, "the module's output" (as unembed.hook_out). */
+    [AS_HK_ATTN_RESULT] = "attn.hook_out",
+    [AS_HK_LN1_POST_SCALE] = "ln1_post.hook_scale",
+    [AS_HK_LN1_POST_NORMALIZED] = "ln1_post.hook_normalized",
+    [AS_HK_MLP_RESULT] = "mlp.hook_out",
+    [AS_HK_LN2_POST_SCALE] = "ln2_post.hook_scale",
+    [AS_HK_LN2_POST_NORMALIZED] = "ln2_post.hook_normalized",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -79,8 +91,10 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
     switch (kind) {
     case AS_HK_Q: case AS_HK_K: case AS_HK_V: case AS_HK_ROT_Q: case AS_HK_ROT_K:
     case AS_HK_ATTN_SCORES: case AS_HK_PATTERN: case AS_HK_Z:
+    case AS_HK_Q_NORM_SCALE: case AS_HK_Q_NORM_NORMALIZED: case AS_HK_K_NORM_SCALE: case AS_HK_K_NORM_NORMALIZED:
+    case AS_HK_ATTN_RESULT:
         return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
-    case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST:
+    case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST: case AS_HK_MLP_RESULT:
         return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
     default:
         return AS_SITE_NONE;
@@ -147,6 +161,25 @@ int as_program_add_norm(as_program *p, as_hook_kind scale_kind, int layer, int i
     return n;
 }
 
+int as_program_add_head_norm(as_program *p, as_hook_kind scale_kind, int layer, int in, const float *w,
+                             as_norm_kind norm, float eps, const char *name)
+{
+    const as_hook *x = &p->hooks[in];
+    int H = x->dims[0], dh = x->dims[1];
+    bool rms = norm == AS_NORM_RMS;
+    char text[64];
+    int s = as_program_add_hook(p, scale_kind, layer, AS_CLASS_ESSENTIAL, 2, H, 1);
+    snprintf(text, sizeof text, rms ? "%s scale = sqrt(mean(x²) + eps), per head" : "%s scale = sqrt(var + eps), per head",
+             name);
+    as_op *op = as_program_add_op(p, AS_OP_NORM_SCALE, layer, s, in, -1, text);
+    op->norm = norm, op->eps = eps, op->n_in = op->n_out = dh;
+    int n = as_program_add_hook(p, scale_kind + 1, layer, p->hooks[in].klass, 2, H, dh);
+    snprintf(text, sizeof text, rms ? "%s = x / scale * w, per head" : "%s = (x - mean) / scale * w, per head", name);
+    op = as_program_add_op(p, AS_OP_NORM_APPLY, layer, n, in, s, text);
+    op->nw = w, op->norm = norm, op->eps = eps, op->n_in = op->n_out = dh;
+    return n;
+}
+
 int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
                           const as_weight *w, const float *b, int n_dims, int d0, int d1, const char *text)
 {
@@ -159,12 +192,14 @@ int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_c
 }
 
 int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
-                        int rope_dim, float rope_base, const char *text)
+                        const as_rope_spec *rope, const char *text)
 {
     const as_hook *x = &p->hooks[in];
     int h = as_program_add_hook(p, kind, layer, klass, 2, x->dims[0], x->dims[1]);
     as_op *op = as_program_add_op(p, AS_OP_ROPE, layer, h, in, -1, text);
-    op->rope_dim = rope_dim, op->rope_base = rope_base;
+    op->rope = *rope;
+    if (rope->dim <= 0 || rope->dim % 2 || rope->dim > x->dims[1])
+        p->failed = true; /* a builder's mistake, caught by the tests */
     return h;
 }
 
@@ -205,14 +240,19 @@ int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b
 }
 
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,
-                           as_norm_kind norm, float eps, const as_weight *unembed)
+                           as_norm_kind norm, float eps, const as_weight *unembed, const float *unembed_b,
+                           float softcap)
 {
     int nf = as_program_add_norm(p, AS_HK_LNF_SCALE, -1, resid, norm_w, norm_b, norm, eps, "ln_final");
     p->final_norm = p->n_ops - 1;
-    int lg = as_program_add_linear(p, AS_HK_LOGITS, -1, AS_CLASS_LOGITS, nf, unembed, NULL, 1, unembed->rows, 0,
-                                   "logits = ln_final · W_U");
+    const char *text = softcap > 0 ? (unembed_b ? "logits = cap·tanh((ln_final · W_U + b_U) / cap)"
+                                                : "logits = cap·tanh(ln_final · W_U / cap)")
+                                   : unembed_b ? "logits = ln_final · W_U + b_U" : "logits = ln_final · W_U";
+    int lg = as_program_add_linear(p, AS_HK_LOGITS, -1, AS_CLASS_LOGITS, nf, unembed, unembed_b, 1, unembed->rows, 0,
+                                   text);
     p->unembed = p->n_ops - 1;
     p->ops[p->unembed].last_row_only = true;
+    p->ops[p->unembed].softcap = softcap;
     return lg;
 }
 
@@ -224,9 +264,9 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
         return as_error_set(err, "out of memory building the program");
     p->model = m;
     p->unembed = p->final_norm = -1;
-    /* A block of today's architectures has at most 24 hooks and ops, the
+    /* A block of today's architectures has at most 32 hooks and ops, the
      * ends fewer than 8: room for them up front, growth past it. */
-    p->cap_hooks = p->cap_ops = 8 + 24 * m->cfg.n_layer;
+    p->cap_hooks = p->cap_ops = 8 + 32 * m->cfg.n_layer;
     p->cap_attn = m->cfg.n_layer;
     p->hooks = malloc((size_t)p->cap_hooks * sizeof *p->hooks);
     p->ops = malloc((size_t)p->cap_ops * sizeof *p->ops);

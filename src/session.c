@@ -732,24 +732,32 @@ static int cmd_stats(cmd_ctx *c)
     return AS_OK;
 }
 
+/* A norm's statistics per position (and per head, for a norm of each
+ * head: q and k norms). */
 static void print_norm_table(as_session *s, int h, const char *title)
 {
-    int n = s->cap->filled[h];
+    int n = s->cap->filled[h], G = s->prog->hooks[h].width;
     bool rms = as_program_producer(s->prog, h)->norm == AS_NORM_RMS;
-    fprintf(s->out, "%s (%s) over %d tokens\npos\ttoken\tmean\t%s\tscale\tmin\tmax\ttop dims\n", title,
-            rms ? "RMSNorm" : "LayerNorm", n, rms ? "rms" : "std");
+    fprintf(s->out, "%s (%s%s) over %d tokens\npos\ttoken\t%smean\t%s\tscale\tmin\tmax\ttop dims\n", title,
+            rms ? "RMSNorm" : "LayerNorm", G > 1 ? ", per head" : "", n, G > 1 ? "head\t" : "", rms ? "rms" : "std");
     for (int q = 0; q < n; q++) {
-        const as_norm_stat *st = as_capture_norm(s->cap, h, q);
         char piece[64];
         as_cmd_piece(s, s->it->out->tokens[q], piece, sizeof piece);
-        fprintf(s->out, "%d\t%s\t%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t", q, piece, st->mean, sqrt(st->var),
-                st->scale, st->min, st->max);
-        for (int k = 0; k < AS_NORM_TOP && st->top_dim[k] >= 0; k++)
-            fprintf(s->out, "%s%d:%.3g", k ? " " : "", st->top_dim[k], st->top_val[k]);
-        fprintf(s->out, "\n");
+        for (int g = 0; g < G; g++) {
+            const as_norm_stat *st = as_capture_norm_group(s->cap, h, q, g);
+            fprintf(s->out, "%d\t%s\t", q, piece);
+            if (G > 1)
+                fprintf(s->out, "%d\t", g);
+            fprintf(s->out, "%.4f\t%.4f\t%.4f\t%.4f\t%.4f\t", st->mean, sqrt(st->var), st->scale, st->min, st->max);
+            for (int k = 0; k < AS_NORM_TOP && st->top_dim[k] >= 0; k++)
+                fprintf(s->out, "%s%d:%.3g", k ? " " : "", st->top_dim[k], st->top_val[k]);
+            fprintf(s->out, "\n");
+        }
     }
 }
 
+/* Every norm of a layer in the order the program runs them (ln1, the q
+ * and k norms, ln1_post, ln2, ln2_post: whichever the architecture has). */
 static int cmd_norms(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -765,16 +773,19 @@ static int cmd_norms(cmd_ctx *c)
     long l;
     if (as_cmd_parse_long(c->argv[1], 0, s->model->cfg.n_layer - 1, "the layer", &l, c->err))
         return AS_ERR;
-    int h1 = as_program_hook(s->prog, AS_HK_LN1_SCALE, (int)l);
-    int h2 = as_program_hook(s->prog, AS_HK_LN2_SCALE, (int)l);
-    if (as_cmd_hook_positions(s, h1, c->err) < 0)
-        return AS_ERR;
-    char title[32];
-    snprintf(title, sizeof title, "blocks.%ld.ln1", l);
-    print_norm_table(s, h1, title);
-    if (s->cap->filled[h2] > 0) {
-        snprintf(title, sizeof title, "blocks.%ld.ln2", l);
-        print_norm_table(s, h2, title);
+    int shown = 0;
+    for (int o = 0; o < s->prog->n_ops; o++) {
+        const as_op *op = &s->prog->ops[o];
+        if (op->kind != AS_OP_NORM_SCALE || op->layer != (int)l)
+            continue;
+        if (shown == 0 && as_cmd_hook_positions(s, op->out, c->err) < 0)
+            return AS_ERR;
+        if (shown++ && s->cap->filled[op->out] == 0)
+            continue;
+        char title[64];
+        const char *name = s->prog->hooks[op->out].name, *dot = strrchr(name, '.');
+        snprintf(title, sizeof title, "%.*s", (int)(dot ? dot - name : (long)strlen(name)), name);
+        print_norm_table(s, op->out, title);
     }
     return AS_OK;
 }

@@ -1,8 +1,6 @@
 /* weight: a weight matrix as the model file stores it (weight.h): making
- * and slicing views. Decoding a row (as_weight_row) and the fused row · x
- * (as_weight_dot) are in kernels.c, beside the float kernels whose vector
- * loads they share; tests/test_weight.c holds them to the reference
- * dequantizer (quant.c). */
+ * and slicing views. Decoding a row and the fused row · x are kernels
+ * (kernels.c), beside the float ones they mirror. */
 #include "attnscope/weight.h"
 
 #include <stdint.h>

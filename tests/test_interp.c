@@ -3,6 +3,7 @@
  * and its own invariants: stepping equals running, the KV cache equals
  * recomputing, back restores state, thread counts agree. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <dirent.h>
 #include <unistd.h>
 #include <math.h>
@@ -13,7 +14,24 @@
 #include "attnscope/kernels.h"
 #include "helpers.h"
 
-static const char *const models[] = {"fixtures/tiny-gpt2", "fixtures/tiny-llama"};
+/* The table of architectures: one row each, and every check below runs
+ * on every row (fixtures from models/recipes/make_fixtures.py). */
+static const char *models[] = {
+    "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
+    "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
+    "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3",
+};
+#define N_MODELS (sizeof models / sizeof models[0])
+
+/* Criterion runs each test in a fresh process (addresses differ): rows
+ * are passed by index. */
+static struct criterion_test_params model_rows(void)
+{
+    static int rows[N_MODELS];
+    for (size_t i = 0; i < N_MODELS; i++)
+        rows[i] = (int)i;
+    return cr_make_param_array(int, rows, N_MODELS);
+}
 
 /* Tolerances (max abs diff) per hook. Values are O(1) except scores and
  * logits (up to ~13), whose float32 rounding grows with magnitude; the
@@ -95,8 +113,8 @@ static void compare_all_hooks(const char *dir)
     close_session(s);
 }
 
-Test(interp, gpt2_matches_pytorch_at_every_hook) { compare_all_hooks(models[0]); }
-Test(interp, llama_matches_pytorch_at_every_hook) { compare_all_hooks(models[1]); }
+ParameterizedTestParameters(interp, every_hook_matches_pytorch) { return model_rows(); }
+ParameterizedTest(int *row, interp, every_hook_matches_pytorch) { compare_all_hooks(models[*row]); }
 
 /* Every captured hook of two sessions must be identical to the bit. */
 static void assert_same_capture(as_session *a, as_session *b, double tol)
@@ -139,8 +157,8 @@ static void step_equals_run(const char *dir)
     close_session(step);
 }
 
-Test(interp, gpt2_stepping_is_bit_identical_to_running) { step_equals_run(models[0]); }
-Test(interp, llama_stepping_is_bit_identical_to_running) { step_equals_run(models[1]); }
+ParameterizedTestParameters(interp, stepping_is_bit_identical_to_running) { return model_rows(); }
+ParameterizedTest(int *row, interp, stepping_is_bit_identical_to_running) { step_equals_run(models[*row]); }
 
 /* Prompt of the first k tokens, then the rest one pass per token (the KV
  * cache path), against one pass over everything. */
@@ -168,8 +186,8 @@ static void kv_cache_equals_recompute(const char *dir)
     close_session(inc);
 }
 
-Test(interp, gpt2_kv_cache_equals_recompute) { kv_cache_equals_recompute(models[0]); }
-Test(interp, llama_kv_cache_equals_recompute) { kv_cache_equals_recompute(models[1]); }
+ParameterizedTestParameters(interp, kv_cache_equals_recompute) { return model_rows(); }
+ParameterizedTest(int *row, interp, kv_cache_equals_recompute) { kv_cache_equals_recompute(models[*row]); }
 
 static void back_restores(const char *dir, size_t capture_mb)
 {
@@ -197,11 +215,13 @@ static void back_restores(const char *dir, size_t capture_mb)
 Test(interp, back_restores_state_exactly) { back_restores(models[0], 64); }
 Test(interp, back_replays_when_hooks_are_not_captured) { back_restores(models[1], 0); }
 
-Test(interp, one_and_two_threads_agree)
+static void threads_agree(const char *dir)
 {
-    as_session *a = open_session("fixtures/tiny-llama.gguf", 64), *b = open_session("fixtures/tiny-llama.gguf", 64);
-    load_prompt(a, models[1]);
-    load_prompt(b, models[1]);
+    char gguf[256];
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    as_session *a = open_session(gguf, 64), *b = open_session(gguf, 64);
+    load_prompt(a, dir);
+    load_prompt(b, dir);
     as_set_threads(1);
     run_ok(a, "finish");
     as_set_threads(2);
@@ -210,6 +230,9 @@ Test(interp, one_and_two_threads_agree)
     close_session(a);
     close_session(b);
 }
+
+ParameterizedTestParameters(interp, one_and_two_threads_agree) { return model_rows(); }
+ParameterizedTest(int *row, interp, one_and_two_threads_agree) { threads_agree(models[*row]); }
 
 Test(interp, capture_off_gives_the_same_logits)
 {

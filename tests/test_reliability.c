@@ -538,3 +538,79 @@ Test(reliability_capture, budget_holds_over_a_long_context, .timeout = 600)
         cr_assert_gt(large, (long)(used_large >> 10) / 2, "a full capture is resident: +%ld kB", large);
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* a well-formed file with the wrong tensors: named one by one */
+
+/* tiny-qwen3 rewritten without the tensors in `drop` and with an extra
+ * one; returns the parsed copy (its bytes in *buf). */
+static as_gguf *qwen3_variant(const char *const *drop, uint8_t **buf)
+{
+    as_gguf *g, *out;
+    as_error err;
+    cr_assert_eq(as_gguf_open(&g, "fixtures/tiny-qwen3.gguf", &err), AS_OK);
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        bool skip = false;
+        for (const char *const *d = drop; *d; d++)
+            skip |= !strcmp(*d, t->name);
+        if (!skip)
+            cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err), AS_OK);
+    }
+    float extra[32] = {0};
+    uint64_t ne[1] = {32};
+    cr_assert_eq(as_gguf_writer_add_tensor(w, "blk.0.attn_sinks.weight", AS_GGML_F32, 1, ne, extra, &err), AS_OK);
+    size_t size;
+    cr_assert_eq(as_gguf_writer_to_memory(w, buf, &size, &err), AS_OK);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+    cr_assert_eq(as_gguf_parse(&out, *buf, size, "wrong.gguf", &err), AS_OK, "%s", err.msg);
+    return out;
+}
+
+static char *model_check(as_gguf *g)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    as_model_print_check(g, f);
+    fclose(f);
+    return text;
+}
+
+Test(reliability_semantic, a_tensor_not_used_is_a_load_warning_and_info_lists_it)
+{
+    uint8_t *buf;
+    as_gguf *g = qwen3_variant((const char *const[]){NULL}, &buf);
+    char *text = model_check(g);
+    cr_assert(strstr(text, "warning: 1 tensor the qwen3 architecture does not use: blk.0.attn_sinks.weight"), "%s",
+              text);
+    free(text);
+    as_model *m;
+    as_error err;
+    cr_assert_eq(as_model_from_gguf(&m, g, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(m->warnings, "1 tensor the qwen3 architecture does not use: blk.0.attn_sinks.weight"), "%s",
+              m->warnings);
+    as_model_free(m);
+    free(buf);
+}
+
+Test(reliability_semantic, every_missing_tensor_is_named_by_info_and_the_first_stops_the_load)
+{
+    uint8_t *buf;
+    as_gguf *g = qwen3_variant((const char *const[]){"blk.0.attn_k_norm.weight", "blk.1.ffn_down.weight", NULL}, &buf);
+    char *text = model_check(g);
+    cr_assert(strstr(text, "MISSING OR WRONG  wrong.gguf: tensor 'blk.0.attn_k_norm.weight' is missing"), "%s", text);
+    cr_assert(strstr(text, "MISSING OR WRONG  wrong.gguf: tensor 'blk.1.ffn_down.weight' is missing"), "%s", text);
+    cr_assert(strstr(text, "blk.0.attn_sinks.weight") && strstr(text, "cannot run"), "%s", text);
+    free(text);
+    as_model *m;
+    as_error err;
+    cr_assert_neq(as_model_from_gguf(&m, g, &err), AS_OK);
+    cr_assert(strstr(err.msg, "tensor 'blk.0.attn_k_norm.weight' is missing (a qwen3 model needs it)"), "%s", err.msg);
+    as_gguf_close(g);
+    free(buf);
+}

@@ -13,15 +13,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MODEL=$HERE/../models/austen-gpt2.gguf
 [ -f "$MODEL" ] || MODEL=$HERE/fixtures/tiny-gpt2.gguf
 STORM=${STORM:-400}
-command -v tmux >/dev/null 2>&1 || { echo "FAIL: tmux is needed"; exit 1; }
-TMP=$(mktemp -d)
-SOCK=attnscope-rel-$$
-T="tmux -L $SOCK -f /dev/null"
-trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-TERMINAL=tmux-256color
-infocmp $TERMINAL >/dev/null 2>&1 || TERMINAL=screen-256color
+. "$HERE/e2e/tmux_lib.sh"
+tmux_setup attnscope-rel
 U="LANG=C.UTF-8 LC_ALL=C.UTF-8"
 
 ok() { pass=$((pass + 1)); }
@@ -49,7 +42,6 @@ EOF
     $T new-session -d -s "$name" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
 }
 
-. "$HERE/e2e/tmux_lib.sh"
 
 expect() { if wait_for "$1" "$3" "${4:-15}"; then ok; else bad "$1: $2: no /$3/ on screen"; fi; }
 

@@ -206,6 +206,7 @@ static int print_info(const char *path)
         return 1;
     }
     as_gguf_print_info(g, stdout);
+    as_model_print_check(g, stdout);
     as_gguf_close(g);
     return 0;
 }

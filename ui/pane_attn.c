@@ -19,7 +19,8 @@ static hm_sample sample(void *ctx, int q, int k)
 {
     const attn_src *a = ctx;
     hm_sample s = {HM_MASKED, 0};
-    if (k > q)
+    const as_attn *site = as_program_attn(a->cap->prog, a->hook);
+    if (site ? !as_attn_visible(site, q, k) : k > q) /* a sliding window hides early keys too */
         return s;
     if (q >= a->filled) {
         s.state = HM_PENDING;

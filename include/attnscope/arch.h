@@ -23,10 +23,12 @@ typedef struct as_program as_program;
 
 typedef struct as_arch {
     const char *gguf_name; /* general.architecture */
+    const char *block_prefix; /* its per-block tensors are "{prefix}N.": "blk." */
     /* Fills the hyperparameters from the file's "{arch}.*" keys, checked. */
     int (*read_config)(as_config *c, const as_gguf *g, as_error *err);
     /* Finds, checks and keeps its tensors: sets m->weights (one malloc'd
-     * block, freed with free()) through the as_model_matrix/vector helpers. */
+     * block, freed with free()) through the as_model_matrix/vector helpers.
+     * Tensors of blocks past the block count are refused after it. */
     int (*load)(as_model *m, as_error *err);
     /* The op list for one forward pass over m->weights. */
     int (*build)(as_program *p, as_error *err);

@@ -23,7 +23,7 @@ typedef struct as_capture {
     size_t budget;      /* bytes allowed for droppable hooks */
     size_t used;        /* bytes allocated for hooks (KV cache included) */
     float **store;      /* per hook: storage for n_ctx positions, or NULL if dropped */
-    as_norm_stat **stats; /* per NORM_SCALE hook: [n_ctx] statistics (always kept) */
+    as_norm_stat **stats; /* per NORM_SCALE hook: [n_ctx][groups] statistics (always kept) */
     int *filled;        /* per hook: positions [0, filled) hold current values */
     int *committed;     /* per hook: positions whose pages as_capture_prepare committed */
     int n_dropped;
@@ -63,6 +63,8 @@ const float *as_capture_row(const as_capture *c, int hook, int pos);
  * gives -inf for scores and 0 for patterns, as TransformerLens stores them. */
 float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
+/* A per-head norm's statistics of one head (group); group 0 is as_capture_norm. */
+const as_norm_stat *as_capture_norm_group(const as_capture *c, int hook, int pos, int group);
 
 /* TransformerLens shape of a hook over n_pos positions, without batch:
  * returns the number of dims written to shape (at most 3). Attention:

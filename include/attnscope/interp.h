@@ -114,7 +114,8 @@ typedef struct as_interp {
     struct as_pool *pool; /* threads for one-position work, sized by as_get_threads() */
     float *rope;       /* rotary cos/sin of the span's positions (2·rope_dim floats each) */
     size_t rope_cap;
-    int rope_key[3];   /* stream, rope_dim and base bits whose angles rope holds; [0] = -1: none */
+    int rope_stream;   /* the stream and rotary spec whose angles rope holds; -1: none */
+    as_rope_spec rope_spec;
     int ready_until;   /* ops [pc, ready_until) have their outputs computed already */
 } as_interp;
 

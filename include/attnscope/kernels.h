@@ -83,6 +83,38 @@ void as_rope(const float *x, float *y, int n_heads, int d_head, int rope_dim, in
  * 2i+1, then -sin at 2i and sin at 2i+1). Bit-identical to as_rope. */
 void as_rope_angles(float *cs, int rope_dim, int pos, float base);
 void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs);
+/* Rotary positions as llama.cpp's rope op reads its facts: which pairs
+ * of a head rotate together, the base, and the context-extension
+ * scalings (linear, YaRN, per-frequency factors). */
+typedef enum as_rope_mode {
+    AS_ROPE_PAIRS,  /* (2i, 2i+1): llama.cpp's NORM mode (llama) */
+    AS_ROPE_HALVES, /* (i, i + dim/2): its NEOX mode (qwen2, gemma, phi3) */
+} as_rope_mode;
+typedef struct as_rope_spec {
+    int dim;            /* dimensions rotated per head (even, at most the head size) */
+    float base;         /* theta_i = pos · base^(-2i/dim) */
+    as_rope_mode mode;
+    float freq_scale;   /* theta · freq_scale: 1 / the linear or YaRN factor (1: none) */
+    float ext_factor;   /* YaRN (> 0): the fast dimensions keep their unscaled angle */
+    float attn_factor;  /* cos and sin are scaled by it (YaRN adds 1 + 0.1 ln(factor)) */
+    float beta_fast, beta_slow; /* YaRN's ramp, in rotations over n_ctx_orig */
+    int n_ctx_orig;     /* YaRN: the context the model was trained on */
+    const float *freqs; /* [dim/2] divisors of theta_i (llama 3's rope_freqs), or NULL */
+} as_rope_spec;
+/* No scaling: freq_scale 1, attn_factor 1, YaRN off, pairs. */
+as_rope_spec as_rope_plain(int dim, float base);
+/* cs for as_rope_apply (both modes read it): cos_i at 2i and 2i+1, then
+ * -sin_i at dim + 2i and sin_i at dim + 2i + 1. Bit-identical to
+ * as_rope_angles when the spec is plain. */
+void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos);
+/* NEOX mode: pair (i, i + dim/2) of each head rotated by angle i. */
+void as_rope_apply_halves(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs);
+/* y = gelu_tanh(gate) * up (GEGLU: Gemma's MLP) */
+void as_geglu(const float *gate, const float *up, float *y, int n);
+/* y = cap · tanh(x / cap), in place allowed */
+void as_softcap(const float *x, float *y, long n, float cap);
+/* x *= s */
+void as_scale(float *x, long n, float s);
 /* Softmax of x[n] into y[n] (max-subtracted). */
 void as_softmax(const float *x, float *y, int n);
 void as_add(const float *a, const float *b, float *y, long n);

@@ -15,6 +15,7 @@
 #include "attnscope/arch.h"
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
+#include "attnscope/kernels.h"
 #include "attnscope/tokenizer.h"
 #include "attnscope/weight.h"
 
@@ -28,11 +29,12 @@ typedef struct as_config {
     int n_layer;
     int n_head;
     int n_head_kv;
-    int d_head;
+    int d_head;          /* embedding_length / head_count, or attention.key_length */
     int d_ff;
     int rope_dim;        /* dimensions rotated per head (the head size unless the file says) */
     float eps;
     float rope_base;
+    as_rope_spec rope;   /* rope_dim, rope_base and the file's rotary scaling (as_config_read_rope) */
 } as_config;
 
 typedef struct as_model {
@@ -46,6 +48,9 @@ typedef struct as_model {
     size_t n_owned;
     size_t weight_bytes;        /* bytes of the weights in use, as stored */
     char warnings[1024];        /* e.g. tensors holding NaN/Inf; empty if none */
+    bool *used;                 /* per tensor of the file: found by the architecture's load */
+    bool survey;                /* as_model_check: a missing or misshapen tensor is listed, not fatal */
+    char *problems;             /* survey: one line per missing or misshapen tensor */
 } as_model;
 
 /* Loads a GGUF file or a llama2.c checkpoint (told apart by GGUF's magic);
@@ -61,6 +66,12 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
 void as_model_free(as_model *m);
 /* general.architecture of the loaded model ("gpt2", ...). */
 const char *as_model_arch_name(const as_model *m);
+/* What `--info` says of a file's tensors against its architecture: every
+ * tensor the architecture needs and the file lacks or shapes otherwise
+ * (each named; loading stops at the first), and every tensor of the file
+ * it does not use (a warning). Prints nothing for a file whose
+ * architecture attnscope does not run, beyond saying so. */
+void as_model_print_check(as_gguf *g, FILE *out);
 
 /* ---- for architecture files ---- */
 
@@ -70,8 +81,14 @@ const char *as_model_arch_name(const as_model *m);
  * "attention.layer_norm_epsilon"; default 1e-5). Each is range-checked and
  * a wrong one named. */
 int as_config_read_common(as_config *c, const as_gguf *g, const char *arch, const char *eps_key, as_error *err);
-/* Rotary hyperparameters: rope.freq_base (default 10000) and
- * rope.dimension_count (default the head size; even, at most it). */
+/* The head size from attention.key_length (and value_length, which must
+ * equal it), when the file gives it instead of embedding_length / heads. */
+int as_config_read_head_size(as_config *c, const as_gguf *g, const char *arch, as_error *err);
+/* Rotary hyperparameters: rope.freq_base (default 10000),
+ * rope.dimension_count (default the head size; even, at most it), and the
+ * scaling as llama.cpp reads it: rope.scaling.type (linear when absent,
+ * none, yarn, longrope), .factor, .attn_factor, .original_context_length;
+ * all into c->rope (pairs mode: the architecture sets its own). */
 int as_config_read_rope(as_config *c, const as_gguf *g, const char *arch, as_error *err);
 /* A matrix of cols x rows (ggml ne = [cols, rows]) as a weight view.
  * Missing: an error naming the tensor, or, if optional, out->data NULL. */
@@ -81,8 +98,10 @@ int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows,
  * Missing: an error, or, if optional, *out NULL. */
 int as_model_vector(as_model *m, const char *name, uint64_t n, bool optional, const float **out,
                     as_error *err);
-/* Refuses tensors named "{prefix}N." with N >= n_layer: a block count
- * smaller than the file's blocks means a half-done conversion. */
-int as_model_check_blocks(const as_model *m, const char *prefix, as_error *err);
+/* Refuses a token embedding (the tensor `name`, if present) whose rows are
+ * not the vocabulary's tokens, before anything else is read. */
+int as_model_check_vocab(const as_model *m, const char *name, as_error *err);
+/* The block a tensor name belongs to ("{block_prefix}N."), or -1. */
+int as_model_tensor_block(const as_model *m, const char *name);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "attnscope/error.h"
+#include "attnscope/kernels.h"
 #include "attnscope/model.h"
 #include "attnscope/weight.h"
 
@@ -26,6 +27,12 @@ typedef enum as_hook_kind {
     AS_HK_LN2_SCALE, AS_HK_LN2_NORMALIZED,
     AS_HK_MLP_PRE, AS_HK_MLP_PRE_LINEAR, AS_HK_MLP_POST, AS_HK_MLP_OUT, AS_HK_RESID_POST,
     AS_HK_LNF_SCALE, AS_HK_LNF_NORMALIZED, AS_HK_LOGITS,
+    /* per-head norms of q and k before rotary (Qwen 3, Gemma 3) */
+    AS_HK_Q_NORM_SCALE, AS_HK_Q_NORM_NORMALIZED, AS_HK_K_NORM_SCALE, AS_HK_K_NORM_NORMALIZED,
+    /* norms after attention and MLP (Gemma 2, 3): the sublayer's own
+     * output, then the norm whose output is hook_attn_out / hook_mlp_out */
+    AS_HK_ATTN_RESULT, AS_HK_LN1_POST_SCALE, AS_HK_LN1_POST_NORMALIZED,
+    AS_HK_MLP_RESULT, AS_HK_LN2_POST_SCALE, AS_HK_LN2_POST_NORMALIZED,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -113,19 +120,20 @@ typedef struct as_attn {
 } as_attn;
 
 typedef enum as_op_kind {
-    AS_OP_EMBED,      /* out = W[token]                                 */
+    AS_OP_EMBED,      /* out = W[token] (· scale when set)              */
     AS_OP_POS_EMBED,  /* out = W[pos]                                   */
     AS_OP_ADD,        /* out = in0 + in1                                */
     AS_OP_COPY,       /* out = in0                                      */
     AS_OP_NORM_SCALE, /* out = sqrt(var(in0) + eps), statistics kept    */
     AS_OP_NORM_APPLY, /* out = norm(in0) using scale in1, weight, bias  */
-    AS_OP_LINEAR,     /* out = in0 · Wᵀ + b                             */
-    AS_OP_ROPE,       /* out = rotary(in0)                              */
+    AS_OP_LINEAR,     /* out = in0 · Wᵀ + b (soft-capped when set)      */
+    AS_OP_ROPE,       /* out = rotary(in0), as op->rope says            */
     AS_OP_SCORES,     /* out = q(in0) · k(in1)ᵀ · scale, masked         */
     AS_OP_SOFTMAX,    /* out = softmax(in0) per row                     */
     AS_OP_MIX,        /* out = pattern(in0) · v(in1)                    */
     AS_OP_GELU,       /* out = gelu_tanh(in0)                           */
     AS_OP_SWIGLU,     /* out = silu(in0) * in1                          */
+    AS_OP_GEGLU,      /* out = gelu_tanh(in0) * in1                     */
 } as_op_kind;
 
 typedef struct as_op {
@@ -134,14 +142,17 @@ typedef struct as_op {
     int out;              /* hook index filled */
     int in[2];            /* hook indices read, -1 if unused */
     as_weight w;          /* LINEAR, EMBED, POS_EMBED: the matrix, as stored */
-    const float *nw;      /* NORM_APPLY: the norm's weight [width] */
-    const float *b;       /* LINEAR: bias [n_out]; NORM_APPLY: bias [width]; or NULL */
+    const float *nw;      /* NORM_APPLY: the norm's weight [n_in] */
+    const float *b;       /* LINEAR: bias [n_out]; NORM_APPLY: bias [n_in]; or NULL */
     int n_in, n_out;
-    as_norm_kind norm;    /* NORM_*: LayerNorm or RMSNorm, over n_in values */
+    as_norm_kind norm;    /* NORM_*: LayerNorm or RMSNorm, over each group of n_in
+                           * values of a row (one group, or one per head: the
+                           * scale hook holds width / n_in values per position) */
     float eps;            /* NORM_* */
     int attn;             /* SCORES, SOFTMAX, MIX: index into attention sites; else -1 */
-    int rope_dim;         /* ROPE: dimensions rotated per head */
-    float rope_base;      /* ROPE */
+    as_rope_spec rope;    /* ROPE: pairs or halves, base, scalings */
+    float scale;          /* EMBED: rows multiplied by it (Gemma: sqrt(d_model)); 0: none */
+    float softcap;        /* LINEAR: > 0: out = softcap · tanh(out / softcap) (final logits) */
     bool last_row_only;   /* LINEAR to logits: when not captured, only the last position is needed */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
@@ -204,16 +215,22 @@ int as_program_add_norm(as_program *p, as_hook_kind scale_kind, int layer, int i
  * (d0 * d1 == w->rows). */
 int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
                           const as_weight *w, const float *b, int n_dims, int d0, int d1, const char *text);
+/* A norm over each head of a [heads, d_head] hook (q and k norms); its
+ * scale hook is [heads, 1] per position. Returns the output hook. */
+int as_program_add_head_norm(as_program *p, as_hook_kind scale_kind, int layer, int in, const float *w,
+                             as_norm_kind norm, float eps, const char *name);
 /* Rotary positions on a [heads, d_head] hook; returns the rotated hook. */
 int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
-                        int rope_dim, float rope_base, const char *text);
+                        const as_rope_spec *rope, const char *text);
 /* An attention site from q, k, v hooks (the fields from q to softcap of
  * *site; the rest are filled): scores, pattern, z; returns z. */
 int as_program_add_attention(as_program *p, const as_attn *site, const char *scores_text);
 /* A residual-stream sum a + b filling a hook of `kind`. */
 int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b, const char *text);
-/* The final norm and the unembedding; returns the logits hook. */
+/* The final norm and the unembedding (with its bias, or NULL, and its
+ * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,
-                           as_norm_kind norm, float eps, const as_weight *unembed);
+                           as_norm_kind norm, float eps, const as_weight *unembed, const float *unembed_b,
+                           float softcap);
 
 #endif

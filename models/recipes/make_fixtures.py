@@ -258,6 +258,12 @@ def write_fixture(outdir, which):
     name, cfg, model, tok, ids, text = build(which)
     R.export_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name, tok)
     hooks = run_hooks(model, ids)
+    save_hooks(outdir, name, cfg, tok, ids, text, hooks, R.hook_names(cfg))
+
+
+def save_hooks(outdir, name, cfg, tok, ids, text, hooks, order):
+    """NAME/<hook>.npy for every hook, tokens.npy and meta.json (hook
+    shapes listed in `order`)."""
     d = os.path.join(outdir, name)
     if os.path.isdir(d):
         shutil.rmtree(d)
@@ -271,11 +277,130 @@ def write_fixture(outdir, which):
         "tokens": ids,
         "token_strings": [tok["tokens"][i] for i in ids],
         "config": {k: v for k, v in cfg.__dict__.items()},
-        "hooks": {k: list(hooks[k].shape) for k in R.hook_names(cfg)},
+        "hooks": {k: list(hooks[k].shape) for k in order},
     }
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1, ensure_ascii=False)
         f.write("\n")
+
+
+# ---------------------------------------------------------------------------
+# the Llama family (reference.Decoder): one fixture per architecture, each
+# with the same SentencePiece vocabulary and prompt as tiny-llama
+# ---------------------------------------------------------------------------
+
+def _dec(arch, **kw):
+    base = dict(arch=arch, vocab=0, d_model=32, n_layer=2, n_head=4, n_kv_head=2, d_head=8, d_ff=64,
+                ctx=32, eps=1e-6)
+    base.update(kw)
+    return R.DecoderConfig(**base)
+
+
+DECODERS = {
+    # q/k/v biases, NEOX rotary, a bias on the unembedding
+    "tiny-qwen2": (_dec("qwen2", neox=True, qkv_bias=True, output_bias=True, rope_base=1000000.0), 2001),
+    # llama with YaRN (factor 4 over a trained context of 8)
+    "tiny-llama-yarn": (_dec("llama", rope_scaling=("yarn", 4.0, 8)), 2002),
+    # llama 3's rotary frequency factors (rope_freqs.weight)
+    "tiny-llama3": (_dec("llama", rope_base=500000.0, rope_scaling=("llama3", [1.0, 1.5, 4.0, 8.0])), 2003),
+    # Mistral 7B v0.1: every layer windowed (5 keys), here with linear rotary scaling (x2)
+    "tiny-mistral": (_dec("llama", window=5, rope_scaling=("linear", 2.0)), 2004),
+    # per-head RMSNorm of q and k before rotary; heads of 16 (q is 64 wide, the stream 32)
+    "tiny-qwen3": (_dec("qwen3", neox=True, qk_norm=True, d_head=16, rope_base=1000000.0), 2005),
+    # fused q|k|v and gate|up; LongRoPE: the long factors (context 32 > 8), cos and sin
+    # scaled by sqrt(1 + ln(32/8) / ln 8) as Phi-3's conversion computes it
+    "tiny-phi3": (_dec("phi3", neox=True, fused=True,
+                       rope_scaling=("longrope", [1.0, 2.0, 4.0, 16.0], [1.0, 1.1, 1.2, 1.3], 8,
+                                     math.sqrt(1 + math.log(32 / 8) / math.log(8)))), 2006),
+    # embeddings times sqrt(32); norms after attention and MLP too (1 + w); GEGLU;
+    # scores soft-capped at 8 and logits at 5 (low, so the caps bite); layers 0, 2
+    # windowed (5 keys, rotary base 1e4), layer 1 global (base 1e6); heads of 16
+    "tiny-gemma2": (_dec("gemma2", n_layer=3, d_head=16, neox=True, gemma_norm=True, post_norms=True,
+                         embed_scale=True, gelu=True, tie_embeddings=True, attn_softcap=8.0, final_softcap=5.0,
+                         window=5, window_pattern=2, rope_base=1000000.0, rope_base_window=10000.0), 2007),
+    # Gemma 2's block with per-head q and k norms and no score cap; layers 0, 1 windowed
+    # (5 keys, base 1e4, unscaled), layer 2 global (base 1e6, linear rotary scaling x4)
+    "tiny-gemma3": (_dec("gemma3", n_layer=3, d_head=16, neox=True, gemma_norm=True, post_norms=True,
+                         qk_norm=True, embed_scale=True, gelu=True, tie_embeddings=True, window=5,
+                         window_pattern=3, rope_base=1000000.0, rope_base_window=10000.0,
+                         rope_scaling=("linear", 4.0)), 2008),
+}
+
+
+def make_decoder(cfg, seed):
+    """As make_model: O(1) activations, peaked attention, float32-exact
+    weights in a float64 model."""
+    model = R.Decoder(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("_w"):                      # norm weight (Gemma's zero-centred)
+                p.copy_((0.0 if cfg.gemma_norm else 1.0) + 0.1 * randn(*p.shape))
+            elif name.endswith("bias"):
+                p.copy_(0.1 * randn(*p.shape))
+            elif name == "tok_embd.weight":
+                std = 1.0 / math.sqrt(cfg.d_model) if cfg.embed_scale else 0.5 if cfg.tie_embeddings else 1.0
+                p.copy_(std * randn(*p.shape))
+            elif name.endswith(("q.weight", "k.weight")):
+                p.copy_(0.3 * randn(*p.shape))
+            elif name == "out.weight":
+                p.copy_(0.4 * randn(*p.shape))
+            else:
+                p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def build_decoder(which):
+    cfg, seed = DECODERS[which]
+    tok, ids, text = llama_tokenizer()
+    cfg = R.DecoderConfig(**{**cfg.__dict__, "vocab": len(tok["tokens"])})
+    return which, cfg, make_decoder(cfg, seed), tok, ids, text
+
+
+def write_decoder_fixture(outdir, which):
+    name, cfg, model, tok, ids, text = build_decoder(which)
+    # llama.cpp's vocabulary loader expects Phi-3's special tokens of a file
+    # whose general.name contains "phi3" or "phi-3" (any case): this one has none
+    R.export_decoder_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name.replace("phi3", "Phi 3"), tok)
+    hooks = run_hooks(model, ids)
+    save_hooks(outdir, name, cfg, tok, ids, text, hooks, list(hooks))
+
+
+def check_decoder(fixdir, which, fresh_dir):
+    """Determinism, masks and softmax, and a float32 pass (as the C engine
+    computes) within tolerance of the float64 fixtures."""
+    name, cfg, model, tok, ids, text = build_decoder(which)
+    for rel in [name + ".gguf"] + [os.path.join(name, f) for f in sorted(os.listdir(os.path.join(fresh_dir, name)))]:
+        a = open(os.path.join(fixdir, rel), "rb").read()
+        b = open(os.path.join(fresh_dir, rel), "rb").read()
+        expect(a == b, "%s differs from a fresh build" % rel)
+    kv, T = read_gguf(os.path.join(fixdir, name + ".gguf"))
+    expect(kval(kv, "general.architecture") == cfg.arch, "architecture key")
+    H = {k[:-4]: np.load(os.path.join(fixdir, name, k)) for k in os.listdir(os.path.join(fixdir, name))
+         if k.endswith(".npy") and k != "tokens.npy"}
+    n = len(ids)
+    for L in range(cfg.n_layer):
+        sc = H["blocks.%d.attn.hook_attn_scores" % L]
+        pat = H["blocks.%d.attn.hook_pattern" % L]
+        q, k = np.arange(n)[:, None], np.arange(n)[None, :]
+        hidden = (k > q) | ((k <= q - cfg.window) if cfg.windowed(L) else False)
+        expect(np.all(np.isneginf(sc[:, hidden])) and np.all(pat[:, hidden] == 0), "layer %d mask" % L)
+        expect(np.all(np.isfinite(sc[:, ~hidden])), "layer %d: finite visible scores" % L)
+        expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "layer %d softmax sums" % L)
+    m32 = make_decoder(cfg, DECODERS[which][1]).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([ids]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    return ["%d hooks; masks, softmax rows; float32 torch pass within %.1e of the fixtures (at %s)"
+            % (len(H), d32[0], d32[1])]
 
 
 # ---------------------------------------------------------------------------
@@ -709,6 +834,8 @@ def check(fixdir):
     with tempfile.TemporaryDirectory() as fresh:
         for which in ("tiny-gpt2", "tiny-llama"):
             write_fixture(fresh, which)
+        for which in DECODERS:
+            write_decoder_fixture(fresh, which)
         try:
             print(check_writer_roundtrip())
             print(check_export_variants())
@@ -720,6 +847,13 @@ def check(fixdir):
                 for line in check_one(fixdir, which, fresh):
                     print("%s: %s" % (which, line))
             except (CheckError, OSError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
+        for which in DECODERS:
+            try:
+                for line in check_decoder(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
                 ok = False
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(fixdir) for f in fs)
@@ -738,6 +872,9 @@ def main():
         os.makedirs(args.out, exist_ok=True)
         for which in ("tiny-gpt2", "tiny-llama"):
             write_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in DECODERS:
+            write_decoder_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
     sys.exit(0 if check(args.out) else 1)
 

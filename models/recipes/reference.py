@@ -436,3 +436,317 @@ def _add_tokenizer(w, tok):
     for key in ("add_bos_token", "add_eos_token", "add_space_prefix"):
         if tok.get(key) is not None:
             w.add_bool("tokenizer.ggml." + key, tok[key])
+
+
+# ---------------------------------------------------------------------------
+# The Llama family as llama.cpp runs it: qwen2, qwen3, gemma2, gemma3, phi3,
+# and llama with a sliding window and rotary scaling.  Written from each
+# architecture's published definition (Hugging Face's modeling files:
+# Qwen2/Qwen3/Gemma2/Gemma3/Phi3/Llama, and llama.cpp's src/models/*.cpp
+# for the facts a GGUF file carries), independently of the C engine.
+# Float64 throughout; hooks named as attnscope (and TransformerLens) name
+# them.  Differences from the Llama block, each a field of DecoderConfig:
+#   qkv_bias      Qwen 2: biases on q, k, v
+#   qk_norm       Qwen 3, Gemma 3: RMSNorm over each head of q and k before rotary
+#   post_norms    Gemma 2, 3: RMSNorm after attention and after the MLP too
+#   gemma_norm    Gemma: RMSNorm weights are stored zero-centred, used as 1 + w
+#                 (the GGUF stores 1 + w, as llama.cpp's converter writes it)
+#   embed_scale   Gemma: embeddings times sqrt(d_model)
+#   gelu          Gemma: GEGLU (gelu, tanh form) instead of SwiGLU
+#   neox          rotary on the two halves of each head (HF's rotate_half),
+#                 llama.cpp's NEOX mode; else adjacent pairs (llama)
+#   window, windowed(L)   sliding-window layers: query q sees keys q-window < k <= q
+#   rope_base_window      their rotary base (Gemma)
+#   attn_softcap, final_softcap   cap * tanh(x / cap) on scores, on logits
+#   rope_scaling  None | ("linear", f) | ("yarn", f, orig) | ("llama3", freqs)
+#                 | ("longrope", long, short, orig, attn_factor)
+#   fused         Phi-3: the file fuses q|k|v and gate|up
+# ---------------------------------------------------------------------------
+
+@dataclass
+class DecoderConfig:
+    arch: str
+    vocab: int
+    d_model: int
+    n_layer: int
+    n_head: int
+    n_kv_head: int
+    d_head: int
+    d_ff: int
+    ctx: int
+    eps: float
+    rope_base: float = 10000.0
+    neox: bool = False
+    qkv_bias: bool = False
+    output_bias: bool = False
+    qk_norm: bool = False
+    post_norms: bool = False
+    gemma_norm: bool = False
+    embed_scale: bool = False
+    gelu: bool = False
+    fused: bool = False
+    tie_embeddings: bool = False
+    window: int = 0
+    window_pattern: int = 0          # period n: layer L windowed unless L % n == n - 1 (0: all)
+    rope_base_window: Optional[float] = None
+    attn_softcap: float = 0.0
+    final_softcap: float = 0.0
+    attn_scale: Optional[float] = None   # None: 1/sqrt(d_head)
+    rope_scaling: Optional[tuple] = None
+
+    def windowed(self, L):
+        if not self.window:
+            return False
+        n = self.window_pattern
+        return n == 0 or L % n < n - 1
+
+
+class DecoderBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, dh, H, Hk, Fd = c.d_model, c.d_head, c.n_head, c.n_kv_head, c.d_ff
+        self.ln1_w = nn.Parameter(torch.ones(d))
+        self.q = nn.Linear(d, H * dh, bias=c.qkv_bias)
+        self.k = nn.Linear(d, Hk * dh, bias=c.qkv_bias)
+        self.v = nn.Linear(d, Hk * dh, bias=c.qkv_bias)
+        if c.qk_norm:
+            self.q_norm_w = nn.Parameter(torch.ones(dh))
+            self.k_norm_w = nn.Parameter(torch.ones(dh))
+        self.o = nn.Linear(H * dh, d, bias=False)
+        self.ln2_w = nn.Parameter(torch.ones(d))
+        if c.post_norms:
+            self.ln1_post_w = nn.Parameter(torch.ones(d))
+            self.ln2_post_w = nn.Parameter(torch.ones(d))
+        self.gate = nn.Linear(d, Fd, bias=False)
+        self.up = nn.Linear(d, Fd, bias=False)
+        self.down = nn.Linear(Fd, d, bias=False)
+
+
+class Decoder(nn.Module):
+    """forward(ids [B,T] long, hooks=None) -> logits [B,T,V]."""
+
+    def __init__(self, c: DecoderConfig):
+        super().__init__()
+        self.cfg = c
+        self.tok_embd = nn.Embedding(c.vocab, c.d_model)
+        self.blocks = nn.ModuleList(DecoderBlock(c) for _ in range(c.n_layer))
+        self.lnf_w = nn.Parameter(torch.ones(c.d_model))
+        self.out = None if c.tie_embeddings else nn.Linear(c.d_model, c.vocab, bias=c.output_bias)
+
+    # -- pieces -----------------------------------------------------------
+    def _rms(self, x, w, prefix, hooks, per_head=False):
+        """RMSNorm over the last dim; Gemma's weights are used as 1 + w."""
+        scale = torch.sqrt((x * x).mean(-1, keepdim=True) + self.cfg.eps)
+        out = x / scale * ((1.0 + w) if self.cfg.gemma_norm else w)
+        _rec(hooks, prefix + ".hook_scale", scale)
+        _rec(hooks, prefix + ".hook_normalized", out)
+        return out
+
+    def _angles(self, L, T):
+        """cos, sin [T, dim/2] and the magnitude they are scaled by."""
+        c = self.cfg
+        dim = c.d_head
+        base = c.rope_base_window if c.windowed(L) and c.rope_base_window else c.rope_base
+        i = torch.arange(dim // 2, dtype=torch.float64)
+        inv = base ** (-2.0 * i / dim)
+        mag = 1.0
+        sc = None if c.windowed(L) and c.rope_base_window else c.rope_scaling
+        if sc is not None:
+            kind = sc[0]
+            if kind == "linear":                       # positions divided by the factor
+                inv = inv / sc[1]
+            elif kind == "llama3":                     # per-frequency divisors
+                inv = inv / torch.tensor(sc[1], dtype=torch.float64)
+            elif kind == "longrope":                   # Phi-3: long factors past the trained context
+                factors = sc[1] if c.ctx > sc[3] else sc[2]
+                inv = inv / torch.tensor(factors, dtype=torch.float64)
+                mag = sc[4]
+            elif kind == "yarn":                       # YaRN (Peng et al.), as HF computes it
+                factor, orig = sc[1], sc[2]
+                def corr(rot):
+                    return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(base))
+                low, high = max(math.floor(corr(32.0)), 0), min(math.ceil(corr(1.0)), dim - 1)
+                ramp = ((i - low) / max(high - low, 0.001)).clamp(0, 1)
+                extrap = 1.0 - ramp                    # 1: keep the unscaled frequency
+                inv = (inv / factor) * (1 - extrap) + inv * extrap
+                mag = 0.1 * math.log(factor) + 1.0
+        theta = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+        return torch.cos(theta) * mag, torch.sin(theta) * mag
+
+    def _rope(self, x, cos, sin):
+        """x: [B,T,h,dh]; NEOX rotates (i, i + dh/2), else (2i, 2i+1)."""
+        cos, sin = cos.to(x.dtype)[None, :, None, :], sin.to(x.dtype)[None, :, None, :]
+        if self.cfg.neox:
+            half = x.shape[-1] // 2
+            a, b = x[..., :half], x[..., half:]
+            return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+        xr = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
+        a, b = xr[..., 0], xr[..., 1]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).reshape(x.shape)
+
+    def _attn(self, blk, x, L, hooks):
+        c = self.cfg
+        B, T, _ = x.shape
+        H, Hk, dh = c.n_head, c.n_kv_head, c.d_head
+        p = "blocks.%d.attn." % L
+        q = blk.q(x).view(B, T, H, dh)
+        k = blk.k(x).view(B, T, Hk, dh)
+        v = blk.v(x).view(B, T, Hk, dh)
+        _rec(hooks, p + "hook_q", q)
+        _rec(hooks, p + "hook_k", k)
+        _rec(hooks, p + "hook_v", v)
+        if c.qk_norm:
+            q = self._rms(q, blk.q_norm_w, p + "q_norm", hooks)
+            k = self._rms(k, blk.k_norm_w, p + "k_norm", hooks)
+        cos, sin = self._angles(L, T)
+        q, k = self._rope(q, cos, sin), self._rope(k, cos, sin)
+        _rec(hooks, p + "hook_rot_q", q)
+        _rec(hooks, p + "hook_rot_k", k)
+        k = k.repeat_interleave(H // Hk, dim=2)
+        v = v.repeat_interleave(H // Hk, dim=2)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B,H,T,dh]
+        scale = c.attn_scale if c.attn_scale is not None else 1.0 / math.sqrt(dh)
+        scores = (q @ k.transpose(-1, -2)) * scale
+        if c.attn_softcap:
+            scores = c.attn_softcap * torch.tanh(scores / c.attn_softcap)
+        qi = torch.arange(T)[:, None]
+        ki = torch.arange(T)[None, :]
+        hidden = ki > qi
+        if c.windowed(L):
+            hidden = hidden | (ki <= qi - c.window)
+        scores = scores.masked_fill(hidden, float("-inf"))
+        _rec(hooks, p + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, p + "hook_pattern", pattern)
+        z = (pattern @ v).transpose(1, 2)
+        _rec(hooks, p + "hook_z", z)
+        out = blk.o(z.reshape(B, T, H * dh))
+        if c.post_norms:
+            _rec(hooks, p + "hook_out", out)
+            out = self._rms(out, blk.ln1_post_w, "blocks.%d.ln1_post" % L, hooks)
+        _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
+        return out
+
+    def _mlp(self, blk, x, L, hooks):
+        c = self.cfg
+        p = "blocks.%d.mlp." % L
+        pre = blk.gate(x)
+        _rec(hooks, p + "hook_pre", pre)
+        lin = blk.up(x)
+        _rec(hooks, p + "hook_pre_linear", lin)
+        act = F.gelu(pre, approximate="tanh") if c.gelu else F.silu(pre)
+        post = act * lin
+        _rec(hooks, p + "hook_post", post)
+        out = blk.down(post)
+        if c.post_norms:
+            _rec(hooks, p + "hook_out", out)
+            out = self._rms(out, blk.ln2_post_w, "blocks.%d.ln2_post" % L, hooks)
+        _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
+        return out
+
+    def forward(self, ids, hooks=None):
+        c = self.cfg
+        x = self.tok_embd(ids)
+        if c.embed_scale:
+            x = x * math.sqrt(c.d_model)
+        _rec(hooks, "hook_embed", x)
+        for L, blk in enumerate(self.blocks):
+            _rec(hooks, "blocks.%d.hook_resid_pre" % L, x)
+            h = self._rms(x, blk.ln1_w, "blocks.%d.ln1" % L, hooks)
+            x = x + self._attn(blk, h, L, hooks)
+            _rec(hooks, "blocks.%d.hook_resid_mid" % L, x)
+            h = self._rms(x, blk.ln2_w, "blocks.%d.ln2" % L, hooks)
+            x = x + self._mlp(blk, h, L, hooks)
+            _rec(hooks, "blocks.%d.hook_resid_post" % L, x)
+        x = self._rms(x, self.lnf_w, "ln_final", hooks)
+        logits = x @ self.tok_embd.weight.t() if self.out is None else self.out(x)
+        if c.final_softcap:
+            logits = c.final_softcap * torch.tanh(logits / c.final_softcap)
+        _rec(hooks, "unembed.hook_out", logits)
+        return logits
+
+
+def export_decoder_gguf(model, c, path, name, tokenizer):
+    """A GGUF of a Decoder with the keys and tensor names llama.cpp reads
+    for c.arch (src/llama-arch.cpp, src/models/<arch>.cpp), all F32."""
+    a = c.arch
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", a)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", 0)
+    for key, val in (("context_length", c.ctx), ("embedding_length", c.d_model), ("block_count", c.n_layer),
+                     ("feed_forward_length", c.d_ff), ("attention.head_count", c.n_head),
+                     ("attention.head_count_kv", c.n_kv_head), ("rope.dimension_count", c.d_head),
+                     ("vocab_size", c.vocab)):
+        w.add_uint32("%s.%s" % (a, key), val)
+    if c.d_head != c.d_model // c.n_head:
+        w.add_uint32(a + ".attention.key_length", c.d_head)
+        w.add_uint32(a + ".attention.value_length", c.d_head)
+    w.add_float32(a + ".attention.layer_norm_rms_epsilon", c.eps)
+    w.add_float32(a + ".rope.freq_base", c.rope_base)
+    if c.window:
+        w.add_uint32(a + ".attention.sliding_window", c.window)
+        if c.window_pattern:
+            w.add_uint32(a + ".attention.sliding_window_pattern", c.window_pattern)
+    if c.rope_base_window:
+        w.add_float32(a + ".rope.freq_base_swa", c.rope_base_window)
+    if c.attn_softcap:
+        w.add_float32(a + ".attn_logit_softcapping", c.attn_softcap)
+    if c.final_softcap:
+        w.add_float32(a + ".final_logit_softcapping", c.final_softcap)
+    sc = c.rope_scaling
+    if sc is not None and sc[0] in ("linear", "yarn"):
+        w.add_string(a + ".rope.scaling.type", sc[0])
+        w.add_float32(a + ".rope.scaling.factor", sc[1])
+        if sc[0] == "yarn":
+            w.add_uint32(a + ".rope.scaling.original_context_length", sc[2])
+    if sc is not None and sc[0] == "longrope":
+        w.add_uint32(a + ".rope.scaling.original_context_length", sc[3])
+        w.add_float32(a + ".rope.scaling.attn_factor", sc[4])
+    _add_tokenizer(w, tokenizer)
+
+    def t(tname, x):
+        w.add_tensor(tname, _np(x) if torch.is_tensor(x) else np.asarray(x, dtype=np.float32), "F32")
+
+    def norm_w(x):
+        return 1.0 + x if c.gemma_norm else x
+
+    t("token_embd.weight", model.tok_embd.weight)
+    if sc is not None and sc[0] == "llama3":
+        t("rope_freqs.weight", np.asarray(sc[1], dtype=np.float32))
+    if sc is not None and sc[0] == "longrope":
+        t("rope_factors_long.weight", np.asarray(sc[1], dtype=np.float32))
+        t("rope_factors_short.weight", np.asarray(sc[2], dtype=np.float32))
+    for L, blk in enumerate(model.blocks):
+        b = "blk.%d." % L
+        t(b + "attn_norm.weight", norm_w(blk.ln1_w))
+        if c.fused:
+            t(b + "attn_qkv.weight", torch.cat((blk.q.weight, blk.k.weight, blk.v.weight)))
+        else:
+            t(b + "attn_q.weight", blk.q.weight)
+            t(b + "attn_k.weight", blk.k.weight)
+            t(b + "attn_v.weight", blk.v.weight)
+        if c.qkv_bias:
+            t(b + "attn_q.bias", blk.q.bias)
+            t(b + "attn_k.bias", blk.k.bias)
+            t(b + "attn_v.bias", blk.v.bias)
+        if c.qk_norm:
+            t(b + "attn_q_norm.weight", norm_w(blk.q_norm_w))
+            t(b + "attn_k_norm.weight", norm_w(blk.k_norm_w))
+        t(b + "attn_output.weight", blk.o.weight)
+        if c.post_norms:
+            t(b + "post_attention_norm.weight", norm_w(blk.ln1_post_w))
+            t(b + "post_ffw_norm.weight", norm_w(blk.ln2_post_w))
+        t(b + "ffn_norm.weight", norm_w(blk.ln2_w))
+        if c.fused:
+            t(b + "ffn_up.weight", torch.cat((blk.gate.weight, blk.up.weight)))
+        else:
+            t(b + "ffn_gate.weight", blk.gate.weight)
+            t(b + "ffn_up.weight", blk.up.weight)
+        t(b + "ffn_down.weight", blk.down.weight)
+    t("output_norm.weight", norm_w(model.lnf_w))
+    if model.out is not None:
+        t("output.weight", model.out.weight)
+        if c.output_bias:
+            t("output.bias", model.out.bias)
+    return w.write()

@@ -22,17 +22,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MODELS=$HERE/../../models
 GOLDEN=$HERE/golden
 UPDATE=${GOLDEN_UPDATE:-0}
-command -v tmux >/dev/null 2>&1 || { echo "FAIL: tmux is needed for the view's tests"; exit 1; }
-TMP=$(mktemp -d)
-SOCK=attnscope-golden-$$
-T="tmux -L $SOCK -f /dev/null"
-trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-TERMINAL=tmux-256color
-infocmp $TERMINAL >/dev/null 2>&1 || TERMINAL=screen-256color
-
 . "$HERE/tmux_lib.sh"
+tmux_setup attnscope-golden
+
 
 ok() { pass=$((pass + 1)); }
 bad() {
@@ -72,14 +64,19 @@ state() {
     name=$1 golden=$2 cmds=$3
     rm -f "$TMP/$golden.txt"
     typed "$name" "${cmds:+$cmds; }view dump $golden.txt"
-    keys "$name" Enter
-    if ! wait_file "$TMP/$golden.txt" 60; then
-        screen "$name"
-        bad "$golden: no dump written"
+    dumped "$name" "$golden"
+}
+
+# Enter on the typed dump command, then the dump compared once written.
+dumped() {
+    keys "$1" Enter
+    if ! wait_file "$TMP/$2.txt" 60; then
+        screen "$1"
+        bad "$2: no dump written"
         sed 's/^/  screen: /' "$TMP/screen"
         return
     fi
-    compare "$golden"
+    compare "$2"
 }
 
 # Keys (not commands) then the dump, for states only keys reach: Esc
@@ -93,14 +90,7 @@ state_keys() {
     wait_for "$name" 'press : to type a command' || bad "$golden: Esc did not leave the command line"
     keys "$name" "$@"
     typed "$name" ":view dump $golden.txt"
-    keys "$name" Enter
-    if ! wait_file "$TMP/$golden.txt" 60; then
-        screen "$name"
-        bad "$golden: no dump written"
-        sed 's/^/  screen: /' "$TMP/screen"
-        return
-    fi
-    compare "$golden"
+    dumped "$name" "$golden"
 }
 
 compare() {

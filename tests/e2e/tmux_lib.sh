@@ -1,6 +1,20 @@
 # Shared by the scripts that drive attnscope inside tmux (tests/e2e/tui.sh,
-# tests/test_reliability_tui.sh): read the screen, send keys, wait for a
-# pattern. Callers set T (the tmux command with its socket) and TMP.
+# tests/e2e/golden.sh, tests/test_reliability_tui.sh): a private tmux
+# server, read the screen, send keys, wait for a pattern.
+
+# tmux_setup NAME: sets T (tmux on a socket of its own), TMP (a scratch
+# directory), TERMINAL and the pass/fail counts; both go at exit.
+tmux_setup() {
+    command -v tmux >/dev/null 2>&1 || { echo "FAIL: tmux is needed for the view's tests"; exit 1; }
+    TMP=$(mktemp -d)
+    SOCK=$1-$$
+    T="tmux -L $SOCK -f /dev/null"
+    trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
+    pass=0
+    fail=0
+    TERMINAL=tmux-256color
+    infocmp $TERMINAL >/dev/null 2>&1 || TERMINAL=screen-256color
+}
 
 screen() { $T capture-pane -p -t "$1" > "$TMP/screen" 2>/dev/null; }
 screen_e() { $T capture-pane -p -e -t "$1" > "$TMP/screen" 2>/dev/null; }

@@ -9,15 +9,8 @@ BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
 MODEL=${AS_TUI_MODEL:-$HERE/../../models/austen-gpt2.gguf}
 [ -f "$MODEL" ] || MODEL=$HERE/../fixtures/tiny-gpt2.gguf
-command -v tmux >/dev/null 2>&1 || { echo "FAIL: tmux is needed for the view's tests"; exit 1; }
-TMP=$(mktemp -d)
-SOCK=attnscope-e2e-$$
-T="tmux -L $SOCK -f /dev/null"
-trap '$T kill-server 2>/dev/null; rm -rf "$TMP"' EXIT
-pass=0
-fail=0
-TERMINAL=tmux-256color
-infocmp $TERMINAL >/dev/null 2>&1 || TERMINAL=screen-256color
+. "$HERE/tmux_lib.sh"
+tmux_setup attnscope-e2e
 
 ok() { pass=$((pass + 1)); }
 bad() {
@@ -45,7 +38,6 @@ EOF
     $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
 }
 
-. "$HERE/tmux_lib.sh"
 
 wait_gone() {
     i=0

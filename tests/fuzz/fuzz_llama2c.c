@@ -1,4 +1,4 @@
-/* Fuzz target: llama2.c checkpoints and tokenizer files (src/llama2c.c),
+/* Fuzz target: llama2.c checkpoints and tokenizer files (src/arch_llama2c.c),
  * the other model format users bring. The reader maps files, so each
  * input is written to the scratch directory (tmpfs) first.
  * The first byte picks a mode:

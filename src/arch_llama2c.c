@@ -1,4 +1,7 @@
-/* llama2.c checkpoints and tokenizers (see llama2c.h for the layouts). */
+/* llama2.c checkpoints and tokenizers (see llama2c.h for the layouts): the
+ * llama architecture in another container. A checkpoint is shown as a GGUF
+ * view with llama.cpp's names for arch "llama", so this file, like
+ * arch_llama.c, names that architecture's tensors; nothing else does. */
 #include "attnscope/llama2c.h"
 
 #include <errno.h>

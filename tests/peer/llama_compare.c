@@ -1,0 +1,165 @@
+/* attnscope's logits against llama.cpp's, through llama.cpp's C API, on
+ * the fixture models (tests/fixtures/NAME.gguf with NAME/tokens.npy):
+ * every position of the fixture's prompt, one batch, K/V cache in F32 and
+ * flash attention off so that llama.cpp computes in float32 as attnscope
+ * does. Built and run by tests/llama_compare.sh (`make llama-compare`,
+ * part of `make test`).
+ *
+ *   llama-compare LIBDIR TOL FIXTURE... (FIXTURE = tests/fixtures/tiny-qwen2)
+ *
+ * A position passes when max_i |a_i - b_i| <= TOL · max_i |b_i| (b:
+ * llama.cpp's logits, a: attnscope's). Prints one line per fixture; exits
+ * 1 if any fails. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/capture.h"
+#include "attnscope/session.h"
+#include "ggml-backend.h"
+#include "llama.h"
+
+#define MAX_TOKENS 64
+
+static void quiet(enum ggml_log_level level, const char *text, void *ud)
+{
+    (void)ud;
+    if (level == GGML_LOG_LEVEL_ERROR || getenv("LLAMA_COMPARE_LOG"))
+        fputs(text, stderr);
+}
+
+/* The ids of a fixture's tokens.npy (int32, one dimension). */
+static int read_ids(const char *dir, int32_t *ids, int cap)
+{
+    char path[512], buf[4096];
+    snprintf(path, sizeof path, "%s/tokens.npy", dir);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t got = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    if (got < 10 || memcmp(buf, "\x93NUMPY", 6))
+        return -1;
+    size_t header = buf[6] == 1 ? 10 + (unsigned char)buf[8] + 256u * (unsigned char)buf[9]
+                                : 12 + (unsigned char)buf[8] + 256u * (unsigned char)buf[9];
+    int n = (int)((got - header) / 4);
+    if (n > cap || !memmem(buf, header, "<i4", 3))
+        return -1;
+    memcpy(ids, buf + header, (size_t)n * 4);
+    return n;
+}
+
+/* llama.cpp's logits at every position: [n][V]. */
+static float *llama_logits(const char *gguf, const int32_t *ids, int n, int *V)
+{
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    struct llama_model *model = llama_model_load_from_file(gguf, mp);
+    if (!model)
+        return NULL;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = cp.n_batch = cp.n_ubatch = (uint32_t)n;
+    cp.n_threads = cp.n_threads_batch = 1;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.no_perf = 1;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    float *out = NULL;
+    if (ctx) {
+        *V = llama_vocab_n_tokens(llama_model_get_vocab(model));
+        struct llama_batch b = llama_batch_init(n, 0, 1);
+        for (int i = 0; i < n; i++) {
+            b.token[i] = ids[i];
+            b.pos[i] = i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = 1;
+        }
+        b.n_tokens = n;
+        if (llama_decode(ctx, b) == 0 && (out = malloc((size_t)n * (size_t)*V * sizeof *out)))
+            for (int i = 0; i < n; i++)
+                memcpy(out + (size_t)i * (size_t)*V, llama_get_logits_ith(ctx, i), (size_t)*V * sizeof *out);
+        llama_batch_free(b);
+        llama_free(ctx);
+    }
+    llama_model_free(model);
+    return out;
+}
+
+/* attnscope's logits at every position, from one pass over the prompt. */
+static float *attnscope_logits(const char *gguf, const int32_t *ids, int n, int V, char *msg, size_t cap)
+{
+    as_session *s;
+    as_error err = {{0}};
+    FILE *null = fopen("/dev/null", "w");
+    char cmd[1024];
+    size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", ids[i]);
+    if (!null || as_session_new(&s, gguf, 256, null, null, &err) || as_session_exec(s, cmd, &err) ||
+        as_session_exec(s, "finish", &err)) {
+        snprintf(msg, cap, "%s", err.msg);
+        if (null)
+            fclose(null);
+        return NULL;
+    }
+    int h = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+    float *out = malloc((size_t)n * (size_t)V * sizeof *out);
+    if (out && s->model->cfg.n_vocab == V && as_capture_has(s->cap, h))
+        for (int i = 0; i < n; i++)
+            memcpy(out + (size_t)i * (size_t)V, as_capture_row(s->cap, h, i), (size_t)V * sizeof *out);
+    else
+        snprintf(msg, cap, "no logits (vocabulary %d vs %d)", s->model->cfg.n_vocab, V), free(out), out = NULL;
+    as_session_free(s);
+    fclose(null);
+    return out;
+}
+
+static int compare(const char *dir, double tol)
+{
+    char gguf[512], msg[1024] = "";
+    int32_t ids[MAX_TOKENS];
+    int n = read_ids(dir, ids, MAX_TOKENS), V = 0;
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    if (n <= 0)
+        return printf("FAIL %s: cannot read %s/tokens.npy\n", dir, dir), 1;
+    float *b = llama_logits(gguf, ids, n, &V);
+    if (!b)
+        return printf("FAIL %s: llama.cpp cannot run it (LLAMA_COMPARE_LOG=1 shows why)\n", gguf), 1;
+    float *a = attnscope_logits(gguf, ids, n, V, msg, sizeof msg);
+    if (!a)
+        return free(b), printf("FAIL %s: attnscope: %s\n", gguf, msg), 1;
+    double worst = 0;
+    int worst_pos = 0;
+    for (int i = 0; i < n; i++) {
+        double mx = 0, d = 0;
+        for (int j = 0; j < V; j++) {
+            mx = fmax(mx, fabs(b[(size_t)i * V + j]));
+            d = fmax(d, fabs((double)a[(size_t)i * V + j] - b[(size_t)i * V + j]));
+        }
+        if (d / (mx > 0 ? mx : 1) > worst)
+            worst = d / (mx > 0 ? mx : 1), worst_pos = i;
+    }
+    bool ok = worst <= tol;
+    printf("%s %s: %d positions x %d logits, worst max|a-b| / max|b| = %.2e at position %d (limit %.0e)\n",
+           ok ? "ok  " : "FAIL", gguf, n, V, worst, worst_pos, tol);
+    free(a);
+    free(b);
+    return !ok;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4)
+        return fprintf(stderr, "usage: llama-compare LIBDIR TOL FIXTURE...\n"), 2;
+    llama_log_set(quiet, NULL);
+    ggml_backend_load_all_from_path(argv[1]);
+    llama_backend_init();
+    double tol = atof(argv[2]);
+    int failed = 0;
+    for (int i = 3; i < argc; i++)
+        failed += compare(argv[i], tol);
+    llama_backend_free();
+    return failed ? 1 : 0;
+}
