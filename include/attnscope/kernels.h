@@ -1,9 +1,14 @@
-/* kernels: the numerical building blocks of a forward pass, on float32
- * row-major arrays. Matrix-matrix work goes through OpenBLAS; the
- * matrix-vector products of a generated token, attention over the KV cache
- * and the elementwise functions are vectorized here (GCC/Clang vector
- * extensions, as wide as the target allows). Pure functions of their
- * arguments: no state, no allocation except where noted. */
+/* kernels: the numerical building blocks of a forward pass. Activations
+ * are float32 row-major arrays; weight matrices are typed views (weight.h)
+ * read in place and decoded as they are read: a fused decode-and-dot per
+ * row for one position, and for many, rows decoded into bounded float
+ * panels for sgemm (F32 rows go to sgemm as they are). Matrix-matrix work
+ * goes through OpenBLAS; the matrix-vector products of a generated token,
+ * attention over the KV cache and the elementwise functions are vectorized
+ * here (GCC/Clang vector extensions, as wide as the target allows, F16C and
+ * the AVX2/AVX-512 widening loads where the target has them). Pure
+ * functions of their arguments: no state, no allocation except where
+ * noted. */
 #ifndef ATTNSCOPE_KERNELS_H
 #define ATTNSCOPE_KERNELS_H
 
@@ -26,7 +31,9 @@ typedef struct as_norm_stat {
 typedef struct as_pool as_pool;
 
 /* y[n][out] = x[n][in] · w[out][in]ᵀ (+ b). x and y must not overlap.
- * One row is a matrix-vector product (as_matvec_rows); more go to sgemm. */
+ * One row is a matrix-vector product (as_matvec_rows); more go to sgemm
+ * (a stored type through 64-row float panels, allocated here: at most
+ * threads x 64 x in floats, never the whole matrix). */
 void as_linear(const float *x, int n, const as_weight *w, const float *b, float *y);
 /* y[out] = w[out][in] · x[in] (+ b), rows shared among the pool's threads;
  * every row's value is the same whatever the thread count. */
@@ -42,7 +49,9 @@ typedef struct as_matvec_spec {
 } as_matvec_spec;
 void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n);
 /* as_linear with the work shared among the pool's threads (sgemm on
- * slices of output features; as_matvec for one position). */
+ * slices of output features; as_matvec for one position). For a stored
+ * type the outputs are the same whatever the thread count; for F32 to
+ * rounding (kernels.c says when not to the bit). */
 void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *w, const float *b, float *y);
 /* Rows [r0, r1) of the above on the calling thread. */
 void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y, int r0, int r1);

@@ -1,7 +1,7 @@
 /* make bench: times attnscope against the peers people would use instead,
  * side by side, in one run, on random-weight models of fixed shapes.
  *
- *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME] [--out FILE.md]
+ *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME|kernels] [--out FILE.md]
  *
  * Peers are optional and found through the environment:
  *   BENCH_RUNC        llama2.c's run.c, built (gcc -Ofast -march=native -fopenmp run.c -lm)
@@ -9,7 +9,9 @@
  *                     when BENCH_LLAMA_LIB and BENCH_LLAMA_INC are set)
  *   BENCH_LLAMA_LIB   the directory of libllama*.so and libggml*.so
  * Each measurement is a fresh process (its peak RSS is its own); the
- * engines take turns, run after run, and every figure is the median. */
+ * engines take turns, run after run, and every figure is the median.
+ * Before the models, the typed kernels are timed alone (kernels.c); --only
+ * kernels runs just that, --only NAME just that model. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -576,9 +578,11 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
-static void report(FILE *f, const opts *o, model *ms, int n)
+static void report(FILE *f, const opts *o, model *ms, int n, const char *kernels)
 {
     machine(f, o);
+    if (kernels)
+        fputs(kernels, f);
     for (int i = 0; i < n; i++) {
         print_table(f, &ms[i]);
         print_agreement(f, &ms[i]);
@@ -592,7 +596,8 @@ int main(int argc, char **argv)
         return bench_worker(argc - 1, argv + 1);
     static opts o;
     if (parse(argc, argv, &o))
-        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME] [--out FILE.md]\n",
+        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels] "
+                               "[--out FILE.md]\n",
                        MAX_RUNS), 2;
     mkdir(o.dir, 0755);
     static const bench_llama_shape shapes[] = {
@@ -601,6 +606,16 @@ int main(int argc, char **argv)
     };
     static model ms[3];
     int n = 0;
+    char *kernels = NULL;
+    size_t kernels_len = 0;
+    if (!o.only || !strcmp(o.only, "kernels")) {
+        fprintf(stderr, "bench: kernels\n");
+        FILE *k = open_memstream(&kernels, &kernels_len);
+        if (k && bench_kernels(k, o.threads))
+            fprintf(stderr, "bench: the kernels' part failed\n");
+        if (k)
+            fclose(k);
+    }
     for (int i = 0; i < 2; i++)
         if (!o.only || !strcmp(o.only, shapes[i].name))
             if (setup_llama(&ms[n], &o, &shapes[i]) == 0)
@@ -618,11 +633,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         for (int r = 0; r < ms[i].n_rows; r++)
             summarize(&ms[i].rows[r]);
-    report(stdout, &o, ms, n);
+    report(stdout, &o, ms, n, kernels);
     FILE *f = o.out ? fopen(o.out, "w") : NULL;
     if (f) {
-        report(f, &o, ms, n);
+        report(f, &o, ms, n, kernels);
         fclose(f);
     }
+    free(kernels);
     return 0;
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define BENCH_PROMPT 256 /* prompt tokens */
 #define BENCH_GEN 256    /* greedy tokens generated */
@@ -35,5 +36,9 @@ int64_t bench_now(void);
 /* The attnscope side: run in a child process so its peak RSS is its own.
  * Prints "key value" lines to stdout. */
 int bench_worker(int argc, char **argv);
+
+/* The typed kernels alone (kernels.c): as_matvec per weight type in GB/s,
+ * cold and hot, and as_linear_pool over a prompt; a markdown section. */
+int bench_kernels(FILE *f, int threads);
 
 #endif
