@@ -100,6 +100,10 @@ run: attnscope
 # "ok"); delete the folder to fetch again.
 LLAMA_NPM_VERSION = 3.22.1
 LLAMA_REF = build/llama-ref
+# ggml's own quantizers and decoders from the same package, which
+# tests/test_quant.c opens at run time (tests/ggml_ref.h) to hold every
+# weight decoder to; nothing links it.
+GGML_LIB  = $(LLAMA_REF)/npm/bins/package/bins/linux-x64/libggml-base.so
 llama-ref:
 	@sh tests/tokref/fetch.sh $(LLAMA_REF) $(LLAMA_NPM_VERSION) "$(CC)" .
 
@@ -108,10 +112,11 @@ llama-ref:
 # unless the leak was Criterion's own (allocated in libcriterion itself).
 unit: $(UNIT) $(PROG) llama-ref
 ifeq ($(SAN),)
-	cd tests && AS_BIN=$(abspath $(PROG)) AS_LLAMA_REF=$(abspath $(LLAMA_REF)) ../$(UNIT) --jobs 2
+	cd tests && AS_BIN=$(abspath $(PROG)) AS_LLAMA_REF=$(abspath $(LLAMA_REF)) AS_GGML_LIB=$(abspath $(GGML_LIB)) \
+	  ../$(UNIT) --jobs 2
 else
 	cd tests && LSAN_OPTIONS="$$LSAN_OPTIONS:exitcode=0" AS_BIN=$(abspath $(PROG)) \
-	  AS_LLAMA_REF=$(abspath $(LLAMA_REF)) ../$(UNIT) --jobs 2 \
+	  AS_LLAMA_REF=$(abspath $(LLAMA_REF)) AS_GGML_LIB=$(abspath $(GGML_LIB)) ../$(UNIT) --jobs 2 \
 	  2>$(abspath $(BUILD))/unit.stderr; rc=$$?; \
 	  cat $(abspath $(BUILD))/unit.stderr >&2; [ $$rc = 0 ] && awk -f leaks.awk $(abspath $(BUILD))/unit.stderr
 endif

@@ -744,7 +744,7 @@ static int check_readable(const as_gguf_tensor *t, as_error *err)
 {
     if (t->data && as_ggml_type_supported(t->type))
         return AS_OK;
-    char what[sizeof ((as_error *)0)->msg], type[64], list[128];
+    char what[sizeof ((as_error *)0)->msg], type[64], list[AS_TYPE_LIST_CAP];
     tensor_label(t, what, sizeof what);
     if (!t->data)
         return as_error_set(err, "%s has no data", what);

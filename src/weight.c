@@ -29,7 +29,7 @@ as_weight as_weight_rows(const as_weight *w, int r0, int n)
 int as_weight_from_tensor(as_weight *w, const as_gguf_tensor *t, as_error *err)
 {
     if (!as_weight_type_readable(t->type)) {
-        char list[128];
+        char list[AS_TYPE_LIST_CAP];
         as_ggml_supported_list(list, sizeof list);
         return as_error_set(err, "%s: tensor '%s' has type %s, which attnscope cannot read yet (supported: %s)",
                             t->path ? t->path : "model", t->name, as_ggml_type_name(t->type), list);

@@ -549,23 +549,26 @@ Test(gguf, typed_getters)
     free(buf);
 }
 
+/* the types attnscope decodes, as messages list them */
+#define SUPPORTED "F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS"
+
 Test(gguf, unsupported_type_parses_but_does_not_dequantize)
 {
     as_gguf_writer *w = as_gguf_writer_new(3);
     as_error err;
-    uint8_t blocks[2 * 144] = {0};
+    uint8_t blocks[2 * 66] = {0};
     uint64_t ne[2] = {256, 2};
-    cr_assert_eq(as_gguf_writer_add_tensor(w, "blk.0.ffn_up.weight", AS_GGML_Q4_K, 2, ne, blocks, &err), AS_OK);
+    cr_assert_eq(as_gguf_writer_add_tensor(w, "blk.0.ffn_up.weight", AS_GGML_IQ2_XXS, 2, ne, blocks, &err), AS_OK);
     uint8_t *buf;
     size_t n;
     as_gguf *g;
     cr_assert_eq(as_gguf_writer_to_memory(w, &buf, &n, &err), AS_OK);
     cr_assert_eq(as_gguf_parse(&g, buf, n, "model.gguf", &err), AS_OK, "%s", err.msg);
-    cr_assert_eq(g->tensors[0].n_bytes, 288);
+    cr_assert_eq(g->tensors[0].n_bytes, 132);
     float out[256];
     cr_assert_eq(as_tensor_row_f32(&g->tensors[0], 0, out, &err), AS_ERR);
-    cr_assert_str_eq(err.msg, "model.gguf: tensor 'blk.0.ffn_up.weight' has type Q4_K, which attnscope cannot "
-                              "read yet (supported: F32, F16, BF16, Q8_0)");
+    cr_assert_str_eq(err.msg, "model.gguf: tensor 'blk.0.ffn_up.weight' has type IQ2_XXS, which attnscope cannot "
+                              "read yet (supported: " SUPPORTED ")");
     cr_assert_eq(as_tensor_to_f32(&g->tensors[0], out, &err), AS_ERR);
     as_gguf_close(g);
     free(buf);
@@ -582,15 +585,15 @@ Test(gguf, undecodable_tensor_is_refused_by_name)
     memset(blocks, 0x55, sizeof blocks);
     for (int i = 0; i < 32; i++)
         out[i] = 7.0f;
-    as_gguf_tensor t = {.name = "blk.0.attn_q.weight", .n_dims = 1, .ne = {32, 1, 1, 1}, .type = AS_GGML_Q4_0,
-                        .n_elements = 32, .n_bytes = 18, .data = blocks, .path = "m.gguf"};
+    as_gguf_tensor t = {.name = "blk.0.attn_q.weight", .n_dims = 1, .ne = {32, 1, 1, 1}, .type = AS_GGML_MXFP4,
+                        .n_elements = 32, .n_bytes = 17, .data = blocks, .path = "m.gguf"};
     cr_assert_eq(as_tensor_row_f32(&t, 0, out, &err), AS_ERR);
-    cr_assert_str_eq(err.msg, "m.gguf: tensor 'blk.0.attn_q.weight' has type Q4_0, which attnscope cannot read "
-                              "yet (supported: F32, F16, BF16, Q8_0)");
+    cr_assert_str_eq(err.msg, "m.gguf: tensor 'blk.0.attn_q.weight' has type MXFP4, which attnscope cannot read "
+                              "yet (supported: " SUPPORTED ")");
     t.type = (as_ggml_type)99;
     cr_assert_eq(as_tensor_to_f32(&t, out, &err), AS_ERR);
     cr_assert_str_eq(err.msg, "m.gguf: tensor 'blk.0.attn_q.weight' has type 99 (not a ggml type attnscope "
-                              "knows), which attnscope cannot read yet (supported: F32, F16, BF16, Q8_0)");
+                              "knows), which attnscope cannot read yet (supported: " SUPPORTED ")");
     for (int i = 0; i < 32; i++)
         cr_assert_eq(out[i], 7.0f, "out[%d] written by a refused read", i);
 }

@@ -1,0 +1,43 @@
+/* ggml's own quantizers and decoders, the independent reference
+ * tests/test_quant.c holds attnscope's decoders to: libggml-base.so of the
+ * npm package @node-llama-cpp/linux-x64 (llama.cpp's ggml, built by
+ * others), which `make llama-ref` fetches into build/llama-ref for every
+ * comparison with llama.cpp. It is opened with dlopen at run time, so
+ * nothing is built or linked against it and the suite still runs (and
+ * says SKIP) where npm could not fetch it. */
+#ifndef ATTNSCOPE_TEST_GGML_REF_H
+#define ATTNSCOPE_TEST_GGML_REF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The library's path: $AS_GGML_LIB, else build/llama-ref's (from tests/). */
+const char *ggml_ref_path(void);
+/* Opens the library once. GGML_REF_MISSING (the caller skips, loudly):
+ * it is not there to open; GGML_REF_WRONG (the caller fails): it is not
+ * the ggml release these declarations mirror. why says which and where. */
+enum { GGML_REF_OK, GGML_REF_MISSING, GGML_REF_WRONG };
+int ggml_ref_open(char *why, size_t cap);
+/* "v0.5.0 (de3ff81)": what was opened, for the log */
+const char *ggml_ref_version(void);
+
+/* ggml's row of its type table for type number t. */
+typedef struct ggml_ref_type {
+    const char *name; /* ggml's own spelling: "q4_K"; NULL for a number it has retired */
+    int64_t block_elems;
+    size_t block_bytes;
+    bool can_quantize; /* from float32 without an importance matrix */
+    bool can_decode;   /* has to_float */
+} ggml_ref_type;
+ggml_ref_type ggml_ref_type_of(int t);
+
+/* ggml_quantize_chunk: rows x n_per_row floats into type t's blocks. */
+size_t ggml_ref_quantize(int t, const float *src, void *dst, int64_t rows, int64_t n_per_row);
+/* ggml's to_float: n values of type t. */
+void ggml_ref_decode(int t, const void *src, float *out, int64_t n);
+
+/* Frees ggml's quantization tables (LeakSanitizer would report them). */
+void ggml_ref_close(void);
+
+#endif
