@@ -328,8 +328,28 @@ static void note_vocabulary(as_model *m)
                  used ? "; " : "", dup, first_dup);
 }
 
-/* Names tensors that hold NaN or Inf: a broken conversion should load (so
- * it can be inspected) but say so at once. */
+/* A block type's values are non-finite exactly where a block's scale is
+ * (quant.h), so its scales alone are read: 2 bytes a block rather than
+ * decoding every value. Returns the count of non-finite values and names
+ * the first corrupt block in where[]. */
+static uint64_t scan_blocks(const as_gguf_tensor *t, char *where, size_t cap)
+{
+    const as_ggml_traits *tr = as_ggml_traits_of(t->type);
+    as_block_scan s;
+    as_ggml_scan_blocks(t->type, t->data, t->n_elements / tr->block_elems, &s);
+    if (!s.bad)
+        return 0;
+    uint64_t per_row = t->ne[0] / tr->block_elems, col = s.first_bad % per_row * tr->block_elems;
+    snprintf(where, cap, "; %llu %s block%s with a NaN or Inf scale, the first block %llu: row %llu, columns "
+             "%llu..%llu, scale %g", (unsigned long long)s.bad, tr->name, s.bad == 1 ? "" : "s",
+             (unsigned long long)s.first_bad, (unsigned long long)(s.first_bad / per_row),
+             (unsigned long long)col, (unsigned long long)(col + tr->block_elems - 1), (double)s.first_bad_scale);
+    return s.bad * tr->block_elems;
+}
+
+/* Names tensors that hold NaN or Inf, and a block type's first corrupt
+ * block: a broken conversion should load (so it can be inspected) but say
+ * so at once. */
 static void scan_nonfinite(as_model *m)
 {
     const as_gguf *g = m->gguf;
@@ -339,6 +359,7 @@ static void scan_nonfinite(as_model *m)
     size_t row_cap = 0;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
+        char where[160] = "";
         if (!as_ggml_type_supported(t->type) || t->ne[0] == 0)
             continue;
         if (t->ne[0] > row_cap) {
@@ -358,6 +379,9 @@ static void scan_nonfinite(as_model *m)
             rows = 0;
             for (uint64_t k = 0; k < t->n_elements; k++)
                 bad += !isfinite(f[k]);
+        } else if (as_ggml_has_scales(t->type)) {
+            bad = scan_blocks(t, where, sizeof where);
+            rows = 0;
         }
         for (uint64_t r = 0; r < rows; r++) {
             if (as_tensor_row_f32(t, r, row, NULL))
@@ -366,9 +390,9 @@ static void scan_nonfinite(as_model *m)
                 bad += !isfinite(row[k]);
         }
         if (bad && used + 1 < sizeof m->warnings) {
-            used += (size_t)snprintf(m->warnings + used, sizeof m->warnings - used, "%s%s (%llu)",
+            used += (size_t)snprintf(m->warnings + used, sizeof m->warnings - used, "%s%s (%llu%s)",
                                      found++ ? ", " : "tensors holding NaN or Inf: ", t->name,
-                                     (unsigned long long)bad);
+                                     (unsigned long long)bad, where);
             if (used >= sizeof m->warnings)
                 used = sizeof m->warnings - 1;
         }
