@@ -1,6 +1,7 @@
 /* The model file's tensors: `weights [PATTERN]` (statistics per tensor,
- * a histogram when one matches) and `diff OTHER.gguf` (relative
- * differences per tensor and per layer). */
+ * the health of a quantized tensor's block scales, a histogram when one
+ * matches) and `diff OTHER.gguf` (relative differences per tensor and per
+ * layer). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,13 +17,46 @@ static const char *shown_name(const char *name, char *buf, size_t cap)
     return buf;
 }
 
+/* Block types have scales to report; their rows gain columns (batch
+ * output is a contract: the other rows and the columns before stay). */
+static bool has_scale_columns(const as_gguf_tensor *t)
+{
+    return as_ggml_type_supported(t->type) && as_ggml_has_scales(t->type);
+}
+
 static void print_weight_line(as_session *s, const as_gguf_tensor *t, const as_weight_stats *st)
 {
     char nm[256];
-    fprintf(s->out, "%s\t%s\t%.4g\t%.4g\t%.4g\t%.4g\t%.4g\t%llu\t%llu\t%.4f\n", shown_name(t->name, nm, sizeof nm),
+    fprintf(s->out, "%s\t%s\t%.4g\t%.4g\t%.4g\t%.4g\t%.4g\t%llu\t%llu\t%.4f", shown_name(t->name, nm, sizeof nm),
             as_ggml_type_name(t->type),
             st->min, st->max, st->mean, st->std, st->norm, (unsigned long long)st->nan, (unsigned long long)st->inf,
             st->n ? (double)st->zeros / (double)st->n : 0.0);
+    const as_block_scan *b = &st->scales;
+    if (has_scale_columns(t) && b->blocks) {
+        /* %g, not %f: one corrupt block in a million must not print as 0 */
+        fprintf(s->out, "\t%llu\t%.4g\t%.4g\t%.4g\t", (unsigned long long)b->blocks,
+                (double)b->zero / (double)b->blocks, (double)b->bad / (double)b->blocks, (double)b->max_d);
+        if (b->bad)
+            fprintf(s->out, "%llu", (unsigned long long)b->first_bad);
+        else
+            fputs("-", s->out);
+    }
+    fputs("\n", s->out);
+}
+
+/* For the one tensor shown in full: its scales in words. */
+static void print_scales(as_session *s, const as_gguf_tensor *t, const as_block_scan *b)
+{
+    const as_ggml_traits *tr = as_ggml_traits_of(t->type);
+    fprintf(s->out, "scales of %llu %s blocks: %llu zero, %llu NaN or Inf, largest |d| %.4g\n",
+            (unsigned long long)b->blocks, tr->name, (unsigned long long)b->zero, (unsigned long long)b->bad,
+            (double)b->max_d);
+    if (b->bad) {
+        uint64_t per_row = t->ne[0] / tr->block_elems, col = b->first_bad % per_row * tr->block_elems;
+        fprintf(s->out, "first corrupt block: %llu (row %llu, columns %llu..%llu), scale %g\n",
+                (unsigned long long)b->first_bad, (unsigned long long)(b->first_bad / per_row),
+                (unsigned long long)col, (unsigned long long)(col + tr->block_elems - 1), (double)b->first_bad_scale);
+    }
 }
 
 static void print_histogram(as_session *s, const as_weight_stats *st)
@@ -52,7 +86,11 @@ int as_cmd_weights(cmd_ctx *c)
     const as_gguf_tensor *only = NULL;
     as_weight_stats last;
     char nm[256];
-    fprintf(s->out, "tensor\ttype\tmin\tmax\tmean\tstd\tnorm\tnan\tinf\tzeros\n");
+    bool scale_columns = false;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        scale_columns |= as_hook_name_match(pattern, g->tensors[i].name) && has_scale_columns(&g->tensors[i]);
+    fprintf(s->out, "tensor\ttype\tmin\tmax\tmean\tstd\tnorm\tnan\tinf\tzeros%s\n",
+            scale_columns ? "\tblocks\tzero_scale\tbad_scale\tmax_scale\tfirst_bad" : "");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
         if (!as_hook_name_match(pattern, t->name))
@@ -73,6 +111,8 @@ int as_cmd_weights(cmd_ctx *c)
     if (matched == 1) {
         fprintf(s->out, "histogram of %s:\n", shown_name(only->name, nm, sizeof nm));
         print_histogram(s, &last);
+        if (has_scale_columns(only))
+            print_scales(s, only, &last.scales);
     }
     return AS_OK;
 }

@@ -301,8 +301,8 @@ static int stats_row(void *ctx, const float *x, const float *unused, uint64_t n)
         }
         st->n++;
         if (isnan(x[i]) || isinf(x[i])) {
-            st->nan += isnan(x[i]);
-            st->inf += isinf(x[i]);
+            st->nan += isnan(x[i]) != 0;
+            st->inf += isinf(x[i]) != 0; /* glibc's isinf is -1 for -Inf */
             continue;
         }
         st->zeros += x[i] == 0.0f;
@@ -328,7 +328,11 @@ int as_weight_stats_of(const as_gguf_tensor *t, as_weight_stats *st, as_error *e
     st->std = sqrt(var > 0 ? var : 0);
     st->norm = sqrt(acc.sq);
     acc.pass = 1; /* a second pass fills the histogram now that the range is known */
-    return for_rows(t, NULL, stats_row, &acc, err);
+    if (for_rows(t, NULL, stats_row, &acc, err))
+        return AS_ERR;
+    const as_ggml_traits *tr = as_ggml_traits_of(t->type); /* known: the rows were decoded */
+    as_ggml_scan_blocks(t->type, t->data, t->n_elements / tr->block_elems, &st->scales);
+    return AS_OK;
 }
 
 typedef struct diff_acc {

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "attnscope/instruments.h"
 #include "attnscope/model.h"
 #include "attnscope/npy.h"
 #include "attnscope/session.h"
@@ -322,6 +323,64 @@ Test(reliability_semantic, inf_weight_named_at_load_and_first_hook_in_the_pass)
 {
     /* element 3 of W_up is row 0 (the up projection's output 0) */
     poisoned(true, "blk.0.ffn_up.weight", INFINITY, "blocks.0.mlp.hook_pre_linear");
+}
+
+/* A quantized tensor's block with a NaN or Inf scale: the model loads, and
+ * the load warning names the tensor, the first such block and where it
+ * is, and counts its values. `weights` counts the blocks too. */
+Test(reliability_semantic, corrupt_block_scale_named_at_load)
+{
+    tiny_spec sp;
+    tiny_default(&sp, false);
+    sp.d_model = 32, sp.d_ff = 64, sp.wtype = AS_GGML_Q8_0;
+    built b = build(tiny_writer(&sp));
+    as_gguf *g;
+    as_error err;
+    cr_assert_eq(as_gguf_parse(&g, b.buf, b.n, "scale.gguf", &err), AS_OK, "%s", err.msg);
+    const as_gguf_tensor *t = as_gguf_tensor_find(g, "blk.0.attn_qkv.weight");
+    cr_assert(t && t->type == AS_GGML_Q8_0 && t->ne[0] == 32);
+    size_t at = (size_t)(t->data - b.buf);
+    as_gguf_close(g);
+    /* rows of one 34-byte block each: block 3 gets a NaN scale, block 70 (row 70) -Inf */
+    b.buf[at + 3 * 34] = 0x00, b.buf[at + 3 * 34 + 1] = 0x7e;
+    b.buf[at + 70 * 34] = 0x00, b.buf[at + 70 * 34 + 1] = 0xfc;
+    as_model *m;
+    cr_assert_eq(load_buf(b.buf, b.n, "scale.gguf", &m, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(m->warnings, "tensors holding NaN or Inf: blk.0.attn_qkv.weight (64; 2 Q8_0 blocks with a "
+                                  "NaN or Inf scale, the first block 3: row 3, columns 0..31, scale nan)"),
+              "warnings: %s", m->warnings);
+    as_weight_stats st;
+    cr_assert_eq(as_weight_stats_of(as_gguf_tensor_find(m->gguf, "blk.0.attn_qkv.weight"), &st, &err), AS_OK);
+    cr_assert_eq(st.nan + st.inf, 64, "nan %llu + inf %llu", (unsigned long long)st.nan,
+                 (unsigned long long)st.inf); /* Inf*q: +-Inf, or NaN where q = 0 */
+    cr_assert(st.scales.blocks == 96 && st.scales.bad == 2 && st.scales.first_bad == 3 && st.scales.zero == 0);
+    as_session *s;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len), *null = fopen("/dev/null", "w");
+    cr_assert_eq(as_session_from_model(&s, m, 4, out, null, &err), AS_OK, "%s", err.msg);
+    run_ok(s, "weights blk.0.attn_qkv.weight");
+    fflush(out);
+    /* the extra columns: 96 blocks, none with d = 0, 2 of 96 bad, the first block 3 */
+    cr_assert(strstr(text, "\tzeros\tblocks\tzero_scale\tbad_scale\tmax_scale\tfirst_bad\n"), "%s", text);
+    cr_assert(strstr(text, "\t96\t0\t0.02083\t"), "%s", text);
+    cr_assert(strstr(text, "\t3\nhistogram"), "%s", text);
+    cr_assert(strstr(text, "scales of 96 Q8_0 blocks: 0 zero, 2 NaN or Inf, largest |d| "), "%s", text);
+    cr_assert(strstr(text, "first corrupt block: 3 (row 3, columns 0..31), scale nan\n"), "%s", text);
+    as_session_free(s);
+    fclose(out), fclose(null);
+    free(text);
+    free(b.buf);
+}
+
+/* A type attnscope lists but cannot decode is refused by its name when the
+ * model is loaded to run. */
+Test(reliability_semantic, undecodable_type_refused_by_name)
+{
+    tiny_spec sp;
+    tiny_default(&sp, true);
+    sp.d_model = 256, sp.d_ff = 512, sp.n_head = 4, sp.n_head_kv = 4, sp.wtype = AS_GGML_IQ2_XXS;
+    REFUSED(build(tiny_writer(&sp)), "iq2.gguf", "tensor 'token_embd.weight' has type IQ2_XXS, which attnscope cannot read yet (supported: F32, F16, BF16, Q4_0");
 }
 
 /* Empty and duplicated vocabulary strings: the model loads with a warning

@@ -12,6 +12,7 @@
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 #include "attnscope/model.h"
+#include "attnscope/quant.h"
 
 /* Final norm then unembedding applied to one residual vector: logits[V]. */
 void as_lens_logits(const as_program *p, const float *resid, float *logits);
@@ -60,12 +61,14 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
  * (fixed seed) from ids in [lo, hi). Returns the token count. */
 int as_induction_probe(int32_t *out, int32_t bos, int len, int32_t lo, int32_t hi, uint64_t seed);
 
-/* Statistics of a tensor's values (dequantized). */
+/* Statistics of a tensor's values (dequantized) and, for a block type,
+ * of its blocks' scales. */
 #define AS_HIST_BINS 12
 typedef struct as_weight_stats {
     double min, max, mean, std, norm;
     uint64_t n, nan, inf, zeros;
     uint64_t hist[AS_HIST_BINS]; /* over [min, max] of the finite values */
+    as_block_scan scales;        /* blocks == 0 for a type without scales (F32, F16, BF16) */
 } as_weight_stats;
 
 int as_weight_stats_of(const as_gguf_tensor *t, as_weight_stats *st, as_error *err);
