@@ -271,21 +271,25 @@ static void print_tensors(const as_gguf *g, FILE *out)
 {
     static const char *const bytes_u[4] = {" B", " KiB", " MiB", " GiB"};
     static const char *const count_u[4] = {"", "K", "M", "B"};
-    unsigned nw = 4, sw = 5;
+    unsigned nw = 4, sw = 5, tw = 5; /* type names grow past 5 (IQ2_XXS) only where a file has them */
     uint64_t total = 0, params = 0;
     char shape[128], hb[32], hp[32];
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         shape_str(&g->tensors[i], shape, sizeof shape);
         nw = text_cols(g->tensors[i].name, 64) > nw ? text_cols(g->tensors[i].name, 64) : nw;
         sw = strlen(shape) > sw ? (unsigned)strlen(shape) : sw;
+        size_t tl = strlen(as_ggml_type_name(g->tensors[i].type));
+        tw = tl > tw ? (unsigned)tl : tw;
     }
-    fprintf(out, "\ntensors\n  %-*s  %-5s  %-*s  %14s\n", (int)nw, "name", "type", (int)sw, "shape", "bytes");
+    fprintf(out, "\ntensors\n  %-*s  %-*s  %-*s  %14s\n", (int)nw, "name", (int)tw, "type", (int)sw, "shape",
+            "bytes");
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
         shape_str(t, shape, sizeof shape);
         fputs("  ", out);
         put_cell(out, t->name, nw, true);
-        fprintf(out, "  %-5s  %-*s  %14" PRIu64 "\n", as_ggml_type_name(t->type), (int)sw, shape, t->n_bytes);
+        fprintf(out, "  %-*s  %-*s  %14" PRIu64 "\n", (int)tw, as_ggml_type_name(t->type), (int)sw, shape,
+                t->n_bytes);
         total += t->n_bytes;
         params += t->n_elements; /* each below 2^63 and all fit in the file: no overflow in practice */
     }

@@ -908,6 +908,52 @@ Test(gguf, print_info_model_card)
     free(buf);
 }
 
+/* A file of any type ggml defines parses and is listed, whether or not
+ * attnscope can decode it (only running it is refused, by name). */
+Test(gguf, print_info_lists_every_ggml_type)
+{
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    as_error err;
+    uint8_t zeros[2 * 292] = {0};
+    int n_types = 0;
+    for (int t = 0; t < AS_GGML_TYPE_END; t++) {
+        const as_ggml_traits *tr = as_ggml_traits_of((as_ggml_type)t);
+        if (!tr)
+            continue;
+        char name[32];
+        uint64_t ne[2] = {tr->block_elems, 2};
+        snprintf(name, sizeof name, "t%02d", t);
+        cr_assert_eq(as_gguf_writer_add_tensor(w, name, (as_ggml_type)t, 2, ne, zeros, &err), AS_OK, "%s: %s",
+                     tr->name, err.msg);
+        n_types++;
+    }
+    cr_assert_eq(n_types, 35); /* ggml.h's 43 numbers less the 8 it retired */
+    uint8_t *buf;
+    size_t n;
+    as_gguf *g;
+    cr_assert_eq(as_gguf_writer_to_memory(w, &buf, &n, &err), AS_OK);
+    cr_assert_eq(as_gguf_parse(&g, buf, n, "every.gguf", &err), AS_OK, "%s", err.msg);
+    char *text = info_text(g);
+    long shape_col = -1;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        char row[64], type[16];
+        snprintf(row, sizeof row, "\n  %s ", t->name);
+        snprintf(type, sizeof type, " %s ", as_ggml_type_name(t->type));
+        const char *line = strstr(text, row);
+        cr_assert(line && strstr(line, type) && strstr(line, type) < strchr(line + 1, '\n'),
+                  "model card lacks %s of type %s:\n%s", t->name, type, text);
+        long col = strchr(line, '[') - line; /* the shape column lines up after the longest type name */
+        cr_assert(shape_col < 0 || col == shape_col, "%s: shape at column %ld, not %ld", t->name, col, shape_col);
+        shape_col = col;
+    }
+    cr_assert(strstr(text, "IQ2_XXS") && strstr(text, "MXFP4") && strstr(text, "TQ1_0") && strstr(text, "Q2_0"));
+    free(text);
+    as_gguf_close(g);
+    free(buf);
+    as_gguf_writer_free(w);
+}
+
 Test(gguf, print_info_escapes_and_truncates)
 {
     as_gguf_writer *w = as_gguf_writer_new(3);
