@@ -8,9 +8,11 @@
 
 #include "attnscope/quant.h"
 
+/* The type table's decoder column decides: a type is readable once quant.c
+ * decodes it (and kernels.c reads its rows). */
 bool as_weight_type_readable(as_ggml_type t)
 {
-    return t == AS_GGML_F32 || t == AS_GGML_F16 || t == AS_GGML_BF16 || t == AS_GGML_Q8_0;
+    return as_ggml_type_supported(t);
 }
 
 as_weight as_weight_f32(const float *data, int rows, int cols)

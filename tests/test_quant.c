@@ -17,6 +17,7 @@
 
 #include "attnscope/gguf.h"
 #include "attnscope/quant.h"
+#include "attnscope/weight.h"
 #include "ggml_ref.h"
 
 /* ------------------------------------------------------------------ */
@@ -199,6 +200,8 @@ Test(quant, type_tables)
     cr_assert(as_ggml_type_supported(AS_GGML_Q4_K));
     cr_assert(!as_ggml_type_supported(AS_GGML_IQ2_XXS));
     cr_assert(!as_ggml_type_supported(AS_GGML_TQ1_0));
+    for (int t = 0; t < AS_GGML_TYPE_END + 4; t++) /* what the loader reads is the table's decoder column */
+        cr_assert_eq(as_weight_type_readable((as_ggml_type)t), as_ggml_type_supported((as_ggml_type)t), "type %d", t);
 }
 
 /* ------------------------------------------------------------------ */

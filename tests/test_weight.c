@@ -138,14 +138,14 @@ Test(weight, panels_agree_with_one_position)
 
 Test(weight, unreadable_types_are_refused_by_name)
 {
-    as_gguf_tensor t = {.name = "blk.0.ffn_up.weight", .n_dims = 2, .ne = {256, 2, 1, 1}, .type = AS_GGML_Q4_K,
+    as_gguf_tensor t = {.name = "blk.0.ffn_up.weight", .n_dims = 2, .ne = {256, 2, 1, 1}, .type = AS_GGML_IQ2_XXS,
                         .n_elements = 512, .path = "model.gguf"};
     uint8_t bytes[1024] = {0};
     t.data = bytes;
     as_weight w;
     as_error err = {{0}};
     cr_assert_eq(as_weight_from_tensor(&w, &t, &err), AS_ERR);
-    cr_assert(strstr(err.msg, "blk.0.ffn_up.weight") && strstr(err.msg, "Q4_K") && strstr(err.msg, "model.gguf"),
+    cr_assert(strstr(err.msg, "blk.0.ffn_up.weight") && strstr(err.msg, "IQ2_XXS") && strstr(err.msg, "model.gguf"),
               "%s", err.msg);
     t.type = AS_GGML_Q8_0;
     t.ne[0] = 32, t.n_elements = 64;
