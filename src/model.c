@@ -347,6 +347,16 @@ static uint64_t scan_blocks(const as_gguf_tensor *t, char *where, size_t cap)
     return s.bad * tr->block_elems;
 }
 
+/* 16-bit floats are NaN or Inf when their exponent bits are all set: an
+ * integer test on the stored bits, no decoding. */
+static uint64_t count_nonfinite16(const uint8_t *p, uint64_t n, uint16_t exp_mask)
+{
+    uint64_t bad = 0;
+    for (uint64_t k = 0; k < n; k++)
+        bad += ((p[2 * k] | p[2 * k + 1] << 8) & exp_mask) == exp_mask;
+    return bad;
+}
+
 /* Names tensors that hold NaN or Inf, and a block type's first corrupt
  * block: a broken conversion should load (so it can be inspected) but say
  * so at once. */
@@ -381,6 +391,9 @@ static void scan_nonfinite(as_model *m)
                 bad += !isfinite(f[k]);
         } else if (as_ggml_has_scales(t->type)) {
             bad = scan_blocks(t, where, sizeof where);
+            rows = 0;
+        } else if (t->type == AS_GGML_F16 || t->type == AS_GGML_BF16) {
+            bad = count_nonfinite16(t->data, t->n_elements, t->type == AS_GGML_F16 ? 0x7c00 : 0x7f80);
             rows = 0;
         }
         for (uint64_t r = 0; r < rows; r++) {

@@ -373,6 +373,30 @@ Test(reliability_semantic, corrupt_block_scale_named_at_load)
     free(b.buf);
 }
 
+/* F16 and BF16 matrices are scanned from their stored bits: a NaN and an
+ * Inf are counted as the decoded values would be. */
+Test(reliability_semantic, nonfinite_16bit_weights_named_at_load)
+{
+    const as_ggml_type types[] = {AS_GGML_F16, AS_GGML_BF16};
+    const float values[] = {NAN, -INFINITY};
+    for (int i = 0; i < 2; i++) {
+        tiny_spec sp;
+        tiny_default(&sp, i == 1);
+        sp.wtype = types[i];
+        sp.poison_tensor = "blk.0.ffn_up.weight";
+        sp.poison_value = values[i];
+        built b = build(tiny_writer(&sp));
+        as_model *m;
+        as_error err;
+        cr_assert_eq(load_buf(b.buf, b.n, "half.gguf", &m, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_gguf_tensor_find(m->gguf, "blk.0.ffn_up.weight")->type, types[i]);
+        cr_assert(strstr(m->warnings, "tensors holding NaN or Inf: blk.0.ffn_up.weight (1)"), "%s: %s",
+                  as_ggml_type_name(types[i]), m->warnings);
+        as_model_free(m);
+        free(b.buf);
+    }
+}
+
 /* A type attnscope lists but cannot decode is refused by its name when the
  * model is loaded to run. */
 Test(reliability_semantic, undecodable_type_refused_by_name)
