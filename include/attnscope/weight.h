@@ -1,7 +1,8 @@
 /* weight: a weight matrix as the model file stores it. A view, never a
  * copy: data points into the memory-mapped file, rows stay in their GGUF
- * type (F32, F16, BF16, Q8_0; the other ggml quant types come with their
- * kernels), and kernels decode blocks as they read them. So a model's
+ * type (F32, F16, BF16, and every block type quant.c decodes: Q4_0 to
+ * Q8_0, the K-quants, IQ4_NL, IQ4_XS), and kernels decode blocks as they
+ * read them. So a model's
  * memory is its file, not a float32 expansion of it. Row r holds the
  * weights of output feature r (ggml's ne = [cols, rows]), so y = W · x
  * reads row by row. */
