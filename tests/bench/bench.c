@@ -55,6 +55,8 @@ typedef struct row {
 
 typedef struct model {
     const char *name, *kind; /* kind: llama or gpt2 */
+    char label[64];          /* a quantized copy's name: "stories110M Q4_K_M" */
+    bool quant;              /* llama.cpp's quantization of another model's GGUF */
     char bin[1024], tok[1024], gguf[1024];
     char typed[2][1024];     /* the GGUF's F16 and Q8_0 copies */
     char shape[160];
@@ -408,12 +410,38 @@ static double paired_ratio(const row *a, const row *b, size_t field, double ma, 
     return median_of(v, a->n_ok);
 }
 
+/* A file llama.cpp quantized: as fast as llama.cpp on it, from process
+ * start to the first token too, in the file's memory. */
+static void quant_targets(FILE *f, const model *m)
+{
+    const row *off = find_row(m, E_ATTN_OFF), *lc = find_row(m, E_LLAMA);
+    char what[200];
+    if (off && lc) {
+        snprintf(what, sizeof what, "%s: decode vs llama.cpp, same file (x)", m->name);
+        target(f, what, paired_ratio(off, lc, offsetof(sample, decode_tps), off->decode_tps, lc->decode_tps), 1.0,
+               false);
+        snprintf(what, sizeof what, "%s: prompt vs llama.cpp, same file (x)", m->name);
+        target(f, what, paired_ratio(off, lc, offsetof(sample, prompt_tps), off->prompt_tps, lc->prompt_tps), 1.0,
+               false);
+        snprintf(what, sizeof what, "%s: first token, attnscope / llama.cpp", m->name);
+        target(f, what, paired_ratio(off, lc, offsetof(sample, ttft_ms), off->ttft_ms, lc->ttft_ms), 1.0, true);
+    }
+    if (off) {
+        snprintf(what, sizeof what, "%s: peak RSS, capture off, minus the file's bytes (MB)", m->name);
+        target(f, what, off->rss_mb - m->bytes / 1048576.0, 64, true);
+    }
+}
+
 static void print_targets(FILE *f, const model *ms, int n)
 {
     fprintf(f, "\n### Targets\n\nRatios are medians of per-round ratios (each round runs every engine once, in "
                "turn).\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n");
     for (int i = 0; i < n; i++) {
         const model *m = &ms[i];
+        if (m->quant) {
+            quant_targets(f, m);
+            continue;
+        }
         const row *off = find_row(m, E_ATTN_OFF), *full = find_row(m, E_ATTN_FULL), *gg = find_row(m, E_ATTN_GGUF);
         const row *rc = find_row(m, E_RUNC), *lc = find_row(m, E_LLAMA);
         char what[200];
@@ -530,6 +558,34 @@ static int setup_llama(model *m, const opts *o, const bench_llama_shape *s)
     return 0;
 }
 
+/* llama.cpp's quantization of a set-up model's GGUF, as a model of its own
+ * timed in attnscope and in llama.cpp. */
+static int setup_quant(model *m, const opts *o, const model *base, const char *ftype_name, int ftype)
+{
+    if (!o->llama_peer)
+        return -1;
+    *m = (model){.kind = base->kind, .n_ctx = base->n_ctx, .n_vocab = base->n_vocab, .quant = true};
+    snprintf(m->label, sizeof m->label, "%s %s", base->name, ftype_name);
+    m->name = m->label;
+    snprintf(m->gguf, sizeof m->gguf, "%s/%s.%s.gguf", o->dir, base->name, ftype_name);
+    if (access(m->gguf, R_OK)) {
+        char ft[16];
+        child c;
+        snprintf(ft, sizeof ft, "%d", ftype);
+        char *argv[] = {(char *)o->llama_peer, (char *)o->llama_lib, (char *)base->gguf, "quantize", ft, m->gguf, NULL};
+        fprintf(stderr, "bench: llama.cpp quantizes %s to %s\n", base->gguf, ftype_name);
+        if (run_child(argv, NULL, &c)) {
+            fprintf(stderr, "bench: %s\n", c.out);
+            return -1;
+        }
+    }
+    snprintf(m->shape, sizeof m->shape, "llama.cpp's %s of the %s GGUF", ftype_name, base->name);
+    m->bytes = file_bytes(m->gguf);
+    add_row(m, E_ATTN_OFF);
+    add_row(m, E_LLAMA);
+    return 0;
+}
+
 static int setup_gpt2(model *m, const opts *o)
 {
     if (bench_make_gpt2(o->dir, "gpt2-124M"))
@@ -604,7 +660,10 @@ int main(int argc, char **argv)
         {"stories15M", 288, 768, 6, 6, 32000, 512},
         {"stories110M", 768, 2048, 12, 12, 32000, 1024},
     };
-    static model ms[3];
+    static const struct { const char *name; int ftype; } quants[] = {
+        {"Q8_0", 7}, {"Q4_0", 2}, {"Q4_K_M", 15}, {"Q6_K", 18},
+    };
+    static model ms[3 + 2 * 4];
     int n = 0;
     char *kernels = NULL;
     size_t kernels_len = 0;
@@ -618,8 +677,12 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < 2; i++)
         if (!o.only || !strcmp(o.only, shapes[i].name))
-            if (setup_llama(&ms[n], &o, &shapes[i]) == 0)
-                n++;
+            if (setup_llama(&ms[n], &o, &shapes[i]) == 0) {
+                int base = n++;
+                for (size_t q = 0; q < sizeof quants / sizeof quants[0]; q++)
+                    if (setup_quant(&ms[n], &o, &ms[base], quants[q].name, quants[q].ftype) == 0)
+                        n++;
+            }
     if ((!o.only || !strcmp(o.only, "gpt2-124M")) && setup_gpt2(&ms[n], &o) == 0)
         n++;
     for (int i = 0; i < n; i++)

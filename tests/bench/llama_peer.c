@@ -6,7 +6,12 @@
  *
  *   llama-peer LIBDIR MODEL.gguf decode|prompt THREADS N_CTX ID,ID,...
  *
- * prints the same "key value" lines as attnscope's worker. */
+ * prints the same "key value" lines as attnscope's worker. And
+ *
+ *   llama-peer LIBDIR IN.gguf quantize FTYPE OUT.gguf
+ *
+ * writes IN quantized by llama.cpp's own quantizer (FTYPE: llama_ftype's
+ * number, e.g. 2 Q4_0, 15 Q4_K_M, 18 Q6_K), the files the bench times. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,8 +92,26 @@ static int run(struct llama_context *ctx, int n_vocab, int decode, llama_token *
     return 0;
 }
 
+static int quantize(char **argv)
+{
+    llama_backend_init();
+    llama_model_quantize_params qp = llama_model_quantize_default_params();
+    qp.ftype = (enum llama_ftype)atoi(argv[4]);
+    qp.nthread = 2;
+    uint32_t rc = llama_model_quantize(argv[2], argv[5], &qp);
+    llama_backend_free();
+    if (rc)
+        return fprintf(stderr, "llama-peer: quantizing %s failed (%u)\n", argv[2], rc), 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 6 && !strcmp(argv[3], "quantize")) {
+        llama_log_set(log_errors_only, NULL);
+        ggml_backend_load_all_from_path(argv[1]);
+        return quantize(argv);
+    }
     if (argc != 7)
         return fprintf(stderr, "usage: llama-peer LIBDIR MODEL decode|prompt THREADS N_CTX IDS\n"), 2;
     static llama_token ids[4096];
