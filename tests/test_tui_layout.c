@@ -528,3 +528,25 @@ Test(tui_layout, a_pane_that_does_not_apply_gets_no_place)
     cr_assert_eq(l.r[P_PROBS].h, 0);
     cr_assert_gt(l.r[P_LENS].h, 0);
 }
+
+/* N steps through the norms the program has: a pre-LN model's ln1, ln2,
+ * final; Gemma's post-norms between them. */
+Test(tui_view, norms_the_program_has)
+{
+    as_session *g = open_session("fixtures/tiny-gpt2.gguf", 16), *m = open_session("fixtures/tiny-gemma2.gguf", 16);
+    norm_kind k = NK_LN1;
+    cr_assert_eq(k = view_norm_step(g->prog, 0, k, 1), NK_LN2);
+    cr_assert_eq(k = view_norm_step(g->prog, 0, k, 1), NK_FINAL);
+    cr_assert_eq(view_norm_step(g->prog, 0, k, 1), NK_LN1, "wraps round");
+    cr_assert_eq(view_norm_step(g->prog, 0, NK_LN1, -1), NK_FINAL);
+    cr_assert_lt(view_norm_hook(g->prog, 0, NK_LN1_POST), 0);
+    k = NK_LN1;
+    cr_assert_eq(k = view_norm_step(m->prog, 1, k, 1), NK_LN1_POST);
+    cr_assert_eq(k = view_norm_step(m->prog, 1, k, 1), NK_LN2);
+    cr_assert_eq(k = view_norm_step(m->prog, 1, k, 1), NK_LN2_POST);
+    int h = view_norm_hook(m->prog, 1, NK_LN2_POST);
+    cr_assert_geq(h, 0);
+    cr_assert_str_eq(m->prog->hooks[h].name, "blocks.1.ln2_post.hook_scale");
+    close_session(g);
+    close_session(m);
+}

@@ -75,7 +75,7 @@ static unsigned move_key(tui *u, int d)
 
 unsigned tui_cycle_norm(tui *u, int d)
 {
-    u->v.norm = (norm_kind)(((int)u->v.norm + d + NK_COUNT) % NK_COUNT);
+    u->v.norm = view_norm_step(u->s->prog, u->v.layer, u->v.norm, d);
     return panes_showing(SHOWS_NORM);
 }
 

@@ -16,10 +16,7 @@
 
 static int norm_hook(const tui *u, norm_kind k)
 {
-    const as_program *p = u->s->prog;
-    if (k == NK_FINAL)
-        return as_program_hook(p, AS_HK_LNF_SCALE, -1);
-    return as_program_hook(p, k == NK_LN1 ? AS_HK_LN1_SCALE : AS_HK_LN2_SCALE, u->v.layer);
+    return view_norm_hook(u->s->prog, u->v.layer, k);
 }
 
 /* Whether the norm shown is an RMSNorm: a fact of the op that fills it. */
@@ -140,7 +137,12 @@ static void draw(tui *u)
     else
         snprintf(title, sizeof title, "%s  blocks.%d.%s", is_rms(u) ? "RMSNorm" : "LayerNorm", u->v.layer,
                  view_norm_name(u->v.norm));
-    pane_frame(u, P_NORMS, title, "N: ln1 ln2 final");
+    /* The note names the norms N steps through, those this program has. */
+    char note[96] = "N:";
+    for (int k = 0; k < NK_COUNT; k++)
+        if (norm_hook(u, (norm_kind)k) >= 0)
+            snprintf(note + strlen(note), sizeof note - strlen(note), " %s", view_norm_name((norm_kind)k));
+    pane_frame(u, P_NORMS, title, note);
     int n = h >= 0 ? u->s->cap->filled[h] : 0;
     if (u->s->it->out->n_tokens == 0 || n == 0) {
         pane_message(u, P_NORMS, u->s->it->out->n_tokens ? "Not computed yet at this norm." : "No context yet.");

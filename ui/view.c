@@ -32,8 +32,25 @@ void view_init(view *v)
 
 const char *view_norm_name(norm_kind k)
 {
-    static const char *const names[NK_COUNT] = {"ln1", "ln2", "final"};
+    static const char *const names[NK_COUNT] = {"ln1", "ln1_post", "ln2", "ln2_post", "final"};
     return k < NK_COUNT ? names[k] : "?";
+}
+
+int view_norm_hook(const as_program *p, int layer, norm_kind k)
+{
+    static const as_hook_kind kinds[NK_COUNT] = {AS_HK_LN1_SCALE, AS_HK_LN1_POST_SCALE, AS_HK_LN2_SCALE,
+                                                 AS_HK_LN2_POST_SCALE, AS_HK_LNF_SCALE};
+    return k < NK_COUNT ? as_program_hook(p, kinds[k], k == NK_FINAL ? -1 : layer) : -1;
+}
+
+norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d)
+{
+    for (int i = 1; i <= NK_COUNT; i++) {
+        norm_kind n = (norm_kind)(((int)k + i * d) % NK_COUNT + NK_COUNT) % NK_COUNT;
+        if (view_norm_hook(p, layer, n) >= 0)
+            return n;
+    }
+    return k;
 }
 
 static int clampi(int x, int lo, int hi)
@@ -97,7 +114,8 @@ static int view_norm(view *v, const char *name, as_error *err)
             v->norm = (norm_kind)k;
             return AS_OK;
         }
-    return as_error_set(err, "unknown norm '%s' (ln1, ln2, final)", name);
+    return as_error_set(err, "unknown norm '%s' (ln1, ln2, final; ln1_post, ln2_post where the model has them)",
+                        name);
 }
 
 static int view_pos(view *v, const as_session *s, const char *arg, as_error *err)

@@ -12,7 +12,9 @@
 #include "attnscope/colormap.h"
 #include "attnscope/session.h"
 
-typedef enum norm_kind { NK_LN1, NK_LN2, NK_FINAL, NK_COUNT } norm_kind;
+/* The norms the pane can show, in the order N steps through them; a
+ * program shows those it has (Gemma's post-norms, say). */
+typedef enum norm_kind { NK_LN1, NK_LN1_POST, NK_LN2, NK_LN2_POST, NK_FINAL, NK_COUNT } norm_kind;
 
 typedef struct view {
     int layer, head;
@@ -34,6 +36,11 @@ void view_init(view *v);
  * a generated token or `back`); with follow on, selects the newest token. */
 void view_clamp(view *v, const as_session *s);
 const char *view_norm_name(norm_kind k);
+/* The scale hook of norm k (in `layer` for a block's norms), or -1 where
+ * the program has none. */
+int view_norm_hook(const as_program *p, int layer, norm_kind k);
+/* The next norm the program has from k, stepping by d (+1 or -1). */
+norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d);
 
 /* Runs one command: a view command, else the session's. *view_changed
  * (may be NULL) is set when the view's selection or look changed. */
