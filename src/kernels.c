@@ -305,6 +305,27 @@ static inline vfloat vcvt_u8(vu8 v)
 #endif
 }
 
+/* VL bytes holding small integers q, widened to floats as q - bias (the
+ * bias taken in the integer lanes, where it costs no float work). */
+static inline vfloat vcvt_u8_minus(vu8 v, int bias)
+{
+    vi8 q = (vi8)v - (int8_t)bias;
+    vfloat f;
+#if VL == 16 && defined(__AVX512F__)
+    __m128i b;
+    memcpy(&b, &q, sizeof b);
+    f = (vfloat)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
+#elif VL == 8 && defined(__AVX2__)
+    __m128i b = _mm_setzero_si128();
+    memcpy(&b, &q, sizeof q);
+    f = (vfloat)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+#else
+    for (int k = 0; k < VL; k++)
+        f[k] = (float)q[k];
+#endif
+    return f;
+}
+
 static inline float half_at(const uint8_t *p)
 {
     uint16_t h;
@@ -322,7 +343,8 @@ static inline vfloat vsum(const float *x, int n)
 }
 
 /* Q4_0: d (f16), 16 bytes; element j < 16 is the low nibble of byte j,
- * element 16 + j its high nibble; w = d·(q - 8). Q4_1 adds m: w = d·q + m. */
+ * element 16 + j its high nibble; w = d·(q - 8). Q4_1 adds m: w = d·q + m
+ * (its m·Σx term through the block's sum of x). */
 static float dot_q4(const uint8_t *w, const float *x, int n, bool offset)
 {
     size_t bytes = offset ? 20 : 18;
@@ -330,15 +352,16 @@ static float dot_q4(const uint8_t *w, const float *x, int n, bool offset)
     for (int b = 0; b < n / 32; b++, w += bytes, x += 32) {
         const uint8_t *qs = w + (offset ? 4 : 2);
         vfloat qx = {0};
+        int bias = offset ? 0 : 8; /* Q4_0's zero point, taken in the integer lanes */
         for (int j = 0; j < 16; j += VL) {
             vu8 q = vload_u8(qs + j);
-            qx = vfma(vcvt_u8(q & 0xF), vload(x + j), qx);
-            qx = vfma(vcvt_u8(q >> 4), vload(x + 16 + j), qx);
+            qx = vfma(vcvt_u8_minus(q & 0xF, bias), vload(x + j), qx);
+            qx = vfma(vcvt_u8_minus(q >> 4, bias), vload(x + 16 + j), qx);
         }
         float d = half_at(w);
-        float m = offset ? half_at(w + 2) : -8.0f * d;
         acc = vfma(qx, (vfloat){0} + d, acc);
-        acc = vfma(vsum(x, 32), (vfloat){0} + m, acc);
+        if (offset)
+            acc = vfma(vsum(x, 32), (vfloat){0} + half_at(w + 2), acc);
     }
     return hsum(acc);
 }
@@ -360,13 +383,13 @@ static float dot_q5(const uint8_t *w, const float *x, int n, bool offset)
                 h0[k] = (uint8_t)(((qh >> (j + k)) & 1) << 4);
                 h1[k] = (uint8_t)(((qh >> (j + k + 16)) & 1) << 4);
             }
-            qx = vfma(vcvt_u8((q & 0xF) | h0), vload(x + j), qx);
-            qx = vfma(vcvt_u8((q >> 4) | h1), vload(x + 16 + j), qx);
+            qx = vfma(vcvt_u8_minus((q & 0xF) | h0, offset ? 0 : 16), vload(x + j), qx);
+            qx = vfma(vcvt_u8_minus((q >> 4) | h1, offset ? 0 : 16), vload(x + 16 + j), qx);
         }
         float d = half_at(w);
-        float m = offset ? half_at(w + 2) : -16.0f * d;
         acc = vfma(qx, (vfloat){0} + d, acc);
-        acc = vfma(vsum(x, 32), (vfloat){0} + m, acc);
+        if (offset)
+            acc = vfma(vsum(x, 32), (vfloat){0} + half_at(w + 2), acc);
     }
     return hsum(acc);
 }
@@ -435,17 +458,14 @@ static float dot_q6_k(const uint8_t *w, const float *x, int n)
                 vfloat part[4] = {{0}, {0}, {0}, {0}};
                 for (int j = l; j < l + 16; j += VL) {
                     vu8 a = vload_u8(ql + j), c = vload_u8(ql + 32 + j), h = vload_u8(qh + j);
-                    part[0] = vfma(vcvt_u8((a & 0xF) | ((h & 3) << 4)), vload(x + j), part[0]);
-                    part[1] = vfma(vcvt_u8((c & 0xF) | (((h >> 2) & 3) << 4)), vload(x + 32 + j), part[1]);
-                    part[2] = vfma(vcvt_u8((a >> 4) | (((h >> 4) & 3) << 4)), vload(x + 64 + j), part[2]);
-                    part[3] = vfma(vcvt_u8((c >> 4) | (((h >> 6) & 3) << 4)), vload(x + 96 + j), part[3]);
+                    part[0] = vfma(vcvt_u8_minus((a & 0xF) | ((h & 3) << 4), 32), vload(x + j), part[0]);
+                    part[1] = vfma(vcvt_u8_minus((c & 0xF) | (((h >> 2) & 3) << 4), 32), vload(x + 32 + j), part[1]);
+                    part[2] = vfma(vcvt_u8_minus((a >> 4) | (((h >> 4) & 3) << 4), 32), vload(x + 64 + j), part[2]);
+                    part[3] = vfma(vcvt_u8_minus((c >> 4) | (((h >> 6) & 3) << 4), 32), vload(x + 96 + j), part[3]);
                 }
                 int is = l / 16;
-                for (int k = 0; k < 4; k++) {
-                    float ds = d * (float)sc[is + 2 * k];
-                    acc = vfma(part[k], (vfloat){0} + ds, acc);
-                    acc = vfma(vsum(x + 32 * k + l, 16), (vfloat){0} - 32.0f * ds, acc);
-                }
+                for (int k = 0; k < 4; k++)
+                    acc = vfma(part[k], (vfloat){0} + d * (float)sc[is + 2 * k], acc);
             }
     }
     return hsum(acc);
