@@ -411,10 +411,20 @@ static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m)
  * scales and mins, [Q5_K: 32 bytes of fifth bits], 128 bytes of nibbles:
  * each 32 bytes hold two sub-blocks of 32 (low nibbles, then high).
  * w = d·sc·q - dmin·m per sub-block. */
-static float dot_qk45(const uint8_t *w, const float *x, int n, bool five)
+/* Σx over each 32 of x[n]: the K-quants' min terms need them for every
+ * row, so a matrix-vector product takes them once for all its rows. */
+#define XSUM_MAX 2048 /* sums kept on the stack: rows of up to 65536 */
+static void block_sums(const float *x, int n, float *xs)
+{
+    for (int i = 0; i < n / 32; i++)
+        xs[i] = hsum(vsum(x + 32 * i, 32));
+}
+
+static float dot_qk45(const uint8_t *w, const float *x, int n, bool five, const float *xs)
 {
     vfloat acc = {0};
-    for (int b = 0; b < n / 256; b++, w += five ? 176 : 144) {
+    float mins = 0;
+    for (int b = 0; b < n / 256; b++, w += five ? 176 : 144, xs += 8) {
         float d = half_at(w), dmin = half_at(w + 2);
         const uint8_t *scales = w + 4, *qh = w + 16, *qs = w + (five ? 48 : 16);
         for (int s = 0; s < 8; s += 2, qs += 32, x += 64) {
@@ -434,11 +444,10 @@ static float dot_qk45(const uint8_t *w, const float *x, int n, bool five)
             }
             acc = vfma(qx0, (vfloat){0} + d * (float)sc0, acc);
             acc = vfma(qx1, (vfloat){0} + d * (float)sc1, acc);
-            acc = vfma(vsum(x, 32), (vfloat){0} - dmin * (float)m0, acc);
-            acc = vfma(vsum(x + 32, 32), (vfloat){0} - dmin * (float)m1, acc);
+            mins += dmin * ((float)m0 * xs[s] + (float)m1 * xs[s + 1]);
         }
     }
-    return hsum(acc);
+    return hsum(acc) - mins;
 }
 
 /* Q6_K (210 bytes per 256): 128 bytes of low nibbles ql, 64 of 2-bit high
@@ -532,6 +541,29 @@ void as_weight_row(const as_weight *w, int r, float *out)
     }
 }
 
+/* A Q4_K/Q5_K row with x's block sums given (a matrix-vector product's,
+ * taken once), or taken here. */
+static float dot_k_sums(const as_weight *w, const uint8_t *row, const float *x, const float *xs)
+{
+    float own[XSUM_MAX];
+    bool five = w->type == AS_GGML_Q5_K;
+    if (xs)
+        return dot_qk45(row, x, w->cols, five, xs);
+    if (w->cols / 32 <= XSUM_MAX) {
+        block_sums(x, w->cols, own);
+        return dot_qk45(row, x, w->cols, five, own);
+    }
+    /* wider than any model: the sums a chunk at a time would need a heap
+     * buffer; take them block by block instead */
+    float s = 0;
+    size_t bytes = five ? 176 : 144;
+    for (int b = 0; b < w->cols / 256; b++) {
+        block_sums(x + 256 * b, 256, own);
+        s += dot_qk45(row + b * bytes, x + 256 * b, 256, five, own);
+    }
+    return s;
+}
+
 float as_weight_dot(const as_weight *w, int r, const float *x)
 {
     const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
@@ -550,7 +582,7 @@ float as_weight_dot(const as_weight *w, int r, const float *x)
         return dot_q5(row, x, w->cols, w->type == AS_GGML_Q5_1);
     case AS_GGML_Q4_K:
     case AS_GGML_Q5_K:
-        return dot_qk45(row, x, w->cols, w->type == AS_GGML_Q5_K);
+        return dot_k_sums(w, row, x, NULL);
     case AS_GGML_Q6_K:
         return dot_q6_k(row, x, w->cols);
     case AS_GGML_F32:
@@ -562,8 +594,15 @@ float as_weight_dot(const as_weight *w, int r, const float *x)
 
 void as_matvec_rows(const float *x, const as_weight *wt, const float *b, float *y, int r0, int r1)
 {
+    float xs[XSUM_MAX];
+    bool ksums = (wt->type == AS_GGML_Q4_K || wt->type == AS_GGML_Q5_K) && wt->cols / 32 <= XSUM_MAX;
+    if (ksums)
+        block_sums(x, wt->cols, xs);
     if (wt->type == AS_GGML_F32)
         as_matvec_rows_ld(x, wt->cols, wt->data, wt->row_bytes / sizeof(float), y, r0, r1);
+    else if (ksums)
+        for (int r = r0; r < r1; r++)
+            y[r] = dot_k_sums(wt, (const uint8_t *)wt->data + (size_t)r * wt->row_bytes, x, xs);
     else
         for (int r = r0; r < r1; r++)
             y[r] = as_weight_dot(wt, r, x);

@@ -512,6 +512,8 @@ Test(weight, block_types_on_rows_ggml_quantized)
             cr_assert_float_eq(as_weight_dot(&w, r, x), dot, 1e-6 * mag, "%s row %d: %g vs %g", as_ggml_type_name(ty),
                                r, as_weight_dot(&w, r, x), dot);
             cr_assert_eq(y1[r], y2[r], "%s row %d: 1 and 2 threads differ", as_ggml_type_name(ty), r);
+            cr_assert_eq(y1[r], as_weight_dot(&w, r, x), "%s row %d: the product's row is not the row's dot",
+                         as_ggml_type_name(ty), r);
         }
         free(q);
     }
