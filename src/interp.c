@@ -219,8 +219,6 @@ static int enter_pass(as_interp *it, const as_pass *ps, as_error *err)
     return setup_span(it, err);
 }
 
-#define row span_row
-
 float *as_interp_attn_row(const as_interp *it, int h, int head, int i)
 {
     const as_stream_state *st = span_of(it, h);
@@ -254,9 +252,9 @@ static void op_rope(as_interp *it, const as_op *op)
     for (int i = 0; i < st->n; i++) {
         const float *cs = it->rope + 2 * (size_t)i * (size_t)r->dim;
         if (r->mode == AS_ROPE_HALVES)
-            as_rope_apply_halves(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
+            as_rope_apply_halves(span_row(it, op->in[0], i), span_row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
         else
-            as_rope_apply(row(it, op->in[0], i), row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
+            as_rope_apply(span_row(it, op->in[0], i), span_row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
     }
 }
 
@@ -268,8 +266,8 @@ static void op_norm(as_interp *it, const as_op *op)
     bool rms = op->norm == AS_NORM_RMS;
     int s = op->kind == AS_OP_NORM_SCALE ? op->out : op->in[1], G = it->prog->hooks[s].width;
     for (int i = 0; i < st->n; i++) {
-        const float *x = row(it, op->in[0], i);
-        float *scale = row(it, s, i);
+        const float *x = span_row(it, op->in[0], i);
+        float *scale = span_row(it, s, i);
         as_norm_stat *stats = &it->cap->stats[s][(size_t)(st->p0 + i) * (size_t)G];
         for (int g = 0; g < G; g++) {
             const float *xg = x + (size_t)g * (size_t)op->n_in;
@@ -280,7 +278,7 @@ static void op_norm(as_interp *it, const as_op *op)
                 /* Use the scale hook's value, so an intervention on it takes effect. */
                 as_norm_stat ns = stats[g];
                 ns.scale = scale[g];
-                as_norm_apply(xg, op->n_in, &ns, rms, op->nw, op->b, row(it, op->out, i) + (size_t)g * (size_t)op->n_in);
+                as_norm_apply(xg, op->n_in, &ns, rms, op->nw, op->b, span_row(it, op->out, i) + (size_t)g * (size_t)op->n_in);
             }
         }
     }
@@ -291,12 +289,12 @@ static void op_linear(as_interp *it, const as_op *op)
     int n = span_of(it, op->out)->n, first = 0;
     if (n == 1 || (op->last_row_only && !as_capture_has(it->cap, op->out))) {
         first = n - 1;
-        as_matvec(it->pool, row(it, op->in[0], n - 1), &op->w, op->b, row(it, op->out, n - 1));
+        as_matvec(it->pool, span_row(it, op->in[0], n - 1), &op->w, op->b, span_row(it, op->out, n - 1));
     } else {
-        as_linear_pool(it->pool, row(it, op->in[0], 0), n, &op->w, op->b, row(it, op->out, 0));
+        as_linear_pool(it->pool, span_row(it, op->in[0], 0), n, &op->w, op->b, span_row(it, op->out, 0));
     }
     if (op->softcap > 0)
-        as_softcap(row(it, op->out, first), row(it, op->out, first), (long)(n - first) * op->n_out, op->softcap);
+        as_softcap(span_row(it, op->out, first), span_row(it, op->out, first), (long)(n - first) * op->n_out, op->softcap);
 }
 
 static void exec(as_interp *it, const as_op *op)
@@ -307,19 +305,19 @@ static void exec(as_interp *it, const as_op *op)
     switch (op->kind) {
     case AS_OP_EMBED:
         for (int i = 0; i < st->n; i++)
-            as_weight_row(&op->w, st->tokens[st->p0 + i], row(it, op->out, i));
+            as_weight_row(&op->w, st->tokens[st->p0 + i], span_row(it, op->out, i));
         if (op->scale != 0)
-            as_scale(row(it, op->out, 0), span, op->scale);
+            as_scale(span_row(it, op->out, 0), span, op->scale);
         break;
     case AS_OP_POS_EMBED:
         for (int i = 0; i < st->n; i++)
-            as_weight_row(&op->w, st->p0 + i, row(it, op->out, i));
+            as_weight_row(&op->w, st->p0 + i, span_row(it, op->out, i));
         break;
     case AS_OP_ADD:
-        as_add(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), span);
+        as_add(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), span);
         break;
     case AS_OP_COPY:
-        memcpy(row(it, op->out, 0), row(it, op->in[0], 0), (size_t)span * 4);
+        memcpy(span_row(it, op->out, 0), span_row(it, op->in[0], 0), (size_t)span * 4);
         break;
     case AS_OP_NORM_SCALE:
     case AS_OP_NORM_APPLY:
@@ -341,13 +339,13 @@ static void exec(as_interp *it, const as_op *op)
         as_attn_mix(it, op);
         break;
     case AS_OP_GELU:
-        as_gelu_tanh(row(it, op->in[0], 0), row(it, op->out, 0), (int)span);
+        as_gelu_tanh(span_row(it, op->in[0], 0), span_row(it, op->out, 0), (int)span);
         break;
     case AS_OP_SWIGLU:
-        as_swiglu(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), (int)span);
+        as_swiglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), (int)span);
         break;
     case AS_OP_GEGLU:
-        as_geglu(row(it, op->in[0], 0), row(it, op->in[1], 0), row(it, op->out, 0), (int)span);
+        as_geglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), (int)span);
         break;
     }
 }
@@ -377,7 +375,7 @@ static void check_finite(as_interp *it, const as_op *op)
     for (int i = first; i < st->n; i++) {
         int q = st->p0 + i;
         if (!hk->is_attn) {
-            if (scan(it, op->out, q, row(it, op->out, i), hk->width, 0))
+            if (scan(it, op->out, q, span_row(it, op->out, i), hk->width, 0))
                 return;
             continue;
         }
@@ -407,7 +405,7 @@ static void apply_rule(as_interp *it, const as_rule *r)
         int pos = st->p0 + i;
         if (r->pos >= 0 && r->pos != pos)
             continue;
-        float *dst = row(it, r->hook, i) + off;
+        float *dst = span_row(it, r->hook, i) + off;
         if (r->kind == AS_RULE_ZERO)
             memset(dst, 0, (size_t)len * sizeof *dst);
         else
@@ -448,7 +446,7 @@ static bool check_watch(as_interp *it, int k)
         int q = st->p0 + i, at;
         float val;
         for (int head = 0; head < (h->is_attn ? h->width : 1); head++) {
-            const float *x = h->is_attn ? as_interp_attn_row(it, r->hook, head, i) : row(it, r->hook, i);
+            const float *x = h->is_attn ? as_interp_attn_row(it, r->hook, head, i) : span_row(it, r->hook, i);
             int len = h->is_attn ? attn_row_len(it, &it->prog->attn[h->attn], i) : h->width;
             if (watch_holds(r, x, len, &at, &val)) {
                 it->watch_hit = (as_watch_hit){k, r->hook, q, at < 0 ? at : head * len + at, val};
@@ -539,7 +537,7 @@ static void linear_ahead(as_interp *it, long budget)
         const as_op *o = &p->ops[it->pc + k];
         if (o->kind != AS_OP_LINEAR || o->in[0] != op->in[0])
             break;
-        s[k] = (as_matvec_spec){row(it, o->in[0], 0), &o->w, o->b, row(it, o->out, 0)};
+        s[k] = (as_matvec_spec){span_row(it, o->in[0], 0), &o->w, o->b, span_row(it, o->out, 0)};
     }
     if (k < 2)
         return;
@@ -709,7 +707,7 @@ const float *as_interp_logits(const as_interp *it)
         return NULL;
     if (as_capture_has(it->cap, h))
         return as_capture_row(it->cap, h, st->n_done - 1);
-    return row(it, h, st->n - 1);
+    return span_row(it, h, st->n - 1);
 }
 
 const as_op *as_interp_current(const as_interp *it)

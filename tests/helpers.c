@@ -102,3 +102,16 @@ void run_ok(as_session *s, const char *cmds)
     as_free_commands(list, n);
 }
 
+float rand_unit(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
+}
+
+float *rand_vector(size_t n, float scale, uint64_t seed)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++)
+        x[i] = rand_unit(&seed) * scale;
+    return x;
+}

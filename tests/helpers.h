@@ -29,4 +29,9 @@ void run_ok(as_session *s, const char *cmds);
 /* Runs one command, returns its status, copies the error message to msg. */
 int run_cmd(as_session *s, const char *cmd, char *msg, size_t cap);
 
+/* Reproducible test data: uniform in [-1, 1) from a 64-bit LCG state, and
+ * n such values times scale from a seed (malloc'd). */
+float rand_unit(uint64_t *state);
+float *rand_vector(size_t n, float scale, uint64_t seed);
+
 #endif

@@ -11,20 +11,7 @@
 
 #include "attnscope/kernels.h"
 #include "attnscope/pool.h"
-
-static float frand(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
-}
-
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc(n * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = frand(&seed) * scale;
-    return x;
-}
+#include "helpers.h"
 
 Test(kernels, softmax_matches_double_precision)
 {
@@ -34,7 +21,7 @@ Test(kernels, softmax_matches_double_precision)
     for (size_t a = 0; a < sizeof lens / sizeof *lens; a++)
         for (size_t b = 0; b < 3; b++) {
             int n = lens[a];
-            float *x = randv((size_t)n, scales[b], (uint64_t)(n * 7 + b)), *y = malloc((size_t)n * 4);
+            float *x = rand_vector((size_t)n, scales[b], (uint64_t)(n * 7 + b)), *y = malloc((size_t)n * 4);
             as_softmax(x, y, n);
             double mx = -INFINITY, sum = 0;
             for (int i = 0; i < n; i++)
@@ -67,7 +54,7 @@ Test(kernels, softmax_keeps_nan_and_handles_infinities)
 Test(kernels, gelu_and_swiglu_match_libm)
 {
     int n = 1000 + 7;
-    float *x = randv((size_t)n, 12.0f, 3), *u = randv((size_t)n, 2.0f, 4), *y = malloc((size_t)n * 4);
+    float *x = rand_vector((size_t)n, 12.0f, 3), *u = rand_vector((size_t)n, 2.0f, 4), *y = malloc((size_t)n * 4);
     as_gelu_tanh(x, y, n);
     for (int i = 0; i < n; i++) {
         double v = x[i], want = 0.5 * v * (1 + tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
@@ -89,7 +76,7 @@ Test(kernels, gelu_and_swiglu_match_libm)
 Test(kernels, matvec_rows_have_the_same_bits_on_any_thread_count)
 {
     int out = 333, in = 291;
-    float *w = randv((size_t)out * in, 1.0f, 5), *x = randv((size_t)in, 1.0f, 6), *b = randv((size_t)out, 1.0f, 7);
+    float *w = rand_vector((size_t)out * in, 1.0f, 5), *x = rand_vector((size_t)in, 1.0f, 6), *b = rand_vector((size_t)out, 1.0f, 7);
     float *y1 = malloc((size_t)out * 4), *y2 = malloc((size_t)out * 4), *y3 = malloc((size_t)out * 4);
     as_pool *p;
     as_error err;
@@ -136,7 +123,7 @@ Test(kernels, pool_runs_every_task_once)
 Test(kernels, two_step_rope_equals_as_rope_bit_for_bit)
 {
     int heads = 3, dh = 48, rd = 32;
-    float *x = randv((size_t)heads * dh, 3.0f, 8), *a = malloc((size_t)heads * dh * 4), *b = malloc((size_t)heads * dh * 4);
+    float *x = rand_vector((size_t)heads * dh, 3.0f, 8), *a = malloc((size_t)heads * dh * 4), *b = malloc((size_t)heads * dh * 4);
     float cs[64];
     for (int pos = 0; pos < 300; pos += 37) {
         as_rope(x, a, heads, dh, rd, pos, 10000.0f);
@@ -150,7 +137,7 @@ Test(kernels, two_step_rope_equals_as_rope_bit_for_bit)
 Test(kernels, norm_statistics_match_double_precision)
 {
     int d = 301;
-    float *x = randv((size_t)d, 4.0f, 9), *w = randv((size_t)d, 1.0f, 10), *y = malloc((size_t)d * 4);
+    float *x = rand_vector((size_t)d, 4.0f, 9), *w = rand_vector((size_t)d, 1.0f, 10), *y = malloc((size_t)d * 4);
     x[100] = 9.5f, x[7] = -9.75f, x[250] = 9.0f, x[33] = -8.5f;
     for (int rms = 0; rms < 2; rms++) {
         as_norm_stat st;
@@ -191,7 +178,7 @@ Test(kernels, mix_heads_matches_a_plain_sum_with_grouped_keys)
 {
     /* 4 query heads on 2 key/value heads, d_head 20 (not a whole vector). */
     int heads = 4, kv = 2, dh = 20, keys = 37, ld = kv * dh;
-    float *v = randv((size_t)keys * ld, 1.0f, 11), *pat = randv((size_t)heads * keys, 1.0f, 12);
+    float *v = rand_vector((size_t)keys * ld, 1.0f, 11), *pat = rand_vector((size_t)heads * keys, 1.0f, 12);
     float z[80];
     const float *p[4] = {pat, pat + keys, pat + 2 * keys, pat + 3 * keys};
     as_mix_heads(p + 1, 3, keys, v, (size_t)ld, heads / kv, 1, z, dh); /* heads 1..3 */

@@ -17,15 +17,16 @@
 #include "attnscope/pool.h"
 #include "attnscope/weight.h"
 #include "ggml_ref.h"
+#include "helpers.h"
 
-static float frand(uint32_t *s)
+/* Values in [-2, 2): rand_unit (helpers.c) scaled. */
+static float frand(uint64_t *s)
 {
-    *s = *s * 1664525u + 1013904223u;
-    return ((float)(*s >> 8) / (float)(1u << 24) - 0.5f) * 4.0f;
+    return 2.0f * rand_unit(s);
 }
 
 /* rows x cols random values stored as `type`; returns the stored bytes. */
-static uint8_t *make(as_ggml_type type, int rows, int cols, uint32_t seed)
+static uint8_t *make(as_ggml_type type, int rows, int cols, uint64_t seed)
 {
     size_t n = (size_t)rows * cols;
     float *f = malloc(n * sizeof *f);
@@ -56,7 +57,7 @@ Test(weight, rows_decode_exactly_as_the_reference)
             int cols = widths[c], rows = 5;
             if (types[t] == AS_GGML_Q8_0 && cols % 32)
                 continue;
-            uint8_t *data = make(types[t], rows, cols, 7u + (uint32_t)c);
+            uint8_t *data = make(types[t], rows, cols, 7u + (uint64_t)c);
             as_weight w = {data, types[t], rows, cols, (size_t)as_ggml_nbytes(types[t], (uint64_t)cols)};
             float *got = malloc((size_t)cols * sizeof *got), *want = malloc((size_t)cols * sizeof *want);
             as_error err;
@@ -82,9 +83,9 @@ Test(weight, fused_dots_and_matvec_match_a_double_reference)
             int cols = widths[c], rows = 37; /* not a multiple of the threads' shares */
             if (types[t] == AS_GGML_Q8_0 && cols % 32)
                 continue;
-            uint8_t *data = make(types[t], rows, cols, 99u + (uint32_t)c);
+            uint8_t *data = make(types[t], rows, cols, 99u + (uint64_t)c);
             as_weight w = {data, types[t], rows, cols, (size_t)as_ggml_nbytes(types[t], (uint64_t)cols)};
-            uint32_t seed = 5;
+            uint64_t seed = 5;
             float *x = malloc((size_t)cols * sizeof *x), *row = malloc((size_t)cols * sizeof *row);
             float y1[37], y2[37], y3[37];
             for (int i = 0; i < cols; i++)
@@ -119,7 +120,7 @@ Test(weight, panels_agree_with_one_position)
         int rows = 300, cols = 96, n = 5; /* more rows than one panel */
         uint8_t *data = make(types[t], rows, cols, 3);
         as_weight w = {data, types[t], rows, cols, (size_t)as_ggml_nbytes(types[t], (uint64_t)cols)};
-        uint32_t seed = 11;
+        uint64_t seed = 11;
         float *x = malloc((size_t)n * cols * sizeof *x), *y = malloc((size_t)n * rows * sizeof *y), b[300];
         float one[300];
         for (int i = 0; i < n * cols; i++)
@@ -167,20 +168,6 @@ Test(weight, unreadable_types_are_refused_by_name)
 static const int shapes[][2] = {{1, 96}, {2051, 32}, {1031, 64}, {683, 96}, {37, 4096}, {333, 4096}, {45, 101}};
 #define N_SHAPES (int)(sizeof shapes / sizeof *shapes)
 
-static float frand64(uint64_t *s)
-{
-    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
-    return (float)((*s >> 40) / (double)(1ull << 24)) * 2.0f - 1.0f;
-}
-
-static float *randv(size_t n, float scale, uint64_t seed)
-{
-    float *x = malloc(n * sizeof *x);
-    for (size_t i = 0; i < n; i++)
-        x[i] = frand64(&seed) * scale;
-    return x;
-}
-
 /* A matrix stored as `type` in a GGUF in memory, and its view. */
 typedef struct typed {
     uint8_t *buf;
@@ -213,7 +200,7 @@ static uint8_t *encode(as_ggml_type type, const float *x, size_t n)
 static void typed_make(typed *m, as_ggml_type type, int rows, int cols, uint64_t seed)
 {
     size_t n = (size_t)rows * (size_t)cols, size;
-    float *x = randv(n, 1.0f, seed);
+    float *x = rand_vector(n, 1.0f, seed);
     /* A block of zeros (a Q8_0 scale of 0) and one of large values. */
     memset(x, 0, 32 * sizeof *x);
     for (int j = 0; j < 32 && n >= 64; j++)
@@ -345,7 +332,7 @@ Test(weight, fused_dot_and_matvec_match_double_precision)
                 continue;
             typed m;
             typed_make(&m, types[k], rows, cols, 20 + (uint64_t)s);
-            float *x = randv((size_t)cols, 2.0f, 30 + (uint64_t)s), *b = randv((size_t)rows, 1.0f, 40);
+            float *x = rand_vector((size_t)cols, 2.0f, 30 + (uint64_t)s), *b = rand_vector((size_t)rows, 1.0f, 40);
             float *y = malloc((size_t)rows * sizeof *y), *yb = malloc((size_t)rows * sizeof *yb);
             as_matvec(NULL, x, &m.w, NULL, y);
             as_matvec(NULL, x, &m.w, b, yb);
@@ -382,7 +369,7 @@ Test(weight, many_positions_agree_with_one)
                 continue;
             typed m;
             typed_make(&m, types[k], rows, cols, 50 + (uint64_t)s);
-            float *x = randv((size_t)n * cols, 1.0f, 60 + (uint64_t)s), *b = randv((size_t)rows, 1.0f, 70);
+            float *x = rand_vector((size_t)n * cols, 1.0f, 60 + (uint64_t)s), *b = rand_vector((size_t)rows, 1.0f, 70);
             float *many = malloc((size_t)n * rows * sizeof *many), *one = malloc((size_t)rows * sizeof *one);
             as_linear_pool(pool, x, n, &m.w, b, many);
             for (int i = 0; i < n; i++) {
@@ -420,7 +407,7 @@ Test(weight, one_thread_or_two_give_the_same_bits)
                 continue;
             typed m;
             typed_make(&m, types[k], rows, cols, 80 + (uint64_t)s);
-            float *x = randv((size_t)n * cols, 1.0f, 90), *b = randv((size_t)rows, 1.0f, 91);
+            float *x = rand_vector((size_t)n * cols, 1.0f, 90), *b = rand_vector((size_t)rows, 1.0f, 91);
             size_t ybytes = (size_t)n * rows * sizeof(float);
             float *y1 = malloc(ybytes), *y2 = malloc(ybytes);
             as_matvec(NULL, x, &m.w, b, y1);
@@ -483,7 +470,7 @@ Test(weight, block_types_on_rows_ggml_quantized)
     float *src = malloc((size_t)rows * cols * sizeof *src), *x = malloc((size_t)cols * sizeof *x);
     float *row = malloc((size_t)cols * sizeof *row), *ref = malloc((size_t)cols * sizeof *ref);
     float y1[70], y2[70];
-    uint32_t seed = 17;
+    uint64_t seed = 17;
     for (int i = 0; i < rows * cols; i++)
         src[i] = frand(&seed);
     for (int i = 0; i < cols; i++)
