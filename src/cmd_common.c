@@ -123,3 +123,14 @@ int as_cmd_list_rules(cmd_ctx *c, bool watches)
         fprintf(c->s->out, watches ? "no watches\n" : "no ablations or patches\n");
     return AS_OK;
 }
+
+int as_cmd_lens_applies(const as_session *s, const char *what, as_error *err)
+{
+    const as_program *p = s->prog;
+    if (p->unembed < 0 || p->final_norm < 0)
+        return as_error_set(err, "%s needs an unembedding, and %s has none (no output head over the vocabulary)",
+                            what, s->model->cfg.name);
+    if (p->no_lens)
+        return as_error_set(err, "%s does not apply to %s: %s", what, s->model->cfg.name, p->no_lens);
+    return AS_OK;
+}

@@ -130,7 +130,7 @@ static int lens_table(cmd_ctx *c, const char *npy_path)
 
 int as_cmd_lens(cmd_ctx *c)
 {
-    if (as_cmd_require_tokens(c->s, c->err))
+    if (as_cmd_lens_applies(c->s, "the logit lens", c->err) || as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
     as_out_arg o = as_cmd_output_arg(c, 1);
     if (o.argc > 2 || (o.path && (!o.npy || o.at + 1 < c->argc)))
