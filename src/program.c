@@ -273,7 +273,8 @@ int as_program_add_pool(as_program *p, int in, as_pooling how)
     static const char *const text[] = {
         [AS_POOL_MEAN] = "pooled = mean of the positions", [AS_POOL_CLS] = "pooled = first position (CLS)",
         [AS_POOL_LAST] = "pooled = last position"};
-    int h = as_program_add_hook(p, AS_HK_POOLED, -1, AS_CLASS_RESID, 1, p->hooks[in].width, 0);
+    /* the model's output, like logits: kept before residual copies */
+    int h = as_program_add_hook(p, AS_HK_POOLED, -1, AS_CLASS_LOGITS, 1, p->hooks[in].width, 0);
     if (how != AS_POOL_MEAN && how != AS_POOL_CLS && how != AS_POOL_LAST) {
         p->failed = true; /* a builder's mistake: none and rank have no pooled vector here */
         return h;

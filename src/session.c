@@ -416,6 +416,9 @@ static int encode(as_session *s, const char *text, bool raw, int32_t **ids, size
 
 static int prompt(cmd_ctx *c, bool raw)
 {
+    const char *r = c->rest + strspn(c->rest, " \t");
+    if (c->argc == 3 && (*r == '"' || *r == '\''))
+        return as_cmd_prompt_pair(c, raw);
     char *text = text_arg(c->rest, c->err);
     int32_t *ids = NULL;
     size_t n = 0;
@@ -575,6 +578,9 @@ static int cmd_gen(cmd_ctx *c)
 {
     as_session *s = c->s;
     long n = 1;
+    if (as_cmd_is_encoder(s))
+        return as_error_set(c->err, "%s is an encoder: every position sees every other, so there is no next token "
+                            "to generate (fill predicts masked ones; embed gives its vector)", s->model->cfg.name);
     if (as_cmd_require_tokens(s, c->err))
         return AS_ERR;
     if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, 1000000, "the token count", &n, c->err))
@@ -659,6 +665,8 @@ static int cmd_top(cmd_ctx *c)
     long k = 10;
     if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err))
         return AS_ERR;
+    if (as_cmd_is_encoder(s))
+        return as_cmd_top_encoder(c, k);
     const float *logits = as_interp_logits(s->it);
     if (!logits) {
         if (as_cmd_require_tokens(s, c->err))
@@ -883,7 +891,7 @@ static int cmd_quit(cmd_ctx *c)
 }
 
 static const command commands[] = {
-    {{"prompt", "prompt TEXT", "Tokenize TEXT and make it the context (no compute yet); <|im_start|>, <s>... are special tokens.",
+    {{"prompt", "prompt TEXT | prompt \"A\" \"B\"", "Tokenize TEXT and make it the context (no compute yet); <|im_start|>, <s>... are special tokens. Two quoted texts: a sentence pair [CLS] A [SEP] B [SEP], types 0 then 1.",
       "prompt \"It is a truth universally acknowledged\""}, cmd_prompt},
     {{"prompt-ids", "prompt-ids ID [ID ...]", "Set the context from token ids.", "prompt-ids 0 464 1310"},
      cmd_prompt_ids},
@@ -893,6 +901,8 @@ static const command commands[] = {
       "prompt-raw \"a literal <|im_start|>\""}, cmd_prompt_raw},
     {{"tokenize-raw", "tokenize-raw TEXT", "Like tokenize, but special tokens' texts stay plain text.",
       "tokenize-raw \"<s>\""}, cmd_tokenize_raw},
+    {{"token-types", "token-types T [T ...]", "Set each token's type (BERT's segments: 0, then 1), one per token.",
+      "token-types 0 0 0 1 1"}, as_cmd_token_types},
     {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated.", "tokens"},
      cmd_tokens},
     {{"step", "step [N]", "Run the next op (or N ops), stopping at breakpoints.", "step 5"}, cmd_step},
@@ -908,8 +918,15 @@ static const command commands[] = {
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, cmd_gen},
     {{"set", "set temp X | topk K | topp P | seed S | threads N",
       "Sampler and engine settings (temp 0 is greedy).", "set temp 0.8"}, cmd_set},
-    {{"top", "top [K]", "The next-token distribution: rank, id, piece, probability, logit.", "top 5"},
+    {{"top", "top [K] [POS]", "The next-token distribution: rank, id, piece, probability, logit (an encoder: "
+      "its predictions at POS, the last by default).", "top 5"},
      cmd_top},
+    {{"fill", "fill [K] [POS]", "An encoder's masked-LM predictions at each [MASK] (or at POS): rank, id, piece, "
+      "probability, logit.", "fill 5"}, as_cmd_fill},
+    {{"embed", "embed [FILE.npy]", "The pooled vector of an embedding model (pooling as the file says).",
+      "embed vec.npy"}, as_cmd_embed},
+    {{"similarity", "similarity \"A\" \"B\"", "Cosine of the pooled vectors of two texts (each its own run).",
+      "similarity \"a cat\" \"a dog\""}, as_cmd_similarity},
     {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, cmd_hooks},
     {{"stats", "stats HOOK", "Min, max, mean, std and NaN/Inf counts of a captured hook.",
       "stats blocks.2.hook_resid_post"}, cmd_stats},

@@ -117,6 +117,16 @@ int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);
 int as_cmd_weights(cmd_ctx *c);
 int as_cmd_diff(cmd_ctx *c);
+/* cmd_fill.c: the encoder's commands. */
+bool as_cmd_is_encoder(const as_session *s);
+int as_cmd_fill(cmd_ctx *c);
+int as_cmd_embed(cmd_ctx *c);
+int as_cmd_similarity(cmd_ctx *c);
+int as_cmd_token_types(cmd_ctx *c);
+/* prompt "A" "B": argv[1] and argv[2] are the segments. */
+int as_cmd_prompt_pair(cmd_ctx *c, bool raw);
+/* top [K] [POS] where the output stream is not causal (k parsed). */
+int as_cmd_top_encoder(cmd_ctx *c, long k);
 /* cmd_export.c: figures, and `dump all DIR` (called by `dump`). */
 int as_cmd_export(cmd_ctx *c);
 int as_cmd_dump_all(cmd_ctx *c);

@@ -179,7 +179,8 @@ static void draw(tui *u)
 static bool applies(const tui *u)
 {
     const as_program *p = u->s->prog;
-    return as_program_hook(p, AS_HK_RESID_POST, 0) >= 0 && as_program_hook(p, AS_HK_LOGITS, -1) >= 0;
+    return as_program_hook(p, AS_HK_RESID_POST, 0) >= 0 && as_program_hook(p, AS_HK_LOGITS, -1) >= 0 &&
+           !p->no_lens;
 }
 
 const pane_class pane_lens = {

@@ -404,6 +404,141 @@ def check_decoder(fixdir, which, fresh_dir):
 
 
 # ---------------------------------------------------------------------------
+# the BERT family of encoders (reference.Encoder): a vocabulary of ids
+# without text (tokenizer "none", which llama.cpp also loads), the 16 ids
+# below, and a sentence pair's token types (0 for the first 9, 1 after)
+# ---------------------------------------------------------------------------
+
+ENC_VOCAB = 64
+ENC_IDS = [2, 17, 40, 9, 33, 61, 5, 12, 3, 44, 28, 4, 50, 19, 7, 3]
+ENC_TYPES = [0] * 9 + [1] * 7
+
+
+def _enc(arch, **kw):
+    base = dict(arch=arch, vocab=ENC_VOCAB, d_model=32, n_layer=2, n_head=4, d_ff=64, ctx=32, eps=1e-5)
+    base.update(kw)
+    return R.EncoderConfig(**base)
+
+
+ENCODERS = {
+    # split q, k, v; biases everywhere; learned positions; mean pooling; the masked-LM head (tied)
+    "tiny-bert": (_enc("bert", pooling=1, mlm=True), 3001),
+    # fused q|k|v, no biases, NEOX rotary (base 1000), SwiGLU; CLS pooling; no masked-LM head
+    "tiny-nomic-bert": (_enc("nomic-bert", d_ff=48, pooling=2, mlm=False, rope_base=1000.0), 3002),
+}
+
+
+def make_encoder(cfg, seed):
+    """As make_model: O(1) activations, peaked attention, float32-exact
+    weights in a float64 model."""
+    model = R.Encoder(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("_w"):                      # LayerNorm weight
+                p.copy_(1.0 + 0.1 * randn(*p.shape))
+            elif name.endswith(("bias", "_b")):          # biases and LayerNorm biases
+                p.copy_(0.1 * randn(*p.shape))
+            elif name in ("tok_embd.weight", "pos_embd.weight", "type_embd.weight"):
+                p.copy_(0.5 * randn(*p.shape))
+            elif name.endswith(("q.weight", "k.weight")):
+                p.copy_(0.3 * randn(*p.shape))
+            else:
+                p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def run_encoder_hooks(model, ids, types):
+    hooks = {}
+    with torch.no_grad():
+        model(torch.tensor([ids]), torch.tensor([types]), hooks)
+    return {k: v.numpy() for k, v in hooks.items()}
+
+
+def write_encoder_fixture(outdir, which):
+    cfg, seed = ENCODERS[which]
+    model = make_encoder(cfg, seed)
+    R.export_encoder_gguf(model, cfg, os.path.join(outdir, which + ".gguf"), which)
+    hooks = run_encoder_hooks(model, ENC_IDS, ENC_TYPES)
+    tok = {"tokens": ["#%d" % i for i in range(cfg.vocab)]}
+    save_hooks(outdir, which, cfg, tok, ENC_IDS, "", hooks, list(hooks))
+    np.save(os.path.join(outdir, which, "types.npy"), np.array(ENC_TYPES, dtype=np.int32))
+
+
+def check_bert_block_against_torch(model, cfg, H):
+    """PyTorch's own Post-LN layer (nn.TransformerEncoderLayer with
+    norm_first=False) given a bert block's weights maps the block's input
+    to its output (float64, the reference's own hooks): the reference's
+    block is the standard one. Its activation is the tanh GELU the
+    reference (and llama.cpp) use."""
+    worst = 0.0
+    for L, blk in enumerate(model.blocks):
+        layer = torch.nn.TransformerEncoderLayer(
+            cfg.d_model, cfg.n_head, cfg.d_ff, dropout=0.0, activation=R.gelu_tanh, layer_norm_eps=cfg.eps,
+            batch_first=True, norm_first=False, dtype=torch.float64).eval()
+        with torch.no_grad():
+            layer.self_attn.in_proj_weight.copy_(torch.cat((blk.q.weight, blk.k.weight, blk.v.weight)))
+            layer.self_attn.in_proj_bias.copy_(torch.cat((blk.q.bias, blk.k.bias, blk.v.bias)))
+            layer.self_attn.out_proj.weight.copy_(blk.o.weight)
+            layer.self_attn.out_proj.bias.copy_(blk.o.bias)
+            layer.linear1.weight.copy_(blk.up.weight)
+            layer.linear1.bias.copy_(blk.up.bias)
+            layer.linear2.weight.copy_(blk.down.weight)
+            layer.linear2.bias.copy_(blk.down.bias)
+            layer.norm1.weight.copy_(blk.ln1_w)
+            layer.norm1.bias.copy_(blk.ln1_b)
+            layer.norm2.weight.copy_(blk.ln2_w)
+            layer.norm2.bias.copy_(blk.ln2_b)
+            x = torch.tensor(H["blocks.%d.hook_resid_pre" % L], dtype=torch.float64)[None]
+            got = layer(x)[0].numpy()
+        worst = max(worst, max_diff(got, H["blocks.%d.ln2.hook_normalized" % L]))
+    expect(worst < 1e-12, "nn.TransformerEncoderLayer(norm_first=False) differs from the bert block by %g" % worst)
+    return "nn.TransformerEncoderLayer(norm_first=False) gives every block's output within %.1e" % worst
+
+
+def check_encoder(fixdir, which, fresh_dir):
+    """Determinism, unmasked softmax rows, a float32 pass within
+    tolerance, PyTorch's own Post-LN layer, and token types that matter."""
+    cfg, seed = ENCODERS[which]
+    for rel in [which + ".gguf"] + [os.path.join(which, f) for f in sorted(os.listdir(os.path.join(fresh_dir, which)))]:
+        a = open(os.path.join(fixdir, rel), "rb").read()
+        b = open(os.path.join(fresh_dir, rel), "rb").read()
+        expect(a == b, "%s differs from a fresh build" % rel)
+    kv, T = read_gguf(os.path.join(fixdir, which + ".gguf"))
+    expect(kval(kv, "general.architecture") == cfg.arch, "architecture key")
+    H = {k[:-4]: np.load(os.path.join(fixdir, which, k)) for k in os.listdir(os.path.join(fixdir, which))
+         if k.endswith(".npy") and k not in ("tokens.npy", "types.npy")}
+    for L in range(cfg.n_layer):
+        sc, pat = H["blocks.%d.attn.hook_attn_scores" % L], H["blocks.%d.attn.hook_pattern" % L]
+        expect(np.all(np.isfinite(sc)), "layer %d: every score is finite (no mask)" % L)
+        expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "layer %d softmax sums" % L)
+        expect(float(pat[:, :, -1].max()) > 0.01, "layer %d: early queries see the last key" % L)
+    lines = []
+    m = make_encoder(cfg, seed)
+    if cfg.arch == "bert":
+        lines.append(check_bert_block_against_torch(m, cfg, run_encoder_hooks(m, ENC_IDS, ENC_TYPES)))
+    h0 = run_encoder_hooks(m, ENC_IDS, [0] * len(ENC_IDS))
+    expect(max_diff(h0["blocks.0.hook_resid_pre"][:9], H["blocks.0.hook_resid_pre"][:9]) < 1e-6 and
+           max_diff(h0["blocks.0.hook_resid_pre"][9:], H["blocks.0.hook_resid_pre"][9:]) > 1e-2,
+           "token types change only the positions of type 1")
+    m32 = make_encoder(cfg, seed).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([ENC_IDS]), torch.tensor([ENC_TYPES]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    lines.append("%d hooks; unmasked softmax rows; token types; float32 torch pass within %.1e (at %s)"
+                 % (len(H), d32[0], d32[1]))
+    return lines
+
+
+# ---------------------------------------------------------------------------
 # --check: an independent GGUF reader and an independent NumPy forward pass
 # ---------------------------------------------------------------------------
 
@@ -836,6 +971,8 @@ def check(fixdir):
             write_fixture(fresh, which)
         for which in DECODERS:
             write_decoder_fixture(fresh, which)
+        for which in ENCODERS:
+            write_encoder_fixture(fresh, which)
         try:
             print(check_writer_roundtrip())
             print(check_export_variants())
@@ -852,6 +989,13 @@ def check(fixdir):
         for which in DECODERS:
             try:
                 for line in check_decoder(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError, KeyError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
+        for which in ENCODERS:
+            try:
+                for line in check_encoder(fixdir, which, fresh):
                     print("%s: %s" % (which, line))
             except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
@@ -875,6 +1019,9 @@ def main():
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in DECODERS:
             write_decoder_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in ENCODERS:
+            write_encoder_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
     sys.exit(0 if check(args.out) else 1)
 
