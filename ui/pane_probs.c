@@ -2,6 +2,8 @@
  * the captured logits, or the interpreter's last ones): the top tokens
  * with probability bars in eighth blocks, and the token that actually
  * came next marked: sampled, if it was generated, or from the prompt.
+ * Where the output stream is not causal (an encoder's masked-LM head),
+ * the predictions at the selected token itself, the token there marked.
  * Probabilities are the softmax of the logits at temperature 1, as `top`
  * prints them. */
 #include <stdlib.h>
@@ -76,14 +78,21 @@ static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
     return 1;
 }
 
+static bool encoder(const tui *u)
+{
+    return !u->s->prog->streams[u->s->prog->out_stream].causal;
+}
+
 static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 3, n = u->s->model->cfg.n_vocab;
-    if (rows > 4)
+    if (rows > 4 && !encoder(u))
         rows -= sampled_line(u, w, rows, q, cols);
     const as_interp *it = u->s->it;
     int next = q + 1 < it->out->n_tokens ? it->out->tokens[q + 1] : -1;
     const char *mark = q + 1 >= it->out->n_prompt ? " sampled" : " next";
+    if (encoder(u))
+        next = it->out->tokens[q], mark = " here";
     as_probs(logits, n, u->probs);
     int k = as_top_indices(logits, n, rows, u->order);
     bool shown = false;
@@ -110,11 +119,12 @@ static void draw(tui *u)
         return;
     }
     token_label(u, q, piece, sizeof piece);
-    snprintf(title, sizeof title, "Next token after %d %s", q, piece);
+    snprintf(title, sizeof title, encoder(u) ? "Predictions at %d %s" : "Next token after %d %s", q, piece);
     pane_frame(u, P_PROBS, title, "p at temp 1");
     const float *logits = logits_at(u, q);
     if (!logits)
-        pane_message(u, P_PROBS, "No logits here yet:  f  finishes the pass,  Space  generates a token.");
+        pane_message(u, P_PROBS, encoder(u) ? "No predictions yet:  f  finishes the pass."
+                                            : "No logits here yet:  f  finishes the pass,  Space  generates a token.");
     else if (vocab_scratch(u))
         draw_list(u, w, logits, q);
     wnoutrefresh(w);
