@@ -193,11 +193,12 @@ static int attention(as_program *p, int l, int x)
     int H = c->n_head, dh = c->d_head;
     int q = as_program_add_linear(p, AS_HK_Q, l, AS_CLASS_HEADS, x, &W->wq, W->bq, 2, H, dh,
                                   W->bq ? "q = resid_pre · W_Q + b_Q" : "q = resid_pre · W_Q");
-    int k = as_program_add_linear(p, AS_HK_K, l, AS_CLASS_HEADS, x, &W->wk, W->bk, 2, H, dh,
-                                  W->bk ? "k = resid_pre · W_K + b_K" : "k = resid_pre · W_K");
+    bool rope = EW->facts.tensors & AS_ENC_ROPE;
+    /* the keys the site reads back are always kept (the capture's KV cache) */
+    int k = as_program_add_linear(p, AS_HK_K, l, rope ? AS_CLASS_HEADS : AS_CLASS_ESSENTIAL, x, &W->wk, W->bk, 2, H,
+                                  dh, W->bk ? "k = resid_pre · W_K + b_K" : "k = resid_pre · W_K");
     int v = as_program_add_linear(p, AS_HK_V, l, AS_CLASS_ESSENTIAL, x, &W->wv, W->bv, 2, H, dh,
                                   W->bv ? "v = resid_pre · W_V + b_V" : "v = resid_pre · W_V");
-    bool rope = EW->facts.tensors & AS_ENC_ROPE;
     if (rope) {
         q = as_program_add_rope(p, AS_HK_ROT_Q, l, AS_CLASS_HEADS, q, &EW->facts.rope, "rot_q = rotate(q, position)");
         k = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, &EW->facts.rope,

@@ -302,8 +302,13 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
         fprintf(s->out, "nothing to run: all %d tokens are processed (gen adds more)\n", it->out->n_tokens);
         return;
     case AS_STOP_PASS_END:
-        fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->out->p0,
-                it->out->p0 + it->out->n - 1, it->out->n_done - 1);
+        if (as_cmd_is_encoder(s))
+            fprintf(s->out, "pass over positions %d-%d complete: %s\n", it->out->p0, it->out->p0 + it->out->n - 1,
+                    s->prog->unembed >= 0 ? "predictions ready at every position (fill, top)"
+                    : s->prog->pooled >= 0 ? "the pooled vector is ready (embed)" : "hidden states ready");
+        else
+            fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->out->p0,
+                    it->out->p0 + it->out->n - 1, it->out->n_done - 1);
         return;
     case AS_STOP_BREAK:
         print_op(s, "breakpoint: ", last_pc);

@@ -404,14 +404,26 @@ def check_decoder(fixdir, which, fresh_dir):
 
 
 # ---------------------------------------------------------------------------
-# the BERT family of encoders (reference.Encoder): a vocabulary of ids
-# without text (tokenizer "none", which llama.cpp also loads), the 16 ids
-# below, and a sentence pair's token types (0 for the first 9, 1 after)
+# the BERT family of encoders (reference.Encoder), each with a sentence
+# pair's token types (0 for the first 9 positions, 1 after). tiny-bert
+# reads text: tiny-llama's SentencePiece vocabulary and prompt, with BERT's
+# [CLS], [SEP] and [MASK] as control tokens (so `fill` finds a typed [MASK]
+# and `prompt "A" "B"` has a [SEP]); tiny-nomic-bert has a vocabulary of
+# 64 ids without text (tokenizer "none", which llama.cpp also loads).
 # ---------------------------------------------------------------------------
 
 ENC_VOCAB = 64
 ENC_IDS = [2, 17, 40, 9, 33, 61, 5, 12, 3, 44, 28, 4, 50, 19, 7, 3]
 ENC_TYPES = [0] * 9 + [1] * 7
+
+
+def bert_tokenizer():
+    tok, ids, text = llama_tokenizer()
+    tok = dict(tok)
+    tok["tokens"] = tok["tokens"] + ["[CLS]", "[SEP]", "[MASK]"]
+    tok["token_type"] = tok["token_type"] + [3, 3, 3]
+    tok["scores"] = tok["scores"] + [0.0, 0.0, 0.0]
+    return tok, ids, text
 
 
 def _enc(arch, **kw):
@@ -422,7 +434,7 @@ def _enc(arch, **kw):
 
 ENCODERS = {
     # split q, k, v; biases everywhere; learned positions; mean pooling; the masked-LM head (tied)
-    "tiny-bert": (_enc("bert", pooling=1, mlm=True), 3001),
+    "tiny-bert": (_enc("bert", vocab=len(bert_tokenizer()[0]["tokens"]), pooling=1, mlm=True), 3001),
     # fused q|k|v, no biases, NEOX rotary (base 1000), SwiGLU; CLS pooling; no masked-LM head
     "tiny-nomic-bert": (_enc("nomic-bert", d_ff=48, pooling=2, mlm=False, rope_base=1000.0), 3002),
 }
@@ -461,13 +473,21 @@ def run_encoder_hooks(model, ids, types):
     return {k: v.numpy() for k, v in hooks.items()}
 
 
+def encoder_input(which):
+    """-> (tokenizer dict or None, ids, text)"""
+    if which == "tiny-bert":
+        return bert_tokenizer()
+    return None, ENC_IDS, ""
+
+
 def write_encoder_fixture(outdir, which):
     cfg, seed = ENCODERS[which]
+    tok, ids, text = encoder_input(which)
     model = make_encoder(cfg, seed)
-    R.export_encoder_gguf(model, cfg, os.path.join(outdir, which + ".gguf"), which)
-    hooks = run_encoder_hooks(model, ENC_IDS, ENC_TYPES)
-    tok = {"tokens": ["#%d" % i for i in range(cfg.vocab)]}
-    save_hooks(outdir, which, cfg, tok, ENC_IDS, "", hooks, list(hooks))
+    R.export_encoder_gguf(model, cfg, os.path.join(outdir, which + ".gguf"), which, tok)
+    hooks = run_encoder_hooks(model, ids, ENC_TYPES)
+    save_hooks(outdir, which, cfg, tok or {"tokens": ["#%d" % i for i in range(cfg.vocab)]}, ids, text, hooks,
+               list(hooks))
     np.save(os.path.join(outdir, which, "types.npy"), np.array(ENC_TYPES, dtype=np.int32))
 
 
@@ -506,6 +526,7 @@ def check_encoder(fixdir, which, fresh_dir):
     """Determinism, unmasked softmax rows, a float32 pass within
     tolerance, PyTorch's own Post-LN layer, and token types that matter."""
     cfg, seed = ENCODERS[which]
+    ids = encoder_input(which)[1]
     for rel in [which + ".gguf"] + [os.path.join(which, f) for f in sorted(os.listdir(os.path.join(fresh_dir, which)))]:
         a = open(os.path.join(fixdir, rel), "rb").read()
         b = open(os.path.join(fresh_dir, rel), "rb").read()
@@ -522,15 +543,15 @@ def check_encoder(fixdir, which, fresh_dir):
     lines = []
     m = make_encoder(cfg, seed)
     if cfg.arch == "bert":
-        lines.append(check_bert_block_against_torch(m, cfg, run_encoder_hooks(m, ENC_IDS, ENC_TYPES)))
-    h0 = run_encoder_hooks(m, ENC_IDS, [0] * len(ENC_IDS))
+        lines.append(check_bert_block_against_torch(m, cfg, run_encoder_hooks(m, ids, ENC_TYPES)))
+    h0 = run_encoder_hooks(m, ids, [0] * len(ids))
     expect(max_diff(h0["blocks.0.hook_resid_pre"][:9], H["blocks.0.hook_resid_pre"][:9]) < 1e-6 and
            max_diff(h0["blocks.0.hook_resid_pre"][9:], H["blocks.0.hook_resid_pre"][9:]) > 1e-2,
            "token types change only the positions of type 1")
     m32 = make_encoder(cfg, seed).float()
     h32 = {}
     with torch.no_grad():
-        m32(torch.tensor([ENC_IDS]), torch.tensor([ENC_TYPES]), h32)
+        m32(torch.tensor([ids]), torch.tensor([ENC_TYPES]), h32)
     d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
     expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
     lines.append("%d hooks; unmasked softmax rows; token types; float32 torch pass within %.1e (at %s)"

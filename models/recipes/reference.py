@@ -931,12 +931,12 @@ class Encoder(nn.Module):
         return logits, x, pooled
 
 
-def export_encoder_gguf(model, c, path, name, with_mlm=True):
+def export_encoder_gguf(model, c, path, name, tokenizer=None, with_mlm=True):
     """A GGUF of an Encoder with the keys and tensor names llama.cpp reads
-    for c.arch (src/models/bert.cpp, nomic-bert.cpp), all F32, tokenizer
-    "none" (a vocabulary of c.vocab ids without text); our masked-LM head
-    as mlm.* unless with_mlm is False (llama.cpp refuses tensors it does
-    not know)."""
+    for c.arch (src/models/bert.cpp, nomic-bert.cpp), all F32; the
+    tokenizer as export_gguf's, or "none" (a vocabulary of c.vocab ids
+    without text); our masked-LM head as mlm.* unless with_mlm is False
+    (llama.cpp refuses tensors it does not know)."""
     a = c.arch
     w = GGUFWriter(path)
     w.add_string("general.architecture", a)
@@ -950,7 +950,10 @@ def export_encoder_gguf(model, c, path, name, with_mlm=True):
     w.add_bool(a + ".attention.causal", False)
     if c.nomic:
         w.add_float32(a + ".rope.freq_base", c.rope_base)
-    w.add_string("tokenizer.ggml.model", "none")
+    if tokenizer is None:
+        w.add_string("tokenizer.ggml.model", "none")
+    else:
+        _add_tokenizer(w, tokenizer)
     w.add_uint32("tokenizer.ggml.token_type_count", c.n_types)
 
     def t(tname, x):
