@@ -262,12 +262,13 @@ int as_cmd_prompt_pair(cmd_ctx *c, bool raw)
     const as_tokenizer *t = s->model->tok;
     int32_t sep = as_tokenizer_find(t, "[SEP]");
     unsigned parse = raw ? 0 : AS_TOK_PARSE_SPECIAL;
-    bool typed = false;
+    int types_n = 0;
     for (int o = 0; o < s->prog->n_ops; o++)
-        typed |= s->prog->ops[o].kind == AS_OP_TYPE_EMBED;
-    if (!typed)
-        return as_error_set(c->err, "a sentence pair needs token types, and %s has no token-type embedding (one "
-                            "quoted text is a prompt)", s->model->cfg.name);
+        if (s->prog->ops[o].kind == AS_OP_TYPE_EMBED)
+            types_n = s->prog->ops[o].w.rows;
+    if (types_n < 2)
+        return as_error_set(c->err, "a sentence pair needs token types 0 and 1, and %s has %s (one quoted text is a "
+                            "prompt)", s->model->cfg.name, types_n ? "one type only" : "no token-type embedding");
     if (sep < 0)
         return as_error_set(c->err, "a sentence pair needs a [SEP] token to end each segment, and this "
                             "vocabulary has none (one quoted text is a prompt)");

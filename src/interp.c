@@ -105,7 +105,9 @@ int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as
         return AS_ERR;
     reset_from(it, stream);
     memcpy(st->tokens, ids, (size_t)n * sizeof *ids);
-    memset(st->types, 0, (size_t)st->n_ctx * sizeof *st->types);
+    /* Types past the tokens stay 0, so only the old tokens' are cleared
+     * (a context of 2^24 keeps its untouched pages unmapped). */
+    memset(st->types, 0, (size_t)st->n_tokens * sizeof *st->types);
     st->n_tokens = st->n_prompt = n;
     return AS_OK;
 }
