@@ -813,12 +813,20 @@ static int cmd_norms(cmd_ctx *c)
 {
     as_session *s = c->s;
     if (c->argc != 2)
-        return as_error_set(c->err, "usage: norms LAYER | norms final");
-    if (!strcmp(c->argv[1], "final")) {
-        int h = as_program_hook(s->prog, AS_HK_LNF_SCALE, -1);
+        return as_error_set(c->err, "usage: norms LAYER | norms final | norms embed");
+    bool final = !strcmp(c->argv[1], "final");
+    if (final || !strcmp(c->argv[1], "embed")) {
+        /* the norm after the blocks (ln_final, an encoder's mlm_head.ln), or an encoder's embed.ln */
+        int h = as_program_hook(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_EMBED_LN_SCALE, -1);
+        if (h < 0)
+            return as_error_set(c->err, "%s has no %s norm", s->model->cfg.name,
+                                final ? "final" : "embedding");
         if (as_cmd_hook_positions(s, h, c->err) < 0)
             return AS_ERR;
-        print_norm_table(s, h, "ln_final");
+        char title[64];
+        const char *name = s->prog->hooks[h].name, *dot = strrchr(name, '.');
+        snprintf(title, sizeof title, "%.*s", (int)(dot - name), name);
+        print_norm_table(s, h, title);
         return AS_OK;
     }
     long l;
@@ -935,8 +943,9 @@ static const command commands[] = {
     {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, cmd_hooks},
     {{"stats", "stats HOOK", "Min, max, mean, std and NaN/Inf counts of a captured hook.",
       "stats blocks.2.hook_resid_post"}, cmd_stats},
-    {{"norms", "norms LAYER|final", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
-      "min, max, largest dimensions).", "norms 1"}, cmd_norms},
+    {{"norms", "norms LAYER|final|embed", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
+      "min, max, largest dimensions); final: the norm after the blocks; embed: an encoder's embedding norm.",
+      "norms 1"}, cmd_norms},
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
       "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
     {{"export", "export attn L H | grid L|all | norms L|final | probs | probs-trace  FILE.png|FILE.svg [key=value]",

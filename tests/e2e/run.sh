@@ -102,6 +102,7 @@ expect "similarity of a text with itself" 0 '^cosine similarity 1\.0000' '' -- -
 expect "no masked-LM head" 1 '' 'no masked-LM head' -- -m "$NB" -e 'prompt-ids 1 2 3; finish; fill 2 1'
 expect "lens on an encoder says why not" 1 '' 'does not apply.*Post-LN' -- -m "$B" -e 'prompt the cat; finish; lens'
 expect "encoder hooks" 0 '^embed\.hook_token_type_embed	\[3, 32\]' '' -- -m "$B" -e 'prompt the cat; hooks embed.*'
+expect "norms embed on an encoder" 0 '^embed\.ln \(LayerNorm\) over 3 tokens' '' -- -m "$B" -e 'prompt the cat; finish; norms embed'
 expect "encoder pattern is square" 0 '^blocks\.0\.attn\.hook_pattern	\[4, 3, 3\]' '' -- -m "$B" -e 'prompt the cat; finish; hooks blocks.0.attn.*'
 
 echo "e2e: $pass passed, $fail failed"
