@@ -198,7 +198,8 @@ void as_dla_free(as_dla *d)
 
 const char *as_head_score_name(as_head_score s)
 {
-    static const char *const names[] = {"previous-token", "first-token", "duplicate-token", "induction"};
+    static const char *const names[] = {"previous-token", "first-token", "duplicate-token", "induction",
+                                        "next-token"};
     return s < AS_SCORE_COUNT ? names[s] : "?";
 }
 
@@ -207,7 +208,15 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
 {
     double total = 0;
     int count = 0;
-    for (int q = 1; q < n; q++) {
+    for (int q = 0; kind == AS_SCORE_NEXT_TOKEN && q + 1 < n; q++) {
+        int k0, k1;
+        as_capture_attn_visible(cap, hook, q, &k0, &k1);
+        if (q + 1 < k1) {
+            total += as_capture_attn_row(cap, hook, head, q, NULL)[q + 1];
+            count++;
+        }
+    }
+    for (int q = 1; kind != AS_SCORE_NEXT_TOKEN && q < n; q++) {
         const float *p = as_capture_attn_row(cap, hook, head, q, NULL);
         double mass = 0;
         bool counted = false;
@@ -215,7 +224,7 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
             mass = p[kind == AS_SCORE_PREV_TOKEN ? q - 1 : 0];
             counted = true;
         }
-        for (int k = 0; kind >= AS_SCORE_DUPLICATE && k < q; k++) {
+        for (int k = 0; (kind == AS_SCORE_DUPLICATE || kind == AS_SCORE_INDUCTION) && k < q; k++) {
             if (tokens[k] != tokens[q])
                 continue;
             if (kind == AS_SCORE_DUPLICATE) {

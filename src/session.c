@@ -967,7 +967,7 @@ static const command commands[] = {
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla},
-    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg]", "Score every head: previous-token, first-token, duplicate, induction.",
+    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder).",
       "heads"}, as_cmd_heads},
     {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
       "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch},

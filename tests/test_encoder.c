@@ -262,3 +262,38 @@ Test(encoder, editing_the_prompt_recomputes_every_position)
     close_session(a);
     close_session(b);
 }
+
+/* heads on an encoder adds next-token (key q+1, which only an encoder's
+ * queries see): its previous- and next-token scores equal the means of
+ * PyTorch's patterns one below and one above the diagonal. */
+Test(encoder, heads_scores_next_token_heads_from_the_patterns)
+{
+    as_session *s = fixture_session(BERT, 64, true);
+    run_ok(s, "finish");
+    char path[] = "/tmp/attnscope-heads-XXXXXX.npy", cmd[128];
+    close(mkstemps(path, 4));
+    snprintf(cmd, sizeof cmd, "heads context %s", path);
+    run_ok(s, cmd);
+    npy h;
+    cr_assert_eq(npy_read(path, &h), 0);
+    unlink(path);
+    cr_assert_eq(h.shape[0], 5, "previous, first, duplicate, induction, next");
+    size_t L = h.shape[1], H = h.shape[2], n = 16;
+    for (size_t l = 0; l < L; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blocks.%zu.attn.hook_pattern", l);
+        npy p = fixture(BERT, name); /* [H, n, n] */
+        for (size_t hd = 0; hd < H; hd++) {
+            double next = 0, prev = 0;
+            for (size_t q = 0; q + 1 < n; q++) {
+                next += p.f[(hd * n + q) * n + q + 1];
+                prev += p.f[(hd * n + q + 1) * n + q];
+            }
+            cr_assert_leq(fabs(h.f[(4 * L + l) * H + hd] - next / (n - 1)), 1e-5, "L%zu H%zu next", l, hd);
+            cr_assert_leq(fabs(h.f[(0 * L + l) * H + hd] - prev / (n - 1)), 1e-5, "L%zu H%zu prev", l, hd);
+        }
+        npy_free(&p);
+    }
+    npy_free(&h);
+    close_session(s);
+}

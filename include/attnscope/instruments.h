@@ -49,6 +49,7 @@ typedef enum as_head_score {
     AS_SCORE_FIRST_TOKEN, /* key 0 (attention sink), queries q >= 1 */
     AS_SCORE_DUPLICATE,   /* earlier keys holding the same token */
     AS_SCORE_INDUCTION,   /* keys right after an earlier occurrence of the same token */
+    AS_SCORE_NEXT_TOKEN,  /* key q+1: only where queries see later keys (an encoder) */
     AS_SCORE_COUNT
 } as_head_score;
 
