@@ -265,13 +265,12 @@ static void mlm_head(as_program *p, int x)
     int post = as_program_add_hook(p, AS_HK_HEAD_POST, -1, AS_CLASS_RESID, 1, d, 0);
     as_program_add_op(p, AS_OP_GELU, -1, post, pre, -1, "mlm post = gelu(pre)");
     as_program_scope_name(p, NULL);
-    int lg = as_program_add_unembed(p, post, h->norm_w, h->norm_b, AS_NORM_LAYER, c->eps, &h->out, h->out_b, 0);
+    as_program_add_unembed(p, post, h->norm_w, h->norm_b, AS_NORM_LAYER, c->eps, &h->out, h->out_b, 0);
     /* TransformerLens's name for the head's norm; its kind stays the final norm's */
     as_program_rename(p, p->ops[p->final_norm].in[1], "mlm_head.ln.hook_scale");
     as_program_rename(p, p->ops[p->final_norm].out, "mlm_head.ln.hook_normalized");
     /* Every position's predictions are read (fill), not only the last one's. */
     p->ops[p->unembed].last_row_only = false;
-    (void)lg;
 }
 
 int as_enc_build(as_program *p, as_error *err)
