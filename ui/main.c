@@ -37,6 +37,7 @@ typedef struct options {
     int threads;
     int no_tui;
     const char *kernels;   /* --kernels: generic, avx2, avx512 */
+    int version;
 } options;
 
 static void usage(FILE *f)
@@ -84,8 +85,8 @@ static int parse_args(int argc, char **argv, options *o)
             usage(stdout);
             exit(0);
         } else if (!strcmp(a, "--version")) {
-            printf("attnscope %s (kernels: %s)\n", AS_VERSION, as_kernels_isa());
-            exit(0);
+            o->version = 1; /* printed once --kernels is applied, so it names the kernels in use */
+            continue;
         } else if (!strcmp(a, "--no-tui")) {
             o->no_tui = 1;
             continue;
@@ -254,6 +255,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "attnscope: --kernels %s: this build or CPU has no such kernels (avx512, avx2, generic; "
                         "the widest here is %s)\n", o.kernels, as_kernels_isa());
         return 2;
+    }
+    if (o.version) {
+        printf("attnscope %s (kernels: %s)\n", AS_VERSION, as_kernels_isa());
+        return 0;
     }
 
     char buf[PATH_MAX];
