@@ -182,19 +182,21 @@ Test(encoder, a_sentence_pair_has_sep_and_token_types)
     run_ok(s, "prompt \"the cat\" \"sat on a mat\"");
     const as_stream_state *st = s->it->out;
     int32_t sep = as_tokenizer_find(s->model->tok, "[SEP]");
-    /* <s> the cat | the B segment ... [SEP] */
-    cr_assert_eq(st->tokens[st->n_tokens - 1], sep);
-    cr_assert_eq(st->types[0], 0);
-    cr_assert_eq(st->types[2], 0);
-    cr_assert_eq(st->types[3], 1);
-    cr_assert_eq(st->types[st->n_tokens - 1], 1);
-    /* the types reach the embedding: position 3's type embedding is row 1 */
+    /* [CLS] the cat [SEP] | sat on a mat [SEP] */
+    int32_t cls = as_tokenizer_find(s->model->tok, "[CLS]");
+    cr_assert_eq(st->n_tokens, 9);
+    cr_assert_eq(st->tokens[0], cls);
+    cr_assert_eq(st->tokens[3], sep);
+    cr_assert_eq(st->tokens[8], sep);
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(st->types[i], i < 4 ? 0 : 1, "position %d: type %d", i, st->types[i]);
+    /* the types reach the embedding: position 4's type embedding is row 1 */
     run_ok(s, "finish");
     npy w = fixture(BERT, "embed.hook_token_type_embed"); /* types 0 x 9 then 1 x 7 */
     int h = as_program_find_hook(s->prog, "embed.hook_token_type_embed");
     for (int i = 0; i < 32; i++) {
         cr_assert_eq(as_capture_row(s->cap, h, 0)[i], w.f[i]);
-        cr_assert_eq(as_capture_row(s->cap, h, 3)[i], w.f[9 * 32 + i]);
+        cr_assert_eq(as_capture_row(s->cap, h, 4)[i], w.f[9 * 32 + i]);
     }
     npy_free(&w);
     close_session(s);
@@ -241,12 +243,12 @@ Test(encoder, refusals_name_what_and_why)
 Test(encoder, editing_the_prompt_recomputes_every_position)
 {
     as_session *a = open_session(BERT ".gguf", 64), *b = open_session(BERT ".gguf", 64);
-    run_ok(a, "prompt-ids 1 275 286 287 288; finish");
+    run_ok(a, "prompt-ids 2 5 6 7 8; finish");
     int h = as_program_find_hook(a->prog, "blocks.1.ln2.hook_normalized");
     float before[32];
     memcpy(before, as_capture_row(a->cap, h, 0), sizeof before);
-    run_ok(a, "prompt-ids 1 275 286 287 40; finish");
-    run_ok(b, "prompt-ids 1 275 286 287 40; finish");
+    run_ok(a, "prompt-ids 2 5 6 7 40; finish");
+    run_ok(b, "prompt-ids 2 5 6 7 40; finish");
     cr_assert_neq(memcmp(before, as_capture_row(a->cap, h, 0), sizeof before), 0,
                   "position 0 must see the new last token");
     for (int k = 0; k < a->prog->n_hooks; k++) {

@@ -406,10 +406,9 @@ def check_decoder(fixdir, which, fresh_dir):
 # ---------------------------------------------------------------------------
 # the BERT family of encoders (reference.Encoder), each with a sentence
 # pair's token types (0 for the first 9 positions, 1 after). tiny-bert
-# reads text: tiny-llama's SentencePiece vocabulary and prompt, with BERT's
-# [CLS], [SEP] and [MASK] as control tokens (so `fill` finds a typed [MASK]
-# and `prompt "A" "B"` has a [SEP]); tiny-nomic-bert has a vocabulary of
-# 64 ids without text (tokenizer "none", which llama.cpp also loads).
+# reads text: a small WordPiece vocabulary (tokenizer "bert"); tiny-nomic-bert
+# has a vocabulary of 64 ids without text (tokenizer "none", which
+# llama.cpp also loads).
 # ---------------------------------------------------------------------------
 
 ENC_VOCAB = 64
@@ -417,13 +416,33 @@ ENC_IDS = [2, 17, 40, 9, 33, 61, 5, 12, 3, 44, 28, 4, 50, 19, 7, 3]
 ENC_TYPES = [0] * 9 + [1] * 7
 
 
+BERT_TEXT = "the cat sat on the mat, the dog ate the fishes!"
+
+
 def bert_tokenizer():
-    tok, ids, text = llama_tokenizer()
-    tok = dict(tok)
-    tok["tokens"] = tok["tokens"] + ["[CLS]", "[SEP]", "[MASK]"]
-    tok["token_type"] = tok["token_type"] + [3, 3, 3]
-    tok["scores"] = tok["scores"] + [0.0, 0.0, 0.0]
-    return tok, ids, text
+    """A WordPiece vocabulary stored as llama.cpp's converter stores BERT's
+    (a word's first piece with '▁' in front, a continuation without its
+    '##'): specials [PAD] [UNK] [CLS] [SEP] [MASK], a few words, and every
+    lower-case letter as a word start and a continuation, so any
+    lower-case word has pieces. Encoded greedily, longest piece first,
+    punctuation a word of its own, [CLS] ... [SEP] around."""
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    words = ["the", "cat", "sat", "on", "mat", "dog", "ate", "fish", ",", ".", "!", "?", "'"]
+    tokens = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + ["\u2581" + w for w in words] + ["es", "ing"]
+              + ["\u2581" + c for c in letters] + letters)
+    vocab = {t: i for i, t in enumerate(tokens)}
+    ids = [vocab["[CLS]"]]
+    for word in regex.findall(r"\w+|[^\w\s]", BERT_TEXT.lower()):
+        rest, first = word, True
+        while rest:
+            k = max(k for k in range(1, len(rest) + 1) if (("\u2581" if first else "") + rest[:k]) in vocab)
+            ids.append(vocab[("\u2581" if first else "") + rest[:k]])
+            rest, first = rest[k:], False
+    ids.append(vocab["[SEP]"])
+    tok = {"model": "bert", "tokens": tokens, "token_type": [3] * 5 + [1] * (len(tokens) - 5),
+           "bos_token_id": 2, "seperator_token_id": 3, "padding_token_id": 0, "unknown_token_id": 1,
+           "mask_token_id": 4, "cls_token_id": 2}
+    return tok, ids, BERT_TEXT
 
 
 def _enc(arch, **kw):

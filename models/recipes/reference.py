@@ -409,8 +409,8 @@ def export_gguf(model, cfg, path, name, tokenizer, dtype="F32"):
 
 def _add_tokenizer(w, tok):
     kind = tok["model"]
-    if kind not in ("gpt2", "llama"):
-        raise ValueError("tokenizer model must be 'gpt2' or 'llama'")
+    if kind not in ("gpt2", "llama", "bert"):
+        raise ValueError("tokenizer model must be 'gpt2', 'llama' or 'bert'")
     n = len(tok["tokens"])
     w.add_string("tokenizer.ggml.model", kind)
     pre = tok.get("pre", "gpt-2" if kind == "gpt2" else None)
@@ -428,7 +428,8 @@ def _add_tokenizer(w, tok):
         w.add_array("tokenizer.ggml.scores", [float(s) for s in tok["scores"]], GGUF_FLOAT32)
     elif kind == "llama":
         raise ValueError("a llama tokenizer needs scores")
-    for key in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"):
+    for key in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id", "seperator_token_id",
+                "mask_token_id", "cls_token_id"):
         if tok.get(key) is not None:
             if not 0 <= tok[key] < n:
                 raise ValueError("%s %d out of range" % (key, tok[key]))
