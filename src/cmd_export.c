@@ -605,8 +605,10 @@ static int export_probs(cmd_ctx *c)
         goto out;
     char title[512], sub[512], what[64];
     bool font = as_fig_ctx_has_font(ctx);
-    make_title(ctx, &o, title, sizeof title, "Next token after position %d \xE2\x80\x94 %s",
-               "Next token after position %d - %s", pos, s->model->cfg.name);
+    bool enc = as_cmd_is_encoder(s); /* the head predicts the token at the position itself */
+    make_title(ctx, &o, title, sizeof title,
+               enc ? "Predictions at position %d \xE2\x80\x94 %s" : "Next token after position %d \xE2\x80\x94 %s",
+               enc ? "Predictions at position %d - %s" : "Next token after position %d - %s", pos, s->model->cfg.name);
     snprintf(sub, sizeof sub, font ? "context: %s%s" : "context: %s%s", pos >= 12 ? (font ? "\xE2\x80\xA6" : "...") : "",
              ctx_text);
     as_fig_probs pr = {k, (const char *const *)labels, p, sub};
@@ -616,7 +618,7 @@ static int export_probs(cmd_ctx *c)
     snprintf(val, sizeof val, "%d", pos);
     if (as_figure_add_meta(f, "Position", val, c->err))
         goto out;
-    snprintf(what, sizeof what, "next-token probabilities, top %d", k);
+    snprintf(what, sizeof what, enc ? "masked-LM probabilities, top %d" : "next-token probabilities, top %d", k);
     rc = finish(c, f, &o, 0, pos + 1, path, fmt, what);
     f = NULL;
 out:
