@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "attnscope/capture.h"
+#include "attnscope/gguf.h"
 #include "helpers.h"
 
 #define BERT "fixtures/tiny-bert"
@@ -298,4 +299,57 @@ Test(encoder, heads_scores_next_token_heads_from_the_patterns)
     }
     npy_free(&h);
     close_session(s);
+}
+
+/* ---- broken encoder files: refused with what and where ---- */
+
+/* A copy of tiny-bert with one key set (u32 or bool) and the tensors
+ * named `drop` left out; loads it and returns the error message. */
+static void load_edited(const char *key, int64_t value, bool is_bool, const char *drop, char *msg, size_t cap)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_open(&g, BERT ".gguf", &err), AS_OK, "%s", err.msg);
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    if (key && is_bool)
+        as_gguf_writer_set_bool(w, key, value != 0);
+    else if (key)
+        as_gguf_writer_set_u32(w, key, (uint32_t)value);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        if (!drop || strcmp(t->name, drop))
+            cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err), AS_OK);
+    }
+    char path[] = "/tmp/attnscope-bert-XXXXXX.gguf";
+    close(mkstemps(path, 5));
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+    as_model *m = NULL;
+    int rc = as_model_load(&m, path, &err);
+    unlink(path);
+    as_model_free(m);
+    cr_assert_neq(rc, AS_OK, "the edited file loaded");
+    snprintf(msg, cap, "%s", err.msg);
+}
+
+Test(encoder, broken_files_are_refused_by_name)
+{
+    char msg[1024];
+    load_edited("bert.attention.causal", 1, true, NULL, msg, sizeof msg);
+    cr_assert(strstr(msg, "bert.attention.causal is true"), "%s", msg);
+    load_edited("bert.pooling_type", 9, false, NULL, msg, sizeof msg);
+    cr_assert(strstr(msg, "bert.pooling_type = 9") && strstr(msg, "(mean)"), "%s", msg);
+    load_edited("tokenizer.ggml.token_type_count", 3, false, NULL, msg, sizeof msg);
+    cr_assert(strstr(msg, "token_types.weight"), "%s", msg);
+    load_edited("tokenizer.ggml.token_type_count", 0, false, NULL, msg, sizeof msg);
+    cr_assert(strstr(msg, "token_type_count = 0"), "%s", msg);
+    load_edited(NULL, 0, false, "mlm.norm.bias", msg, sizeof msg);
+    cr_assert(strstr(msg, "mlm.norm.bias") && strstr(msg, "missing"), "%s", msg);
+    load_edited(NULL, 0, false, "blk.1.layer_output_norm.weight", msg, sizeof msg);
+    cr_assert(strstr(msg, "blk.1.layer_output_norm.weight"), "%s", msg);
+    load_edited(NULL, 0, false, "position_embd.weight", msg, sizeof msg);
+    cr_assert(strstr(msg, "position_embd.weight"), "%s", msg);
 }
