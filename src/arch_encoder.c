@@ -262,6 +262,9 @@ static void mlm_head(as_program *p, int x)
     as_program_scope_name(p, "mlm_head");
     int pre = as_program_add_linear(p, AS_HK_HEAD_PRE, -1, AS_CLASS_RESID, x, &h->dense, h->dense_b, 1, d, 0,
                                     "mlm pre = hidden · W_dense + b_dense");
+    /* the logit lens reads each layer's output through the whole head */
+    p->head_first = p->n_ops - 1;
+    p->lens_kind = AS_HK_LN2_NORMALIZED;
     int post = as_program_add_hook(p, AS_HK_HEAD_POST, -1, AS_CLASS_RESID, 1, d, 0);
     as_program_add_op(p, AS_OP_GELU, -1, post, pre, -1, "mlm post = gelu(pre)");
     as_program_scope_name(p, NULL);
@@ -292,9 +295,8 @@ int as_enc_build(as_program *p, as_error *err)
         as_program_add_pool(p, resid, W->pooling);
     if (W->has_mlm)
         mlm_head(p, resid);
-    p->no_lens = "this encoder normalizes after each residual add (Post-LN), so its residual stream is no sum "
-                 "of the components' outputs, and its output head is dense, GELU and LayerNorm before the "
-                 "unembedding";
+    p->no_dla = "this encoder normalizes after each residual add (Post-LN), so its residual stream is no sum of "
+                "the components' outputs, and its output head is dense, GELU and LayerNorm before the unembedding";
     (void)err;
     return AS_OK;
 }

@@ -311,7 +311,8 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
     if (!p)
         return as_error_set(err, "out of memory building the program");
     p->model = m;
-    p->unembed = p->final_norm = p->pooled = -1;
+    p->unembed = p->final_norm = p->pooled = p->head_first = -1;
+    p->lens_kind = AS_HK_RESID_POST;
     /* A block of today's architectures has at most 32 hooks and ops, the
      * ends fewer than 8: room for them up front, growth past it. */
     p->cap_hooks = p->cap_ops = 8 + 32 * m->cfg.n_layer;

@@ -74,9 +74,9 @@ void as_cmd_side_run_free(as_side_run *r);
 int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *err);
 /* A position of the context. */
 int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err);
-/* AS_OK where the logit lens and DLA apply to the program, else AS_ERR
- * saying why (`what` names the instrument). */
-int as_cmd_lens_applies(const as_session *s, const char *what, as_error *err);
+/* AS_OK where the logit lens (or DLA) applies to the program, else
+ * AS_ERR saying why. */
+int as_cmd_lens_applies(const as_session *s, bool dla, as_error *err);
 /* The logits of the finished pass, or NULL with a message. */
 const float *as_cmd_final_logits(as_session *s, as_error *err);
 /* Writes an instrument's array and says so; the shape goes in the message. */

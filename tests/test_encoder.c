@@ -210,8 +210,6 @@ Test(encoder, refusals_name_what_and_why)
     cr_assert_neq(run_cmd(s, "gen 3", msg, sizeof msg), AS_OK);
     cr_assert(strstr(msg, "encoder") && strstr(msg, "no next token"), "%s", msg);
     run_ok(s, "finish");
-    cr_assert_neq(run_cmd(s, "lens", msg, sizeof msg), AS_OK);
-    cr_assert(strstr(msg, "Post-LN"), "%s", msg);
     cr_assert_neq(run_cmd(s, "dla 5", msg, sizeof msg), AS_OK);
     cr_assert(strstr(msg, "Post-LN"), "%s", msg);
     cr_assert_neq(run_cmd(s, "token-types 0 2 0 0 0 0 0 0 0 0 0 0 0 0 0 0", msg, sizeof msg), AS_OK);
@@ -352,4 +350,31 @@ Test(encoder, broken_files_are_refused_by_name)
     cr_assert(strstr(msg, "blk.1.layer_output_norm.weight"), "%s", msg);
     load_edited(NULL, 0, false, "position_embd.weight", msg, sizeof msg);
     cr_assert(strstr(msg, "position_embd.weight"), "%s", msg);
+}
+
+/* The lens reads each layer's output (ln2) through the whole masked-LM
+ * head: at the last layer it is the model's own logits. */
+Test(encoder, the_lens_at_the_last_layer_is_the_heads_output)
+{
+    as_session *s = fixture_session(BERT, 64, true);
+    run_ok(s, "finish");
+    char path[] = "/tmp/attnscope-lens-XXXXXX.npy", cmd[128];
+    close(mkstemps(path, 4));
+    snprintf(cmd, sizeof cmd, "lens 6 %s", path);
+    run_ok(s, cmd);
+    npy lens, lg = fixture(BERT, "unembed.hook_out");
+    cr_assert_eq(npy_read(path, &lens), 0);
+    unlink(path);
+    size_t V = lg.shape[1], L = lens.shape[0];
+    cr_assert_eq(L, 3, "embeddings and 2 layers");
+    double worst = 0, moved = 0;
+    for (size_t j = 0; j < V; j++) {
+        worst = fmax(worst, fabs(lens.f[(L - 1) * V + j] - lg.f[6 * V + j]));
+        moved = fmax(moved, fabs(lens.f[0 * V + j] - lg.f[6 * V + j]));
+    }
+    cr_assert_leq(worst, 2e-4, "last layer's lens vs PyTorch's logits: %g", worst);
+    cr_assert_geq(moved, 1e-2, "the embeddings' lens should differ from the output");
+    npy_free(&lens);
+    npy_free(&lg);
+    close_session(s);
 }

@@ -14,7 +14,9 @@
 #include "attnscope/model.h"
 #include "attnscope/quant.h"
 
-/* Final norm then unembedding applied to one residual vector: logits[V]. */
+/* The output head applied to one residual vector: logits[V]. The final
+ * norm then the unembedding, after the head's own ops where it has some
+ * (an encoder's masked-LM dense layer and GELU: program.head_first). */
 void as_lens_logits(const as_program *p, const float *resid, float *logits);
 /* The same for n vectors at once (logits[n][V]), as one matrix product:
  * what a lens over every layer, or every position, wants. AS_ERR (and

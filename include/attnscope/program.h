@@ -187,10 +187,15 @@ typedef struct as_program {
     int final_norm;       /* the NORM_APPLY op before it, or -1 */
     int pooled;           /* the hook holding the pooled vector (embedding models), or -1 */
     as_pooling pooling;   /* how it is pooled */
-    /* Why the logit lens and direct logit attribution do not apply (NULL:
-     * they do): they need a residual stream that is the sum of its
+    /* The logit lens reads each layer's hook of this kind (resid_post; an
+     * encoder's ln2 output) through the ops from head_first (-1: the final
+     * norm; an encoder: its masked-LM head's dense layer) to the logits. */
+    as_hook_kind lens_kind;
+    int head_first;
+    /* Why the logit lens, or direct logit attribution, does not apply
+     * (NULL: it does): DLA needs a residual stream that is the sum of its
      * components, read out by one norm and a linear unembedding. */
-    const char *no_lens;
+    const char *no_lens, *no_dla;
     /* Set by the architecture while it builds: the scope of the hooks it
      * adds next ("blocks.3" — later "encoder.1", "decoder.2"), their
      * stream and their site. */
