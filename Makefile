@@ -8,7 +8,7 @@ CC      ?= cc
 DATADIR  = $(PREFIX)/share/attnscope
 
 DEB_PKGS = libncurses-dev libreadline-dev libopenblas-dev libpng-dev \
-           libcriterion-dev libfreetype-dev fonts-dejavu-core pkg-config tmux
+           libcriterion-dev libfreetype-dev libcairo2-dev fonts-dejavu-core pkg-config tmux
 
 WARN    = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(CI),true)
@@ -39,12 +39,16 @@ all: attnscope
 # The configuration (pkg-config flags) is generated after the dependency
 # check, so a fresh machine installs packages before anything compiles.
 -include $(BUILD)/config.mk
+# Figures are drawn with Cairo: its image surface (written as PNG with
+# libpng), SVG and PDF surfaces, and DejaVu Sans through cairo-ft.
+CAIRO_PCS = cairo cairo-ft cairo-pdf cairo-svg
 
 $(BUILD)/config.mk: Makefile
 	@mkdir -p $(BUILD)
 	@missing=""; \
 	for pc in ncursesw:libncurses-dev readline:libreadline-dev openblas:libopenblas-dev \
-	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev; do \
+	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev \
+	          cairo-ft:libcairo2-dev cairo-pdf:libcairo2-dev cairo-svg:libcairo2-dev; do \
 	  name=$${pc%%:*}; pkg=$${pc#*:}; \
 	  command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $$name || missing="$$missing $$pkg"; \
 	done; \
@@ -59,9 +63,9 @@ $(BUILD)/config.mk: Makefile
 	    echo "attnscope: missing packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi; \
-	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2)"; \
-	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2) -lm -lpthread"; \
-	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2) -lm -lpthread"; \
+	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 $(CAIRO_PCS))"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
+	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
 	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
 	  echo "CRIT_LIBS := $$(pkg-config --libs criterion)"; } > $@.tmp && mv $@.tmp $@
 
