@@ -446,6 +446,16 @@ int as_figure_cell_rect(const as_figure *f, int mat, int row, int col, int rect[
     return AS_ERR;
 }
 
+int as_figure_cbar_rect(const as_figure *f, float rect[4])
+{
+    for (int i = 0; i < f->n; i++)
+        if (f->p[i].kind == PR_GRAD) {
+            rect[0] = f->p[i].x, rect[1] = f->p[i].y, rect[2] = f->p[i].w, rect[3] = f->p[i].h;
+            return AS_OK;
+        }
+    return AS_ERR;
+}
+
 /* ============================================================== layout */
 
 /* What a builder carries: the figure, the font, points-to-pixels, the
@@ -489,8 +499,8 @@ static int lay_begin(lay *L, as_figure **out, as_fig_ctx *ctx, const as_fig_styl
     L->c = ctx;
     L->st = st;
     L->P = (float)st->dpi / 72.0f;
-    L->W = floorf(PT(L, st->width_pt));
-    L->H = floorf(PT(L, st->height_pt));
+    L->W = roundf(PT(L, st->width_pt));
+    L->H = roundf(PT(L, st->height_pt));
     L->body = st->font_pt;
     L->title = st->font_pt + 1;
     L->small = fmaxf(st->font_pt - 1, fminf(st->font_pt, AS_FIG_MIN_FONT_PT));
@@ -1098,8 +1108,8 @@ static int heat_layout(lay *L, const as_fig_heat *h, cbar *cb, const as_fig_capt
         }
         break;
     }
-    if (g->cell < (single ? 1 : 0.5f))
-        return too_small(L, "this many cells (tokens=FROM:TO shows fewer)", err);
+    if (g->cell < 1)
+        return too_small(L, "a pixel per cell at this dpi (a larger width=, or fewer tokens with tokens=FROM:TO)", err);
     return AS_OK;
 }
 
@@ -1128,6 +1138,10 @@ static bool heat_panel(lay *L, const as_fig_heat *h, const scale *s, const heat_
 {
     int R = h->rows, C = h->cols;
     bool masked = false;
+    /* The frame first: the cells, drawn over it, keep their colours where
+     * its anti-aliased edge would have tinted them. */
+    float lw = PT(L, FRAME_PT), pw = (float)C * g->cell, ph = (float)R * g->cell;
+    rect(L, (float)px - lw / 2, (float)py - lw / 2, pw + lw, ph + lw, NULL, INK, lw);
     prim *p = add(L->f, PR_CELLS);
     if (!p)
         return false;
@@ -1142,8 +1156,6 @@ static bool heat_panel(lay *L, const as_fig_heat *h, const scale *s, const heat_
         masked |= mk;
         heat_rgb(L->st, s, h->mats[m].v[i], mk, p->rgb + (size_t)i * 3);
     }
-    float lw = PT(L, FRAME_PT), pw = (float)C * g->cell, ph = (float)R * g->cell;
-    rect(L, (float)px - lw / 2, (float)py - lw / 2, pw + lw, ph + lw, NULL, INK, lw);
     if (h->mat_titles) {
         char buf[256];
         elide(L->c, h->mat_titles[m], PT(L, L->small), pw + (float)g->gap_x, buf, sizeof buf);
@@ -1159,28 +1171,34 @@ static void panel_at(const as_fig_heat *h, const heat_geom *g, int gx0, int gy0,
     *py = gy0 + (int)g->ptitle + (int)lrintf((float)gr * ((float)h->rows * g->cell + (float)g->gap_y));
 }
 
+/* Left of the panels, from the right: row labels, the row axis name,
+ * the panel rows' names, what they number. */
 static void heat_headers(lay *L, const as_fig_heat *h, const heat_geom *g, int gx0, int gy0, float grid_w,
                          float grid_h)
 {
-    float pw = (float)h->cols * g->cell, ph = (float)h->rows * g->cell;
-    float sm = lineh(L, L->small);
-    float rx = (float)gx0 - (g->row_labels ? g->rl_w + PT(L, TICK_LEN_PT + TICK_PAD_PT) : 0) - PT(L, 3);
+    float pw = (float)h->cols * g->cell, ph = (float)h->rows * g->cell, sm = lineh(L, L->small);
+    float x = (float)gx0 - (g->row_labels ? g->rl_w + PT(L, TICK_LEN_PT + TICK_PAD_PT) : 0);
+    float mid = (float)gy0 + g->ptitle + grid_h / 2;
+    if (h->row_axis && g->row_labels) {
+        text_up(L, x - PT(L, 2) - lineh(L, L->body) / 2, mid, L->body, AL_MIDDLE, INK, h->row_axis);
+        x -= PT(L, 2) + lineh(L, L->body);
+    }
+    x -= PT(L, 3);
     int px, py;
     for (int r = 0; h->grid_row_names && r < g->GR; r++) {
         panel_at(h, g, gx0, gy0, r, 0, &px, &py);
-        text_vc(L, rx, (float)py + ph / 2, L->small, AL_END, INK, h->grid_row_names[r]);
+        text_vc(L, x, (float)py + ph / 2, L->small, AL_END, INK, h->grid_row_names[r]);
     }
     for (int c = 0; h->grid_col_names && c < g->GC; c++) {
         panel_at(h, g, gx0, gy0, 0, c, &px, &py);
         text(L, (float)px + pw / 2, (float)gy0 - PT(L, 2), L->small, false, AL_MIDDLE, INK, h->grid_col_names[c]);
     }
     if (h->grid_col_axis)
-        text(L, (float)gx0 + (float)grid_w / 2, (float)gy0 - sm - PT(L, 3), L->body, false, AL_MIDDLE, INK,
+        text(L, (float)gx0 + grid_w / 2, (float)gy0 - sm - PT(L, 3), L->body, false, AL_MIDDLE, INK,
              h->grid_col_axis);
     if (h->grid_row_axis) {
         float names_w = max_label_w(L, h->grid_row_names, g->GR, L->W);
-        text_up(L, rx - names_w - PT(L, 1) - lineh(L, L->body) / 2, (float)gy0 + g->ptitle + (float)grid_h / 2,
-                L->body, AL_MIDDLE, INK, h->grid_row_axis);
+        text_up(L, x - names_w - PT(L, 1) - lineh(L, L->body) / 2, mid, L->body, AL_MIDDLE, INK, h->grid_row_axis);
     }
 }
 
@@ -1251,9 +1269,6 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
     heat_headers(&L, h, &g, gx0, gy0, grid_w, grid_h);
     float bottom = (float)(gy0 + (int)g.ptitle) + grid_h, tick = PT(&L, TICK_LEN_PT + TICK_PAD_PT);
     float cl_bottom = bottom + (g.col_labels ? tick + (g.cl_upright ? g.cl_w : lineh(&L, L.small)) : 0);
-    if (h->row_axis && g.row_labels)
-        text_up(&L, (float)gx0 - g.rl_w - tick - PT(&L, 2) - lineh(&L, L.body) / 2,
-                (float)gy0 + g.ptitle + (float)grid_h / 2, L.body, AL_MIDDLE, INK, h->row_axis);
     if (h->col_axis && g.col_labels) {
         cl_bottom += PT(&L, 2) + lineh(&L, L.body);
         text(&L, (float)gx0 + (float)grid_w / 2, cl_bottom - PT(&L, 2), L.body, false, AL_MIDDLE, INK, h->col_axis);
@@ -1833,7 +1848,7 @@ static void draw_trace_table(lay *L, const as_fig_trace *tr, const trace_geom *g
             rect(L, cx, ry, colw + (i + 1 < S ? 0.6f : 0), rowh + (r + 1 < K ? 0.6f : 0), rgb, NULL, 0);
             if (g->cell_text && lab) {
                 char buf[256];
-                float fs = fmaxf(L->small - 1, fminf(L->small, AS_FIG_MIN_FONT_PT));
+                float fs = L->small;
                 elide(L->c, lab, PT(L, fs), colw - PT(L, 1.5f), buf, sizeof buf);
                 /* One character and an ellipsis tells nothing: colour only. */
                 const char *q = buf;

@@ -198,6 +198,8 @@ float as_figure_min_font_pt(const as_figure *f);
 int as_figure_add_meta(as_figure *f, const char *key, const char *value, as_error *err);
 /* Pixel rectangle {x, y, w, h} of a heatmap cell; AS_ERR if there is none. */
 int as_figure_cell_rect(const as_figure *f, int mat, int row, int col, int rect[4]);
+/* Pixel box {x, y, w, h} of the colour bar; AS_ERR if there is none. */
+int as_figure_cbar_rect(const as_figure *f, float rect[4]);
 /* The PNG's pixels, drawn by Cairo: w*h*3 bytes of RGB, malloc'd. */
 int as_figure_raster(const as_figure *f, uint8_t **rgb, as_error *err);
 /* PNG, SVG or PDF through a temporary file renamed into place. */
