@@ -33,7 +33,7 @@ LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref
+.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -114,7 +114,25 @@ llama-ref:
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run
 # unless the leak was Criterion's own (allocated in libcriterion itself).
-unit: $(UNIT) $(PROG) llama-ref
+# pdfinfo, pdftotext, pdftoppm (poppler-utils) and rsvg-convert
+# (librsvg2-bin) read the PDFs and SVGs back in the figure tests: installed
+# when missing (as root); otherwise the checks that need them skip, loudly.
+FIG_TOOLS = pdfinfo:poppler-utils pdftotext:poppler-utils pdftoppm:poppler-utils rsvg-convert:librsvg2-bin
+fig-tools:
+	@missing=""; \
+	for t in $(FIG_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
+	missing=$$(printf '%s\n' $$missing | sort -u | tr '\n' ' '); \
+	if [ -n "$${missing% }" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "attnscope: installing for the figure tests: $$missing"; \
+	    (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >&2 || \
+	      echo "*** attnscope: could not install $$missing: the PDF/SVG checks will SKIP ***" >&2; \
+	  else \
+	    echo "*** attnscope: the PDF/SVG checks need $$missing (sudo apt-get install -y $$missing): they will SKIP ***" >&2; \
+	  fi; \
+	fi
+
+unit: $(UNIT) $(PROG) llama-ref fig-tools
 ifeq ($(SAN),)
 	cd tests && AS_BIN=$(abspath $(PROG)) AS_LLAMA_REF=$(abspath $(LLAMA_REF)) AS_GGML_LIB=$(abspath $(GGML_LIB)) \
 	  ../$(UNIT) --jobs 2
@@ -127,8 +145,9 @@ endif
 
 # golden.sh compares whole screens (`view dump`) with tests/e2e/golden/;
 # GOLDEN_UPDATE=1 sh tests/e2e/golden.sh rewrites them, to be reviewed.
-e2e: $(PROG)
+e2e: $(PROG) fig-tools
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/figures.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 

@@ -1322,15 +1322,11 @@ Test(figure, titles_and_notes_say_what_is_shown)
     /* Patching states the metric, both values and the other prompt. */
     run_ok(s, "metric 262 264");
     snprintf(cmd, sizeof cmd, "patch sweep resid_pre from \"the cat sat on the mat the dog\" %s", path);
-    int rc = run_cmd(s, cmd, msg, sizeof msg);
-    if (rc == AS_OK) {
-        t = pdf_text(path);
-        cr_assert(strstr(t, "Metric: logit(") && strstr(t, "(clean)") && strstr(t, "(corrupted)"), "%s", t);
-        cr_assert(strstr(t, "Other prompt:"), "%s", t);
-        free(t);
-    } else {
-        cr_assert(strstr(msg, "same count"), "%s", msg); /* the fixture's tokenizer split it otherwise */
-    }
+    cr_assert_eq(run_cmd(s, cmd, msg, sizeof msg), AS_OK, "%s", msg);
+    t = pdf_text(path);
+    cr_assert(strstr(t, "Metric: logit(") && strstr(t, "(clean)") && strstr(t, "(corrupted)"), "%s", t);
+    cr_assert(strstr(t, "Other prompt: \xE2\x80\x9Cthe cat sat on the mat the dog"), "%s", t);
+    free(t);
     snprintf(cmd, sizeof cmd, "dla 262 %s", path);
     cr_assert_eq(run_cmd(s, cmd, msg, sizeof msg), AS_OK, "%s", msg);
     t = pdf_text(path);
