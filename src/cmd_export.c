@@ -277,8 +277,11 @@ static void caption_init(caption *cp, const as_session *s, const export_opts *o,
         va_end(ap);
     }
     char *prompt = context_text(s, 0, s->it->out->n_prompt);
-    snprintf(cp->subtitle, sizeof cp->subtitle, "model %s \xC2\xB7 prompt \xE2\x80\x9C%s\xE2\x80\x9D", s->model->cfg.name,
-             prompt ? prompt : "");
+    if (prompt && *prompt)
+        snprintf(cp->subtitle, sizeof cp->subtitle, "model %s \xC2\xB7 prompt \xE2\x80\x9C%s\xE2\x80\x9D",
+                 s->model->cfg.name, prompt);
+    else
+        snprintf(cp->subtitle, sizeof cp->subtitle, "model %s", s->model->cfg.name);
     free(prompt);
     cp->c = (as_fig_caption){cp->title, cp->subtitle, cp->note_ptrs, 0};
 }

@@ -1366,6 +1366,10 @@ int as_fig_lines_view(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
     float xl = PT(&L, MARGIN_PT) + lw_, xr = L.W - PT(&L, MARGIN_PT) - lw_;
     if (xr - xl < PT(&L, 40))
         return too_small(&L, "the head view of these tokens", err);
+    /* On a wide page the columns stay close, as in bertviz: lines much
+     * longer than they fall would all look level. */
+    float span = fminf(xr - xl, PT(&L, 200));
+    xl = roundf((L.W - span) / 2), xr = xl + span;
     float top = title_height(&L, cap);
     float legend_h = heads_legend(&L, ln, top, false);
     float y0 = top + legend_h + sm;
@@ -1649,7 +1653,7 @@ int as_fig_norm_chart(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
     panel pn[NP];
     const char *heads[NP] = {"mean of the input", nm->rms ? "RMS of the input" : "std of the input",
                              "max |x| of the input",
-                             "largest-magnitude input dimensions (marker area \xE2\x88\x9D |x|)"};
+                             "largest input dimensions (marker area \xE2\x88\x9D |x|)"};
     const float share[NP] = {1, 1, 1, 1.5f};
     norm_scales(&L, nm, pn);
     float tickw = 0, named_w = 0, sm = lineh(&L, L.small);
