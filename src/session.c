@@ -462,7 +462,7 @@ static int tokenize(cmd_ctx *c, bool raw)
     int rc = encode(c->s, text, raw, &ids, &n, c->err);
     for (size_t i = 0; rc == AS_OK && i < n; i++) {
         char piece[256];
-        as_cmd_piece(c->s, ids[i], piece, sizeof piece);
+        as_cmd_label(c->s, ids[i], 0, piece, sizeof piece);
         fprintf(c->s->out, "%d\t%s\n", ids[i], piece);
     }
     free(ids);
@@ -623,8 +623,14 @@ static int cmd_set(cmd_ctx *c)
     as_sampler *sm = &c->s->sampler;
     double v;
     long k;
+    if (c->argc == 1) {
+        fprintf(c->s->out, "temp = %g%s\ntopk = %d%s\ntopp = %g%s\nseed = %llu\nthreads = %d\n", (double)sm->temp,
+                sm->temp == 0 ? " (greedy: the most probable token)" : "", sm->top_k, sm->top_k ? "" : " (off)",
+                (double)sm->top_p, sm->top_p >= 1 ? " (off)" : "", (unsigned long long)sm->seed, as_get_threads());
+        return AS_OK;
+    }
     if (c->argc != 3)
-        return as_error_set(c->err, "usage: set temp X | topk K | topp P | seed S | threads N");
+        return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -653,6 +659,26 @@ static int cmd_set(cmd_ctx *c)
     return AS_OK;
 }
 
+/* Logits with a NaN or Inf rank nothing: say so, and where the pass first
+ * went wrong (as the interpreter recorded it), rather than an empty table. */
+static int nonfinite_logits(as_session *s, const float *logits, as_error *err)
+{
+    int n = s->model->cfg.n_vocab, bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += !isfinite(logits[i]);
+    if (!bad)
+        return AS_OK;
+    const as_nonfinite *nf = &s->it->nonfinite;
+    if (!nf->found)
+        return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking", bad, n,
+                            s->it->out->n_tokens - 1);
+    return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking. The first "
+                             "non-finite value of the pass is %s at position %d (index %d) = %g; "
+                             "`weights` shows which tensors hold NaN or Inf",
+                        bad, n, s->it->out->n_tokens - 1, s->prog->hooks[nf->hook].name, nf->pos, nf->index,
+                        nf->value);
+}
+
 static int cmd_top(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -667,12 +693,14 @@ static int cmd_top(cmd_ctx *c)
                             s->it->out->n_tokens - 1);
     }
     int n = s->model->cfg.n_vocab;
+    if (nonfinite_logits(s, logits, c->err))
+        return AS_ERR;
     as_probs(logits, n, s->probs);
     int m = as_top_indices(logits, n, (int)k, s->order);
     fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", s->it->out->n_tokens - 1);
     for (int i = 0; i < m; i++) {
         char piece[256];
-        as_cmd_piece(s, s->order[i], piece, sizeof piece);
+        as_cmd_label(s, s->order[i], 0, piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\t%.6f\t%.4f\n", i + 1, s->order[i], piece, s->probs[s->order[i]],
                 logits[s->order[i]]);
     }
@@ -780,7 +808,7 @@ static void print_norm_table(as_session *s, int h, const char *title)
             rms ? "RMSNorm" : "LayerNorm", G > 1 ? ", per head" : "", n, G > 1 ? "head\t" : "", rms ? "rms" : "std");
     for (int q = 0; q < n; q++) {
         char piece[64];
-        as_cmd_piece(s, s->it->out->tokens[q], piece, sizeof piece);
+        as_cmd_label(s, s->it->out->tokens[q], 0, piece, sizeof piece);
         for (int g = 0; g < G; g++) {
             const as_norm_stat *st = as_capture_norm_group(s->cap, h, q, g);
             fprintf(s->out, "%d\t%s\t", q, piece);
@@ -857,7 +885,7 @@ static int cmd_tokens(cmd_ctx *c)
     as_session *s = c->s;
     for (int i = 0; i < s->it->out->n_tokens; i++) {
         char piece[256];
-        as_cmd_piece(s, s->it->out->tokens[i], piece, sizeof piece);
+        as_cmd_label(s, s->it->out->tokens[i], 0, piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->out->tokens[i], piece,
                 i < s->it->out->n_prompt ? "prompt" : "generated");
     }
@@ -906,8 +934,8 @@ static const command commands[] = {
     {{"unbreak", "unbreak HOOK", "Remove breakpoints matching HOOK.", "unbreak blocks.*"}, cmd_unbreak},
     {{"where", "where", "Show the op the interpreter stands at.", "where"}, cmd_where},
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, cmd_gen},
-    {{"set", "set temp X | topk K | topp P | seed S | threads N",
-      "Sampler and engine settings (temp 0 is greedy).", "set temp 0.8"}, cmd_set},
+    {{"set", "set [temp X | topk K | topp P | seed S | threads N]",
+      "Sampler and engine settings (temp 0 is greedy); `set` alone lists them.", "set temp 0.8"}, cmd_set},
     {{"top", "top [K]", "The next-token distribution: rank, id, piece, probability, logit.", "top 5"},
      cmd_top},
     {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, cmd_hooks},

@@ -105,7 +105,7 @@ static unsigned run(tui *u, const char *cmd)
 {
     if (u->busy)
         return 0;
-    tui_run_line(u, cmd);
+    tui_run_line(u, cmd, RUN_KEY);
     return tui_after_command(u);
 }
 
@@ -143,7 +143,7 @@ static unsigned special_key(tui *u, int key)
     case KEY_HOME: return tui_select_query(u, 0);
     case KEY_END: return tui_select_query(u, u->s->it->out->n_tokens - 1);
     case KEY_BTAB: return cycle_focus(u, -1);
-    case KEY_F(1): u->help = true; return RD_HELP;
+    case KEY_F(1): u->help = true; u->help_top = 0; return RD_HELP;
     case KEY_ENTER: return toggle_grid(u, false);
     default: return 0;
     }
@@ -168,7 +168,9 @@ static unsigned view_key(tui *u, int ch)
     case 'N': return tui_cycle_norm(u, 1);
     case 'c': return cycle_cmap(u);
     case '\t': return cycle_focus(u, 1);
-    case '?': u->help = true; return RD_HELP;
+    case '?': u->help = true; u->help_top = 0; return RD_HELP;
+    case '1': case '2': case '3': case '4': case '5': case '6':
+        return u->present & RD(ch - '1') ? tui_focus(u, (pane_id)(ch - '1')) : 0;
     case KEY_CTRL('l'): clearok(curscr, TRUE); return RD_LAYOUT;
     default: return 0;
     }
@@ -205,19 +207,35 @@ bool tui_key_waits(const tui *u, int ch, bool keycode)
     return !keycode && strchr(":/snfb ", ch) && ch != 0;
 }
 
+/* The output overlay and the one-line echo go at the next key; Esc does
+ * only that, any other key does its own work too. */
+static unsigned drop_output(tui *u, int ch, bool keycode, bool *consumed)
+{
+    *consumed = false;
+    if (!u->popup && u->echo_from < 0)
+        return 0;
+    *consumed = u->popup && !keycode && ch == KEY_ESC;
+    unsigned bits = u->popup ? RD_PANES : RD(P_CMD);
+    u->popup = false;
+    u->echo_from = -1;
+    return bits;
+}
+
 unsigned tui_key(tui *u, int ch, bool keycode)
 {
-    if (u->help) {
-        u->help = false;
-        return RD_PANES;
-    }
+    if (u->help)
+        return help_key(u, ch, keycode);
+    bool consumed;
+    unsigned bits = drop_output(u, ch, keycode, &consumed);
+    if (consumed)
+        return bits;
     const pane_class *pc = pane_classes[u->focus];
     if (pc->key) {
-        unsigned bits = pc->key(u, ch, keycode);
-        if (!(bits & RD_IGNORED))
-            return bits;
+        unsigned own = pc->key(u, ch, keycode);
+        if (!(own & RD_IGNORED))
+            return bits | own;
     }
-    return keycode ? special_key(u, ch) : char_key(u, ch);
+    return bits | (keycode ? special_key(u, ch) : char_key(u, ch));
 }
 
 /* ---- mouse ---- */

@@ -87,6 +87,8 @@ void tui_redraw(tui *u)
     for (int p = 0; p < P_COUNT; p++)
         if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)
             pane_classes[p]->draw(u);
+    if (u->popup && (dirty & (RD_PANES | RD_POPUP)))
+        popup_draw(u);
     if (u->help && (dirty & (RD_PANES | RD_HELP)))
         help_draw(u);
     /* The command line goes last: the terminal's cursor is left where
@@ -143,10 +145,32 @@ static void capture_end(tui *u, FILE *null)
 
 /* ---- running commands ---- */
 
+/* `view PANE`: shows the pane (a small screen's shared slot takes it)
+ * and makes it the one Esc returns to; from the panes it takes the focus. */
+static unsigned show_pane(tui *u, int req)
+{
+    pane_id p = (pane_id)req;
+    if (!(u->present & RD(p))) {
+        log_addf(&u->log, LOG_HINT, "the %s pane does not apply to this model", view_pane_name(req));
+        return panes_showing(SHOWS_LOG);
+    }
+    if (u->focus != P_CMD)
+        return tui_focus(u, p);
+    u->last_pane = p;
+    if (!PANE_IS_SIDE(p) || p == u->shared)
+        return 0;
+    u->shared = p;
+    return RD_LAYOUT;
+}
+
 unsigned tui_after_command(tui *u)
 {
+    unsigned bits = panes_showing(SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
     view_clamp(&u->v, u->s);
-    return panes_showing(SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
+    if (u->v.pane_req >= 0)
+        bits |= show_pane(u, u->v.pane_req);
+    u->v.pane_req = -1;
+    return bits;
 }
 
 static int run_one(tui *u, const char *cmd)
@@ -185,12 +209,44 @@ static int dump_view(void *ctx, const char *path, as_error *err)
     return rc;
 }
 
-void tui_run_line(tui *u, const char *line)
+bool tui_log_visible(const tui *u)
+{
+    return !u->lay.too_small && u->lay.r[P_LOG].h > 2;
+}
+
+/* Whether a command is `view dump`: a dump keeps the screen as the
+ * commands before it left it, so its own "wrote" line opens no overlay. */
+static bool is_dump(const char *cmd)
+{
+    return !strncmp(cmd, "view", 4) && strstr(cmd, "dump") != NULL;
+}
+
+/* Where the log is hidden, the output of the line just run goes to the
+ * overlay or the one-line echo. */
+static void show_output(tui *u, long from, run_from how, bool dump_last)
+{
+    if (tui_log_visible(u) || u->log.total <= from || how == RUN_LESSON)
+        return;
+    if (how == RUN_KEY) {
+        u->echo_from = from;
+        u->dirty |= RD(P_CMD);
+    } else if (!dump_last) {
+        u->popup = true;
+        u->popup_from = from;
+        u->dirty |= RD_POPUP;
+    }
+}
+
+void tui_run_line(tui *u, const char *line, run_from how)
 {
     int n;
     char **cmds = as_split_commands(line, &n);
     log_addf(&u->log, LOG_ECHO, "%s %s", u->t.utf8 ? "›" : ">", line);
+    long from = u->log.total;
+    bool dump_last = n > 0 && is_dump(cmds[n - 1]);
     u->log_scroll = 0;
+    u->popup = false;
+    u->echo_from = -1;
     *u->interrupted = 0;
     for (int i = 0; cmds && i < n && !u->s->quit && !*u->interrupted; i++)
         if (run_one(u, cmds[i]))
@@ -198,6 +254,7 @@ void tui_run_line(tui *u, const char *line)
     as_free_commands(cmds, n);
     *u->interrupted = 0;
     u->dirty |= tui_after_command(u);
+    show_output(u, from, how, dump_last);
 }
 
 /* ---- input ---- */
@@ -246,7 +303,7 @@ static void dispatch(tui *u, int ch, bool keycode)
     u->dirty |= tui_key(u, ch, keycode);
     char *line = cmdline_take_line();
     if (line) {
-        tui_run_line(u, line);
+        tui_run_line(u, line, RUN_TYPED);
         free(line);
     }
     if (cmdline_eof())
@@ -387,6 +444,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     log_init(&u.log, 2000);
     u.focus = s->it->out->n_tokens ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;
+    u.echo_from = -1;
     u.shared = P_PROBS;
     FILE *saved_out = s->out, *saved_warn = s->warn, *err_tmp = NULL;
     u.null_out = fopen("/dev/null", "w");

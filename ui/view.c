@@ -8,10 +8,12 @@ static const as_command_info commands[] = {
     {"set", "set delay MS | cmap viridis|magma|gray",
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
-    {"view", "view layer N | head N | pos N|last | norm ln1|ln2|final | grid on|off | dump FILE",
-     "Choose what the full-screen view shows (the keys do the same); `dump` writes its screen to FILE as "
-     "plain text, one line per row.",
-     "view layer 2"},
+    {"view", "view layer N | head N | pos N|last | norm ln1|ln2|final | grid on|off | dump FILE | "
+     "view attention|tokens|probs|lens|norms|output",
+     "Choose what the full-screen view shows (the keys do the same); a pane's name focuses it (keys 1-6), "
+     "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
+     "one line per row.",
+     "view lens"},
 };
 
 #define N_VIEW_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
@@ -22,9 +24,27 @@ const as_command_info *view_commands(int *n)
     return commands;
 }
 
+static const char *const pane_names[VIEW_N_PANES] = {"attention", "tokens", "probs", "lens", "norms", "output"};
+
+const char *view_pane_name(int i)
+{
+    return i >= 0 && i < VIEW_N_PANES ? pane_names[i] : "?";
+}
+
+/* A pane's name, or a short form of it (attn, log, next). */
+static int pane_index(const char *name)
+{
+    static const char *const also[VIEW_N_PANES] = {"attn", "strip", "next", "logit-lens", "layernorm", "log"};
+    for (int i = 0; i < VIEW_N_PANES; i++)
+        if (!strcmp(name, pane_names[i]) || !strcmp(name, also[i]))
+            return i;
+    return -1;
+}
+
 void view_init(view *v)
 {
     memset(v, 0, sizeof *v);
+    v->pane_req = -1;
     v->follow = true;
     v->cmap = AS_CMAP_VIRIDIS;
     v->delay_ms = 150;
@@ -144,10 +164,14 @@ static int view_dump(view *v, const char *path, as_error *err)
 static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
 {
     const as_config *c = &s->model->cfg;
+    int rc;
+    if (n == 2 && pane_index(w[1]) >= 0) {
+        v->pane_req = pane_index(w[1]);
+        return AS_OK;
+    }
     if (n != 3)
         return as_error_set(err, "usage: %s", commands[1].usage);
     const char *what = w[1], *arg = w[2];
-    int rc;
     if (!strcmp(what, "layer"))
         rc = parse_int(arg, 0, c->n_layer - 1, "the layer", &v->layer, err);
     else if (!strcmp(what, "head"))
@@ -187,7 +211,7 @@ static bool same_view(const view *a, const view *b)
 {
     return a->layer == b->layer && a->head == b->head && a->query == b->query && a->key == b->key &&
            a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->cmap == b->cmap &&
-           a->delay_ms == b->delay_ms;
+           a->delay_ms == b->delay_ms && a->pane_req == b->pane_req;
 }
 
 static bool is_view_set(char **w, int n)
@@ -213,6 +237,9 @@ int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_er
         rc = as_session_exec(s, cmd, err);
         if (n > 0 && !strcmp(w[0], "help") && (rc == AS_OK || n == 1))
             view_help(s, w, n);
+        if (n == 1 && !strcmp(w[0], "set") && rc == AS_OK)
+            fprintf(s->out, "delay = %d ms (the view's pause after each generated token)\ncmap = %s\n", v->delay_ms,
+                    as_cmap_name(v->cmap));
     }
     if (view_changed)
         *view_changed = !same_view(&before, v);

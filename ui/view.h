@@ -25,11 +25,17 @@ typedef struct view {
     bool grid;        /* every head of the layer as small multiples */
     as_cmap cmap;
     int delay_ms;     /* pause after each generated token */
+    int pane_req;     /* `view PANE`: the pane to focus (VIEW_PANES order), -1 none; the view takes it */
     /* `view dump FILE`: writes the screen as text; set by the full-screen
      * view, NULL where there is no screen (the REPL, batch mode). */
     int (*dump)(void *ctx, const char *path, as_error *err);
     void *dump_ctx;
 } view;
+
+/* The panes `view PANE` names, in the full-screen view's Tab order (the
+ * keys 1-6 too): attention, tokens, probs, lens, norms, output. */
+#define VIEW_N_PANES 6
+const char *view_pane_name(int i);
 
 void view_init(view *v);
 /* Keeps the selection inside the model and the context (after a prompt,

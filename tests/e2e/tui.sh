@@ -133,7 +133,13 @@ n=$(sed -n 's/.*Tokens  *\([0-9]*\) prompt + \([0-9]*\) generated.*/\1 \2/p' "$T
 last=$(( ${n% *} + ${n#* } - 1 ))
 keys tui ,
 expect tui ", selects the previous token" "Next token after $((last - 1)) "
-expect tui "the token that came next is marked" '◀ sampled'
+expect tui "the token that came next is marked" '◀ generated'
+expect tui "greedy decoding is not called sampling" "at $((last - 1)) was generated: p "
+expect tui "greedy: the header says so" 'greedy, p at temp 1'
+typed tui ':set temp 0.7'
+keys tui Enter
+expect tui "the header shows the real temperature" 'p at temp 0\.7 '
+keys tui Escape
 
 # A click on the first token of the strip selects it (an X10 mouse report).
 $T send-keys -t tui -l "$(printf '\033[M #"\033[M##"')"
