@@ -188,8 +188,10 @@ int as_split_words(const char *line, char ***words, int *n, as_error *err)
     return AS_OK;
 }
 
-/* The text argument of `prompt`/`tokenize`: one quoted word, or the rest
- * of the line taken literally (so `prompt Hello, world` needs no quotes). */
+/* The text argument of `prompt`/`tokenize`: one quoted word (quotes
+ * removed, escapes read), or else the rest of the line taken literally, so
+ * `prompt Hello, world` needs no quotes and dialogue that opens with a
+ * quote (`prompt "Yes," said he.`) keeps its quotes. */
 static char *text_arg(const char *rest, as_error *err)
 {
     while (isspace((unsigned char)*rest))
@@ -197,20 +199,31 @@ static char *text_arg(const char *rest, as_error *err)
     if (*rest == '"' || *rest == '\'') {
         char *buf = malloc(strlen(rest) + 1);
         const char *p = rest;
-        if (!buf || read_word(&p, buf, err)) {
-            free(buf);
+        as_error ignored;
+        if (!buf) {
+            as_error_set(err, "out of memory");
             return NULL;
         }
-        while (isspace((unsigned char)*p))
-            p++;
-        if (*p) {
-            free(buf);
-            as_error_set(err, "unexpected text after the quoted prompt: %s", p);
-            return NULL;
+        if (read_word(&p, buf, &ignored) == AS_OK) {
+            while (isspace((unsigned char)*p))
+                p++;
+            if (!*p)
+                return buf;
         }
-        return buf;
+        free(buf);
     }
     return strdup(rest);
+}
+
+/* Commands whose argument is text taken as typed: their line need not
+ * split into words (an unmatched quote in dialogue is text). */
+static bool takes_text(const char *line, size_t len)
+{
+    static const char *const names[] = {"prompt", "prompt-raw", "tokenize", "tokenize-raw"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && !strncmp(line, names[i], len))
+            return true;
+    return false;
 }
 
 void as_format_piece(const char *bytes, size_t len, char *out, size_t cap)
@@ -904,6 +917,39 @@ static int cmd_info(cmd_ctx *c)
 
 static int cmd_help(cmd_ctx *c);
 
+int as_session_load(as_session *s, const char *path, as_error *err)
+{
+    as_session *fresh;
+    as_model *m;
+    if (as_model_load_with(&m, path, NULL, err))
+        return AS_ERR;
+    if (as_session_from_model(&fresh, m, s->capture_mb, s->out, s->warn, err)) {
+        as_model_free(m);
+        return AS_ERR;
+    }
+    as_session old = *s;
+    s->model = fresh->model, s->prog = fresh->prog, s->cap = fresh->cap, s->it = fresh->it;
+    s->probs = fresh->probs, s->order = fresh->order;
+    s->has_metric = false;
+    s->it->interrupt = old.it->interrupt;
+    fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
+    fresh->probs = old.probs, fresh->order = old.order;
+    as_session_free(fresh);
+    const as_config *cfg = &s->model->cfg;
+    fprintf(s->out, "loaded %s: %s (%s, %d layers, %d heads, context %d); no context yet\n", path, cfg->name,
+            as_model_arch_name(s->model), cfg->n_layer, cfg->n_head, cfg->n_ctx);
+    if (s->model->warnings[0] && s->warn)
+        fprintf(s->warn, "warning: %s: %s\n", path, s->model->warnings);
+    return AS_OK;
+}
+
+static int cmd_load(cmd_ctx *c)
+{
+    if (c->argc != 2)
+        return as_error_set(c->err, "usage: load MODEL.gguf (or a llama2.c .bin with tokenizer.bin beside it)");
+    return as_session_load(c->s, c->argv[1], c->err);
+}
+
 static int cmd_quit(cmd_ctx *c)
 {
     c->s->quit = true;
@@ -974,6 +1020,8 @@ static const command commands[] = {
       "weights blk.0.*"}, as_cmd_weights},
     {{"diff", "diff OTHER.gguf", "Tensors that differ from another model, per tensor and per layer.",
       "diff models/austen-gpt2-f16.gguf"}, as_cmd_diff},
+    {{"load", "load MODEL", "Open another model in place of this one (a GGUF file, or a llama2.c checkpoint); "
+      "a file that does not load leaves the current model.", "load models/induction.gguf"}, cmd_load},
     {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
      cmd_info},
     {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help},
@@ -1008,8 +1056,25 @@ static int cmd_help(cmd_ctx *c)
 int as_session_exec(as_session *s, const char *line, as_error *err)
 {
     cmd_ctx c = {s, NULL, 0, NULL, err};
-    if (as_split_words(line, &c.argv, &c.argc, err))
-        return AS_ERR;
+    const char *word = line;
+    while (isspace((unsigned char)*word))
+        word++;
+    size_t wlen = strcspn(word, " \t\n\r\f\v");
+    if (as_split_words(line, &c.argv, &c.argc, err)) {
+        if (!takes_text(word, wlen))
+            return AS_ERR;
+        /* `prompt "Yes, said he`: only the command word is a word. */
+        char *name = strndup(word, wlen);
+        char **one = name ? calloc(1, sizeof *one) : NULL;
+        if (!one) {
+            free(name);
+            return as_error_set(err, "out of memory");
+        }
+        one[0] = name;
+        c.argv = one;
+        c.argc = 1;
+        as_error_clear(err);
+    }
     int rc = AS_OK;
     if (c.argc > 0 && c.argv[0][0] != '#') {
         const char *p = line;

@@ -550,3 +550,97 @@ Test(tui_view, norms_the_program_has)
     close_session(g);
     close_session(m);
 }
+
+/* What the session printed for one command (its out stream swapped for a
+ * memory stream). */
+static char *run_text(view *v, as_session *s, const char *cmd, int *rc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *saved = s->out, *mem = open_memstream(&text, &len);
+    cr_assert(mem);
+    s->out = mem;
+    as_error err = {{0}};
+    *rc = view_exec(v, s, cmd, NULL, &err);
+    fclose(mem);
+    s->out = saved;
+    return text;
+}
+
+Test(tui_view, load_swaps_the_model_only_when_the_new_one_loads)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    const as_model *before = s->model;
+    cr_assert_eq(view_exec(&v, s, "prompt-ids 1 2 3", NULL, &err), AS_OK);
+    cr_assert_eq(view_exec(&v, s, "load fixtures/no-such-model.gguf", NULL, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "no-such-model.gguf"), "the message names the file: %s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "load fixtures/README.md", NULL, &err), AS_ERR, "not a model");
+    cr_assert_eq(s->model, before, "a failed load keeps the model");
+    cr_assert_eq(s->it->out->n_tokens, 3, "and its context");
+    cr_assert_eq(view_exec(&v, s, "finish", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "load fixtures/tiny-llama.gguf", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(as_model_arch_name(s->model), "llama");
+    cr_assert_eq(s->it->out->n_tokens, 0, "a new model starts with no context");
+    cr_assert_eq(view_exec(&v, s, "prompt-ids 1 5 6", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "finish", NULL, &err), AS_OK, "%s", err.msg);
+    int rc;
+    char *top = run_text(&v, s, "top 2", &rc);
+    cr_assert_eq(rc, AS_OK);
+    cr_assert(strstr(top, "\n2\t"), "the new model ranks: %s", top);
+    free(top);
+    close_session(s);
+}
+
+Test(tui_view, a_pane_by_name_and_the_settings_listed)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    cr_assert_eq(v.pane_req, -1);
+    cr_assert_eq(view_exec(&v, s, "view lens", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(view_pane_name(v.pane_req), "lens");
+    cr_assert_eq(view_exec(&v, s, "view output", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(view_pane_name(v.pane_req), "output");
+    cr_assert_eq(view_exec(&v, s, "view sideways", NULL, &err), AS_ERR);
+    int rc;
+    cr_assert_eq(view_exec(&v, s, "set temp 0.7", NULL, &err), AS_OK);
+    char *text = run_text(&v, s, "set", &rc);
+    cr_assert_eq(rc, AS_OK, "set alone lists the settings");
+    cr_assert(strstr(text, "temp = 0.7\n") && strstr(text, "topk = 0 (off)\n") && strstr(text, "seed = 42\n") &&
+                  strstr(text, "delay = 150 ms") && strstr(text, "cmap = viridis\n"),
+              "%s", text);
+    free(text);
+    close_session(s);
+}
+
+Test(tui_view, prompts_that_open_with_a_quote_are_dialogue)
+{
+    as_session *s = open_session("fixtures/tiny-llama.gguf", 64);
+    view v;
+    view_init(&v);
+    int rc;
+    /* As the whole line: the quotes are part of the text. */
+    char *a = run_text(&v, s, "tokenize \"Yes,\" said he.", &rc);
+    cr_assert_eq(rc, AS_OK);
+    char *b = run_text(&v, s, "tokenize-raw '\"Yes,\" said he.'", &rc);
+    cr_assert_eq(rc, AS_OK);
+    cr_assert_str_eq(a, b, "dialogue is taken as typed");
+    free(a);
+    free(b);
+    /* An unmatched quote is text too. */
+    a = run_text(&v, s, "prompt \"Well, I never", &rc);
+    cr_assert_eq(rc, AS_OK, "an open quote in dialogue");
+    cr_assert(strstr(a, "context: "), "%s", a);
+    free(a);
+    /* One quoted word still loses its quotes. */
+    a = run_text(&v, s, "tokenize \"the cat\"", &rc);
+    b = run_text(&v, s, "tokenize the cat", &rc);
+    cr_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    close_session(s);
+}

@@ -290,7 +290,8 @@ static void draw(tui *u)
     pane_frame(u, P_ATTN, title, note);
     attn_src src = {s->cap, hook, u->v.head, hook >= 0 ? s->cap->filled[hook] : 0};
     if (n == 0)
-        pane_message(u, P_ATTN, "No context yet. Press : and type  prompt TEXT , then Space to generate.");
+        pane_message(u, P_ATTN, "No context yet. Type  prompt TEXT  and Enter at the command line, then Esc and "
+                                "Space to generate a token.  ? shows the keys,  lesson  the guided tours.");
     else if (hook < 0 || !as_capture_has(s->cap, hook))
         pane_message(u, P_ATTN, "Attention patterns are not captured: raise --capture-mb.");
     else if (src.filled == 0)

@@ -163,9 +163,28 @@ static unsigned show_pane(tui *u, int req)
     return RD_LAYOUT;
 }
 
+/* After `load`: the vocabulary-sized scratch, the lens rows and the
+ * panes that apply belong to the old model. */
+static unsigned new_model(tui *u)
+{
+    free(u->probs);
+    free(u->order);
+    free(u->lens);
+    u->probs = NULL;
+    u->order = NULL;
+    u->lens = NULL;
+    u->model = u->s->model;
+    u->v.layer = u->v.head = 0;
+    u->v.follow = true;
+    u->v.norm = view_norm_step(u->s->prog, 0, NK_COUNT - 1, 1);
+    return RD_LAYOUT;
+}
+
 unsigned tui_after_command(tui *u)
 {
     unsigned bits = panes_showing(SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
+    if (u->s->model != u->model)
+        bits |= new_model(u);
     view_clamp(&u->v, u->s);
     if (u->v.pane_req >= 0)
         bits |= show_pane(u, u->v.pane_req);
@@ -412,8 +431,9 @@ static void welcome(tui *u, const char *notes)
     if (notes && *notes)
         log_add(&u->log, LOG_WARN, notes, strlen(notes));
     log_flush(&u->log);
-    log_addf(&u->log, LOG_HINT, "Type a prompt:  prompt It is a truth universally acknowledged");
-    log_addf(&u->log, LOG_HINT, "then Space generates a token, s steps one op; ? shows every key.");
+    log_addf(&u->log, LOG_HINT, "Type a prompt and Enter:  prompt It is a truth universally acknowledged");
+    log_addf(&u->log, LOG_HINT, "Esc then leaves the command line: Space generates a token, s steps one op.");
+    log_addf(&u->log, LOG_HINT, "? shows every key (here too); lesson lists the guided tours.");
 }
 
 static void teardown(tui *u)
@@ -445,6 +465,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.focus = s->it->out->n_tokens ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;
     u.echo_from = -1;
+    u.model = s->model;
     u.shared = P_PROBS;
     FILE *saved_out = s->out, *saved_warn = s->warn, *err_tmp = NULL;
     u.null_out = fopen("/dev/null", "w");
@@ -466,8 +487,16 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     s->out = s->warn = u.null_out;
     s->on_pass = on_pass;
     s->on_pass_ctx = &u;
+    long welcome_from = u.log.total;
     welcome(&u, notes);
     u.dirty = RD_LAYOUT;
+    tui_redraw(&u);
+    if (!tui_log_visible(&u)) {
+        /* a small screen: the welcome over the bottom until the first key */
+        u.popup = true;
+        u.popup_from = welcome_from;
+        u.dirty |= RD_POPUP;
+    }
     while (!u.quit && !s->quit) {
         tui_redraw(&u);
         handle_input(&u, 250);

@@ -94,6 +94,7 @@ typedef struct tui {
     float *probs;        /* vocabulary-sized scratch of the probabilities and lens panes */
     int *order;
     struct lens_cache *lens; /* the lens pane's rows, kept until the pass or token changes */
+    const as_model *model;   /* the model the scratch and layout were made for (`load` changes it) */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in

@@ -1,5 +1,7 @@
 #include "view.h"
 
+#include "datadir.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,12 +226,15 @@ int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_er
     char **w;
     int n, rc;
     if (as_split_words(cmd, &w, &n, err))
-        return AS_ERR;
+        return as_session_exec(s, cmd, err); /* text commands take what does not split (dialogue) */
     view before = *v;
     if (n > 0 && is_view_set(w, n)) {
         rc = view_set(v, s, w, n, err);
     } else if (n > 0 && !strcmp(w[0], "view")) {
         rc = view_cmd(v, s, w, n, err);
+    } else if (n == 2 && !strcmp(w[0], "load")) {
+        char buf[4096];
+        rc = as_session_load(s, datadir_model(w[1], buf, sizeof buf), err);
     } else if (n > 1 && !strcmp(w[0], "help") && !strcmp(w[1], "view")) {
         view_help(s, w, n);
         rc = AS_OK;
