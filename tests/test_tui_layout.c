@@ -644,3 +644,24 @@ Test(tui_view, prompts_that_open_with_a_quote_are_dialogue)
     free(b);
     close_session(s);
 }
+
+Test(tui_layout, the_shortest_screens_show_one_pane_whole)
+{
+    for (int rows = LAYOUT_MIN_H; rows <= 60; rows++)
+        for (int cols = LAYOUT_MIN_W; cols <= 200; cols += 7) {
+            layout l;
+            layout_compute(&l, rows, cols, P_ATTN);
+            check_tiling(&l);
+            /* Whatever the size, the heatmap has a box, a key row, two
+             * character rows of cells and the value line. */
+            cr_assert_geq(l.r[P_ATTN].h, 6, "%dx%d: the heatmap has %d rows", cols, rows, l.r[P_ATTN].h);
+            cr_assert_eq(l.single, layout_single(rows));
+            if (l.single) {
+                layout_compute(&l, rows, cols, P_LENS);
+                check_tiling(&l);
+                cr_assert_eq(l.r[P_ATTN].h, 0, "%dx%d: one pane at a time", cols, rows);
+                cr_assert_geq(l.r[P_LENS].h, 6, "%dx%d: the lens takes the body", cols, rows);
+            }
+        }
+    cr_assert(layout_single(12) && layout_single(16) && !layout_single(17) && !layout_single(24));
+}

@@ -173,8 +173,8 @@ static void feed(tui *u, int ch, bool keycode)
         const char *seq = key_sequence(ch);
         if (seq)
             push(seq, strlen(seq));
-    } else if (ch < 0x80 || (!u->t.utf8 && ch < 0x100)) {
-        char c = (char)ch; /* outside UTF-8, keys are the locale's bytes */
+    } else if (ch < 0x100) {
+        char c = (char)ch; /* keys come as the terminal's bytes (read_key) */
         push(&c, 1);
     } else {
         char mb[MB_LEN_MAX];

@@ -6,6 +6,7 @@
  * commands as the command line. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "textfmt.h"
 #include "tui.h"
@@ -21,6 +22,8 @@ unsigned tui_focus(tui *u, pane_id p)
     if (PANE_IS_SIDE(p) && u->lay.r[p].h <= 0 && p != u->shared) {
         u->shared = p; /* the slot it shares now shows this pane */
         bits |= RD_LAYOUT;
+    } else if (p != P_CMD && u->lay.r[p].h <= 0) {
+        bits |= RD_LAYOUT; /* one pane at a time: the heatmap comes back */
     }
     return bits;
 }
@@ -110,16 +113,24 @@ static unsigned run(tui *u, const char *cmd)
 }
 
 /* `e`: the figure of what the heatmap shows, written to the current
- * directory under a name that says what it is. */
+ * directory under a name that says what it is; never over a file already
+ * there (a key gives no chance to confirm): attn-L1-H3.png, then
+ * attn-L1-H3-2.png, -3, ... */
 static unsigned export_shown(tui *u)
 {
-    char cmd[160];
+    char base[64], name[80], cmd[200];
+    if (u->v.grid)
+        snprintf(base, sizeof base, "attn-L%d", u->v.layer);
+    else
+        snprintf(base, sizeof base, "attn-L%d-H%d", u->v.layer, u->v.head);
+    snprintf(name, sizeof name, "%s.png", base);
+    for (int i = 2; access(name, F_OK) == 0 && i < 10000; i++)
+        snprintf(name, sizeof name, "%s-%d.png", base, i);
     const char *cmap = as_cmap_name(u->v.cmap);
     if (u->v.grid)
-        snprintf(cmd, sizeof cmd, "export grid %d attn-L%d.png cmap=%s", u->v.layer, u->v.layer, cmap);
+        snprintf(cmd, sizeof cmd, "export grid %d %s cmap=%s", u->v.layer, name, cmap);
     else
-        snprintf(cmd, sizeof cmd, "export attn %d %d attn-L%d-H%d.png cmap=%s", u->v.layer, u->v.head,
-                 u->v.layer, u->v.head, cmap);
+        snprintf(cmd, sizeof cmd, "export attn %d %d %s cmap=%s", u->v.layer, u->v.head, name, cmap);
     return run(u, cmd);
 }
 
@@ -207,14 +218,12 @@ bool tui_key_waits(const tui *u, int ch, bool keycode)
     return !keycode && strchr(":/snfb ", ch) && ch != 0;
 }
 
-/* The output overlay and the one-line echo go at the next key; Esc does
- * only that, any other key does its own work too. */
-static unsigned drop_output(tui *u, int ch, bool keycode, bool *consumed)
+/* The output overlay and the one-line echo go at the next key, which
+ * does its own work too (Esc leaves the command line as ever). */
+static unsigned drop_output(tui *u)
 {
-    *consumed = false;
     if (!u->popup && u->echo_from < 0)
         return 0;
-    *consumed = u->popup && !keycode && ch == KEY_ESC;
     unsigned bits = u->popup ? RD_PANES : RD(P_CMD);
     u->popup = false;
     u->echo_from = -1;
@@ -225,10 +234,7 @@ unsigned tui_key(tui *u, int ch, bool keycode)
 {
     if (u->help)
         return help_key(u, ch, keycode);
-    bool consumed;
-    unsigned bits = drop_output(u, ch, keycode, &consumed);
-    if (consumed)
-        return bits;
+    unsigned bits = drop_output(u);
     const pane_class *pc = pane_classes[u->focus];
     if (pc->key) {
         unsigned own = pc->key(u, ch, keycode);

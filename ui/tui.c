@@ -28,10 +28,13 @@ static void relayout(tui *u)
 {
     int rows, cols;
     getmaxyx(stdscr, rows, cols);
-    if (PANE_IS_SIDE(u->focus))
-        u->shared = u->focus;
+    /* The pane looked at: the focused one, or the one Esc returns to. */
+    pane_id at = u->focus == P_CMD ? u->last_pane : u->focus;
+    if (PANE_IS_SIDE(at))
+        u->shared = at;
     u->present = panes_present(u);
-    layout_compute_for(&u->lay, rows, cols, u->shared, u->present);
+    layout_compute_for(&u->lay, rows, cols, layout_single(rows) && !PANE_IS_SIDE(at) ? P_ATTN : u->shared,
+                       u->present);
     u->shared = u->lay.shown;
     drop_windows(u);
     /* stdscr lies under the panes: refreshed once here, then untouched,
@@ -157,10 +160,9 @@ static unsigned show_pane(tui *u, int req)
     if (u->focus != P_CMD)
         return tui_focus(u, p);
     u->last_pane = p;
-    if (!PANE_IS_SIDE(p) || p == u->shared)
-        return 0;
-    u->shared = p;
-    return RD_LAYOUT;
+    if (PANE_IS_SIDE(p))
+        u->shared = p;
+    return u->lay.r[p].h <= 0 ? RD_LAYOUT : 0;
 }
 
 /* After `load`: the vocabulary-sized scratch, the lens rows and the
@@ -340,13 +342,14 @@ static void replay_ahead(tui *u)
     }
 }
 
-/* One key: a wide character in UTF-8; elsewhere a byte, since curses'
- * wide reading waits for ever on a byte the locale cannot decode (an
- * accented letter typed in the C locale), holding up every later key. */
+/* One key: a byte, in every locale. Curses' wide reading drops a byte
+ * the locale cannot decode (invalid UTF-8; in the C locale it waits for
+ * ever), losing what was typed; readline, which gets the command line's
+ * bytes, puts characters together itself and keeps a stray byte as batch
+ * mode does. The view's own keys are all ASCII. */
 static int read_key(const tui *u, wint_t *ch)
 {
-    if (u->t.utf8)
-        return get_wch(ch);
+    (void)u;
     int c = getch();
     if (c == ERR)
         return ERR;

@@ -123,6 +123,10 @@ expect tui "g again: one head" 'Attention +layer 1 +head 1'
 keys tui e
 expect tui "e exports the head shown" 'wrote attn-L1-H1\.png: attention layer 1 head 1'
 [ -s "$TMP/attn-L1-H1.png" ] && head -c 8 "$TMP/attn-L1-H1.png" | grep -q PNG && ok || bad "e: no PNG written"
+sum=$(cksum < "$TMP/attn-L1-H1.png")
+keys tui e
+expect tui "e again: a new name, the first file kept" 'wrote attn-L1-H1-2\.png: attention layer 1 head 1'
+[ "$(cksum < "$TMP/attn-L1-H1.png")" = "$sum" ] && [ -s "$TMP/attn-L1-H1-2.png" ] && ok || bad "e overwrote its file"
 keys tui '?'
 expect tui "? shows the keys" 'Press any key to close'
 keys tui x
@@ -162,6 +166,13 @@ expect tui "errors are shown in the log" "error: unknown command 'bogus-command'
 keys tui Up
 expect tui "Up recalls the last command" '^attnscope> bogus-command'
 keys tui C-u
+# A byte that is not UTF-8 is kept, as batch mode keeps it, with the rest of the line.
+typed tui 'tokenize-raw a'
+keys tui -H ff
+typed tui 'bc'
+keys tui Enter
+expect tui "invalid UTF-8 typed: the line kept whole" '› tokenize-raw a\\xFFbc'
+expect tui "invalid UTF-8 typed: the byte is a token" '[0-9]+ +\\xFF +│'
 
 # Resizing: small, too small, and back.
 $T resize-window -t tui -x 60 -y 20
