@@ -73,6 +73,8 @@ static int layout_lines(int width, bool utf8, help_line *out, int cap)
         k = k > 32 ? 32 : k;
         for (int j = 0; j < k; j++, n++) {
             int end = j + 1 < k ? starts[j + 1] : (int)strlen(e->text);
+            while (end > starts[j] && e->text[end - 1] == ' ')
+                end--;
             if (out && n < cap)
                 out[n] = (help_line){kw && j == 0 ? e->key : NULL, e->text + starts[j], end - starts[j], false};
         }

@@ -235,6 +235,11 @@ unsigned tui_key(tui *u, int ch, bool keycode)
     if (u->help)
         return help_key(u, ch, keycode);
     unsigned bits = drop_output(u);
+    if (u->lesson && u->focus != P_CMD) {
+        unsigned own = tour_key(u, ch, keycode);
+        if (!(own & RD_IGNORED))
+            return bits | own;
+    }
     const pane_class *pc = pane_classes[u->focus];
     if (pc->key) {
         unsigned own = pc->key(u, ch, keycode);

@@ -64,7 +64,10 @@ static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const
     snprintf(pct, sizeof pct, p >= 0.0995 ? "%5.1f%%" : "%5.2f%%", p * 100);
     int barw = cols - 4 - 13 - 7 - 10;
     term_role(&u->t, w, id == next ? R_BAR_MARK : R_DIM);
-    mvwprintw(w, y, 1, "%3d ", rank);
+    if (rank < 1000)
+        mvwprintw(w, y, 1, "%3d ", rank);
+    else
+        mvwaddstr(w, y, 1, "1k+ "); /* a rank past the top, in the room of three digits */
     term_role_attr(&u->t, w, R_NORMAL, id == next ? A_BOLD : A_NORMAL);
     put_text(u, w, y, 5, cut, 12);
     term_role(&u->t, w, R_NORMAL);

@@ -39,6 +39,8 @@ static void draw_lines(tui *u, WINDOW *w, long from, int width, int skip, int y,
                 continue;
             }
             int end = i + 1 < k ? starts[i + 1] : (int)strlen(l->text);
+            while (end > starts[i] && l->text[end - 1] == ' ')
+                end--;
             char seg[1024];
             snprintf(seg, sizeof seg, "%.*s", end - starts[i], l->text + starts[i]);
             put_text(u, w, y++, 2, seg, width);

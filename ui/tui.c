@@ -90,6 +90,8 @@ void tui_redraw(tui *u)
     for (int p = 0; p < P_COUNT; p++)
         if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)
             pane_classes[p]->draw(u);
+    if (u->lesson && (dirty & (RD_PANES | RD_LESSON)))
+        tour_draw(u);
     if (u->popup && (dirty & (RD_PANES | RD_POPUP)))
         popup_draw(u);
     if (u->help && (dirty & (RD_PANES | RD_HELP)))
@@ -258,8 +260,9 @@ static void show_output(tui *u, long from, run_from how, bool dump_last)
     }
 }
 
-void tui_run_line(tui *u, const char *line, run_from how)
+int tui_run_line(tui *u, const char *line, run_from how)
 {
+    int rc = 0;
     int n;
     char **cmds = as_split_commands(line, &n);
     log_addf(&u->log, LOG_ECHO, "%s %s", u->t.utf8 ? "›" : ">", line);
@@ -269,13 +272,15 @@ void tui_run_line(tui *u, const char *line, run_from how)
     u->popup = false;
     u->echo_from = -1;
     *u->interrupted = 0;
-    for (int i = 0; cmds && i < n && !u->s->quit && !*u->interrupted; i++)
-        if (run_one(u, cmds[i]))
-            break;
+    for (int i = 0; cmds && i < n && !u->s->quit && !*u->interrupted && !rc; i++)
+        rc = run_one(u, cmds[i]);
     as_free_commands(cmds, n);
     *u->interrupted = 0;
     u->dirty |= tui_after_command(u);
     show_output(u, from, how, dump_last);
+    if (u->lesson_pending)
+        tour_begin(u);
+    return rc;
 }
 
 /* ---- input ---- */
@@ -441,6 +446,7 @@ static void welcome(tui *u, const char *notes)
 
 static void teardown(tui *u)
 {
+    tour_end(u);
     u->s->on_pass = NULL;
     u->s->on_pass_ctx = NULL;
     drop_windows(u);
@@ -464,6 +470,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     view_init(&u.v);
     u.v.dump = dump_view;
     u.v.dump_ctx = &u;
+    u.v.lesson = tour_take;
     log_init(&u.log, 2000);
     u.focus = s->it->out->n_tokens ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;

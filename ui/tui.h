@@ -27,6 +27,7 @@
 #define RD_LAYOUT (1u << P_COUNT)
 #define RD_HELP (1u << (P_COUNT + 1))
 #define RD_POPUP (1u << (P_COUNT + 2))
+#define RD_LESSON (1u << (P_COUNT + 3))
 #define RD_IGNORED (1u << 31)
 #define RD_PANES ((1u << P_COUNT) - 1)
 
@@ -66,6 +67,11 @@ typedef struct tui {
      * line's row; both go at the next key. Log line numbers (log.total). */
     bool popup;
     long popup_from, echo_from;
+    /* A lesson being given (tour.c): its step on screen, in a box. */
+    struct lesson *lesson;
+    int lesson_step;
+    bool lesson_pending;  /* `lesson NAME` ran: its first step follows the command line */
+    char lesson_error[256];
     bool busy;           /* a command is running: keys that run commands wait */
     bool quit;
     volatile sig_atomic_t *interrupted;
@@ -112,7 +118,7 @@ unsigned tui_mouse(tui *u);
 typedef enum run_from { RUN_TYPED, RUN_KEY, RUN_LESSON } run_from;
 /* Runs a command line (';'-separated) and logs its output; where the log
  * is hidden, shows it as `from` says. */
-void tui_run_line(tui *u, const char *line, run_from from);
+int tui_run_line(tui *u, const char *line, run_from from);
 /* Whether the Output pane is on screen. */
 bool tui_log_visible(const tui *u);
 /* The panes that change when the view's selection or data changes. */
@@ -177,6 +183,15 @@ void help_draw(tui *u);
 unsigned help_key(tui *u, int ch, bool keycode);
 /* popup.c: a typed command's output over the bottom of the screen. */
 void popup_draw(tui *u);
+
+/* tour.c: lessons in the view. The view's `lesson` callback (takes l). */
+int tour_take(void *ctx, struct lesson *l, as_error *err);
+/* Shows the first step of a lesson just taken. */
+void tour_begin(tui *u);
+/* Space, Backspace, Esc/q while a lesson runs (RD_IGNORED: not the lesson's). */
+unsigned tour_key(tui *u, int ch, bool keycode);
+void tour_draw(tui *u);
+void tour_end(tui *u);
 
 /* screendump.c: the screen as plain text (`view dump FILE`), written
  * through a temporary file renamed into place. */
