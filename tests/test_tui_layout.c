@@ -665,3 +665,68 @@ Test(tui_layout, the_shortest_screens_show_one_pane_whole)
         }
     cr_assert(layout_single(12) && layout_single(16) && !layout_single(17) && !layout_single(24));
 }
+
+/* ---- lessons ---- */
+
+#include "../ui/lesson.h"
+
+Test(tui_lesson, a_script_reads_as_steps_of_commands_and_text)
+{
+    const char *text = "# a comment\n"
+                       "title: Two steps\n"
+                       "model: induction\n"
+                       "\n"
+                       ": prompt the cat\n"
+                       ":finish\n"
+                       "First line\n"
+                       "joins the second.\n"
+                       "\n"
+                       "A new paragraph.\n"
+                       "---\n"
+                       ": view layer 1\n"
+                       "Step two.\n"
+                       "---\n";
+    lesson l;
+    as_error err = {{0}};
+    cr_assert_eq(lesson_parse(text, "two.txt", &l, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(l.title, "Two steps");
+    cr_assert_str_eq(l.model, "induction");
+    cr_assert_eq(l.n_steps, 2, "a trailing --- adds no step");
+    cr_assert_eq(l.steps[0].n_cmds, 2);
+    cr_assert_str_eq(l.steps[0].cmds[0], "prompt the cat");
+    cr_assert_str_eq(l.steps[0].cmds[1], "finish");
+    cr_assert_str_eq(l.steps[0].text, "First line joins the second.\nA new paragraph.");
+    cr_assert_str_eq(l.steps[1].cmds[0], "view layer 1");
+    cr_assert_str_eq(l.steps[1].text, "Step two.");
+    lesson_free(&l);
+    cr_assert_eq(lesson_parse("no title\n", "a.txt", &l, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "a.txt: no `title:`"), "%s", err.msg);
+    cr_assert_eq(lesson_parse("title: t\nText.\n---\n: finish\n---\nMore.\n", "b.txt", &l, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "b.txt:4: step 2 has no text"), "%s", err.msg);
+}
+
+/* Every shipped lesson parses, and runs straight through (batch mode's
+ * way) without a failing command, on the bundled models. */
+Test(tui_lesson, every_shipped_lesson_runs)
+{
+    char names[64][64], titles[64][128];
+    int n = lesson_list(names, titles, 64);
+    cr_assert_geq(n, 4, "the four lessons: found %d", n);
+    const char *want[] = {"attention", "heads", "lens", "norms"};
+    for (int k = 0; k < 4; k++) {
+        bool found = false;
+        for (int i = 0; i < n; i++)
+            found |= !strcmp(names[i], want[k]);
+        cr_assert(found, "lesson %s", want[k]);
+    }
+    as_session *s = open_session("../models/austen-gpt2.gguf", 256);
+    for (int i = 0; i < n; i++) {
+        view v;
+        view_init(&v);
+        as_error err = {{0}};
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "lesson %.63s", names[i]);
+        cr_assert_eq(view_exec(&v, s, cmd, NULL, &err), AS_OK, "%s: %s", names[i], err.msg);
+    }
+    close_session(s);
+}

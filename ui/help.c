@@ -55,7 +55,7 @@ typedef struct help_line {
 
 static int layout_lines(int width, bool utf8, help_line *out, int cap)
 {
-    int n = 0, kw = width >= 56 ? 20 : 0; /* narrow: the key on a line of its own */
+    int n = 0, kw = width >= 56 ? 22 : 0; /* narrow: the key on a line of its own */
     for (int i = 0; i < N_ENTRIES; i++) {
         const struct entry *e = &entries[i];
         if (!e->text) {
@@ -84,7 +84,7 @@ static int layout_lines(int width, bool utf8, help_line *out, int cap)
 
 static void draw_line(tui *u, WINDOW *w, int y, const help_line *l, int width)
 {
-    int kw = width >= 56 ? 20 : 0;
+    int kw = width >= 56 ? 22 : 0;
     if (l->heading) {
         term_role(&u->t, w, R_TITLE);
         put_text(u, w, y, 2, l->key, width);

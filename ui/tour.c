@@ -77,6 +77,10 @@ static unsigned step_back(tui *u)
     if (u->lesson_step == 0)
         return 0;
     int to = u->lesson_step - 1;
+    as_error err = {{0}};
+    if (view_lesson_model(u->s, u->lesson, &err)) /* a later step may have loaded another */
+        log_addf(&u->log, LOG_ERROR, "error: %s", err.msg);
+    u->dirty |= tui_after_command(u);
     u->v.layer = u->v.head = 0;
     u->v.grid = false;
     u->v.follow = true;
