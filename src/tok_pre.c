@@ -313,6 +313,9 @@ static bool uni_space(uint32_t cp)
     return cp <= 0x10FFFF && in_ranges(as_uni_space, sizeof as_uni_space / sizeof as_uni_space[0], cp);
 }
 
+unsigned as_tok_uni_class(uint32_t cp) { return uni_class(cp); }
+bool as_tok_uni_space(uint32_t cp) { return uni_space(cp); }
+
 DEFINE_RESERVE(reserve_cpinfo, as_tok_cp)
 DEFINE_RESERVE(reserve_u32, uint32_t)
 DEFINE_RESERVE(reserve_size, size_t)

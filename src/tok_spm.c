@@ -176,7 +176,7 @@ static int spm_encode(const as_tokenizer *t, const char *s, size_t n, size_t bas
     return spm_fragment(t, s, n, t->add_space_prefix, w, err);
 }
 
-static size_t unescape_spm(const char *s, size_t n, char *dst)
+size_t as_tok_unescape_spaces(const char *s, size_t n, char *dst)
 {
     size_t k = 0;
     for (size_t i = 0; i < n;) {
@@ -201,5 +201,5 @@ const as_tok_algo as_tok_spm = {
     .byte_token_name = "<0xNN> token",
     .byte_token = spm_byte_token,
     .encode = spm_encode,
-    .decode = unescape_spm,
+    .decode = as_tok_unescape_spaces,
 };

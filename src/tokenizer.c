@@ -7,7 +7,8 @@
  * out of the text, BOS and EOS), decoding to bytes, the model card's
  * tokenizer lines, and the public API. The algorithms are tok_bpe.c
  * ("gpt2": byte-level BPE, split by tok_pre.c's pre-tokenizers),
- * tok_spm.c ("llama": SentencePiece BPE) and tok_none.c ("none").
+ * tok_spm.c ("llama": SentencePiece BPE), tok_wpm.c ("bert": WordPiece)
+ * and tok_none.c ("none").
  *
  * Storage: every token's text is copied into one arena. Two open-addressing
  * hash tables map a text to its id:
@@ -65,7 +66,7 @@ int as_tok_oom(as_error *err)
 /* ---------------------------------------------------------------- the algorithms */
 
 /* One per tokenizer.ggml.model value, each in its own file. */
-static const as_tok_algo *const ALGOS[] = {&as_tok_bpe, &as_tok_spm, &as_tok_none};
+static const as_tok_algo *const ALGOS[] = {&as_tok_bpe, &as_tok_spm, &as_tok_wpm, &as_tok_none};
 #define N_ALGOS (sizeof ALGOS / sizeof ALGOS[0])
 
 static const as_tok_algo *algo_of_kind(as_tok_kind kind)
@@ -488,6 +489,7 @@ static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_sp
     t->bos = sp->bos_id < 0 ? -1 : sp->bos_id;
     t->eos = sp->eos_id < 0 ? -1 : sp->eos_id;
     t->unk = sp->unk_id < 0 ? -1 : sp->unk_id;
+    t->sep = t->pad = t->mask = -1; /* bert's build sets them */
     t->add_bos = sp->add_bos;
     t->add_eos = sp->add_eos;
     t->add_space_prefix = algo->space_prefix && sp->add_space_prefix;
@@ -545,6 +547,7 @@ void as_tokenizer_free(as_tokenizer *t)
     free(t->merges.result);
     free(t->special);
     free(t->strip);
+    free(t->lens_desc);
     as_tok_pre_free(t);
     free(t);
 }
@@ -679,6 +682,48 @@ static int gguf_flags(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_sp
     return AS_OK;
 }
 
+/* bert: [SEP], [PAD] and [MASK] with llama.cpp's WPM defaults (BERT's own
+ * ids), and its normalizer keys: lower-casing on unless the file says
+ * otherwise, accent stripping as lower-casing unless the file says. */
+static int gguf_bert(const as_gguf *g, as_tokenizer_spec *sp, as_error *err)
+{
+    sp->sep_id = sp->pad_id = sp->mask_id = -1;
+    if (sp->kind != AS_TOK_BERT)
+        return AS_OK;
+    bool lower = true, strip;
+    if (gguf_special(g, "tokenizer.ggml.seperator_token_id", 102, sp->n_tokens, &sp->sep_id, err) ||
+        gguf_special(g, "tokenizer.ggml.padding_token_id", 0, sp->n_tokens, &sp->pad_id, err) ||
+        gguf_special(g, "tokenizer.ggml.mask_token_id", 103, sp->n_tokens, &sp->mask_id, err) ||
+        as_gguf_get_bool_opt(g, "tokenizer.ggml.normalizer.lowercase", &lower, err))
+        return AS_ERR;
+    strip = lower;
+    if (as_gguf_get_bool_opt(g, "tokenizer.ggml.normalizer.strip_accents", &strip, err))
+        return AS_ERR;
+    sp->keep_case = !lower;
+    sp->keep_accents = !strip;
+    return AS_OK;
+}
+
+/* llama.cpp reads [CLS] from bos_token_id and ignores cls_token_id: say so
+ * when a file's cls_token_id names another token. */
+static void warn_cls(as_tokenizer *t, const as_gguf *g)
+{
+    uint32_t cls = UINT32_MAX;
+    as_error ignored;
+    if (t->algo->kind != AS_TOK_BERT ||
+        as_gguf_get_u32_opt(g, "tokenizer.ggml.cls_token_id", &cls, &ignored) || cls == UINT32_MAX ||
+        (int64_t)cls == t->bos)
+        return;
+    if (t->bos < 0)
+        snprintf(t->warning, sizeof t->warning,
+                 "tokenizer.ggml.cls_token_id is %u, but llama.cpp reads [CLS] from bos_token_id (absent "
+                 "here, and its default 101 is past the vocabulary): no [CLS] is added", cls);
+    else
+        snprintf(t->warning, sizeof t->warning,
+                 "tokenizer.ggml.cls_token_id is %u, but llama.cpp reads [CLS] from bos_token_id (else 101): "
+                 "token %d is added", cls, (int)t->bos);
+}
+
 static bool contains_lower(const char *s, const char *needle)
 {
     char buf[256];
@@ -793,7 +838,7 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
         sp.merges = (const char *const *)v.merges->strs;
         sp.n_merges = (size_t)v.merges->arr_len;
     }
-    if (gguf_pre(g, algo, &sp, err) || gguf_flags(g, algo, &sp, err))
+    if (gguf_pre(g, algo, &sp, err) || gguf_flags(g, algo, &sp, err) || gguf_bert(g, &sp, err))
         return AS_ERR;
     float *scores = NULL;
     int32_t *types = NULL;
@@ -810,6 +855,8 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
         as_tokenizer_free(*out);
         *out = NULL;
     }
+    if (rc == AS_OK)
+        warn_cls(*out, g);
     return rc;
 }
 
@@ -823,6 +870,9 @@ int32_t as_tokenizer_eos(const as_tokenizer *t) { return t->eos; }
 /* True when encode should be asked for a BOS and there is one to add. */
 bool as_tokenizer_add_bos(const as_tokenizer *t) { return t->add_bos && t->bos >= 0; }
 bool as_tokenizer_add_eos(const as_tokenizer *t) { return t->add_eos && t->eos >= 0; }
+int32_t as_tokenizer_sep(const as_tokenizer *t) { return t->sep; }
+int32_t as_tokenizer_mask(const as_tokenizer *t) { return t->mask; }
+int32_t as_tokenizer_pad(const as_tokenizer *t) { return t->pad; }
 const char *as_tokenizer_pre(const as_tokenizer *t) { return t->pre ? t->pre->type : NULL; }
 bool as_tokenizer_ignore_merges(const as_tokenizer *t) { return t->ignore_merges; }
 const char *as_tokenizer_warning(const as_tokenizer *t) { return t->warning; }
@@ -1046,9 +1096,10 @@ static int run(const as_tokenizer *t, const char *text, size_t len, bool parse_s
     return AS_OK;
 }
 
-/* BOS (bos), the text, EOS (eos): as llama.cpp's tokenize. */
+/* BOS (bos), the text, then when end: EOS (add_eos) or, for bert, SEP:
+ * as llama.cpp's tokenize. */
 static int encode_all(const as_tokenizer *t, const char *text, size_t len, bool bos, bool parse_special,
-                      bool eos, int32_t **ids, size_t *n_ids, as_error *err)
+                      bool end, int32_t **ids, size_t *n_ids, as_error *err)
 {
     if (!t || !ids || !n_ids || (!text && len))
         return as_error_set(err, "tokenizer: encode called with a NULL argument");
@@ -1060,8 +1111,10 @@ static int encode_all(const as_tokenizer *t, const char *text, size_t len, bool 
         rc = as_tok_push_id(&w, t->bos, err);
     if (rc == AS_OK)
         rc = run(t, text ? text : "", len, parse_special, &w, err);
-    if (rc == AS_OK && eos && t->eos >= 0)
+    if (rc == AS_OK && end && t->add_eos && t->eos >= 0)
         rc = as_tok_push_id(&w, t->eos, err);
+    if (rc == AS_OK && end && t->add_sep && t->sep >= 0)
+        rc = as_tok_push_id(&w, t->sep, err);
     if (rc == AS_OK && !w.ids && !reserve_i32(&w.ids, &w.capids, 1))
         rc = as_tok_oom(err); /* callers get a pointer to free even for no ids */
     if (rc == AS_OK) {
@@ -1082,8 +1135,8 @@ int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, u
                           int32_t **ids, size_t *n_ids, as_error *err)
 {
     bool special = flags & AS_TOK_ADD_SPECIAL;
-    return encode_all(t, text, len, t && special && t->add_bos, flags & AS_TOK_PARSE_SPECIAL,
-                      t && special && t->add_eos, ids, n_ids, err);
+    return encode_all(t, text, len, t && special && t->add_bos, flags & AS_TOK_PARSE_SPECIAL, special, ids,
+                      n_ids, err);
 }
 
 int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len, size_t **ends,
@@ -1137,8 +1190,9 @@ static size_t token_decode(const as_tokenizer *t, int32_t id, char *dst)
     return t->algo->decode(s, n, dst);
 }
 
-/* Which leading spaces decode removes (add_space_prefix only, which only
- * tok_spm.c's algorithm knows): its encode puts one '▁' in front of every
+/* Which leading spaces decode removes (bert: the first word's, as a
+ * word-start piece's space separates it from the word before; otherwise
+ * add_space_prefix, which only tok_spm.c's algorithm knows): its encode puts one '▁' in front of every
  * fragment of raw text -- at the start, and after each special token, as
  * llama.cpp does -- and then the fragment's first token with any bytes is
  * a normal token starting with '▁'. So the rule is: at the start and
@@ -1178,18 +1232,20 @@ int as_tokenizer_decode(const as_tokenizer *t, const int32_t *ids, size_t n_ids,
     if (!buf)
         return as_tok_oom(err);
     size_t pos = 0;
-    bool strip = t->add_space_prefix;
+    bool strip = t->add_space_prefix || t->algo->word_space;
     for (size_t i = 0; i < n_ids; i++) {
         size_t k = token_decode(t, ids[i], buf + pos);
         uint8_t ty = t->type[ids[i]];
         if (ty == TT_CONTROL || ty == TT_USER) {
-            strip = t->add_space_prefix; /* the next fragment had a prefix */
+            strip |= t->add_space_prefix; /* the next fragment had a prefix */
         } else if (strip && k) {
             k = strip_prefix(t, ids[i], buf + pos, k);
             strip = false;
         }
         pos += k;
     }
+    if (t->algo->tidy)
+        pos = t->algo->tidy(buf, pos);
     buf[pos] = '\0';
     *out = buf;
     *len = pos;
@@ -1271,6 +1327,38 @@ static void card_pre(const as_gguf *g, FILE *out, bool *add_bos)
     *add_bos = p && p->add_bos;
 }
 
+/* Token id's text from the file's vocabulary, or "(none)". */
+static void card_token(const as_gguf *g, const char *key, int32_t def, FILE *out)
+{
+    const as_gguf_kv *v = as_gguf_find(g, "tokenizer.ggml.tokens");
+    uint32_t id = def < 0 ? UINT32_MAX : (uint32_t)def;
+    as_error ignored;
+    as_gguf_get_u32_opt(g, key, &id, &ignored); /* a bad value: the default, as the loader */
+    if (!v || v->type != AS_GGUF_ARRAY || v->arr_type != AS_GGUF_STRING || id >= v->arr_len) {
+        fputs("(none)", out);
+        return;
+    }
+    card_text(out, v->strs[id]);
+    fprintf(out, " (%u)", id);
+}
+
+/* WordPiece: the normalizer llama.cpp runs and the tokens it adds. */
+static void card_bert(const as_gguf *g, FILE *out)
+{
+    bool lower = kv_bool(g, "tokenizer.ggml.normalizer.lowercase", true);
+    bool strip = kv_bool(g, "tokenizer.ggml.normalizer.strip_accents", lower);
+    fprintf(out, "wordpiece     %s, %s; punctuation and CJK split; a word no pieces spell is "
+                 "[UNK]\n",
+            lower ? "lower-cased" : "case kept", strip ? "accents stripped" : "accents kept");
+    fputs("special       ", out);
+    card_token(g, "tokenizer.ggml.bos_token_id", 101, out);
+    fputs(" in front, ", out);
+    card_token(g, "tokenizer.ggml.seperator_token_id", 102, out);
+    fputs(" at the end; control tokens' texts (", out);
+    card_token(g, "tokenizer.ggml.mask_token_id", 103, out);
+    fputs(") in a prompt are those tokens (prompt-raw: plain text)\n", out);
+}
+
 void as_tokenizer_print_card(const as_gguf *g, FILE *out)
 {
     const char *model = kv_str(g, "tokenizer.ggml.model");
@@ -1281,6 +1369,10 @@ void as_tokenizer_print_card(const as_gguf *g, FILE *out)
         fputs("token ids     no vocabulary: a position shows its id (#17); prompts are given as ids "
               "(prompt-ids)\n",
               out);
+        return;
+    }
+    if (algo->kind == AS_TOK_BERT) {
+        card_bert(g, out);
         return;
     }
     bool add_bos = algo->add_bos;

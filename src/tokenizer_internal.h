@@ -1,6 +1,6 @@
 /* Internal to the tokenizer: what tokenizer.c (the vocabulary, GGUF
  * reading, special tokens, decode, the public API) shares with the
- * algorithm files (tok_bpe.c, tok_spm.c, tok_none.c), the pre-tokenizers
+ * algorithm files (tok_bpe.c, tok_spm.c, tok_wpm.c, tok_none.c), the pre-tokenizers
  * (tok_pre.c) and their regex engine (tok_regex.c). Not part of the public
  * API.
  *
@@ -71,6 +71,14 @@ struct as_tokenizer {
     uint64_t pair_seen[1024];
     int32_t bos, eos, unk;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
+    /* bert: [SEP] (appended with [CLS] in front when special tokens are
+     * added), [PAD], [MASK] (-1 when absent); the normalizer's switches;
+     * the distinct lengths of the non-empty tokens, longest first (the
+     * only lengths a greedy longest match needs to try). */
+    int32_t sep, pad, mask;
+    bool add_sep, lowercase, strip_accents;
+    uint32_t *lens_desc;
+    size_t n_lens;
     /* gpt2: the token of each byte's alphabet character; llama: the byte
      * fallback token (<0xNN>, else a one-byte token); -1 if none. */
     int32_t byte_tok[256];
@@ -190,11 +198,21 @@ struct as_tok_algo {
                   as_error *err);
     /* A normal token's text -> its bytes in dst (never more than n). */
     size_t (*decode)(const char *s, size_t n, char *dst);
+    /* Decode drops the space a word-start piece begins with at the start
+     * of the text and after a control token (as for add_space_prefix). */
+    bool word_space;
+    /* What decode does last to the whole text (it only ever shortens it):
+     * NULL, or llama.cpp's clean_spaces. Returns the new length. */
+    size_t (*tidy)(char *s, size_t n);
 };
 
 extern const as_tok_algo as_tok_bpe;  /* "gpt2": tok_bpe.c */
 extern const as_tok_algo as_tok_spm;  /* "llama": tok_spm.c */
 extern const as_tok_algo as_tok_none; /* "none": tok_none.c */
+extern const as_tok_algo as_tok_wpm;  /* "bert": tok_wpm.c */
+
+/* '▁' (U+2581) -> ' ' in s[0, n), into dst; returns the length (tok_spm.c). */
+size_t as_tok_unescape_spaces(const char *s, size_t n, char *dst);
 
 /* ---------------------------------------------------------------- pre-tokenizers (tok_pre.c) */
 
@@ -205,7 +223,12 @@ const as_tok_pre *as_tok_pre_type(const char *type);
 /* Compiles t->pre's patterns into t->rx; as_tok_pre_free frees them. */
 int as_tok_pre_compile(as_tokenizer *t, as_error *err);
 void as_tok_pre_free(as_tokenizer *t);
-/* s[0, n) -> w->cps[0, *m), with w->cps[*m].off == n. */
+/* The class (AS_UC_*) and White_Space of any code point (past U+10FFFF:
+ * U+FFFD's class, not a space). */
+unsigned as_tok_uni_class(uint32_t cp);
+bool as_tok_uni_space(uint32_t cp);
+/* s[0, n) -> w->cps[0, *m), with w->cps[*m].off == n; a byte that does
+ * not start well-formed UTF-8 is one code point past U+10FFFF. */
 int as_tok_decode_cps(const char *s, size_t n, work *w, size_t *m, as_error *err);
 /* Splits w->cps[0, m) into pre-tokens: their ends in w->pieces. */
 int as_tok_pre_split(const as_tokenizer *t, work *w, size_t m, as_error *err);

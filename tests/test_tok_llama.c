@@ -24,8 +24,10 @@
  * into build/llama-ref, or AS_LLAMA_REF). Without it the tests SKIP and
  * say so on stderr in a box; they never pass silently.
  *
- * Not compared: invalid UTF-8 (llama.cpp turns each bad byte into U+FFFD's
- * three bytes; attnscope keeps the byte, so decode gives the text back). */
+ * Not compared: invalid UTF-8 for the byte-level kinds (llama.cpp turns
+ * each bad byte into U+FFFD's three bytes; attnscope keeps the byte, so
+ * decode gives the text back). For bert (WordPiece), where both drop such
+ * bytes, it is compared, but for overlong forms (see BERT_BITS). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
@@ -157,12 +159,12 @@ static const char *shown_ids(const int32_t *ids, size_t n)
 /* llama.cpp's vocabulary test files */
 
 /* Every vocabulary with .inp/.out in llama.cpp whose tokenizer.ggml.model
- * attnscope reads ("gpt2", "llama"). Not here: bert-bge ("bert", WordPiece)
- * and gemma-4 ("gemma4", BPE over raw UTF-8 with SentencePiece's spaces),
- * kinds attnscope does not read. */
+ * attnscope reads ("gpt2", "llama", "bert"). Not here: gemma-4 ("gemma4",
+ * BPE over raw UTF-8 with SentencePiece's spaces), a kind attnscope does
+ * not read. */
 static const char *const VOCAB_FILES[] = {
-    "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gpt-2", "llama-bpe", "llama-spm",
-    "mpt",       "phi-3",          "qwen2",        "qwen35", "refact", "starcoder",
+    "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gpt-2",     "llama-bpe", "llama-spm",
+    "mpt",       "phi-3",          "qwen2",        "qwen35", "refact",    "starcoder", "bert-bge",
 };
 
 /* Parameters are indices: Criterion copies them into each test's process,
@@ -254,6 +256,8 @@ typedef struct model {
     const char *pre;   /* NULL: as it is; else tokenizer.ggml.pre rewritten to this */
     int plain;         /* strings without special-token texts (each also has
                         * plain / 4 with them, run with the flags off and on) */
+    const char *norm;  /* bert: NULL, or the normalizer keys set to "lowercase=B
+                        * strip_accents=B" (either may be left out) */
 } model;
 
 /* llama.cpp's std::regex takes about a millisecond a string, attnscope's
@@ -264,44 +268,78 @@ typedef struct model {
 
 static const model MODELS[] = {
     /* the vocabularies with test files, as they are */
-    {"command-r", NULL, FULL}, {"deepseek-coder", NULL, FULL}, {"deepseek-llm", NULL, FULL},
-    {"falcon", NULL, FULL},    {"gpt-2", NULL, FULL},          {"llama-bpe", NULL, FULL},
-    {"llama-spm", NULL, FULL}, {"mpt", NULL, FULL},            {"phi-3", NULL, FULL},
-    {"qwen2", NULL, FULL},     {"qwen35", NULL, FULL},         {"refact", NULL, FULL},
-    {"starcoder", NULL, FULL},
+    {"command-r", NULL, FULL, NULL}, {"deepseek-coder", NULL, FULL, NULL},
+    {"deepseek-llm", NULL, FULL, NULL},
+    {"falcon", NULL, FULL, NULL}, {"gpt-2", NULL, FULL, NULL}, {"llama-bpe", NULL, FULL, NULL},
+    {"llama-spm", NULL, FULL, NULL}, {"mpt", NULL, FULL, NULL}, {"phi-3", NULL, FULL, NULL},
+    {"qwen2", NULL, FULL, NULL}, {"qwen35", NULL, FULL, NULL}, {"refact", NULL, FULL, NULL},
+    {"starcoder", NULL, FULL, NULL},
     /* without test files: no tokenizer.ggml.pre ("default"); SentencePiece */
-    {"aquila", NULL, FULL}, {"gpt-neox", NULL, FULL}, {"baichuan", NULL, FULL},
+    {"aquila", NULL, FULL, NULL}, {"gpt-neox", NULL, FULL, NULL}, {"baichuan", NULL, FULL, NULL},
     /* the issue's pre-tokenizers no test file covers, on vocabularies with
      * merges for the scripts their patterns are about */
-    {"deepseek-llm", "deepseek-v3", FULL}, {"qwen2", "gpt-4o", FULL}, {"qwen2", "tekken", FULL},
-    {"gpt-2", "smollm", FULL}, {"gpt-2", "llama-bpe", FULL},
+    {"deepseek-llm", "deepseek-v3", FULL, NULL}, {"qwen2", "gpt-4o", FULL, NULL},
+    {"qwen2", "tekken", FULL, NULL},
+    {"gpt-2", "smollm", FULL, NULL}, {"gpt-2", "llama-bpe", FULL, NULL},
     /* every other pattern list of tok_pre.c's table, on gpt-2's vocabulary */
-    {"gpt-2", "default", FEW}, {"gpt-2", "dbrx", FEW}, {"gpt-2", "jais-2", FEW},
-    {"gpt-2", "deepseek-llm", FEW}, {"gpt-2", "deepseek-coder", FEW}, {"gpt-2", "deepseek-v3", FEW},
-    {"gpt-2", "spark2_5", FEW}, {"gpt-2", "youtu", FEW}, {"gpt-2", "falcon", FEW},
-    {"gpt-2", "qwen2", FEW}, {"gpt-2", "qwen35", FEW}, {"gpt-2", "bloom", FEW},
-    {"gpt-2", "viking", FEW}, {"gpt-2", "tekken", FEW}, {"gpt-2", "chameleon", FEW},
-    {"gpt-2", "gpt-4o", FEW}, {"gpt-2", "granite-embed-multi-97m", FEW}, {"gpt-2", "bailingmoe", FEW},
-    {"gpt-2", "seed-coder", FEW}, {"gpt-2", "ufakzeka", FEW}, {"gpt-2", "laguna", FEW},
-    {"gpt-2", "exaone-moe", FEW}, {"gpt-2", "minicpm5", FEW},
+    {"gpt-2", "default", FEW, NULL}, {"gpt-2", "dbrx", FEW, NULL}, {"gpt-2", "jais-2", FEW, NULL},
+    {"gpt-2", "deepseek-llm", FEW, NULL}, {"gpt-2", "deepseek-coder", FEW, NULL},
+    {"gpt-2", "deepseek-v3", FEW, NULL},
+    {"gpt-2", "spark2_5", FEW, NULL}, {"gpt-2", "youtu", FEW, NULL}, {"gpt-2", "falcon", FEW, NULL},
+    {"gpt-2", "qwen2", FEW, NULL}, {"gpt-2", "qwen35", FEW, NULL}, {"gpt-2", "bloom", FEW, NULL},
+    {"gpt-2", "viking", FEW, NULL}, {"gpt-2", "tekken", FEW, NULL},
+    {"gpt-2", "chameleon", FEW, NULL},
+    {"gpt-2", "gpt-4o", FEW, NULL}, {"gpt-2", "granite-embed-multi-97m", FEW, NULL},
+    {"gpt-2", "bailingmoe", FEW, NULL},
+    {"gpt-2", "seed-coder", FEW, NULL}, {"gpt-2", "ufakzeka", FEW, NULL},
+    {"gpt-2", "laguna", FEW, NULL},
+    {"gpt-2", "exaone-moe", FEW, NULL}, {"gpt-2", "minicpm5", FEW, NULL},
+    /* WordPiece, as it is and with each setting of its normalizer keys */
+    {"bert-bge", NULL, FULL, NULL},
+    {"bert-bge", NULL, FEW, "lowercase=0"},
+    {"bert-bge", NULL, FEW, "lowercase=0 strip_accents=1"},
+    {"bert-bge", NULL, FEW, "strip_accents=0"},
 };
+
+/* How a variant is named: its pre-tokenizer or its normalizer keys. */
+static const char *variant(const model *m)
+{
+    return m->pre ? m->pre : m->norm;
+}
 
 ParameterizedTestParameters(tok_llama, llama_tokenize)
 {
     return indices(N_OF(MODELS));
 }
 
-/* The GGUF to load: the bundle's, or a copy with another pre-tokenizer
- * (written once, to a temporary name, then renamed: tests run in
- * parallel). */
+/* "lowercase=0 strip_accents=1" -> the keys in w. */
+static void set_norm(as_gguf_writer *w, const char *norm)
+{
+    static const char *const keys[] = {"lowercase", "strip_accents"};
+    for (size_t i = 0; i < N_OF(keys); i++) {
+        const char *at = strstr(norm, keys[i]);
+        if (!at)
+            continue;
+        char key[96];
+        snprintf(key, sizeof key, "tokenizer.ggml.normalizer.%s", keys[i]);
+        as_gguf_writer_set_bool(w, key, at[strlen(keys[i]) + 1] == '1');
+    }
+}
+
+/* The GGUF to load: the bundle's, or a copy with another pre-tokenizer or
+ * normalizer (written once, to a temporary name, then renamed: tests run
+ * in parallel). */
 static void model_path(const model *m, char *path, size_t cap)
 {
     snprintf(path, cap, "%s/llama.cpp/models/ggml-vocab-%s.gguf", ref_dir(), m->vocab);
-    if (!m->pre)
+    if (!variant(m))
         return;
-    char dir[4096], out[4400], tmp[4500];
+    char dir[4096], out[4400], tmp[4500], name[200];
+    snprintf(name, sizeof name, "%s", variant(m));
+    for (char *c = name; *c; c++)
+        *c = *c == ' ' ? '+' : *c;
     snprintf(dir, sizeof dir, "%s/variants", ref_dir());
-    snprintf(out, sizeof out, "%s/%s+%s.gguf", dir, m->vocab, m->pre);
+    snprintf(out, sizeof out, "%s/%s+%s.gguf", dir, m->vocab, name);
     struct stat st;
     if (stat(out, &st) != 0) {
         as_gguf *g = NULL;
@@ -309,9 +347,12 @@ static void model_path(const model *m, char *path, size_t cap)
         cr_assert_eq(as_gguf_open(&g, path, &err), AS_OK, "%s", err.msg);
         as_gguf_writer *w = as_gguf_writer_new(3);
         for (uint64_t i = 0; i < g->n_kv; i++)
-            if (strcmp(g->kvs[i].key, "tokenizer.ggml.pre") != 0)
+            if (!m->pre || strcmp(g->kvs[i].key, "tokenizer.ggml.pre") != 0)
                 as_gguf_writer_copy_kv(w, &g->kvs[i]);
-        as_gguf_writer_set_str(w, "tokenizer.ggml.pre", m->pre);
+        if (m->pre)
+            as_gguf_writer_set_str(w, "tokenizer.ggml.pre", m->pre);
+        else
+            set_norm(w, m->norm);
         cr_assert(mkdir(dir, 0755) == 0 || errno == EEXIST, "cannot create %s", dir);
         snprintf(tmp, sizeof tmp, "%s.%d", out, (int)getpid());
         cr_assert_eq(as_gguf_writer_write(w, tmp, &err), AS_OK, "%s", err.msg);
@@ -378,10 +419,27 @@ static const char *const SPECIALS[] = {
     "<|assistant|>", "<|end|>", "[PAD151646]", "<|padding|>", "<|im_start", "<s", "|>", "</",
 };
 
+/* WordPiece's own cases: BERT's special tokens' texts (and near misses),
+ * continuation marks, accents and case, CJK, and bytes that are not UTF-8
+ * -- lone continuation bytes, truncated sequences, FE/FF, a surrogate --
+ * which both sides drop (llama.cpp reads them as U+FFFD). Never a lead
+ * byte that could start an overlong form with what follows (C0, C1, E0,
+ * F0 8x, F4 9x, F5..F7): llama.cpp's decoder reads those as code points. */
+static const char *const BERT_BITS[] = {
+    "[CLS]", "[SEP]", "[MASK]", "[UNK]", "[PAD]", "[MASK", "MASK]", "[mask]", "[unused7]", " [MASK] ",
+    "##ing", "un##believable", "\u2581the", "▁▁", "Ünïcödé", "ÉCOLE", "naïve café", "İstanbul", "ǅ",
+    "ﬁ", "Ω", "Å", "e\u0301", "\u0301", "한국어", "中文", "\U0002B820", "\U0002B920", "ｆｕｌｌ",
+    "a-b", "a_b", "a.b.c", "(x)", "$5", "^", "`", "~", "|", "<>", "¿", "«»", "…", "—", "’s", "don ' t",
+    "he 's", "we ' ve", "\x80", "\xBF", "\xE2\x82", "\xF0\x9F\x98", "\xFE", "\xFF", "\xED\xA0\x80",
+};
+
 /* One string of mixed pieces; specials: also special tokens' texts, the
- * file's own among them (its first and last ids). */
+ * file's own among them (its first and last ids). A bert vocabulary also
+ * gets BERT_BITS (drawn with random numbers of their own, so the other
+ * vocabularies' strings, and their cached ids, stay as they were). */
 static size_t make_string(uint64_t *s, const as_tokenizer *t, bool specials, char *buf, size_t cap)
 {
+    bool bert = as_tokenizer_kind(t) == AS_TOK_BERT;
     size_t n = 0, parts = 1 + rnd(s) % 12, vocab = as_tokenizer_vocab_size(t);
     if (rnd(s) % 10 == 0) { /* random code points from anywhere */
         for (size_t i = 0; i < parts * 2 && n + 4 < cap; i++) {
@@ -396,7 +454,9 @@ static size_t make_string(uint64_t *s, const as_tokenizer *t, bool specials, cha
         const char *b;
         size_t len;
         uint64_t r = rnd(s) % 20;
-        if (specials && r < 3) {
+        if (bert && rnd(s) % 4 == 0) {
+            b = BERT_BITS[rnd(s) % N_OF(BERT_BITS)];
+        } else if (specials && r < 3) {
             b = SPECIALS[rnd(s) % N_OF(SPECIALS)];
         } else if (specials && r < 5) {
             size_t k = rnd(s) % 16;
@@ -506,8 +566,8 @@ ParameterizedTest(int *index, tok_llama, llama_tokenize, .timeout = 300)
         bool ok = n == nw && memcmp(ids, want, n * sizeof *ids) == 0;
         same += ok;
         if (!ok && shown_n++ < 5) {
-            fprintf(stderr, "%s%s%s (flags %u): '%s'\n", m->vocab, m->pre ? " as " : "", m->pre ? m->pre : "",
-                    S[i].flags, shown(S[i].text, S[i].len));
+            fprintf(stderr, "%s%s%s (flags %u): '%s'\n", m->vocab, variant(m) ? " as " : "",
+                    variant(m) ? variant(m) : "", S[i].flags, shown(S[i].text, S[i].len));
             fprintf(stderr, "  llama.cpp: %s\n", shown_ids(want, nw));
             fprintf(stderr, "  attnscope: %s\n", shown_ids(ids, n));
         }
@@ -517,8 +577,8 @@ ParameterizedTest(int *index, tok_llama, llama_tokenize, .timeout = 300)
     fclose(p);
     unlink(recs);
     fprintf(stderr, "llama_tokenize on ggml-vocab-%s%s%s: %zu/%zu strings identical\n", m->vocab,
-            m->pre ? " as " : "", m->pre ? m->pre : "", same, n_s);
+            variant(m) ? " as " : "", variant(m) ? variant(m) : "", same, n_s);
     cr_assert_eq(same, n_s, "%s%s%s: %zu of %zu strings differ from llama_tokenize", m->vocab,
-                 m->pre ? " as " : "", m->pre ? m->pre : "", n_s - same, n_s);
+                 variant(m) ? " as " : "", variant(m) ? variant(m) : "", n_s - same, n_s);
     as_tokenizer_free(t);
 }

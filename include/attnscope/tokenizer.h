@@ -4,9 +4,13 @@
  * tokenizer.ggml.pre names -- GPT-2's, Llama 3's, Qwen 2's, DeepSeek's,
  * ... -- merges ranked by order). "llama": SentencePiece-style BPE (pieces
  * with scores, '▁' for spaces, a leading space, <0xNN> byte fallback).
+ * "bert": WordPiece as llama.cpp's WPM (BERT's normalizer: lower case,
+ * accents stripped, punctuation and CJK split; the longest piece first;
+ * [UNK] for a word no pieces spell; [CLS] ... [SEP] added).
  * "none": a file without a vocabulary, run from token ids. Special tokens
  * (control, user-defined) are cut out of the text as llama.cpp does.
- * Decoding gives back the exact bytes. Owns the vocabulary. */
+ * Decoding gives back the exact bytes (bert: the normalized words, spaced
+ * and tidied as llama.cpp's detokenizer does). Owns the vocabulary. */
 #ifndef ATTNSCOPE_TOKENIZER_H
 #define ATTNSCOPE_TOKENIZER_H
 
@@ -18,7 +22,7 @@
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 
-typedef enum as_tok_kind { AS_TOK_GPT2, AS_TOK_LLAMA, AS_TOK_NONE } as_tok_kind;
+typedef enum as_tok_kind { AS_TOK_GPT2, AS_TOK_LLAMA, AS_TOK_NONE, AS_TOK_BERT } as_tok_kind;
 
 typedef struct as_tokenizer as_tokenizer;
 
@@ -40,6 +44,12 @@ typedef struct as_tokenizer_spec {
      * "qwen2", ...); NULL: GPT-2's split ("gpt-2"). An unknown value runs
      * GPT-2's split and sets as_tokenizer_warning. */
     const char *pre;
+    /* bert only (other kinds ignore them): the separator, padding and mask
+     * tokens (-1 when absent; bos_id is [CLS]); and the normalizer's
+     * switches, in the negative so that a zeroed spec lower-cases and
+     * strips accents as llama.cpp does by default. */
+    int32_t sep_id, pad_id, mask_id;
+    bool keep_case, keep_accents;
 } as_tokenizer_spec;
 
 /* Builds a tokenizer from an explicit spec (tests build small vocabularies). */
@@ -49,7 +59,11 @@ int as_tokenizer_new(as_tokenizer **out, const as_tokenizer_spec *spec, as_error
  * on for "llama" and for the Llama 3, tekken and chameleon splits;
  * add_eos_token off; control-looking tokens (<|im_end|>, <|eot_id|>...)
  * made control, and phi-3's rstrip, as llama.cpp's loader does. "none"
- * takes its size from the architecture's vocab_size key. */
+ * takes its size from the architecture's vocab_size key. "bert": BOS
+ * ([CLS]) from bos_token_id, else 101; separator_token_id ("seperator",
+ * GGUF's spelling), else 102; unknown 100, padding 0, mask 103 (each
+ * dropped when outside the vocabulary); tokenizer.ggml.normalizer.lowercase
+ * (default on) and .strip_accents (default: as lowercase). */
 int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err);
 void as_tokenizer_free(as_tokenizer *t);
 
@@ -60,6 +74,12 @@ int32_t as_tokenizer_eos(const as_tokenizer *t);
 bool as_tokenizer_add_bos(const as_tokenizer *t);
 /* True when AS_TOK_ADD_SPECIAL appends an EOS (add_eos_token). */
 bool as_tokenizer_add_eos(const as_tokenizer *t);
+/* bert: the separator ([SEP], which AS_TOK_ADD_SPECIAL appends, and
+ * which ends each segment of a pair), mask ([MASK]) and padding tokens;
+ * -1 when absent or for other kinds. */
+int32_t as_tokenizer_sep(const as_tokenizer *t);
+int32_t as_tokenizer_mask(const as_tokenizer *t);
+int32_t as_tokenizer_pad(const as_tokenizer *t);
 /* The pre-tokenizer in use, as llama.cpp names its type ("llama3",
  * "gpt2", "default"...); NULL for a kind without one (llama, none). */
 const char *as_tokenizer_pre(const as_tokenizer *t);
@@ -72,15 +92,16 @@ const char *as_tokenizer_warning(const as_tokenizer *t);
 
 /* How as_tokenizer_tokenize reads text: llama_tokenize's two flags. */
 enum {
-    AS_TOK_ADD_SPECIAL = 1,   /* BOS and EOS where the vocabulary adds them */
+    AS_TOK_ADD_SPECIAL = 1,   /* BOS and EOS where the vocabulary adds them (bert: [CLS] and [SEP]) */
     AS_TOK_PARSE_SPECIAL = 2, /* control tokens' texts (<|im_start|>, <s>) in the text are those tokens */
 };
 
 /* Encodes len bytes of text (need not be NUL-terminated, may hold invalid
- * UTF-8: invalid bytes are encoded as their own bytes) as llama_tokenize
- * with the flags (AS_TOK_*): user-defined tokens are always cut out of
- * the text first; control and unknown tokens only with
- * AS_TOK_PARSE_SPECIAL. *ids is malloc'd. */
+ * UTF-8: invalid bytes are encoded as their own bytes; bert drops them, as
+ * llama.cpp drops the U+FFFD it reads there) as llama_tokenize with the
+ * flags (AS_TOK_*): user-defined tokens are always cut out of the text
+ * first; control and unknown tokens only with AS_TOK_PARSE_SPECIAL.
+ * *ids is malloc'd. */
 int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, unsigned flags,
                           int32_t **ids, size_t *n_ids, as_error *err);
 /* The text as plain text (no control token read from it), with BOS in
@@ -89,14 +110,17 @@ int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, boo
                         int32_t **ids, size_t *n_ids, as_error *err);
 /* The pieces encode merges independently, as end byte offsets into text
  * (*ends malloc'd, ascending, the last == len): user-defined tokens cut out
- * first, then for gpt2 the pre-tokenizer's split (a llama fragment stays
- * whole). For showing word boundaries, and for testing the split. */
+ * first, then for gpt2 the pre-tokenizer's split, for bert the words (each
+ * piece running to the next word's start; a llama fragment stays whole).
+ * For showing word boundaries, and for testing the split. */
 int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len,
                            size_t **ends, size_t *n_ends, as_error *err);
 /* Decodes to the exact bytes (malloc'd, NUL-terminated for convenience;
  * *len excludes the NUL). Control tokens (BOS/EOS) decode to nothing.
  * For llama, the space encode puts in front of each text fragment (at the
  * start, after a control or user-defined token) is taken off again.
+ * For bert, the first word's space ("▁the" -> " the") is dropped, and so
+ * are the spaces llama.cpp's detokenizer tidies away (" ." " ," " 's").
  * Out-of-range ids are an error. */
 int as_tokenizer_decode(const as_tokenizer *t, const int32_t *ids, size_t n_ids,
                         char **out, size_t *len, as_error *err);

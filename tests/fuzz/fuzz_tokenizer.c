@@ -1,14 +1,20 @@
-/* Fuzz target: both tokenizers on arbitrary bytes.
+/* Fuzz target: the tokenizers on arbitrary bytes.
  * The first byte picks a mode:
  *   0  gpt2 (tiny-gpt2's vocabulary, all 256 byte symbols): encode, then
  *      decode must give the exact bytes back; pretoken ends ascend to len;
  *   1  llama (tiny-llama's, all 256 byte tokens): the same round trip, for
  *      text without a literal U+2581 (which llama reads as a space);
- *   2  decode of arbitrary int32 ids with both, and the one-token views;
+ *      with bit 3 set (8, 9, ...), modes 0 and 1 run bert instead (a
+ *      WordPiece vocabulary built here, every ASCII letter and digit as a
+ *      word start and a continuation): ids inside the vocabulary,
+ *      pretoken ends ascending to len, and encoding the decoded text
+ *      gives the same ids again when no word was [UNK] (bit 2: special
+ *      tokens added and parsed);
+ *   2  decode of arbitrary int32 ids with all three, and the one-token views;
  *   3  a vocabulary built from the input (empty and duplicate tokens,
- *      arbitrary types, scores, special ids and merges), then encode and
- *      decode with it: building refuses or succeeds, encoding gives ids
- *      inside the vocabulary, decoding them succeeds.
+ *      arbitrary types, scores, special ids and merges; gpt2, llama or
+ *      bert), then encode and decode with it: building refuses or succeeds,
+ *      encoding gives ids inside the vocabulary, decoding them succeeds.
  * Properties: the above, and no crash, leak or undefined behaviour. */
 #include "fuzz.h"
 
@@ -30,12 +36,45 @@ static as_tokenizer *load(const char *fixture)
     return t;
 }
 
-static as_tokenizer *tok[2];
+static as_tokenizer *tok[3];
+
+/* A WordPiece vocabulary as llama.cpp's converter stores BERT's: control
+ * tokens, then word starts ("▁a") and continuations ("a") for every ASCII
+ * letter and digit, punctuation, a few longer pieces. Every text is
+ * already normalized, so decoding and encoding again is stable. */
+static as_tokenizer *make_bert(void)
+{
+    static char store[200][8];
+    const char *tokens[200];
+    size_t n = 0;
+    static const char *const fixed[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "\xE2\x96\x81the",
+                                        "\xE2\x96\x81un", "able", "ing", "\xE2\x96\x81\xE4\xB8\xAD"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        tokens[n++] = fixed[i];
+    static const char alnum[] = "abcdefghijklmnopqrstuvwxyz0123456789.,'!?";
+    for (size_t i = 0; alnum[i]; i++) {
+        snprintf(store[n], sizeof store[n], "\xE2\x96\x81%c", alnum[i]);
+        tokens[n] = store[n], n++;
+        if (i < 36) {
+            snprintf(store[n], sizeof store[n], "%c", alnum[i]);
+            tokens[n] = store[n], n++;
+        }
+    }
+    as_tokenizer_spec sp = {.kind = AS_TOK_BERT, .tokens = tokens, .n_tokens = n, .bos_id = 2,
+                            .eos_id = -1, .unk_id = 1, .sep_id = 3, .pad_id = 0, .mask_id = 4};
+    as_tokenizer *t;
+    as_error err;
+    if (as_tokenizer_new(&t, &sp, &err)) {
+        fprintf(stderr, "fuzz: %s\n", err.msg);
+        abort();
+    }
+    return t;
+}
 
 static void cleanup(void)
 {
-    as_tokenizer_free(tok[0]);
-    as_tokenizer_free(tok[1]);
+    for (size_t i = 0; i < 3; i++)
+        as_tokenizer_free(tok[i]);
 }
 
 static bool contains(const uint8_t *s, size_t n, const char *needle)
@@ -59,6 +98,44 @@ static void roundtrip(const as_tokenizer *t, const uint8_t *s, size_t n, bool bo
     FUZZ_CHECK(as_tokenizer_decode(t, ids, n_ids, &out, &len, &err) == AS_OK, "decode: %s", err.msg);
     FUZZ_CHECK(len == n && memcmp(out, s, n) == 0, "round trip of %zu bytes gave %zu bytes", n, len);
     FUZZ_CHECK(out[len] == '\0', "decode output not NUL-terminated");
+    free(out);
+    free(ids);
+    FUZZ_CHECK(as_tokenizer_pretokens(t, (const char *)s, n, &ends, &n_ends, &err) == AS_OK, "pretokens: %s",
+               err.msg);
+    for (size_t i = 0; i < n_ends; i++)
+        FUZZ_CHECK(ends[i] <= n && (i == 0 || ends[i] > ends[i - 1]), "pretoken end %zu = %zu", i, ends[i]);
+    FUZZ_CHECK(n == 0 || (n_ends > 0 && ends[n_ends - 1] == n), "last pretoken end is not the length");
+    free(ends);
+}
+
+static bool has(const int32_t *ids, size_t n, int32_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+/* bert: ids in range, word ends ascending to the length, and (no [UNK],
+ * no literal U+2581) the decoded text encodes to the same ids. */
+static void bert_props(const as_tokenizer *t, const uint8_t *s, size_t n, bool special)
+{
+    unsigned flags = special ? AS_TOK_ADD_SPECIAL | AS_TOK_PARSE_SPECIAL : 0;
+    int32_t *ids, *again;
+    size_t n_ids, n_again, len, *ends, n_ends;
+    char *out;
+    as_error err;
+    FUZZ_CHECK(as_tokenizer_tokenize(t, (const char *)s, n, flags, &ids, &n_ids, &err) == AS_OK, "encode: %s",
+               err.msg);
+    for (size_t i = 0; i < n_ids; i++)
+        FUZZ_CHECK(ids[i] >= 0 && (size_t)ids[i] < as_tokenizer_vocab_size(t), "id %d", ids[i]);
+    FUZZ_CHECK(as_tokenizer_decode(t, ids, n_ids, &out, &len, &err) == AS_OK, "decode: %s", err.msg);
+    if (!special && !has(ids, n_ids, 1) && !contains(s, n, "\xE2\x96\x81")) {
+        FUZZ_CHECK(as_tokenizer_tokenize(t, out, len, 0, &again, &n_again, &err) == AS_OK, "encode: %s", err.msg);
+        FUZZ_CHECK(n_again == n_ids && memcmp(again, ids, n_ids * sizeof *ids) == 0,
+                   "decode then encode gave %zu ids for %zu", n_again, n_ids);
+        free(again);
+    }
     free(out);
     free(ids);
     FUZZ_CHECK(as_tokenizer_pretokens(t, (const char *)s, n, &ends, &n_ends, &err) == AS_OK, "pretokens: %s",
@@ -102,7 +179,7 @@ static void hostile_vocab(const uint8_t *s, size_t n)
     if (n < 5)
         return;
     as_tokenizer_spec sp = {0};
-    sp.kind = (s[0] & 1) ? AS_TOK_LLAMA : AS_TOK_GPT2;
+    sp.kind = (s[0] & 2) ? AS_TOK_BERT : (s[0] & 1) ? AS_TOK_LLAMA : AS_TOK_GPT2;
     uint8_t flags = s[1];
     const uint8_t *v = s + 5, *end = s + n;
     const uint8_t *stop = memchr(v, 0, (size_t)(end - v));
@@ -149,6 +226,11 @@ static void hostile_vocab(const uint8_t *s, size_t n)
     sp.unk_id = s[4] == 255 ? -1 : s[4];
     sp.add_bos = flags & 16;
     sp.add_space_prefix = flags & 32;
+    sp.sep_id = sp.eos_id; /* bert's; the other kinds ignore them */
+    sp.pad_id = -1;
+    sp.mask_id = sp.bos_id;
+    sp.keep_case = flags & 64;
+    sp.keep_accents = flags & 128;
 
     as_tokenizer *t;
     as_error err;
@@ -181,12 +263,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!tok[0]) {
         tok[0] = load("tiny-gpt2.gguf");
         tok[1] = load("tiny-llama.gguf");
+        tok[2] = make_bert();
         atexit(cleanup);
     }
     if (size < 1)
         return 0;
     const uint8_t *s = data + 1;
     size_t n = size - 1;
+    if (data[0] % 4 < 2 && (data[0] & 8)) {
+        bert_props(tok[2], s, n, data[0] & 4);
+        return 0;
+    }
     switch (data[0] % 4) {
     case 0:
         roundtrip(tok[0], s, n, data[0] & 4);
@@ -200,6 +287,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2:
         decode_ids(tok[0], s, n);
         decode_ids(tok[1], s, n);
+        decode_ids(tok[2], s, n);
         break;
     default:
         hostile_vocab(s, n);

@@ -7,7 +7,7 @@
  *   gguf/       a few of those, a file with every metadata type, and
  *               hand-made malformed headers (a 10^12-element tensor, an
  *               array of 2^32 strings, bad magic, version, counts, offsets);
- *   tokenizer/  texts for both tokenizers, id lists, hostile vocabularies;
+ *   tokenizer/  texts for the tokenizers, id lists, hostile vocabularies;
  *   session/    command lines covering every command;
  *   npy/        shapes and names for the .npy writer;
  *   llama2c/    llama2.c checkpoints and tokenizer files, alone and paired.
@@ -127,7 +127,7 @@ static void models(void)
     model("gpt2-i8-unreadable.gguf", &s, false);
     w = tiny_writer(&g), as_gguf_writer_set_str(w, "general.architecture", "mamba");
     put_writer("model", "arch-unknown.gguf", w);
-    w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "bert");
+    w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "t5");
     put_writer("model", "tokenizer-unknown.gguf", w);
 
     /* strings from the file that reach the terminal: must arrive escaped */
@@ -348,11 +348,15 @@ static void tokenizer_seeds(void)
     TEXT("llama-spaces", 5, "   leading and  double  spaces \n trailing ");
     TEXT("llama-specials", 1, "<s></s><unk><0x41> \xC3\xA9!");
     TEXT("llama-invalid-utf8", 1, "\xFF\x80\xC3\x28 \xF0\x28\x8C\xBC");
+    TEXT("bert-words", 8, "The Cat's un-affable, CAF\xC3\x89! \xE4\xB8\xAD\xE6\x96\x87 a\xCC\x81" "b [MASK] x\ty");
+    TEXT("bert-specials", 12, "[CLS] the [MASK] sat. [SEP] a [SEP][PAD][mask] [UNK");
+    TEXT("bert-invalid-utf8", 9, "\xFF\x80" "ab\xC3\x28 \xED\xA0\x80 \xE2\x82 \xF4\x90\x80\x80" "c \xC0\xAF\x01\x00z");
     TEXT("decode-ids", 2, "\x00\x00\x00\x00\x01\x00\x00\x00\x14\x01\x00\x00\xff\xff\xff\xff\x10\x00\x00\x80");
     /* hostile vocabularies: kind, flags, bos, eos, unk, tokens split by 0x01, NUL, text */
     TEXT("vocab-gpt2-dups-empty", 3, "\x00\x07\x02\x02\xff" "a\x01" "b\x01\x01" "ab\x01" "a\x01\x01" "ab" "\x00" "abab ba");
     TEXT("vocab-llama-bytes", 3, "\x01\x3f\x01\x02\x00" "<unk>\x01<s>\x01</s>\x01<0x61>\x01\xE2\x96\x81\x01" "a\x01\xE2\x96\x81" "a" "\x00" "a a\xC3\xA9");
     TEXT("vocab-one-empty", 3, "\x00\x00\xff\xff\xff" "\x00" "text");
+    TEXT("vocab-bert", 3, "\x02\x04\x02\x03\x01" "[PAD]\x01[UNK]\x01[CLS]\x01[SEP]\x01\xE2\x96\x81" "a\x01" "a\x01\x01\xE2\x96\x81" "ab" "\x00" "Ab aab [SEP] \xC3\xA1\xC3\x84 b");
     TEXT("vocab-user-tokens", 3, "\x01\x05\x00\x00\x00" "<a>\x01<a>\x01<ab>\x01x\x01" "\x00" "x<a><ab>x<a");
 }
 
