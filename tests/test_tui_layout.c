@@ -8,6 +8,7 @@
 #include <locale.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../ui/heatmap.h"
 #include "../ui/layout.h"
@@ -728,5 +729,26 @@ Test(tui_lesson, every_shipped_lesson_runs)
         snprintf(cmd, sizeof cmd, "lesson %.63s", names[i]);
         cr_assert_eq(view_exec(&v, s, cmd, NULL, &err), AS_OK, "%s: %s", names[i], err.msg);
     }
+    close_session(s);
+}
+
+Test(tui_lesson, a_lesson_cannot_start_a_lesson)
+{
+    char path[] = "/tmp/attnscope-lesson-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *text = "title: Loops\n: prompt-ids 1 2\nA step.\n---\n: lesson loop\nAgain.\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "lesson %s", path);
+    cr_assert_eq(view_exec(&v, s, cmd, NULL, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "a lesson cannot start a lesson"), "%s", err.msg);
+    cr_assert(!v.in_lesson);
+    unlink(path);
     close_session(s);
 }

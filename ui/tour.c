@@ -37,6 +37,7 @@ void tour_end(tui *u)
 static void run_step(tui *u, int i)
 {
     const lesson_step *st = &u->lesson->steps[i];
+    u->v.in_lesson = true;
     for (int k = 0; k < st->n_cmds; k++)
         if (tui_run_line(u, st->cmds[k], RUN_LESSON)) {
             const log_line *l = log_get(&u->log, u->log.count - 1);
@@ -44,6 +45,7 @@ static void run_step(tui *u, int i)
                      st->cmds[k]);
             break;
         }
+    u->v.in_lesson = false;
 }
 
 static void show_step(tui *u, int i)

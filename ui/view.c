@@ -232,6 +232,7 @@ static int run_through(view *v, as_session *s, lesson *l, as_error *err)
 {
     fprintf(s->out, "lesson %s: %s (%d steps)\n", l->name, l->title, l->n_steps);
     int rc = view_lesson_model(s, l, err);
+    v->in_lesson = true;
     for (int i = 0; rc == AS_OK && i < l->n_steps; i++) {
         fprintf(s->out, "\n--- step %d of %d ---\n%s\n", i + 1, l->n_steps, l->steps[i].text);
         for (int k = 0; rc == AS_OK && k < l->steps[i].n_cmds; k++) {
@@ -239,6 +240,7 @@ static int run_through(view *v, as_session *s, lesson *l, as_error *err)
             rc = view_exec(v, s, l->steps[i].cmds[k], NULL, err);
         }
     }
+    v->in_lesson = false;
     lesson_free(l);
     return rc;
 }
@@ -249,6 +251,8 @@ static int view_lesson(view *v, as_session *s, char **w, int n, as_error *err)
         return list_lessons(s);
     if (n != 2)
         return as_error_set(err, "usage: %s", commands[0].usage);
+    if (v->in_lesson)
+        return as_error_set(err, "a lesson cannot start a lesson (`lesson %s` inside a lesson's step)", w[1]);
     lesson l;
     if (lesson_load(w[1], &l, err))
         return AS_ERR;

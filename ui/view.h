@@ -36,6 +36,7 @@ typedef struct view {
      * and pauses between its steps; NULL: the steps run straight through,
      * each step's text printed before its commands (the REPL, batch mode). */
     int (*lesson)(void *ctx, struct lesson *l, as_error *err);
+    bool in_lesson;   /* a lesson's step is running: a `lesson` inside it is refused */
 } view;
 
 /* The panes `view PANE` names, in the full-screen view's Tab order (the
