@@ -752,3 +752,16 @@ Test(tui_lesson, a_lesson_cannot_start_a_lesson)
     unlink(path);
     close_session(s);
 }
+
+/* Half blocks: a query takes whole character rows (or shares one with its
+ * neighbour), never one and a half, so labels fall evenly. */
+Test(tui_heatmap, every_token_gets_the_same_whole_rows)
+{
+    for (int n = 1; n <= 80; n++)
+        for (int rows = 2; rows <= 60; rows += 3) {
+            hm_geom g = {0};
+            hm_fit(&g, n, n, rows, 120, 2, 16);
+            cr_assert(g.ch == 1 || g.ch % 2 == 0, "n %d, %d rows: %d half-rows a token", n, rows, g.ch);
+            cr_assert_leq(g.vis_q * g.ch, rows * 2, "n %d, %d rows: drawn past the area", n, rows);
+        }
+}

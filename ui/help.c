@@ -130,9 +130,12 @@ void help_draw(tui *u)
         draw_line(u, w, 1 + i, &lines[u->help_top + i], width - 4);
     char foot[96];
     bool more = u->help_top + inner < n;
-    if (n > inner)
+    if (n > inner && width >= 60)
         snprintf(foot, sizeof foot, "lines %d-%d of %d: %s, any other key closes", u->help_top + 1,
                  u->help_top + inner, n, more ? "Space/Down for more" : "Up goes back");
+    else if (n > inner)
+        snprintf(foot, sizeof foot, "%d-%d/%d  %s", u->help_top + 1, u->help_top + inner, n,
+                 more ? "Space: more" : "Up: back");
     else
         snprintf(foot, sizeof foot, "Press any key to close.");
     term_role(&u->t, w, R_DIM);
