@@ -332,6 +332,15 @@ typed repl 'prompt-ids 1 2 3; finish; stats blocks.0.ln1.hook_sc'
 keys repl Tab
 keys repl Enter
 expect repl "completed hook name runs" 'blocks\.0\.ln1\.hook_scale \[3, 1\]: min'
+typed repl 'load no-such-model.gguf'
+keys repl Enter
+expect repl "REPL: a bad load is one message" "error: no-such-model\.gguf: "
+typed repl 'load induction'
+keys repl Enter
+expect repl "REPL: load a bundled model by name" 'loaded .*induction\.gguf: induction \(llama, 2 layers'
+typed repl 'prompt "Yes," said he.; tokens'
+keys repl Enter
+expect repl "REPL: dialogue keeps its quotes" '^1 +[0-9]+ +" +prompt'
 typed repl 'help set'
 keys repl Enter
 expect repl "help explains the view's settings too" 'set delay MS'
