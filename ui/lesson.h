@@ -11,7 +11,8 @@
  *
  * Every step is some commands and the sentences that explain what they
  * show. No terminal here; the full-screen view pauses between steps
- * (Space, Backspace), batch mode and the REPL run them straight through.
+ * (Space, Backspace), the REPL for Enter, batch mode runs them straight
+ * through.
  * Unit-tested. */
 #ifndef ATTNSCOPE_UI_LESSON_H
 #define ATTNSCOPE_UI_LESSON_H

@@ -10,7 +10,8 @@
 static const as_command_info commands[] = {
     {"lesson", "lesson [NAME]",
      "A guided tour on the bundled models: commands and what they show, a step at a time (in the full-screen "
-     "view Space goes on, Backspace back, Esc ends; elsewhere the steps run straight through). `lesson` lists them.",
+     "view Space goes on, Backspace back, Esc ends; the REPL pauses for Enter; batch mode runs them straight through). "
+     "`lesson` lists them.",
      "lesson attention"},
     {"set", "set delay MS | cmap viridis|magma|gray",
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",

@@ -32,9 +32,10 @@ typedef struct view {
      * view, NULL where there is no screen (the REPL, batch mode). */
     int (*dump)(void *ctx, const char *path, as_error *err);
     void *dump_ctx;
-    /* `lesson NAME`: the full-screen view takes the lesson (*l, to free)
-     * and pauses between its steps; NULL: the steps run straight through,
-     * each step's text printed before its commands (the REPL, batch mode). */
+    /* `lesson NAME`: the full-screen view and the REPL take the lesson
+     * (*l, to free) and pause between its steps; NULL: the steps run
+     * straight through, each step's text printed before its commands
+     * (batch mode). */
     int (*lesson)(void *ctx, struct lesson *l, as_error *err);
     bool in_lesson;   /* a lesson's step is running: a `lesson` inside it is refused */
 } view;

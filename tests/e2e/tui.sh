@@ -341,6 +341,16 @@ expect repl "REPL: load a bundled model by name" 'loaded .*induction\.gguf: indu
 typed repl 'prompt "Yes," said he.; tokens'
 keys repl Enter
 expect repl "REPL: dialogue keeps its quotes" '^1 +[0-9]+ +" +prompt'
+typed repl 'lesson heads'
+keys repl Enter
+expect repl "REPL: a lesson pauses after its first step" '^-- step 1 of 6: Enter goes on'
+keys repl Enter
+expect repl "REPL: Enter goes on" '^== Previous-token heads and induction heads \(2/6\) =='
+typed repl 'b'
+keys repl Enter
+expect repl "REPL: b goes back" '^-- step 1 of 6: Enter goes on, b Enter back, q Enter ends -- *$'
+typed repl 'q'
+keys repl Enter
 typed repl 'help set'
 keys repl Enter
 expect repl "help explains the view's settings too" 'set delay MS'
