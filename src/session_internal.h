@@ -39,9 +39,9 @@ void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err);
 void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
 
-/* Layer × column tables of an instrument as a heatmap figure (PNG or SVG
- * by the path's extension), one panel per table side by side; options
- * dpi= and title= from argv[opt_first] on. Signed tables go on the
+/* Layer × column tables of an instrument as a heatmap figure (PNG, SVG or
+ * PDF by the path's extension), one panel per table side by side; options
+ * dpi=, title=, width=, height= and font= from argv[opt_first] on. Signed tables go on the
  * diverging map centred on 0 (±max|value|, at least ±1), scores on the
  * sequential map over 0–1. Columns are context positions (labelled with
  * their tokens), heads, or the labels given. */
@@ -56,6 +56,8 @@ typedef struct as_table_fig {
     const char *title;    /* default title */
     const char *cbar_label;
     const char *what;     /* for the "wrote" line */
+    const char *const *notes; /* [n_notes] under the figure: the metric, the values it is built on */
+    int n_notes;
 } as_table_fig;
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
 /* A token as figures label it: its text with spaces as '·' and control
