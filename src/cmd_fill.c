@@ -51,7 +51,7 @@ static void print_top(as_session *s, const float *logits, int k)
     fprintf(s->out, "rank\tid\tpiece\tprob\tlogit\n");
     for (int i = 0; i < m; i++) {
         char piece[256];
-        as_cmd_piece(s, s->order[i], piece, sizeof piece);
+        as_cmd_label(s, s->order[i], 0, piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\t%.6f\t%.4f\n", i + 1, s->order[i], piece, s->probs[s->order[i]],
                 logits[s->order[i]]);
     }
@@ -63,7 +63,7 @@ static int predictions_at(as_session *s, int pos, int k, as_error *err)
     if (!logits)
         return AS_ERR;
     char piece[256];
-    as_cmd_piece(s, s->it->out->tokens[pos], piece, sizeof piece);
+    as_cmd_label(s, s->it->out->tokens[pos], 0, piece, sizeof piece);
     fprintf(s->out, "predictions at position %d (%s):\n", pos, piece);
     print_top(s, logits, k);
     return AS_OK;
