@@ -1358,6 +1358,11 @@ int as_fig_lines_view(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
     lay L;
     if (ln->n < 1 || ln->n_heads < 1)
         return as_error_set(err, "head view: nothing to draw (%d tokens, %d heads)", ln->n, ln->n_heads);
+    /* Past a few hundred tokens the lines are a grey fog (and up to
+     * tokens² of them would be kept): a window reads better. */
+    if (ln->n > AS_FIG_LINES_MAX)
+        return as_error_set(err, "head view: %d tokens is more than the %d it draws (tokens=FROM:TO picks a window)",
+                            ln->n, AS_FIG_LINES_MAX);
     if (lay_begin(&L, out, ctx, st, cap, err))
         return AS_ERR;
     int n = ln->n;

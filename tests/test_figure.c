@@ -949,6 +949,12 @@ Test(figure, head_view_lines_are_as_opaque_as_the_weight)
         if (round == 3)
             cr_assert_gt(orange_n, 200, "the second head in its own colour (%d px)", orange_n);
     }
+    /* Too many tokens for lines: said, with the way out. */
+    as_fig_lines big = {AS_FIG_LINES_MAX + 1, labels, 1, one, NULL};
+    as_figure *f = NULL;
+    cr_assert_eq(as_fig_lines_view(&f, ctx, &st, &CAPTION, &big, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "257 tokens") && strstr(err.msg, "tokens=FROM:TO"), "%s", err.msg);
+    cr_assert_null(f);
     remove_tree(dir);
     free(dir);
     as_fig_ctx_free(ctx);
