@@ -1666,7 +1666,7 @@ int as_fig_norm_chart(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
     float top = title_height(&L, cap) + sm + PT(&L, 2);
     float unit = L.H > 0 ? 0 : PT(&L, 0.2f * st->width_pt);
     for (int k = 0; k < NP; k++)
-        make_ticks(&pn[k].s, unit > 0 ? (int)fmaxf(2, share[k] * unit / PT(&L, 16)) : 3, &pn[k].t);
+        make_ticks(&pn[k].s, unit > 0 ? (int)fmaxf(2, share[k] * unit / PT(&L, 26)) : 3, &pn[k].t);
     for (int k = 0; k < NP; k++)
         tickw = fmaxf(tickw, ticks_width(&L, &pn[k].t, L.small));
     for (int i = 0; i < ol.n; i++)
@@ -1698,7 +1698,7 @@ int as_fig_norm_chart(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
         pn[k].x = xa.x0, pn[k].y = roundf(y), pn[k].w = plot_w, pn[k].h = roundf(share[k] * unit);
         y = pn[k].y + pn[k].h + PT(&L, 3);
         if (L.H > 0)
-            make_ticks(&pn[k].s, (int)fmaxf(2, pn[k].h / PT(&L, 16)), &pn[k].t);
+            make_ticks(&pn[k].s, (int)fmaxf(2, pn[k].h / PT(&L, 26)), &pn[k].t);
     }
     const char *names[2] = {nm->series[0].name, nm->n_series > 1 ? nm->series[1].name : NULL};
     draw_legend(&L, xa.x0, top - sm / 2 - PT(&L, 2), nm->n_series, names, SERIES);
