@@ -43,7 +43,7 @@ LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o) $(SIMD_OBJS)
 UI_OBJS   = $(UI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 # The view's pure parts (no curses, no readline), unit-tested with the engine.
-UI_TESTABLE = ui/layout.c ui/heatmap.c ui/palette.c ui/textfmt.c ui/logbuf.c ui/view.c ui/usage.c
+UI_TESTABLE = ui/layout.c ui/heatmap.c ui/palette.c ui/textfmt.c ui/logbuf.c ui/view.c ui/usage.c ui/datadir.c ui/lesson.c
 UI_TEST_OBJS = $(UI_TESTABLE:%.c=$(BUILD)/%.o)
 LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
@@ -229,14 +229,17 @@ include tests/fuzz/fuzz.mk
 # rendered to PNG (ui/tools/ansi2png.c, FreeType and libpng).
 screenshot: $(PROG) $(BUILD)/ansi2png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) sh tests/e2e/tui_screenshot.sh assets/screenshot.png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=80x24 FONT=22 LESSON=heads STEP=3 \
+	  sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
 
 $(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@
 
 install: $(PROG)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/models
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/lessons
 	install -m 755 $(PROG) $(DESTDIR)$(PREFIX)/bin/attnscope
 	for f in models/*.gguf; do [ -f "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(DATADIR)/models/; done; true
+	install -m 644 assets/lessons/*.txt $(DESTDIR)$(DATADIR)/lessons/
 
 clean:
 	rm -rf build attnscope

@@ -35,7 +35,7 @@ int as_cmd_dla(cmd_ctx *c)
         sum += d.terms[i].value;
     int rc = AS_OK;
     char piece[64];
-    as_cmd_piece(s, tok, piece, sizeof piece);
+    as_cmd_label(s, tok, 0, piece, sizeof piece);
     if (o.path) {
         /* [n_layer + 1, n_head + 2]: layer l's heads, then its attention
          * output bias and its MLP; the last row holds the embeddings and

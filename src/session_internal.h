@@ -21,8 +21,14 @@ typedef struct command {
 
 int as_cmd_parse_long(const char *str, long lo, long hi, const char *what, long *out, as_error *err);
 int as_cmd_parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err);
-/* A token's stored piece, escaped for display. */
+/* A token's stored piece, escaped for display (the raw vocabulary string:
+ * `dump all`'s index.json). */
 void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap);
+/* A token as text output shows it, the way the view does: its text with
+ * spaces as '·', newlines and tabs as arrows, control bytes and broken
+ * UTF-8 as \xNN; control tokens (no text) by their vocabulary string.
+ * Cut to `width` columns (0: no limit) with a trailing '…' when cut. */
+void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t cap);
 int as_cmd_require_tokens(as_session *s, as_error *err);
 /* Hook index by exact name, or AS_ERR with a message. */
 int as_cmd_find_hook(as_session *s, const char *name, as_error *err);
