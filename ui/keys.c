@@ -63,7 +63,8 @@ unsigned tui_select_query(tui *u, int q)
     if (n == 0)
         return 0;
     u->v.query = q < 0 ? 0 : q >= n ? n - 1 : q;
-    u->v.follow = u->v.query == n - 1;
+    /* following: a decoder's newest token; an encoder's first [MASK] (view_clamp) */
+    u->v.follow = u->v.query == n - 1 && u->s->prog->streams[u->s->prog->out_stream].causal;
     view_clamp(&u->v, u->s);
     return old == u->v.query ? 0 : panes_showing(SHOWS_QUERY);
 }

@@ -162,8 +162,9 @@ static void draw_key_labels(tui *u, WINDOW *w)
     term_role(&u->t, w, R_NORMAL);
 }
 
-/* The colour scale from 0 to 1 and the masked colour, right-aligned. */
-static void draw_legend(tui *u, WINDOW *w, int y, int right)
+/* The colour scale from 0 to 1 and, where the site masks keys, the
+ * masked colour, right-aligned. */
+static void draw_legend(tui *u, WINDOW *w, int y, int right, bool masks)
 {
     int x = right - 26;
     if (x < 1)
@@ -178,6 +179,8 @@ static void draw_legend(tui *u, WINDOW *w, int y, int right)
     }
     term_role(&u->t, w, R_DIM);
     waddstr(w, " 1  ");
+    if (!masks)
+        return;
     hm_sample m = {HM_MASKED, 0};
     hm_glyph g = hm_glyph_at(u->t.style == HM_HALF ? HM_BLOCK : u->t.style, m, m, u->t.levels);
     term_heat(&u->t, w, g.fg, g.bg);
@@ -203,8 +206,10 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
     bool legend = cols >= 70;
     term_role_attr(&u->t, w, R_NORMAL, A_BOLD);
     put_text(u, w, y, 2, line, legend ? cols - 30 : cols - 2);
-    if (legend)
-        draw_legend(u, w, y, cols);
+    if (legend) {
+        const as_attn *site = as_program_attn(src->cap->prog, src->hook);
+        draw_legend(u, w, y, cols, !site || site->mask != AS_MASK_NONE);
+    }
 }
 
 static void single_view(tui *u, WINDOW *w, attn_src *src, int n)

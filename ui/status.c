@@ -21,12 +21,17 @@ static void where(const tui *u, char *out, size_t cap)
         snprintf(out, cap, "op %d/%d %s", it->pc + 1, u->s->prog->n_ops, op->text);
     else if (it->out->n_done < it->out->n_tokens)
         snprintf(out, cap, "ready to run positions %d-%d", it->out->n_done, it->out->n_tokens - 1);
+    else if (!u->s->prog->streams[u->s->prog->out_stream].causal)
+        /* an encoder: predictions at every position, or only hidden states */
+        snprintf(out, cap, as_interp_logits(it) ? "pass done, predictions ready" : "pass done");
     else
         snprintf(out, cap, "pass done, logits ready");
 }
 
 #define VIEW_KEYS "? keys  : command  arrows layer/head  Tab pane  g grid  s step  n next  Space gen  q quit"
 #define VIEW_KEYS_SHORT "? keys  q quit"
+/* An encoder does not generate: no Space. */
+#define VIEW_KEYS_ENCODER "? keys  : command  arrows layer/head  Tab pane  g grid  s step  n next  q quit"
 
 static void draw(tui *u)
 {
@@ -44,7 +49,8 @@ static void draw(tui *u)
     int used = put_text(u, w, 0, 0, left, cols);
     /* The keys, right-aligned, if they fit; else the two that lead to the rest. */
     const pane_class *focus = pane_classes[u->focus];
-    const char *keys = focus->keys ? focus->keys : VIEW_KEYS;
+    bool encoder = !s->prog->streams[s->prog->out_stream].causal;
+    const char *keys = focus->keys ? focus->keys : encoder ? VIEW_KEYS_ENCODER : VIEW_KEYS;
     if (used + (int)strlen(keys) + 2 > cols)
         keys = focus->keys_short ? focus->keys_short : VIEW_KEYS_SHORT;
     int kw = (int)strlen(keys);

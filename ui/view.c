@@ -82,6 +82,17 @@ norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d)
     return k;
 }
 
+/* Where an encoder's view starts: the first [MASK] (what the masked-LM
+ * head is asked about), else the last token. */
+static int first_mask(const as_session *s, int n)
+{
+    int32_t mask = as_tokenizer_mask(s->model->tok);
+    for (int i = 0; mask >= 0 && i < n; i++)
+        if (s->it->out->tokens[i] == mask)
+            return i;
+    return n - 1;
+}
+
 static int clampi(int x, int lo, int hi)
 {
     return x < lo ? lo : x > hi ? hi : x;
@@ -91,12 +102,14 @@ void view_clamp(view *v, const as_session *s)
 {
     const as_config *c = &s->model->cfg;
     int n = s->it->out->n_tokens;
+    bool causal = s->prog->streams[s->prog->out_stream].causal;
     v->layer = clampi(v->layer, 0, c->n_layer - 1);
     v->head = clampi(v->head, 0, c->n_head - 1);
     if (v->follow || v->query >= n)
-        v->query = n - 1;
+        v->query = causal ? n - 1 : first_mask(s, n);
     v->query = clampi(v->query, 0, n > 0 ? n - 1 : 0);
-    v->key = clampi(v->key, 0, v->query);
+    /* An encoder's tokens see the keys after them too. */
+    v->key = clampi(v->key, 0, causal ? v->query : (n > 0 ? n - 1 : 0));
 }
 
 static int parse_int(const char *str, int lo, int hi, const char *what, int *out, as_error *err)
@@ -150,15 +163,17 @@ static int view_norm(view *v, const char *name, as_error *err)
 static int view_pos(view *v, const as_session *s, const char *arg, as_error *err)
 {
     int n = s->it->out->n_tokens;
+    bool causal = s->prog->streams[s->prog->out_stream].causal;
     if (!strcmp(arg, "last")) {
-        v->follow = true;
+        v->follow = causal; /* an encoder's following position is its first [MASK] */
+        v->query = n - 1;
         return AS_OK;
     }
     if (n == 0)
         return as_error_set(err, "no context yet: start with `prompt TEXT`");
     if (parse_int(arg, 0, n - 1, "the position", &v->query, err))
         return AS_ERR;
-    v->follow = v->query == n - 1;
+    v->follow = v->query == n - 1 && causal;
     return AS_OK;
 }
 

@@ -375,12 +375,18 @@ typed bert 'prompt "the [MASK] sat"; finish'
 keys bert Enter
 expect bert "pass runs" 'predictions ready'
 keys bert Escape
-expect bert "the probabilities pane names the position" 'Predictions at 4 \[SEP\]'
+expect bert "the view starts at the [MASK]" 'Predictions at 2 \[MASK\]'
 screen bert
 grep -Eq '│ *0 [^│]*[░▒▓█ ]·' "$TMP/screen" && bad "encoder: masked cells in the heatmap" || ok
-keys bert S-Up S-Up
-expect bert "Shift-Up selects the [MASK]" 'Predictions at 2 \[MASK\]'
+grep -q ' masked' "$TMP/screen" && bad "encoder: the legend offers a masked colour" || ok
 expect bert "the token there is marked" '◀ here|< here' 2
+keys bert L L L L
+expect bert "keys after the query can be selected" 'query 2 \[MASK\] → key 4 \[SEP\]|query 2 \[MASK\] -> key 4 \[SEP\]'
+keys bert S-Down S-Down
+expect bert "Shift-Down selects a later token" 'Predictions at 4 \[SEP\]'
+expect bert "the status says what is ready and offers no Space" 'pass done, predictions ready'
+screen bert
+grep -q 'Space gen' "$TMP/screen" && bad "encoder: the status offers Space gen" || ok
 keys bert Space
 expect bert "Space says why an encoder does not generate" 'no next token' 5
 keys bert Escape q
