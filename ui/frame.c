@@ -27,6 +27,18 @@ void draw_box(const tui *u, WINDOW *w)
         wborder(w, '|', '|', '-', '-', '+', '+', '+', '+');
 }
 
+WINDOW *overlay_box(const tui *u, int h, int w, int y, int x)
+{
+    WINDOW *win = newwin(h, w, y, x);
+    if (!win)
+        return NULL;
+    werase(win);
+    term_role(&u->t, win, R_BORDER_FOCUS);
+    draw_box(u, win);
+    term_role(&u->t, win, R_TITLE_FOCUS);
+    return win;
+}
+
 void pane_frame(tui *u, pane_id p, const char *title, const char *note)
 {
     WINDOW *w = u->win[p];

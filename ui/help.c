@@ -118,13 +118,9 @@ void help_draw(tui *u)
     n = n > 256 ? 256 : n;
     if (u->help_top > n - inner)
         u->help_top = n - inner > 0 ? n - inner : 0;
-    WINDOW *w = newwin(height, width, (u->lay.rows - height) / 2, (u->lay.cols - width) / 2);
+    WINDOW *w = overlay_box(u, height, width, (u->lay.rows - height) / 2, (u->lay.cols - width) / 2);
     if (!w)
         return;
-    werase(w);
-    term_role(&u->t, w, R_BORDER_FOCUS);
-    draw_box(u, w);
-    term_role(&u->t, w, R_TITLE_FOCUS);
     mvwaddstr(w, 0, 2, " attnscope keys ");
     for (int i = 0; i < inner && u->help_top + i < n; i++)
         draw_line(u, w, 1 + i, &lines[u->help_top + i], width - 4);

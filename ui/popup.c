@@ -56,13 +56,9 @@ void popup_draw(tui *u)
     int rows = count_rows(u, u->popup_from, width), inner = rows < max_h - 2 ? rows : max_h - 2;
     bool cut = rows > inner;
     int h = inner + 2, y0 = u->lay.rows - 2 - h;
-    WINDOW *w = newwin(h, cols, y0, 0);
+    WINDOW *w = overlay_box(u, h, cols, y0, 0);
     if (!w)
         return;
-    werase(w);
-    term_role(&u->t, w, R_BORDER_FOCUS);
-    draw_box(u, w);
-    term_role(&u->t, w, R_TITLE_FOCUS);
     mvwaddstr(w, 0, 2, " Output ");
     const char *note = cut ? " the start is cut: 6 opens the Output pane  any key closes " : " any key closes ";
     if ((int)strlen(note) + 12 < cols) {

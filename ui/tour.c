@@ -181,16 +181,12 @@ void tour_draw(tui *u)
     rect r = box_place(u, text_rows(u, st->text, width) + err_rows + 3);
     if (r.h < 4 || r.w < 20)
         return;
-    WINDOW *w = newwin(r.h, r.w, r.y, r.x);
+    WINDOW *w = overlay_box(u, r.h, r.w, r.y, r.x);
     if (!w)
         return;
-    werase(w);
-    term_role(&u->t, w, R_BORDER_FOCUS);
-    draw_box(u, w);
     char title[160], count[32];
     snprintf(count, sizeof count, " %d/%d ", u->lesson_step + 1, u->lesson->n_steps);
     snprintf(title, sizeof title, " %s ", u->lesson->title);
-    term_role(&u->t, w, R_TITLE_FOCUS);
     put_text(u, w, 0, 1, title, r.w - (int)strlen(count) - 4);
     put_text(u, w, 0, r.w - (int)strlen(count) - 1, count, (int)strlen(count));
     int text_h = r.h - 3 - err_rows;

@@ -128,6 +128,9 @@ void tui_redraw(tui *u);
 
 /* frame.c: a pane's box and title. */
 void draw_box(const tui *u, WINDOW *w);
+/* A focused box of h x w at (y, x) drawn over the panes (keys, output,
+ * lesson), left in the title's colours; NULL if curses cannot make it. */
+WINDOW *overlay_box(const tui *u, int h, int w, int y, int x);
 void pane_frame(tui *u, pane_id p, const char *title, const char *note);
 void pane_message(tui *u, pane_id p, const char *msg);
 /* Puts text at (y, x) of w cut to width columns; returns columns used. */

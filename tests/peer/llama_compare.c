@@ -63,6 +63,21 @@ static int read_ids(const char *dir, int32_t *ids, int cap)
 }
 
 /* llama.cpp's logits at every position: [n][V]. */
+/* One sequence of n tokens at positions 0..n-1, an output asked at each. */
+static struct llama_batch batch_of(const int32_t *ids, int n)
+{
+    struct llama_batch b = llama_batch_init(n, 0, 1);
+    for (int i = 0; i < n; i++) {
+        b.token[i] = ids[i];
+        b.pos[i] = i;
+        b.n_seq_id[i] = 1;
+        b.seq_id[i][0] = 0;
+        b.logits[i] = 1;
+    }
+    b.n_tokens = n;
+    return b;
+}
+
 static float *llama_logits(const char *gguf, const int32_t *ids, int n, int *V)
 {
     struct llama_model_params mp = llama_model_default_params();
@@ -80,15 +95,7 @@ static float *llama_logits(const char *gguf, const int32_t *ids, int n, int *V)
     float *out = NULL;
     if (ctx) {
         *V = llama_vocab_n_tokens(llama_model_get_vocab(model));
-        struct llama_batch b = llama_batch_init(n, 0, 1);
-        for (int i = 0; i < n; i++) {
-            b.token[i] = ids[i];
-            b.pos[i] = i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            b.logits[i] = 1;
-        }
-        b.n_tokens = n;
+        struct llama_batch b = batch_of(ids, n);
         if (llama_decode(ctx, b) == 0 && (out = malloc((size_t)n * (size_t)*V * sizeof *out)))
             for (int i = 0; i < n; i++)
                 memcpy(out + (size_t)i * (size_t)*V, llama_get_logits_ith(ctx, i), (size_t)*V * sizeof *out);
@@ -189,15 +196,7 @@ static float *llama_embeddings(const char *gguf, const int32_t *ids, int n, bool
     float *out = NULL;
     if (ctx) {
         *d = llama_model_n_embd(model);
-        struct llama_batch b = llama_batch_init(n, 0, 1);
-        for (int i = 0; i < n; i++) {
-            b.token[i] = ids[i];
-            b.pos[i] = i;
-            b.n_seq_id[i] = 1;
-            b.seq_id[i][0] = 0;
-            b.logits[i] = 1;
-        }
-        b.n_tokens = n;
+        struct llama_batch b = batch_of(ids, n);
         size_t rows = pooled ? 1 : (size_t)n;
         if (llama_decode(ctx, b) == 0 && (out = malloc(rows * (size_t)*d * sizeof *out))) {
             for (size_t i = 0; i < rows; i++) {
