@@ -8,7 +8,7 @@ accent of a precomposed letter), then white space (Unicode White_Space)
 ends a word, NUL, U+FFFD and control/format/private-use code points are
 dropped, combining marks are dropped, letters are lower-cased (single code
 point mappings only), and every punctuation character (\\p{P}, and the ASCII
-symbols $ + < = > ^ ` | ~) is a word of its own.
+symbols $ + < = > ^ ` | ~) and every CJK ideograph is a word of its own.
 
 Vocabulary: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4, then every
 character of the training split twice (as a word start "x" and as a
@@ -33,6 +33,7 @@ specials stay as they are, with token type 3 (control), the rest type 1.
 
 Usage: python3 wordpiece.py train --vocab 5000 --out work/wordpiece.json work/corpus_train.txt
        python3 wordpiece.py encode work/wordpiece.json "some text"
+       python3 wordpiece.py check build/llama-ref/llama.cpp/models/ggml-vocab-bert-bge.gguf
 """
 import argparse
 import collections
@@ -48,6 +49,16 @@ PHANTOM = "\u2581"
 # Unicode White_Space, as llama.cpp's unicode tables list it
 WHITESPACE = set(range(0x09, 0x0E)) | set(range(0x2000, 0x200B)) | {
     0x20, 0x85, 0xA0, 0x1680, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000}
+
+
+# CJK ideograph blocks, each character a word of its own (BERT's
+# _is_chinese_char, with the upper bound of one block as llama.cpp has it)
+CJK = [(0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
+       (0x2B740, 0x2B81F), (0x2B920, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)]
+
+
+def _is_cjk(cp):
+    return any(lo <= cp <= hi for lo, hi in CJK)
 
 
 def _nfd_first(c):
@@ -76,7 +87,7 @@ def words(text):
         if cat[0] == "M":
             continue
         s = _lower(c)
-        if cat[0] == "P" or (cp < 0x7F and cat[0] == "S"):
+        if cat[0] == "P" or (cp < 0x7F and cat[0] == "S") or _is_cjk(cp):
             if cur:
                 out.append("".join(cur))
                 cur = []
@@ -231,6 +242,44 @@ class Tokenizer:
         return toks, types
 
 
+def check_llama_vocab(gguf):
+    """Encode llama.cpp's test strings (GGUF.inp) with the GGUF's own
+    vocabulary turned back into BERT's pieces; returns the (text, ours,
+    expected) triples that differ from llama.cpp's ids (GGUF.out)."""
+    import make_fixtures
+    kv, _ = make_fixtures.read_gguf(gguf)
+    stored = kv["tokenizer.ggml.tokens"][1][1]
+    types = [t for _, t in kv["tokenizer.ggml.token_type"][1][1]]
+    pieces = [t if ty != 1 else t[1:] if t.startswith(PHANTOM) else "##" + t
+              for t, ty in zip(stored, types)]
+    unk = kv["tokenizer.ggml.unknown_token_id"][1][1]
+    index = {t: i for i, t in enumerate(pieces) if types[i] == 1}
+    max_len = max(len(t) for t in index)
+    texts = open(gguf + ".inp", encoding="utf-8").read().split("\n__ggml_vocab_test__\n")
+    expected = open(gguf + ".out", encoding="utf-8").read().split("\n")
+    if texts[-1] == "" and expected[-1] == "":  # both files end in a separator
+        texts, expected = texts[:-1], expected[:-1]
+    bad = []
+    for text, exp in zip(texts, expected):
+        ids = []
+        for w in words(text):
+            wid, i = [], 0
+            while i < len(w):
+                for j in range(min(len(w), i + max_len), i, -1):
+                    t = index.get(("##" if i else "") + w[i:j])
+                    if t is not None:
+                        wid.append(t)
+                        i = j
+                        break
+                else:
+                    wid = [unk]
+                    break
+            ids += wid
+        if ids != [int(x) for x in exp.split()]:
+            bad.append((text, ids, exp))
+    return bad, min(len(texts), len(expected))
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -238,6 +287,9 @@ def main():
     t.add_argument("--vocab", type=int, default=5000)
     t.add_argument("--out", required=True)
     t.add_argument("text")
+    c = sub.add_parser("check", help="compare with llama.cpp's expected ids "
+                       "for its test vocabularies (GGUF + GGUF.inp + GGUF.out)")
+    c.add_argument("gguf")
     e = sub.add_parser("encode")
     e.add_argument("vocab")
     e.add_argument("text")
@@ -247,6 +299,12 @@ def main():
             toks = train(f.read(), a.vocab)
         Tokenizer(toks).save(a.out)
         print("wrote %s: %d pieces" % (a.out, len(toks)))
+    elif a.cmd == "check":
+        bad, n = check_llama_vocab(a.gguf)
+        for text, ids, exp in bad:
+            print("DIFFERS %r: ours %s, llama.cpp %s" % (text, ids, exp))
+        print("%d of %d texts tokenized as llama.cpp's %s.out" % (n - len(bad), n, a.gguf))
+        sys.exit(1 if bad else 0)
     else:
         tok = Tokenizer.load(a.vocab)
         ids = tok.encode(a.text)
