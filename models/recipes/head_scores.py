@@ -18,6 +18,10 @@ induction score of a head = on BOS + R + R, where R is 32 tokens drawn
     the attention weight from i to i - 31, the position right after the same
     token's earlier occurrence.
 
+austen-bert's encoder scores ([CLS], [SEP], previous, next, self, pronoun
+and subject heads) are bert_report's, called by export_bert.py; see the
+comment above it.
+
 Usage: python3 head_scores.py NAME   (scores work/NAME.pt, the checkpoint
        train.py exported; train.py itself scores every model it trains)
 """
