@@ -18,6 +18,10 @@ induction score of a head = on BOS + R + R, where R is 32 tokens drawn
     the attention weight from i to i - 31, the position right after the same
     token's earlier occurrence.
 
+austen-bert's encoder scores ([CLS], [SEP], previous, next, self, pronoun
+and subject heads) are bert_report's, called by export_bert.py; see the
+comment above it.
+
 Usage: python3 head_scores.py NAME   (scores work/NAME.pt, the checkpoint
        train.py exported; train.py itself scores every model it trains)
 """
@@ -92,6 +96,115 @@ def table(prev, ind):
                 layer, h, prev[layer, h], ind[layer, h], ", ".join(role)))
     return "\n".join(lines)
 
+
+
+# -- BERT (austen-bert, export_bert.py) ----------------------------------------
+# Encoder heads see both ways, so besides the previous token a head can read
+# the NEXT one, and [CLS]/[SEP] serve as resting places. Scores on the
+# validation text: 8 probes [CLS] A [SEP] B [SEP] (A: 62 pieces, B: the 63
+# after, types 0/1; T = 128), consecutive from the split's start; each score
+# is the mean over all query positions i of:
+#   cls  weight on position 0        sep  summed weight on the two [SEP]s
+#   prev weight on i-1 (i >= 1)      next weight on i+1 (i <= T-2)
+#   self weight on i
+# Subject heads: in hand-written sentences (below; never in the corpus), the
+# weight from a pronoun to the name it stands for, and from a verb to its
+# subject across a clause ("The lady who lived at the cottage was ..."),
+# with how often that word is the head's most-attended piece (hit rate).
+BERT_PROBES, BERT_A, BERT_B = 8, 62, 63
+
+PRONOUNS = [
+    "<Elinor was very tired, and >she went up to her room.",
+    "<Marianne sat down at the piano, but >she could not play.",
+    "Mr. <Darcy looked at the letter again, and >he smiled.",
+    "<Emma was delighted with the plan, for >she loved to be useful.",
+    "<Edward had been silent for some time, but now >he spoke.",
+    "<Anne walked along the shore, and >she thought of the past.",
+    "The <colonel was very kind to us, and >he stayed for dinner.",
+    "Her <mother was in the drawing-room, where >she had been all morning.",
+]
+SUBJECTS = [
+    "The <lady who lived at the cottage >was often seen walking.",
+    "Her <sister, after a long silence, >said nothing.",
+    "<Elizabeth, who had been reading all the morning, >walked into the garden.",
+    "The young <man whom they had met at the ball >called the next day.",
+    "My <father, in spite of all his fears, >agreed to the plan.",
+    "<Harriet, though she was very tired, >danced with him.",
+    "The <letters which she had written to him >were never answered.",
+    "Mrs. <Jennings, with all her kindness, >laughed at them.",
+]
+
+
+def marked_ids(tok, text):
+    """[CLS] ids [SEP], and the positions of the first piece of the words
+    marked '>' (source) and '<' (target)."""
+    ids, src, tgt = [tok.cls], None, None
+    for chunk in text.split():
+        if chunk[0] == ">":
+            chunk, src = chunk[1:], len(ids)
+        elif chunk[0] == "<":
+            chunk, tgt = chunk[1:], len(ids)
+        ids += tok.encode(chunk)
+    return ids + [tok.sep], src, tgt
+
+
+def link_scores(model, tok, items):
+    """Mean weight source -> target and hit rate, [n_layer, n_head] each."""
+    ws, hits = [], []
+    for text in items:
+        ids, s, t = marked_ids(tok, text)
+        pats = patterns(model, ids)
+        p = torch.stack([pats[k] for k in sorted(pats)])[:, :, s]  # [L, H, T]
+        inner = p[:, :, 1:-1]
+        ws.append(p[:, :, t].numpy())
+        hits.append((inner.argmax(-1) + 1 == t).float().numpy())
+    return np.mean(ws, 0), np.mean(hits, 0), float(np.mean([1 / len(marked_ids(tok, x)[0]) for x in items]))
+
+
+def bert_probe(tok, va, k):
+    a = [int(x) for x in va[k * 125:k * 125 + BERT_A]]
+    b = [int(x) for x in va[k * 125 + BERT_A:k * 125 + BERT_A + BERT_B]]
+    ids = [tok.cls] + a + [tok.sep] + b + [tok.sep]
+    types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    return ids, types
+
+
+def bert_scores(model, tok, va):
+    """{name: [n_layer, n_head]} for cls, sep, prev, next, self."""
+    acc = {k: [] for k in ("cls", "sep", "prev", "next", "self")}
+    for k in range(BERT_PROBES):
+        ids, types = bert_probe(tok, va, k)
+        hooks = {}
+        with torch.no_grad():
+            model.encode(torch.tensor([ids]), torch.tensor([types]), hooks=hooks)
+        p = torch.stack([hooks["blocks.%d.attn.hook_pattern" % i][0].float()
+                         for i in range(len(hooks))])  # [L, H, T, T]
+        t = p.shape[-1]
+        i = torch.arange(t)
+        seps = [j for j, x in enumerate(ids) if x == tok.sep]
+        acc["cls"].append(p[..., 0].mean(-1).numpy())
+        acc["sep"].append(p[..., seps].sum(-1).mean(-1).numpy())
+        acc["prev"].append(p[:, :, i[1:], i[1:] - 1].mean(-1).numpy())
+        acc["next"].append(p[:, :, i[:-1], i[:-1] + 1].mean(-1).numpy())
+        acc["self"].append(p[:, :, i, i].mean(-1).numpy())
+    return {k: np.mean(v, 0) for k, v in acc.items()}
+
+
+def bert_report(model, tok, va):
+    """Every head's scores (lists [L][H]) and the best head of each kind."""
+    model.eval()
+    sc = bert_scores(model, tok, va)
+    sc["pronoun"], sc["pronoun_hits"], base_p = link_scores(model, tok, PRONOUNS)
+    sc["subject"], sc["subject_hits"], base_s = link_scores(model, tok, SUBJECTS)
+    best = {}
+    for k, v in sc.items():
+        layer, head = np.unravel_index(int(np.argmax(v)), v.shape)
+        best[k] = dict(layer=int(layer), head=int(head), score=round(float(v[layer, head]), 4))
+    out = {k: np.round(v, 4).tolist() for k, v in sc.items()}
+    out.update(best=best, uniform_pronoun=round(base_p, 4), uniform_subject=round(base_s, 4),
+               uniform_probe=round(1 / (BERT_A + BERT_B + 3), 4),
+               pronoun_items=PRONOUNS, subject_items=SUBJECTS)
+    return out
 
 def main():
     import os
