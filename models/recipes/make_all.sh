@@ -1,7 +1,7 @@
 #!/bin/sh
 # Re-create every shipped model from nothing (see models/README.md).
 #
-#   models/recipes/make_all.sh            # everything, about 1 h 20 min on 2 idle cores
+#   models/recipes/make_all.sh            # everything, about 1 h 45 min on 2 cores
 #   models/recipes/make_all.sh induction  # only the named models
 #
 # Needs Debian's python3-torch, python3-numpy, python3-sentencepiece,
@@ -9,8 +9,7 @@
 #   models/recipes/work/      corpus, tokenizers, checkpoints, logs, results
 #   models/NAME.gguf          the shipped models
 #   tests/fixtures/models/    NAME.tokens.npy + NAME.logits.npy per model
-#                             (austen-bert also .types.npy and .pooled.npy)
-# Each train.py (and train_bert.py) run exports its GGUF, fixtures and head scores when it ends;
+# Each train.py run exports its GGUF, fixtures and head scores when it ends;
 # the card numbers are in work/NAME.results.json and work/NAME.log.
 set -eu
 cd "$(dirname "$0")"
@@ -26,19 +25,11 @@ fi
 if [ ! -f work/spm.model ]; then
     $PY spm.py train --vocab 2048 --prefix work/spm work/corpus_train.txt
 fi
-if [ ! -f work/wordpiece.json ]; then
-    $PY wordpiece.py train --vocab 5000 --out work/wordpiece.json work/corpus_train.txt
-fi
 
-models="${*:-austen-gpt2 induction austen-llama austen-bert}"
+models="${*:-austen-gpt2 induction austen-llama}"
 for m in $models; do
     echo "== $m (log: models/recipes/work/$m.log)"
-    if [ "$m" = austen-bert ]; then
-        # its own recipe: masked-LM pre-training, then export_bert.py
-        nice -n 10 $PY train_bert.py > "work/$m.log" 2>&1
-    else
-        nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1
-    fi
+    nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1
     grep -E '"step"|wrote' "work/$m.log" | tail -3
 done
 ls -l ../*.gguf ../../tests/fixtures/models/
