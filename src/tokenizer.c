@@ -160,13 +160,19 @@ static bool parse_byte_token(const char *s, size_t n, uint8_t *b)
 
 /* ---------------------------------------------------------------- hash tables */
 
+/* FNV-1a, fed a byte at a time so that a caller can hash every prefix of
+ * a text in one pass (tok_wpm.c); a text's hash is the state after its
+ * last byte, mixed. */
+uint64_t as_tok_hash_step(uint64_t state, uint8_t byte)
+{
+    return (state ^ byte) * 1099511628211ull;
+}
+
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 1099511628211ull;
-    }
+    uint64_t h = AS_TOK_HASH_START;
+    for (size_t i = 0; i < n; i++)
+        h = as_tok_hash_step(h, (uint8_t)s[i]);
     return h ^ (h >> 31);
 }
 
@@ -193,7 +199,13 @@ static bool same_text(const as_tokenizer *t, int32_t id, const char *s, size_t n
 
 int32_t as_tok_lookup(const as_tokenizer *t, const strmap *m, const char *s, size_t n)
 {
-    for (size_t i = (size_t)hash_bytes(s, n) & m->mask;; i = (i + 1) & m->mask) {
+    uint64_t h = hash_bytes(s, n);
+    return as_tok_lookup_hashed(t, m, s, n, h);
+}
+
+int32_t as_tok_lookup_hashed(const as_tokenizer *t, const strmap *m, const char *s, size_t n, uint64_t h)
+{
+    for (size_t i = (size_t)h & m->mask;; i = (i + 1) & m->mask) {
         if (!m->slot[i])
             return -1;
         int32_t id = (int32_t)(m->slot[i] - 1);
@@ -914,6 +926,7 @@ static void work_free(work *w)
     free(w->fr2);
     free(w->ids);
     free(w->ends);
+    free(w->hash);
 }
 
 int as_tok_push_id(work *w, int32_t id, as_error *err)
