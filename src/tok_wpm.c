@@ -263,6 +263,8 @@ static int token_lengths(as_tokenizer *t, as_error *err)
             return as_tok_oom(err);
         t->lens_desc[n++] = t->len[i];
     }
+    if (n == 0)
+        return AS_OK; /* every token empty: every word is [UNK] */
     qsort(t->lens_desc, n, sizeof *t->lens_desc, cmp_desc);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
