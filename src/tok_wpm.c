@@ -299,9 +299,10 @@ static int wpm_build(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err
                 t->type[ids[i]] = TT_CONTROL;
     }
     /* llama.cpp's WPM adds [CLS] and [SEP] whenever special tokens are
-     * added, whatever add_bos_token says. */
+     * added, whatever add_bos_token says, and never an EOS. */
     t->add_bos = true;
     t->add_sep = true;
+    t->add_eos = false;
     t->lowercase = !sp->keep_case;
     t->strip_accents = !sp->keep_accents;
     return token_lengths(t, err);
