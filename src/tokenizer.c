@@ -1203,12 +1203,13 @@ static size_t token_decode(const as_tokenizer *t, int32_t id, char *dst)
     return t->algo->decode(s, n, dst);
 }
 
-/* Which leading spaces decode removes (bert: the first word's, as a
- * word-start piece's space separates it from the word before; otherwise
- * add_space_prefix, which only tok_spm.c's algorithm knows): its encode puts one '▁' in front of every
- * fragment of raw text -- at the start, and after each special token, as
- * llama.cpp does -- and then the fragment's first token with any bytes is
- * a normal token starting with '▁'. So the rule is: at the start and
+/* Which leading spaces decode removes. bert: the first word's only (a
+ * word-start piece's space separates it from the word before; llama.cpp
+ * keeps it). Otherwise add_space_prefix's, which only tok_spm.c's
+ * algorithm knows: its encode puts one '▁' in front of every fragment of
+ * raw text -- at the start, and after each special token, as llama.cpp
+ * does -- and then the fragment's first token with any bytes is a normal
+ * token starting with '▁'. So the rule is: at the start and
  * after a control or user-defined token, skip tokens that decode to
  * nothing (BOS...); if the next token that gives bytes is a normal token
  * whose bytes start with ' ', drop that one space. With this,
@@ -1344,10 +1345,13 @@ static void card_pre(const as_gguf *g, FILE *out, bool *add_bos)
 static void card_token(const as_gguf *g, const char *key, int32_t def, FILE *out)
 {
     const as_gguf_kv *v = as_gguf_find(g, "tokenizer.ggml.tokens");
-    uint32_t id = def < 0 ? UINT32_MAX : (uint32_t)def;
+    uint32_t id = def < 0 ? UINT32_MAX : (uint32_t)def, file = UINT32_MAX;
     as_error ignored;
-    as_gguf_get_u32_opt(g, key, &id, &ignored); /* a bad value: the default, as the loader */
-    if (!v || v->type != AS_GGUF_ARRAY || v->arr_type != AS_GGUF_STRING || id >= v->arr_len) {
+    bool ok = v && v->type == AS_GGUF_ARRAY && v->arr_type == AS_GGUF_STRING;
+    as_gguf_get_u32_opt(g, key, &file, &ignored);
+    if (ok && file < v->arr_len)
+        id = file; /* else the default, as the loader reads it */
+    if (!ok || id >= v->arr_len) {
         fputs("(none)", out);
         return;
     }
