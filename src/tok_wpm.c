@@ -160,8 +160,10 @@ static int match_word(const as_tokenizer *t, work *w, size_t len, size_t at, as_
     if (w->nids > first)
         return AS_OK;
     if (t->unk < 0)
-        return as_error_set(err, "tokenizer: the word at byte %zu has no pieces in this vocabulary, "
-                                 "which has no unknown token ([UNK]) to stand for it", at);
+        return as_error_set(err, "tokenizer: the word '%.*s' (byte %zu of the text) has no pieces in this "
+                                 "vocabulary, which has no unknown token ([UNK]) to stand for it",
+                            (int)(len - WORD_START_LEN < 40 ? len - WORD_START_LEN : 40), w->esc + WORD_START_LEN,
+                            at);
     return as_tok_push_id(w, t->unk, err);
 }
 

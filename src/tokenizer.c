@@ -1341,7 +1341,7 @@ static void card_pre(const as_gguf *g, FILE *out, bool *add_bos)
     *add_bos = p && p->add_bos;
 }
 
-/* Token id's text from the file's vocabulary, or "(none)". */
+/* Token id's text from the file's vocabulary, or "none". */
 static void card_token(const as_gguf *g, const char *key, int32_t def, FILE *out)
 {
     const as_gguf_kv *v = as_gguf_find(g, "tokenizer.ggml.tokens");
@@ -1352,7 +1352,7 @@ static void card_token(const as_gguf *g, const char *key, int32_t def, FILE *out
     if (ok && file < v->arr_len)
         id = file; /* else the default, as the loader reads it */
     if (!ok || id >= v->arr_len) {
-        fputs("(none)", out);
+        fputs("none", out);
         return;
     }
     card_text(out, v->strs[id]);
@@ -1371,9 +1371,9 @@ static void card_bert(const as_gguf *g, FILE *out)
     card_token(g, "tokenizer.ggml.bos_token_id", 101, out);
     fputs(" in front, ", out);
     card_token(g, "tokenizer.ggml.seperator_token_id", 102, out);
-    fputs(" at the end; control tokens' texts (", out);
+    fputs(" at the end, mask ", out);
     card_token(g, "tokenizer.ggml.mask_token_id", 103, out);
-    fputs(") in a prompt are those tokens (prompt-raw: plain text)\n", out);
+    fputs("; control tokens' texts in a prompt are those tokens (prompt-raw: plain text)\n", out);
 }
 
 void as_tokenizer_print_card(const as_gguf *g, FILE *out)
