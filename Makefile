@@ -14,7 +14,10 @@ WARN    = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(CI),true)
 WARN   += -Werror
 endif
-OPT    ?= -O2 -march=native -g
+# No -march=native: the binary runs on any x86-64 (or other) CPU; the
+# vector kernels are built once per instruction set below and the widest
+# the CPU has is chosen at run time.
+OPT    ?= -O2 -g
 SAN    ?=
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Iinclude \
              -DAS_DATADIR='"$(DATADIR)"' -DAS_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
@@ -23,7 +26,20 @@ VERSION := 0.1.0
 LIB_SRCS := $(sort $(wildcard src/*.c))
 UI_SRCS  := $(sort $(wildcard ui/*.c))
 TEST_SRCS:= $(sort $(wildcard tests/*.c))
-LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o)
+# src/simd/kernels_simd.c, once per instruction set (src/simd/simd.h):
+# generic (no AVX, whatever OPT says), and on x86-64 AVX2 + FMA + F16C and
+# AVX-512 (F, BW, VL, DQ), each checked with the CPU at run time.
+SIMD_SRC  = src/simd/kernels_simd.c
+ifeq ($(shell uname -m),x86_64)
+SIMD_ISAS = generic avx2 avx512
+SIMD_FLAGS_generic = -mno-avx
+SIMD_FLAGS_avx2    = -mavx2 -mfma -mf16c
+SIMD_FLAGS_avx512  = -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
+else
+SIMD_ISAS = generic
+endif
+SIMD_OBJS = $(SIMD_ISAS:%=$(BUILD)/src/simd/kernels_%.o)
+LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o) $(SIMD_OBJS)
 UI_OBJS   = $(UI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 # The view's pure parts (no curses, no readline), unit-tested with the engine.
@@ -70,6 +86,10 @@ deps: $(BUILD)/config.mk
 $(BUILD)/%.o: %.c $(BUILD)/config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(SIMD_OBJS): $(BUILD)/src/simd/kernels_%.o: $(SIMD_SRC) $(BUILD)/config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) $(SIMD_FLAGS_$*) -DAS_ISA=$* -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/%.o: tests/%.c $(BUILD)/config.mk
 	@mkdir -p $(dir $@)

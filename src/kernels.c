@@ -1,674 +1,116 @@
+/* The kernels' entry points: the work shared among the engine's threads
+ * (matrix-vector products cut into tasks, prompts through sgemm on slices
+ * or decoded panels), the scalar rotary and soft-cap code, the thread
+ * setting, and the run-time choice of the vector kernels (src/simd/), to
+ * which the other public functions forward. */
 #include "attnscope/kernels.h"
 
 #include "attnscope/pool.h"
 #include "attnscope/quant.h"
+#include "simd/simd.h"
 
 #include <cblas.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <unistd.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#endif
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- dot products */
+/* ---------------------------------------------------------------- the vector kernels, chosen at run time */
 
-/* Vectors as wide as the target has (GCC/Clang vector extensions, so the
- * same source builds everywhere); loads through memcpy are unaligned. */
-#if defined(__AVX512F__)
-#define VL 16
-#elif defined(__AVX__)
-#define VL 8
-#else
-#define VL 4
+/* The widest the CPU runs, unless as_kernels_use chose: one choice for the
+ * process (set once and only read after, like the CPU it describes). */
+static const as_simd_ops *_Atomic simd_ops;
+
+static bool simd_runs(const as_simd_ops *k)
+{
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (k == &as_simd_avx512)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    if (k == &as_simd_avx2)
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
 #endif
-typedef float vfloat __attribute__((vector_size(VL * sizeof(float))));
-typedef int32_t vint __attribute__((vector_size(VL * sizeof(int32_t))));
-
-static inline vfloat vload(const float *p)
-{
-    vfloat v;
-    memcpy(&v, p, sizeof v);
-    return v;
+    return k == &as_simd_generic;
 }
 
-/* Lane permutations with constant indices: __builtin_shufflevector is in
- * clang and GCC >= 12, __builtin_shuffle in older GCC. */
-#if defined(__clang__) || __GNUC__ >= 12
-#define SHUF(v, ...) __builtin_shufflevector(v, v, __VA_ARGS__)
-#else
-#define SHUF(v, ...) __builtin_shuffle(v, (vint){__VA_ARGS__})
+static const as_simd_ops *const simd_tables[] = {
+#if defined(__x86_64__)
+    &as_simd_avx512, &as_simd_avx2,
 #endif
-#if VL == 16
-#define SWAP_HALVES(v) SHUF(v, 8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7)
-#define SWAP_QUARTERS(v) SHUF(v, 4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11)
-#define SWAP_PAIRS(v) SHUF(v, 1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14)
-#elif VL == 8
-#define SWAP_QUARTERS(v) SHUF(v, 4, 5, 6, 7, 0, 1, 2, 3)
-#define SWAP_PAIRS(v) SHUF(v, 1, 0, 3, 2, 5, 4, 7, 6)
-#else
-#define SWAP_PAIRS(v) SHUF(v, 1, 0, 3, 2)
-#endif
+    &as_simd_generic,
+};
 
-/* Lanes summed as a tree (halves, quarters, ...). */
-static inline float hsum(vfloat v)
+static const as_simd_ops *K(void)
 {
-#if VL >= 16
-    v += SWAP_HALVES(v);
-#endif
-#if VL >= 8
-    v += SWAP_QUARTERS(v);
-#endif
-    return (v[0] + v[2]) + (v[1] + v[3]);
-}
-
-/* a·b + c, fused where the target has FMA (one rounding, and one
- * instruction on the path that streams every weight). */
-static inline vfloat vfma(vfloat a, vfloat b, vfloat c)
-{
-#if defined(__AVX512F__)
-    return _mm512_fmadd_ps(a, b, c);
-#elif defined(__AVX__) && defined(__FMA__)
-    return _mm256_fmadd_ps(a, b, c);
-#else
-    return a * b + c;
-#endif
-}
-
-/* m ? a : b lane by lane (m from a vector comparison: all ones or zeros);
- * C has no vector ?:, so through the bits. */
-static inline vfloat vsel(vint m, vfloat a, vfloat b)
-{
-    vint ai, bi, r;
-    vfloat out;
-    memcpy(&ai, &a, sizeof ai);
-    memcpy(&bi, &b, sizeof bi);
-    r = (ai & m) | (bi & ~m);
-    memcpy(&out, &r, sizeof out);
-    return out;
-}
-
-/* e^x for a vector, within 2 ulp of expf over the range that matters
- * (Cody-Waite reduction to |r| <= ln2/2, Cephes' degree-6 polynomial, then
- * the exponent bits). NaN stays NaN; below -87.3 gives 0, above 88 +inf. */
-static inline vfloat vexp(vfloat x)
-{
-    const vfloat hi = (vfloat){0} + 88.0f, lo = (vfloat){0} - 87.3365f;
-    vfloat xc = vsel(x > hi, hi, x);
-    xc = vsel((xc < lo) | (xc != xc), lo, xc); /* NaN never reaches the int conversion */
-    vfloat half = vsel(xc < 0, (vfloat){0} - 0.5f, (vfloat){0} + 0.5f);
-    vfloat n = __builtin_convertvector(__builtin_convertvector(xc * 1.44269504f + half, vint), vfloat);
-    vfloat r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-    vfloat p = (vfloat){0} + 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    vint e = (__builtin_convertvector(n, vint) + 127) << 23;
-    vfloat scale;
-    memcpy(&scale, &e, sizeof scale);
-    vfloat y = p * scale;
-    y = vsel(x < lo, (vfloat){0}, y);
-    y = vsel(x > hi, (vfloat){0} + INFINITY, y);
-    return vsel(x != x, x, y);
-}
-
-static inline void vstore(float *p, vfloat v)
-{
-    memcpy(p, &v, sizeof v);
-}
-
-/* One row at a time, four accumulators: the weights stream through in a
- * single sequential pass, which the hardware prefetcher follows best (four
- * rows side by side ran ~30% slower: four streams, and x, reused across
- * them, sits in L1 anyway). */
-float as_dot(const float *a, const float *b, int n)
-{
-    vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
-    int j = 0;
-    for (; j + 4 * VL <= n; j += 4 * VL) {
-        a0 = vfma(vload(a + j), vload(b + j), a0);
-        a1 = vfma(vload(a + j + VL), vload(b + j + VL), a1);
-        a2 = vfma(vload(a + j + 2 * VL), vload(b + j + 2 * VL), a2);
-        a3 = vfma(vload(a + j + 3 * VL), vload(b + j + 3 * VL), a3);
-    }
-    for (; j + VL <= n; j += VL)
-        a0 = vfma(vload(a + j), vload(b + j), a0);
-    float s = hsum((a0 + a1) + (a2 + a3));
-    for (; j < n; j++)
-        s += a[j] * b[j];
-    return s;
-}
-
-/* ---------------------------------------------------------------- typed rows */
-
-/* Row · x for the stored types, decoding as the row streams in. Each has
- * the F32 kernel's shape (vectors of VL, fused multiply-add, the same
- * tree sum), so a row's value depends only on the row and x. */
-
-#if defined(__F16C__) && defined(__AVX__)
-#define HAVE_F16C 1
-#endif
-
-/* VL halves at h widened to floats. */
-static inline vfloat vload_f16(const uint16_t *h)
-{
-#if HAVE_F16C && VL == 16
-    return (vfloat)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)h));
-#elif HAVE_F16C && VL == 8
-    return (vfloat)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
-#else
-    vfloat v;
-    for (int k = 0; k < VL; k++)
-        v[k] = as_f16_to_f32(h[k]);
-    return v;
-#endif
-}
-
-typedef uint16_t vu16 __attribute__((vector_size(VL * sizeof(uint16_t))));
-typedef uint32_t vu32 __attribute__((vector_size(VL * sizeof(uint32_t))));
-typedef int8_t vi8 __attribute__((vector_size(VL)));
-
-/* VL bfloat16s at h widened to floats: their bits are a float's top half. */
-/* (GCC scalarizes __builtin_convertvector between these widths, so the
- * x86 paths widen with the instructions made for it.) */
-static inline vfloat vload_bf16(const uint16_t *h)
-{
-#if VL == 16 && defined(__AVX512F__)
-    return (vfloat)_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)h)), 16));
-#elif VL == 8 && defined(__AVX2__)
-    return (vfloat)_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)h)), 16));
-#else
-    vu16 u;
-    memcpy(&u, h, sizeof u);
-    vu32 w = __builtin_convertvector(u, vu32) << 16;
-    vfloat f;
-    memcpy(&f, &w, sizeof f);
-    return f;
-#endif
-}
-
-static inline vfloat vload_i8(const int8_t *q)
-{
-#if VL == 16 && defined(__AVX512F__)
-    return (vfloat)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)q)));
-#elif VL == 8 && defined(__AVX2__)
-    return (vfloat)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)q)));
-#else
-    vi8 v;
-    memcpy(&v, q, sizeof v);
-    return __builtin_convertvector(v, vfloat);
-#endif
-}
-
-/* One float16 (a block's scale). */
-static inline float f16_scalar(uint16_t h)
-{
-#if HAVE_F16C
-    return _cvtsh_ss(h);
-#else
-    return as_f16_to_f32(h);
-#endif
-}
-
-/* Row · x for a 16-bit type: as_dot's loop with the row widened as read. */
-#define DOT_16BIT(NAME, LOAD, SCALAR)                                         \
-    static float NAME(const uint16_t *w, const float *x, int n)               \
-    {                                                                         \
-        vfloat a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};                        \
-        int j = 0;                                                            \
-        for (; j + 4 * VL <= n; j += 4 * VL) {                                \
-            a0 = vfma(LOAD(w + j), vload(x + j), a0);                         \
-            a1 = vfma(LOAD(w + j + VL), vload(x + j + VL), a1);               \
-            a2 = vfma(LOAD(w + j + 2 * VL), vload(x + j + 2 * VL), a2);       \
-            a3 = vfma(LOAD(w + j + 3 * VL), vload(x + j + 3 * VL), a3);       \
-        }                                                                     \
-        for (; j + VL <= n; j += VL)                                          \
-            a0 = vfma(LOAD(w + j), vload(x + j), a0);                         \
-        float s = hsum((a0 + a1) + (a2 + a3));                                \
-        for (; j < n; j++)                                                    \
-            s += SCALAR(w[j]) * x[j];                                         \
-        return s;                                                             \
-    }
-
-DOT_16BIT(dot_f16, vload_f16, as_f16_to_f32)
-DOT_16BIT(dot_bf16, vload_bf16, as_bf16_to_f32)
-
-/* Q8_0: blocks of a float16 scale d and 32 int8 q. A block adds
- * d · (Σ_i q_i·x_i) to acc: its own sum in a vector, scaled once, which
- * saves a multiply per element over scaling every q (measured: 10% more
- * on one core, where Q8_0 is bound by decoding rather than by memory). */
-static inline vfloat q8_0_block(const uint8_t *w, const float *x, vfloat acc)
-{
-    const int8_t *q = (const int8_t *)(w + 2);
-    vfloat p = vload_i8(q) * vload(x);
-    for (int j = VL; j < AS_QK8_0; j += VL)
-        p = vfma(vload_i8(q + j), vload(x + j), p);
-    uint16_t dh;
-    memcpy(&dh, w, 2);
-    return vfma((vfloat){0} + f16_scalar(dh), p, acc);
-}
-
-/* Blocks in pairs into two accumulators, so one block's scaling need not
- * wait for the previous one's. */
-static float dot_q8_0(const uint8_t *w, const float *x, int n)
-{
-    enum { B = 2 + AS_QK8_0 };
-    vfloat a0 = {0}, a1 = {0};
-    int b = 0, nb = n / AS_QK8_0;
-    for (; b + 2 <= nb; b += 2, w += 2 * B, x += 2 * AS_QK8_0) {
-        a0 = q8_0_block(w, x, a0);
-        a1 = q8_0_block(w + B, x + AS_QK8_0, a1);
-    }
-    if (b < nb)
-        a0 = q8_0_block(w, x, a0);
-    return hsum(a0 + a1);
-}
-
-/* ---- 4-, 5- and 6-bit block types (ggml's layouts) ----
- * Weights are small integers q with a block scale d (and, for some types,
- * an offset m): a block's share of row · x is d·(q · x) + m·Σx. q · x is
- * taken in float lanes: the bytes are split into their bit fields as
- * integer vectors, widened to floats, and fused into the accumulators. */
-
-typedef uint8_t vu8 __attribute__((vector_size(VL)));
-
-static inline vu8 vload_u8(const uint8_t *p)
-{
-    vu8 v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
-
-/* VL unsigned bytes widened to floats. */
-static inline vfloat vcvt_u8(vu8 v)
-{
-#if VL == 16 && defined(__AVX512F__)
-    __m128i b;
-    memcpy(&b, &v, sizeof b);
-    return (vfloat)_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
-#elif VL == 8 && defined(__AVX2__)
-    __m128i b = _mm_setzero_si128();
-    memcpy(&b, &v, sizeof v);
-    return (vfloat)_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
-#else
-    vfloat f;
-    for (int k = 0; k < VL; k++)
-        f[k] = (float)v[k];
-    return f;
-#endif
-}
-
-/* VL bytes holding small integers q, widened to floats as q - bias (the
- * bias taken in the integer lanes, where it costs no float work). */
-static inline vfloat vcvt_u8_minus(vu8 v, int bias)
-{
-    vi8 q = (vi8)v - (int8_t)bias;
-    vfloat f;
-#if VL == 16 && defined(__AVX512F__)
-    __m128i b;
-    memcpy(&b, &q, sizeof b);
-    f = (vfloat)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
-#elif VL == 8 && defined(__AVX2__)
-    __m128i b = _mm_setzero_si128();
-    memcpy(&b, &q, sizeof q);
-    f = (vfloat)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
-#else
-    for (int k = 0; k < VL; k++)
-        f[k] = (float)q[k];
-#endif
-    return f;
-}
-
-static inline float half_at(const uint8_t *p)
-{
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return f16_scalar(h);
-}
-
-/* Σ x over n floats (a multiple of VL), as a vector of lane sums. */
-static inline vfloat vsum(const float *x, int n)
-{
-    vfloat s = {0};
-    for (int j = 0; j < n; j += VL)
-        s += vload(x + j);
-    return s;
-}
-
-/* Q4_0: d (f16), 16 bytes; element j < 16 is the low nibble of byte j,
- * element 16 + j its high nibble; w = d·(q - 8). Q4_1 adds m: w = d·q + m
- * (its m·Σx term through the block's sum of x). */
-static float dot_q4(const uint8_t *w, const float *x, int n, bool offset)
-{
-    size_t bytes = offset ? 20 : 18;
-    vfloat acc = {0};
-    for (int b = 0; b < n / 32; b++, w += bytes, x += 32) {
-        const uint8_t *qs = w + (offset ? 4 : 2);
-        vfloat qx = {0};
-        int bias = offset ? 0 : 8; /* Q4_0's zero point, taken in the integer lanes */
-        for (int j = 0; j < 16; j += VL) {
-            vu8 q = vload_u8(qs + j);
-            qx = vfma(vcvt_u8_minus(q & 0xF, bias), vload(x + j), qx);
-            qx = vfma(vcvt_u8_minus(q >> 4, bias), vload(x + 16 + j), qx);
+    const as_simd_ops *k = atomic_load_explicit(&simd_ops, memory_order_acquire);
+    if (k)
+        return k;
+    for (size_t i = 0; i < sizeof simd_tables / sizeof *simd_tables; i++)
+        if (simd_runs(simd_tables[i])) {
+            k = simd_tables[i];
+            break;
         }
-        float d = half_at(w);
-        acc = vfma(qx, (vfloat){0} + d, acc);
-        if (offset)
-            acc = vfma(vsum(x, 32), (vfloat){0} + half_at(w + 2), acc);
-    }
-    return hsum(acc);
+    const as_simd_ops *none = NULL; /* another thread may have chosen first: keep its choice */
+    atomic_compare_exchange_strong(&simd_ops, &none, k);
+    return atomic_load(&simd_ops);
 }
 
-/* Q5_0: d, 4 bytes qh (bit j: the fifth bit of element j), 16 bytes of
- * nibbles as Q4_0; w = d·(q - 16). Q5_1: d, m, qh, qs; w = d·q + m. */
-static float dot_q5(const uint8_t *w, const float *x, int n, bool offset)
+const char *as_kernels_isa(void)
 {
-    size_t bytes = offset ? 24 : 22;
-    vfloat acc = {0};
-    for (int b = 0; b < n / 32; b++, w += bytes, x += 32) {
-        const uint8_t *qhp = w + (offset ? 4 : 2), *qs = qhp + 4;
-        uint32_t qh;
-        memcpy(&qh, qhp, 4);
-        vfloat qx = {0};
-        for (int j = 0; j < 16; j += VL) {
-            vu8 q = vload_u8(qs + j), h0, h1;
-            for (int k = 0; k < VL; k++) {
-                h0[k] = (uint8_t)(((qh >> (j + k)) & 1) << 4);
-                h1[k] = (uint8_t)(((qh >> (j + k + 16)) & 1) << 4);
-            }
-            qx = vfma(vcvt_u8_minus((q & 0xF) | h0, offset ? 0 : 16), vload(x + j), qx);
-            qx = vfma(vcvt_u8_minus((q >> 4) | h1, offset ? 0 : 16), vload(x + 16 + j), qx);
+    return K()->name;
+}
+
+bool as_kernels_use(const char *name)
+{
+    for (size_t i = 0; i < sizeof simd_tables / sizeof *simd_tables; i++)
+        if (name && strcmp(simd_tables[i]->name, name) == 0 && simd_runs(simd_tables[i])) {
+            atomic_store(&simd_ops, simd_tables[i]);
+            return true;
         }
-        float d = half_at(w);
-        acc = vfma(qx, (vfloat){0} + d, acc);
-        if (offset)
-            acc = vfma(vsum(x, 32), (vfloat){0} + half_at(w + 2), acc);
-    }
-    return hsum(acc);
+    return false;
 }
 
-/* The 6-bit scale and min of sub-block j of a Q4_K/Q5_K super-block,
- * packed in 12 bytes as ggml packs them. */
-static inline void scale_min_k4(int j, const uint8_t *q, int *sc, int *m)
+float as_dot(const float *a, const float *b, int n) { return K()->dot(a, b, n); }
+void as_weight_row(const as_weight *w, int r, float *out) { K()->weight_row(w, r, out); }
+float as_weight_dot(const as_weight *w, int r, const float *x) { return K()->weight_dot(w, r, x); }
+void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y, int r0, int r1)
 {
-    if (j < 4) {
-        *sc = q[j] & 63;
-        *m = q[j + 4] & 63;
-    } else {
-        *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-        *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-    }
+    K()->matvec_rows(x, w, b, y, r0, r1);
 }
-
-/* Q4_K (144 bytes per 256) and Q5_K (176): d, dmin (f16), 12 bytes of
- * scales and mins, [Q5_K: 32 bytes of fifth bits], 128 bytes of nibbles:
- * each 32 bytes hold two sub-blocks of 32 (low nibbles, then high).
- * w = d·sc·q - dmin·m per sub-block. */
-/* Σx over each 32 of x[n]: the K-quants' min terms need them for every
- * row, so a matrix-vector product takes them once for all its rows. */
-#define XSUM_MAX 2048 /* sums kept on the stack: rows of up to 65536 */
-static void block_sums(const float *x, int n, float *xs)
-{
-    for (int i = 0; i < n / 32; i++)
-        xs[i] = hsum(vsum(x + 32 * i, 32));
-}
-
-static float dot_qk45(const uint8_t *w, const float *x, int n, bool five, const float *xs)
-{
-    vfloat acc = {0};
-    float mins = 0;
-    for (int b = 0; b < n / 256; b++, w += five ? 176 : 144, xs += 8) {
-        float d = half_at(w), dmin = half_at(w + 2);
-        const uint8_t *scales = w + 4, *qh = w + 16, *qs = w + (five ? 48 : 16);
-        for (int s = 0; s < 8; s += 2, qs += 32, x += 64) {
-            int sc0, m0, sc1, m1;
-            scale_min_k4(s, scales, &sc0, &m0);
-            scale_min_k4(s + 1, scales, &sc1, &m1);
-            vfloat qx0 = {0}, qx1 = {0};
-            for (int j = 0; j < 32; j += VL) {
-                vu8 q = vload_u8(qs + j), lo = q & 0xF, hi = q >> 4;
-                if (five) {
-                    vu8 h = vload_u8(qh + j);
-                    lo |= ((h >> s) & 1) << 4;
-                    hi |= ((h >> (s + 1)) & 1) << 4;
-                }
-                qx0 = vfma(vcvt_u8(lo), vload(x + j), qx0);
-                qx1 = vfma(vcvt_u8(hi), vload(x + 32 + j), qx1);
-            }
-            acc = vfma(qx0, (vfloat){0} + d * (float)sc0, acc);
-            acc = vfma(qx1, (vfloat){0} + d * (float)sc1, acc);
-            mins += dmin * ((float)m0 * xs[s] + (float)m1 * xs[s + 1]);
-        }
-    }
-    return hsum(acc) - mins;
-}
-
-/* Q6_K (210 bytes per 256): 128 bytes of low nibbles ql, 64 of 2-bit high
- * parts qh, 16 int8 scales, d. In each half of 128: element l (l < 32) is
- * ql[l] low | qh[l] bits 0-1; l+32: ql[l+32] low | bits 2-3; l+64: ql[l]
- * high | bits 4-5; l+96: ql[l+32] high | bits 6-7; w = d·sc·(q - 32),
- * one scale per 16 elements. */
-static float dot_q6_k(const uint8_t *w, const float *x, int n)
-{
-    vfloat acc = {0};
-    for (int b = 0; b < n / 256; b++, w += 210) {
-        const uint8_t *ql = w, *qh = w + 128;
-        const int8_t *sc = (const int8_t *)(w + 192);
-        float d = half_at(w + 208);
-        for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, x += 128)
-            for (int l = 0; l < 32; l += 16) {
-                vfloat part[4] = {{0}, {0}, {0}, {0}};
-                for (int j = l; j < l + 16; j += VL) {
-                    vu8 a = vload_u8(ql + j), c = vload_u8(ql + 32 + j), h = vload_u8(qh + j);
-                    part[0] = vfma(vcvt_u8_minus((a & 0xF) | ((h & 3) << 4), 32), vload(x + j), part[0]);
-                    part[1] = vfma(vcvt_u8_minus((c & 0xF) | (((h >> 2) & 3) << 4), 32), vload(x + 32 + j), part[1]);
-                    part[2] = vfma(vcvt_u8_minus((a >> 4) | (((h >> 4) & 3) << 4), 32), vload(x + 64 + j), part[2]);
-                    part[3] = vfma(vcvt_u8_minus((c >> 4) | (((h >> 6) & 3) << 4), 32), vload(x + 96 + j), part[3]);
-                }
-                int is = l / 16;
-                for (int k = 0; k < 4; k++)
-                    acc = vfma(part[k], (vfloat){0} + d * (float)sc[is + 2 * k], acc);
-            }
-    }
-    return hsum(acc);
-}
-
-/* Any other type the table decodes: a chunk of whole blocks at a time
- * decoded by its reference decoder into a buffer that stays in L1, then
- * dotted as floats. Every type is right this way before it is fast; the
- * common ones have kernels of their own above. */
-#define CHUNK 256 /* a multiple of every block size (32, 256) */
-static float dot_blocks(as_ggml_type type, const uint8_t *row, const float *x, int n)
-{
-    const as_ggml_traits *tr = as_ggml_traits_of(type);
-    float buf[CHUNK] __attribute__((aligned(64)));
-    size_t chunk_bytes = (size_t)CHUNK / tr->block_elems * tr->block_bytes;
-    float s = 0;
-    int j = 0;
-    for (; j + CHUNK <= n; j += CHUNK, row += chunk_bytes) {
-        tr->to_f32(row, CHUNK, buf);
-        s += as_dot(buf, x + j, CHUNK);
-    }
-    if (j < n) { /* rows of 32-blocks need not fill the last chunk */
-        tr->to_f32(row, (uint64_t)(n - j), buf);
-        s += as_dot(buf, x + j, n - j);
-    }
-    return s;
-}
-
-/* Row r decoded, vectorized as the dots are (a prompt decodes every row
- * of every matrix into panels). The same values as the reference
- * decoders in quant.c: conversions are exact, Q8_0's d·q one rounding. */
-void as_weight_row(const as_weight *w, int r, float *out)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    int n = w->cols, j = 0;
-    switch (w->type) {
-    case AS_GGML_F16:
-        for (; j + VL <= n; j += VL)
-            vstore(out + j, vload_f16((const uint16_t *)row + j));
-        for (; j < n; j++)
-            out[j] = as_f16_to_f32(((const uint16_t *)row)[j]);
-        return;
-    case AS_GGML_BF16:
-        for (; j + VL <= n; j += VL)
-            vstore(out + j, vload_bf16((const uint16_t *)row + j));
-        for (; j < n; j++)
-            out[j] = as_bf16_to_f32(((const uint16_t *)row)[j]);
-        return;
-    case AS_GGML_Q8_0:
-        for (int b = 0; b < n / AS_QK8_0; b++, row += 2 + AS_QK8_0, out += AS_QK8_0) {
-            uint16_t dh;
-            memcpy(&dh, row, 2);
-            vfloat d = (vfloat){0} + f16_scalar(dh);
-            for (int k = 0; k < AS_QK8_0; k += VL)
-                vstore(out + k, vload_i8((const int8_t *)row + 2 + k) * d);
-        }
-        return;
-    case AS_GGML_F32:
-        memcpy(out, row, (size_t)n * sizeof *out);
-        return;
-    default:
-        as_ggml_traits_of(w->type)->to_f32(row, (uint64_t)n, out);
-        return;
-    }
-}
-
-/* A Q4_K/Q5_K row with x's block sums given (a matrix-vector product's,
- * taken once), or taken here. */
-static float dot_k_sums(const as_weight *w, const uint8_t *row, const float *x, const float *xs)
-{
-    float own[XSUM_MAX];
-    bool five = w->type == AS_GGML_Q5_K;
-    if (xs)
-        return dot_qk45(row, x, w->cols, five, xs);
-    if (w->cols / 32 <= XSUM_MAX) {
-        block_sums(x, w->cols, own);
-        return dot_qk45(row, x, w->cols, five, own);
-    }
-    /* wider than any model: the sums a chunk at a time would need a heap
-     * buffer; take them block by block instead */
-    float s = 0;
-    size_t bytes = five ? 176 : 144;
-    for (int b = 0; b < w->cols / 256; b++) {
-        block_sums(x + 256 * b, 256, own);
-        s += dot_qk45(row + b * bytes, x + 256 * b, 256, five, own);
-    }
-    return s;
-}
-
-float as_weight_dot(const as_weight *w, int r, const float *x)
-{
-    const uint8_t *row = (const uint8_t *)w->data + (size_t)r * w->row_bytes;
-    switch (w->type) {
-    case AS_GGML_F16:
-        return dot_f16((const uint16_t *)row, x, w->cols);
-    case AS_GGML_BF16:
-        return dot_bf16((const uint16_t *)row, x, w->cols);
-    case AS_GGML_Q8_0:
-        return dot_q8_0(row, x, w->cols);
-    case AS_GGML_Q4_0:
-    case AS_GGML_Q4_1:
-        return dot_q4(row, x, w->cols, w->type == AS_GGML_Q4_1);
-    case AS_GGML_Q5_0:
-    case AS_GGML_Q5_1:
-        return dot_q5(row, x, w->cols, w->type == AS_GGML_Q5_1);
-    case AS_GGML_Q4_K:
-    case AS_GGML_Q5_K:
-        return dot_k_sums(w, row, x, NULL);
-    case AS_GGML_Q6_K:
-        return dot_q6_k(row, x, w->cols);
-    case AS_GGML_F32:
-        return as_dot((const float *)row, x, w->cols);
-    default:
-        return dot_blocks(w->type, row, x, w->cols);
-    }
-}
-
-void as_matvec_rows(const float *x, const as_weight *wt, const float *b, float *y, int r0, int r1)
-{
-    float xs[XSUM_MAX];
-    bool ksums = (wt->type == AS_GGML_Q4_K || wt->type == AS_GGML_Q5_K) && wt->cols / 32 <= XSUM_MAX;
-    if (ksums)
-        block_sums(x, wt->cols, xs);
-    if (wt->type == AS_GGML_F32)
-        as_matvec_rows_ld(x, wt->cols, wt->data, wt->row_bytes / sizeof(float), y, r0, r1);
-    else if (ksums)
-        for (int r = r0; r < r1; r++)
-            y[r] = dot_k_sums(wt, (const uint8_t *)wt->data + (size_t)r * wt->row_bytes, x, xs);
-    else
-        for (int r = r0; r < r1; r++)
-            y[r] = as_weight_dot(wt, r, x);
-    if (b)
-        for (int r = r0; r < r1; r++)
-            y[r] += b[r];
-}
-
 void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1)
 {
-    /* Rows apart in memory (a head's keys in the KV cache) defeat the
-     * hardware's sequential prefetch: ask for a row a few ahead. */
-    bool strided = ld > (size_t)in;
-    for (int r = r0; r < r1; r++) {
-        if (strided && r + 8 < r1)
-            for (int j = 0; j < in; j += 64 / (int)sizeof(float))
-                __builtin_prefetch(w + (size_t)(r + 8) * ld + j);
-        y[r] = as_dot(w + (size_t)r * ld, x, in);
-    }
+    K()->matvec_rows_ld(x, in, w, ld, y, r0, r1);
 }
-
 void as_mix_heads(const float *const *p, int heads, int keys, const float *v, size_t ld, int group, int h0,
                   float *z, int dh)
 {
-    memset(z, 0, (size_t)heads * (size_t)dh * sizeof *z);
-    /* Key by key, so each cached row's slice is read whole and the rows in
-     * order. Every z element still sums its keys in order, fused where the
-     * vector path fuses, whatever the heads' grouping. */
-    for (int t = 0; t < keys; t++) {
-        const float *vt = v + (size_t)t * ld;
-        /* Rows ld apart: prefetch the slice a few keys ahead (see as_matvec_rows_ld). */
-        for (size_t a = (size_t)(h0 / group) * dh; t + 8 < keys && a < (size_t)((h0 + heads - 1) / group + 1) * dh;
-             a += 64 / sizeof(float))
-            __builtin_prefetch(vt + 8 * ld + a);
-        for (int h = 0; h < heads; h++) {
-            const float *vh = vt + (size_t)((h0 + h) / group) * (size_t)dh;
-            float *zh = z + (size_t)h * (size_t)dh, pt = p[h][t];
-            int j = 0;
-            for (; j + VL <= dh; j += VL)
-                vstore(zh + j, vfma((vfloat){0} + pt, vload(vh + j), vload(zh + j)));
-            for (; j < dh; j++)
-                zh[j] += pt * vh[j];
-        }
-    }
+    K()->mix_heads(p, heads, keys, v, ld, group, h0, z, dh);
 }
-
-bool as_all_finite(const float *x, long n)
+bool as_all_finite(const float *x, long n) { return K()->all_finite(x, n); }
+void as_norm_measure(const float *x, int d, float eps, bool rms, as_norm_stat *st)
 {
-    typedef uint32_t vbits __attribute__((vector_size(VL * sizeof(uint32_t))));
-    const vbits expo = (vbits){0} + 0x7f800000u;
-    vbits bad = {0};
-    long j = 0;
-    /* Inf and NaN are the values whose exponent bits are all ones. */
-    for (; j + VL <= n; j += VL) {
-        vbits u;
-        memcpy(&u, x + j, sizeof u);
-        bad |= (u & expo) == expo;
-    }
-    for (int k = 0; k < VL; k++)
-        if (bad[k])
-            return false;
-    for (; j < n; j++)
-        if (!isfinite(x[j]))
-            return false;
-    return true;
+    K()->norm_measure(x, d, eps, rms, st);
 }
+void as_norm_apply(const float *x, int d, const as_norm_stat *st, bool rms, const float *w, const float *b, float *y)
+{
+    K()->norm_apply(x, d, st, rms, w, b, y);
+}
+void as_gelu_tanh(const float *x, float *y, int n) { K()->gelu_tanh(x, y, n); }
+void as_swiglu(const float *gate, const float *up, float *y, int n) { K()->swiglu(gate, up, y, n); }
+void as_geglu(const float *gate, const float *up, float *y, int n) { K()->geglu(gate, up, y, n); }
+void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs)
+{
+    K()->rope_apply(x, y, n_heads, d_head, rope_dim, cs);
+}
+void as_softmax(const float *x, float *y, int n) { K()->softmax(x, y, n); }
+void as_add(const float *a, const float *b, float *y, long n) { K()->add(a, b, y, n); }
+
+/* ---------------------------------------------------------------- products shared among threads */
 
 typedef struct matvec_job {
     const as_matvec_spec *s;
@@ -831,188 +273,6 @@ void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, c
     as_pool_run(pool, gemm_task, &j, (out + cols - 1) / cols);
 }
 
-static void top_insert(as_norm_stat *st, int dim, float v)
-{
-    float a = fabsf(v);
-    int k = AS_NORM_TOP;
-    while (k > 0 && (st->top_dim[k - 1] < 0 || fabsf(st->top_val[k - 1]) < a))
-        k--;
-    if (k >= AS_NORM_TOP)
-        return;
-    for (int j = AS_NORM_TOP - 1; j > k; j--) {
-        st->top_dim[j] = st->top_dim[j - 1];
-        st->top_val[j] = st->top_val[j - 1];
-    }
-    st->top_dim[k] = dim;
-    st->top_val[k] = v;
-}
-
-typedef double vdouble __attribute__((vector_size(VL / 2 * sizeof(double))));
-typedef float vhalf __attribute__((vector_size(VL / 2 * sizeof(float))));
-
-/* x[i] (i a multiple of VL/2) widened to doubles. */
-static inline vdouble vload_wide(const float *x)
-{
-    vhalf h;
-    memcpy(&h, x, sizeof h);
-    return __builtin_convertvector(h, vdouble);
-}
-
-static double hsum_wide(vdouble v)
-{
-    double s = 0;
-    for (int k = 0; k < VL / 2; k++)
-        s += v[k];
-    return s;
-}
-
-/* Σ (x[i] - c)² in double. */
-static double sum_sq(const float *x, int d, double c)
-{
-    vdouble acc = {0};
-    int i = 0;
-    for (; i + VL / 2 <= d; i += VL / 2) {
-        vdouble v = vload_wide(x + i) - c;
-        acc += v * v;
-    }
-    double s = hsum_wide(acc);
-    for (; i < d; i++)
-        s += (x[i] - c) * (x[i] - c);
-    return s;
-}
-
-static double sum_wide(const float *x, int d)
-{
-    vdouble acc = {0};
-    int i = 0;
-    for (; i + VL / 2 <= d; i += VL / 2)
-        acc += vload_wide(x + i);
-    double s = hsum_wide(acc);
-    for (; i < d; i++)
-        s += x[i];
-    return s;
-}
-
-static void min_max(const float *x, int d, float *mn_out, float *mx_out)
-{
-    vfloat mn = (vfloat){0} + x[0], mx = mn;
-    int i = 0;
-    for (; i + VL <= d; i += VL) {
-        vfloat v = vload(x + i);
-        /* fminf/fmaxf's rule: a NaN operand is ignored */
-        mn = vsel((v < mn) | (mn != mn), v, mn);
-        mx = vsel((v > mx) | (mx != mx), v, mx);
-    }
-    float a = mn[0], b = mx[0];
-    for (int k = 1; k < VL; k++) {
-        a = mn[k] < a || a != a ? mn[k] : a;
-        b = mx[k] > b || b != b ? mx[k] : b;
-    }
-    for (; i < d; i++) {
-        a = x[i] < a || a != a ? x[i] : a;
-        b = x[i] > b || b != b ? x[i] : b;
-    }
-    *mn_out = a, *mx_out = b;
-}
-
-/* The largest magnitudes, first dimension first among equals. Whole
- * vectors below the current fourth are skipped; top_insert sees the rest
- * in order, as it would see every element. */
-static void top_dims(const float *x, int d, as_norm_stat *st)
-{
-    int i = 0;
-    for (; i < d && st->top_dim[AS_NORM_TOP - 1] < 0; i++)
-        top_insert(st, i, x[i]);
-    float thr = fabsf(st->top_val[AS_NORM_TOP - 1]);
-    for (; i + VL <= d; i += VL) {
-        vfloat v = vload(x + i), a = vsel(v < 0, -v, v);
-        vint over = a > thr;
-        bool any = false;
-        for (int k = 0; k < VL; k++)
-            any |= over[k] != 0;
-        if (!any)
-            continue;
-        /* Only lanes above the threshold as it was can enter; the rest
-         * would be refused by top_insert itself. */
-        for (int k = 0; k < VL; k++)
-            if (over[k] && fabsf(x[i + k]) > thr) {
-                top_insert(st, i + k, x[i + k]);
-                thr = fabsf(st->top_val[AS_NORM_TOP - 1]);
-            }
-    }
-    for (; i < d; i++)
-        top_insert(st, i, x[i]);
-}
-
-void as_norm_measure(const float *x, int d, float eps, bool rms, as_norm_stat *st)
-{
-    /* Sums in double: a norm's statistics are what users read to find
-     * outliers, so they should not themselves be rounding artefacts. */
-    for (int k = 0; k < AS_NORM_TOP; k++) {
-        st->top_dim[k] = -1;
-        st->top_val[k] = 0;
-    }
-    top_dims(x, d, st);
-    double mean = sum_wide(x, d) / d, sq = sum_sq(x, d, rms ? 0.0 : mean);
-    min_max(x, d, &st->min, &st->max);
-    st->mean = (float)mean;
-    st->var = (float)(sq / d);
-    st->scale = (float)sqrt(sq / d + eps);
-}
-
-void as_norm_apply(const float *x, int d, const as_norm_stat *st, bool rms, const float *w,
-                   const float *b, float *y)
-{
-    float inv = 1.0f / st->scale, mean = rms ? 0.0f : st->mean;
-    int i = 0;
-    for (; i + VL <= d; i += VL) {
-        vfloat v = (vload(x + i) - mean) * inv * vload(w + i);
-        vstore(y + i, b ? v + vload(b + i) : v);
-    }
-    for (; i < d; i++) {
-        float v = (x[i] - mean) * inv * w[i];
-        y[i] = b ? v + b[i] : v;
-    }
-}
-
-/* The elementwise kernels below run whole vectors through vexp and finish
- * the tail one element at a time with the same formula (so results do not
- * depend on where a row's tail falls). */
-static inline vfloat vgelu(vfloat v)
-{
-    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
-    vfloat u = c * (v + 0.044715f * v * v * v);
-    /* tanh(u) = 1 - 2 / (e^2u + 1), which saturates cleanly at ±1 */
-    vfloat t = 1.0f - 2.0f / (vexp(2.0f * u) + 1.0f);
-    return 0.5f * v * (1.0f + t);
-}
-
-static inline vfloat vsilu(vfloat g)
-{
-    return g / (1.0f + vexp(-g));
-}
-
-/* One element through a vector kernel, for tails. */
-#define SCALAR_VIA(fn, v) (fn((vfloat){0} + (v))[0])
-
-void as_gelu_tanh(const float *x, float *y, int n)
-{
-    int i = 0;
-    for (; i + VL <= n; i += VL)
-        vstore(y + i, vgelu(vload(x + i)));
-    for (; i < n; i++)
-        y[i] = SCALAR_VIA(vgelu, x[i]);
-}
-
-void as_swiglu(const float *gate, const float *up, float *y, int n)
-{
-    int i = 0;
-    for (; i + VL <= n; i += VL)
-        vstore(y + i, vsilu(vload(gate + i)) * vload(up + i));
-    for (; i < n; i++)
-        y[i] = SCALAR_VIA(vsilu, gate[i]) * up[i];
-}
-
 void as_rope_angles(float *cs, int rope_dim, int pos, float base)
 {
     for (int i = 0; i < rope_dim / 2; i++) {
@@ -1041,72 +301,6 @@ void as_rope(const float *x, float *y, int n_heads, int d_head, int rope_dim, in
     for (int h = 0; h < n_heads; h++)
         for (int i = rope_dim; i < d_head; i++)
             y[(long)h * d_head + i] = x[(long)h * d_head + i];
-}
-
-void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs)
-{
-    /* y[2i] = a·c - b·s and y[2i+1] = a·s + b·c for the pair (a, b), written
-     * as x[j]·cos[j] + x[j^1]·sin±[j]: the same products and sums, so the
-     * same bits, in whole vectors. */
-    const float *cosv = cs, *sinv = cs + rope_dim;
-    for (int h = 0; h < n_heads; h++) {
-        const float *xh = x + (long)h * d_head;
-        float *yh = y + (long)h * d_head;
-        int j = 0;
-        for (; j + VL <= rope_dim; j += VL) {
-            vfloat v = vload(xh + j);
-            vstore(yh + j, v * vload(cosv + j) + SWAP_PAIRS(v) * vload(sinv + j));
-        }
-        for (; j < rope_dim; j++)
-            yh[j] = xh[j] * cosv[j] + xh[j ^ 1] * sinv[j];
-        for (; j < d_head; j++)
-            yh[j] = xh[j];
-    }
-}
-
-static float max_ignoring_nan(const float *x, int n)
-{
-    vfloat m = (vfloat){0} + x[0];
-    int i = 0;
-    for (; i + VL <= n; i += VL) {
-        vfloat v = vload(x + i);
-        m = vsel((v > m) | (m != m), v, m); /* fmaxf's rule: a NaN operand is ignored */
-    }
-    float mx = m[0];
-    for (int k = 1; k < VL; k++)
-        mx = m[k] > mx || mx != mx ? m[k] : mx;
-    for (; i < n; i++)
-        mx = x[i] > mx || mx != mx ? x[i] : mx;
-    return mx;
-}
-
-void as_softmax(const float *x, float *y, int n)
-{
-    float mx = max_ignoring_nan(x, n);
-    vfloat acc = {0};
-    int i = 0;
-    for (; i + VL <= n; i += VL) {
-        vfloat e = vexp(vload(x + i) - mx);
-        vstore(y + i, e);
-        acc += e;
-    }
-    float sum = hsum(acc);
-    for (; i < n; i++)
-        sum += y[i] = SCALAR_VIA(vexp, x[i] - mx);
-    float inv = 1.0f / sum;
-    for (i = 0; i + VL <= n; i += VL)
-        vstore(y + i, vload(y + i) * inv);
-    for (; i < n; i++)
-        y[i] *= inv;
-}
-
-void as_add(const float *a, const float *b, float *y, long n)
-{
-    long i = 0;
-    for (; i + VL <= n; i += VL)
-        vstore(y + i, vload(a + i) + vload(b + i));
-    for (; i < n; i++)
-        y[i] = a[i] + b[i];
 }
 
 /* The engine's threads are its own pool's (interp.c sizes one from this
@@ -1214,15 +408,6 @@ void as_rope_apply_halves(const float *x, float *y, int n_heads, int d_head, int
         for (int j = rope_dim; j < d_head; j++)
             yh[j] = xh[j];
     }
-}
-
-void as_geglu(const float *gate, const float *up, float *y, int n)
-{
-    int i = 0;
-    for (; i + VL <= n; i += VL)
-        vstore(y + i, vgelu(vload(gate + i)) * vload(up + i));
-    for (; i < n; i++)
-        y[i] = SCALAR_VIA(vgelu, gate[i]) * up[i];
 }
 
 void as_softcap(const float *x, float *y, long n, float cap)

@@ -1,6 +1,8 @@
 #include "helpers.h"
 
 #include <criterion/criterion.h>
+
+#include "attnscope/kernels.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,4 +116,17 @@ float *rand_vector(size_t n, float scale, uint64_t seed)
     for (size_t i = 0; i < n; i++)
         x[i] = rand_unit(&seed) * scale;
     return x;
+}
+
+const char *const kernel_isas[3] = {"generic", "avx2", "avx512"};
+
+bool use_kernels(int isa)
+{
+    if (as_kernels_use(kernel_isas[isa])) {
+        cr_assert_str_eq(as_kernels_isa(), kernel_isas[isa], "the kernels in use are not the ones chosen");
+        return true;
+    }
+    cr_log_warn("**** SKIP: no %s kernels in this build or on this CPU (running %s): NOT CHECKED ****",
+                kernel_isas[isa], as_kernels_isa());
+    return false;
 }

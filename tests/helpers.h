@@ -3,6 +3,7 @@
 #ifndef ATTNSCOPE_TEST_HELPERS_H
 #define ATTNSCOPE_TEST_HELPERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,5 +34,20 @@ int run_cmd(as_session *s, const char *cmd, char *msg, size_t cap);
  * n such values times scale from a seed (malloc'd). */
 float rand_unit(uint64_t *state);
 float *rand_vector(size_t n, float scale, uint64_t seed);
+
+/* Every test of the vector kernels runs once per instruction set
+ * (as_kernels_use): ParameterizedTest(int *isa, suite, name) over
+ * KERNEL_ISA_PARAMS, starting with use_kernels(*isa), which says loudly
+ * and returns false when this build or CPU has no such kernels. Criterion
+ * runs each test in a fresh process (addresses differ): the sets are
+ * passed by index into kernel_isas. */
+extern const char *const kernel_isas[3];
+#define KERNEL_ISA_PARAMS(suite, name)                                          \
+    ParameterizedTestParameters(suite, name)                                    \
+    {                                                                           \
+        static int isas[] = {0, 1, 2};                                          \
+        return cr_make_param_array(int, isas, 3);                               \
+    }
+bool use_kernels(int isa);
 
 #endif

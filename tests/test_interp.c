@@ -116,6 +116,21 @@ static void compare_all_hooks(const char *dir)
 ParameterizedTestParameters(interp, every_hook_matches_pytorch) { return model_rows(); }
 ParameterizedTest(int *row, interp, every_hook_matches_pytorch) { compare_all_hooks(models[*row]); }
 
+/* The same on the narrower vector kernels: the run above uses the widest
+ * this CPU has, and a user's CPU may run any of them. */
+ParameterizedTestParameters(interp, every_hook_matches_pytorch_with_avx2_kernels) { return model_rows(); }
+ParameterizedTest(int *row, interp, every_hook_matches_pytorch_with_avx2_kernels)
+{
+    if (use_kernels(1))
+        compare_all_hooks(models[*row]);
+}
+ParameterizedTestParameters(interp, every_hook_matches_pytorch_with_generic_kernels) { return model_rows(); }
+ParameterizedTest(int *row, interp, every_hook_matches_pytorch_with_generic_kernels)
+{
+    if (use_kernels(0))
+        compare_all_hooks(models[*row]);
+}
+
 /* Every captured hook of two sessions must be identical to the bit. */
 static void assert_same_capture(as_session *a, as_session *b, double tol)
 {

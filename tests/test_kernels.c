@@ -3,6 +3,7 @@
  * bits whatever the thread count, the two-step rotary equals as_rope
  * bit for bit, the finite check finds a NaN or Inf anywhere. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -13,8 +14,11 @@
 #include "attnscope/pool.h"
 #include "helpers.h"
 
-Test(kernels, softmax_matches_double_precision)
+KERNEL_ISA_PARAMS(kernels, softmax_matches_double_precision)
+ParameterizedTest(int *isa, kernels, softmax_matches_double_precision)
 {
+    if (!use_kernels(*isa))
+        return;
     /* Lengths around the vector width, and spreads that reach exp's underflow. */
     int lens[] = {1, 3, 15, 16, 17, 33, 300};
     float scales[] = {0.1f, 5.0f, 60.0f};
@@ -38,8 +42,11 @@ Test(kernels, softmax_matches_double_precision)
         }
 }
 
-Test(kernels, softmax_keeps_nan_and_handles_infinities)
+KERNEL_ISA_PARAMS(kernels, softmax_keeps_nan_and_handles_infinities)
+ParameterizedTest(int *isa, kernels, softmax_keeps_nan_and_handles_infinities)
 {
+    if (!use_kernels(*isa))
+        return;
     float x[20] = {0}, y[20];
     x[3] = NAN;
     as_softmax(x, y, 20);
@@ -51,8 +58,11 @@ Test(kernels, softmax_keeps_nan_and_handles_infinities)
         cr_assert_eq(y[i], i == 7 ? 1.0f : 0.0f);
 }
 
-Test(kernels, gelu_and_swiglu_match_libm)
+KERNEL_ISA_PARAMS(kernels, gelu_and_swiglu_match_libm)
+ParameterizedTest(int *isa, kernels, gelu_and_swiglu_match_libm)
 {
+    if (!use_kernels(*isa))
+        return;
     int n = 1000 + 7;
     float *x = rand_vector((size_t)n, 12.0f, 3), *u = rand_vector((size_t)n, 2.0f, 4), *y = malloc((size_t)n * 4);
     as_gelu_tanh(x, y, n);
@@ -73,8 +83,11 @@ Test(kernels, gelu_and_swiglu_match_libm)
     free(y);
 }
 
-Test(kernels, matvec_rows_have_the_same_bits_on_any_thread_count)
+KERNEL_ISA_PARAMS(kernels, matvec_rows_have_the_same_bits_on_any_thread_count)
+ParameterizedTest(int *isa, kernels, matvec_rows_have_the_same_bits_on_any_thread_count)
 {
+    if (!use_kernels(*isa))
+        return;
     int out = 333, in = 291;
     float *w = rand_vector((size_t)out * in, 1.0f, 5), *x = rand_vector((size_t)in, 1.0f, 6), *b = rand_vector((size_t)out, 1.0f, 7);
     float *y1 = malloc((size_t)out * 4), *y2 = malloc((size_t)out * 4), *y3 = malloc((size_t)out * 4);
@@ -120,8 +133,11 @@ Test(kernels, pool_runs_every_task_once)
     as_pool_free(p);
 }
 
-Test(kernels, two_step_rope_equals_as_rope_bit_for_bit)
+KERNEL_ISA_PARAMS(kernels, two_step_rope_equals_as_rope_bit_for_bit)
+ParameterizedTest(int *isa, kernels, two_step_rope_equals_as_rope_bit_for_bit)
 {
+    if (!use_kernels(*isa))
+        return;
     int heads = 3, dh = 48, rd = 32;
     float *x = rand_vector((size_t)heads * dh, 3.0f, 8), *a = malloc((size_t)heads * dh * 4), *b = malloc((size_t)heads * dh * 4);
     float cs[64];
@@ -134,8 +150,11 @@ Test(kernels, two_step_rope_equals_as_rope_bit_for_bit)
     free(x), free(a), free(b);
 }
 
-Test(kernels, norm_statistics_match_double_precision)
+KERNEL_ISA_PARAMS(kernels, norm_statistics_match_double_precision)
+ParameterizedTest(int *isa, kernels, norm_statistics_match_double_precision)
 {
+    if (!use_kernels(*isa))
+        return;
     int d = 301;
     float *x = rand_vector((size_t)d, 4.0f, 9), *w = rand_vector((size_t)d, 1.0f, 10), *y = malloc((size_t)d * 4);
     x[100] = 9.5f, x[7] = -9.75f, x[250] = 9.0f, x[33] = -8.5f;
@@ -161,8 +180,11 @@ Test(kernels, norm_statistics_match_double_precision)
     free(x), free(w), free(y);
 }
 
-Test(kernels, finite_check_finds_nan_and_inf_anywhere)
+KERNEL_ISA_PARAMS(kernels, finite_check_finds_nan_and_inf_anywhere)
+ParameterizedTest(int *isa, kernels, finite_check_finds_nan_and_inf_anywhere)
 {
+    if (!use_kernels(*isa))
+        return;
     float x[37];
     for (int at = 0; at < 37; at++)
         for (int k = 0; k < 3; k++) {
@@ -174,8 +196,11 @@ Test(kernels, finite_check_finds_nan_and_inf_anywhere)
         }
 }
 
-Test(kernels, mix_heads_matches_a_plain_sum_with_grouped_keys)
+KERNEL_ISA_PARAMS(kernels, mix_heads_matches_a_plain_sum_with_grouped_keys)
+ParameterizedTest(int *isa, kernels, mix_heads_matches_a_plain_sum_with_grouped_keys)
 {
+    if (!use_kernels(*isa))
+        return;
     /* 4 query heads on 2 key/value heads, d_head 20 (not a whole vector). */
     int heads = 4, kv = 2, dh = 20, keys = 37, ld = kv * dh;
     float *v = rand_vector((size_t)keys * ld, 1.0f, 11), *pat = rand_vector((size_t)heads * keys, 1.0f, 12);

@@ -7,6 +7,7 @@
  * from their summation order, many positions (panels into sgemm) against
  * one, one thread against two bit for bit, empty slices. */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -50,8 +51,11 @@ static const as_ggml_type types[] = {AS_GGML_F32, AS_GGML_F16, AS_GGML_BF16, AS_
  * widths that end in a partial vector. */
 static const int widths[] = {32, 64, 96, 4096, 33, 7};
 
-Test(weight, rows_decode_exactly_as_the_reference)
+KERNEL_ISA_PARAMS(weight, rows_decode_exactly_as_the_reference)
+ParameterizedTest(int *isa, weight, rows_decode_exactly_as_the_reference)
 {
+    if (!use_kernels(*isa))
+        return;
     for (size_t t = 0; t < 4; t++)
         for (size_t c = 0; c < 6; c++) {
             int cols = widths[c], rows = 5;
@@ -73,8 +77,11 @@ Test(weight, rows_decode_exactly_as_the_reference)
 
 /* The fused dot against Σ in double over the decoded row: float32 sums of
  * up to 4096 terms of size ~4 stay within 1e-5 relative to Σ|w·x|. */
-Test(weight, fused_dots_and_matvec_match_a_double_reference)
+KERNEL_ISA_PARAMS(weight, fused_dots_and_matvec_match_a_double_reference)
+ParameterizedTest(int *isa, weight, fused_dots_and_matvec_match_a_double_reference)
 {
+    if (!use_kernels(*isa))
+        return;
     as_pool *pool = NULL;
     as_error err;
     cr_assert_eq(as_pool_new(&pool, 2, &err), AS_OK);
@@ -114,8 +121,11 @@ Test(weight, fused_dots_and_matvec_match_a_double_reference)
 
 /* Many positions decode rows into panels for sgemm: within 1e-4 relative
  * of the one-position kernels (sgemm sums in its own order). */
-Test(weight, panels_agree_with_one_position)
+KERNEL_ISA_PARAMS(weight, panels_agree_with_one_position)
+ParameterizedTest(int *isa, weight, panels_agree_with_one_position)
 {
+    if (!use_kernels(*isa))
+        return;
     for (size_t t = 1; t < 4; t++) {
         int rows = 300, cols = 96, n = 5; /* more rows than one panel */
         uint8_t *data = make(types[t], rows, cols, 3);
@@ -323,8 +333,11 @@ Test(weight, rows_of_a_parsed_file_decode_as_as_tensor_row_f32)
         }
 }
 
-Test(weight, fused_dot_and_matvec_match_double_precision)
+KERNEL_ISA_PARAMS(weight, fused_dot_and_matvec_match_double_precision)
+ParameterizedTest(int *isa, weight, fused_dot_and_matvec_match_double_precision)
 {
+    if (!use_kernels(*isa))
+        return;
     for (int k = 0; k < N_TYPES; k++)
         for (int s = 0; s < N_SHAPES; s++) {
             int rows = shapes[s][0], cols = shapes[s][1];
@@ -357,8 +370,11 @@ Test(weight, fused_dot_and_matvec_match_double_precision)
         }
 }
 
-Test(weight, many_positions_agree_with_one)
+KERNEL_ISA_PARAMS(weight, many_positions_agree_with_one)
+ParameterizedTest(int *isa, weight, many_positions_agree_with_one)
 {
+    if (!use_kernels(*isa))
+        return;
     as_pool *pool;
     as_error err;
     cr_assert_eq(as_pool_new(&pool, 2, &err), AS_OK);
@@ -395,8 +411,11 @@ Test(weight, many_positions_agree_with_one)
  * slices follow the thread count and OpenBLAS's bits can follow a call's
  * shape (kernels.c names shapes where they differ). The stored types'
  * panels do not follow the thread count, so they hold everywhere. */
-Test(weight, one_thread_or_two_give_the_same_bits)
+KERNEL_ISA_PARAMS(weight, one_thread_or_two_give_the_same_bits)
+ParameterizedTest(int *isa, weight, one_thread_or_two_give_the_same_bits)
 {
+    if (!use_kernels(*isa))
+        return;
     as_pool *pool;
     as_error err;
     cr_assert_eq(as_pool_new(&pool, 2, &err), AS_OK);
@@ -454,8 +473,11 @@ Test(weight, empty_slices_compute_nothing)
  * within 1e-6 of Σ|w·x| of the double-precision dot of that row (measured
  * worst 3e-8: sums of up to 2048 float32 products in a changed order),
  * with 1 and 2 threads giving the same bits and panels agreeing. */
-Test(weight, block_types_on_rows_ggml_quantized)
+KERNEL_ISA_PARAMS(weight, block_types_on_rows_ggml_quantized)
+ParameterizedTest(int *isa, weight, block_types_on_rows_ggml_quantized)
 {
+    if (!use_kernels(*isa))
+        return;
     char why[512];
     int st = ggml_ref_open(why, sizeof why);
     if (st == GGML_REF_MISSING) {

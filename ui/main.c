@@ -36,6 +36,8 @@ typedef struct options {
     long capture_mb;
     int threads;
     int no_tui;
+    const char *kernels;   /* --kernels: generic, avx2, avx512 */
+    int version;
 } options;
 
 static void usage(FILE *f)
@@ -52,6 +54,8 @@ static void usage(FILE *f)
             "  --capture-mb N   memory budget for captured activations (default 1024; 0 keeps only\n"
             "                   what the computation needs)\n"
             "  --threads N      compute threads (default: one per core, at most 16)\n"
+            "  --kernels ISA    vector kernels: avx512, avx2 or generic (default: the widest this\n"
+            "                   CPU runs; --version names it)\n"
             "  --no-tui         the plain REPL instead of the full-screen view\n"
             "  --version, --help\n"
             "\n"
@@ -81,8 +85,8 @@ static int parse_args(int argc, char **argv, options *o)
             usage(stdout);
             exit(0);
         } else if (!strcmp(a, "--version")) {
-            printf("attnscope %s\n", AS_VERSION);
-            exit(0);
+            o->version = 1; /* printed once --kernels is applied, so it names the kernels in use */
+            continue;
         } else if (!strcmp(a, "--no-tui")) {
             o->no_tui = 1;
             continue;
@@ -98,6 +102,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->exec = val;
         else if (!strcmp(a, "-x"))
             o->script = val;
+        else if (!strcmp(a, "--kernels"))
+            o->kernels = val;
         else if (!strcmp(a, "--info"))
             o->info = val;
         else if (!strcmp(a, "--tokenizer"))
@@ -245,6 +251,15 @@ int main(int argc, char **argv)
         return print_info(o.info);
     if (o.threads)
         as_set_threads(o.threads);
+    if (o.kernels && !as_kernels_use(o.kernels)) {
+        fprintf(stderr, "attnscope: --kernels %s: this build or CPU has no such kernels (avx512, avx2, generic; "
+                        "the widest here is %s)\n", o.kernels, as_kernels_isa());
+        return 2;
+    }
+    if (o.version) {
+        printf("attnscope %s (kernels: %s)\n", AS_VERSION, as_kernels_isa());
+        return 0;
+    }
 
     char buf[PATH_MAX];
     const char *path = o.model ? o.model : default_model(buf, sizeof buf);

@@ -121,6 +121,14 @@ void as_add(const float *a, const float *b, float *y, long n);
 
 /* Number of threads the engine uses: its pool's size (OpenBLAS itself is
  * kept single-threaded and runs inside the pool's tasks). */
+/* The instruction set the vector kernels use ("avx512", "avx2" or
+ * "generic"): the widest this CPU runs, chosen at first use, unless
+ * as_kernels_use chose another. */
+const char *as_kernels_isa(void);
+/* Chooses the vector kernels by that name for the whole process; false,
+ * with nothing changed, when this build or CPU has none such. Meant for
+ * before any work starts (tests, comparing paths, an older CPU's results). */
+bool as_kernels_use(const char *name);
 void as_set_threads(int n);
 int as_get_threads(void);
 

@@ -46,6 +46,15 @@ b=$("$BIN" -m "$G" -e 'set temp 0.9; set seed 7; prompt-ids 276; gen 8' 2>&1)
 c=$("$BIN" -m "$G" -e 'set temp 0.9; set seed 8; prompt-ids 276; gen 8' 2>&1)
 if [ "$a" = "$b" ] && [ "$a" != "$c" ]; then ok; else bad "same seed, same tokens; other seed, other tokens"; fi
 
+# The vector kernels: --version names the set in use; a set the CPU or
+# build lacks is refused by name; every set greedily picks the same tokens.
+expect "version names the kernels" 0 '^attnscope [0-9.]+ \(kernels: (avx512|avx2|generic)\)$' '' -- --version
+expect "generic kernels on request" 0 '\(kernels: generic\)$' '' -- --kernels generic --version
+expect "unknown kernels refused by name" 1 '' '--kernels sse9: .*no such kernels' -- --kernels sse9 -m "$G" -e "info"
+k1=$("$BIN" -m "$L" -e 'prompt-ids 1 5 6; gen 12' 2>&1)
+k2=$("$BIN" --kernels generic -m "$L" -e 'prompt-ids 1 5 6; gen 12' 2>&1)
+if [ -n "$k1" ] && [ "$k1" = "$k2" ]; then ok; else bad "generic kernels generate other tokens: '$k1' vs '$k2'"; fi
+
 printf 'prompt-ids 276 257\nfinish\ntop 2\n' > "$TMP/script"
 expect "-x script" 0 '^2	' '' -- -m "$G" -x "$TMP/script"
 "$BIN" -m "$G" < "$TMP/script" > "$TMP/out" 2>&1 && grep -q '^2	' "$TMP/out" && ok || bad "commands on stdin"

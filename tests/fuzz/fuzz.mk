@@ -24,7 +24,7 @@ FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Iinclude \
                 -DAS_DATADIR='"$(DATADIR)"' -DAS_VERSION='"$(VERSION)"' $(PKG_CFLAGS) \
                 -DAS_FIXTURE_DIR='"$(abspath tests/fixtures)"'
-FUZZ_LIB_OBJS = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_LIB_OBJS = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(SIMD_ISAS:%=$(FUZZ_BUILD)/src/simd/kernels_%.o)
 FUZZ_COMMON   = tests/fuzz/fuzz_common.c tests/fuzz/fuzz.h
 # Options every libFuzzer run gets; -max_len covers the seed models.
 FUZZ_OPTS     = -timeout=20 -rss_limit_mb=3072 -max_len=65536 -print_final_stats=1
@@ -54,6 +54,10 @@ fuzz-deps:
 $(FUZZ_BUILD)/src/%.o: src/%.c $(BUILD)/config.mk | fuzz-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -c $< -o $@
+
+$(SIMD_ISAS:%=$(FUZZ_BUILD)/src/simd/kernels_%.o): $(FUZZ_BUILD)/src/simd/kernels_%.o: $(SIMD_SRC) $(BUILD)/config.mk | fuzz-deps
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link $(SIMD_FLAGS_$*) -DAS_ISA=$* -MMD -MP -c $< -o $@
 
 $(FUZZ_BUILD)/libattnscope.a: $(FUZZ_LIB_OBJS)
 	@rm -f $@
