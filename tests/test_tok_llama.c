@@ -17,7 +17,10 @@
  *     on copies of gpt-2's, qwen2's and deepseek-llm's vocabularies
  *     relabelled with every other pre-tokenizer of tok_pre.c's table, so
  *     each of its patterns meets llama.cpp's std::regex (375 strings for
- *     those the issue did not ask for). llama.cpp's ids are kept in the
+ *     those the issue did not ask for); bert-bge (WordPiece) gets BERT's
+ *     own cases too (BERT_BITS), and copies with each setting of the
+ *     tokenizer.ggml.normalizer keys and with the add_bos/add_eos keys
+ *     llama.cpp's WPM ignores. llama.cpp's ids are kept in the
  *     reference's cache/ for the next run.
  *
  * Both need the reference `make` installs from npm (tests/tokref/fetch.sh
