@@ -535,11 +535,13 @@ static int setup_llama(model *m, const opts *o, const bench_llama_shape *s)
         return -1;
     m->name = s->name, m->kind = "llama", m->n_ctx = s->seq_len, m->n_vocab = s->vocab;
     snprintf(m->bin, sizeof m->bin, "%s/%s.bin", o->dir, s->name);
-    snprintf(m->tok, sizeof m->tok, "%s/tokenizer.bin", o->dir);
+    bench_tokenizer_path(o->dir, s, m->tok, sizeof m->tok);
     snprintf(m->gguf, sizeof m->gguf, "%s/%s.gguf", o->dir, s->name);
-    snprintf(m->shape, sizeof m->shape, "llama2.c checkpoint, dim %d, %d layers, %d heads, hidden %d, vocab %d, "
-             "context %d", s->dim, s->layers, s->heads, s->hidden, s->vocab, s->seq_len);
+    snprintf(m->shape, sizeof m->shape, "llama2.c checkpoint, dim %d, %d layers, %d heads (%d KV heads), hidden %d, "
+             "vocab %d, context %d", s->dim, s->layers, s->heads, s->kv_heads, s->hidden, s->vocab, s->seq_len);
     m->bytes = file_bytes(m->bin);
+    if (s->quant_only)
+        return 0; /* the base of llama.cpp's quantizations, timed in none of its own rows */
     add_row(m, E_ATTN_OFF), add_row(m, E_ATTN_FULL), add_row(m, E_ATTN_GGUF);
     static const as_ggml_type types[2] = {AS_GGML_F16, AS_GGML_Q8_0};
     for (int t = 0; t < 2; t++) {
@@ -656,14 +658,18 @@ int main(int argc, char **argv)
                                "[--out FILE.md]\n",
                        MAX_RUNS), 2;
     mkdir(o.dir, 0755);
+    /* Llama-3.2-1B's shape (grouped-query attention, a 128256-token
+     * vocabulary) with random weights, in llama.cpp's quantizations only. */
     static const bench_llama_shape shapes[] = {
-        {"stories15M", 288, 768, 6, 6, 32000, 512},
-        {"stories110M", 768, 2048, 12, 12, 32000, 1024},
+        {"stories15M", 288, 768, 6, 6, 32000, 512, 6, false},
+        {"stories110M", 768, 2048, 12, 12, 32000, 1024, 12, false},
+        {"llama3.2-1B", 2048, 8192, 16, 32, 128256, 512, 8, true},
     };
+    enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
     static const struct { const char *name; int ftype; } quants[] = {
         {"Q8_0", 7}, {"Q4_0", 2}, {"Q4_K_M", 15}, {"Q6_K", 18},
     };
-    static model ms[3 + 2 * 4];
+    static model ms[N_SHAPES * (1 + 4) + 1], bases[N_SHAPES];
     int n = 0;
     char *kernels = NULL;
     size_t kernels_len = 0;
@@ -675,14 +681,16 @@ int main(int argc, char **argv)
         if (k)
             fclose(k);
     }
-    for (int i = 0; i < 2; i++)
-        if (!o.only || !strcmp(o.only, shapes[i].name))
-            if (setup_llama(&ms[n], &o, &shapes[i]) == 0) {
-                int base = n++;
+    for (int i = 0; i < N_SHAPES; i++)
+        if (!o.only || !strcmp(o.only, shapes[i].name)) {
+            model *base = shapes[i].quant_only ? &bases[i] : &ms[n];
+            if (setup_llama(base, &o, &shapes[i]) == 0) {
+                n += base == &ms[n];
                 for (size_t q = 0; q < sizeof quants / sizeof quants[0]; q++)
-                    if (setup_quant(&ms[n], &o, &ms[base], quants[q].name, quants[q].ftype) == 0)
+                    if (setup_quant(&ms[n], &o, base, quants[q].name, quants[q].ftype) == 0)
                         n++;
             }
+        }
     if ((!o.only || !strcmp(o.only, "gpt2-124M")) && setup_gpt2(&ms[n], &o) == 0)
         n++;
     for (int i = 0; i < n; i++)

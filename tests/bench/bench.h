@@ -15,7 +15,14 @@
 typedef struct bench_llama_shape {
     const char *name;
     int dim, hidden, layers, heads, vocab, seq_len;
+    int kv_heads;
+    /* Timed only as llama.cpp's quantizations of it, against llama.cpp: a
+     * 1B model in float32 would take minutes a run in every engine. */
+    bool quant_only;
 } bench_llama_shape;
+
+/* The llama2.c tokenizer file for a shape's vocabulary size. */
+void bench_tokenizer_path(const char *dir, const bench_llama_shape *s, char *buf, size_t cap);
 
 /* Writes DIR/NAME.bin, DIR/tokenizer.bin and DIR/NAME.gguf unless they are
  * there already; returns 0 or prints why not and returns -1. */

@@ -131,13 +131,16 @@ static int write_checkpoint(const char *path, const bench_llama_shape *m)
     if (!f)
         return fprintf(stderr, "bench: cannot write %s: %s\n", tmp, strerror(errno)), -1;
     size_t d = (size_t)m->dim, h = (size_t)m->hidden, L = (size_t)m->layers;
-    int32_t hdr[7] = {m->dim, m->hidden, m->layers, m->heads, m->heads, m->vocab, m->seq_len};
+    size_t kv = d / (size_t)m->heads * (size_t)m->kv_heads; /* grouped-query attention's k and v width */
+    int32_t hdr[7] = {m->dim, m->hidden, m->layers, m->heads, m->kv_heads, m->vocab, m->seq_len};
     uint64_t s = 20240101u + (uint64_t)m->dim;
     float a = sqrtf(3.0f / (float)d), a2 = sqrtf(3.0f / (float)h); /* unit-variance outputs */
     fwrite(hdr, sizeof hdr, 1, f);
     put_embedding(f, m, &s);
     put_norm(f, L * d, &s);                 /* rms_att */
-    put_random(f, 4 * L * d * d, a, &s);    /* wq, wk, wv, wo */
+    put_random(f, L * d * d, a, &s);        /* wq */
+    put_random(f, 2 * L * kv * d, a, &s);   /* wk, wv */
+    put_random(f, L * d * d, a, &s);        /* wo */
     put_norm(f, L * d, &s);                 /* rms_ffn */
     put_random(f, L * h * d, a, &s);        /* w1 */
     put_random(f, L * d * h, a2, &s);       /* w2 */
@@ -149,11 +152,20 @@ static int write_checkpoint(const char *path, const bench_llama_shape *m)
     return 0;
 }
 
+void bench_tokenizer_path(const char *dir, const bench_llama_shape *s, char *buf, size_t cap)
+{
+    /* The 32000-token file keeps its old name, so existing bench folders stay valid. */
+    if (s->vocab == 32000)
+        snprintf(buf, cap, "%s/tokenizer.bin", dir);
+    else
+        snprintf(buf, cap, "%s/tokenizer-%d.bin", dir, s->vocab);
+}
+
 int bench_make_llama(const char *dir, const bench_llama_shape *m)
 {
     char bin[1024], tok[1024], gguf[1024];
     snprintf(bin, sizeof bin, "%s/%s.bin", dir, m->name);
-    snprintf(tok, sizeof tok, "%s/tokenizer.bin", dir);
+    bench_tokenizer_path(dir, m, tok, sizeof tok);
     snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, m->name);
     if (!exists(tok) && write_tokenizer(tok, m->vocab))
         return -1;
