@@ -8,7 +8,7 @@ CC      ?= cc
 DATADIR  = $(PREFIX)/share/attnscope
 
 DEB_PKGS = libncurses-dev libreadline-dev libopenblas-dev libpng-dev \
-           libcriterion-dev libfreetype-dev fonts-dejavu-core pkg-config tmux
+           libcriterion-dev libfreetype-dev libcairo2-dev fonts-dejavu-core pkg-config tmux
 
 WARN    = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(CI),true)
@@ -43,24 +43,28 @@ LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o) $(SIMD_OBJS)
 UI_OBJS   = $(UI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 # The view's pure parts (no curses, no readline), unit-tested with the engine.
-UI_TESTABLE = ui/layout.c ui/heatmap.c ui/palette.c ui/textfmt.c ui/logbuf.c ui/view.c ui/usage.c
+UI_TESTABLE = ui/layout.c ui/heatmap.c ui/palette.c ui/textfmt.c ui/logbuf.c ui/view.c ui/usage.c ui/datadir.c ui/lesson.c
 UI_TEST_OBJS = $(UI_TESTABLE:%.c=$(BUILD)/%.o)
 LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref
+.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
 # check, so a fresh machine installs packages before anything compiles.
 -include $(BUILD)/config.mk
+# Figures are drawn with Cairo: its image surface (written as PNG with
+# libpng), SVG and PDF surfaces, and DejaVu Sans through cairo-ft.
+CAIRO_PCS = cairo cairo-ft cairo-pdf cairo-svg
 
 $(BUILD)/config.mk: Makefile
 	@mkdir -p $(BUILD)
 	@missing=""; \
 	for pc in ncursesw:libncurses-dev readline:libreadline-dev openblas:libopenblas-dev \
-	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev; do \
+	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev \
+	          cairo-ft:libcairo2-dev cairo-pdf:libcairo2-dev cairo-svg:libcairo2-dev; do \
 	  name=$${pc%%:*}; pkg=$${pc#*:}; \
 	  command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $$name || missing="$$missing $$pkg"; \
 	done; \
@@ -75,9 +79,9 @@ $(BUILD)/config.mk: Makefile
 	    echo "attnscope: missing packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi; \
-	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2)"; \
-	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2) -lm -lpthread"; \
-	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2) -lm -lpthread"; \
+	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 $(CAIRO_PCS))"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
+	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
 	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
 	  echo "CRIT_LIBS := $$(pkg-config --libs criterion)"; } > $@.tmp && mv $@.tmp $@
 
@@ -130,7 +134,25 @@ llama-ref:
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run
 # unless the leak was Criterion's own (allocated in libcriterion itself).
-unit: $(UNIT) $(PROG) llama-ref
+# pdfinfo, pdftotext, pdftoppm (poppler-utils) and rsvg-convert
+# (librsvg2-bin) read the PDFs and SVGs back in the figure tests: installed
+# when missing (as root); otherwise the checks that need them skip, loudly.
+FIG_TOOLS = pdfinfo:poppler-utils pdftotext:poppler-utils pdftoppm:poppler-utils rsvg-convert:librsvg2-bin
+fig-tools:
+	@missing=""; \
+	for t in $(FIG_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
+	missing=$$(printf '%s\n' $$missing | sort -u | tr '\n' ' '); \
+	if [ -n "$${missing% }" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "attnscope: installing for the figure tests: $$missing"; \
+	    (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >&2 || \
+	      echo "*** attnscope: could not install $$missing: the PDF/SVG checks will SKIP ***" >&2; \
+	  else \
+	    echo "*** attnscope: the PDF/SVG checks need $$missing (sudo apt-get install -y $$missing): they will SKIP ***" >&2; \
+	  fi; \
+	fi
+
+unit: $(UNIT) $(PROG) llama-ref fig-tools
 ifeq ($(SAN),)
 	cd tests && AS_BIN=$(abspath $(PROG)) AS_LLAMA_REF=$(abspath $(LLAMA_REF)) AS_GGML_LIB=$(abspath $(GGML_LIB)) \
 	  ../$(UNIT) --jobs 2
@@ -143,8 +165,9 @@ endif
 
 # golden.sh compares whole screens (`view dump`) with tests/e2e/golden/;
 # GOLDEN_UPDATE=1 sh tests/e2e/golden.sh rewrites them, to be reviewed.
-e2e: $(PROG)
+e2e: $(PROG) fig-tools
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/figures.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 
@@ -206,14 +229,17 @@ include tests/fuzz/fuzz.mk
 # rendered to PNG (ui/tools/ansi2png.c, FreeType and libpng).
 screenshot: $(PROG) $(BUILD)/ansi2png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) sh tests/e2e/tui_screenshot.sh assets/screenshot.png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=80x24 FONT=22 LESSON=heads STEP=3 \
+	  sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
 
 $(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@
 
 install: $(PROG)
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/models
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/lessons
 	install -m 755 $(PROG) $(DESTDIR)$(PREFIX)/bin/attnscope
 	for f in models/*.gguf; do [ -f "$$f" ] && install -m 644 "$$f" $(DESTDIR)$(DATADIR)/models/; done; true
+	install -m 644 assets/lessons/*.txt $(DESTDIR)$(DATADIR)/lessons/
 
 clean:
 	rm -rf build attnscope

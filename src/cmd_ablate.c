@@ -80,7 +80,7 @@ static void print_top(as_session *s, const char *title, const float *logits, con
     fprintf(s->out, "%s:", title);
     for (int k = 0; k < m; k++) {
         char piece[64];
-        as_cmd_piece(s, top[k], piece, sizeof piece);
+        as_cmd_label(s, top[k], 0, piece, sizeof piece);
         fprintf(s->out, "  %s %.4f", piece, probs[top[k]]);
     }
     fprintf(s->out, "\n");
@@ -143,8 +143,8 @@ int as_cmd_metric(cmd_ctx *c)
         return AS_ERR;
     c->s->has_metric = true;
     char a[64], b[64];
-    as_cmd_piece(c->s, c->s->metric[0], a, sizeof a);
-    as_cmd_piece(c->s, c->s->metric[1], b, sizeof b);
+    as_cmd_label(c->s, c->s->metric[0], 0, a, sizeof a);
+    as_cmd_label(c->s, c->s->metric[1], 0, b, sizeof b);
     fprintf(c->s->out, "metric: logit[%s] - logit[%s] at the last position\n", a, b);
     return AS_OK;
 }

@@ -36,8 +36,34 @@ void as_cmd_side_run_free(as_side_run *r)
     as_capture_free(r->cap);
 }
 
+/* A label as text output prints it ('·' for a space) back to its text:
+ * a malloc'd copy, or NULL when it has no '·'. */
+static char *label_text(const char *arg)
+{
+    if (!strstr(arg, "\xC2\xB7"))
+        return NULL;
+    char *t = strdup(arg), *o = t;
+    for (const char *p = arg; t && *p; p++) {
+        if (p[0] == '\xC2' && p[1] == '\xB7') {
+            *o++ = ' ';
+            p++;
+        } else {
+            *o++ = *p;
+        }
+    }
+    if (t)
+        *o = '\0';
+    return t;
+}
+
 int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *err)
 {
+    char *text = label_text(arg);
+    if (text) {
+        int rc = as_cmd_parse_token(s, text, out, err);
+        free(text);
+        return rc;
+    }
     char *end;
     long v = strtol(arg, &end, 10);
     if (*arg && !*end) {
@@ -122,4 +148,61 @@ int as_cmd_list_rules(cmd_ctx *c, bool watches)
     if (!shown)
         fprintf(c->s->out, watches ? "no watches\n" : "no ablations or patches\n");
     return AS_OK;
+}
+
+/* The bytes of one complete UTF-8 character at p (len left), 0 if broken. */
+static size_t utf8_char(const unsigned char *p, size_t len)
+{
+    size_t n = p[0] < 0x80 ? 1 : (p[0] & 0xE0) == 0xC0 ? 2 : (p[0] & 0xF0) == 0xE0 ? 3 : (p[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || n > len || (n == 2 && p[0] < 0xC2))
+        return 0;
+    for (size_t k = 1; k < n; k++)
+        if ((p[k] & 0xC0) != 0x80)
+            return 0;
+    return n;
+}
+
+/* One visible unit of a piece's bytes into unit (at most 7 bytes);
+ * returns how many input bytes it stands for. */
+static size_t label_unit(const unsigned char *b, size_t len, char *unit)
+{
+    size_t n = utf8_char(b, len);
+    if (b[0] == ' ' || b[0] == '\n' || b[0] == '\t')
+        strcpy(unit, b[0] == ' ' ? "\xC2\xB7" : b[0] == '\n' ? "\xE2\x86\xB5" : "\xE2\x87\xA5");
+    else if (n == 0 || b[0] < 0x20 || b[0] == 0x7f || (b[0] == 0xC2 && b[1] < 0xA0))
+        snprintf(unit, 8, "\\x%02X", b[0]), n = 1; /* C1 controls too: 0x9B is CSI to some terminals */
+    else
+        memcpy(unit, b, n), unit[n] = '\0';
+    return n;
+}
+
+void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t cap)
+{
+    char bytes[256];
+    size_t len = as_tokenizer_token_bytes(s->model->tok, id, bytes, sizeof bytes), o = 0;
+    if (len == 0) {
+        const char *p = as_tokenizer_piece(s->model->tok, id);
+        len = (size_t)snprintf(bytes, sizeof bytes, "%s", p ? p : "?");
+        len = len < sizeof bytes ? len : sizeof bytes - 1;
+    }
+    /* Columns are counted as characters: pieces are words, not wide scripts. */
+    int cols = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < len;) {
+        char unit[8];
+        size_t used = label_unit((const unsigned char *)bytes + i, len - i, unit);
+        int w = unit[0] == '\\' ? 4 : 1;
+        bool last = i + used >= len;
+        if (width > 0 && cols + w > width - (last ? 0 : 1)) {
+            if (o + 4 <= cap)
+                strcpy(out + o, "\xE2\x80\xA6"); /* '…': the piece goes on */
+            return;
+        }
+        if (o + strlen(unit) + 4 > cap)
+            return;
+        strcpy(out + o, unit);
+        o += strlen(unit);
+        cols += w;
+        i += used;
+    }
 }

@@ -21,7 +21,7 @@ int as_cmd_dla(cmd_ctx *c)
     int pos = s->it->out->n_done - 1;
     as_out_arg o = as_cmd_output_arg(c, 2);
     if (o.argc < 2 || o.argc > 3 || (o.npy && o.at + 1 < c->argc))
-        return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg [dpi=N title=...]]");
+        return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf [key=value ...]]");
     if (as_cmd_parse_token(s, c->argv[1], &tok, c->err) ||
         (o.argc == 3 && as_cmd_parse_pos(s, c->argv[2], &pos, c->err)))
         return AS_ERR;
@@ -35,7 +35,7 @@ int as_cmd_dla(cmd_ctx *c)
         sum += d.terms[i].value;
     int rc = AS_OK;
     char piece[64];
-    as_cmd_piece(s, tok, piece, sizeof piece);
+    as_cmd_label(s, tok, 0, piece, sizeof piece);
     if (o.path) {
         /* [n_layer + 1, n_head + 2]: layer l's heads, then its attention
          * output bias and its MLP; the last row holds the embeddings and
@@ -71,9 +71,20 @@ int as_cmd_dla(cmd_ctx *c)
             snprintf(title, sizeof title, "Direct logit attribution of %s at position %d", label, pos);
             snprintf(desc, sizeof desc, "direct logit attribution, %d layers x %d heads + bias + MLP", cfg->n_layer,
                      cfg->n_head);
+            char notes[2][512];
+            double embed = 0;
+            for (int i = 0; i < d.n_terms; i++)
+                embed += d.terms[i].layer < 0 ? d.terms[i].value : 0;
+            snprintf(notes[0], sizeof notes[0], "Metric: the logit of %s (id %d) at position %d, %.3f: each cell is a "
+                     "component's output through the final norm's scale at that position, dotted with the token's "
+                     "unembedding.", label, tok, pos, d.logit);
+            snprintf(notes[1], sizeof notes[1], "Not drawn: the embeddings (%+.3f) and the final norm's bias (%+.3f); "
+                     "with them the terms sum to %.3f.", embed, d.constant, sum);
+            const char *note_ptrs[2] = {notes[0], notes[1]};
             as_table_fig fig = {.v = t, .rows = cfg->n_layer, .cols = W, .n_mats = 1, .col_labels = labels,
                                 .col_axis = "component", .diverging = true, .title = title,
-                                .cbar_label = "contribution to the logit", .what = desc};
+                                .cbar_label = "contribution to the logit", .what = desc, .notes = note_ptrs,
+                                .n_notes = 2};
             rc = names && labels ? as_cmd_export_table(c, o.path, o.at + 1, &fig)
                                  : as_error_set(c->err, "out of memory");
             free(names);

@@ -1,6 +1,9 @@
-/* The `export` and `dump all` commands: figures (PNG, SVG) and arrays
- * (.npy plus an index) from the capture. They only read the capture, the
- * context's tokens and the tokenizer; the drawing is figure.c's. */
+/* The `export` and `dump all` commands: figures (PNG, SVG, PDF) and
+ * arrays (.npy plus an index) from the capture. They only read the
+ * capture, the context's tokens and the tokenizer; the drawing is
+ * figure.c's. A figure's caption keeps apart what it shows (the title),
+ * where it comes from (model and prompt, the subtitle) and what was left
+ * out or normalised (the notes). */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -18,9 +21,13 @@
 
 enum {
     OPT_CMAP = 1 << 0, OPT_DPI = 1 << 1, OPT_SCALE = 1 << 2, OPT_HIDE_BOS = 1 << 3,
-    OPT_TOKENS = 1 << 4, OPT_TITLE = 1 << 5, OPT_TOP = 1 << 6,
+    OPT_TOKENS = 1 << 4, OPT_TITLE = 1 << 5, OPT_TOP = 1 << 6, OPT_WIDTH = 1 << 7,
+    OPT_HEIGHT = 1 << 8, OPT_FONT = 1 << 9,
+    /* what every figure takes: its size, text size, resolution and title */
+    OPT_FIG = OPT_DPI | OPT_TITLE | OPT_WIDTH | OPT_HEIGHT | OPT_FONT,
 };
-static const char *const opt_names[] = {"cmap", "dpi", "scale", "hide-bos", "tokens", "title", "top"};
+static const char *const opt_names[] = {"cmap", "dpi", "scale", "hide-bos", "tokens", "title", "top",
+                                        "width", "height", "font"};
 #define N_OPTS ((int)(sizeof opt_names / sizeof *opt_names))
 
 typedef struct export_opts {
@@ -62,10 +69,58 @@ static int parse_window(const char *v, export_opts *o, as_error *err)
     return AS_OK;
 }
 
+/* One option's value into o; k is its bit. */
+static int parse_value(unsigned k, const char *v, export_opts *o, as_error *err)
+{
+    long n;
+    double x;
+    switch (k) {
+    case OPT_CMAP: {
+        int m = as_cmap_parse(v);
+        if (m < 0)
+            return as_error_set(err, "bad option: cmap must be viridis, magma or gray, not '%s'", v);
+        o->st.cmap = (as_cmap)m;
+        return AS_OK;
+    }
+    case OPT_DPI:
+        if (as_cmd_parse_long(v, 30, 1200, "dpi", &n, err))
+            return as_error_prefix(err, "bad option");
+        o->st.dpi = (int)n;
+        return AS_OK;
+    case OPT_SCALE:
+        if (strcmp(v, "linear") && strcmp(v, "log"))
+            return as_error_set(err, "bad option: scale must be linear or log, not '%s'", v);
+        o->st.log_scale = !strcmp(v, "log");
+        return AS_OK;
+    case OPT_HIDE_BOS:
+        if (strcmp(v, "yes") && strcmp(v, "no"))
+            return as_error_set(err, "bad option: hide-bos must be yes or no, not '%s'", v);
+        o->hide_bos = !strcmp(v, "yes");
+        return AS_OK;
+    case OPT_TOKENS:
+        return parse_window(v, o, err) ? as_error_prefix(err, "bad option") : AS_OK;
+    case OPT_TITLE:
+        o->title = v;
+        return AS_OK;
+    case OPT_TOP:
+        return as_cmd_parse_long(v, 1, 50, "top", &o->top, err) ? as_error_prefix(err, "bad option") : AS_OK;
+    case OPT_WIDTH:
+        return as_fig_parse_length(v, "width", &o->st.width_pt, err) ? as_error_prefix(err, "bad option") : AS_OK;
+    case OPT_HEIGHT:
+        return as_fig_parse_length(v, "height", &o->st.height_pt, err) ? as_error_prefix(err, "bad option") : AS_OK;
+    case OPT_FONT:
+        if (as_cmd_parse_float(v, 4, 36, "font (points)", &x, err))
+            return as_error_prefix(err, "bad option");
+        o->st.font_pt = (float)x;
+        return AS_OK;
+    }
+    return AS_ERR;
+}
+
 static int parse_opts(cmd_ctx *c, int first, unsigned allowed, export_opts *o)
 {
     as_error *err = c->err;
-    char names[160];
+    char names[200];
     memset(o, 0, sizeof *o);
     as_fig_style_default(&o->st);
     opt_list(allowed, names, sizeof names);
@@ -75,7 +130,6 @@ static int parse_opts(cmd_ctx *c, int first, unsigned allowed, export_opts *o)
             return as_error_set(err, "bad option '%s' for export %s: options are key=value (%s)", arg, c->argv[1],
                                 names);
         size_t klen = (size_t)(eq - arg);
-        const char *v = eq + 1;
         int k = -1;
         for (int j = 0; j < N_OPTS; j++)
             if (strlen(opt_names[j]) == klen && !strncmp(arg, opt_names[j], klen))
@@ -83,42 +137,8 @@ static int parse_opts(cmd_ctx *c, int first, unsigned allowed, export_opts *o)
         if (k < 0 || !(allowed & (1u << k)))
             return as_error_set(err, "bad option '%.*s' for export %s (options: %s)", (int)klen, arg, c->argv[1],
                                 names);
-        long n;
-        switch (1u << k) {
-        case OPT_CMAP: {
-            int m = as_cmap_parse(v);
-            if (m < 0)
-                return as_error_set(err, "bad option: cmap must be viridis, magma or gray, not '%s'", v);
-            o->st.cmap = (as_cmap)m;
-            break;
-        }
-        case OPT_DPI:
-            if (as_cmd_parse_long(v, 30, 1200, "dpi", &n, err))
-                return as_error_prefix(err, "bad option");
-            o->st.dpi = (int)n;
-            break;
-        case OPT_SCALE:
-            if (strcmp(v, "linear") && strcmp(v, "log"))
-                return as_error_set(err, "bad option: scale must be linear or log, not '%s'", v);
-            o->st.log_scale = !strcmp(v, "log");
-            break;
-        case OPT_HIDE_BOS:
-            if (strcmp(v, "yes") && strcmp(v, "no"))
-                return as_error_set(err, "bad option: hide-bos must be yes or no, not '%s'", v);
-            o->hide_bos = !strcmp(v, "yes");
-            break;
-        case OPT_TOKENS:
-            if (parse_window(v, o, err))
-                return as_error_prefix(err, "bad option");
-            break;
-        case OPT_TITLE:
-            o->title = v;
-            break;
-        case OPT_TOP:
-            if (as_cmd_parse_long(v, 1, 50, "top", &o->top, err))
-                return as_error_prefix(err, "bad option");
-            break;
-        }
+        if (parse_value(1u << k, eq + 1, o, err))
+            return AS_ERR;
     }
     return AS_OK;
 }
@@ -159,18 +179,23 @@ void as_cmd_token_label(const as_session *s, int32_t id, char *out, size_t cap)
     as_fig_visible_text(bytes, n, out, cap);
 }
 
-/* Labels of context positions [a, b), malloc'd strings. */
-static char **position_labels(const as_session *s, int a, int b)
+/* Labels of context positions [a, b), malloc'd strings; numbered with
+ * their positions when numbered (a cropped figure says where it is). */
+static char **position_labels(const as_session *s, int a, int b, bool numbered)
 {
     char **l = calloc((size_t)(b - a), sizeof *l);
     for (int p = a; l && p < b; p++) {
-        char buf[256];
+        char buf[256], tok[240];
         as_position at;
         as_interp_position(s->it, s->prog->out_stream, p, &at);
         if (at.token < 0)
-            snprintf(buf, sizeof buf, "%s", at.name);
+            snprintf(tok, sizeof tok, "%s", at.name);
         else
-            as_cmd_token_label(s, at.token, buf, sizeof buf);
+            as_cmd_token_label(s, at.token, tok, sizeof tok);
+        if (numbered)
+            snprintf(buf, sizeof buf, "%d %s", p, tok);
+        else
+            snprintf(buf, sizeof buf, "%s", tok);
         if (!(l[p - a] = strdup(buf))) {
             for (int q = a; q < p; q++)
                 free(l[q - a]);
@@ -226,22 +251,63 @@ static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int
     return rc ? AS_ERR : AS_OK;
 }
 
-/* Titles use typographic marks only when the outline font can draw them. */
-static void make_title(const as_fig_ctx *ctx, const export_opts *o, char *buf, size_t cap, const char *fmt_font,
-                       const char *fmt_plain, ...)
-    __attribute__((format(printf, 5, 7)));
+/* A figure's caption: its title (title= or the default), the model and
+ * prompt as the subtitle, and up to a few notes, all in one struct that
+ * owns its strings. */
+#define MAX_NOTES 6
+typedef struct caption {
+    char title[512], subtitle[640];
+    char notes[MAX_NOTES][768];
+    const char *note_ptrs[MAX_NOTES];
+    as_fig_caption c;
+} caption;
 
-static void make_title(const as_fig_ctx *ctx, const export_opts *o, char *buf, size_t cap, const char *fmt_font,
-                       const char *fmt_plain, ...)
+static void caption_init(caption *cp, const as_session *s, const export_opts *o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void caption_init(caption *cp, const as_session *s, const export_opts *o, const char *fmt, ...)
 {
-    if (o->title) {
-        snprintf(buf, cap, "%s", o->title);
-        return;
+    memset(cp, 0, sizeof *cp);
+    if (o && o->title) {
+        snprintf(cp->title, sizeof cp->title, "%s", o->title);
+    } else {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(cp->title, sizeof cp->title, fmt, ap);
+        va_end(ap);
     }
+    char *prompt = context_text(s, 0, s->it->out->n_prompt);
+    if (prompt && *prompt)
+        snprintf(cp->subtitle, sizeof cp->subtitle, "model %s \xC2\xB7 prompt \xE2\x80\x9C%s\xE2\x80\x9D",
+                 s->model->cfg.name, prompt);
+    else
+        snprintf(cp->subtitle, sizeof cp->subtitle, "model %s", s->model->cfg.name);
+    free(prompt);
+    cp->c = (as_fig_caption){cp->title, cp->subtitle, cp->note_ptrs, 0};
+}
+
+static void caption_note(caption *cp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void caption_note(caption *cp, const char *fmt, ...)
+{
+    if (cp->c.n_notes >= MAX_NOTES)
+        return;
     va_list ap;
-    va_start(ap, fmt_plain);
-    vsnprintf(buf, cap, as_fig_ctx_has_font(ctx) ? fmt_font : fmt_plain, ap);
+    va_start(ap, fmt);
+    vsnprintf(cp->notes[cp->c.n_notes], sizeof cp->notes[0], fmt, ap);
     va_end(ap);
+    cp->note_ptrs[cp->c.n_notes] = cp->notes[cp->c.n_notes];
+    cp->c.n_notes++;
+}
+
+/* What a window of [a, b) out of n positions leaves out, as a note. */
+static void note_window(caption *cp, const as_session *s, const export_opts *o, int a, int b, int n)
+{
+    bool bos_hidden = o->hide_bos && a == 1 && (!o->window || o->from == LONG_MIN || o->from == 0);
+    if (a > (bos_hidden ? 1 : 0) || b < n)
+        caption_note(cp, "Positions %d to %d of 0 to %d shown (tokens=%d:%d); labels give each token's position.", a,
+                     b - 1, n - 1, a, b);
+    (void)s;
 }
 
 /* Writes the figure and reports it; owns f. */
@@ -253,8 +319,14 @@ static int finish(cmd_ctx *c, as_figure *f, const export_opts *o, int a, int b, 
         rc = as_figure_write(f, path, fmt, c->err);
     if (rc == AS_OK) {
         int w, h;
+        float wp, hp;
         as_figure_size(f, &w, &h);
-        fprintf(c->s->out, "wrote %s: %s %dx%d %s\n", path, what, w, h, fmt == AS_FIG_SVG ? "viewBox" : "px");
+        as_figure_size_pt(f, &wp, &hp);
+        if (fmt == AS_FIG_PNG)
+            fprintf(c->s->out, "wrote %s: %s %dx%d px\n", path, what, w, h);
+        else
+            fprintf(c->s->out, "wrote %s: %s %dx%d %s\n", path, what, (int)lrintf(wp), (int)lrintf(hp),
+                    fmt == AS_FIG_SVG ? "viewBox" : "pt");
     }
     as_figure_free(f);
     return rc;
@@ -262,17 +334,23 @@ static int finish(cmd_ctx *c, as_figure *f, const export_opts *o, int a, int b, 
 
 /* ---- attention ---- */
 
-/* Copies one head's pattern over positions [a, b) with its site's mask
- * (causal, or a sliding window's too). */
+/* One head's pattern over positions [a, b) through the capture's
+ * accessors: the keys each query sees (causal, a window, or all of them),
+ * the rest masked. */
 static void head_matrix(const as_session *s, int hook, int head, int a, int b, float *v, unsigned char *mk)
 {
     int m = b - a;
-    const as_attn *site = as_program_attn(s->prog, hook);
-    for (int q = 0; q < m; q++)
+    for (int q = 0; q < m; q++) {
+        int k0, k1, nk;
+        as_capture_attn_visible(s->cap, hook, a + q, &k0, &k1);
+        const float *row = as_capture_attn_row(s->cap, hook, head, a + q, &nk);
         for (int k = 0; k < m; k++) {
-            v[q * m + k] = as_capture_attn(s->cap, hook, head, a + q, a + k);
-            mk[q * m + k] = site ? !as_attn_visible(site, a + q, a + k) : k > q;
+            int key = a + k;
+            bool seen = key >= k0 && key < k1 && key < nk;
+            v[q * m + k] = seen ? row[key] : 0;
+            mk[q * m + k] = !seen;
         }
+    }
 }
 
 /* Positions every listed layer's pattern holds (the fewest), or AS_ERR. */
@@ -290,10 +368,49 @@ static int pattern_positions(as_session *s, const int *layers, int n_layers, int
     return n;
 }
 
+/* hide-bos drops the first key's column but keeps each row's weights as
+ * they are: say so, and how much of a row went with it. */
+static void note_hidden_bos(caption *cp, const as_session *s, const int *hooks, int n_layers, int head, int heads,
+                            int a, int b)
+{
+    if (a != 1)
+        return;
+    double most = 0;
+    for (int l = 0; l < n_layers; l++)
+        for (int h = 0; h < heads; h++)
+            for (int q = a; q < b; q++) {
+                int k0, k1;
+                as_capture_attn_visible(s->cap, hooks[l], q, &k0, &k1);
+                if (k0 == 0)
+                    most = fmax(most, as_capture_attn_row(s->cap, hooks[l], head >= 0 ? head : h, q, NULL)[0]);
+            }
+    caption_note(cp, "hide-bos: the first token (position 0) is hidden and rows are not renormalised: a row shown "
+                     "sums to 1 minus its weight on position 0 (up to %.2f here).", most);
+}
+
 typedef struct attn_job {
     int n_layers, layer0; /* layers [layer0, layer0 + n_layers) */
     int head;             /* -1: every head */
 } attn_job;
+
+/* Headers of panels: "head 0".. (one layer) or numbers with the axis named. */
+static char **panel_names(const as_config *cfg, const attn_job *job)
+{
+    int n = cfg->n_head + job->n_layers;
+    char **names = calloc((size_t)n, sizeof *names);
+    for (int i = 0; names && i < n; i++) {
+        char buf[32];
+        if (i < cfg->n_head)
+            snprintf(buf, sizeof buf, job->n_layers == 1 ? "head %d" : "%d", i);
+        else
+            snprintf(buf, sizeof buf, "%d", job->layer0 + i - cfg->n_head);
+        if (!(names[i] = strdup(buf))) {
+            free_labels(names, i);
+            return NULL;
+        }
+    }
+    return names;
+}
 
 static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, int opt_first)
 {
@@ -302,7 +419,7 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     export_opts o;
     as_fig_format fmt;
     if (as_fig_format_of(path, &fmt, c->err) ||
-        parse_opts(c, opt_first, OPT_CMAP | OPT_DPI | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS | OPT_TITLE, &o))
+        parse_opts(c, opt_first, OPT_FIG | OPT_CMAP | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS, &o))
         return AS_ERR;
     int layers[256], hooks[256], a, b;
     if (job->n_layers > 256)
@@ -316,10 +433,11 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     float *v = malloc((size_t)n_mats * (size_t)m * (size_t)m * sizeof *v);
     unsigned char *mk = malloc((size_t)n_mats * (size_t)m * (size_t)m);
     as_fig_matrix *mats = calloc((size_t)n_mats, sizeof *mats);
-    char **labels = position_labels(s, a, b);
-    char **names = calloc((size_t)(cfg->n_head + job->n_layers), sizeof *names);
+    char **labels = position_labels(s, a, b, a > 0 || b < n);
+    char **names = panel_names(cfg, job);
     as_fig_ctx *ctx = NULL;
     as_figure *f = NULL;
+    caption cp;
     int rc = AS_ERR;
     if (!v || !mk || !mats || !labels || !names) {
         as_error_set(c->err, "out of memory for %d patterns of %d tokens", n_mats, m);
@@ -333,42 +451,29 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     }
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
-    for (int i = 0; i < cfg->n_head + job->n_layers; i++) {
-        if (!(names[i] = malloc(32))) {
-            as_error_set(c->err, "out of memory");
-            goto out;
-        }
-        if (i < cfg->n_head)
-            snprintf(names[i], 32, "Head %d", i);
-        else
-            snprintf(names[i], 32, "Layer %d", job->layer0 + i - cfg->n_head);
-    }
     as_fig_heat h = {m, m, (const char *const *)labels, (const char *const *)labels, "query position", "key position",
-                     "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL, 0, 0};
-    char title[512], what[96];
-    const char *model = cfg->name;
+                     "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
+    char what[96];
     if (job->head >= 0) {
-        make_title(ctx, &o, title, sizeof title, "Layer %d \xC2\xB7 Head %d \xE2\x80\x94 %s", "Layer %d, Head %d - %s",
-                   job->layer0, job->head, model);
+        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 head %d", job->layer0, job->head);
         snprintf(what, sizeof what, "attention layer %d head %d", job->layer0, job->head);
     } else if (job->n_layers == 1) {
-        /* Small multiples: up to six panels a row. */
-        h.grid_rows = (heads + 5) / 6;
-        h.grid_cols = (heads + h.grid_rows - 1) / h.grid_rows;
+        h.grid_rows = h.grid_cols = 0; /* as many panels a row as the width allows */
         h.mat_titles = (const char *const *)names;
-        make_title(ctx, &o, title, sizeof title, "Layer %d \xC2\xB7 every head \xE2\x80\x94 %s",
-                   "Layer %d, every head - %s", job->layer0, model);
+        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 every head", job->layer0);
         snprintf(what, sizeof what, "attention layer %d, %d heads", job->layer0, heads);
     } else {
-        h.grid_rows = job->n_layers;
-        h.grid_cols = heads;
+        h.grid_rows = job->n_layers, h.grid_cols = heads;
         h.grid_col_names = (const char *const *)names;
         h.grid_row_names = (const char *const *)names + cfg->n_head;
-        make_title(ctx, &o, title, sizeof title, "Attention patterns, %d layers \xC3\x97 %d heads \xE2\x80\x94 %s",
-                   "Attention patterns, %d layers x %d heads - %s", job->n_layers, heads, model);
+        h.grid_col_axis = "head", h.grid_row_axis = "layer";
+        caption_init(&cp, s, &o, "Attention of every layer and head");
         snprintf(what, sizeof what, "attention %d layers x %d heads", job->n_layers, heads);
     }
-    if (as_fig_heatmap(&f, ctx, &o.st, title, &h, c->err))
+    note_window(&cp, s, &o, a, b, n);
+    if (o.hide_bos)
+        note_hidden_bos(&cp, s, hooks, job->n_layers, job->head, heads, a, b);
+    if (as_fig_heatmap(&f, ctx, &o.st, &cp.c, &h, c->err))
         goto out;
     char val[32];
     snprintf(val, sizeof val, job->n_layers == 1 ? "%d" : "all", job->layer0);
@@ -390,6 +495,74 @@ out:
     return rc;
 }
 
+/* bertviz's head view: one head, or every head of the layer overlaid. */
+static int export_lines_fig(cmd_ctx *c, int layer, int head, const char *path)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    export_opts o;
+    as_fig_format fmt;
+    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 5, OPT_FIG | OPT_HIDE_BOS | OPT_TOKENS, &o))
+        return AS_ERR;
+    int hook, a, b;
+    int n = pattern_positions(s, &layer, 1, &hook, c->err);
+    if (n < 0 || resolve_window(s, &o, n, &a, &b, c->err))
+        return AS_ERR;
+    int m = b - a, heads = head < 0 ? cfg->n_head : 1;
+    float *v = malloc((size_t)heads * (size_t)m * (size_t)m * sizeof *v);
+    unsigned char *mk = malloc((size_t)m * (size_t)m);
+    const float **w = calloc((size_t)heads, sizeof *w);
+    char **labels = position_labels(s, a, b, a > 0 || b < n);
+    attn_job job = {1, layer, head};
+    char **names = panel_names(cfg, &job);
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    caption cp;
+    int rc = AS_ERR;
+    if (!v || !mk || !w || !labels || !names) {
+        as_error_set(c->err, "out of memory for %d heads of %d tokens", heads, m);
+        goto out;
+    }
+    for (int i = 0; i < heads; i++) {
+        head_matrix(s, hook, head < 0 ? i : head, a, b, v + (size_t)i * m * m, mk);
+        w[i] = v + (size_t)i * m * m;
+    }
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    as_fig_lines ln = {m, (const char *const *)labels, heads, w, head < 0 ? (const char *const *)names : NULL};
+    char what[96];
+    if (head >= 0)
+        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 head %d", layer, head);
+    else
+        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 every head", layer);
+    snprintf(what, sizeof what, head >= 0 ? "head view layer %d head %d" : "head view layer %d, every head", layer,
+             head);
+    caption_note(&cp, "A line joins a query (left) to a key (right); its opacity is the attention weight.");
+    note_window(&cp, s, &o, a, b, n);
+    if (o.hide_bos)
+        note_hidden_bos(&cp, s, &hook, 1, head, heads, a, b);
+    if (as_fig_lines_view(&f, ctx, &o.st, &cp.c, &ln, c->err))
+        goto out;
+    char val[32];
+    snprintf(val, sizeof val, "%d", layer);
+    if (as_figure_add_meta(f, "Layer", val, c->err))
+        goto out;
+    snprintf(val, sizeof val, head >= 0 ? "%d" : "all", head);
+    if (as_figure_add_meta(f, "Head", val, c->err))
+        goto out;
+    rc = finish(c, f, &o, a, b, path, fmt, what);
+    f = NULL;
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    free_labels(labels, m);
+    free_labels(names, cfg->n_head + 1);
+    free(v);
+    free(mk);
+    free(w);
+    return rc;
+}
+
 /* ---- instrument tables ---- */
 
 const char *as_cmd_output_kind(const char *path)
@@ -397,7 +570,11 @@ const char *as_cmd_output_kind(const char *path)
     const char *dot = strrchr(path, '.');
     if (!dot || strchr(dot, '/'))
         return NULL;
-    return !strcasecmp(dot, ".npy") ? "npy" : !strcasecmp(dot, ".png") ? "png" : !strcasecmp(dot, ".svg") ? "svg" : NULL;
+    return !strcasecmp(dot, ".npy")   ? "npy"
+           : !strcasecmp(dot, ".png") ? "png"
+           : !strcasecmp(dot, ".svg") ? "svg"
+           : !strcasecmp(dot, ".pdf") ? "pdf"
+                                      : NULL;
 }
 
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t)
@@ -405,7 +582,7 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
     as_session *s = c->s;
     export_opts o;
     as_fig_format fmt;
-    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, opt_first, OPT_DPI | OPT_TITLE, &o))
+    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, opt_first, OPT_FIG, &o))
         return AS_ERR;
     int n_mats = t->n_mats > 0 ? t->n_mats : 1;
     double a = 1;
@@ -416,10 +593,11 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
                 a = fabs(t->v[i]);
     }
     char **rows = calloc((size_t)t->rows, sizeof *rows);
-    char **cols = t->by_position ? position_labels(s, 0, t->cols) : calloc((size_t)t->cols, sizeof *cols);
+    char **cols = t->by_position ? position_labels(s, 0, t->cols, false) : calloc((size_t)t->cols, sizeof *cols);
     as_fig_matrix *mats = calloc((size_t)n_mats, sizeof *mats);
     as_fig_ctx *ctx = NULL;
     as_figure *f = NULL;
+    caption cp;
     int rc = AS_ERR;
     if (!rows || !cols || !mats) {
         as_error_set(c->err, "out of memory");
@@ -436,12 +614,14 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
         mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols, NULL};
     as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols, "layer",
                      t->col_axis ? t->col_axis : t->by_position ? "position" : "head", t->cbar_label, n_mats, mats,
-                     t->mat_titles, 1, n_mats, NULL, NULL, t->diverging ? (float)-a : 0, t->diverging ? (float)a : 0};
-    char title[512];
+                     t->mat_titles, n_mats > 1 ? 0 : 1, n_mats > 1 ? 0 : 1, NULL, NULL, NULL, NULL,
+                     t->diverging ? (float)-a : 0, t->diverging ? (float)a : 0};
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
-    make_title(ctx, &o, title, sizeof title, "%s \xE2\x80\x94 %s", "%s - %s", t->title, s->model->cfg.name);
-    if (as_fig_heatmap(&f, ctx, &o.st, title, &h, c->err))
+    caption_init(&cp, s, &o, "%s", t->title);
+    for (int i = 0; i < t->n_notes; i++)
+        caption_note(&cp, "%s", t->notes[i]);
+    if (as_fig_heatmap(&f, ctx, &o.st, &cp.c, &h, c->err))
         goto out;
     rc = finish(c, f, &o, 0, s->it->out->n_tokens, path, fmt, t->what);
     f = NULL;
@@ -469,7 +649,7 @@ static int parse_layer(as_session *s, const char *arg, int *layer, as_error *err
 static int export_attn(cmd_ctx *c)
 {
     if (c->argc < 5)
-        return as_error_set(c->err, "usage: export attn LAYER HEAD FILE.png|FILE.svg [key=value ...]");
+        return as_error_set(c->err, "usage: export attn LAYER HEAD FILE.png|FILE.svg|FILE.pdf [key=value ...]");
     attn_job job = {1, 0, 0};
     long head;
     if (parse_layer(c->s, c->argv[2], &job.layer0, c->err) ||
@@ -479,10 +659,23 @@ static int export_attn(cmd_ctx *c)
     return export_attention(c, &job, c->argv[4], 5);
 }
 
+static int export_lines(cmd_ctx *c)
+{
+    if (c->argc < 5)
+        return as_error_set(c->err, "usage: export lines LAYER HEAD|all FILE.png|FILE.svg|FILE.pdf [key=value ...]");
+    int layer;
+    long head = -1;
+    if (parse_layer(c->s, c->argv[2], &layer, c->err) ||
+        (strcmp(c->argv[3], "all") &&
+         as_cmd_parse_long(c->argv[3], 0, c->s->model->cfg.n_head - 1, "the head (or all)", &head, c->err)))
+        return AS_ERR;
+    return export_lines_fig(c, layer, (int)head, c->argv[4]);
+}
+
 static int export_grid(cmd_ctx *c)
 {
     if (c->argc < 4)
-        return as_error_set(c->err, "usage: export grid LAYER|all FILE.png|FILE.svg [key=value ...]");
+        return as_error_set(c->err, "usage: export grid LAYER|all FILE.png|FILE.svg|FILE.pdf [key=value ...]");
     attn_job job = {1, 0, -1};
     if (!strcmp(c->argv[2], "all"))
         job.n_layers = c->s->model->cfg.n_layer;
@@ -497,14 +690,14 @@ static int export_norms(cmd_ctx *c)
 {
     as_session *s = c->s;
     if (c->argc < 4)
-        return as_error_set(c->err, "usage: export norms LAYER|final FILE.png|FILE.svg [key=value ...]");
+        return as_error_set(c->err, "usage: export norms LAYER|final FILE.png|FILE.svg|FILE.pdf [key=value ...]");
     const char *path = c->argv[3];
     export_opts o;
     as_fig_format fmt;
     int layer = -1;
     bool final = !strcmp(c->argv[2], "final");
     if ((!final && parse_layer(s, c->argv[2], &layer, c->err)) || as_fig_format_of(path, &fmt, c->err) ||
-        parse_opts(c, 4, OPT_DPI | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS | OPT_TITLE, &o))
+        parse_opts(c, 4, OPT_FIG | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS, &o))
         return AS_ERR;
     int h1 = as_program_hook(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_LN1_SCALE, layer);
     int h2 = final ? -1 : as_program_hook(s->prog, AS_HK_LN2_SCALE, layer);
@@ -514,9 +707,10 @@ static int export_norms(cmd_ctx *c)
     bool two = h2 >= 0 && s->cap->filled[h2] >= b;
     int m = b - a;
     as_norm_stat *st = malloc((size_t)m * 2 * sizeof *st);
-    char **labels = position_labels(s, a, b);
+    char **labels = position_labels(s, a, b, a > 0 || b < n);
     as_fig_ctx *ctx = NULL;
     as_figure *f = NULL;
+    caption cp;
     int rc = AS_ERR;
     if (!st || !labels) {
         as_error_set(c->err, "out of memory");
@@ -534,15 +728,16 @@ static int export_norms(cmd_ctx *c)
                         {"ln2 (MLP input)", st + m}}};
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
-    char title[512], what[64];
+    char what[64];
     const char *kind = rms ? "RMSNorm" : "LayerNorm";
     if (final)
-        make_title(ctx, &o, title, sizeof title, "Final %s across tokens \xE2\x80\x94 %s", "Final %s across tokens - %s",
-                   kind, s->model->cfg.name);
+        caption_init(&cp, s, &o, "Final %s: its input across tokens", kind);
     else
-        make_title(ctx, &o, title, sizeof title, "Layer %d %s statistics across tokens \xE2\x80\x94 %s",
-                   "Layer %d %s statistics across tokens - %s", layer, kind, s->model->cfg.name);
-    if (as_fig_norm_chart(&f, ctx, &o.st, title, &nm, c->err))
+        caption_init(&cp, s, &o, "Layer %d %s statistics across tokens", layer, kind);
+    note_window(&cp, s, &o, a, b, n);
+    if (o.hide_bos && a == 1)
+        caption_note(&cp, "hide-bos: the first token (position 0) is not shown.");
+    if (as_fig_norm_chart(&f, ctx, &o.st, &cp.c, &nm, c->err))
         goto out;
     char val[16];
     snprintf(val, sizeof val, final ? "final" : "%d", layer);
@@ -565,11 +760,11 @@ static int export_probs(cmd_ctx *c)
 {
     as_session *s = c->s;
     if (c->argc < 3)
-        return as_error_set(c->err, "usage: export probs FILE.png|FILE.svg [key=value ...]");
+        return as_error_set(c->err, "usage: export probs FILE.png|FILE.svg|FILE.pdf [key=value ...]");
     const char *path = c->argv[2];
     export_opts o;
     as_fig_format fmt;
-    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 3, OPT_DPI | OPT_SCALE | OPT_TITLE | OPT_TOP, &o))
+    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 3, OPT_FIG | OPT_SCALE | OPT_TOP, &o))
         return AS_ERR;
     const float *logits = as_interp_logits(s->it);
     if (!logits) {
@@ -603,14 +798,12 @@ static int export_probs(cmd_ctx *c)
     }
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
-    char title[512], sub[512], what[64];
-    bool font = as_fig_ctx_has_font(ctx);
-    make_title(ctx, &o, title, sizeof title, "Next token after position %d \xE2\x80\x94 %s",
-               "Next token after position %d - %s", pos, s->model->cfg.name);
-    snprintf(sub, sizeof sub, font ? "context: %s%s" : "context: %s%s", pos >= 12 ? (font ? "\xE2\x80\xA6" : "...") : "",
-             ctx_text);
-    as_fig_probs pr = {k, (const char *const *)labels, p, sub};
-    if (as_fig_prob_bars(&f, ctx, &o.st, title, &pr, c->err))
+    char what[64];
+    caption cp;
+    caption_init(&cp, s, &o, "Next token after position %d", pos);
+    caption_note(&cp, "The context ends: %s%s", pos >= 12 ? "\xE2\x80\xA6" : "", ctx_text);
+    as_fig_probs pr = {k, (const char *const *)labels, p};
+    if (as_fig_prob_bars(&f, ctx, &o.st, &cp.c, &pr, c->err))
         goto out;
     char val[16];
     snprintf(val, sizeof val, "%d", pos);
@@ -634,12 +827,12 @@ static int export_probs_trace(cmd_ctx *c)
 {
     as_session *s = c->s;
     if (c->argc < 3)
-        return as_error_set(c->err, "usage: export probs-trace FILE.png|FILE.svg [key=value ...]");
+        return as_error_set(c->err, "usage: export probs-trace FILE.png|FILE.svg|FILE.pdf [key=value ...]");
     const char *path = c->argv[2];
     export_opts o;
     as_fig_format fmt;
     if (as_fig_format_of(path, &fmt, c->err) ||
-        parse_opts(c, 3, OPT_CMAP | OPT_DPI | OPT_SCALE | OPT_TITLE | OPT_TOP | OPT_TOKENS, &o))
+        parse_opts(c, 3, OPT_FIG | OPT_CMAP | OPT_SCALE | OPT_TOP | OPT_TOKENS, &o))
         return AS_ERR;
     o.top = o.top ? o.top : 5;
     const as_interp *it = s->it;
@@ -699,11 +892,13 @@ static int export_probs_trace(cmd_ctx *c)
     }
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
-    char title[512], what[64];
-    make_title(ctx, &o, title, sizeof title, "Probability of each generated token \xE2\x80\x94 %s",
-               "Probability of each generated token - %s", s->model->cfg.name);
+    char what[64];
+    caption capt;
+    caption_init(&capt, s, &o, "Probability of each generated token");
+    caption_note(&capt, "Probabilities are the softmax of the logits each token was drawn from (temperature 1); "
+                        "the table holds each step's top %d.", K);
     as_fig_trace tr = {S, K, positions, (const char *const *)chosen, cp, rank, (const char *const *)alts, ap};
-    if (as_fig_prob_trace(&f, ctx, &o.st, title, &tr, c->err))
+    if (as_fig_prob_trace(&f, ctx, &o.st, &capt.c, &tr, c->err))
         goto out;
     snprintf(what, sizeof what, "probability trace, %d steps", S);
     rc = finish(c, f, &o, a, b, path, fmt, what);
@@ -725,9 +920,9 @@ out:
 
 int as_cmd_export(cmd_ctx *c)
 {
-    static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export norms "
-                                "LAYER|final FILE | export probs FILE | export probs-trace FILE  (FILE .png or "
-                                ".svg, then key=value options)";
+    static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export lines "
+                                "LAYER HEAD|all FILE | export norms LAYER|final FILE | export probs FILE | export "
+                                "probs-trace FILE  (FILE .png, .svg or .pdf, then key=value options)";
     if (c->argc < 2)
         return as_error_set(c->err, "%s", usage);
     const char *what = c->argv[1];
@@ -735,13 +930,15 @@ int as_cmd_export(cmd_ctx *c)
         return export_attn(c);
     if (!strcmp(what, "grid"))
         return export_grid(c);
+    if (!strcmp(what, "lines"))
+        return export_lines(c);
     if (!strcmp(what, "norms"))
         return export_norms(c);
     if (!strcmp(what, "probs"))
         return export_probs(c);
     if (!strcmp(what, "probs-trace"))
         return export_probs_trace(c);
-    return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, norms, probs, probs-trace)", what);
+    return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace)", what);
 }
 
 /* ---- dump all ---- */

@@ -34,7 +34,7 @@ int as_cmd_heads(cmd_ctx *c)
     bool context = false;
     as_out_arg o = as_cmd_output_arg(c, 1);
     if (o.npy && o.at + 1 < c->argc)
-        return as_error_set(c->err, "heads: options such as '%s' are for a figure (.png/.svg)", c->argv[o.at + 1]);
+        return as_error_set(c->err, "heads: options such as '%s' are for a figure (.png/.svg/.pdf)", c->argv[o.at + 1]);
     for (int i = 1; i < o.argc; i++) {
         if (!strcmp(c->argv[i], "context"))
             context = true;
@@ -42,7 +42,7 @@ int as_cmd_heads(cmd_ctx *c)
             if (as_cmd_parse_float(c->argv[i] + 10, 0, 1, "threshold", &threshold, c->err))
                 return AS_ERR;
         } else
-            return as_error_set(c->err, "usage: heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg]");
+            return as_error_set(c->err, "usage: heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]");
     }
     const as_capture *cap = s->cap;
     const int32_t *tokens = s->it->out->tokens;
@@ -116,8 +116,13 @@ int as_cmd_heads(cmd_ctx *c)
             snprintf(title, sizeof title, "Head scores on %s", context ? "the context" : "a repeated random-token probe");
             snprintf(desc, sizeof desc, "head scores, %d scores x %d layers x %d heads", AS_SCORE_COUNT, cfg->n_layer,
                      cfg->n_head);
+            char note[256];
+            snprintf(note, sizeof note, context ? "Scores on the current context, %d tokens."
+                     : "Scores on a probe of %d tokens: BOS, then random ordinary tokens, then the same again.", n);
+            const char *note_ptrs[1] = {note};
             as_table_fig fig = {.v = scores, .rows = cfg->n_layer, .cols = cfg->n_head, .n_mats = AS_SCORE_COUNT,
-                                .mat_titles = names, .title = title, .cbar_label = "score", .what = desc};
+                                .mat_titles = names, .title = title, .cbar_label = "score", .what = desc,
+                                .notes = note_ptrs, .n_notes = 1};
             rc = as_cmd_export_table(c, o.path, o.at + 1, &fig);
         }
         free(scores);

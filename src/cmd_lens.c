@@ -37,7 +37,7 @@ static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
         as_top_indices(logits, V, 1, top);
         final = top[0];
         char piece[64];
-        as_cmd_piece(s, final, piece, sizeof piece);
+        as_cmd_label(s, final, 0, piece, sizeof piece);
         fprintf(s->out, "logit lens at position %d; the model's final top token: %s (id %d)\n", pos, piece, final);
         fprintf(s->out, "layer\ttop-1\tprob\ttop-2\tprob\ttop-3\tprob\tfinal rank\tfinal prob\n");
     }
@@ -56,7 +56,7 @@ static int lens_at(cmd_ctx *c, int pos, const char *npy_path)
         fprintf(s->out, l < 0 ? "embed" : "%d", l);
         for (int k = 0; k < 3; k++) {
             char piece[64];
-            as_cmd_piece(s, top[k], piece, sizeof piece);
+            as_cmd_label(s, top[k], 0, piece, sizeof piece);
             fprintf(s->out, "\t%s\t%.4f", piece, probs[top[k]]);
         }
         fprintf(s->out, "\t%d\t%.4f\n", rank, probs[final]);
@@ -112,7 +112,7 @@ static int lens_table(cmd_ctx *c, const char *npy_path)
             fprintf(s->out, l < 0 ? "embed" : "%d", l);
             for (int p = 0; p < n; p++) {
                 char piece[64];
-                as_cmd_piece(s, ids[(size_t)(l + 1) * (size_t)n + (size_t)p], piece, 12);
+                as_cmd_label(s, ids[(size_t)(l + 1) * (size_t)n + (size_t)p], 8, piece, sizeof piece);
                 fprintf(s->out, "\t%s", piece);
             }
             fprintf(s->out, "\n");

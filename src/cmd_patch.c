@@ -72,9 +72,9 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
 {
     const char *out_kind = out_path ? as_cmd_output_kind(out_path) : NULL;
     if (out_path && !out_kind)
-        return as_error_set(c->err, "patch sweep writes FILE.npy, FILE.png or FILE.svg, not '%s'", out_path);
+        return as_error_set(c->err, "patch sweep writes FILE.npy, FILE.png, FILE.svg or FILE.pdf, not '%s'", out_path);
     if (out_kind && !strcmp(out_kind, "npy") && c->argc > 6)
-        return as_error_set(c->err, "patch sweep: options such as '%s' are for a figure (.png/.svg)", c->argv[6]);
+        return as_error_set(c->err, "patch sweep: options such as '%s' are for a figure (.png/.svg/.pdf)", c->argv[6]);
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
     if (!s->has_metric)
@@ -149,13 +149,24 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
             bool norm = isfinite(span) && fabs(span) > 1e-6;
             for (size_t i = 0; i < (size_t)cfg->n_layer * (size_t)cols; i++)
                 table[i] = norm ? (float)((table[i] - clean) / span) : table[i];
-            char title[128], desc[96];
+            char title[128], desc[96], notes[3][1024], ta[64], tb[64];
             snprintf(title, sizeof title, "Patching %s from the other prompt", what);
             snprintf(desc, sizeof desc, "patch sweep %s, %d layers x %d %s", what, cfg->n_layer, cols,
                      heads ? "heads" : "positions");
+            as_cmd_token_label(s, s->metric[0], ta, sizeof ta);
+            as_cmd_token_label(s, s->metric[1], tb, sizeof tb);
+            snprintf(notes[0], sizeof notes[0], "Metric: logit(%s) \xE2\x88\x92 logit(%s) at the last position: %.3f on "
+                     "this prompt (clean), %.3f on the other (corrupted).", ta, tb, clean, corrupt);
+            snprintf(notes[1], sizeof notes[1], norm ? "Colour: (patched \xE2\x88\x92 clean) / (corrupted \xE2\x88\x92 "
+                     "clean): 0 leaves the metric as it was, 1 moves it all the way to the other prompt's."
+                     : "Colour: the patched metric itself (the two prompts' metrics agree, so there is no change to "
+                       "share).");
+            snprintf(notes[2], sizeof notes[2], "Other prompt: \xE2\x80\x9C%.960s\xE2\x80\x9D", text);
+            const char *note_ptrs[3] = {notes[0], notes[1], notes[2]};
             as_table_fig t = {.v = table, .rows = cfg->n_layer, .cols = cols, .n_mats = 1, .by_position = !heads,
                               .diverging = true, .title = title,
-                              .cbar_label = norm ? "share of the metric's change" : "metric", .what = desc};
+                              .cbar_label = norm ? "share of the metric's change" : "metric", .what = desc,
+                              .notes = note_ptrs, .n_notes = 3};
             rc = as_cmd_export_table(c, out_path, 6, &t);
         }
     }
@@ -176,7 +187,7 @@ int as_cmd_patch(cmd_ctx *c)
     }
     if (c->argc < 4 || strcmp(c->argv[2], "from"))
         return as_error_set(c->err, "usage: patch HOOK from \"OTHER PROMPT\" [pos=N]  or  patch sweep "
-                                    "resid_pre|attn_out|mlp_out|heads from \"OTHER PROMPT\" [FILE.npy|FILE.png|FILE.svg]");
+                                    "resid_pre|attn_out|mlp_out|heads from \"OTHER PROMPT\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]");
     int hook = as_cmd_find_hook(s, c->argv[1], c->err), pos = -1;
     if (hook < 0)
         return AS_ERR;

@@ -188,8 +188,10 @@ int as_split_words(const char *line, char ***words, int *n, as_error *err)
     return AS_OK;
 }
 
-/* The text argument of `prompt`/`tokenize`: one quoted word, or the rest
- * of the line taken literally (so `prompt Hello, world` needs no quotes). */
+/* The text argument of `prompt`/`tokenize`: one quoted word (quotes
+ * removed, escapes read), or else the rest of the line taken literally, so
+ * `prompt Hello, world` needs no quotes and dialogue that opens with a
+ * quote (`prompt "Yes," said he.`) keeps its quotes. */
 static char *text_arg(const char *rest, as_error *err)
 {
     while (isspace((unsigned char)*rest))
@@ -197,20 +199,31 @@ static char *text_arg(const char *rest, as_error *err)
     if (*rest == '"' || *rest == '\'') {
         char *buf = malloc(strlen(rest) + 1);
         const char *p = rest;
-        if (!buf || read_word(&p, buf, err)) {
-            free(buf);
+        as_error ignored;
+        if (!buf) {
+            as_error_set(err, "out of memory");
             return NULL;
         }
-        while (isspace((unsigned char)*p))
-            p++;
-        if (*p) {
-            free(buf);
-            as_error_set(err, "unexpected text after the quoted prompt: %s", p);
-            return NULL;
+        if (read_word(&p, buf, &ignored) == AS_OK) {
+            while (isspace((unsigned char)*p))
+                p++;
+            if (!*p)
+                return buf;
         }
-        return buf;
+        free(buf);
     }
     return strdup(rest);
+}
+
+/* Commands whose argument is text taken as typed: their line need not
+ * split into words (an unmatched quote in dialogue is text). */
+static bool takes_text(const char *line, size_t len)
+{
+    static const char *const names[] = {"prompt", "prompt-raw", "tokenize", "tokenize-raw"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strlen(names[i]) == len && !strncmp(line, names[i], len))
+            return true;
+    return false;
 }
 
 void as_format_piece(const char *bytes, size_t len, char *out, size_t cap)
@@ -462,7 +475,7 @@ static int tokenize(cmd_ctx *c, bool raw)
     int rc = encode(c->s, text, raw, &ids, &n, c->err);
     for (size_t i = 0; rc == AS_OK && i < n; i++) {
         char piece[256];
-        as_cmd_piece(c->s, ids[i], piece, sizeof piece);
+        as_cmd_label(c->s, ids[i], 0, piece, sizeof piece);
         fprintf(c->s->out, "%d\t%s\n", ids[i], piece);
     }
     free(ids);
@@ -623,8 +636,14 @@ static int cmd_set(cmd_ctx *c)
     as_sampler *sm = &c->s->sampler;
     double v;
     long k;
+    if (c->argc == 1) {
+        fprintf(c->s->out, "temp = %g%s\ntopk = %d%s\ntopp = %g%s\nseed = %llu\nthreads = %d\n", (double)sm->temp,
+                sm->temp == 0 ? " (greedy: the most probable token)" : "", sm->top_k, sm->top_k ? "" : " (off)",
+                (double)sm->top_p, sm->top_p >= 1 ? " (off)" : "", (unsigned long long)sm->seed, as_get_threads());
+        return AS_OK;
+    }
     if (c->argc != 3)
-        return as_error_set(c->err, "usage: set temp X | topk K | topp P | seed S | threads N");
+        return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -653,6 +672,26 @@ static int cmd_set(cmd_ctx *c)
     return AS_OK;
 }
 
+/* Logits with a NaN or Inf rank nothing: say so, and where the pass first
+ * went wrong (as the interpreter recorded it), rather than an empty table. */
+static int nonfinite_logits(as_session *s, const float *logits, as_error *err)
+{
+    int n = s->model->cfg.n_vocab, bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += !isfinite(logits[i]);
+    if (!bad)
+        return AS_OK;
+    const as_nonfinite *nf = &s->it->nonfinite;
+    if (!nf->found)
+        return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking", bad, n,
+                            s->it->out->n_tokens - 1);
+    return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking. The first "
+                             "non-finite value of the pass is %s at position %d (index %d) = %g; "
+                             "`weights` shows which tensors hold NaN or Inf",
+                        bad, n, s->it->out->n_tokens - 1, s->prog->hooks[nf->hook].name, nf->pos, nf->index,
+                        nf->value);
+}
+
 static int cmd_top(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -667,12 +706,14 @@ static int cmd_top(cmd_ctx *c)
                             s->it->out->n_tokens - 1);
     }
     int n = s->model->cfg.n_vocab;
+    if (nonfinite_logits(s, logits, c->err))
+        return AS_ERR;
     as_probs(logits, n, s->probs);
     int m = as_top_indices(logits, n, (int)k, s->order);
     fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", s->it->out->n_tokens - 1);
     for (int i = 0; i < m; i++) {
         char piece[256];
-        as_cmd_piece(s, s->order[i], piece, sizeof piece);
+        as_cmd_label(s, s->order[i], 0, piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\t%.6f\t%.4f\n", i + 1, s->order[i], piece, s->probs[s->order[i]],
                 logits[s->order[i]]);
     }
@@ -780,7 +821,7 @@ static void print_norm_table(as_session *s, int h, const char *title)
             rms ? "RMSNorm" : "LayerNorm", G > 1 ? ", per head" : "", n, G > 1 ? "head\t" : "", rms ? "rms" : "std");
     for (int q = 0; q < n; q++) {
         char piece[64];
-        as_cmd_piece(s, s->it->out->tokens[q], piece, sizeof piece);
+        as_cmd_label(s, s->it->out->tokens[q], 0, piece, sizeof piece);
         for (int g = 0; g < G; g++) {
             const as_norm_stat *st = as_capture_norm_group(s->cap, h, q, g);
             fprintf(s->out, "%d\t%s\t", q, piece);
@@ -857,7 +898,7 @@ static int cmd_tokens(cmd_ctx *c)
     as_session *s = c->s;
     for (int i = 0; i < s->it->out->n_tokens; i++) {
         char piece[256];
-        as_cmd_piece(s, s->it->out->tokens[i], piece, sizeof piece);
+        as_cmd_label(s, s->it->out->tokens[i], 0, piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->out->tokens[i], piece,
                 i < s->it->out->n_prompt ? "prompt" : "generated");
     }
@@ -875,6 +916,39 @@ static int cmd_info(cmd_ctx *c)
 }
 
 static int cmd_help(cmd_ctx *c);
+
+int as_session_load(as_session *s, const char *path, as_error *err)
+{
+    as_session *fresh;
+    as_model *m;
+    if (as_model_load_with(&m, path, NULL, err))
+        return AS_ERR;
+    if (as_session_from_model(&fresh, m, s->capture_mb, s->out, s->warn, err)) {
+        as_model_free(m);
+        return AS_ERR;
+    }
+    as_session old = *s;
+    s->model = fresh->model, s->prog = fresh->prog, s->cap = fresh->cap, s->it = fresh->it;
+    s->probs = fresh->probs, s->order = fresh->order;
+    s->has_metric = false;
+    s->it->interrupt = old.it->interrupt;
+    fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
+    fresh->probs = old.probs, fresh->order = old.order;
+    as_session_free(fresh);
+    const as_config *cfg = &s->model->cfg;
+    fprintf(s->out, "loaded %s: %s (%s, %d layers, %d heads, context %d); no context yet\n", path, cfg->name,
+            as_model_arch_name(s->model), cfg->n_layer, cfg->n_head, cfg->n_ctx);
+    if (s->model->warnings[0] && s->warn)
+        fprintf(s->warn, "warning: %s: %s\n", path, s->model->warnings);
+    return AS_OK;
+}
+
+static int cmd_load(cmd_ctx *c)
+{
+    if (c->argc != 2)
+        return as_error_set(c->err, "usage: load MODEL.gguf (or a llama2.c .bin with tokenizer.bin beside it)");
+    return as_session_load(c->s, c->argv[1], c->err);
+}
 
 static int cmd_quit(cmd_ctx *c)
 {
@@ -906,8 +980,8 @@ static const command commands[] = {
     {{"unbreak", "unbreak HOOK", "Remove breakpoints matching HOOK.", "unbreak blocks.*"}, cmd_unbreak},
     {{"where", "where", "Show the op the interpreter stands at.", "where"}, cmd_where},
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, cmd_gen},
-    {{"set", "set temp X | topk K | topp P | seed S | threads N",
-      "Sampler and engine settings (temp 0 is greedy).", "set temp 0.8"}, cmd_set},
+    {{"set", "set [temp X | topk K | topp P | seed S | threads N]",
+      "Sampler and engine settings (temp 0 is greedy); `set` alone lists them.", "set temp 0.8"}, cmd_set},
     {{"top", "top [K]", "The next-token distribution: rank, id, piece, probability, logit.", "top 5"},
      cmd_top},
     {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, cmd_hooks},
@@ -946,6 +1020,8 @@ static const command commands[] = {
       "weights blk.0.*"}, as_cmd_weights},
     {{"diff", "diff OTHER.gguf", "Tensors that differ from another model, per tensor and per layer.",
       "diff models/austen-gpt2-f16.gguf"}, as_cmd_diff},
+    {{"load", "load MODEL", "Open another model in place of this one (a GGUF file, or a llama2.c checkpoint); "
+      "a file that does not load leaves the current model.", "load models/induction.gguf"}, cmd_load},
     {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
      cmd_info},
     {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help},
@@ -980,8 +1056,25 @@ static int cmd_help(cmd_ctx *c)
 int as_session_exec(as_session *s, const char *line, as_error *err)
 {
     cmd_ctx c = {s, NULL, 0, NULL, err};
-    if (as_split_words(line, &c.argv, &c.argc, err))
-        return AS_ERR;
+    const char *word = line;
+    while (isspace((unsigned char)*word))
+        word++;
+    size_t wlen = strcspn(word, " \t\n\r\f\v");
+    if (as_split_words(line, &c.argv, &c.argc, err)) {
+        if (!takes_text(word, wlen))
+            return AS_ERR;
+        /* `prompt "Yes, said he`: only the command word is a word. */
+        char *name = strndup(word, wlen);
+        char **one = name ? calloc(1, sizeof *one) : NULL;
+        if (!one) {
+            free(name);
+            return as_error_set(err, "out of memory");
+        }
+        one[0] = name;
+        c.argv = one;
+        c.argc = 1;
+        as_error_clear(err);
+    }
     int rc = AS_OK;
     if (c.argc > 0 && c.argv[0][0] != '#') {
         const char *p = line;

@@ -21,8 +21,14 @@ typedef struct command {
 
 int as_cmd_parse_long(const char *str, long lo, long hi, const char *what, long *out, as_error *err);
 int as_cmd_parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err);
-/* A token's stored piece, escaped for display. */
+/* A token's stored piece, escaped for display (the raw vocabulary string:
+ * `dump all`'s index.json). */
 void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap);
+/* A token as text output shows it, the way the view does: its text with
+ * spaces as '·', newlines and tabs as arrows, control bytes and broken
+ * UTF-8 as \xNN; control tokens (no text) by their vocabulary string.
+ * Cut to `width` columns (0: no limit) with a trailing '…' when cut. */
+void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t cap);
 int as_cmd_require_tokens(as_session *s, as_error *err);
 /* Hook index by exact name, or AS_ERR with a message. */
 int as_cmd_find_hook(as_session *s, const char *name, as_error *err);
@@ -33,9 +39,9 @@ void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err);
 void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
 
-/* Layer × column tables of an instrument as a heatmap figure (PNG or SVG
- * by the path's extension), one panel per table side by side; options
- * dpi= and title= from argv[opt_first] on. Signed tables go on the
+/* Layer × column tables of an instrument as a heatmap figure (PNG, SVG or
+ * PDF by the path's extension), one panel per table side by side; options
+ * dpi=, title=, width=, height= and font= from argv[opt_first] on. Signed tables go on the
  * diverging map centred on 0 (±max|value|, at least ±1), scores on the
  * sequential map over 0–1. Columns are context positions (labelled with
  * their tokens), heads, or the labels given. */
@@ -50,6 +56,8 @@ typedef struct as_table_fig {
     const char *title;    /* default title */
     const char *cbar_label;
     const char *what;     /* for the "wrote" line */
+    const char *const *notes; /* [n_notes] under the figure: the metric, the values it is built on */
+    int n_notes;
 } as_table_fig;
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
 /* A token as figures label it: its text with spaces as '·' and control

@@ -306,6 +306,10 @@ static void poisoned(bool llama, const char *tensor, float value, const char *fi
     cr_assert_str_eq(s->prog->hooks[s->it->nonfinite.hook].name, first_hook);
     snprintf(want, sizeof want, "first non-finite value in this pass: %s [position 0, index 0]", first_hook);
     cr_assert(strstr(warn_text, want), "warning stream: %s", warn_text);
+    /* `top` ranks nothing and says where the pass first went wrong. */
+    cr_assert_eq(as_session_exec(s, "top 3", &err), AS_ERR, "top succeeded on non-finite logits");
+    snprintf(want, sizeof want, "first non-finite value of the pass is %s at position 0", first_hook);
+    cr_assert(strstr(err.msg, want), "top's error: %s", err.msg);
     as_session_free(s);
     fclose(warn);
     fclose(null);

@@ -8,6 +8,7 @@
 #include <locale.h>
 #include <math.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../ui/heatmap.h"
 #include "../ui/layout.h"
@@ -549,4 +550,218 @@ Test(tui_view, norms_the_program_has)
     cr_assert_str_eq(m->prog->hooks[h].name, "blocks.1.ln2_post.hook_scale");
     close_session(g);
     close_session(m);
+}
+
+/* What the session printed for one command (its out stream swapped for a
+ * memory stream). */
+static char *run_text(view *v, as_session *s, const char *cmd, int *rc)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *saved = s->out, *mem = open_memstream(&text, &len);
+    cr_assert(mem);
+    s->out = mem;
+    as_error err = {{0}};
+    *rc = view_exec(v, s, cmd, NULL, &err);
+    fclose(mem);
+    s->out = saved;
+    return text;
+}
+
+Test(tui_view, load_swaps_the_model_only_when_the_new_one_loads)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    const as_model *before = s->model;
+    cr_assert_eq(view_exec(&v, s, "prompt-ids 1 2 3", NULL, &err), AS_OK);
+    cr_assert_eq(view_exec(&v, s, "load fixtures/no-such-model.gguf", NULL, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "no-such-model.gguf"), "the message names the file: %s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "load fixtures/README.md", NULL, &err), AS_ERR, "not a model");
+    cr_assert_eq(s->model, before, "a failed load keeps the model");
+    cr_assert_eq(s->it->out->n_tokens, 3, "and its context");
+    cr_assert_eq(view_exec(&v, s, "finish", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "load fixtures/tiny-llama.gguf", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(as_model_arch_name(s->model), "llama");
+    cr_assert_eq(s->it->out->n_tokens, 0, "a new model starts with no context");
+    cr_assert_eq(view_exec(&v, s, "prompt-ids 1 5 6", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "finish", NULL, &err), AS_OK, "%s", err.msg);
+    int rc;
+    char *top = run_text(&v, s, "top 2", &rc);
+    cr_assert_eq(rc, AS_OK);
+    cr_assert(strstr(top, "\n2\t"), "the new model ranks: %s", top);
+    free(top);
+    close_session(s);
+}
+
+Test(tui_view, a_pane_by_name_and_the_settings_listed)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    cr_assert_eq(v.pane_req, -1);
+    cr_assert_eq(view_exec(&v, s, "view lens", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(view_pane_name(v.pane_req), "lens");
+    cr_assert_eq(view_exec(&v, s, "view output", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(view_pane_name(v.pane_req), "output");
+    cr_assert_eq(view_exec(&v, s, "view sideways", NULL, &err), AS_ERR);
+    int rc;
+    cr_assert_eq(view_exec(&v, s, "set temp 0.7", NULL, &err), AS_OK);
+    char *text = run_text(&v, s, "set", &rc);
+    cr_assert_eq(rc, AS_OK, "set alone lists the settings");
+    cr_assert(strstr(text, "temp = 0.7\n") && strstr(text, "topk = 0 (off)\n") && strstr(text, "seed = 42\n") &&
+                  strstr(text, "delay = 150 ms") && strstr(text, "cmap = viridis\n"),
+              "%s", text);
+    free(text);
+    close_session(s);
+}
+
+Test(tui_view, prompts_that_open_with_a_quote_are_dialogue)
+{
+    as_session *s = open_session("fixtures/tiny-llama.gguf", 64);
+    view v;
+    view_init(&v);
+    int rc;
+    /* As the whole line: the quotes are part of the text. */
+    char *a = run_text(&v, s, "tokenize \"Yes,\" said he.", &rc);
+    cr_assert_eq(rc, AS_OK);
+    char *b = run_text(&v, s, "tokenize-raw '\"Yes,\" said he.'", &rc);
+    cr_assert_eq(rc, AS_OK);
+    cr_assert_str_eq(a, b, "dialogue is taken as typed");
+    free(a);
+    free(b);
+    /* An unmatched quote is text too. */
+    a = run_text(&v, s, "prompt \"Well, I never", &rc);
+    cr_assert_eq(rc, AS_OK, "an open quote in dialogue");
+    cr_assert(strstr(a, "context: "), "%s", a);
+    free(a);
+    /* One quoted word still loses its quotes. */
+    a = run_text(&v, s, "tokenize \"the cat\"", &rc);
+    b = run_text(&v, s, "tokenize the cat", &rc);
+    cr_assert_str_eq(a, b);
+    free(a);
+    free(b);
+    close_session(s);
+}
+
+Test(tui_layout, the_shortest_screens_show_one_pane_whole)
+{
+    for (int rows = LAYOUT_MIN_H; rows <= 60; rows++)
+        for (int cols = LAYOUT_MIN_W; cols <= 200; cols += 7) {
+            layout l;
+            layout_compute(&l, rows, cols, P_ATTN);
+            check_tiling(&l);
+            /* Whatever the size, the heatmap has a box, a key row, two
+             * character rows of cells and the value line. */
+            cr_assert_geq(l.r[P_ATTN].h, 6, "%dx%d: the heatmap has %d rows", cols, rows, l.r[P_ATTN].h);
+            cr_assert_eq(l.single, layout_single(rows));
+            if (l.single) {
+                layout_compute(&l, rows, cols, P_LENS);
+                check_tiling(&l);
+                cr_assert_eq(l.r[P_ATTN].h, 0, "%dx%d: one pane at a time", cols, rows);
+                cr_assert_geq(l.r[P_LENS].h, 6, "%dx%d: the lens takes the body", cols, rows);
+            }
+        }
+    cr_assert(layout_single(12) && layout_single(16) && !layout_single(17) && !layout_single(24));
+}
+
+/* ---- lessons ---- */
+
+#include "../ui/lesson.h"
+
+Test(tui_lesson, a_script_reads_as_steps_of_commands_and_text)
+{
+    const char *text = "# a comment\n"
+                       "title: Two steps\n"
+                       "model: induction\n"
+                       "\n"
+                       ": prompt the cat\n"
+                       ":finish\n"
+                       "First line\n"
+                       "joins the second.\n"
+                       "\n"
+                       "A new paragraph.\n"
+                       "---\n"
+                       ": view layer 1\n"
+                       "Step two.\n"
+                       "---\n";
+    lesson l;
+    as_error err = {{0}};
+    cr_assert_eq(lesson_parse(text, "two.txt", &l, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(l.title, "Two steps");
+    cr_assert_str_eq(l.model, "induction");
+    cr_assert_eq(l.n_steps, 2, "a trailing --- adds no step");
+    cr_assert_eq(l.steps[0].n_cmds, 2);
+    cr_assert_str_eq(l.steps[0].cmds[0], "prompt the cat");
+    cr_assert_str_eq(l.steps[0].cmds[1], "finish");
+    cr_assert_str_eq(l.steps[0].text, "First line joins the second.\nA new paragraph.");
+    cr_assert_str_eq(l.steps[1].cmds[0], "view layer 1");
+    cr_assert_str_eq(l.steps[1].text, "Step two.");
+    lesson_free(&l);
+    cr_assert_eq(lesson_parse("no title\n", "a.txt", &l, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "a.txt: no `title:`"), "%s", err.msg);
+    cr_assert_eq(lesson_parse("title: t\nText.\n---\n: finish\n---\nMore.\n", "b.txt", &l, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "b.txt:4: step 2 has no text"), "%s", err.msg);
+}
+
+/* Every shipped lesson parses, and runs straight through (batch mode's
+ * way) without a failing command, on the bundled models. */
+Test(tui_lesson, every_shipped_lesson_runs)
+{
+    char names[64][64], titles[64][128];
+    int n = lesson_list(names, titles, 64);
+    cr_assert_geq(n, 4, "the four lessons: found %d", n);
+    const char *want[] = {"attention", "heads", "lens", "norms"};
+    for (int k = 0; k < 4; k++) {
+        bool found = false;
+        for (int i = 0; i < n; i++)
+            found |= !strcmp(names[i], want[k]);
+        cr_assert(found, "lesson %s", want[k]);
+    }
+    as_session *s = open_session("../models/austen-gpt2.gguf", 256);
+    for (int i = 0; i < n; i++) {
+        view v;
+        view_init(&v);
+        as_error err = {{0}};
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "lesson %.63s", names[i]);
+        cr_assert_eq(view_exec(&v, s, cmd, NULL, &err), AS_OK, "%s: %s", names[i], err.msg);
+    }
+    close_session(s);
+}
+
+Test(tui_lesson, a_lesson_cannot_start_a_lesson)
+{
+    char path[] = "/tmp/attnscope-lesson-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *text = "title: Loops\n: prompt-ids 1 2\nA step.\n---\n: lesson loop\nAgain.\n";
+    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "lesson %s", path);
+    cr_assert_eq(view_exec(&v, s, cmd, NULL, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "a lesson cannot start a lesson"), "%s", err.msg);
+    cr_assert(!v.in_lesson);
+    unlink(path);
+    close_session(s);
+}
+
+/* Half blocks: a query takes whole character rows (or shares one with its
+ * neighbour), never one and a half, so labels fall evenly. */
+Test(tui_heatmap, every_token_gets_the_same_whole_rows)
+{
+    for (int n = 1; n <= 80; n++)
+        for (int rows = 2; rows <= 60; rows += 3) {
+            hm_geom g = {0};
+            hm_fit(&g, n, n, rows, 120, 2, 16);
+            cr_assert(g.ch == 1 || g.ch % 2 == 0, "n %d, %d rows: %d half-rows a token", n, rows, g.ch);
+            cr_assert_leq(g.vis_q * g.ch, rows * 2, "n %d, %d rows: drawn past the area", n, rows);
+        }
 }

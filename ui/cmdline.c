@@ -173,8 +173,8 @@ static void feed(tui *u, int ch, bool keycode)
         const char *seq = key_sequence(ch);
         if (seq)
             push(seq, strlen(seq));
-    } else if (ch < 0x80 || (!u->t.utf8 && ch < 0x100)) {
-        char c = (char)ch; /* outside UTF-8, keys are the locale's bytes */
+    } else if (ch < 0x100) {
+        char c = (char)ch; /* keys come as the terminal's bytes (read_key) */
         push(&c, 1);
     } else {
         char mb[MB_LEN_MAX];
@@ -237,8 +237,33 @@ static int scroll_offset(const char *line, int point, int avail, bool utf8)
     return off;
 }
 
+/* A key's command output, where the Output pane is hidden: its first
+ * line (an error, if there is one), and how many more there are. */
+static bool draw_echo(tui *u, WINDOW *w, int cols)
+{
+    const log_line *first = log_get_added(&u->log, u->echo_from), *l;
+    if (u->busy || !first)
+        return false;
+    for (long n = u->echo_from; (l = log_get_added(&u->log, n)); n++)
+        if (l->kind == LOG_ERROR) {
+            first = l;
+            break;
+        }
+    long more = u->log.total - u->echo_from - 1;
+    char line[1024];
+    if (more > 0)
+        snprintf(line, sizeof line, "%s   (+%ld line%s: 6 shows Output)", first->text, more, more == 1 ? "" : "s");
+    else
+        snprintf(line, sizeof line, "%s", first->text);
+    term_role(&u->t, w, first->kind == LOG_ERROR ? R_ERROR : first->kind == LOG_WARN ? R_WARN : R_NORMAL);
+    put_text(u, w, 0, 0, line, cols);
+    return true;
+}
+
 static void draw_idle(tui *u, WINDOW *w, int cols)
 {
+    if (u->echo_from >= 0 && draw_echo(u, w, cols))
+        return;
     term_role(&u->t, w, R_DIM);
     const char *hint = u->busy ? u->running
                        : u->s->it->out->n_tokens == 0
@@ -291,8 +316,11 @@ static unsigned key(tui *u, int ch, bool keycode)
      * (the view starts there): no command begins with it. */
     if (!keycode && (ch == ':' || ch == '/') && cmdline_empty())
         return RD(P_CMD);
-    if (keycode && ch == KEY_F(1)) {
+    /* No command begins with '?' either: on an empty line it is the keys,
+     * as the welcome says. */
+    if ((keycode && ch == KEY_F(1)) || (!keycode && ch == '?' && cmdline_empty())) {
         u->help = true;
+        u->help_top = 0;
         return RD_HELP;
     }
     feed(u, ch, keycode);

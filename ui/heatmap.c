@@ -42,6 +42,11 @@ void hm_fit(hm_geom *g, int n_q, int n_k, int rows, int cols, int sub, int max_z
         cw = 2 * ch * a;
     if (ch * a > 2 * cw)
         ch = 2 * cw / a > 1 ? 2 * cw / a : 1;
+    /* Whole character rows per query (or two queries to a row): labels sit
+     * on character rows, and 3 half-rows per token would put them 1 and 2
+     * rows apart in turn. */
+    if (ch > sub && ch % sub)
+        ch -= ch % sub;
     g->ch = ch;
     g->cw = cw;
     update_visible(g);

@@ -6,6 +6,7 @@
  * commands as the command line. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "textfmt.h"
 #include "tui.h"
@@ -21,6 +22,8 @@ unsigned tui_focus(tui *u, pane_id p)
     if (PANE_IS_SIDE(p) && u->lay.r[p].h <= 0 && p != u->shared) {
         u->shared = p; /* the slot it shares now shows this pane */
         bits |= RD_LAYOUT;
+    } else if (p != P_CMD && u->lay.r[p].h <= 0) {
+        bits |= RD_LAYOUT; /* one pane at a time: the heatmap comes back */
     }
     return bits;
 }
@@ -105,21 +108,29 @@ static unsigned run(tui *u, const char *cmd)
 {
     if (u->busy)
         return 0;
-    tui_run_line(u, cmd);
+    tui_run_line(u, cmd, RUN_KEY);
     return tui_after_command(u);
 }
 
 /* `e`: the figure of what the heatmap shows, written to the current
- * directory under a name that says what it is. */
+ * directory under a name that says what it is; never over a file already
+ * there (a key gives no chance to confirm): attn-L1-H3.png, then
+ * attn-L1-H3-2.png, -3, ... */
 static unsigned export_shown(tui *u)
 {
-    char cmd[160];
+    char base[64], name[80], cmd[200];
+    if (u->v.grid)
+        snprintf(base, sizeof base, "attn-L%d", u->v.layer);
+    else
+        snprintf(base, sizeof base, "attn-L%d-H%d", u->v.layer, u->v.head);
+    snprintf(name, sizeof name, "%s.png", base);
+    for (int i = 2; access(name, F_OK) == 0 && i < 10000; i++)
+        snprintf(name, sizeof name, "%s-%d.png", base, i);
     const char *cmap = as_cmap_name(u->v.cmap);
     if (u->v.grid)
-        snprintf(cmd, sizeof cmd, "export grid %d attn-L%d.png cmap=%s", u->v.layer, u->v.layer, cmap);
+        snprintf(cmd, sizeof cmd, "export grid %d %s cmap=%s", u->v.layer, name, cmap);
     else
-        snprintf(cmd, sizeof cmd, "export attn %d %d attn-L%d-H%d.png cmap=%s", u->v.layer, u->v.head,
-                 u->v.layer, u->v.head, cmap);
+        snprintf(cmd, sizeof cmd, "export attn %d %d %s cmap=%s", u->v.layer, u->v.head, name, cmap);
     return run(u, cmd);
 }
 
@@ -143,7 +154,7 @@ static unsigned special_key(tui *u, int key)
     case KEY_HOME: return tui_select_query(u, 0);
     case KEY_END: return tui_select_query(u, u->s->it->out->n_tokens - 1);
     case KEY_BTAB: return cycle_focus(u, -1);
-    case KEY_F(1): u->help = true; return RD_HELP;
+    case KEY_F(1): u->help = true; u->help_top = 0; return RD_HELP;
     case KEY_ENTER: return toggle_grid(u, false);
     default: return 0;
     }
@@ -168,7 +179,9 @@ static unsigned view_key(tui *u, int ch)
     case 'N': return tui_cycle_norm(u, 1);
     case 'c': return cycle_cmap(u);
     case '\t': return cycle_focus(u, 1);
-    case '?': u->help = true; return RD_HELP;
+    case '?': u->help = true; u->help_top = 0; return RD_HELP;
+    case '1': case '2': case '3': case '4': case '5': case '6':
+        return u->present & RD(ch - '1') ? tui_focus(u, (pane_id)(ch - '1')) : 0;
     case KEY_CTRL('l'): clearok(curscr, TRUE); return RD_LAYOUT;
     default: return 0;
     }
@@ -205,19 +218,35 @@ bool tui_key_waits(const tui *u, int ch, bool keycode)
     return !keycode && strchr(":/snfb ", ch) && ch != 0;
 }
 
+/* The output overlay and the one-line echo go at the next key, which
+ * does its own work too (Esc leaves the command line as ever). */
+static unsigned drop_output(tui *u)
+{
+    if (!u->popup && u->echo_from < 0)
+        return 0;
+    unsigned bits = u->popup ? RD_PANES : RD(P_CMD);
+    u->popup = false;
+    u->echo_from = -1;
+    return bits;
+}
+
 unsigned tui_key(tui *u, int ch, bool keycode)
 {
-    if (u->help) {
-        u->help = false;
-        return RD_PANES;
+    if (u->help)
+        return help_key(u, ch, keycode);
+    unsigned bits = drop_output(u);
+    if (u->lesson && u->focus != P_CMD) {
+        unsigned own = tour_key(u, ch, keycode);
+        if (!(own & RD_IGNORED))
+            return bits | own;
     }
     const pane_class *pc = pane_classes[u->focus];
     if (pc->key) {
-        unsigned bits = pc->key(u, ch, keycode);
-        if (!(bits & RD_IGNORED))
-            return bits;
+        unsigned own = pc->key(u, ch, keycode);
+        if (!(own & RD_IGNORED))
+            return bits | own;
     }
-    return keycode ? special_key(u, ch) : char_key(u, ch);
+    return bits | (keycode ? special_key(u, ch) : char_key(u, ch));
 }
 
 /* ---- mouse ---- */

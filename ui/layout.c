@@ -70,6 +70,20 @@ static pane_id side_shown(pane_id shown, unsigned present)
     return P_LOG;
 }
 
+/* Rows of the token strip, by the screen's height. */
+static int strip_rows(int rows)
+{
+    return rows >= 40 ? 3 : rows >= 28 ? 2 : 1;
+}
+
+/* Below this, a heatmap over a side slot leaves the heatmap no rows. */
+#define SINGLE_BODY 12
+
+bool layout_single(int rows)
+{
+    return rows - 2 - (strip_rows(rows) + 2) < SINGLE_BODY;
+}
+
 void layout_compute(layout *l, int rows, int cols, pane_id shown)
 {
     layout_compute_for(l, rows, cols, shown, LAYOUT_ALL);
@@ -85,13 +99,19 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
         return;
     }
     present |= LAYOUT_PANE(P_LOG);
+    bool attn_alone = shown == P_ATTN;
     shown = l->shown = side_shown(shown, present);
     l->r[P_CMD] = (rect){rows - 1, 0, 1, cols};
     l->r[P_STATUS] = (rect){rows - 2, 0, 1, cols};
     /* Token strip: a box around 1-3 rows of token pieces. */
-    int strip = rows >= 40 ? 3 : rows >= 28 ? 2 : 1;
+    int strip = strip_rows(rows);
     l->r[P_TOKENS] = (rect){0, 0, strip + 2, cols};
     int top = strip + 2, body = rows - 2 - top;
+    if (body < SINGLE_BODY) {
+        l->single = l->shared = true;
+        l->r[attn_alone ? P_ATTN : shown] = (rect){top, 0, body, cols};
+        return;
+    }
     if (cols >= 100) {
         int side = clamp(cols * 2 / 5, 44, 76);
         l->r[P_ATTN] = (rect){top, 0, body, cols - side};

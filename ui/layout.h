@@ -3,8 +3,10 @@
  * left, the largest pane, with probabilities, the logit lens, norm
  * statistics and the output log stacked on the right (when the stack is
  * short, the lens shares the probabilities' slot); small ones stack the
- * heatmap over one shared slot whose pane Tab chooses. Below a minimum
- * size there is only a notice. Unit-tested. */
+ * heatmap over one shared slot whose pane Tab chooses; the shortest (under
+ * 17 rows) show one pane below the token strip, the heatmap or the side
+ * pane that has the focus. Below a minimum size there is only a notice.
+ * Unit-tested. */
 #ifndef ATTNSCOPE_UI_LAYOUT_H
 #define ATTNSCOPE_UI_LAYOUT_H
 
@@ -31,6 +33,7 @@ typedef struct layout {
     int rows, cols;
     bool too_small;
     bool shared;     /* the side panes share one slot */
+    bool single;     /* one pane below the strip: the heatmap, or `shown` */
     pane_id shown;   /* the side pane a shared slot holds */
     rect r[P_COUNT]; /* h == 0: not shown */
 } layout;
@@ -38,8 +41,10 @@ typedef struct layout {
 #define LAYOUT_PANE(p) (1u << (p))
 #define LAYOUT_ALL ((1u << P_COUNT) - 1)
 
+/* Whether a screen of this many rows shows one pane at a time. */
+bool layout_single(int rows);
 /* `shown` says which side pane a shared slot holds when there is no room
- * for all of them. `present` has bit LAYOUT_PANE(p) set for each pane
+ * for all of them (on a single-pane screen, P_ATTN: the heatmap). `present` has bit LAYOUT_PANE(p) set for each pane
  * that applies to the program: a side pane without it gets no place (its
  * room goes to the log); the others are always laid out. */
 void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present);

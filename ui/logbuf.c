@@ -64,6 +64,7 @@ static void push(logbuf *b, log_kind kind, char *text)
     }
     b->lines[(b->start + b->count) % b->cap] = (log_line){text, kind};
     b->count++;
+    b->total++;
 }
 
 /* Joins the waiting partial line with n bytes of s. */
@@ -121,4 +122,10 @@ void log_addf(logbuf *b, log_kind kind, const char *fmt, ...)
 const log_line *log_get(const logbuf *b, int i)
 {
     return i >= 0 && i < b->count ? &b->lines[(b->start + i) % b->cap] : NULL;
+}
+
+const log_line *log_get_added(const logbuf *b, long n)
+{
+    long first = b->total - b->count;
+    return n >= first && n < b->total ? log_get(b, (int)(n - first)) : NULL;
 }

@@ -16,6 +16,7 @@ typedef struct log_line {
 typedef struct logbuf {
     log_line *lines;
     int cap, start, count;
+    long total;        /* lines ever added: where a command's output began, after the ring turned */
     char *partial;     /* text after the last newline, waiting for the rest */
     log_kind partial_kind;
 } logbuf;
@@ -29,5 +30,8 @@ void log_addf(logbuf *b, log_kind kind, const char *fmt, ...) __attribute__((for
 void log_flush(logbuf *b);
 /* Line i, 0 the oldest kept. */
 const log_line *log_get(const logbuf *b, int i);
+/* The line added as number n (counting from 0 over the log's life), or NULL
+ * when it is gone or not yet added. */
+const log_line *log_get_added(const logbuf *b, long n);
 
 #endif

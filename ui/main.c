@@ -14,13 +14,11 @@
 #include "attnscope/gguf.h"
 #include "attnscope/kernels.h"
 #include "attnscope/session.h"
+#include "datadir.h"
 #include "repl.h"
 #include "tui.h"
 #include "view.h"
 
-#ifndef AS_DATADIR
-#define AS_DATADIR "/usr/local/share/attnscope"
-#endif
 #ifndef AS_VERSION
 #define AS_VERSION "dev"
 #endif
@@ -43,10 +41,10 @@ typedef struct options {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: attnscope [-m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--threads N]\n"
+            "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--threads N]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
-            "  -m MODEL         model file (GGUF, or a llama2.c checkpoint); default: the bundled %s\n"
+            "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint); default: the bundled %s\n"
             "  --tokenizer FILE a llama2.c checkpoint's tokenizer.bin (default: tokenizer.bin beside it)\n"
             "  -e \"CMDS\"        run commands separated by ';' and exit (0 if all succeeded)\n"
             "  -x FILE          run commands from FILE, one a line, and exit\n"
@@ -90,6 +88,12 @@ static int parse_args(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--no-tui")) {
             o->no_tui = 1;
             continue;
+        } else if (a[0] != '-' && !o->model) {
+            o->model = a; /* attnscope MODEL.gguf, as one opens a file */
+            continue;
+        } else if (a[0] != '-') {
+            fprintf(stderr, "attnscope: one model at a time: '%s' after '%s' (see --help)\n", a, o->model);
+            return -1;
         }
         if (!val) {
             fprintf(stderr, "attnscope: %s needs a value (see --help)\n", a);
@@ -118,37 +122,6 @@ static int parse_args(int argc, char **argv, options *o)
         }
     }
     return 0;
-}
-
-/* The bundled model: beside the executable's repository, in the current
- * directory's models/, or in the installed data directory. */
-static const char *default_model(char *buf, size_t cap)
-{
-    char exe[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n > 0) {
-        exe[n] = '\0';
-        char *slash = strrchr(exe, '/');
-        /* Installed: PREFIX/bin/attnscope finds PREFIX/share/attnscope/models. */
-        if (slash) {
-            *slash = '\0';
-            if (snprintf(buf, cap, "%s/../share/attnscope/models/%s", exe, DEFAULT_MODEL) < (int)cap &&
-                access(buf, R_OK) == 0)
-                return buf;
-            *slash = '/';
-        }
-        for (int up = 0; slash && up < 3; up++) {
-            *slash = '\0';
-            if (snprintf(buf, cap, "%s/models/%s", exe, DEFAULT_MODEL) < (int)cap && access(buf, R_OK) == 0)
-                return buf;
-            slash = strrchr(exe, '/');
-        }
-    }
-    snprintf(buf, cap, "models/%s", DEFAULT_MODEL);
-    if (access(buf, R_OK) == 0)
-        return buf;
-    snprintf(buf, cap, "%s/models/%s", AS_DATADIR, DEFAULT_MODEL);
-    return buf;
 }
 
 /* Runs each ';'-separated command of a line; stops at the first failure.
@@ -262,7 +235,11 @@ int main(int argc, char **argv)
     }
 
     char buf[PATH_MAX];
-    const char *path = o.model ? o.model : default_model(buf, sizeof buf);
+    const char *path = o.model;
+    if (!path && !datadir_find(DATA_MODELS, DEFAULT_MODEL, buf, sizeof buf))
+        snprintf(buf, sizeof buf, "models/%s", DEFAULT_MODEL); /* the error names the usual place */
+    if (!path)
+        path = buf;
     as_session *s;
     as_error err = {{0}};
     if (open_session(&s, path, o.tokenizer, (size_t)o.capture_mb, &err)) {

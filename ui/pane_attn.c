@@ -117,56 +117,47 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw)
     term_role(&u->t, w, R_NORMAL);
 }
 
-/* Every fifth key's position, when there is one row and little width. */
-static void draw_key_ticks(tui *u, WINDOW *w)
+/* The step between numbered keys: every key when its number fits in its
+ * columns, else every 2nd, 5th, 10th... */
+static int tick_step(const hm_geom *g)
 {
-    const hm_geom *g = &u->geom;
-    int next_free = 0;
-    for (int k = g->k0; k < g->k0 + g->vis_k; k++) {
-        int x = hm_key_col(g, k);
-        if (k % 5 && k != u->v.key)
-            continue;
-        char num[16];
-        int len = snprintf(num, sizeof num, "%d", k);
-        if (x < next_free || x + len > g->cols)
-            continue;
-        term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
-        mvwaddstr(w, 1, u->heat_x + x, num);
-        next_free = x + len + 1;
-    }
-    term_role(&u->t, w, R_NORMAL);
+    char widest[16];
+    int len = snprintf(widest, sizeof widest, "%d", g->k0 + g->vis_k - 1);
+    static const int steps[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
+    for (int i = 0; i < (int)(sizeof steps / sizeof steps[0]); i++)
+        if (steps[i] * g->cw >= len + 1)
+            return steps[i];
+    return 1000;
 }
 
-/* Key labels: across when a key is three or more columns wide, else
- * written downwards, one character per row (or, with a single row,
- * position ticks). */
-static void draw_key_labels(tui *u, WINDOW *w, int lh)
+/* Key labels, one row: the keys' pieces across when a key is six or more
+ * columns wide; else the keys' positions, numbered, whose pieces the
+ * query labels at the left give (a self-attention's keys are its
+ * queries), the selected key's in the line below the heatmap. Pieces
+ * written downwards, a letter a row, ran together into fake words. */
+static void draw_key_labels(tui *u, WINDOW *w)
 {
     const hm_geom *g = &u->geom;
-    if (lh == 1 && g->cw < 3) {
-        draw_key_ticks(u, w);
-        return;
+    int step = tick_step(g), next_free = 0, right = g->vis_k * g->cw;
+    if (u->heat_x >= 7) {
+        term_role(&u->t, w, R_DIM);
+        mvwaddstr(w, 1, 2, "key");
     }
     for (int k = g->k0; k < g->k0 + g->vis_k; k++) {
-        char piece[96];
-        token_label(u, k, piece, sizeof piece);
-        int x = u->heat_x + hm_key_col(g, k);
-        term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
-        if (lh == 1 || g->cw >= 6) {
-            put_text(u, w, 1 + lh - 1, x, piece, g->cw - 1);
+        int x = hm_key_col(g, k);
+        char text[96];
+        if (g->cw >= 6)
+            token_label(u, k, text, sizeof text);
+        else if (k % step == 0 || k == u->v.key)
+            snprintf(text, sizeof text, "%d", k);
+        else
             continue;
-        }
-        /* Downwards, one character per row, centred over the key. */
-        const char *p = piece;
-        for (int row = 0; row < lh && *p; row++) {
-            int len = 1;
-            while (p[len] && ((unsigned char)p[len] & 0xC0) == 0x80)
-                len++;
-            char ch[8];
-            snprintf(ch, sizeof ch, "%.*s", len, p);
-            mvwaddstr(w, 1 + row, x + (g->cw - 1) / 2, ch);
-            p += len;
-        }
+        int width = g->cw >= 6 ? g->cw - 1 : tf_width(text, u->t.utf8);
+        if (x < next_free || x + width > right)
+            continue;
+        term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
+        put_text(u, w, 1, u->heat_x + x, text, width);
+        next_free = x + width + 1;
     }
     term_role(&u->t, w, R_NORMAL);
 }
@@ -199,16 +190,16 @@ static void draw_legend(tui *u, WINDOW *w, int y, int right)
 static void draw_info(tui *u, WINDOW *w, const attn_src *src)
 {
     int y = getmaxy(w) - 2, cols = getmaxx(w) - 2;
-    char q[96], k[96], line[256];
+    char q[96], k[96], value[32], line[256];
     int qp = u->v.query, kp = u->v.key;
     token_label(u, qp, q, sizeof q);
     token_label(u, kp, k, sizeof k);
     if (qp >= src->filled)
-        snprintf(line, sizeof line, "query %d %s %s key %d %s: not computed yet", qp, q,
-                 tf_glyph(G_ARROW, u->t.utf8), kp, k);
+        snprintf(value, sizeof value, "not computed yet");
     else
-        snprintf(line, sizeof line, "query %d %s %s key %d %s: %.3f", qp, q, tf_glyph(G_ARROW, u->t.utf8), kp, k,
-                 (double)as_capture_attn(src->cap, src->hook, src->head, qp, kp));
+        snprintf(value, sizeof value, "%.3f", (double)as_capture_attn(src->cap, src->hook, src->head, qp, kp));
+    /* The value first: a narrow pane cuts the pieces, never the number. */
+    snprintf(line, sizeof line, "%s  query %d %s %s key %d %s", value, qp, q, tf_glyph(G_ARROW, u->t.utf8), kp, k);
     bool legend = cols >= 70;
     term_role_attr(&u->t, w, R_NORMAL, A_BOLD);
     put_text(u, w, y, 2, line, legend ? cols - 30 : cols - 2);
@@ -216,42 +207,17 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
         draw_legend(u, w, y, cols);
 }
 
-/* The square zoom a fit gives (cells' edge in sub-rows). */
-static int zoom_of(const hm_geom *g)
-{
-    int a = g->sub == 2 ? 1 : 2;
-    return g->ch < g->cw / a ? g->ch : g->cw / a;
-}
-
-/* Rows for the key labels: one when keys are wide enough to label
- * across; else up to 4 for labels written downwards, but never at the
- * cost of a smaller heatmap: then what the heatmap leaves over (at
- * least one row, for position ticks). */
-static int key_label_rows(tui *u, int n, int rows, int cols, int lw, int sub)
-{
-    hm_fit(&u->geom, n, n, rows - 2, cols - lw, sub, 16);
-    if (u->geom.cw >= 6)
-        return 1;
-    int best = zoom_of(&u->geom), shown = u->geom.vis_q;
-    hm_fit(&u->geom, n, n, rows - 5, cols - lw, sub, 16);
-    if (zoom_of(&u->geom) >= best && u->geom.vis_q >= shown)
-        return 4;
-    hm_fit(&u->geom, n, n, rows - 2, cols - lw, sub, 16);
-    int used = (u->geom.vis_q * u->geom.ch + sub - 1) / sub, spare = rows - 1 - used;
-    return spare < 1 ? 1 : spare > 4 ? 4 : spare;
-}
-
 static void single_view(tui *u, WINDOW *w, attn_src *src, int n)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
-    int lw = label_width(u, n, cols) + 1, lh = key_label_rows(u, n, rows, cols, lw, sub);
-    hm_fit(&u->geom, n, n, rows - 1 - lh, cols - lw, sub, 16);
+    int lw = label_width(u, n, cols) + 1;
+    hm_fit(&u->geom, n, n, rows - 2, cols - lw, sub, 16);
     hm_follow(&u->geom, u->v.query, u->v.key);
-    u->heat_y = 1 + lh;
+    u->heat_y = 2;
     u->heat_x = 1 + lw;
     draw_cells(u, w, u->heat_y, u->heat_x, &u->geom, src, true);
     draw_query_labels(u, w, lw);
-    draw_key_labels(u, w, lh);
+    draw_key_labels(u, w);
 }
 
 static void grid_view(tui *u, WINDOW *w, attn_src *src, int n)
@@ -290,7 +256,8 @@ static void draw(tui *u)
     pane_frame(u, P_ATTN, title, note);
     attn_src src = {s->cap, hook, u->v.head, hook >= 0 ? s->cap->filled[hook] : 0};
     if (n == 0)
-        pane_message(u, P_ATTN, "No context yet. Press : and type  prompt TEXT , then Space to generate.");
+        pane_message(u, P_ATTN, "No context yet. Type  prompt TEXT  and Enter at the command line, then Esc and "
+                                "Space to generate a token.  ? shows the keys,  lesson  the guided tours.");
     else if (hook < 0 || !as_capture_has(s->cap, hook))
         pane_message(u, P_ATTN, "Attention patterns are not captured: raise --capture-mb.");
     else if (src.filled == 0)

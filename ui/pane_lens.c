@@ -161,7 +161,7 @@ static void draw(tui *u)
     const struct lens_cache *cache = u->lens;
     piece_of(u, cache->chosen, chosen, sizeof chosen, 10);
     char note[96];
-    snprintf(note, sizeof note, "%s %s", cache->generated ? "rank of sampled" : "rank of final top", chosen);
+    snprintf(note, sizeof note, "%s %s", cache->generated ? "rank of generated" : "rank of final top", chosen);
     pane_frame(u, P_LENS, title, note);
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2;
     /* More layers than rows: keep the last ones (where the answer forms)

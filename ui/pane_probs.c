@@ -1,9 +1,11 @@
 /* pane_probs: the next-token distribution after the selected token (from
  * the captured logits, or the interpreter's last ones): the top tokens
  * with probability bars in eighth blocks, and the token that actually
- * came next marked: sampled, if it was generated, or from the prompt.
- * Probabilities are the softmax of the logits at temperature 1, as `top`
- * prints them. */
+ * came next marked: generated, or from the prompt. Probabilities are the
+ * softmax of the logits at the sampler's temperature (`set temp`), so the
+ * bars are the odds `gen` draws from; at temperature 0 (greedy, which
+ * takes the top token) at temperature 1, as `top` prints them. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +20,31 @@ static const float *logits_at(const tui *u, int q)
     if (h >= 0 && as_capture_has(s->cap, h) && s->cap->filled[h] > q)
         return as_capture_row(s->cap, h, q);
     return q == s->it->out->n_done - 1 ? as_interp_logits(s->it) : NULL;
+}
+
+/* The temperature the pane's probabilities are at: the sampler's, or 1
+ * when it is greedy. */
+static float pane_temp(const tui *u)
+{
+    float t = u->s->sampler.temp;
+    return t > 0 ? t : 1.0f;
+}
+
+/* Softmax of logits / temp into probs (NaN stays NaN, ranked last). */
+static void probs_at(const tui *u, const float *logits, int n, float *probs)
+{
+    float t = pane_temp(u), mx = -INFINITY;
+    if (t == 1.0f) {
+        as_probs(logits, n, probs);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += probs[i] = expf((logits[i] - mx) / t);
+    for (int i = 0; i < n; i++)
+        probs[i] = (float)(probs[i] / sum);
 }
 
 static int rank_of(const tui *u, int id)
@@ -37,7 +64,10 @@ static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const
     snprintf(pct, sizeof pct, p >= 0.0995 ? "%5.1f%%" : "%5.2f%%", p * 100);
     int barw = cols - 4 - 13 - 7 - 10;
     term_role(&u->t, w, id == next ? R_BAR_MARK : R_DIM);
-    mvwprintw(w, y, 1, "%3d ", rank);
+    if (rank < 1000)
+        mvwprintw(w, y, 1, "%3d ", rank);
+    else
+        mvwaddstr(w, y, 1, "1k+ "); /* a rank past the top, in the room of three digits */
     term_role_attr(&u->t, w, R_NORMAL, id == next ? A_BOLD : A_NORMAL);
     put_text(u, w, y, 5, cut, 12);
     term_role(&u->t, w, R_NORMAL);
@@ -55,9 +85,10 @@ static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const
     term_role(&u->t, w, R_NORMAL);
 }
 
-/* When the selected token was generated: how it was drawn from the
+/* When the selected token was generated: its probability and rank in the
  * distribution before it (shown under the list, as the list itself
- * already looks one token ahead). Returns 1 if a line was drawn. */
+ * already looks one token ahead). "Generated", not "sampled": greedy
+ * decoding draws nothing. Returns 1 if a line was drawn. */
 static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
 {
     const as_interp *it = u->s->it;
@@ -66,10 +97,10 @@ static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
         return 0;
     int n = u->s->model->cfg.n_vocab, id = it->out->tokens[q];
     char piece[96], line[256];
-    as_probs(prev, n, u->probs);
+    probs_at(u, prev, n, u->probs);
     token_label(u, q, piece, sizeof piece);
-    snprintf(line, sizeof line, "%s%s%s at %d was sampled with p %.2g%% (rank %d)", u->t.utf8 ? "‘" : "'", piece,
-             u->t.utf8 ? "’" : "'", q, (double)u->probs[id] * 100, rank_of(u, id));
+    snprintf(line, sizeof line, "%s%s%s at %d was generated: p %.2g%% before it, rank %d", u->t.utf8 ? "‘" : "'",
+             piece, u->t.utf8 ? "’" : "'", q, (double)u->probs[id] * 100, rank_of(u, id));
     term_role(&u->t, w, R_HINT);
     put_text(u, w, y, 2, line, cols - 1);
     term_role(&u->t, w, R_NORMAL);
@@ -83,8 +114,8 @@ static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
         rows -= sampled_line(u, w, rows, q, cols);
     const as_interp *it = u->s->it;
     int next = q + 1 < it->out->n_tokens ? it->out->tokens[q + 1] : -1;
-    const char *mark = q + 1 >= it->out->n_prompt ? " sampled" : " next";
-    as_probs(logits, n, u->probs);
+    const char *mark = q + 1 >= it->out->n_prompt ? " generated" : " next";
+    probs_at(u, logits, n, u->probs);
     int k = as_top_indices(logits, n, rows, u->order);
     bool shown = false;
     for (int i = 0; i < k; i++)
@@ -111,7 +142,12 @@ static void draw(tui *u)
     }
     token_label(u, q, piece, sizeof piece);
     snprintf(title, sizeof title, "Next token after %d %s", q, piece);
-    pane_frame(u, P_PROBS, title, "p at temp 1");
+    char note[48];
+    if (u->s->sampler.temp > 0)
+        snprintf(note, sizeof note, "p at temp %g", (double)u->s->sampler.temp);
+    else
+        snprintf(note, sizeof note, "greedy, p at temp 1");
+    pane_frame(u, P_PROBS, title, note);
     const float *logits = logits_at(u, q);
     if (!logits)
         pane_message(u, P_PROBS, "No logits here yet:  f  finishes the pass,  Space  generates a token.");

@@ -70,7 +70,7 @@ static void draw(tui *u)
     legend(u, w, n ? title : "Tokens");
     if (n == 0) {
         term_role(&u->t, w, R_HINT);
-        put_text(u, w, 1, 2, "No context yet. Press : and type  prompt It is a truth universally acknowledged",
+        put_text(u, w, 1, 2, "No context yet: prompt TEXT at the command line (: opens it), or lesson",
                  cols - 2);
         wnoutrefresh(w);
         return;

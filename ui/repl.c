@@ -10,6 +10,7 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 
+#include "lesson.h"
 #include "rlsupport.h"
 #include "view.h"
 
@@ -49,6 +50,70 @@ static void run_commands(const char *line)
     }
     as_free_commands(cmds, n);
     fflush(stdout);
+}
+
+/* Runs step i's commands, printing each; the first failure stops it. */
+static int run_step(view *v, as_session *s, const lesson *l, int i, as_error *err)
+{
+    for (int k = 0; k < l->steps[i].n_cmds; k++) {
+        printf("attnscope> %s\n", l->steps[i].cmds[k]);
+        fflush(stdout);
+        if (view_exec(v, s, l->steps[i].cmds[k], NULL, err))
+            return AS_ERR;
+    }
+    return AS_OK;
+}
+
+/* What the teacher typed at a step's pause: 'n' on, 'b' back, 'q' ends.
+ * Readline hands the terminal back in its usual mode while a line's
+ * commands run, so a plain line read works here. */
+static int lesson_pause(int i, int n)
+{
+    char line[64];
+    printf("-- step %d of %d: Enter goes on, b Enter back, q Enter ends -- ", i + 1, n);
+    fflush(stdout);
+    if (!fgets(line, sizeof line, stdin) || *repl.interrupted) {
+        clearerr(stdin); /* Ctrl-D ends the lesson, not the REPL */
+        printf("\n");
+        return 'q';
+    }
+    return line[0] == 'b' || line[0] == 'q' ? line[0] : 'n';
+}
+
+/* `lesson NAME` in the REPL: a step's sentences, its commands and their
+ * output, then a pause; back replays the lesson up to the step before. */
+static int repl_lesson(void *ctx, lesson *l, as_error *err)
+{
+    (void)ctx;
+    view *v = &repl.v;
+    int rc = view_lesson_model(repl.s, l, err);
+    v->in_lesson = true;
+    for (int i = 0; rc == AS_OK && i < l->n_steps;) {
+        printf("\n== %s (%d/%d) ==\n%s\n\n", l->title, i + 1, l->n_steps, l->steps[i].text);
+        if ((rc = run_step(v, repl.s, l, i, err)) || i + 1 == l->n_steps)
+            break;
+        int c = lesson_pause(i, l->n_steps);
+        if (c == 'q')
+            break;
+        if (c == 'n') {
+            i++;
+            continue;
+        }
+        i = i > 0 ? i - 1 : 0; /* back: the lesson replayed quietly to the step before */
+        FILE *out = repl.s->out, *null = fopen("/dev/null", "w");
+        repl.s->out = null ? null : out;
+        rc = view_lesson_model(repl.s, l, err);
+        for (int k = 0; rc == AS_OK && k < i; k++)
+            for (int c2 = 0; rc == AS_OK && c2 < l->steps[k].n_cmds; c2++)
+                rc = view_exec(v, repl.s, l->steps[k].cmds[c2], NULL, err);
+        repl.s->out = out;
+        if (null)
+            fclose(null);
+    }
+    v->in_lesson = false;
+    lesson_free(l);
+    free(l);
+    return rc;
 }
 
 /* Called by readline with a finished line (NULL at Ctrl-D). */
@@ -104,6 +169,7 @@ int as_repl(as_session *s, volatile sig_atomic_t *interrupted)
     repl.s = s;
     repl.interrupted = interrupted;
     view_init(&repl.v);
+    repl.v.lesson = repl_lesson;
     repl.hist = rls_history_path();
     rls_setup(s);
     /* SIGINT is ours (it interrupts the interpreter); readline must not

@@ -28,10 +28,13 @@ static void relayout(tui *u)
 {
     int rows, cols;
     getmaxyx(stdscr, rows, cols);
-    if (PANE_IS_SIDE(u->focus))
-        u->shared = u->focus;
+    /* The pane looked at: the focused one, or the one Esc returns to. */
+    pane_id at = u->focus == P_CMD ? u->last_pane : u->focus;
+    if (PANE_IS_SIDE(at))
+        u->shared = at;
     u->present = panes_present(u);
-    layout_compute_for(&u->lay, rows, cols, u->shared, u->present);
+    layout_compute_for(&u->lay, rows, cols, layout_single(rows) && !PANE_IS_SIDE(at) ? P_ATTN : u->shared,
+                       u->present);
     u->shared = u->lay.shown;
     drop_windows(u);
     /* stdscr lies under the panes: refreshed once here, then untouched,
@@ -87,6 +90,10 @@ void tui_redraw(tui *u)
     for (int p = 0; p < P_COUNT; p++)
         if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)
             pane_classes[p]->draw(u);
+    if (u->lesson && (dirty & (RD_PANES | RD_LESSON)))
+        tour_draw(u);
+    if (u->popup && (dirty & (RD_PANES | RD_POPUP)))
+        popup_draw(u);
     if (u->help && (dirty & (RD_PANES | RD_HELP)))
         help_draw(u);
     /* The command line goes last: the terminal's cursor is left where
@@ -143,10 +150,50 @@ static void capture_end(tui *u, FILE *null)
 
 /* ---- running commands ---- */
 
+/* `view PANE`: shows the pane (a small screen's shared slot takes it)
+ * and makes it the one Esc returns to; from the panes it takes the focus. */
+static unsigned show_pane(tui *u, int req)
+{
+    pane_id p = (pane_id)req;
+    if (!(u->present & RD(p))) {
+        log_addf(&u->log, LOG_HINT, "the %s pane does not apply to this model", view_pane_name(req));
+        return panes_showing(SHOWS_LOG);
+    }
+    if (u->focus != P_CMD)
+        return tui_focus(u, p);
+    u->last_pane = p;
+    if (PANE_IS_SIDE(p))
+        u->shared = p;
+    return u->lay.r[p].h <= 0 ? RD_LAYOUT : 0;
+}
+
+/* After `load`: the vocabulary-sized scratch, the lens rows and the
+ * panes that apply belong to the old model. */
+static unsigned new_model(tui *u)
+{
+    free(u->probs);
+    free(u->order);
+    free(u->lens);
+    u->probs = NULL;
+    u->order = NULL;
+    u->lens = NULL;
+    u->model = u->s->model;
+    u->v.layer = u->v.head = 0;
+    u->v.follow = true;
+    u->v.norm = view_norm_step(u->s->prog, 0, NK_COUNT - 1, 1);
+    return RD_LAYOUT;
+}
+
 unsigned tui_after_command(tui *u)
 {
+    unsigned bits = panes_showing(SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
+    if (u->s->model != u->model)
+        bits |= new_model(u);
     view_clamp(&u->v, u->s);
-    return panes_showing(SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
+    if (u->v.pane_req >= 0)
+        bits |= show_pane(u, u->v.pane_req);
+    u->v.pane_req = -1;
+    return bits;
 }
 
 static int run_one(tui *u, const char *cmd)
@@ -185,19 +232,55 @@ static int dump_view(void *ctx, const char *path, as_error *err)
     return rc;
 }
 
-void tui_run_line(tui *u, const char *line)
+bool tui_log_visible(const tui *u)
 {
+    return !u->lay.too_small && u->lay.r[P_LOG].h > 2;
+}
+
+/* Whether a command is `view dump`: a dump keeps the screen as the
+ * commands before it left it, so its own "wrote" line opens no overlay. */
+static bool is_dump(const char *cmd)
+{
+    return !strncmp(cmd, "view", 4) && strstr(cmd, "dump") != NULL;
+}
+
+/* Where the log is hidden, the output of the line just run goes to the
+ * overlay or the one-line echo. */
+static void show_output(tui *u, long from, run_from how, bool dump_last)
+{
+    if (tui_log_visible(u) || u->log.total <= from || how == RUN_LESSON)
+        return;
+    if (how == RUN_KEY) {
+        u->echo_from = from;
+        u->dirty |= RD(P_CMD);
+    } else if (!dump_last) {
+        u->popup = true;
+        u->popup_from = from;
+        u->dirty |= RD_POPUP;
+    }
+}
+
+int tui_run_line(tui *u, const char *line, run_from how)
+{
+    int rc = 0;
     int n;
     char **cmds = as_split_commands(line, &n);
     log_addf(&u->log, LOG_ECHO, "%s %s", u->t.utf8 ? "›" : ">", line);
+    long from = u->log.total;
+    bool dump_last = n > 0 && is_dump(cmds[n - 1]);
     u->log_scroll = 0;
+    u->popup = false;
+    u->echo_from = -1;
     *u->interrupted = 0;
-    for (int i = 0; cmds && i < n && !u->s->quit && !*u->interrupted; i++)
-        if (run_one(u, cmds[i]))
-            break;
+    for (int i = 0; cmds && i < n && !u->s->quit && !*u->interrupted && !rc; i++)
+        rc = run_one(u, cmds[i]);
     as_free_commands(cmds, n);
     *u->interrupted = 0;
     u->dirty |= tui_after_command(u);
+    show_output(u, from, how, dump_last);
+    if (u->lesson_pending)
+        tour_begin(u);
+    return rc;
 }
 
 /* ---- input ---- */
@@ -246,7 +329,7 @@ static void dispatch(tui *u, int ch, bool keycode)
     u->dirty |= tui_key(u, ch, keycode);
     char *line = cmdline_take_line();
     if (line) {
-        tui_run_line(u, line);
+        tui_run_line(u, line, RUN_TYPED);
         free(line);
     }
     if (cmdline_eof())
@@ -264,13 +347,14 @@ static void replay_ahead(tui *u)
     }
 }
 
-/* One key: a wide character in UTF-8; elsewhere a byte, since curses'
- * wide reading waits for ever on a byte the locale cannot decode (an
- * accented letter typed in the C locale), holding up every later key. */
+/* One key: a byte, in every locale. Curses' wide reading drops a byte
+ * the locale cannot decode (invalid UTF-8; in the C locale it waits for
+ * ever), losing what was typed; readline, which gets the command line's
+ * bytes, puts characters together itself and keeps a stray byte as batch
+ * mode does. The view's own keys are all ASCII. */
 static int read_key(const tui *u, wint_t *ch)
 {
-    if (u->t.utf8)
-        return get_wch(ch);
+    (void)u;
     int c = getch();
     if (c == ERR)
         return ERR;
@@ -355,12 +439,14 @@ static void welcome(tui *u, const char *notes)
     if (notes && *notes)
         log_add(&u->log, LOG_WARN, notes, strlen(notes));
     log_flush(&u->log);
-    log_addf(&u->log, LOG_HINT, "Type a prompt:  prompt It is a truth universally acknowledged");
-    log_addf(&u->log, LOG_HINT, "then Space generates a token, s steps one op; ? shows every key.");
+    log_addf(&u->log, LOG_HINT, "Type a prompt and Enter:  prompt It is a truth universally acknowledged");
+    log_addf(&u->log, LOG_HINT, "Esc then leaves the command line: Space generates a token, s steps one op.");
+    log_addf(&u->log, LOG_HINT, "? shows every key (here too); lesson lists the guided tours.");
 }
 
 static void teardown(tui *u)
 {
+    tour_end(u);
     u->s->on_pass = NULL;
     u->s->on_pass_ctx = NULL;
     drop_windows(u);
@@ -384,9 +470,12 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     view_init(&u.v);
     u.v.dump = dump_view;
     u.v.dump_ctx = &u;
+    u.v.lesson = tour_take;
     log_init(&u.log, 2000);
     u.focus = s->it->out->n_tokens ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;
+    u.echo_from = -1;
+    u.model = s->model;
     u.shared = P_PROBS;
     FILE *saved_out = s->out, *saved_warn = s->warn, *err_tmp = NULL;
     u.null_out = fopen("/dev/null", "w");
@@ -408,8 +497,16 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     s->out = s->warn = u.null_out;
     s->on_pass = on_pass;
     s->on_pass_ctx = &u;
+    long welcome_from = u.log.total;
     welcome(&u, notes);
     u.dirty = RD_LAYOUT;
+    tui_redraw(&u);
+    if (!tui_log_visible(&u)) {
+        /* a small screen: the welcome over the bottom until the first key */
+        u.popup = true;
+        u.popup_from = welcome_from;
+        u.dirty |= RD_POPUP;
+    }
     while (!u.quit && !s->quit) {
         tui_redraw(&u);
         handle_input(&u, 250);

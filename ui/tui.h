@@ -26,6 +26,8 @@
 #define RD(p) (1u << (p))
 #define RD_LAYOUT (1u << P_COUNT)
 #define RD_HELP (1u << (P_COUNT + 1))
+#define RD_POPUP (1u << (P_COUNT + 2))
+#define RD_LESSON (1u << (P_COUNT + 3))
 #define RD_IGNORED (1u << 31)
 #define RD_PANES ((1u << P_COUNT) - 1)
 
@@ -58,6 +60,18 @@ typedef struct tui {
     unsigned present;    /* the panes that apply to the program (RD bits), as of the last layout */
     unsigned dirty;
     bool help;           /* the key overlay is up */
+    int help_top;        /* its first line shown, when it is taller than the screen */
+    /* Where a command's output shows when the Output pane is hidden (a
+     * small screen): a typed command's in an overlay over the bottom of
+     * the screen, a key's (s, Space, e...) as one line in the command
+     * line's row; both go at the next key. Log line numbers (log.total). */
+    bool popup;
+    long popup_from, echo_from;
+    /* A lesson being given (tour.c): its step on screen, in a box. */
+    struct lesson *lesson;
+    int lesson_step;
+    bool lesson_pending;  /* `lesson NAME` ran: its first step follows the command line */
+    char lesson_error[256];
     bool busy;           /* a command is running: keys that run commands wait */
     bool quit;
     volatile sig_atomic_t *interrupted;
@@ -86,6 +100,7 @@ typedef struct tui {
     float *probs;        /* vocabulary-sized scratch of the probabilities and lens panes */
     int *order;
     struct lens_cache *lens; /* the lens pane's rows, kept until the pass or token changes */
+    const as_model *model;   /* the model the scratch and layout were made for (`load` changes it) */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in
@@ -98,8 +113,14 @@ unsigned tui_key(tui *u, int ch, bool keycode);
  * command, or is typed ahead into the command line). */
 bool tui_key_waits(const tui *u, int ch, bool keycode);
 unsigned tui_mouse(tui *u);
-/* Runs a command line (';'-separated) and logs its output. */
-void tui_run_line(tui *u, const char *line);
+/* How a command line came: typed at the command line, run by a key, or
+ * by a lesson (whose box shows instead). */
+typedef enum run_from { RUN_TYPED, RUN_KEY, RUN_LESSON } run_from;
+/* Runs a command line (';'-separated) and logs its output; where the log
+ * is hidden, shows it as `from` says. */
+int tui_run_line(tui *u, const char *line, run_from from);
+/* Whether the Output pane is on screen. */
+bool tui_log_visible(const tui *u);
 /* The panes that change when the view's selection or data changes. */
 unsigned tui_after_command(tui *u);
 /* Draws dirty panes and shows them. */
@@ -158,6 +179,19 @@ unsigned tui_cycle_norm(tui *u, int d);
 unsigned pane_log_scroll(tui *u, int d);
 
 void help_draw(tui *u);
+/* help.c: the overlay's keys (scrolling; others close it). */
+unsigned help_key(tui *u, int ch, bool keycode);
+/* popup.c: a typed command's output over the bottom of the screen. */
+void popup_draw(tui *u);
+
+/* tour.c: lessons in the view. The view's `lesson` callback (takes l). */
+int tour_take(void *ctx, struct lesson *l, as_error *err);
+/* Shows the first step of a lesson just taken. */
+void tour_begin(tui *u);
+/* Space, Backspace, Esc/q while a lesson runs (RD_IGNORED: not the lesson's). */
+unsigned tour_key(tui *u, int ch, bool keycode);
+void tour_draw(tui *u);
+void tour_end(tui *u);
 
 /* screendump.c: the screen as plain text (`view dump FILE`), written
  * through a temporary file renamed into place. */

@@ -1,17 +1,28 @@
 #include "view.h"
 
+#include "datadir.h"
+#include "lesson.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 static const as_command_info commands[] = {
+    {"lesson", "lesson [NAME]",
+     "A guided tour on the bundled models: commands and what they show, a step at a time (in the full-screen "
+     "view Space goes on, Backspace back, Esc ends; the REPL pauses for Enter; batch mode runs them straight through). "
+     "`lesson` lists them.",
+     "lesson attention"},
     {"set", "set delay MS | cmap viridis|magma|gray",
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
-    {"view", "view layer N | head N | pos N|last | norm ln1|ln2|final | grid on|off | dump FILE",
-     "Choose what the full-screen view shows (the keys do the same); `dump` writes its screen to FILE as "
-     "plain text, one line per row.",
-     "view layer 2"},
+    {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | dump FILE | "
+     "view attention|tokens|probs|lens|norms|output",
+     "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
+     "most the selected token); a pane's name focuses it (keys 1-6), "
+     "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
+     "one line per row.",
+     "view lens"},
 };
 
 #define N_VIEW_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
@@ -22,9 +33,27 @@ const as_command_info *view_commands(int *n)
     return commands;
 }
 
+static const char *const pane_names[VIEW_N_PANES] = {"attention", "tokens", "probs", "lens", "norms", "output"};
+
+const char *view_pane_name(int i)
+{
+    return i >= 0 && i < VIEW_N_PANES ? pane_names[i] : "?";
+}
+
+/* A pane's name, or a short form of it (attn, log, next). */
+static int pane_index(const char *name)
+{
+    static const char *const also[VIEW_N_PANES] = {"attn", "strip", "next", "logit-lens", "layernorm", "log"};
+    for (int i = 0; i < VIEW_N_PANES; i++)
+        if (!strcmp(name, pane_names[i]) || !strcmp(name, also[i]))
+            return i;
+    return -1;
+}
+
 void view_init(view *v)
 {
     memset(v, 0, sizeof *v);
+    v->pane_req = -1;
     v->follow = true;
     v->cmap = AS_CMAP_VIRIDIS;
     v->delay_ms = 150;
@@ -144,16 +173,23 @@ static int view_dump(view *v, const char *path, as_error *err)
 static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
 {
     const as_config *c = &s->model->cfg;
-    if (n != 3)
-        return as_error_set(err, "usage: %s", commands[1].usage);
-    const char *what = w[1], *arg = w[2];
     int rc;
+    if (n == 2 && pane_index(w[1]) >= 0) {
+        v->pane_req = pane_index(w[1]);
+        return AS_OK;
+    }
+    if (n != 3)
+        return as_error_set(err, "usage: %s", commands[2].usage);
+    const char *what = w[1], *arg = w[2];
     if (!strcmp(what, "layer"))
         rc = parse_int(arg, 0, c->n_layer - 1, "the layer", &v->layer, err);
     else if (!strcmp(what, "head"))
         rc = parse_int(arg, 0, c->n_head - 1, "the head", &v->head, err);
     else if (!strcmp(what, "pos"))
         rc = view_pos(v, s, arg, err);
+    else if (!strcmp(what, "key"))
+        rc = s->it->out->n_tokens ? parse_int(arg, 0, s->it->out->n_tokens - 1, "the key", &v->key, err)
+                                  : as_error_set(err, "no context yet: start with `prompt TEXT`");
     else if (!strcmp(what, "norm"))
         rc = view_norm(v, arg, err);
     else if (!strcmp(what, "cmap"))
@@ -163,10 +199,73 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
     else if (!strcmp(what, "dump"))
         return view_dump(v, arg, err);
     else
-        return as_error_set(err, "usage: %s", commands[1].usage);
+        return as_error_set(err, "usage: %s", commands[2].usage);
     if (rc == AS_OK)
         view_clamp(v, s);
     return rc;
+}
+
+static int list_lessons(as_session *s)
+{
+    char names[64][64], titles[64][128];
+    int n = lesson_list(names, titles, 64);
+    if (n == 0) {
+        fprintf(s->out, "no lessons found (they are in assets/lessons, or DATADIR/lessons when installed)\n");
+        return AS_OK;
+    }
+    fprintf(s->out, "lessons (lesson NAME starts one; in the full-screen view Space goes on, Backspace back, Esc "
+                    "ends):\n");
+    for (int i = 0; i < n; i++)
+        fprintf(s->out, "  %-12s %s\n", names[i], titles[i]);
+    return AS_OK;
+}
+
+int view_lesson_model(as_session *s, const lesson *l, as_error *err)
+{
+    char buf[4096];
+    if (!l->model || !strcmp(s->model->cfg.name, l->model))
+        return AS_OK;
+    return as_session_load(s, datadir_model(l->model, buf, sizeof buf), err);
+}
+
+/* Without a screen: every step's text, then its commands. */
+static int run_through(view *v, as_session *s, lesson *l, as_error *err)
+{
+    fprintf(s->out, "lesson %s: %s (%d steps)\n", l->name, l->title, l->n_steps);
+    int rc = view_lesson_model(s, l, err);
+    v->in_lesson = true;
+    for (int i = 0; rc == AS_OK && i < l->n_steps; i++) {
+        fprintf(s->out, "\n--- step %d of %d ---\n%s\n", i + 1, l->n_steps, l->steps[i].text);
+        for (int k = 0; rc == AS_OK && k < l->steps[i].n_cmds; k++) {
+            fprintf(s->out, "> %s\n", l->steps[i].cmds[k]);
+            rc = view_exec(v, s, l->steps[i].cmds[k], NULL, err);
+        }
+    }
+    v->in_lesson = false;
+    lesson_free(l);
+    return rc;
+}
+
+static int view_lesson(view *v, as_session *s, char **w, int n, as_error *err)
+{
+    if (n == 1)
+        return list_lessons(s);
+    if (n != 2)
+        return as_error_set(err, "usage: %s", commands[0].usage);
+    if (v->in_lesson)
+        return as_error_set(err, "a lesson cannot start a lesson (`lesson %s` inside a lesson's step)", w[1]);
+    lesson l;
+    if (lesson_load(w[1], &l, err))
+        return AS_ERR;
+    if (!v->lesson)
+        return run_through(v, s, &l, err);
+    lesson *kept = malloc(sizeof *kept);
+    if (!kept) {
+        lesson_free(&l);
+        return as_error_set(err, "out of memory");
+    }
+    *kept = l;
+    return v->lesson(v->dump_ctx, kept, err);
 }
 
 /* `help` lists the view's commands after the session's; `help set` and
@@ -183,11 +282,19 @@ static void view_help(as_session *s, char **w, int n)
     }
 }
 
+static bool is_view_command(const char *name)
+{
+    for (int i = 0; i < N_VIEW_COMMANDS; i++)
+        if (!strcmp(name, commands[i].name) && strcmp(name, "set"))
+            return true;
+    return false;
+}
+
 static bool same_view(const view *a, const view *b)
 {
     return a->layer == b->layer && a->head == b->head && a->query == b->query && a->key == b->key &&
            a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->cmap == b->cmap &&
-           a->delay_ms == b->delay_ms;
+           a->delay_ms == b->delay_ms && a->pane_req == b->pane_req;
 }
 
 static bool is_view_set(char **w, int n)
@@ -200,19 +307,27 @@ int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_er
     char **w;
     int n, rc;
     if (as_split_words(cmd, &w, &n, err))
-        return AS_ERR;
+        return as_session_exec(s, cmd, err); /* text commands take what does not split (dialogue) */
     view before = *v;
     if (n > 0 && is_view_set(w, n)) {
         rc = view_set(v, s, w, n, err);
     } else if (n > 0 && !strcmp(w[0], "view")) {
         rc = view_cmd(v, s, w, n, err);
-    } else if (n > 1 && !strcmp(w[0], "help") && !strcmp(w[1], "view")) {
+    } else if (n > 0 && !strcmp(w[0], "lesson")) {
+        rc = view_lesson(v, s, w, n, err);
+    } else if (n == 2 && !strcmp(w[0], "load")) {
+        char buf[4096];
+        rc = as_session_load(s, datadir_model(w[1], buf, sizeof buf), err);
+    } else if (n > 1 && !strcmp(w[0], "help") && is_view_command(w[1])) {
         view_help(s, w, n);
         rc = AS_OK;
     } else {
         rc = as_session_exec(s, cmd, err);
         if (n > 0 && !strcmp(w[0], "help") && (rc == AS_OK || n == 1))
             view_help(s, w, n);
+        if (n == 1 && !strcmp(w[0], "set") && rc == AS_OK)
+            fprintf(s->out, "delay = %d ms (the view's pause after each generated token)\ncmap = %s\n", v->delay_ms,
+                    as_cmap_name(v->cmap));
     }
     if (view_changed)
         *view_changed = !same_view(&before, v);

@@ -12,6 +12,8 @@
 #include "attnscope/colormap.h"
 #include "attnscope/session.h"
 
+struct lesson;
+
 /* The norms the pane can show, in the order N steps through them; a
  * program shows those it has (Gemma's post-norms, say). */
 typedef enum norm_kind { NK_LN1, NK_LN1_POST, NK_LN2, NK_LN2_POST, NK_FINAL, NK_COUNT } norm_kind;
@@ -25,11 +27,23 @@ typedef struct view {
     bool grid;        /* every head of the layer as small multiples */
     as_cmap cmap;
     int delay_ms;     /* pause after each generated token */
+    int pane_req;     /* `view PANE`: the pane to focus (VIEW_PANES order), -1 none; the view takes it */
     /* `view dump FILE`: writes the screen as text; set by the full-screen
      * view, NULL where there is no screen (the REPL, batch mode). */
     int (*dump)(void *ctx, const char *path, as_error *err);
     void *dump_ctx;
+    /* `lesson NAME`: the full-screen view and the REPL take the lesson
+     * (*l, to free) and pause between its steps; NULL: the steps run
+     * straight through, each step's text printed before its commands
+     * (batch mode). */
+    int (*lesson)(void *ctx, struct lesson *l, as_error *err);
+    bool in_lesson;   /* a lesson's step is running: a `lesson` inside it is refused */
 } view;
+
+/* The panes `view PANE` names, in the full-screen view's Tab order (the
+ * keys 1-6 too): attention, tokens, probs, lens, norms, output. */
+#define VIEW_N_PANES 6
+const char *view_pane_name(int i);
 
 void view_init(view *v);
 /* Keeps the selection inside the model and the context (after a prompt,
@@ -45,6 +59,9 @@ norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d);
 /* Runs one command: a view command, else the session's. *view_changed
  * (may be NULL) is set when the view's selection or look changed. */
 int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_error *err);
+/* A lesson's model: loads it unless the session has it already. */
+int view_lesson_model(as_session *s, const struct lesson *l, as_error *err);
+
 /* The view commands, for help and completion. */
 const as_command_info *view_commands(int *n);
 

@@ -5,7 +5,8 @@
 #   assets/figures/make.sh [MODEL.gguf [LAYER HEAD]]
 #
 # LAYER HEAD pick the head drawn on its own and the layer of the layer
-# figures (default: layer 0, head 0). AS_BIN overrides the binary, TEXT
+# figures (default: layer 0, head 0). Figures are one column wide (3.3 in,
+# attnscope's default). AS_BIN overrides the binary, TEXT
 # the prompt (the test fixtures' 32-token context needs a shorter one:
 # TEXT='the cat sat on the mat, the dog ate é!').
 set -eu
@@ -28,7 +29,7 @@ TEXT=${TEXT:-'It is a truth universally acknowledged, that a single man in posse
     export probs-trace $OUT/probs-trace.png"
 
 # The model's head-score tables (as in models/README.md).
-"$BIN" -m "$MODEL" -e "heads $OUT/heads-$(basename "$MODEL" .gguf).png dpi=110"
+"$BIN" -m "$MODEL" -e "heads $OUT/heads-$(basename "$MODEL" .gguf).png"
 
 # Activation patching: which positions and layers carry the name the model
 # is about to repeat (the metric: logit of " Mary" minus " John").

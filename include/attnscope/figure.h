@@ -1,14 +1,14 @@
 /* figure: the figures a paper needs — attention heatmaps (one head, the
- * heads of a layer, or layers × heads), norm statistics across tokens, the
- * next-token distribution and its trace over generated tokens — built from
- * plain data (matrices, labels, titles), never from a session, so tests
- * can hand-build them. A builder lays a figure out once as a list of
- * drawing primitives in device pixels; two backends draw that list: an RGB
- * raster written as PNG through libpng (pHYs and text chunks set), and SVG
- * with vector shapes and real text. Text goes through FreeType with DejaVu
- * Sans, anti-aliased; when no font file can be loaded a built-in bitmap
- * font keeps export working. The font lives in an as_fig_ctx: no global
- * state. */
+ * heads of a layer, or layers × heads), bertviz's head view (tokens in two
+ * columns joined by lines as opaque as the weight), norm statistics across
+ * tokens, the next-token distribution and its trace over generated tokens —
+ * built from plain data (matrices, labels, captions), never from a session,
+ * so tests can hand-build them. A builder lays a figure out once, for a
+ * given width and text size, as a list of drawing primitives; one Cairo
+ * code path draws that list on an image surface (written as PNG through
+ * libpng, with pHYs and provenance text chunks), an SVG surface or a PDF
+ * surface. Text is DejaVu Sans through cairo-ft, loaded from its file (no
+ * fontconfig lookup) and held by an as_fig_ctx: no global state. */
 #ifndef ATTNSCOPE_FIGURE_H
 #define ATTNSCOPE_FIGURE_H
 
@@ -22,36 +22,64 @@
 
 #define AS_FIG_DPI 200          /* default raster resolution */
 #define AS_FIG_LOG_MIN 1e-4     /* the low end of a log colour scale */
+#define AS_FIG_WIDTH_PT 237.6f  /* default width: one column of a two-column paper, 3.3 in */
+#define AS_FIG_FONT_PT 8.0f     /* default body text */
+#define AS_FIG_MIN_FONT_PT 6.0f /* derived sizes (ticks, labels, notes) never go below this */
 
 typedef struct as_fig_ctx as_fig_ctx;
 typedef struct as_figure as_figure;
 
-typedef enum as_fig_format { AS_FIG_PNG, AS_FIG_SVG } as_fig_format;
+typedef enum as_fig_format { AS_FIG_PNG, AS_FIG_SVG, AS_FIG_PDF } as_fig_format;
 
 typedef struct as_fig_style {
     as_cmap cmap;
-    int dpi;        /* raster pixels per inch; sizes are laid out in points */
-    bool log_scale; /* heatmaps: log colour scale; charts: log value axis */
+    int dpi;         /* PNG pixels per inch; everything is laid out in points */
+    bool log_scale;  /* heatmaps: log colour scale; charts: log value axis */
+    float width_pt;  /* the figure's width */
+    float height_pt; /* its height, or 0: as tall as its content needs */
+    float font_pt;   /* body text (axis names, headers); the title is a point
+                      * larger, ticks, labels and notes a point smaller (never
+                      * below AS_FIG_MIN_FONT_PT unless the body is) */
 } as_fig_style;
 
-/* viridis, AS_FIG_DPI, linear. */
+/* viridis, AS_FIG_DPI, linear, AS_FIG_WIDTH_PT wide, AS_FIG_FONT_PT text. */
 void as_fig_style_default(as_fig_style *st);
 
+/* What a figure says beside its data, kept apart so that a reader never
+ * takes the model's name for a label: the title names what is shown
+ * ("Layer 0 · head 3"), the grey subtitle where it comes from (model,
+ * prompt), the notes under the figure what was cropped, hidden or
+ * normalised, and the metric and values a table is built on. */
+typedef struct as_fig_caption {
+    const char *title;
+    const char *subtitle;     /* may be NULL */
+    const char *const *notes; /* [n_notes], each wrapped to the width */
+    int n_notes;
+} as_fig_caption;
+
 /* Opens font_path, or when NULL the first DejaVu Sans found in the usual
- * places; when none loads, the built-in bitmap font is used instead (so
- * this fails only for lack of memory). The context must outlive the
- * figures built with it. */
+ * places; when none loads, Cairo's "sans-serif" (through fontconfig) is
+ * used instead, so this fails only for lack of memory. The context must
+ * outlive the figures built with it. */
 int as_fig_ctx_new(as_fig_ctx **out, const char *font_path, as_error *err);
 void as_fig_ctx_free(as_fig_ctx *c);
-/* True when text is drawn from an outline font (false: bitmap fallback). */
+/* True when text is drawn from the DejaVu Sans file (false: fallback). */
 bool as_fig_ctx_has_font(const as_fig_ctx *c);
-/* The font file in use, or "built-in bitmap font". */
+/* The font file in use, or a sentence naming the fallback. */
 const char *as_fig_ctx_font_name(const as_fig_ctx *c);
+/* Ink width and height (points) of UTF-8 text at size_pt: what tests
+ * measure to tell marks apart. */
+void as_fig_ctx_ink(as_fig_ctx *c, const char *s, float size_pt, float *w, float *h);
 
-/* .png or .svg (any case) from the file name. */
+/* .png, .svg or .pdf (any case) from the file name. */
 int as_fig_format_of(const char *path, as_fig_format *fmt, as_error *err);
 
-/* Token bytes as a label: valid UTF-8 kept, spaces shown as '·', newline
+/* A length option's value: a number followed by in, cm, mm or pt, in
+ * points ("3.3in" -> 237.6). what names the option in the message. */
+int as_fig_parse_length(const char *v, const char *what, float *pt, as_error *err);
+
+/* Token bytes as a label: valid UTF-8 kept, spaces shown as '␣' (an open
+ * box, which at tick size cannot be taken for '.' as '·' could), newline
  * as '↵', tab as '⇥', other control bytes and invalid UTF-8 as \xNN. */
 void as_fig_visible_text(const char *bytes, size_t len, char *out, size_t cap);
 
@@ -63,10 +91,14 @@ typedef struct as_fig_matrix {
 } as_fig_matrix;
 
 /* n_mats matrices of the same shape laid out in grid_rows × grid_cols
- * panels (row-major), on one colour scale: 0–1 (or AS_FIG_LOG_MIN–1 on a
- * log scale) so heads compare, or [vmin, vmax] when given. One matrix is the single-head figure. Token
- * labels go on the outer panels when cells are large enough to read them;
- * otherwise only headers are drawn. */
+ * panels (row-major; grid_cols 0: as many a row as the width allows), on
+ * one colour scale: 0–1 (or AS_FIG_LOG_MIN–1 on a log scale) so heads
+ * compare, or [vmin, vmax] when given. One matrix is the single-head
+ * figure. Cells fill the width; token labels go on the outer panels,
+ * every k-th when cells are smaller than the text, turned upright only
+ * when they are wider than a column; otherwise only headers are drawn. The
+ * colour bar is as tall as the panels, or lies under them when they are
+ * too short for it. */
 typedef struct as_fig_heat {
     int rows, cols;                      /* cells of each matrix */
     const char *const *row_labels;       /* [rows] display text, or NULL */
@@ -78,13 +110,30 @@ typedef struct as_fig_heat {
     const char *const *mat_titles;       /* [n_mats] header above each panel, or NULL */
     int grid_rows, grid_cols;
     const char *const *grid_row_names;   /* [grid_rows] headers at the left ("Layer 3"), or NULL */
-    const char *const *grid_col_names;   /* [grid_cols] headers on top ("Head 5"), or NULL */
+    const char *const *grid_col_names;   /* [grid_cols] headers on top ("5"), or NULL */
+    const char *grid_row_axis, *grid_col_axis; /* what the headers number: "layer", "head" */
     float vmin, vmax;                    /* linear colour scale when vmax > vmin (signed
                                           * tables); both 0: attention's 0-1 */
 } as_fig_heat;
 
-int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const char *title,
+int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                    const as_fig_heat *h, as_error *err);
+
+/* ---- bertviz's head view ---- */
+
+/* Tokens in two columns, queries at the left and keys at the right, a
+ * line from query q to key k as opaque as the weight; several heads are
+ * overlaid, each in its own colour, named in a legend. */
+typedef struct as_fig_lines {
+    int n;                        /* tokens */
+    const char *const *labels;    /* [n] */
+    int n_heads;
+    const float *const *weights;  /* [n_heads] each [n][n], row q's weights over keys (0: not drawn) */
+    const char *const *head_names; /* [n_heads] legend entries, or NULL for one head */
+} as_fig_lines;
+
+int as_fig_lines_view(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
+                      const as_fig_lines *ln, as_error *err);
 
 /* ---- norm statistics across tokens ---- */
 
@@ -105,7 +154,7 @@ typedef struct as_fig_norms {
     as_fig_norm_series series[2];
 } as_fig_norms;
 
-int as_fig_norm_chart(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const char *title,
+int as_fig_norm_chart(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                       const as_fig_norms *nm, as_error *err);
 
 /* ---- next-token probabilities ---- */
@@ -115,10 +164,9 @@ typedef struct as_fig_probs {
     int k;
     const char *const *labels; /* [k] */
     const float *p;            /* [k], descending */
-    const char *subtitle;      /* e.g. the end of the context; may be NULL */
 } as_fig_probs;
 
-int as_fig_prob_bars(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const char *title,
+int as_fig_prob_bars(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                      const as_fig_probs *pr, as_error *err);
 
 /* For each generated token: its probability when it was sampled and the
@@ -133,20 +181,28 @@ typedef struct as_fig_trace {
     const float *alt_p;             /* [steps][k], descending per step */
 } as_fig_trace;
 
-int as_fig_prob_trace(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const char *title,
+int as_fig_prob_trace(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                       const as_fig_trace *tr, as_error *err);
 
 /* ---- the figure ---- */
 
 void as_figure_free(as_figure *f);
+/* Size in PNG pixels at the style's dpi. */
 void as_figure_size(const as_figure *f, int *w, int *h);
-/* Provenance written into PNG text chunks and SVG metadata (copied). */
+/* Size in points (what SVG and PDF are). */
+void as_figure_size_pt(const as_figure *f, float *w, float *h);
+/* The smallest text the figure draws, in points (0: no text). */
+float as_figure_min_font_pt(const as_figure *f);
+/* Provenance written into PNG text chunks, SVG <title>/<desc> and PDF
+ * metadata (copied). */
 int as_figure_add_meta(as_figure *f, const char *key, const char *value, as_error *err);
 /* Pixel rectangle {x, y, w, h} of a heatmap cell; AS_ERR if there is none. */
 int as_figure_cell_rect(const as_figure *f, int mat, int row, int col, int rect[4]);
-/* The raster: w*h*3 bytes of RGB, malloc'd. */
+/* Pixel box {x, y, w, h} of the colour bar; AS_ERR if there is none. */
+int as_figure_cbar_rect(const as_figure *f, float rect[4]);
+/* The PNG's pixels, drawn by Cairo: w*h*3 bytes of RGB, malloc'd. */
 int as_figure_raster(const as_figure *f, uint8_t **rgb, as_error *err);
-/* PNG or SVG through a temporary file renamed into place. */
+/* PNG, SVG or PDF through a temporary file renamed into place. */
 int as_figure_write(const as_figure *f, const char *path, as_fig_format fmt, as_error *err);
 
 #endif

@@ -54,6 +54,11 @@ int as_session_new(as_session **out, const char *model_path, size_t capture_mb, 
 int as_session_from_model(as_session **out, as_model *m, size_t capture_mb, FILE *out_stream,
                           FILE *warn_stream, as_error *err);
 void as_session_free(as_session *s);
+/* `load`: another model in place of the session's, swapped in only once
+ * it has loaded whole (program, capture and interpreter made), so a file
+ * that fails leaves the session as it was. The context starts empty;
+ * sampler settings, streams and callbacks stay. */
+int as_session_load(as_session *s, const char *path, as_error *err);
 
 /* Runs one command line (one command; see as_split_commands for ';'). */
 int as_session_exec(as_session *s, const char *line, as_error *err);

@@ -467,17 +467,21 @@ static float dot_q6_k(const uint8_t *w, const float *x, int n)
         float d = half_at(w + 208);
         for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, x += 128)
             for (int l = 0; l < 32; l += 16) {
-                vfloat part[4] = {{0}, {0}, {0}, {0}};
+                /* Four named accumulators, not an array: GCC kept an array
+                 * of them on the stack (a store and load per block each). */
+                vfloat p0 = {0}, p1 = {0}, p2 = {0}, p3 = {0};
                 for (int j = l; j < l + 16; j += VL) {
                     vu8 a = vload_u8(ql + j), c = vload_u8(ql + 32 + j), h = vload_u8(qh + j);
-                    part[0] = vfma(vcvt_u8_minus((a & 0xF) | ((h & 3) << 4), 32), vload(x + j), part[0]);
-                    part[1] = vfma(vcvt_u8_minus((c & 0xF) | (((h >> 2) & 3) << 4), 32), vload(x + 32 + j), part[1]);
-                    part[2] = vfma(vcvt_u8_minus((a >> 4) | (((h >> 4) & 3) << 4), 32), vload(x + 64 + j), part[2]);
-                    part[3] = vfma(vcvt_u8_minus((c >> 4) | (((h >> 6) & 3) << 4), 32), vload(x + 96 + j), part[3]);
+                    p0 = vfma(vcvt_u8_minus((a & 0xF) | ((h & 3) << 4), 32), vload(x + j), p0);
+                    p1 = vfma(vcvt_u8_minus((c & 0xF) | (((h >> 2) & 3) << 4), 32), vload(x + 32 + j), p1);
+                    p2 = vfma(vcvt_u8_minus((a >> 4) | (((h >> 4) & 3) << 4), 32), vload(x + 64 + j), p2);
+                    p3 = vfma(vcvt_u8_minus((c >> 4) | (((h >> 6) & 3) << 4), 32), vload(x + 96 + j), p3);
                 }
                 int is = l / 16;
-                for (int k = 0; k < 4; k++)
-                    acc = vfma(part[k], (vfloat){0} + d * (float)sc[is + 2 * k], acc);
+                acc = vfma(p0, (vfloat){0} + d * (float)sc[is], acc);
+                acc = vfma(p1, (vfloat){0} + d * (float)sc[is + 2], acc);
+                acc = vfma(p2, (vfloat){0} + d * (float)sc[is + 4], acc);
+                acc = vfma(p3, (vfloat){0} + d * (float)sc[is + 6], acc);
             }
     }
     return hsum(acc);
@@ -533,6 +537,55 @@ static void simd_weight_row(const as_weight *w, int r, float *out)
             vfloat d = (vfloat){0} + f16_scalar(dh);
             for (int k = 0; k < AS_QK8_0; k += VL)
                 vstore(out + k, vload_i8((const int8_t *)row + 2 + k) * d);
+        }
+        return;
+    case AS_GGML_Q4_0: /* (q - 8)·d, as q4_0_to_f32 */
+        for (int b = 0; b < n / 32; b++, row += 18, out += 32) {
+            vfloat d = (vfloat){0} + half_at(row);
+            for (int l = 0; l < 16; l += VL) {
+                vu8 q = vload_u8(row + 2 + l);
+                vstore(out + l, vcvt_u8_minus(q & 0xF, 8) * d);
+                vstore(out + 16 + l, vcvt_u8_minus(q >> 4, 8) * d);
+            }
+        }
+        return;
+    case AS_GGML_Q4_K: /* (d·sc)·q - dmin·m per sub-block of 32, as q4_k_to_f32 */
+        for (int b = 0; b < n / 256; b++, row += 144, out += 256) {
+            float d = half_at(row), dmin = half_at(row + 2);
+            for (int s = 0; s < 8; s += 2) {
+                int sc0, m0, sc1, m1;
+                scale_min_k4(s, row + 4, &sc0, &m0);
+                scale_min_k4(s + 1, row + 4, &sc1, &m1);
+                vfloat d0 = (vfloat){0} + d * (float)sc0, n0 = (vfloat){0} + dmin * (float)m0;
+                vfloat d1 = (vfloat){0} + d * (float)sc1, n1 = (vfloat){0} + dmin * (float)m1;
+                const uint8_t *qs = row + 16 + 16 * s;
+                for (int l = 0; l < 32; l += VL) {
+                    vu8 q = vload_u8(qs + l);
+                    vstore(out + 32 * s + l, vcvt_u8(q & 0xF) * d0 - n0);
+                    vstore(out + 32 * s + 32 + l, vcvt_u8(q >> 4) * d1 - n1);
+                }
+            }
+        }
+        return;
+    case AS_GGML_Q6_K: /* (d·sc)·(q - 32), one scale per 16, as q6_k_to_f32 */
+        for (int b = 0; b < n / 256; b++, row += 210, out += 256) {
+            const int8_t *sc = (const int8_t *)(row + 192);
+            float d = half_at(row + 208);
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = row + 64 * h, *qh = row + 128 + 32 * h;
+                float *o = out + 128 * h;
+                for (int l = 0; l < 32; l += VL) {
+                    vu8 a = vload_u8(ql + l), c = vload_u8(ql + 32 + l), hb = vload_u8(qh + l);
+                    const int8_t *s16 = sc + 8 * h + l / 16; /* VL <= 16: one scale per vector */
+                    vstore(o + l, vcvt_u8_minus((a & 0xF) | ((hb & 3) << 4), 32) * ((vfloat){0} + d * (float)s16[0]));
+                    vstore(o + 32 + l, vcvt_u8_minus((c & 0xF) | (((hb >> 2) & 3) << 4), 32) *
+                                           ((vfloat){0} + d * (float)s16[2]));
+                    vstore(o + 64 + l, vcvt_u8_minus((a >> 4) | (((hb >> 4) & 3) << 4), 32) *
+                                           ((vfloat){0} + d * (float)s16[4]));
+                    vstore(o + 96 + l, vcvt_u8_minus((c >> 4) | (((hb >> 6) & 3) << 4), 32) *
+                                           ((vfloat){0} + d * (float)s16[6]));
+                }
+            }
         }
         return;
     case AS_GGML_F32:

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Golden screens: the full-screen view driven in tmux on the bundled
-# models, at 160x48 (projector, every pane) and 80x24 (the smallest common
-# terminal), through a few states; at each, `view dump NAME.txt` writes the
+# models, at 160x48 (every pane), 120x35 (a projector at a large font) and
+# 80x24 (the smallest common terminal, a projector at the largest), through
+# a few states, a lesson's step among them; at each, `view dump NAME.txt` writes the
 # screen as text and it is compared whole with the reviewed screen in
 # tests/e2e/golden/NAME.txt (diff -u printed on a difference). Text only:
 # the heatmap's colours are not in a dump, so one run is without colour
@@ -150,6 +151,27 @@ state g80 gpt2-80x24-layer2-head5 'view grid off; view layer 2; view head 5'
 state_keys g80 gpt2-80x24-lens-tab Tab Tab Tab
 state_keys g80 gpt2-80x24-norms-tab Tab
 same_as_tmux g80 gpt2-80x24-norms-tab
+
+# ---- austen-gpt2 at 120x35: a projector at a large font ----
+start g120 austen-gpt2 120 35
+state g120 gpt2-120x35-fresh ''
+state g120 gpt2-120x35-finish "set delay 0; prompt $PROMPT; finish"
+state g120 gpt2-120x35-lens 'view lens'
+state g120 gpt2-120x35-grid 'view grid on'
+state g120 gpt2-120x35-gen 'view grid off; view layer 0; view head 1; view pos last; set temp 0; gen 4'
+
+# ---- a lesson's step at 80x24: the box over the bottom slot ----
+start l80 austen-gpt2 80 24
+typed l80 'lesson heads'
+keys l80 Enter
+wait_for l80 ' 1/6 ' 30 || bad "lesson heads did not start"
+keys l80 Space
+wait_for l80 ' 2/6 ' 30 || bad "lesson heads: no step 2"
+keys l80 Space
+wait_for l80 ' 3/6 ' 30 || bad "lesson heads: no step 3"
+rm -f "$TMP/induction-80x24-lesson-heads-3.txt"
+typed l80 ':view dump induction-80x24-lesson-heads-3.txt'
+dumped l80 induction-80x24-lesson-heads-3
 
 # ---- austen-llama: RMSNorm, grouped-query attention ----
 start l160 austen-llama 160 48

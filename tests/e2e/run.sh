@@ -94,5 +94,23 @@ expect "missing file" 1 '' 'nofile\.gguf' -- -m "$TMP/nofile.gguf" -e "top"
 expect "long prompt refused" 1 '' 'context holds 32' -- -m "$G" -e "prompt $(printf 'word %.0s' $(seq 1 40))"
 expect "bad option" 2 '' 'bad option' -- --capture-mb lots
 
+# The model as a plain argument, as one opens a file; `load` in a session.
+expect "model as a positional argument" 0 '^1	[0-9]+	' '' -- "$G" -e "prompt-ids 276 257; finish; top 1"
+expect "two models at once refused" 2 '' 'one model at a time' -- "$G" "$L" -e "top"
+expect "load another model" 0 "^loaded $L: .*\(llama, " '' -- -m "$G" -e "load $L; prompt the cat; finish; top 1"
+expect "load a bad file: one message" 1 '' "^error: $TMP/junk\.gguf" -- -m "$G" -e "load $TMP/junk.gguf"
+# Text output labels tokens as the view does: a space is ·, never the vocabulary's Ġ.
+A=$HERE/../../models/austen-gpt2.gguf
+if [ -f "$A" ]; then
+    expect "top labels as the view" 0 '^1	[0-9]+	·her	' '' -- -m "$A" -e "prompt When Mary and John went to the store, John gave; finish; top 1"
+    "$BIN" -m "$A" -e "prompt When Mary and John went to the store, John gave; finish; top 5; tokens; lens table" > "$TMP/out" 2>&1
+    if grep -q 'Ġ\|Ċ' "$TMP/out"; then bad "raw vocabulary pieces in text output"; else ok; fi
+    grep -q '	·Mary	prompt' "$TMP/out" && ok || bad "tokens: ·Mary"
+    grep -q '	<|endof…	' "$TMP/out" && ok || bad "lens table: a cut piece ends in an ellipsis"
+    expect "metric reads ·Mary as printed" 0 'logit\[·Mary\] - logit\[·John\]' '' -- -m "$A" -e "metric ·Mary ·John"
+else
+    echo "e2e: models/austen-gpt2.gguf missing: the label checks are SKIPPED"
+fi
+
 echo "e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -99,7 +99,7 @@ expect tui "logit lens: the embeddings' row with a top token" '│ emb +[^ ].* +
 expect tui "logit lens: the last layer's row, the chosen token's rank" '│ L[0-9]+ +.*#[0-9]+ +[0-9.]+%'
 expect tui "residual sparkline" 'resid‖ by layer [▁▂▃▄▅▆▇█]+'
 expect tui "status line: context length" 'ctx [0-9]+/[0-9]+'
-expect tui "value under the cursor" 'query [0-9]+ .* key [0-9]+ .*: [0-9]\.[0-9]{3}'
+expect tui "value under the cursor" '[0-9]\.[0-9]{3}  query [0-9]+ .* key [0-9]+ '
 screen_e tui
 halves=$(grep -o '▀' "$TMP/screen" | wc -l)
 [ "$halves" -ge 20 ] && ok || bad "heatmap: only $halves half blocks"
@@ -123,6 +123,10 @@ expect tui "g again: one head" 'Attention +layer 1 +head 1'
 keys tui e
 expect tui "e exports the head shown" 'wrote attn-L1-H1\.png: attention layer 1 head 1'
 [ -s "$TMP/attn-L1-H1.png" ] && head -c 8 "$TMP/attn-L1-H1.png" | grep -q PNG && ok || bad "e: no PNG written"
+sum=$(cksum < "$TMP/attn-L1-H1.png")
+keys tui e
+expect tui "e again: a new name, the first file kept" 'wrote attn-L1-H1-2\.png: attention layer 1 head 1'
+[ "$(cksum < "$TMP/attn-L1-H1.png")" = "$sum" ] && [ -s "$TMP/attn-L1-H1-2.png" ] && ok || bad "e overwrote its file"
 keys tui '?'
 expect tui "? shows the keys" 'Press any key to close'
 keys tui x
@@ -133,7 +137,13 @@ n=$(sed -n 's/.*Tokens  *\([0-9]*\) prompt + \([0-9]*\) generated.*/\1 \2/p' "$T
 last=$(( ${n% *} + ${n#* } - 1 ))
 keys tui ,
 expect tui ", selects the previous token" "Next token after $((last - 1)) "
-expect tui "the token that came next is marked" '◀ sampled'
+expect tui "the token that came next is marked" '◀ generated'
+expect tui "greedy decoding is not called sampling" "at $((last - 1)) was generated: p "
+expect tui "greedy: the header says so" 'greedy, p at temp 1'
+typed tui ':set temp 0.7'
+keys tui Enter
+expect tui "the header shows the real temperature" 'p at temp 0\.7 '
+keys tui Escape
 
 # A click on the first token of the strip selects it (an X10 mouse report).
 $T send-keys -t tui -l "$(printf '\033[M #"\033[M##"')"
@@ -156,6 +166,13 @@ expect tui "errors are shown in the log" "error: unknown command 'bogus-command'
 keys tui Up
 expect tui "Up recalls the last command" '^attnscope> bogus-command'
 keys tui C-u
+# A byte that is not UTF-8 is kept, as batch mode keeps it, with the rest of the line.
+typed tui 'tokenize-raw a'
+keys tui -H ff
+typed tui 'bc'
+keys tui Enter
+expect tui "invalid UTF-8 typed: the line kept whole" '› tokenize-raw a\\xFFbc'
+expect tui "invalid UTF-8 typed: the byte is a token" '[0-9]+ +\\xFF +│'
 
 # Resizing: small, too small, and back.
 $T resize-window -t tui -x 60 -y 20
@@ -185,6 +202,87 @@ keys tui Enter
 restored tui
 screen tui
 grep -q 'Attention' "$TMP/screen" && bad "the view's screen is left behind" || ok
+
+# ---- a projector's sizes: 80x24 and 120x35 are first class ----
+start small 80 24 "$U"
+expect small "80x24: the welcome shows though the Output pane is hidden" 'Type a prompt and Enter'
+typed small '?'
+expect small "? at the command line shows the keys" 'attnscope keys'
+expect small "the key overlay pages at 80x24" 'lines 1-[0-9]+ of [0-9]+: Space/Down for more'
+keys small Space
+expect small "Space pages on" 'lines [0-9]+-[0-9]+ of [0-9]+: Up goes back'
+expect small "the keys list the panes' keys and commands" 'lesson, lesson NAME'
+keys small x
+wait_gone small 'attnscope keys' && ok || bad "the key overlay stays"
+keys small C-u
+typed small 'set delay 0; prompt It is a truth universally acknowledged; finish; top 3'
+keys small Enter
+expect small "80x24: a command's output shows over the panes" '┌─ Output .*any key closes'
+expect small "80x24: top's rows are visible" '│ 3 +[0-9]+ +'
+typed small 'bogus-command'
+keys small Enter
+expect small "80x24: an error is visible" "error: unknown command 'bogus-command'"
+typed small 'view lens'
+keys small Enter
+expect small "view lens shows the lens at 80x24" 'Logit lens at [0-9]+ '
+keys small Escape
+expect small "Esc to the panes" 'press : to type a command'
+keys small 5
+expect small "5 shows the norms" 'LayerNorm +blocks'
+keys small 3
+expect small "3 shows the next token" 'Next token after'
+keys small s
+expect small "a key's output is echoed on the command line row" 'nothing to run: all [0-9]+ tokens'
+keys small 1
+keys small :
+typed small 'lesson attention'
+keys small Enter
+expect small "a lesson starts, its step in a box" 'What attention is: one head, the grid .* 1/6'
+expect small "the box says how to go on" 'Space next +Backspace back +Esc ends'
+keys small Space
+expect small "Space: the next step" ' 2/6 '
+expect small "the step's command ran" 'query 12 , → key 11'
+keys small BSpace
+expect small "Backspace: one step back" ' 1/6 '
+expect small "and its view" 'query [0-9]+ ·fortune'
+keys small Escape
+wait_gone small ' 1/6 ' && ok || bad "Esc does not end the lesson"
+keys small :
+typed small 'quit'
+keys small Enter
+restored small
+
+start mid 120 35 "$U"
+expect mid "120x35 starts" '^attnscope>'
+typed mid 'set delay 0; prompt It is a truth universally acknowledged, that a single man in possession of a good fortune; finish; view lens'
+keys mid Enter
+expect mid "120x35: view lens shows the lens" 'Logit lens at 25 '
+expect mid "120x35: the value under the cursor is not cut" '│ 0\.[0-9]{3}  query 25 ·fortune'
+expect mid "120x35: key columns numbered, not spelt downwards" '│ key +0 +2 +4 +6'
+typed mid 'quit'
+keys mid Enter
+restored mid
+
+# Nothing drawn over a pane's border, down to the minimum size: every row
+# above the status line starts and ends with a box side.
+for size in 40x12 44x13 50x14 60x16 70x18; do
+    start "b$size" "${size%x*}" "${size#*x}" "$U"
+    expect "b$size" "$size starts" '^attnscope>'
+    typed "b$size" 'set delay 0; prompt It is a truth universally acknowledged, that a single man; finish'
+    keys "b$size" Enter
+    expect "b$size" "$size: the pass ran" 'logits ready'
+    keys "b$size" Escape
+    expect "b$size" "$size: back to the panes" 'attnscope> *$|press :|^ *$' 3
+    screen "b$size"
+    rows=$(( ${size#*x} - 2 ))
+    if head -n "$rows" "$TMP/screen" | grep -Ev '^[┌│└].*[┐│┘]$' | grep -q .; then
+        bad "$size: something drawn over a border"
+        head -n "$rows" "$TMP/screen" | grep -Ev '^[┌│└].*[┐│┘]$' | sed 's/^/  line: /'
+    else
+        ok
+    fi
+    $T kill-session -t "b$size"
+done
 
 # ---- q leaves from the panes; Ctrl-D from an empty command line ----
 start q 100 30 "$U"
@@ -234,6 +332,25 @@ typed repl 'prompt-ids 1 2 3; finish; stats blocks.0.ln1.hook_sc'
 keys repl Tab
 keys repl Enter
 expect repl "completed hook name runs" 'blocks\.0\.ln1\.hook_scale \[3, 1\]: min'
+typed repl 'load no-such-model.gguf'
+keys repl Enter
+expect repl "REPL: a bad load is one message" "error: no-such-model\.gguf: "
+typed repl 'load induction'
+keys repl Enter
+expect repl "REPL: load a bundled model by name" 'loaded .*induction\.gguf: induction \(llama, 2 layers'
+typed repl 'prompt "Yes," said he.; tokens'
+keys repl Enter
+expect repl "REPL: dialogue keeps its quotes" '^1 +[0-9]+ +" +prompt'
+typed repl 'lesson heads'
+keys repl Enter
+expect repl "REPL: a lesson pauses after its first step" '^-- step 1 of 6: Enter goes on'
+keys repl Enter
+expect repl "REPL: Enter goes on" '^== Previous-token heads and induction heads \(2/6\) =='
+typed repl 'b'
+keys repl Enter
+expect repl "REPL: b goes back" '^-- step 1 of 6: Enter goes on, b Enter back, q Enter ends -- *$'
+typed repl 'q'
+keys repl Enter
 typed repl 'help set'
 keys repl Enter
 expect repl "help explains the view's settings too" 'set delay MS'

@@ -1,10 +1,13 @@
 #!/bin/sh
-# Makes the README's screenshot from a real run of the full-screen view:
-# attnscope at 160x48 in tmux on the bundled model, a prompt, a few
-# generated tokens, the head that best attends to the previous token
-# (found with `heads`), captured with colours and rendered in DejaVu Sans
-# Mono by ansi2png. Usage (or `make screenshot`):
+# Makes the README's screenshots from a real run of the full-screen view:
+# attnscope in tmux on the bundled model, a prompt, a few generated
+# tokens, the head that best attends to the previous token (found with
+# `heads`), captured with colours and rendered in DejaVu Sans Mono by
+# ansi2png; or, with LESSON=NAME STEP=N, a lesson's step N as a class sees
+# it. SIZE=COLSxROWS (default 160x48), FONT=PX (default 14). Usage (or
+# `make screenshot`, which makes both of the README's):
 #   AS_BIN=build/attnscope ANSI2PNG=build/ansi2png sh tests/e2e/tui_screenshot.sh assets/screenshot.png
+#   SIZE=80x24 FONT=22 LESSON=heads STEP=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
 set -eu
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
 RENDER=${ANSI2PNG:-$(pwd)/build/ansi2png}
@@ -12,6 +15,12 @@ OUT=${1:-assets/screenshot.png}
 HERE=$(cd "$(dirname "$0")" && pwd)
 MODEL=${AS_TUI_MODEL:-$HERE/../../models/austen-gpt2.gguf}
 PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a'
+SIZE=${SIZE:-160x48}
+COLS=${SIZE%x*}
+ROWS=${SIZE#*x}
+FONT=${FONT:-14}
+LESSON=${LESSON:-}
+STEP=${STEP:-1}
 TMP=$(mktemp -d)
 SOCK=attnscope-shot-$$
 T="tmux -L $SOCK -f /dev/null"
@@ -32,7 +41,7 @@ export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=tmux-256color XDG_STATE_HOME="$TMP/state
 "$BIN" -m "$MODEL"
 exec sleep 60
 EOF
-$T new-session -d -s shot -x 160 -y 48 "sh $TMP/run.sh"
+$T new-session -d -s shot -x "$COLS" -y "$ROWS" "sh $TMP/run.sh"
 
 wait_for() {
     i=0
@@ -47,11 +56,26 @@ wait_for() {
 }
 
 wait_for '^attnscope>'
-$T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen 6; view layer $layer; view head $head; view pos last"
-$T send-keys -t shot Enter
-wait_for 'generated: '
-$T send-keys -t shot Escape
-wait_for 'press : to type a command'
+if [ -n "$LESSON" ]; then
+    $T send-keys -t shot -l "lesson $LESSON"
+    $T send-keys -t shot Enter
+    at=1 # (wait_for counts with i)
+    wait_for " $at/[0-9]+ "
+    while [ $at -lt "$STEP" ]; do
+        $T send-keys -t shot Space
+        at=$((at + 1))
+        wait_for " $at/[0-9]+ "
+    done
+    sleep 0.5 # the step's commands have run when its box shows; let curses settle
+    what="lesson $LESSON, step $STEP"
+else
+    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen 6; view layer $layer; view head $head; view pos last"
+    $T send-keys -t shot Enter
+    wait_for 'generated: '
+    $T send-keys -t shot Escape
+    wait_for 'press : to type a command'
+    what="layer $layer, head $head"
+fi
 $T capture-pane -p -e -t shot > "$TMP/screen.ans"
-"$RENDER" "$TMP/screen.ans" 160 48 "$OUT" 14
-echo "wrote $OUT (layer $layer, head $head)"
+"$RENDER" "$TMP/screen.ans" "$COLS" "$ROWS" "$OUT" "$FONT"
+echo "wrote $OUT ($SIZE, $what)"

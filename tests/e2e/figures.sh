@@ -1,0 +1,92 @@
+#!/bin/sh
+# End-to-end tests of the figure exports: every figure in PNG, SVG and
+# PDF from the batch command line, read back by other programs (pdfinfo,
+# rsvg-convert; `make fig-tools` installs them, and without them those
+# checks are skipped with a banner), and every way an export can be
+# refused: one clear message, exit status 1, nothing left behind.
+# AS_BIN is the binary.
+set -u
+BIN=${AS_BIN:-$(pwd)/build/attnscope}
+HERE=$(cd "$(dirname "$0")" && pwd)
+FIX=$HERE/../fixtures
+TMP=$(mktemp -d)
+trap 'chmod -R u+w "$TMP"; rm -rf "$TMP"' EXIT
+pass=0
+fail=0
+skipped=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $1"; [ -f "$TMP/out" ] && sed 's/^/  out: /' "$TMP/out" | head -20; [ -f "$TMP/err" ] && sed 's/^/  err: /' "$TMP/err" | head -10; }
+
+# expect NAME STATUS PATTERN_IN_STDOUT PATTERN_IN_STDERR -- ARGS...
+expect() {
+    name=$1 want=$2 out_pat=$3 err_pat=$4
+    shift 5
+    "$BIN" "$@" >"$TMP/out" 2>"$TMP/err" </dev/null
+    got=$?
+    if [ "$got" -ge 128 ]; then bad "$name: crashed with signal $((got - 128))"; return; fi
+    if [ "$want" = 0 ] && [ "$got" != 0 ]; then bad "$name: exit $got, wanted 0"; return; fi
+    if [ "$want" != 0 ] && [ "$got" = 0 ]; then bad "$name: exit 0, wanted failure"; return; fi
+    if [ -n "$out_pat" ] && ! grep -Eq -- "$out_pat" "$TMP/out"; then bad "$name: stdout lacks /$out_pat/"; return; fi
+    if [ -n "$err_pat" ] && ! grep -Eq -- "$err_pat" "$TMP/err"; then bad "$name: stderr lacks /$err_pat/"; return; fi
+    ok
+}
+
+have() {
+    command -v "$1" >/dev/null 2>&1 && return 0
+    echo "**********************************************************************"
+    echo "** figures.sh: $1 is not installed: its checks are SKIPPED."
+    echo "** Debian: apt-get install poppler-utils librsvg2-bin (make fig-tools)"
+    echo "**********************************************************************"
+    skipped=$((skipped + 1))
+    return 1
+}
+
+G=$FIX/tiny-gpt2.gguf
+L=$FIX/tiny-llama.gguf
+P="prompt-ids 276 257 262 264 266 258; finish"
+
+# Every figure, in every format, one column wide by default.
+for kind in "attn 0 1" "grid 0" "grid all" "lines 0 1" "lines 1 all" "norms 0" "norms final" "probs"; do
+    fig=$(echo "$kind" | tr ' ' '-')
+    for ext in png svg pdf; do
+        f=$TMP/$fig.$ext
+        case $ext in png) unit=px size='660x[0-9]+' ;; svg) unit=viewBox size='238x[0-9]+' ;; pdf) unit=pt size='238x[0-9]+' ;; esac
+        expect "export $kind $ext" 0 "^wrote $f: .* $size $unit\$" '' -- -m "$G" -e "$P; export $kind $f"
+    done
+    if head -c 8 "$TMP/$fig.png" | grep -q PNG; then ok; else bad "$fig.png is a PNG"; fi
+    if grep -q '<title>' "$TMP/$fig.svg" && grep -q 'Model: tiny-gpt2' "$TMP/$fig.svg"; then ok; else bad "$fig.svg carries its provenance"; fi
+    if have pdfinfo; then
+        if pdfinfo "$TMP/$fig.pdf" > "$TMP/info" 2>&1 && grep -Eq '^Page size: +237\.6 x' "$TMP/info"; then ok
+        else bad "pdfinfo accepts $fig.pdf, 3.3 in wide"; sed 's/^/  /' "$TMP/info"; fi
+    fi
+    if have rsvg-convert; then
+        if rsvg-convert -f png -o "$TMP/$fig-rsvg.png" "$TMP/$fig.svg" 2>"$TMP/err" && head -c 8 "$TMP/$fig-rsvg.png" | grep -q PNG; then ok
+        else bad "rsvg-convert renders $fig.svg"; fi
+    fi
+done
+expect "probs-trace pdf" 0 "^wrote $TMP/trace\.pdf: probability trace, 4 steps 504x[0-9]+ pt\$" '' \
+    -- -m "$G" -e "prompt-ids 276 257 262; set temp 0; gen 4; export probs-trace $TMP/trace.pdf width=7in"
+expect "instrument figure as pdf" 0 "^wrote $TMP/heads\.pdf: head scores" '' -- -m "$L" -e "heads $TMP/heads.pdf"
+expect "size options" 0 "^wrote $TMP/big\.png: attention layer 0 head 1 600x400 px\$" '' \
+    -- -m "$G" -e "$P; export attn 0 1 $TMP/big.png width=6in height=4in dpi=100 font=10"
+expect "centimetres" 0 "^wrote $TMP/cm\.pdf: attention layer 0 head 1 238x[0-9]+ pt\$" '' \
+    -- -m "$G" -e "$P; export attn 0 1 $TMP/cm.pdf width=8.4cm"
+
+# Refusals: one message naming what is wrong, the session's exit status 1, no file.
+rm -f "$TMP"/x.*
+expect "unknown extension" 1 '' 'x\.eps: the file name must end in \.png, \.svg or \.pdf' -- -m "$G" -e "$P; export attn 0 1 $TMP/x.eps"
+expect "width without a unit" 1 '' "bad option: width must be a length such as 3\.3in" -- -m "$G" -e "$P; export attn 0 1 $TMP/x.png width=3"
+expect "height out of range" 1 '' 'bad option: height must be from 0\.5in to 40in' -- -m "$G" -e "$P; export lines 0 1 $TMP/x.pdf height=100in"
+expect "font not a number" 1 '' "bad option: font \(points\) must be a number from 4 to 36, not 'big'" -- -m "$G" -e "$P; export probs $TMP/x.svg font=big"
+expect "too narrow" 1 '' 'width=0\.50in is too narrow' -- -m "$G" -e "$P; export norms 0 $TMP/x.png width=0.5in"
+expect "lines head" 1 '' 'the head \(or all\) must be' -- -m "$G" -e "$P; export lines 0 everything $TMP/x.png"
+expect "pdf to missing dir" 1 '' 'nodir/x\.pdf: cannot write in directory' -- -m "$G" -e "$P; export attn 0 1 $TMP/nodir/x.pdf"
+mkdir "$TMP/ro" && chmod 555 "$TMP/ro"
+if [ "$(id -u)" != 0 ]; then
+    expect "svg to read-only dir" 1 '' 'ro/x\.svg' -- -m "$G" -e "$P; export grid 0 $TMP/ro/x.svg"
+fi
+if ls "$TMP"/x.* "$TMP/ro"/* >/dev/null 2>&1 || ls -a "$TMP" "$TMP/ro" | grep -q '\.tmp\.'; then bad "a refused export left a file"; else ok; fi
+
+echo "figures e2e: $pass passed, $fail failed, $skipped tool checks skipped"
+[ "$fail" = 0 ]
