@@ -1220,6 +1220,35 @@ static const char **heat_notes(const as_fig_heat *h, const heat_geom *g, const a
     return notes;
 }
 
+/* The colour bar beside the panels (or under them, from y down) and the
+ * masked and NaN swatches; returns the y below everything drawn. */
+static float heat_cbar(lay *L, cbar *cb, const heat_geom *g, int gx0, int gy0, float grid_w, float grid_h, float y,
+                       bool masked, bool nan)
+{
+    float lx, ly, sm = lineh(L, L->small);
+    if (cb->horiz) {
+        cb->len = fminf(grid_w, PT(L, 140));
+        cb->x = (float)gx0 + (grid_w - cb->len) / 2, cb->y = y + PT(L, 8);
+        cbar_ticks(L, cb);
+        y = cb->y + cbar_extent(L, cb);
+        lx = cb->x, ly = y + sm / 2;
+    } else {
+        cb->x = (float)gx0 + grid_w + PT(L, 6), cb->y = (float)gy0 + g->ptitle, cb->len = grid_h - g->ptitle;
+        cbar_ticks(L, cb);
+        lx = cb->x, ly = cb->y + cb->len + PT(L, 8);
+    }
+    draw_cbar(L, cb);
+    uint8_t mrgb[3];
+    as_masked_rgb(L->st->cmap, mrgb);
+    if (masked)
+        lx = legend_swatch(L, lx, ly, mrgb, "masked");
+    if (nan)
+        legend_swatch(L, cb->horiz ? lx : cb->x, cb->horiz || !masked ? ly : ly + sm, NANC, "NaN");
+    if (masked || nan)
+        y = fmaxf(y, ly + sm * (cb->horiz || !(masked && nan) ? 0.5f : 1.5f));
+    return y;
+}
+
 int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                    const as_fig_heat *h, as_error *err)
 {
@@ -1273,27 +1302,7 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
         cl_bottom += PT(&L, 2) + lineh(&L, L.body);
         text(&L, (float)gx0 + (float)grid_w / 2, cl_bottom - PT(&L, 2), L.body, false, AL_MIDDLE, INK, h->col_axis);
     }
-    float lx, ly;
-    if (cb.horiz) {
-        cb.len = fminf((float)grid_w, PT(&L, 140));
-        cb.x = (float)gx0 + ((float)grid_w - cb.len) / 2, cb.y = cl_bottom + PT(&L, 8);
-        cbar_ticks(&L, &cb);
-        lx = cb.x, ly = cb.y + cbar_extent(&L, &cb) + lineh(&L, L.small) / 2;
-        cl_bottom = cb.y + cbar_extent(&L, &cb);
-    } else {
-        cb.x = (float)(gx0 + grid_w) + PT(&L, 6), cb.y = (float)gy0 + g.ptitle, cb.len = (float)grid_h - g.ptitle;
-        cbar_ticks(&L, &cb);
-        lx = cb.x, ly = cb.y + cb.len + PT(&L, 8);
-    }
-    draw_cbar(&L, &cb);
-    uint8_t mrgb[3];
-    as_masked_rgb(st->cmap, mrgb);
-    if (any_masked)
-        lx = legend_swatch(&L, lx, ly, mrgb, "masked");
-    if (any_nan)
-        legend_swatch(&L, cb.horiz ? lx : cb.x, cb.horiz || !any_masked ? ly : ly + lineh(&L, L.small), NANC, "NaN");
-    if (any_masked || any_nan)
-        cl_bottom = fmaxf(cl_bottom, ly + lineh(&L, L.small) * (cb.horiz ? 0.5f : any_masked && any_nan ? 1.5f : 0.5f));
+    cl_bottom = heat_cbar(&L, &cb, &g, gx0, gy0, grid_w, grid_h, cl_bottom, any_masked, any_nan);
     char note0[256];
     int n_notes;
     const char **notes = heat_notes(h, &g, cap, note0, sizeof note0, &n_notes);
@@ -1358,6 +1367,11 @@ int as_fig_lines_view(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
     lay L;
     if (ln->n < 1 || ln->n_heads < 1)
         return as_error_set(err, "head view: nothing to draw (%d tokens, %d heads)", ln->n, ln->n_heads);
+    /* Past a few hundred tokens the lines are a grey fog (and up to
+     * tokens² of them would be kept): a window reads better. */
+    if (ln->n > AS_FIG_LINES_MAX)
+        return as_error_set(err, "head view: %d tokens is more than the %d it draws (tokens=FROM:TO picks a window)",
+                            ln->n, AS_FIG_LINES_MAX);
     if (lay_begin(&L, out, ctx, st, cap, err))
         return AS_ERR;
     int n = ln->n;
@@ -1661,7 +1675,7 @@ int as_fig_norm_chart(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
     float top = title_height(&L, cap) + sm + PT(&L, 2);
     float unit = L.H > 0 ? 0 : PT(&L, 0.2f * st->width_pt);
     for (int k = 0; k < NP; k++)
-        make_ticks(&pn[k].s, unit > 0 ? (int)fmaxf(2, share[k] * unit / PT(&L, 16)) : 3, &pn[k].t);
+        make_ticks(&pn[k].s, unit > 0 ? (int)fmaxf(2, share[k] * unit / PT(&L, 26)) : 3, &pn[k].t);
     for (int k = 0; k < NP; k++)
         tickw = fmaxf(tickw, ticks_width(&L, &pn[k].t, L.small));
     for (int i = 0; i < ol.n; i++)
@@ -1693,7 +1707,7 @@ int as_fig_norm_chart(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, 
         pn[k].x = xa.x0, pn[k].y = roundf(y), pn[k].w = plot_w, pn[k].h = roundf(share[k] * unit);
         y = pn[k].y + pn[k].h + PT(&L, 3);
         if (L.H > 0)
-            make_ticks(&pn[k].s, (int)fmaxf(2, pn[k].h / PT(&L, 16)), &pn[k].t);
+            make_ticks(&pn[k].s, (int)fmaxf(2, pn[k].h / PT(&L, 26)), &pn[k].t);
     }
     const char *names[2] = {nm->series[0].name, nm->n_series > 1 ? nm->series[1].name : NULL};
     draw_legend(&L, xa.x0, top - sm / 2 - PT(&L, 2), nm->n_series, names, SERIES);

@@ -991,9 +991,11 @@ static const command commands[] = {
       "min, max, largest dimensions).", "norms 1"}, cmd_norms},
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
       "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
-    {{"export", "export attn L H | grid L|all | norms L|final | probs | probs-trace  FILE.png|FILE.svg [key=value]",
-      "Write a figure. Options: cmap=viridis|magma|gray dpi=N scale=linear|log hide-bos=yes tokens=FROM:TO "
-      "title=\"...\" top=K.", "export attn 0 1 head.png cmap=magma"}, as_cmd_export},
+    {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace  "
+      "FILE.png|FILE.svg|FILE.pdf [key=value]",
+      "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
+      "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
+      "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export},
     {{"lens", "lens [POS] [FILE.npy] | lens table [FILE.npy]", "Logit lens: the final norm and unembedding applied after every layer.",
       "lens table"}, as_cmd_lens},
     {{"ablate", "ablate L.H zero|mean | ablate mlp L", "Zero or mean-ablate a head's output (hook_z) or an MLP.",
@@ -1004,13 +1006,13 @@ static const command commands[] = {
       "difference.", "compare"}, as_cmd_compare},
     {{"metric", "metric TOKEN_A TOKEN_B", "The logit difference compare and patch sweep report.",
       "metric \" Mary\" \" John\""}, as_cmd_metric},
-    {{"patch", "patch HOOK from \"OTHER\" [pos=N] | patch sweep KIND from \"OTHER\" [FILE.npy|FILE.png|FILE.svg]",
+    {{"patch", "patch HOOK from \"OTHER\" [pos=N] | patch sweep KIND from \"OTHER\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
       "Activation patching from another prompt of the same length; sweep over layers x positions (or heads), "
       "as an array or a heatmap figure.",
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch},
-    {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
+    {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla},
-    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg]", "Score every head: previous-token, first-token, duplicate, induction.",
+    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction.",
       "heads"}, as_cmd_heads},
     {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
       "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch},

@@ -284,7 +284,18 @@ static void find_heatmap(const uint8_t *rgb, int w, int h, const heat_colours *c
 }
 
 /* The one-hot pattern: (hot_r, hot_c) is 1, the rest 0, k > q masked. */
+/* The one-hot pattern with keys further back than window - 1 masked too
+ * (window 0: causal only). */
+static void check_one_hot_window(const uint8_t *rgb, int w, int h, as_cmap cmap, int n, int hot_r, int hot_c,
+                                 int window);
+
 static void check_one_hot(const uint8_t *rgb, int w, int h, as_cmap cmap, int n, int hot_r, int hot_c)
+{
+    check_one_hot_window(rgb, w, h, cmap, n, hot_r, hot_c, 0);
+}
+
+static void check_one_hot_window(const uint8_t *rgb, int w, int h, as_cmap cmap, int n, int hot_r, int hot_c,
+                                 int window)
 {
     heat_colours c = colours_of(cmap);
     int box[4];
@@ -295,7 +306,8 @@ static void check_one_hot(const uint8_t *rgb, int w, int h, as_cmap cmap, int n,
     cr_assert_geq(cell, 1);
     for (int r = 0; r < n; r++)
         for (int k = 0; k < n; k++) {
-            const uint8_t *want = k > r ? c.masked : r == hot_r && k == hot_c ? c.one : c.zero;
+            bool hidden = k > r || (window > 0 && r - k >= window);
+            const uint8_t *want = hidden ? c.masked : r == hot_r && k == hot_c ? c.one : c.zero;
             /* Every pixel of the cell: nearest-neighbour cells have no blur. */
             for (int y = 0; y < cell; y++)
                 for (int x = 0; x < cell; x++) {
@@ -949,6 +961,12 @@ Test(figure, head_view_lines_are_as_opaque_as_the_weight)
         if (round == 3)
             cr_assert_gt(orange_n, 200, "the second head in its own colour (%d px)", orange_n);
     }
+    /* Too many tokens for lines: said, with the way out. */
+    as_fig_lines big = {AS_FIG_LINES_MAX + 1, labels, 1, one, NULL};
+    as_figure *f = NULL;
+    cr_assert_eq(as_fig_lines_view(&f, ctx, &st, &CAPTION, &big, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "257 tokens") && strstr(err.msg, "tokens=FROM:TO"), "%s", err.msg);
+    cr_assert_null(f);
     remove_tree(dir);
     free(dir);
     as_fig_ctx_free(ctx);
@@ -1247,6 +1265,30 @@ Test(figure, export_attn_from_a_hand_built_capture)
     snprintf(cmd, sizeof cmd, "export attn 0 2 %s", path);
     cr_assert_eq(run_captured(s, cmd, out, sizeof out, msg, sizeof msg), AS_OK, "%s", msg);
     cr_assert(strstr(out, ": attention layer 0 head 2 238x") && strstr(out, " pt\n"), "%s", out);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* A sliding window's hidden keys are masked in the figure as in the
+ * model: tiny-mistral's layers see the last 5 keys (its file says
+ * llama.attention.sliding_window = 5). */
+Test(figure, sliding_window_keys_are_masked)
+{
+    as_session *s = open_session("fixtures/tiny-mistral.gguf", 64);
+    run_ok(s, "prompt-ids 1 5 6 7 8 9 10 11 12 13; finish");
+    int hk = as_program_hook(s->prog, AS_HK_PATTERN, 0), n = 10;
+    for (int q = 0; q < n; q++)
+        for (int k = 0; k <= q; k++)
+            s->cap->store[hk][as_capture_attn_offset(s->cap, hk, 1, q) + (size_t)k] = q == 7 && k == 4;
+    char *dir = make_tmpdir(), cmd[512], msg[1024], path[256];
+    snprintf(path, sizeof path, "%s/w.png", dir);
+    snprintf(cmd, sizeof cmd, "export attn 0 1 %s", path);
+    cr_assert_eq(run_cmd(s, cmd, msg, sizeof msg), AS_OK, "%s", msg);
+    png_img im;
+    png_load(path, &im);
+    check_one_hot_window(im.rgb, im.w, im.h, AS_CMAP_VIRIDIS, n, 7, 4, 5);
+    png_free_img(&im);
     close_session(s);
     remove_tree(dir);
     free(dir);

@@ -132,6 +132,8 @@ typedef struct as_fig_lines {
     const char *const *head_names; /* [n_heads] legend entries, or NULL for one head */
 } as_fig_lines;
 
+#define AS_FIG_LINES_MAX 256 /* tokens a head view draws at most */
+
 int as_fig_lines_view(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                       const as_fig_lines *ln, as_error *err);
 
