@@ -150,6 +150,18 @@ int as_cmd_list_rules(cmd_ctx *c, bool watches)
     return AS_OK;
 }
 
+int as_cmd_lens_applies(const as_session *s, bool dla, as_error *err)
+{
+    const as_program *p = s->prog;
+    const char *what = dla ? "direct logit attribution" : "the logit lens", *why = dla ? p->no_dla : p->no_lens;
+    if (p->unembed < 0 || p->final_norm < 0)
+        return as_error_set(err, "%s needs an unembedding, and %s has none (no output head over the vocabulary)",
+                            what, s->model->cfg.name);
+    if (why)
+        return as_error_set(err, "%s does not apply to %s: %s", what, s->model->cfg.name, why);
+    return AS_OK;
+}
+
 /* The bytes of one complete UTF-8 character at p (len left), 0 if broken. */
 static size_t utf8_char(const unsigned char *p, size_t len)
 {

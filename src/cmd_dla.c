@@ -19,6 +19,8 @@ int as_cmd_dla(cmd_ctx *c)
     as_session *s = c->s;
     int32_t tok;
     int pos = s->it->out->n_done - 1;
+    if (as_cmd_lens_applies(s, true, c->err))
+        return AS_ERR;
     as_out_arg o = as_cmd_output_arg(c, 2);
     if (o.argc < 2 || o.argc > 3 || (o.npy && o.at + 1 < c->argc))
         return as_error_set(c->err, "usage: dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf [key=value ...]]");

@@ -800,7 +800,8 @@ static int export_probs(cmd_ctx *c)
         goto out;
     char what[64];
     caption cp;
-    caption_init(&cp, s, &o, "Next token after position %d", pos);
+    bool enc = as_cmd_is_encoder(s); /* the head predicts the token at the position itself */
+    caption_init(&cp, s, &o, enc ? "Predictions at position %d" : "Next token after position %d", pos);
     caption_note(&cp, "The context ends: %s%s", pos >= 12 ? "\xE2\x80\xA6" : "", ctx_text);
     as_fig_probs pr = {k, (const char *const *)labels, p};
     if (as_fig_prob_bars(&f, ctx, &o.st, &cp.c, &pr, c->err))
@@ -809,7 +810,7 @@ static int export_probs(cmd_ctx *c)
     snprintf(val, sizeof val, "%d", pos);
     if (as_figure_add_meta(f, "Position", val, c->err))
         goto out;
-    snprintf(what, sizeof what, "next-token probabilities, top %d", k);
+    snprintf(what, sizeof what, enc ? "masked-LM probabilities, top %d" : "next-token probabilities, top %d", k);
     rc = finish(c, f, &o, 0, pos + 1, path, fmt, what);
     f = NULL;
 out:

@@ -1,7 +1,7 @@
 /* Head detectors: `heads [context]`, each head's previous-token,
- * first-token, duplicate-token and induction scores on a repeated
- * random-token probe or the current context, as a table, a .npy or a
- * figure. */
+ * first-token, duplicate-token and induction scores (and next-token on an
+ * encoder, whose queries see later keys) on a repeated random-token probe
+ * or the current context, as a table, a .npy or a figure. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,7 +73,8 @@ int as_cmd_heads(cmd_ctx *c)
         return as_error_set(c->err, "heads context needs a computed context of at least 2 tokens");
     }
     size_t per = (size_t)cfg->n_layer * (size_t)cfg->n_head;
-    float *scores = o.path ? malloc(AS_SCORE_COUNT * per * sizeof *scores) : NULL;
+    int n_scores = as_cmd_is_encoder(s) ? AS_SCORE_COUNT : AS_SCORE_NEXT_TOKEN;
+    float *scores = o.path ? malloc((size_t)n_scores * per * sizeof *scores) : NULL;
     if (o.path && !scores) {
         as_cmd_side_run_free(&probe);
         free(ids);
@@ -81,7 +82,7 @@ int as_cmd_heads(cmd_ctx *c)
     }
     fprintf(s->out, "head scores on %s (%d tokens); * marks scores >= %.2f\n",
             context ? "the current context" : "a repeated random-token probe", n, threshold);
-    for (int k = 0; k < AS_SCORE_COUNT; k++) {
+    for (int k = 0; k < n_scores; k++) {
         fprintf(s->out, "%s\nlayer", as_head_score_name((as_head_score)k));
         for (int h = 0; h < cfg->n_head; h++)
             fprintf(s->out, "\tH%d", h);
@@ -102,25 +103,26 @@ int as_cmd_heads(cmd_ctx *c)
     free(ids);
     int rc = AS_OK;
     if (scores) {
-        size_t shape[3] = {AS_SCORE_COUNT, (size_t)cfg->n_layer, (size_t)cfg->n_head};
-        char what[128];
-        snprintf(what, sizeof what, "scores [%s, %s, %s, %s] x layer x head", as_head_score_name(0),
-                 as_head_score_name(1), as_head_score_name(2), as_head_score_name(3));
+        size_t shape[3] = {(size_t)n_scores, (size_t)cfg->n_layer, (size_t)cfg->n_head};
+        char what[160];
+        snprintf(what, sizeof what, "scores [%s, %s, %s, %s%s%s] x layer x head", as_head_score_name(0),
+                 as_head_score_name(1), as_head_score_name(2), as_head_score_name(3), n_scores > 4 ? ", " : "",
+                 n_scores > 4 ? as_head_score_name(AS_SCORE_NEXT_TOKEN) : "");
         if (o.npy) {
             rc = as_cmd_write_npy(s, o.path, AS_NPY_F32, scores, shape, 3, what, c->err);
         } else {
             const char *names[AS_SCORE_COUNT];
-            for (int k = 0; k < AS_SCORE_COUNT; k++)
+            for (int k = 0; k < n_scores; k++)
                 names[k] = as_head_score_name((as_head_score)k);
             char title[128], desc[96];
             snprintf(title, sizeof title, "Head scores on %s", context ? "the context" : "a repeated random-token probe");
-            snprintf(desc, sizeof desc, "head scores, %d scores x %d layers x %d heads", AS_SCORE_COUNT, cfg->n_layer,
+            snprintf(desc, sizeof desc, "head scores, %d scores x %d layers x %d heads", n_scores, cfg->n_layer,
                      cfg->n_head);
             char note[256];
             snprintf(note, sizeof note, context ? "Scores on the current context, %d tokens."
                      : "Scores on a probe of %d tokens: BOS, then random ordinary tokens, then the same again.", n);
             const char *note_ptrs[1] = {note};
-            as_table_fig fig = {.v = scores, .rows = cfg->n_layer, .cols = cfg->n_head, .n_mats = AS_SCORE_COUNT,
+            as_table_fig fig = {.v = scores, .rows = cfg->n_layer, .cols = cfg->n_head, .n_mats = n_scores,
                                 .mat_titles = names, .title = title, .cbar_label = "score", .what = desc,
                                 .notes = note_ptrs, .n_notes = 1};
             rc = as_cmd_export_table(c, o.path, o.at + 1, &fig);

@@ -11,7 +11,7 @@
 static int lens_resid(as_session *s, int layer, int pos, const float **out, as_error *err)
 {
     int h = layer < 0 ? as_program_hook(s->prog, AS_HK_RESID_PRE, 0)
-                      : as_program_hook(s->prog, AS_HK_RESID_POST, layer);
+                      : as_program_hook(s->prog, s->prog->lens_kind, layer);
     int n = as_cmd_hook_positions(s, h, err);
     if (n < 0)
         return AS_ERR;
@@ -130,7 +130,7 @@ static int lens_table(cmd_ctx *c, const char *npy_path)
 
 int as_cmd_lens(cmd_ctx *c)
 {
-    if (as_cmd_require_tokens(c->s, c->err))
+    if (as_cmd_lens_applies(c->s, false, c->err) || as_cmd_require_tokens(c->s, c->err))
         return AS_ERR;
     as_out_arg o = as_cmd_output_arg(c, 1);
     if (o.argc > 2 || (o.path && (!o.npy || o.at + 1 < c->argc)))

@@ -15,20 +15,44 @@ void as_lens_logits(const as_program *p, const float *resid, float *logits)
     as_lens_logits_rows(p, &resid, 1, logits);
 }
 
+/* The head's ops before its final norm (an encoder's dense layer and
+ * GELU, as the interpreter runs them) on n rows of width d, into x
+ * (n x d: the dense layer is d to d). */
+static void head_before_norm(const as_program *p, const float *const *resid, int n, int d, float *x, float *tmp)
+{
+    for (int i = 0; i < n; i++)
+        memcpy(x + (size_t)i * d, resid[i], (size_t)d * sizeof *x);
+    for (int o = p->head_first; o >= 0 && o < p->final_norm - 1; o++) {
+        const as_op *op = &p->ops[o];
+        if (op->kind == AS_OP_LINEAR)
+            as_linear(x, n, &op->w, op->b, tmp);
+        else if (op->kind == AS_OP_GELU)
+            as_gelu_tanh(x, tmp, n * d);
+        else
+            continue;
+        memcpy(x, tmp, (size_t)n * (size_t)d * sizeof *x);
+    }
+}
+
 int as_lens_logits_rows(const as_program *p, const float *const *resid, int n, float *logits)
 {
     const as_op *norm = &p->ops[p->final_norm], *unembed = &p->ops[p->unembed];
     int d = norm->n_in, V = unembed->n_out;
     bool rms = norm->norm == AS_NORM_RMS;
-    float *x = malloc((size_t)n * (size_t)d * sizeof *x);
+    bool head = p->head_first >= 0;
+    float *x = malloc((size_t)n * (size_t)d * (head ? 3 : 1) * sizeof *x);
     if (!x) {
         memset(logits, 0, (size_t)n * (size_t)V * sizeof *logits);
         return AS_ERR;
     }
+    float *h = x + (size_t)n * d; /* the head's rows before its norm, when it has ops there */
+    if (head)
+        head_before_norm(p, resid, n, d, h, h + (size_t)n * d);
     for (int i = 0; i < n; i++) {
+        const float *in = head ? h + (size_t)i * d : resid[i];
         as_norm_stat st;
-        as_norm_measure(resid[i], d, norm->eps, rms, &st);
-        as_norm_apply(resid[i], d, &st, rms, norm->nw, norm->b, x + (size_t)i * d);
+        as_norm_measure(in, d, norm->eps, rms, &st);
+        as_norm_apply(in, d, &st, rms, norm->nw, norm->b, x + (size_t)i * d);
     }
     /* Several rows: one matrix product, one pass over the unembedding. */
     as_linear(x, n, &unembed->w, unembed->b, logits);
@@ -198,7 +222,8 @@ void as_dla_free(as_dla *d)
 
 const char *as_head_score_name(as_head_score s)
 {
-    static const char *const names[] = {"previous-token", "first-token", "duplicate-token", "induction"};
+    static const char *const names[] = {"previous-token", "first-token", "duplicate-token", "induction",
+                                        "next-token"};
     return s < AS_SCORE_COUNT ? names[s] : "?";
 }
 
@@ -207,7 +232,15 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
 {
     double total = 0;
     int count = 0;
-    for (int q = 1; q < n; q++) {
+    for (int q = 0; kind == AS_SCORE_NEXT_TOKEN && q + 1 < n; q++) {
+        int k0, k1;
+        as_capture_attn_visible(cap, hook, q, &k0, &k1);
+        if (q + 1 < k1) {
+            total += as_capture_attn_row(cap, hook, head, q, NULL)[q + 1];
+            count++;
+        }
+    }
+    for (int q = 1; kind != AS_SCORE_NEXT_TOKEN && q < n; q++) {
         const float *p = as_capture_attn_row(cap, hook, head, q, NULL);
         double mass = 0;
         bool counted = false;
@@ -215,7 +248,7 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
             mass = p[kind == AS_SCORE_PREV_TOKEN ? q - 1 : 0];
             counted = true;
         }
-        for (int k = 0; kind >= AS_SCORE_DUPLICATE && k < q; k++) {
+        for (int k = 0; (kind == AS_SCORE_DUPLICATE || kind == AS_SCORE_INDUCTION) && k < q; k++) {
             if (tokens[k] != tokens[q])
                 continue;
             if (kind == AS_SCORE_DUPLICATE) {

@@ -27,7 +27,8 @@ int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_erro
     for (int s = 0; s < p->n_streams; s++) {
         it->st[s].n_ctx = p->streams[s].n_ctx;
         it->st[s].tokens = calloc((size_t)it->st[s].n_ctx, sizeof *it->st[s].tokens);
-        ok = ok && it->st[s].tokens;
+        it->st[s].types = calloc((size_t)it->st[s].n_ctx, sizeof *it->st[s].types);
+        ok = ok && it->st[s].tokens && it->st[s].types;
         /* A causal stream's passes are at most its positions; any other's
          * at most one per input it is given. */
         it->cap_passes += it->st[s].n_ctx + 1;
@@ -51,6 +52,7 @@ void as_interp_free(as_interp *it)
         for (int k = 0; k < AS_HK_COUNT; k++)
             free(it->scratch[s][k]);
         free(it->st[s].tokens);
+        free(it->st[s].types);
     }
     free(it->tmp);
     free(it->rope);
@@ -103,7 +105,40 @@ int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as
         return AS_ERR;
     reset_from(it, stream);
     memcpy(st->tokens, ids, (size_t)n * sizeof *ids);
+    /* Types past the tokens stay 0, so only the old tokens' are cleared
+     * (a context of 2^24 keeps its untouched pages unmapped). */
+    memset(st->types, 0, (size_t)st->n_tokens * sizeof *st->types);
     st->n_tokens = st->n_prompt = n;
+    return AS_OK;
+}
+
+/* Rows of the program's token-type embedding, or 0 when it has none. */
+static int n_types(const as_program *p)
+{
+    for (int o = 0; o < p->n_ops; o++)
+        if (p->ops[o].kind == AS_OP_TYPE_EMBED)
+            return p->ops[o].w.rows;
+    return 0;
+}
+
+int as_interp_set_types(as_interp *it, int stream, const int32_t *types, int n, as_error *err)
+{
+    as_stream_state *st = &it->st[stream];
+    int nt = n_types(it->prog);
+    if (n != st->n_tokens)
+        return as_error_set(err, "%d token types for %d tokens", n, st->n_tokens);
+    for (int i = 0; i < n; i++) {
+        if (types[i] == 0)
+            continue;
+        if (nt == 0)
+            return as_error_set(err, "%s has no token-type embedding: every token is of type 0 (position %d is "
+                                "given type %d)", it->model->cfg.name, i, types[i]);
+        if (types[i] < 0 || types[i] >= nt)
+            return as_error_set(err, "token type %d at position %d is outside the model's %d types (0..%d)",
+                                types[i], i, nt, nt - 1);
+    }
+    reset_from(it, stream);
+    memcpy(st->types, types, (size_t)n * sizeof *types);
     return AS_OK;
 }
 
@@ -297,6 +332,27 @@ static void op_linear(as_interp *it, const as_op *op)
         as_softcap(span_row(it, op->out, first), span_row(it, op->out, first), (long)(n - first) * op->n_out, op->softcap);
 }
 
+/* The pooled vector of a stream recomputed from position 0 (its span is
+ * all of it), written to every row of the span. */
+static void op_pool(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int d = op->n_out, n = st->n;
+    float *first = span_row(it, op->out, 0);
+    if (op->pool == AS_POOL_MEAN) {
+        for (int j = 0; j < d; j++) {
+            double sum = 0;
+            for (int i = 0; i < n; i++)
+                sum += span_row(it, op->in[0], i)[j];
+            first[j] = (float)(sum / n);
+        }
+    } else {
+        memcpy(first, span_row(it, op->in[0], op->pool == AS_POOL_LAST ? n - 1 : 0), (size_t)d * sizeof *first);
+    }
+    for (int i = 1; i < n; i++)
+        memcpy(span_row(it, op->out, i), first, (size_t)d * sizeof *first);
+}
+
 static void exec(as_interp *it, const as_op *op)
 {
     const as_hook *out = &it->prog->hooks[op->out];
@@ -313,8 +369,17 @@ static void exec(as_interp *it, const as_op *op)
         for (int i = 0; i < st->n; i++)
             as_weight_row(&op->w, st->p0 + i, span_row(it, op->out, i));
         break;
+    case AS_OP_TYPE_EMBED:
+        for (int i = 0; i < st->n; i++)
+            as_weight_row(&op->w, st->types[st->p0 + i], span_row(it, op->out, i));
+        break;
+    case AS_OP_POOL:
+        op_pool(it, op);
+        break;
     case AS_OP_ADD:
         as_add(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), span);
+        if (op->in[2] >= 0)
+            as_add(span_row(it, op->out, 0), span_row(it, op->in[2], 0), span_row(it, op->out, 0), span);
         break;
     case AS_OP_COPY:
         memcpy(span_row(it, op->out, 0), span_row(it, op->in[0], 0), (size_t)span * 4);
@@ -701,6 +766,8 @@ int as_interp_back(as_interp *it, long n, as_error *err)
 
 const float *as_interp_logits(const as_interp *it)
 {
+    if (it->prog->unembed < 0)
+        return NULL;
     int h = it->prog->ops[it->prog->unembed].out;
     const as_stream_state *st = it->out;
     if (it->in_pass || st->n_done == 0 || st->n_done != st->n_tokens || it->n_passes == 0)

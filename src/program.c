@@ -44,6 +44,16 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_MLP_RESULT] = "mlp.hook_out",
     [AS_HK_LN2_POST_SCALE] = "ln2_post.hook_scale",
     [AS_HK_LN2_POST_NORMALIZED] = "ln2_post.hook_normalized",
+    /* HookedEncoder's, under the scopes "embed" and "mlm_head"; its MLM
+     * head hooks only its norm: the dense layer and the activation take
+     * the MLP's grammar. The pooled vector has no TransformerLens name. */
+    [AS_HK_TYPE_EMBED] = "hook_token_type_embed",
+    [AS_HK_EMBED_LN_SCALE] = "ln.hook_scale",
+    [AS_HK_EMBED_LN_NORMALIZED] = "ln.hook_normalized",
+    [AS_HK_EMBED_SUM] = "hook_sum", /* what embed.ln normalizes */
+    [AS_HK_HEAD_PRE] = "hook_pre",
+    [AS_HK_HEAD_POST] = "hook_post",
+    [AS_HK_POOLED] = "pooler.hook_out",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -86,6 +96,17 @@ void as_program_scope(as_program *p, int layer)
         snprintf(p->scope, sizeof p->scope, "blocks.%d", layer);
 }
 
+void as_program_scope_name(as_program *p, const char *name)
+{
+    snprintf(p->scope, sizeof p->scope, "%s", name ? name : "");
+}
+
+void as_program_rename(as_program *p, int hook, const char *name)
+{
+    if (hook >= 0 && hook < p->n_hooks)
+        snprintf(p->hooks[hook].name, sizeof p->hooks[hook].name, "%s", name);
+}
+
 static as_site site_of(const as_program *p, as_hook_kind kind)
 {
     switch (kind) {
@@ -108,7 +129,7 @@ int as_program_add_hook(as_program *p, as_hook_kind kind, int layer, as_hook_cla
         return 0;
     as_hook *h = &p->hooks[p->n_hooks];
     memset(h, 0, sizeof *h);
-    if (layer >= 0 && p->scope[0])
+    if (p->scope[0])
         snprintf(h->name, sizeof h->name, "%s.%s", p->scope, hook_suffix[kind]);
     else
         snprintf(h->name, sizeof h->name, "%s", hook_suffix[kind]);
@@ -138,6 +159,7 @@ as_op *as_program_add_op(as_program *p, as_op_kind kind, int layer, int out, int
     op->out = out;
     op->in[0] = in0;
     op->in[1] = in1;
+    op->in[2] = -1;
     op->attn = -1;
     snprintf(op->text, sizeof op->text, "%s", text);
     return op;
@@ -232,10 +254,36 @@ int as_program_add_attention(as_program *p, const as_attn *site, const char *sco
     return s->z;
 }
 
+int as_program_add_sum3(as_program *p, as_hook_kind kind, int layer, int a, int b, int c, const char *text)
+{
+    int h = as_program_add_hook(p, kind, layer, AS_CLASS_RESID, 1, p->hooks[a].width, 0);
+    as_program_add_op(p, AS_OP_ADD, layer, h, a, b, text)->in[2] = c;
+    return h;
+}
+
 int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b, const char *text)
 {
     int h = as_program_add_hook(p, kind, layer, AS_CLASS_RESID, 1, p->hooks[a].width, 0);
     as_program_add_op(p, AS_OP_ADD, layer, h, a, b, text);
+    return h;
+}
+
+int as_program_add_pool(as_program *p, int in, as_pooling how)
+{
+    static const char *const text[] = {
+        [AS_POOL_MEAN] = "pooled = mean of the positions", [AS_POOL_CLS] = "pooled = first position (CLS)",
+        [AS_POOL_LAST] = "pooled = last position"};
+    /* the model's output, like logits: kept before residual copies */
+    int h = as_program_add_hook(p, AS_HK_POOLED, -1, AS_CLASS_LOGITS, 1, p->hooks[in].width, 0);
+    if (how != AS_POOL_MEAN && how != AS_POOL_CLS && how != AS_POOL_LAST) {
+        p->failed = true; /* a builder's mistake: none and rank have no pooled vector here */
+        return h;
+    }
+    as_op *op = as_program_add_op(p, AS_OP_POOL, -1, h, in, -1, text[how]);
+    op->pool = how;
+    op->n_in = op->n_out = p->hooks[in].width;
+    p->pooled = h;
+    p->pooling = how;
     return h;
 }
 
@@ -263,7 +311,8 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
     if (!p)
         return as_error_set(err, "out of memory building the program");
     p->model = m;
-    p->unembed = p->final_norm = -1;
+    p->unembed = p->final_norm = p->pooled = p->head_first = -1;
+    p->lens_kind = AS_HK_RESID_POST;
     /* A block of today's architectures has at most 32 hooks and ops, the
      * ends fewer than 8: room for them up front, growth past it. */
     p->cap_hooks = p->cap_ops = 8 + 32 * m->cfg.n_layer;
@@ -279,13 +328,14 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
         as_program_free(p);
         return AS_ERR;
     }
-    if (p->failed || p->n_streams == 0 || p->unembed < 0) {
+    if (p->failed || p->n_streams == 0 || p->n_ops == 0) {
         bool oom = p->failed;
         as_program_free(p);
         return as_error_set(err, "%s: the %s program could not be built (%s)", m->path, m->arch->gguf_name,
                             oom ? "out of memory or a shape mismatch" : "no stream or no output");
     }
-    p->out_stream = p->hooks[p->ops[p->unembed].out].stream;
+    /* An encoder without head or pooling outputs its last hidden states. */
+    p->out_stream = p->hooks[p->unembed >= 0 ? p->ops[p->unembed].out : p->ops[p->n_ops - 1].out].stream;
     *out = p;
     return AS_OK;
 }

@@ -315,8 +315,13 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
         fprintf(s->out, "nothing to run: all %d tokens are processed (gen adds more)\n", it->out->n_tokens);
         return;
     case AS_STOP_PASS_END:
-        fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->out->p0,
-                it->out->p0 + it->out->n - 1, it->out->n_done - 1);
+        if (as_cmd_is_encoder(s))
+            fprintf(s->out, "pass over positions %d-%d complete: %s\n", it->out->p0, it->out->p0 + it->out->n - 1,
+                    s->prog->unembed >= 0 ? "predictions ready at every position (fill, top)"
+                    : s->prog->pooled >= 0 ? "the pooled vector is ready (embed)" : "hidden states ready");
+        else
+            fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->out->p0,
+                    it->out->p0 + it->out->n - 1, it->out->n_done - 1);
         return;
     case AS_STOP_BREAK:
         print_op(s, "breakpoint: ", last_pc);
@@ -429,6 +434,9 @@ static int encode(as_session *s, const char *text, bool raw, int32_t **ids, size
 
 static int prompt(cmd_ctx *c, bool raw)
 {
+    const char *r = c->rest + strspn(c->rest, " \t");
+    if (c->argc == 3 && (*r == '"' || *r == '\''))
+        return as_cmd_prompt_pair(c, raw);
     char *text = text_arg(c->rest, c->err);
     int32_t *ids = NULL;
     size_t n = 0;
@@ -588,6 +596,9 @@ static int cmd_gen(cmd_ctx *c)
 {
     as_session *s = c->s;
     long n = 1;
+    if (as_cmd_is_encoder(s))
+        return as_error_set(c->err, "%s is an encoder: every position sees every other, so there is no next token "
+                            "to generate (fill predicts masked ones; embed gives its vector)", s->model->cfg.name);
     if (as_cmd_require_tokens(s, c->err))
         return AS_ERR;
     if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, 1000000, "the token count", &n, c->err))
@@ -698,6 +709,8 @@ static int cmd_top(cmd_ctx *c)
     long k = 10;
     if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err))
         return AS_ERR;
+    if (as_cmd_is_encoder(s))
+        return as_cmd_top_encoder(c, k);
     const float *logits = as_interp_logits(s->it);
     if (!logits) {
         if (as_cmd_require_tokens(s, c->err))
@@ -841,12 +854,20 @@ static int cmd_norms(cmd_ctx *c)
 {
     as_session *s = c->s;
     if (c->argc != 2)
-        return as_error_set(c->err, "usage: norms LAYER | norms final");
-    if (!strcmp(c->argv[1], "final")) {
-        int h = as_program_hook(s->prog, AS_HK_LNF_SCALE, -1);
+        return as_error_set(c->err, "usage: norms LAYER | norms final | norms embed");
+    bool final = !strcmp(c->argv[1], "final");
+    if (final || !strcmp(c->argv[1], "embed")) {
+        /* the norm after the blocks (ln_final, an encoder's mlm_head.ln), or an encoder's embed.ln */
+        int h = as_program_hook(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_EMBED_LN_SCALE, -1);
+        if (h < 0)
+            return as_error_set(c->err, "%s has no %s norm", s->model->cfg.name,
+                                final ? "final" : "embedding");
         if (as_cmd_hook_positions(s, h, c->err) < 0)
             return AS_ERR;
-        print_norm_table(s, h, "ln_final");
+        char title[64];
+        const char *name = s->prog->hooks[h].name, *dot = strrchr(name, '.');
+        snprintf(title, sizeof title, "%.*s", (int)(dot - name), name);
+        print_norm_table(s, h, title);
         return AS_OK;
     }
     long l;
@@ -957,7 +978,7 @@ static int cmd_quit(cmd_ctx *c)
 }
 
 static const command commands[] = {
-    {{"prompt", "prompt TEXT", "Tokenize TEXT and make it the context (no compute yet); <|im_start|>, <s>... are special tokens.",
+    {{"prompt", "prompt TEXT | prompt \"A\" \"B\"", "Tokenize TEXT and make it the context (no compute yet); <|im_start|>, <s>... are special tokens. Two quoted texts: a sentence pair [CLS] A [SEP] B [SEP], types 0 then 1.",
       "prompt \"It is a truth universally acknowledged\""}, cmd_prompt},
     {{"prompt-ids", "prompt-ids ID [ID ...]", "Set the context from token ids.", "prompt-ids 0 464 1310"},
      cmd_prompt_ids},
@@ -967,6 +988,8 @@ static const command commands[] = {
       "prompt-raw \"a literal <|im_start|>\""}, cmd_prompt_raw},
     {{"tokenize-raw", "tokenize-raw TEXT", "Like tokenize, but special tokens' texts stay plain text.",
       "tokenize-raw \"<s>\""}, cmd_tokenize_raw},
+    {{"token-types", "token-types T [T ...]", "Set each token's type (BERT's segments: 0, then 1), one per token.",
+      "token-types 0 0 0 1 1"}, as_cmd_token_types},
     {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated.", "tokens"},
      cmd_tokens},
     {{"step", "step [N]", "Run the next op (or N ops), stopping at breakpoints.", "step 5"}, cmd_step},
@@ -982,13 +1005,21 @@ static const command commands[] = {
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, cmd_gen},
     {{"set", "set [temp X | topk K | topp P | seed S | threads N]",
       "Sampler and engine settings (temp 0 is greedy); `set` alone lists them.", "set temp 0.8"}, cmd_set},
-    {{"top", "top [K]", "The next-token distribution: rank, id, piece, probability, logit.", "top 5"},
+    {{"top", "top [K] [POS]", "The next-token distribution: rank, id, piece, probability, logit (an encoder: "
+      "its predictions at POS, the last by default).", "top 5"},
      cmd_top},
+    {{"fill", "fill [K] [POS]", "An encoder's masked-LM predictions at each [MASK] (or at POS): rank, id, piece, "
+      "probability, logit.", "fill 5"}, as_cmd_fill},
+    {{"embed", "embed [FILE.npy]", "The pooled vector of an embedding model (pooling as the file says).",
+      "embed vec.npy"}, as_cmd_embed},
+    {{"similarity", "similarity \"A\" \"B\"", "Cosine of the pooled vectors of two texts (each its own run).",
+      "similarity \"a cat\" \"a dog\""}, as_cmd_similarity},
     {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, cmd_hooks},
     {{"stats", "stats HOOK", "Min, max, mean, std and NaN/Inf counts of a captured hook.",
       "stats blocks.2.hook_resid_post"}, cmd_stats},
-    {{"norms", "norms LAYER|final", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
-      "min, max, largest dimensions).", "norms 1"}, cmd_norms},
+    {{"norms", "norms LAYER|final|embed", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
+      "min, max, largest dimensions); final: the norm after the blocks; embed: an encoder's embedding norm.",
+      "norms 1"}, cmd_norms},
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
       "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace  "
@@ -1012,7 +1043,7 @@ static const command commands[] = {
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla},
-    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction.",
+    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder).",
       "heads"}, as_cmd_heads},
     {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
       "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch},

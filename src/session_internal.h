@@ -82,6 +82,9 @@ void as_cmd_side_run_free(as_side_run *r);
 int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *err);
 /* A position of the context. */
 int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err);
+/* AS_OK where the logit lens (or DLA) applies to the program, else
+ * AS_ERR saying why. */
+int as_cmd_lens_applies(const as_session *s, bool dla, as_error *err);
 /* The logits of the finished pass, or NULL with a message. */
 const float *as_cmd_final_logits(as_session *s, as_error *err);
 /* Writes an instrument's array and says so; the shape goes in the message. */
@@ -122,6 +125,16 @@ int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);
 int as_cmd_weights(cmd_ctx *c);
 int as_cmd_diff(cmd_ctx *c);
+/* cmd_fill.c: the encoder's commands. */
+bool as_cmd_is_encoder(const as_session *s);
+int as_cmd_fill(cmd_ctx *c);
+int as_cmd_embed(cmd_ctx *c);
+int as_cmd_similarity(cmd_ctx *c);
+int as_cmd_token_types(cmd_ctx *c);
+/* prompt "A" "B": argv[1] and argv[2] are the segments. */
+int as_cmd_prompt_pair(cmd_ctx *c, bool raw);
+/* top [K] [POS] where the output stream is not causal (k parsed). */
+int as_cmd_top_encoder(cmd_ctx *c, long k);
 /* cmd_export.c: figures, and `dump all DIR` (called by `dump`). */
 int as_cmd_export(cmd_ctx *c);
 int as_cmd_dump_all(cmd_ctx *c);

@@ -363,14 +363,15 @@ Test(instruments, heads_array_finds_the_induction_head)
     cr_assert_eq(npy_read(path, &h), 0);
     unlink(path);
     cr_assert_eq(h.ndim, 3);
-    cr_assert_eq(h.shape[0], AS_SCORE_COUNT);
+    /* a decoder's scores: all but next-token (an encoder's alone) */
+    cr_assert_eq(h.shape[0], AS_SCORE_NEXT_TOKEN);
     cr_assert_eq(h.shape[1], (size_t)cfg->n_layer);
     cr_assert_eq(h.shape[2], (size_t)cfg->n_head);
     size_t per = (size_t)cfg->n_layer * cfg->n_head;
     double ind = 0, prev0 = 0;
     for (size_t i = 0; i < per; i++) {
         ind = fmax(ind, h.f[AS_SCORE_INDUCTION * per + i]);
-        for (int k = 0; k < AS_SCORE_COUNT; k++)
+        for (int k = 0; k < AS_SCORE_NEXT_TOKEN; k++)
             cr_assert(h.f[k * per + i] >= 0 && h.f[k * per + i] <= 1, "score %g", h.f[k * per + i]);
     }
     for (int i = 0; i < cfg->n_head; i++)

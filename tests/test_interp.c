@@ -19,7 +19,8 @@
 static const char *models[] = {
     "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
     "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
-    "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3",
+    "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-bert",
+    "fixtures/tiny-nomic-bert",
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 
@@ -54,6 +55,16 @@ static void load_prompt(as_session *s, const char *dir)
         o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
     run_ok(s, cmd);
     npy_free(&tok);
+    /* An encoder's fixture is a sentence pair: its token types too. */
+    snprintf(path, sizeof path, "%s/types.npy", dir);
+    if (access(path, R_OK) == 0) {
+        cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
+        o = (size_t)snprintf(cmd, sizeof cmd, "token-types");
+        for (size_t i = 0; i < tok.count; i++)
+            o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
+        run_ok(s, cmd);
+        npy_free(&tok);
+    }
 }
 
 static float *hook_values(as_session *s, const char *name, size_t *count)
@@ -103,8 +114,10 @@ static void compare_all_hooks(const char *dir)
         npy_free(&ref);
         checked++;
     }
-    /* Every fixture is a hook we have (plus tokens.npy). */
-    int fixtures = 0;
+    /* Every fixture is a hook we have (plus tokens.npy, and types.npy). */
+    char types[256];
+    snprintf(types, sizeof types, "%s/types.npy", dir);
+    int fixtures = -(access(types, R_OK) == 0);
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d));)
         fixtures += strstr(e->d_name, ".npy") != NULL;
@@ -194,6 +207,15 @@ static void kv_cache_equals_recompute(const char *dir)
     for (size_t i = (size_t)k; i < tok.count; i++) {
         cr_assert_eq(as_interp_append(inc->it, tok.i[i], &err), AS_OK);
         run_ok(inc, "finish");
+    }
+    /* An encoder recomputes every position at each token; its pair's types
+     * are set once all are in. */
+    snprintf(cmd, sizeof cmd, "%s/types.npy", dir);
+    npy types;
+    if (access(cmd, R_OK) == 0 && npy_read(cmd, &types) == 0) {
+        cr_assert_eq(as_interp_set_types(inc->it, 0, types.i, (int)types.count, &err), AS_OK, "%s", err.msg);
+        run_ok(inc, "finish");
+        npy_free(&types);
     }
     assert_same_capture(full, inc, 1e-5);
     npy_free(&tok);

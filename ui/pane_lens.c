@@ -30,7 +30,7 @@ static const float *resid_at(const tui *u, int layer, int q)
 {
     const as_session *s = u->s;
     int h = layer < 0 ? as_program_hook(s->prog, AS_HK_RESID_PRE, 0)
-                      : as_program_hook(s->prog, AS_HK_RESID_POST, layer);
+                      : as_program_hook(s->prog, s->prog->lens_kind, layer);
     if (h < 0 || !as_capture_has(s->cap, h) || s->cap->filled[h] <= q)
         return NULL;
     return as_capture_row(s->cap, h, q);
@@ -148,7 +148,7 @@ static void draw(tui *u)
     snprintf(title, sizeof title, "Logit lens at %d %s", q, piece);
     if (!compute(u, q)) {
         pane_frame(u, P_LENS, title, NULL);
-        int rp = as_program_hook(u->s->prog, AS_HK_RESID_POST, 0);
+        int rp = as_program_hook(u->s->prog, u->s->prog->lens_kind, 0);
         const char *why = u->s->model->cfg.n_layer + 1 > 257 ? "Too many layers for this pane: the `lens` command shows them."
                           : rp >= 0 && !as_capture_has(u->s->cap, rp)
                               ? "The capture budget dropped the residual stream: raise --capture-mb."
@@ -179,7 +179,7 @@ static void draw(tui *u)
 static bool applies(const tui *u)
 {
     const as_program *p = u->s->prog;
-    return as_program_hook(p, AS_HK_RESID_POST, 0) >= 0 && as_program_hook(p, AS_HK_LOGITS, -1) >= 0;
+    return as_program_hook(p, p->lens_kind, 0) >= 0 && as_program_hook(p, AS_HK_LOGITS, -1) >= 0 && !p->no_lens;
 }
 
 const pane_class pane_lens = {

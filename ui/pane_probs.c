@@ -4,7 +4,10 @@
  * came next marked: generated, or from the prompt. Probabilities are the
  * softmax of the logits at the sampler's temperature (`set temp`), so the
  * bars are the odds `gen` draws from; at temperature 0 (greedy, which
- * takes the top token) at temperature 1, as `top` prints them. */
+ * takes the top token) at temperature 1, as `top` prints them.
+ * Where the output stream is not causal (an encoder's masked-LM head),
+ * the predictions at the selected token itself, at temperature 1 (nothing
+ * is sampled from them), the token there marked. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +27,16 @@ static const float *logits_at(const tui *u, int q)
 
 /* The temperature the pane's probabilities are at: the sampler's, or 1
  * when it is greedy. */
+static bool encoder(const tui *u)
+{
+    return !u->s->prog->streams[u->s->prog->out_stream].causal;
+}
+
+/* An encoder's predictions are not sampled: temperature 1. */
 static float pane_temp(const tui *u)
 {
     float t = u->s->sampler.temp;
-    return t > 0 ? t : 1.0f;
+    return t > 0 && !encoder(u) ? t : 1.0f;
 }
 
 /* Softmax of logits / temp into probs (NaN stays NaN, ranked last). */
@@ -110,11 +119,13 @@ static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
 static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 3, n = u->s->model->cfg.n_vocab;
-    if (rows > 4)
+    if (rows > 4 && !encoder(u))
         rows -= sampled_line(u, w, rows, q, cols);
     const as_interp *it = u->s->it;
     int next = q + 1 < it->out->n_tokens ? it->out->tokens[q + 1] : -1;
     const char *mark = q + 1 >= it->out->n_prompt ? " generated" : " next";
+    if (encoder(u))
+        next = it->out->tokens[q], mark = " here";
     probs_at(u, logits, n, u->probs);
     int k = as_top_indices(logits, n, rows, u->order);
     bool shown = false;
@@ -141,16 +152,17 @@ static void draw(tui *u)
         return;
     }
     token_label(u, q, piece, sizeof piece);
-    snprintf(title, sizeof title, "Next token after %d %s", q, piece);
+    snprintf(title, sizeof title, encoder(u) ? "Predictions at %d %s" : "Next token after %d %s", q, piece);
     char note[48];
-    if (u->s->sampler.temp > 0)
+    if (u->s->sampler.temp > 0 && !encoder(u))
         snprintf(note, sizeof note, "p at temp %g", (double)u->s->sampler.temp);
     else
-        snprintf(note, sizeof note, "greedy, p at temp 1");
+        snprintf(note, sizeof note, encoder(u) ? "p at temp 1" : "greedy, p at temp 1");
     pane_frame(u, P_PROBS, title, note);
     const float *logits = logits_at(u, q);
     if (!logits)
-        pane_message(u, P_PROBS, "No logits here yet:  f  finishes the pass,  Space  generates a token.");
+        pane_message(u, P_PROBS, encoder(u) ? "No predictions yet:  f  finishes the pass."
+                                            : "No logits here yet:  f  finishes the pass,  Space  generates a token.");
     else if (vocab_scratch(u))
         draw_list(u, w, logits, q);
     wnoutrefresh(w);

@@ -14,7 +14,9 @@
 #include "attnscope/model.h"
 #include "attnscope/quant.h"
 
-/* Final norm then unembedding applied to one residual vector: logits[V]. */
+/* The output head applied to one residual vector: logits[V]. The final
+ * norm then the unembedding, after the head's own ops where it has some
+ * (an encoder's masked-LM dense layer and GELU: program.head_first). */
 void as_lens_logits(const as_program *p, const float *resid, float *logits);
 /* The same for n vectors at once (logits[n][V]), as one matrix product:
  * what a lens over every layer, or every position, wants. AS_ERR (and
@@ -49,6 +51,7 @@ typedef enum as_head_score {
     AS_SCORE_FIRST_TOKEN, /* key 0 (attention sink), queries q >= 1 */
     AS_SCORE_DUPLICATE,   /* earlier keys holding the same token */
     AS_SCORE_INDUCTION,   /* keys right after an earlier occurrence of the same token */
+    AS_SCORE_NEXT_TOKEN,  /* key q+1: only where queries see later keys (an encoder) */
     AS_SCORE_COUNT
 } as_head_score;
 

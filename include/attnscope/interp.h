@@ -74,6 +74,7 @@ typedef struct as_watch_hit {
 typedef struct as_stream_state {
     int n_ctx;
     int32_t *tokens;   /* token ids (token streams) */
+    int32_t *types;    /* their token types (BERT's segments A and B): 0 unless set */
     int n_tokens;
     int n_prompt;      /* tokens that came from the prompt (the rest were generated) */
     int n_done;        /* positions whose pass is complete */
@@ -126,6 +127,10 @@ void as_interp_free(as_interp *it);
  * it) start over too. Refuses more tokens than the stream's context, with
  * a message saying the limit; ids must be in the vocabulary. */
 int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as_error *err);
+/* Sets the token types of a stream's tokens (after its input; 0 by
+ * default, and again after each as_interp_set_input); refuses a type the
+ * model has no embedding for. The stream starts over. */
+int as_interp_set_types(as_interp *it, int stream, const int32_t *types, int n, as_error *err);
 /* The same for the output stream (a decoder's tokens). */
 int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err);
 /* Appends a token (a generated one) to the output stream, to be processed

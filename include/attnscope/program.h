@@ -33,6 +33,12 @@ typedef enum as_hook_kind {
      * output, then the norm whose output is hook_attn_out / hook_mlp_out */
     AS_HK_ATTN_RESULT, AS_HK_LN1_POST_SCALE, AS_HK_LN1_POST_NORMALIZED,
     AS_HK_MLP_RESULT, AS_HK_LN2_POST_SCALE, AS_HK_LN2_POST_NORMALIZED,
+    /* encoders (BERT, as TransformerLens's HookedEncoder names them under
+     * the scopes "embed" and "mlm_head"): token-type embeddings, the
+     * LayerNorm over the summed embeddings, the masked-LM head's dense
+     * layer and activation, and the pooled vector of an embedding model */
+    AS_HK_TYPE_EMBED, AS_HK_EMBED_LN_SCALE, AS_HK_EMBED_LN_NORMALIZED,
+    AS_HK_EMBED_SUM, AS_HK_HEAD_PRE, AS_HK_HEAD_POST, AS_HK_POOLED,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -68,6 +74,12 @@ typedef enum as_mask {
     AS_MASK_NONE,    /* every key (bidirectional, cross-attention) */
     AS_MASK_WINDOW,  /* causal, and only the last `window` keys */
 } as_mask;
+
+/* How an embedding model reduces its last hidden states to one vector
+ * (GGUF's {arch}.pooling_type, llama.cpp's values). */
+typedef enum as_pooling {
+    AS_POOL_NONE = 0, AS_POOL_MEAN = 1, AS_POOL_CLS = 2, AS_POOL_LAST = 3, AS_POOL_RANK = 4,
+} as_pooling;
 
 /* What feeds a stream. */
 typedef enum as_input { AS_INPUT_TOKENS, AS_INPUT_PIXELS } as_input;
@@ -122,7 +134,7 @@ typedef struct as_attn {
 typedef enum as_op_kind {
     AS_OP_EMBED,      /* out = W[token] (· scale when set)              */
     AS_OP_POS_EMBED,  /* out = W[pos]                                   */
-    AS_OP_ADD,        /* out = in0 + in1                                */
+    AS_OP_ADD,        /* out = in0 + in1 (+ in2 when set)               */
     AS_OP_COPY,       /* out = in0                                      */
     AS_OP_NORM_SCALE, /* out = sqrt(var(in0) + eps), statistics kept    */
     AS_OP_NORM_APPLY, /* out = norm(in0) using scale in1, weight, bias  */
@@ -134,13 +146,15 @@ typedef enum as_op_kind {
     AS_OP_GELU,       /* out = gelu_tanh(in0)                           */
     AS_OP_SWIGLU,     /* out = silu(in0) * in1                          */
     AS_OP_GEGLU,      /* out = gelu_tanh(in0) * in1                     */
+    AS_OP_TYPE_EMBED, /* out = W[token type]                            */
+    AS_OP_POOL,       /* every row = pool(in0 over the span), as op->pool says */
 } as_op_kind;
 
 typedef struct as_op {
     as_op_kind kind;
     int layer;            /* -1 outside the blocks */
     int out;              /* hook index filled */
-    int in[2];            /* hook indices read, -1 if unused */
+    int in[3];            /* hook indices read, -1 if unused (in[2]: ADD's third term) */
     as_weight w;          /* LINEAR, EMBED, POS_EMBED: the matrix, as stored */
     const float *nw;      /* NORM_APPLY: the norm's weight [n_in] */
     const float *b;       /* LINEAR: bias [n_out]; NORM_APPLY: bias [n_in]; or NULL */
@@ -154,6 +168,7 @@ typedef struct as_op {
     float scale;          /* EMBED: rows multiplied by it (Gemma: sqrt(d_model)); 0: none */
     float softcap;        /* LINEAR: > 0: out = softcap · tanh(out / softcap) (final logits) */
     bool last_row_only;   /* LINEAR to logits: when not captured, only the last position is needed */
+    as_pooling pool;      /* POOL: mean, first (CLS) or last row */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -170,10 +185,21 @@ typedef struct as_program {
     int n_attn, cap_attn;
     int unembed;          /* the op that computes the logits */
     int final_norm;       /* the NORM_APPLY op before it, or -1 */
+    int pooled;           /* the hook holding the pooled vector (embedding models), or -1 */
+    as_pooling pooling;   /* how it is pooled */
+    /* The logit lens reads each layer's hook of this kind (resid_post; an
+     * encoder's ln2 output) through the ops from head_first (-1: the final
+     * norm; an encoder: its masked-LM head's dense layer) to the logits. */
+    as_hook_kind lens_kind;
+    int head_first;
+    /* Why the logit lens, or direct logit attribution, does not apply
+     * (NULL: it does): DLA needs a residual stream that is the sum of its
+     * components, read out by one norm and a linear unembedding. */
+    const char *no_lens, *no_dla;
     /* Set by the architecture while it builds: the scope of the hooks it
      * adds next ("blocks.3" — later "encoder.1", "decoder.2"), their
      * stream and their site. */
-    char scope[32];
+    char scope[32];       /* or a named part: "embed", "mlm_head" */
     int cur_stream;
     as_site cur_site;
     bool failed;          /* out of memory while building */
@@ -203,6 +229,12 @@ int as_program_add_stream(as_program *p, const char *name, as_input input, int n
 /* Sets the scope of the hooks that follow: block `layer` ("blocks.%d"),
  * or the top level with layer -1. */
 void as_program_scope(as_program *p, int layer);
+/* The same for a named part outside the blocks ("embed": its hooks are
+ * embed.hook_embed, ...); NULL or "" for the top level. */
+void as_program_scope_name(as_program *p, const char *name);
+/* Gives a hook another name (TransformerLens's, where the kind's usual
+ * suffix is not it: BERT's final norm is mlm_head.ln). */
+void as_program_rename(as_program *p, int hook, const char *name);
 int as_program_add_hook(as_program *p, as_hook_kind kind, int layer, as_hook_class klass,
                         int n_dims, int d0, int d1);
 as_op *as_program_add_op(as_program *p, as_op_kind kind, int layer, int out, int in0, int in1,
@@ -225,8 +257,13 @@ int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_cla
 /* An attention site from q, k, v hooks (the fields from q to softcap of
  * *site; the rest are filled): scores, pattern, z; returns z. */
 int as_program_add_attention(as_program *p, const as_attn *site, const char *scores_text);
+/* A residual-stream sum a + b (+ c when c >= 0) filling a hook of `kind`. */
+int as_program_add_sum3(as_program *p, as_hook_kind kind, int layer, int a, int b, int c, const char *text);
 /* A residual-stream sum a + b filling a hook of `kind`. */
 int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b, const char *text);
+/* The pooled vector of a non-causal stream's hook `in` (every row of
+ * the pooler.hook_out holds it); returns that hook. */
+int as_program_add_pool(as_program *p, int in, as_pooling how);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

@@ -404,6 +404,181 @@ def check_decoder(fixdir, which, fresh_dir):
 
 
 # ---------------------------------------------------------------------------
+# the BERT family of encoders (reference.Encoder), each with a sentence
+# pair's token types (0 for the first 9 positions, 1 after). tiny-bert
+# reads text: a small WordPiece vocabulary (tokenizer "bert"); tiny-nomic-bert
+# has a vocabulary of 64 ids without text (tokenizer "none", which
+# llama.cpp also loads).
+# ---------------------------------------------------------------------------
+
+ENC_VOCAB = 64
+ENC_IDS = [2, 17, 40, 9, 33, 61, 5, 12, 3, 44, 28, 4, 50, 19, 7, 3]
+ENC_TYPES = [0] * 9 + [1] * 7
+
+
+BERT_TEXT = "the cat sat on the mat, the dog ate the fishes!"
+
+
+def bert_tokenizer():
+    """A WordPiece vocabulary stored as llama.cpp's converter stores BERT's
+    (a word's first piece with '▁' in front, a continuation without its
+    '##'): specials [PAD] [UNK] [CLS] [SEP] [MASK], a few words, and every
+    lower-case letter as a word start and a continuation, so any
+    lower-case word has pieces. Encoded greedily, longest piece first,
+    punctuation a word of its own, [CLS] ... [SEP] around."""
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    words = ["the", "cat", "sat", "on", "mat", "dog", "ate", "fish", ",", ".", "!", "?", "'"]
+    tokens = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + ["\u2581" + w for w in words] + ["es", "ing"]
+              + ["\u2581" + c for c in letters] + letters)
+    vocab = {t: i for i, t in enumerate(tokens)}
+    ids = [vocab["[CLS]"]]
+    for word in regex.findall(r"\w+|[^\w\s]", BERT_TEXT.lower()):
+        rest, first = word, True
+        while rest:
+            k = max(k for k in range(1, len(rest) + 1) if (("\u2581" if first else "") + rest[:k]) in vocab)
+            ids.append(vocab[("\u2581" if first else "") + rest[:k]])
+            rest, first = rest[k:], False
+    ids.append(vocab["[SEP]"])
+    tok = {"model": "bert", "tokens": tokens, "token_type": [3] * 5 + [1] * (len(tokens) - 5),
+           "bos_token_id": 2, "seperator_token_id": 3, "padding_token_id": 0, "unknown_token_id": 1,
+           "mask_token_id": 4, "cls_token_id": 2}
+    return tok, ids, BERT_TEXT
+
+
+def _enc(arch, **kw):
+    base = dict(arch=arch, vocab=ENC_VOCAB, d_model=32, n_layer=2, n_head=4, d_ff=64, ctx=32, eps=1e-5)
+    base.update(kw)
+    return R.EncoderConfig(**base)
+
+
+ENCODERS = {
+    # split q, k, v; biases everywhere; learned positions; mean pooling; the masked-LM head (tied)
+    "tiny-bert": (_enc("bert", vocab=len(bert_tokenizer()[0]["tokens"]), pooling=1, mlm=True), 3001),
+    # fused q|k|v, no biases, NEOX rotary (base 1000), SwiGLU; CLS pooling; no masked-LM head
+    "tiny-nomic-bert": (_enc("nomic-bert", d_ff=48, pooling=2, mlm=False, rope_base=1000.0), 3002),
+}
+
+
+def make_encoder(cfg, seed):
+    """As make_model: O(1) activations, peaked attention, float32-exact
+    weights in a float64 model."""
+    model = R.Encoder(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("_w"):                      # LayerNorm weight
+                p.copy_(1.0 + 0.1 * randn(*p.shape))
+            elif name.endswith(("bias", "_b")):          # biases and LayerNorm biases
+                p.copy_(0.1 * randn(*p.shape))
+            elif name in ("tok_embd.weight", "pos_embd.weight", "type_embd.weight"):
+                p.copy_(0.5 * randn(*p.shape))
+            elif name.endswith(("q.weight", "k.weight")):
+                p.copy_(0.3 * randn(*p.shape))
+            else:
+                p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def run_encoder_hooks(model, ids, types):
+    hooks = {}
+    with torch.no_grad():
+        model(torch.tensor([ids]), torch.tensor([types]), hooks)
+    return {k: v.numpy() for k, v in hooks.items()}
+
+
+def encoder_input(which):
+    """-> (tokenizer dict or None, ids, text)"""
+    if which == "tiny-bert":
+        return bert_tokenizer()
+    return None, ENC_IDS, ""
+
+
+def write_encoder_fixture(outdir, which):
+    cfg, seed = ENCODERS[which]
+    tok, ids, text = encoder_input(which)
+    model = make_encoder(cfg, seed)
+    R.export_encoder_gguf(model, cfg, os.path.join(outdir, which + ".gguf"), which, tok)
+    hooks = run_encoder_hooks(model, ids, ENC_TYPES)
+    save_hooks(outdir, which, cfg, tok or {"tokens": ["#%d" % i for i in range(cfg.vocab)]}, ids, text, hooks,
+               list(hooks))
+    np.save(os.path.join(outdir, which, "types.npy"), np.array(ENC_TYPES, dtype=np.int32))
+
+
+def check_bert_block_against_torch(model, cfg, H):
+    """PyTorch's own Post-LN layer (nn.TransformerEncoderLayer with
+    norm_first=False) given a bert block's weights maps the block's input
+    to its output (float64, the reference's own hooks): the reference's
+    block is the standard one. Its activation is the tanh GELU the
+    reference (and llama.cpp) use."""
+    worst = 0.0
+    for L, blk in enumerate(model.blocks):
+        layer = torch.nn.TransformerEncoderLayer(
+            cfg.d_model, cfg.n_head, cfg.d_ff, dropout=0.0, activation=R.gelu_tanh, layer_norm_eps=cfg.eps,
+            batch_first=True, norm_first=False, dtype=torch.float64).eval()
+        with torch.no_grad():
+            layer.self_attn.in_proj_weight.copy_(torch.cat((blk.q.weight, blk.k.weight, blk.v.weight)))
+            layer.self_attn.in_proj_bias.copy_(torch.cat((blk.q.bias, blk.k.bias, blk.v.bias)))
+            layer.self_attn.out_proj.weight.copy_(blk.o.weight)
+            layer.self_attn.out_proj.bias.copy_(blk.o.bias)
+            layer.linear1.weight.copy_(blk.up.weight)
+            layer.linear1.bias.copy_(blk.up.bias)
+            layer.linear2.weight.copy_(blk.down.weight)
+            layer.linear2.bias.copy_(blk.down.bias)
+            layer.norm1.weight.copy_(blk.ln1_w)
+            layer.norm1.bias.copy_(blk.ln1_b)
+            layer.norm2.weight.copy_(blk.ln2_w)
+            layer.norm2.bias.copy_(blk.ln2_b)
+            x = torch.tensor(H["blocks.%d.hook_resid_pre" % L], dtype=torch.float64)[None]
+            got = layer(x)[0].numpy()
+        worst = max(worst, max_diff(got, H["blocks.%d.ln2.hook_normalized" % L]))
+    expect(worst < 1e-12, "nn.TransformerEncoderLayer(norm_first=False) differs from the bert block by %g" % worst)
+    return "nn.TransformerEncoderLayer(norm_first=False) gives every block's output within %.1e" % worst
+
+
+def check_encoder(fixdir, which, fresh_dir):
+    """Determinism, unmasked softmax rows, a float32 pass within
+    tolerance, PyTorch's own Post-LN layer, and token types that matter."""
+    cfg, seed = ENCODERS[which]
+    ids = encoder_input(which)[1]
+    for rel in [which + ".gguf"] + [os.path.join(which, f) for f in sorted(os.listdir(os.path.join(fresh_dir, which)))]:
+        a = open(os.path.join(fixdir, rel), "rb").read()
+        b = open(os.path.join(fresh_dir, rel), "rb").read()
+        expect(a == b, "%s differs from a fresh build" % rel)
+    kv, T = read_gguf(os.path.join(fixdir, which + ".gguf"))
+    expect(kval(kv, "general.architecture") == cfg.arch, "architecture key")
+    H = {k[:-4]: np.load(os.path.join(fixdir, which, k)) for k in os.listdir(os.path.join(fixdir, which))
+         if k.endswith(".npy") and k not in ("tokens.npy", "types.npy")}
+    for L in range(cfg.n_layer):
+        sc, pat = H["blocks.%d.attn.hook_attn_scores" % L], H["blocks.%d.attn.hook_pattern" % L]
+        expect(np.all(np.isfinite(sc)), "layer %d: every score is finite (no mask)" % L)
+        expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "layer %d softmax sums" % L)
+        expect(float(pat[:, :, -1].max()) > 0.01, "layer %d: early queries see the last key" % L)
+    lines = []
+    m = make_encoder(cfg, seed)
+    if cfg.arch == "bert":
+        lines.append(check_bert_block_against_torch(m, cfg, run_encoder_hooks(m, ids, ENC_TYPES)))
+    h0 = run_encoder_hooks(m, ids, [0] * len(ids))
+    expect(max_diff(h0["blocks.0.hook_resid_pre"][:9], H["blocks.0.hook_resid_pre"][:9]) < 1e-6 and
+           max_diff(h0["blocks.0.hook_resid_pre"][9:], H["blocks.0.hook_resid_pre"][9:]) > 1e-2,
+           "token types change only the positions of type 1")
+    m32 = make_encoder(cfg, seed).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([ids]), torch.tensor([ENC_TYPES]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    lines.append("%d hooks; unmasked softmax rows; token types; float32 torch pass within %.1e (at %s)"
+                 % (len(H), d32[0], d32[1]))
+    return lines
+
+
+# ---------------------------------------------------------------------------
 # --check: an independent GGUF reader and an independent NumPy forward pass
 # ---------------------------------------------------------------------------
 
@@ -836,6 +1011,8 @@ def check(fixdir):
             write_fixture(fresh, which)
         for which in DECODERS:
             write_decoder_fixture(fresh, which)
+        for which in ENCODERS:
+            write_encoder_fixture(fresh, which)
         try:
             print(check_writer_roundtrip())
             print(check_export_variants())
@@ -852,6 +1029,13 @@ def check(fixdir):
         for which in DECODERS:
             try:
                 for line in check_decoder(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError, KeyError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
+        for which in ENCODERS:
+            try:
+                for line in check_encoder(fixdir, which, fresh):
                     print("%s: %s" % (which, line))
             except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
@@ -875,6 +1059,9 @@ def main():
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in DECODERS:
             write_decoder_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in ENCODERS:
+            write_encoder_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
     sys.exit(0 if check(args.out) else 1)
 

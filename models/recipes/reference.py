@@ -409,8 +409,8 @@ def export_gguf(model, cfg, path, name, tokenizer, dtype="F32"):
 
 def _add_tokenizer(w, tok):
     kind = tok["model"]
-    if kind not in ("gpt2", "llama"):
-        raise ValueError("tokenizer model must be 'gpt2' or 'llama'")
+    if kind not in ("gpt2", "llama", "bert"):
+        raise ValueError("tokenizer model must be 'gpt2', 'llama' or 'bert'")
     n = len(tok["tokens"])
     w.add_string("tokenizer.ggml.model", kind)
     pre = tok.get("pre", "gpt-2" if kind == "gpt2" else None)
@@ -428,7 +428,8 @@ def _add_tokenizer(w, tok):
         w.add_array("tokenizer.ggml.scores", [float(s) for s in tok["scores"]], GGUF_FLOAT32)
     elif kind == "llama":
         raise ValueError("a llama tokenizer needs scores")
-    for key in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"):
+    for key in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id", "seperator_token_id",
+                "mask_token_id", "cls_token_id"):
         if tok.get(key) is not None:
             if not 0 <= tok[key] < n:
                 raise ValueError("%s %d out of range" % (key, tok[key]))
@@ -749,4 +750,248 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
         t("output.weight", model.out.weight)
         if c.output_bias:
             t("output.bias", model.out.bias)
+    return w.write()
+
+
+# ---------------------------------------------------------------------------
+# The BERT family of encoders as llama.cpp runs them (src/models/bert.cpp):
+# bert and nomic-bert.  Written from the definitions (Devlin et al. 2018:
+# Post-LN blocks, learned positions, token types, the embedding LayerNorm,
+# the masked-LM head of Hugging Face's BertForMaskedLM `cls.predictions`;
+# nomic-embed-text: rotary on the halves of each head, SwiGLU, no biases),
+# independently of the C engine.  Float64; hooks named as TransformerLens's
+# HookedEncoder names them.  GELU is the tanh form, as llama.cpp's
+# ggml_gelu computes it (BERT's own is the erf form: they differ by < 1e-3).
+# ---------------------------------------------------------------------------
+
+@dataclass
+class EncoderConfig:
+    arch: str                  # 'bert' | 'nomic-bert'
+    vocab: int
+    d_model: int
+    n_layer: int
+    n_head: int
+    d_ff: int
+    ctx: int
+    eps: float                 # LayerNorm eps
+    n_types: int = 2
+    pooling: int = 1           # 0 none, 1 mean, 2 cls, 3 last (llama.cpp's pooling_type)
+    mlm: bool = True           # the masked-LM head (mlm.* tensors)
+    rope_base: float = 10000.0
+
+    @property
+    def d_head(self):
+        return self.d_model // self.n_head
+
+    @property
+    def nomic(self):
+        return self.arch == "nomic-bert"
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+class EncoderBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, Fd, bias = c.d_model, c.d_ff, not c.nomic
+        self.q = nn.Linear(d, d, bias=bias)
+        self.k = nn.Linear(d, d, bias=bias)
+        self.v = nn.Linear(d, d, bias=bias)
+        self.o = nn.Linear(d, d, bias=bias)
+        self.ln1_w, self.ln1_b = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+        self.gate = nn.Linear(d, Fd, bias=False) if c.nomic else None
+        self.up = nn.Linear(d, Fd, bias=bias)
+        self.down = nn.Linear(Fd, d, bias=bias)
+        self.ln2_w, self.ln2_b = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+
+
+class Encoder(nn.Module):
+    """forward(ids [B,T], types [B,T] or None, hooks=None) -> (logits or
+    None, last hidden states [B,T,d], pooled [B,d] or None)."""
+
+    def __init__(self, c: EncoderConfig):
+        super().__init__()
+        self.c = c
+        d = c.d_model
+        self.tok_embd = nn.Embedding(c.vocab, d)
+        self.pos_embd = None if c.nomic else nn.Embedding(c.ctx, d)
+        self.type_embd = nn.Embedding(c.n_types, d)
+        self.embd_ln_w, self.embd_ln_b = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+        self.blocks = nn.ModuleList(EncoderBlock(c) for _ in range(c.n_layer))
+        if c.mlm:
+            self.mlm_dense = nn.Linear(d, d, bias=True)
+            self.mlm_ln_w, self.mlm_ln_b = nn.Parameter(torch.ones(d)), nn.Parameter(torch.zeros(d))
+            self.mlm_out_b = nn.Parameter(torch.zeros(c.vocab))
+
+    def _ln(self, x, w, b, prefix, hooks):
+        xc = x - x.mean(-1, keepdim=True)
+        scale = torch.sqrt((xc * xc).mean(-1, keepdim=True) + self.c.eps)   # biased variance
+        out = xc / scale * w + b
+        _rec(hooks, prefix + ".hook_scale", scale)
+        _rec(hooks, prefix + ".hook_normalized", out)
+        return out
+
+    def _rope(self, x):
+        """NEOX: dims i and i + dh/2 rotate together by pos * base^(-2i/dh)."""
+        T, dh = x.shape[1], x.shape[-1]
+        i = torch.arange(dh // 2, dtype=torch.float64)
+        theta = torch.arange(T, dtype=torch.float64)[:, None] * self.c.rope_base ** (-2.0 * i / dh)[None, :]
+        cos = torch.cos(theta).to(x.dtype)[None, :, None, :]
+        sin = torch.sin(theta).to(x.dtype)[None, :, None, :]
+        a, b = x[..., :dh // 2], x[..., dh // 2:]
+        return torch.cat((a * cos - b * sin, a * sin + b * cos), dim=-1)
+
+    def _attn(self, blk, x, L, hooks):
+        c = self.c
+        B, T, _ = x.shape
+        H, dh = c.n_head, c.d_head
+        p = "blocks.%d.attn." % L
+        q, k, v = (lin(x).view(B, T, H, dh) for lin in (blk.q, blk.k, blk.v))
+        _rec(hooks, p + "hook_q", q)
+        _rec(hooks, p + "hook_k", k)
+        _rec(hooks, p + "hook_v", v)
+        if c.nomic:
+            q, k = self._rope(q), self._rope(k)
+            _rec(hooks, p + "hook_rot_q", q)
+            _rec(hooks, p + "hook_rot_k", k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)   # [B,H,T,dh]
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(dh)                   # every key: no mask
+        _rec(hooks, p + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, p + "hook_pattern", pattern)
+        z = (pattern @ v).transpose(1, 2)
+        _rec(hooks, p + "hook_z", z)
+        return blk.o(z.reshape(B, T, H * dh))
+
+    def _mlp(self, blk, x, L, hooks):
+        p = "blocks.%d.mlp." % L
+        if self.c.nomic:
+            g, u = blk.gate(x), blk.up(x)
+            _rec(hooks, p + "hook_pre", g)
+            _rec(hooks, p + "hook_pre_linear", u)
+            post = F.silu(g) * u
+        else:
+            pre = blk.up(x)
+            _rec(hooks, p + "hook_pre", pre)
+            post = gelu_tanh(pre)
+        _rec(hooks, p + "hook_post", post)
+        return blk.down(post)
+
+    def embed(self, ids, types, hooks=None):
+        B, T = ids.shape
+        e = self.tok_embd(ids)
+        _rec(hooks, "embed.hook_embed", e)
+        total = e
+        if self.pos_embd is not None:
+            pe = self.pos_embd(torch.arange(T)[None, :].expand(B, T))
+            _rec(hooks, "embed.hook_pos_embed", pe)
+            total = total + pe
+        te = self.type_embd(types)
+        _rec(hooks, "embed.hook_token_type_embed", te)
+        total = total + te
+        _rec(hooks, "embed.hook_sum", total)
+        return self._ln(total, self.embd_ln_w, self.embd_ln_b, "embed.ln", hooks)
+
+    def block(self, L, x, hooks=None):
+        blk = self.blocks[L]
+        p = "blocks.%d." % L
+        _rec(hooks, p + "hook_resid_pre", x)
+        a = self._attn(blk, x, L, hooks)
+        _rec(hooks, p + "hook_attn_out", a)
+        mid = x + a
+        _rec(hooks, p + "hook_resid_mid", mid)
+        n1 = self._ln(mid, blk.ln1_w, blk.ln1_b, p + "ln1", hooks)
+        m = self._mlp(blk, n1, L, hooks)
+        _rec(hooks, p + "hook_mlp_out", m)
+        post = n1 + m
+        _rec(hooks, p + "hook_resid_post", post)
+        return self._ln(post, blk.ln2_w, blk.ln2_b, p + "ln2", hooks)
+
+    def forward(self, ids, types=None, hooks=None):
+        c = self.c
+        if types is None:
+            types = torch.zeros_like(ids)
+        x = self.embed(ids, types, hooks)
+        for L in range(c.n_layer):
+            x = self.block(L, x, hooks)
+        pooled = None
+        if c.pooling in (1, 2, 3):
+            pooled = x.mean(1) if c.pooling == 1 else x[:, 0] if c.pooling == 2 else x[:, -1]
+            _rec(hooks, "pooler.hook_out", pooled[:, None, :].expand(x.shape))
+        logits = None
+        if c.mlm:
+            pre = self.mlm_dense(x)
+            _rec(hooks, "mlm_head.hook_pre", pre)
+            post = gelu_tanh(pre)
+            _rec(hooks, "mlm_head.hook_post", post)
+            n = self._ln(post, self.mlm_ln_w, self.mlm_ln_b, "mlm_head.ln", hooks)
+            logits = n @ self.tok_embd.weight.t() + self.mlm_out_b              # tied
+            _rec(hooks, "unembed.hook_out", logits)
+        return logits, x, pooled
+
+
+def export_encoder_gguf(model, c, path, name, tokenizer=None, with_mlm=True):
+    """A GGUF of an Encoder with the keys and tensor names llama.cpp reads
+    for c.arch (src/models/bert.cpp, nomic-bert.cpp), all F32; the
+    tokenizer as export_gguf's, or "none" (a vocabulary of c.vocab ids
+    without text); our masked-LM head as mlm.* unless with_mlm is False
+    (llama.cpp refuses tensors it does not know)."""
+    a = c.arch
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", a)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", 0)
+    for key, val in (("context_length", c.ctx), ("embedding_length", c.d_model), ("block_count", c.n_layer),
+                     ("feed_forward_length", c.d_ff), ("attention.head_count", c.n_head),
+                     ("pooling_type", c.pooling), ("vocab_size", c.vocab)):
+        w.add_uint32("%s.%s" % (a, key), val)
+    w.add_float32(a + ".attention.layer_norm_epsilon", c.eps)
+    w.add_bool(a + ".attention.causal", False)
+    if c.nomic:
+        w.add_float32(a + ".rope.freq_base", c.rope_base)
+    if tokenizer is None:
+        w.add_string("tokenizer.ggml.model", "none")
+    else:
+        _add_tokenizer(w, tokenizer)
+    w.add_uint32("tokenizer.ggml.token_type_count", c.n_types)
+
+    def t(tname, x):
+        w.add_tensor(tname, _np(x) if torch.is_tensor(x) else np.asarray(x, dtype=np.float32), "F32")
+
+    t("token_embd.weight", model.tok_embd.weight)
+    t("token_types.weight", model.type_embd.weight)
+    if model.pos_embd is not None:
+        t("position_embd.weight", model.pos_embd.weight)
+    t("token_embd_norm.weight", model.embd_ln_w)
+    t("token_embd_norm.bias", model.embd_ln_b)
+    for L, blk in enumerate(model.blocks):
+        b = "blk.%d." % L
+        if c.nomic:
+            t(b + "attn_qkv.weight", torch.cat((blk.q.weight, blk.k.weight, blk.v.weight)))
+        else:
+            for n_, lin in (("attn_q", blk.q), ("attn_k", blk.k), ("attn_v", blk.v)):
+                t(b + n_ + ".weight", lin.weight)
+                t(b + n_ + ".bias", lin.bias)
+        t(b + "attn_output.weight", blk.o.weight)
+        if blk.o.bias is not None:
+            t(b + "attn_output.bias", blk.o.bias)
+        t(b + "attn_output_norm.weight", blk.ln1_w)
+        t(b + "attn_output_norm.bias", blk.ln1_b)
+        if c.nomic:
+            t(b + "ffn_gate.weight", blk.gate.weight)
+        t(b + "ffn_up.weight", blk.up.weight)
+        t(b + "ffn_down.weight", blk.down.weight)
+        if blk.up.bias is not None:
+            t(b + "ffn_up.bias", blk.up.bias)
+            t(b + "ffn_down.bias", blk.down.bias)
+        t(b + "layer_output_norm.weight", blk.ln2_w)
+        t(b + "layer_output_norm.bias", blk.ln2_b)
+    if c.mlm and with_mlm:
+        t("mlm.dense.weight", model.mlm_dense.weight)
+        t("mlm.dense.bias", model.mlm_dense.bias)
+        t("mlm.norm.weight", model.mlm_ln_w)
+        t("mlm.norm.bias", model.mlm_ln_b)
+        t("mlm.output.bias", model.mlm_out_b)
     return w.write()

@@ -94,6 +94,28 @@ expect "missing file" 1 '' 'nofile\.gguf' -- -m "$TMP/nofile.gguf" -e "top"
 expect "long prompt refused" 1 '' 'context holds 32' -- -m "$G" -e "prompt $(printf 'word %.0s' $(seq 1 40))"
 expect "bad option" 2 '' 'bad option' -- --capture-mb lots
 
+# Encoders (bert, nomic-bert): the masked-LM head, pooled vectors, pairs.
+B=$FIX/tiny-bert.gguf
+NB=$FIX/tiny-nomic-bert.gguf
+expect "fill at each [MASK]" 0 '^predictions at position 2 \(\[MASK\]\):' '' -- -m "$B" -e 'prompt "the [MASK] sat"; finish; fill 3'
+expect "fill without a [MASK] says how" 1 '' 'no \[MASK\] in the context.*fill K POS' -- -m "$B" -e 'prompt the cat; finish; fill'
+expect "fill before the pass" 1 '' 'not finished.*finish' -- -m "$B" -e 'prompt "the [MASK]"; fill'
+expect "top on an encoder: at a position" 0 '^predictions at position 1 ' '' -- -m "$B" -e 'prompt the cat; finish; top 3 1'
+expect "gen on an encoder says why not" 1 '' 'encoder.*no next token' -- -m "$B" -e 'prompt the cat; gen 3'
+expect "pair prompt" 0 'a pair: 4 of type 0, 3 of type 1' '' -- -m "$B" -e 'prompt "the cat" "sat on"'
+expect "embed prints the pooled vector" 0 '^pooled vector \(mean over 4 tokens\), 32 values' '' -- -m "$B" -e 'prompt the cat; finish; embed'
+expect "embed writes .npy" 0 "^wrote $TMP/e\.npy: \[32\] float32" '' -- -m "$NB" -e "prompt-ids 1 2 3; finish; embed $TMP/e.npy"
+expect "embed to a missing dir" 1 '' 'cannot write in directory' -- -m "$NB" -e "prompt-ids 1 2 3; finish; embed $TMP/nodir/e.npy"
+expect "similarity" 0 '^cosine similarity 0\.[0-9]+ \(pooled vectors: mean' '' -- -m "$B" -e 'similarity "the cat sat" "a mat"'
+expect "similarity of a text with itself" 0 '^cosine similarity 1\.0000' '' -- -m "$B" -e 'similarity "the cat" "the cat"'
+expect "no masked-LM head" 1 '' 'no masked-LM head' -- -m "$NB" -e 'prompt-ids 1 2 3; finish; fill 2 1'
+expect "lens on an encoder: through the masked-LM head" 0 '^logit lens at position 1' '' -- -m "$B" -e 'prompt the cat; finish; lens 1'
+expect "dla on an encoder says why not" 1 '' 'does not apply.*Post-LN' -- -m "$B" -e 'prompt the cat; finish; dla 5'
+expect "no lens without a masked-LM head" 1 '' 'needs an unembedding' -- -m "$NB" -e 'prompt-ids 1 2; finish; lens'
+expect "encoder hooks" 0 '^embed\.hook_token_type_embed	\[4, 32\]' '' -- -m "$B" -e 'prompt the cat; hooks embed.*'
+expect "norms embed on an encoder" 0 '^embed\.ln \(LayerNorm\) over 4 tokens' '' -- -m "$B" -e 'prompt the cat; finish; norms embed'
+expect "encoder pattern is square" 0 '^blocks\.0\.attn\.hook_pattern	\[4, 4, 4\]' '' -- -m "$B" -e 'prompt the cat; finish; hooks blocks.0.attn.*'
+
 # The model as a plain argument, as one opens a file; `load` in a session.
 expect "model as a positional argument" 0 '^1	[0-9]+	' '' -- "$G" -e "prompt-ids 276 257; finish; top 1"
 expect "two models at once refused" 2 '' 'one model at a time' -- "$G" "$L" -e "top"

@@ -366,5 +366,26 @@ keys repl C-d
 restored repl
 grep -q 'prompt-ids 1 2 3' "$TMP/state/attnscope/history" 2>/dev/null && ok || bad "history not written"
 
+# ---- an encoder: square heatmaps, the predictions at the selected token ----
+SAVED_MODEL=$MODEL
+MODEL=$HERE/../fixtures/tiny-bert.gguf
+start bert 100 30 "$U NO_COLOR=1"
+expect bert "starts" '^attnscope>'
+typed bert 'prompt "the [MASK] sat"; finish'
+keys bert Enter
+expect bert "pass runs" 'predictions ready'
+keys bert Escape
+expect bert "the probabilities pane names the position" 'Predictions at 4 \[SEP\]'
+screen bert
+grep -Eq '│ *0 [^│]*[░▒▓█ ]·' "$TMP/screen" && bad "encoder: masked cells in the heatmap" || ok
+keys bert S-Up S-Up
+expect bert "Shift-Up selects the [MASK]" 'Predictions at 2 \[MASK\]'
+expect bert "the token there is marked" '◀ here|< here' 2
+keys bert Space
+expect bert "Space says why an encoder does not generate" 'no next token' 5
+keys bert Escape q
+restored bert
+MODEL=$SAVED_MODEL
+
 echo "tui e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

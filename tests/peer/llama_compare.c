@@ -9,13 +9,25 @@
  *
  * A position passes when max_i |a_i - b_i| <= TOL · max_i |b_i| (b:
  * llama.cpp's logits, a: attnscope's). Prints one line per fixture; exits
- * 1 if any fails. */
+ * 1 if any fails.
+ *
+ * An encoder (bert, nomic-bert: attnscope's output stream is not causal)
+ * is compared in llama.cpp's embeddings mode instead: its per-token
+ * outputs (pooling none, llama_get_embeddings_ith: the last block's
+ * layer_output_norm) against attnscope's blocks.{L-1}.ln2.hook_normalized,
+ * and the pooled vector of the file's pooling (llama_get_embeddings_seq,
+ * not normalized by the library) against pooler.hook_out, both by the same
+ * rule. llama.cpp refuses tensors it does not know, so it reads a copy
+ * without our masked-LM head (mlm.*). llama.cpp adds token type 0 to every
+ * position (src/models/bert.cpp): the ids are compared with types 0. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attnscope/capture.h"
+#include "attnscope/gguf.h"
 #include "attnscope/session.h"
 #include "ggml-backend.h"
 #include "llama.h"
@@ -99,7 +111,7 @@ static float *attnscope_logits(const char *gguf, const int32_t *ids, int n, int 
         o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", ids[i]);
     if (!null || as_session_new(&s, gguf, 256, null, null, &err) || as_session_exec(s, cmd, &err) ||
         as_session_exec(s, "finish", &err)) {
-        snprintf(msg, cap, "%s", err.msg);
+        snprintf(msg, cap, "%.400s", err.msg);
         if (null)
             fclose(null);
         return NULL;
@@ -116,6 +128,171 @@ static float *attnscope_logits(const char *gguf, const int32_t *ids, int n, int 
     return out;
 }
 
+/* worst max|a-b| / max|b| over n rows of width w; *at: its row. */
+static double worst_rel(const float *a, const float *b, int n, int w, int *at)
+{
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double mx = 0, d = 0;
+        for (int j = 0; j < w; j++) {
+            mx = fmax(mx, fabs(b[(size_t)i * w + j]));
+            d = fmax(d, fabs((double)a[(size_t)i * w + j] - b[(size_t)i * w + j]));
+        }
+        if (d / (mx > 0 ? mx : 1) > worst)
+            worst = d / (mx > 0 ? mx : 1), *at = i;
+    }
+    return worst;
+}
+
+/* A copy of a GGUF without the tensors named prefix* (llama.cpp refuses
+ * tensors it does not know). */
+static int copy_without(const char *src, const char *dst, const char *prefix, char *msg, size_t cap)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    if (as_gguf_open(&g, src, &err))
+        return snprintf(msg, cap, "%.400s", err.msg), -1;
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    int rc = 0;
+    for (uint64_t i = 0; i < g->n_tensors && rc == 0; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        if (strncmp(t->name, prefix, strlen(prefix)))
+            rc = as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err);
+    }
+    if (rc == 0)
+        rc = as_gguf_writer_write(w, dst, &err);
+    if (rc)
+        snprintf(msg, cap, "%.400s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+    return rc ? -1 : 0;
+}
+
+/* llama.cpp's embeddings: per token ([n][d], pooling none) or pooled ([d]). */
+static float *llama_embeddings(const char *gguf, const int32_t *ids, int n, bool pooled, int *d)
+{
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    struct llama_model *model = llama_model_load_from_file(gguf, mp);
+    if (!model)
+        return NULL;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = cp.n_batch = cp.n_ubatch = (uint32_t)n;
+    cp.n_threads = cp.n_threads_batch = 1;
+    cp.embeddings = true;
+    cp.pooling_type = pooled ? LLAMA_POOLING_TYPE_UNSPECIFIED : LLAMA_POOLING_TYPE_NONE;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.no_perf = 1;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    float *out = NULL;
+    if (ctx) {
+        *d = llama_model_n_embd(model);
+        struct llama_batch b = llama_batch_init(n, 0, 1);
+        for (int i = 0; i < n; i++) {
+            b.token[i] = ids[i];
+            b.pos[i] = i;
+            b.n_seq_id[i] = 1;
+            b.seq_id[i][0] = 0;
+            b.logits[i] = 1;
+        }
+        b.n_tokens = n;
+        size_t rows = pooled ? 1 : (size_t)n;
+        if (llama_decode(ctx, b) == 0 && (out = malloc(rows * (size_t)*d * sizeof *out))) {
+            for (size_t i = 0; i < rows; i++) {
+                const float *e = pooled ? llama_get_embeddings_seq(ctx, 0) : llama_get_embeddings_ith(ctx, (int)i);
+                if (!e) {
+                    free(out), out = NULL;
+                    break;
+                }
+                memcpy(out + i * (size_t)*d, e, (size_t)*d * sizeof *out);
+            }
+        }
+        llama_batch_free(b);
+        llama_free(ctx);
+    }
+    llama_model_free(model);
+    return out;
+}
+
+/* attnscope's last hidden states and pooled vector, against llama.cpp's. */
+static int compare_encoder(const char *gguf, as_session *s, const int32_t *ids, int n, double tol)
+{
+    char copy[] = "/tmp/attnscope-llama-compare-XXXXXX.gguf", msg[512] = "";
+    int fd = mkstemps(copy, 5), d = 0, at = 0, failed = 0;
+    if (fd < 0)
+        return printf("FAIL %s: cannot make a temporary copy\n", gguf), 1;
+    close(fd);
+    if (copy_without(gguf, copy, "mlm.", msg, sizeof msg))
+        return unlink(copy), printf("FAIL %s: copy without mlm.*: %s\n", gguf, msg), 1;
+    int last = as_program_hook(s->prog, AS_HK_LN2_NORMALIZED, s->model->cfg.n_layer - 1);
+    float *b = llama_embeddings(copy, ids, n, false, &d);
+    if (!b || d != s->model->cfg.d_model || !as_capture_has(s->cap, last)) {
+        printf("FAIL %s: llama.cpp cannot run it in embeddings mode (LLAMA_COMPARE_LOG=1 shows why)\n", gguf);
+        failed = 1;
+    } else {
+        double w = worst_rel(as_capture_row(s->cap, last, 0), b, n, d, &at);
+        failed |= !(w <= tol);
+        printf("%s %s: %d positions x %d per-token outputs (%s), worst max|a-b| / max|b| = %.2e at position %d "
+               "(limit %.0e)\n", w <= tol ? "ok  " : "FAIL", gguf, n, d, s->prog->hooks[last].name, w, at, tol);
+    }
+    free(b);
+    if (!failed && s->prog->pooled >= 0) {
+        b = llama_embeddings(copy, ids, n, true, &d);
+        double w = b ? worst_rel(as_capture_row(s->cap, s->prog->pooled, n - 1), b, 1, d, &at) : INFINITY;
+        failed |= !(w <= tol);
+        printf("%s %s: the pooled vector (pooling_type %d), max|a-b| / max|b| = %.2e (limit %.0e)\n",
+               w <= tol ? "ok  " : "FAIL", gguf, (int)s->prog->pooling, w, tol);
+        free(b);
+    }
+    unlink(copy);
+    return failed;
+}
+
+/* Opens the fixture in attnscope, runs its ids; NULL on failure. */
+static as_session *attnscope_run(const char *gguf, const int32_t *ids, int n, FILE *null, char *msg, size_t cap)
+{
+    as_session *s;
+    as_error err = {{0}};
+    char cmd[1024];
+    size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", ids[i]);
+    if (as_session_new(&s, gguf, 256, null, null, &err))
+        return snprintf(msg, cap, "%.400s", err.msg), NULL;
+    if (as_session_exec(s, cmd, &err) || as_session_exec(s, "finish", &err)) {
+        snprintf(msg, cap, "%.400s", err.msg);
+        as_session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+static bool is_encoder(const char *gguf, const int32_t *ids, int n)
+{
+    char msg[512];
+    FILE *null = fopen("/dev/null", "w");
+    as_session *s = null ? attnscope_run(gguf, ids, n, null, msg, sizeof msg) : NULL;
+    bool enc = s && !s->prog->streams[s->prog->out_stream].causal;
+    as_session_free(s);
+    if (null)
+        fclose(null);
+    return enc;
+}
+
+static int encoder_fixture(const char *gguf, const int32_t *ids, int n, double tol)
+{
+    char msg[512] = "";
+    FILE *null = fopen("/dev/null", "w");
+    as_session *s = null ? attnscope_run(gguf, ids, n, null, msg, sizeof msg) : NULL;
+    int rc = s ? compare_encoder(gguf, s, ids, n, tol) : (printf("FAIL %s: attnscope: %s\n", gguf, msg), 1);
+    as_session_free(s);
+    if (null)
+        fclose(null);
+    return rc;
+}
+
 static int compare(const char *dir, double tol)
 {
     char gguf[512], msg[1024] = "";
@@ -124,6 +301,8 @@ static int compare(const char *dir, double tol)
     snprintf(gguf, sizeof gguf, "%s.gguf", dir);
     if (n <= 0)
         return printf("FAIL %s: cannot read %s/tokens.npy\n", dir, dir), 1;
+    if (is_encoder(gguf, ids, n))
+        return encoder_fixture(gguf, ids, n, tol);
     float *b = llama_logits(gguf, ids, n, &V);
     if (!b)
         return printf("FAIL %s: llama.cpp cannot run it (LLAMA_COMPARE_LOG=1 shows why)\n", gguf), 1;

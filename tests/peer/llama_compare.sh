@@ -1,6 +1,7 @@
 #!/bin/sh
 # attnscope's logits against llama.cpp's on every fixture model, through
-# llama.cpp's C API (tests/peer/llama_compare.c). llama.cpp is the copy
+# llama.cpp's C API (tests/peer/llama_compare.c); an encoder's per-token
+# outputs and pooled vector in llama.cpp's embeddings mode instead. llama.cpp is the copy
 # `make llama-ref` installs (prebuilt libraries from npm's
 # @node-llama-cpp/linux-x64, headers from the llama.cpp git bundle inside
 # node-llama-cpp, both 3.22.1) in $LLAMA_REF. Where it could not be had,
