@@ -47,6 +47,7 @@ enum { WORD_START_LEN = 3 };
 
 DEFINE_RESERVE(reserve_char, char)
 DEFINE_RESERVE(reserve_u32len, uint32_t)
+DEFINE_RESERVE(reserve_u64, uint64_t)
 
 /* ---------------------------------------------------------------- normalizer data */
 
@@ -106,32 +107,63 @@ static size_t put_utf8(uint32_t cp, char *o)
 
 /* ---------------------------------------------------------------- matching a word */
 
+/* How many bytes from s[i] a token could cover: no more than the longest
+ * token, and never across a byte pair no token holds (pair_seen). */
+static size_t reach(const as_tokenizer *t, const char *s, size_t i, size_t len)
+{
+    size_t lim = t->n_lens && t->lens_desc[0] < len - i ? i + t->lens_desc[0] : len, end = i + 1;
+    for (; end < lim; end++) {
+        unsigned pair = (unsigned)(uint8_t)s[end - 1] << 8 | (uint8_t)s[end];
+        if (!((t->pair_seen[pair >> 6] >> (pair & 63)) & 1))
+            break;
+    }
+    return end - i;
+}
+
+/* The longest token that is a prefix of s[i, len), as llama.cpp tries
+ * them (longest first); *n its length. Every prefix is hashed in one pass,
+ * so a position costs its reach, not the sum of the token lengths. */
+static int32_t longest_piece(const as_tokenizer *t, work *w, size_t i, size_t len, size_t *n)
+{
+    const char *s = w->esc + i;
+    size_t e = reach(t, w->esc, i, len);
+    uint64_t h = AS_TOK_HASH_START;
+    for (size_t k = 1; k <= e; k++) {
+        h = as_tok_hash_step(h, (uint8_t)s[k - 1]);
+        w->hash[k] = h ^ (h >> 31);
+    }
+    for (size_t k = 0; k < t->n_lens; k++) {
+        size_t piece = t->lens_desc[k];
+        int32_t id = piece <= e ? as_tok_lookup_hashed(t, &t->all, s, piece, w->hash[piece]) : -1;
+        if (id >= 0)
+            return *n = piece, id;
+    }
+    return -1;
+}
+
 /* '▁' + word in w->esc[0, len): its pieces, longest first from the left;
  * all of them are taken back for [UNK] if some position has none. */
 static int match_word(const as_tokenizer *t, work *w, size_t len, size_t at, as_error *err)
 {
-    size_t first = w->nids;
-    for (size_t i = 0; i < len;) {
-        int32_t id = -1;
-        size_t k = 0, piece = 0;
-        for (; k < t->n_lens && id < 0; k++) {
-            piece = t->lens_desc[k];
-            if (piece <= len - i)
-                id = as_tok_lookup(t, &t->all, w->esc + i, piece);
-        }
+    size_t first = w->nids, piece = 0;
+    if (!reserve_u64(&w->hash, &w->caphash, len + 1))
+        return as_tok_oom(err);
+    for (size_t i = 0; i < len; i += piece) {
+        int32_t id = longest_piece(t, w, i, len, &piece);
         if (id < 0) {
             w->nids = first;
             break;
         }
         if (as_tok_push_id(w, id, err))
             return AS_ERR;
-        i += piece;
     }
     if (w->nids > first)
         return AS_OK;
     if (t->unk < 0)
-        return as_error_set(err, "tokenizer: the word at byte %zu has no pieces in this vocabulary, "
-                                 "which has no unknown token ([UNK]) to stand for it", at);
+        return as_error_set(err, "tokenizer: the word '%.*s' (byte %zu of the text) has no pieces in this "
+                                 "vocabulary, which has no unknown token ([UNK]) to stand for it",
+                            (int)(len - WORD_START_LEN < 40 ? len - WORD_START_LEN : 40), w->esc + WORD_START_LEN,
+                            at);
     return as_tok_push_id(w, t->unk, err);
 }
 
@@ -215,17 +247,26 @@ static int cmp_desc(const void *pa, const void *pb)
     return (a < b) - (a > b);
 }
 
-/* The distinct lengths of the non-empty tokens, longest first. */
+/* The distinct lengths of the non-empty tokens, longest first; and the
+ * byte pairs of every token, control ones included (llama.cpp matches
+ * pieces among all tokens): tokenizer.c noted only plain tokens' pairs. */
 static int token_lengths(as_tokenizer *t, as_error *err)
 {
     size_t cap = 0, n = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (!t->len[i])
             continue;
+        const uint8_t *s = (const uint8_t *)t->arena + t->off[i];
+        for (size_t j = 1; j < t->len[i]; j++) {
+            unsigned pair = (unsigned)s[j - 1] << 8 | s[j];
+            t->pair_seen[pair >> 6] |= 1ull << (pair & 63);
+        }
         if (!reserve_u32len(&t->lens_desc, &cap, n + 1))
             return as_tok_oom(err);
         t->lens_desc[n++] = t->len[i];
     }
+    if (n == 0)
+        return AS_OK; /* every token empty: every word is [UNK] */
     qsort(t->lens_desc, n, sizeof *t->lens_desc, cmp_desc);
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
@@ -260,9 +301,10 @@ static int wpm_build(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err
                 t->type[ids[i]] = TT_CONTROL;
     }
     /* llama.cpp's WPM adds [CLS] and [SEP] whenever special tokens are
-     * added, whatever add_bos_token says. */
+     * added, whatever add_bos_token says, and never an EOS. */
     t->add_bos = true;
     t->add_sep = true;
+    t->add_eos = false;
     t->lowercase = !sp->keep_case;
     t->strip_accents = !sp->keep_accents;
     return token_lengths(t, err);

@@ -160,13 +160,19 @@ static bool parse_byte_token(const char *s, size_t n, uint8_t *b)
 
 /* ---------------------------------------------------------------- hash tables */
 
+/* FNV-1a, fed a byte at a time so that a caller can hash every prefix of
+ * a text in one pass (tok_wpm.c); a text's hash is the state after its
+ * last byte, mixed. */
+uint64_t as_tok_hash_step(uint64_t state, uint8_t byte)
+{
+    return (state ^ byte) * 1099511628211ull;
+}
+
 static uint64_t hash_bytes(const char *s, size_t n)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < n; i++) {
-        h ^= (uint8_t)s[i];
-        h *= 1099511628211ull;
-    }
+    uint64_t h = AS_TOK_HASH_START;
+    for (size_t i = 0; i < n; i++)
+        h = as_tok_hash_step(h, (uint8_t)s[i]);
     return h ^ (h >> 31);
 }
 
@@ -193,7 +199,13 @@ static bool same_text(const as_tokenizer *t, int32_t id, const char *s, size_t n
 
 int32_t as_tok_lookup(const as_tokenizer *t, const strmap *m, const char *s, size_t n)
 {
-    for (size_t i = (size_t)hash_bytes(s, n) & m->mask;; i = (i + 1) & m->mask) {
+    uint64_t h = hash_bytes(s, n);
+    return as_tok_lookup_hashed(t, m, s, n, h);
+}
+
+int32_t as_tok_lookup_hashed(const as_tokenizer *t, const strmap *m, const char *s, size_t n, uint64_t h)
+{
+    for (size_t i = (size_t)h & m->mask;; i = (i + 1) & m->mask) {
         if (!m->slot[i])
             return -1;
         int32_t id = (int32_t)(m->slot[i] - 1);
@@ -914,6 +926,7 @@ static void work_free(work *w)
     free(w->fr2);
     free(w->ids);
     free(w->ends);
+    free(w->hash);
 }
 
 int as_tok_push_id(work *w, int32_t id, as_error *err)
@@ -1190,12 +1203,13 @@ static size_t token_decode(const as_tokenizer *t, int32_t id, char *dst)
     return t->algo->decode(s, n, dst);
 }
 
-/* Which leading spaces decode removes (bert: the first word's, as a
- * word-start piece's space separates it from the word before; otherwise
- * add_space_prefix, which only tok_spm.c's algorithm knows): its encode puts one '▁' in front of every
- * fragment of raw text -- at the start, and after each special token, as
- * llama.cpp does -- and then the fragment's first token with any bytes is
- * a normal token starting with '▁'. So the rule is: at the start and
+/* Which leading spaces decode removes. bert: the first word's only (a
+ * word-start piece's space separates it from the word before; llama.cpp
+ * keeps it). Otherwise add_space_prefix's, which only tok_spm.c's
+ * algorithm knows: its encode puts one '▁' in front of every fragment of
+ * raw text -- at the start, and after each special token, as llama.cpp
+ * does -- and then the fragment's first token with any bytes is a normal
+ * token starting with '▁'. So the rule is: at the start and
  * after a control or user-defined token, skip tokens that decode to
  * nothing (BOS...); if the next token that gives bytes is a normal token
  * whose bytes start with ' ', drop that one space. With this,
@@ -1327,15 +1341,18 @@ static void card_pre(const as_gguf *g, FILE *out, bool *add_bos)
     *add_bos = p && p->add_bos;
 }
 
-/* Token id's text from the file's vocabulary, or "(none)". */
+/* Token id's text from the file's vocabulary, or "none". */
 static void card_token(const as_gguf *g, const char *key, int32_t def, FILE *out)
 {
     const as_gguf_kv *v = as_gguf_find(g, "tokenizer.ggml.tokens");
-    uint32_t id = def < 0 ? UINT32_MAX : (uint32_t)def;
+    uint32_t id = def < 0 ? UINT32_MAX : (uint32_t)def, file = UINT32_MAX;
     as_error ignored;
-    as_gguf_get_u32_opt(g, key, &id, &ignored); /* a bad value: the default, as the loader */
-    if (!v || v->type != AS_GGUF_ARRAY || v->arr_type != AS_GGUF_STRING || id >= v->arr_len) {
-        fputs("(none)", out);
+    bool ok = v && v->type == AS_GGUF_ARRAY && v->arr_type == AS_GGUF_STRING;
+    as_gguf_get_u32_opt(g, key, &file, &ignored);
+    if (ok && file < v->arr_len)
+        id = file; /* else the default, as the loader reads it */
+    if (!ok || id >= v->arr_len) {
+        fputs("none", out);
         return;
     }
     card_text(out, v->strs[id]);
@@ -1354,9 +1371,9 @@ static void card_bert(const as_gguf *g, FILE *out)
     card_token(g, "tokenizer.ggml.bos_token_id", 101, out);
     fputs(" in front, ", out);
     card_token(g, "tokenizer.ggml.seperator_token_id", 102, out);
-    fputs(" at the end; control tokens' texts (", out);
+    fputs(" at the end, mask ", out);
     card_token(g, "tokenizer.ggml.mask_token_id", 103, out);
-    fputs(") in a prompt are those tokens (prompt-raw: plain text)\n", out);
+    fputs("; control tokens' texts in a prompt are those tokens (prompt-raw: plain text)\n", out);
 }
 
 void as_tokenizer_print_card(const as_gguf *g, FILE *out)

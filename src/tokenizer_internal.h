@@ -67,7 +67,8 @@ struct as_tokenizer {
      * plain token. Where a symbol boundary's pair is not set, no merge can
      * ever cross it, so llama text is merged in independent runs: the same
      * result as one pass, with short heaps instead of one as long as the
-     * text. */
+     * text. bert: the pairs of every token, so that no piece is looked for
+     * across a pair no token holds (tok_wpm.c). */
     uint64_t pair_seen[1024];
     int32_t bos, eos, unk;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
@@ -171,6 +172,8 @@ typedef struct work {
     size_t *ends;
     size_t nends, capends;
     bool prev_special; /* the fragment before this one was a special token */
+    uint64_t *hash;    /* tok_wpm.c: the hashes of a word's prefixes */
+    size_t caphash;
 } work;
 
 /* ---------------------------------------------------------------- algorithms */
@@ -254,6 +257,11 @@ size_t as_tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);
 size_t as_tok_table_cap(size_t n);
 /* The id of the token in map m whose text is s[0, n), or -1. */
 int32_t as_tok_lookup(const as_tokenizer *t, const strmap *m, const char *s, size_t n);
+/* The same, given the text's hash: the state as_tok_hash_step leaves
+ * after its last byte (starting from AS_TOK_HASH_START), h ^ (h >> 31). */
+int32_t as_tok_lookup_hashed(const as_tokenizer *t, const strmap *m, const char *s, size_t n, uint64_t h);
+#define AS_TOK_HASH_START 1469598103934665603ull
+uint64_t as_tok_hash_step(uint64_t state, uint8_t byte);
 
 bool as_tok_heap_push(work *w, hent e);
 hent as_tok_heap_pop(work *w);

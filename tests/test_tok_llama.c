@@ -17,7 +17,10 @@
  *     on copies of gpt-2's, qwen2's and deepseek-llm's vocabularies
  *     relabelled with every other pre-tokenizer of tok_pre.c's table, so
  *     each of its patterns meets llama.cpp's std::regex (375 strings for
- *     those the issue did not ask for). llama.cpp's ids are kept in the
+ *     those the issue did not ask for); bert-bge (WordPiece) gets BERT's
+ *     own cases too (BERT_BITS), and copies with each setting of the
+ *     tokenizer.ggml.normalizer keys and with the add_bos/add_eos keys
+ *     llama.cpp's WPM ignores. llama.cpp's ids are kept in the
  *     reference's cache/ for the next run.
  *
  * Both need the reference `make` installs from npm (tests/tokref/fetch.sh
@@ -256,8 +259,8 @@ typedef struct model {
     const char *pre;   /* NULL: as it is; else tokenizer.ggml.pre rewritten to this */
     int plain;         /* strings without special-token texts (each also has
                         * plain / 4 with them, run with the flags off and on) */
-    const char *norm;  /* bert: NULL, or the normalizer keys set to "lowercase=B
-                        * strip_accents=B" (either may be left out) */
+    const char *keys;  /* NULL, or tokenizer.ggml.* keys to set (set_keys), for
+                        * bert's normalizer and special tokens */
 } model;
 
 /* llama.cpp's std::regex takes about a millisecond a string, attnscope's
@@ -294,17 +297,19 @@ static const model MODELS[] = {
     {"gpt-2", "seed-coder", FEW, NULL}, {"gpt-2", "ufakzeka", FEW, NULL},
     {"gpt-2", "laguna", FEW, NULL},
     {"gpt-2", "exaone-moe", FEW, NULL}, {"gpt-2", "minicpm5", FEW, NULL},
-    /* WordPiece, as it is and with each setting of its normalizer keys */
+    /* WordPiece, as it is and with each setting of its normalizer */
     {"bert-bge", NULL, FULL, NULL},
-    {"bert-bge", NULL, FEW, "lowercase=0"},
-    {"bert-bge", NULL, FEW, "lowercase=0 strip_accents=1"},
-    {"bert-bge", NULL, FEW, "strip_accents=0"},
+    {"bert-bge", NULL, FEW, "normalizer.lowercase=0"},
+    {"bert-bge", NULL, FEW, "normalizer.lowercase=0 normalizer.strip_accents=1"},
+    {"bert-bge", NULL, FEW, "normalizer.strip_accents=0"},
+    /* what llama.cpp's WPM ignores: add_bos_token, an EOS to add */
+    {"bert-bge", NULL, FEW, "add_bos_token=0 eos_token_id=102 add_eos_token=1"},
 };
 
-/* How a variant is named: its pre-tokenizer or its normalizer keys. */
+/* How a variant is named: its pre-tokenizer or its keys. */
 static const char *variant(const model *m)
 {
-    return m->pre ? m->pre : m->norm;
+    return m->pre ? m->pre : m->keys;
 }
 
 ParameterizedTestParameters(tok_llama, llama_tokenize)
@@ -312,17 +317,20 @@ ParameterizedTestParameters(tok_llama, llama_tokenize)
     return indices(N_OF(MODELS));
 }
 
-/* "lowercase=0 strip_accents=1" -> the keys in w. */
-static void set_norm(as_gguf_writer *w, const char *norm)
+/* "normalizer.lowercase=0 eos_token_id=102" -> tokenizer.ggml.* keys in
+ * w: a number for a key ending in _id, else a boolean. */
+static void set_keys(as_gguf_writer *w, const char *keys)
 {
-    static const char *const keys[] = {"lowercase", "strip_accents"};
-    for (size_t i = 0; i < N_OF(keys); i++) {
-        const char *at = strstr(norm, keys[i]);
-        if (!at)
-            continue;
+    char name[64];
+    unsigned v;
+    for (int k; sscanf(keys, " %63[^=]=%u%n", name, &v, &k) == 2; keys += k) {
         char key[96];
-        snprintf(key, sizeof key, "tokenizer.ggml.normalizer.%s", keys[i]);
-        as_gguf_writer_set_bool(w, key, at[strlen(keys[i]) + 1] == '1');
+        snprintf(key, sizeof key, "tokenizer.ggml.%s", name);
+        size_t n = strlen(name);
+        if (n > 3 && strcmp(name + n - 3, "_id") == 0)
+            as_gguf_writer_set_u32(w, key, v);
+        else
+            as_gguf_writer_set_bool(w, key, v != 0);
     }
 }
 
@@ -352,7 +360,7 @@ static void model_path(const model *m, char *path, size_t cap)
         if (m->pre)
             as_gguf_writer_set_str(w, "tokenizer.ggml.pre", m->pre);
         else
-            set_norm(w, m->norm);
+            set_keys(w, m->keys);
         cr_assert(mkdir(dir, 0755) == 0 || errno == EEXIST, "cannot create %s", dir);
         snprintf(tmp, sizeof tmp, "%s.%d", out, (int)getpid());
         cr_assert_eq(as_gguf_writer_write(w, tmp, &err), AS_OK, "%s", err.msg);

@@ -212,7 +212,7 @@ Test(tok_wpm, without_unknown_token)
     as_error err = {{0}};
     /* a word without pieces cannot be encoded: one message saying where */
     cr_assert_eq(as_tokenizer_tokenize(t, "the dog", 7, 0, &ids, &n, &err), AS_ERR);
-    cr_assert(strstr(err.msg, "byte 4"), "%s", err.msg);
+    cr_assert(strstr(err.msg, "'dog' (byte 4"), "%s", err.msg);
     cr_assert(strstr(err.msg, "[UNK]"), "%s", err.msg);
     cr_assert_null(ids);
     EXPECT(t, "the cat", 0, THE, CAT);
@@ -379,9 +379,15 @@ Test(tok_wpm, gguf_keys)
     as_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", PAD);
     as_gguf_writer_set_u32(w, "tokenizer.ggml.mask_token_id", MASK);
     as_gguf_writer_set_u32(w, "tokenizer.ggml.cls_token_id", CLS);
+    /* what llama.cpp's WPM ignores: it adds [CLS] and [SEP], never an EOS */
+    as_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", SEP);
+    as_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", false);
+    as_gguf_writer_set_bool(w, "tokenizer.ggml.add_eos_token", true);
     gguf_mem m = {0};
     as_tokenizer *t = load(w, &m);
     cr_assert_eq(as_tokenizer_kind(t), AS_TOK_BERT);
+    cr_assert(as_tokenizer_add_bos(t));
+    cr_assert(!as_tokenizer_add_eos(t));
     cr_assert_eq(as_tokenizer_mask(t), MASK);
     cr_assert_str_eq(as_tokenizer_warning(t), "");
     EXPECT(t, "The [MASK] Café", AS_TOK_ADD_SPECIAL | AS_TOK_PARSE_SPECIAL, CLS, THE, MASK, CAFE, SEP);

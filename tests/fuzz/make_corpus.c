@@ -129,6 +129,10 @@ static void models(void)
     put_writer("model", "arch-unknown.gguf", w);
     w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "t5");
     put_writer("model", "tokenizer-unknown.gguf", w);
+    /* a WordPiece tokenizer over gpt2's byte symbols: most words [UNK] */
+    w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "bert");
+    as_gguf_writer_set_u32(w, "tokenizer.ggml.mask_token_id", 40);
+    put_writer("model", "tokenizer-bert-on-gpt2.gguf", w);
 
     /* strings from the file that reach the terminal: must arrive escaped */
     w = tiny_writer(&g), as_gguf_writer_set_str(w, "general.architecture", "gpt2\x1b[2J\x1b[31m");
