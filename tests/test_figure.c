@@ -646,9 +646,10 @@ static void kinds_init(kinds_data *d)
     free(longw);
     for (int i = 0; i < 12; i++) {
         d->mats[i] = d->small.m;
-        d->names[i] = malloc(16), d->nums[i] = malloc(8);
-        snprintf(d->names[i], 16, "head %d", i);
-        snprintf(d->nums[i], 8, "%d", i);
+        /* room for any int: GCC's -O1 truncation check does not see i < 12 */
+        d->names[i] = malloc(24), d->nums[i] = malloc(16);
+        snprintf(d->names[i], 24, "head %d", i);
+        snprintf(d->nums[i], 16, "%d", i);
     }
     for (int i = 0; i < 12; i++)
         d->table[i] = (float)(i - 6) / 3.0f;

@@ -326,8 +326,8 @@ static as_gguf_writer *writer(size_t n, char ***owned)
             tok[i] = strdup(TOKENS[i]);
             type[i] = TYPES[i];
         } else {
-            tok[i] = malloc(24);
-            snprintf(tok[i], 24, "▁w%zu", i);
+            tok[i] = malloc(32); /* "▁" is 3 bytes, then any size_t */
+            snprintf(tok[i], 32, "▁w%zu", i);
             type[i] = 1;
         }
     }
