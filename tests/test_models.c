@@ -45,6 +45,81 @@ Test(models, austen_gpt2_matches_its_recipe) { check_model("austen-gpt2"); }
 Test(models, austen_llama_matches_its_recipe) { check_model("austen-llama"); }
 Test(models, induction_matches_its_recipe) { check_model("induction"); }
 
+static void send_ids(as_session *s, const char *cmd, const npy *a)
+{
+    char line[8192];
+    size_t o = (size_t)snprintf(line, sizeof line, "%s", cmd);
+    for (size_t i = 0; i < a->count; i++)
+        o += (size_t)snprintf(line + o, sizeof line - o, " %d", a->i[i]);
+    run_ok(s, line);
+}
+
+/* austen-bert: every hook of its short sentence pair is held to the
+ * float64 reference in test_interp.c (fixtures/models/austen-bert/, made
+ * by models/recipes/export_bert.py); here what a user runs on it. `embed`
+ * writes the pooled vector (mean pooling of the last LayerNorm's output,
+ * entries about ±3: max abs 1e-4), and `fill`'s first prediction at the
+ * [MASK] is the reference logits' arg-max there. */
+Test(models, austen_bert_embed_and_fill_match_its_recipe)
+{
+    const char *dir = "fixtures/models/austen-bert";
+    char path[256], out[] = "/tmp/attnscope-test-pooled-XXXXXX.npy", cmd[512];
+    npy tok, types, pooled, logits, got;
+    snprintf(path, sizeof path, "%s/tokens.npy", dir);
+    cr_assert_eq(npy_read(path, &tok), 0, "%s is missing", path);
+    snprintf(path, sizeof path, "%s/types.npy", dir);
+    cr_assert_eq(npy_read(path, &types), 0, "%s is missing", path);
+    snprintf(path, sizeof path, "%s/pooler.hook_out.npy", dir);
+    cr_assert_eq(npy_read(path, &pooled), 0, "%s is missing", path);
+    snprintf(path, sizeof path, "%s/unembed.hook_out.npy", dir);
+    cr_assert_eq(npy_read(path, &logits), 0, "%s is missing", path);
+    as_session *s = open_session("../models/austen-bert.gguf", 64);
+    send_ids(s, "prompt-ids", &tok);
+    send_ids(s, "token-types", &types);
+    int fd = mkstemps(out, 4);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "finish; embed %s", out);
+    run_ok(s, cmd);
+    cr_assert_eq(npy_read(out, &got), 0, "embed wrote no %s", out);
+    unlink(out);
+    size_t d = (size_t)s->model->cfg.d_model, V = (size_t)s->model->cfg.n_vocab;
+    cr_assert_eq(got.count, d);
+    double worst = 0;
+    for (size_t i = 0; i < d; i++)
+        worst = fmax(worst, fabs(got.f[i] - pooled.f[i]));
+    cr_assert_leq(worst, 1e-4, "austen-bert: max abs pooled difference %.3g", worst);
+
+    /* the [MASK]: fill's first line names the reference's best token */
+    int mask = -1;
+    for (size_t i = 0; i < tok.count; i++)
+        if (tok.i[i] == as_tokenizer_mask(s->model->tok))
+            mask = (int)i;
+    cr_assert_geq(mask, 0, "the fixture has a [MASK]");
+    size_t best = 0;
+    for (size_t v = 1; v < V; v++)
+        if (logits.f[(size_t)mask * V + v] > logits.f[(size_t)mask * V + best])
+            best = v;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len), *old = s->out;
+    s->out = mem;
+    run_ok(s, "fill 1");
+    s->out = old;
+    fclose(mem);
+    const char *line = strstr(text, "\n1\t");
+    int id = -1;
+    cr_assert(line && sscanf(line + 1, "1\t%d", &id) == 1, "fill 1 printed: %s", text);
+    cr_assert_eq((size_t)id, best, "fill's best at the [MASK] is %d, the reference's %zu", id, best);
+    free(text);
+    npy_free(&tok);
+    npy_free(&types);
+    npy_free(&pooled);
+    npy_free(&logits);
+    npy_free(&got);
+    close_session(s);
+}
+
 /* Max abs difference of two files' logits over a recipe's tokens (a
  * prompt pass: panels of decoded rows into sgemm), and, when decode is
  * set, over 8 greedy tokens generated after them (one position at a

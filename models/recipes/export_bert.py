@@ -8,12 +8,12 @@ Writes:
   work/austen-bert.nomlm.gguf                the same without mlm.* (what
                                              llama.cpp's `bert` loads)
   work/austen-bert.results.json              the card's numbers
-  tests/fixtures/models/austen-bert.tokens.npy   int32 [T]: [CLS] A [SEP] B [SEP]
-  tests/fixtures/models/austen-bert.types.npy    int32 [T]: 0 ... 0 1 ... 1
-  tests/fixtures/models/austen-bert.logits.npy   float32 [T, V]: masked-LM
-                                             logits at every position
-  tests/fixtures/models/austen-bert.pooled.npy   float32 [d]: the mean of the
-                                             last layer's outputs (pooling 1)
+  tests/fixtures/models/austen-bert/          every hook of a short pair
+                                             ([CLS] A [SEP] B [SEP], types
+                                             0/1, one [MASK]) from
+                                             reference.Encoder in float64,
+                                             as make_fixtures.py writes them
+  tests/fixtures/models/austen-bert.gguf      a link to the shipped file
 
 GGUF layout: llama.cpp's `bert` tensor names (token_embd, token_types,
 position_embd, token_embd_norm, blk.N.attn_{q,k,v,output},
@@ -166,23 +166,76 @@ def fixture_ids(tok):
     return np.asarray(ids, np.int32), np.asarray(types, np.int32)
 
 
-def write_fixtures(model, tok):
+def fixture_report(model, tok):
+    """The card's example: the top predictions at the [MASK] of the
+    opening sentence (a pair, as the fixture of make_fixtures.py is)."""
     ids, types = fixture_ids(tok)
     with torch.no_grad():
         x = torch.from_numpy(ids.astype(np.int64))[None]
         t = torch.from_numpy(types.astype(np.int64))[None]
-        h = model.encode(x, t)
-        logits = model.mlm_logits(h)[0].float().numpy()
-        pooled = h[0].mean(0).float().numpy()
-    os.makedirs(FIXTURES, exist_ok=True)
-    for suffix, arr in [("tokens", ids), ("types", types), ("logits", logits),
-                        ("pooled", pooled)]:
-        np.save(os.path.join(FIXTURES, "%s.%s.npy" % (NAME, suffix)), arr)
+        logits = model(x, t)[0].float().numpy()
     m = int(np.where(ids == tok.mask)[0][0])
     top = np.argsort(-logits[m])[:5]
     p = torch.softmax(torch.from_numpy(logits[m]), -1).numpy()
     return dict(tokens=[tok.tokens[i] for i in ids], mask_position=m,
                 mask_top5=[[tok.tokens[i], round(float(p[i]), 4)] for i in top])
+
+
+# The every-hook fixture: a short pair (the full one's [T, V] logits and MLP
+# activations would be megabytes), so that tests/test_interp.c holds
+# austen-bert to reference.Encoder like the tiny random encoders.
+HOOKS_A, HOOKS_B = "It is a truth universally acknowledged.", "She was [MASK] happy."
+
+
+def write_hook_fixture(model, tok):
+    """reference.Encoder (float64, the independent forward pass the tiny
+    encoders are tested against) given austen-bert's float32 weights:
+    every hook to tests/fixtures/models/austen-bert/, beside a link to the
+    shipped GGUF; PyTorch's nn.TransformerEncoderLayer(norm_first=False)
+    checks each block; the float64 logits against the recipe's float32."""
+    import make_fixtures as MF
+    import reference as R
+    c = model.cfg
+    cfg = R.EncoderConfig(arch="bert", vocab=c["vocab"], d_model=c["d_model"], n_layer=c["n_layer"],
+                          n_head=c["n_head"], d_ff=c["d_ff"], ctx=c["ctx"], eps=c["eps"],
+                          n_types=c["n_types"], pooling=POOLING_MEAN, mlm=True)
+    ref = R.Encoder(cfg).double()
+    sd = {k: v.detach().double() for k, v in model.state_dict().items()}
+    pairs = {"tok_embd.weight": "tok.weight", "pos_embd.weight": "pos.weight",
+             "type_embd.weight": "typ.weight", "embd_ln_w": "ln_emb.weight",
+             "embd_ln_b": "ln_emb.bias", "mlm_dense.weight": "mlm_dense.weight",
+             "mlm_dense.bias": "mlm_dense.bias", "mlm_ln_w": "mlm_ln.weight",
+             "mlm_ln_b": "mlm_ln.bias", "mlm_out_b": "mlm_bias"}
+    for i in range(c["n_layer"]):
+        for part in ("q", "k", "v", "o", "up", "down"):
+            for wb in ("weight", "bias"):
+                pairs["blocks.%d.%s.%s" % (i, part, wb)] = "blocks.%d.%s.%s" % (i, part, wb)
+        for ln in ("ln1", "ln2"):
+            pairs["blocks.%d.%s_w" % (i, ln)] = "blocks.%d.%s.weight" % (i, ln)
+            pairs["blocks.%d.%s_b" % (i, ln)] = "blocks.%d.%s.bias" % (i, ln)
+    params = dict(ref.named_parameters())
+    assert set(params) == set(pairs), set(params) ^ set(pairs)
+    with torch.no_grad():
+        for ours, theirs in pairs.items():
+            params[ours].copy_(sd[theirs])
+    a = tok.encode(HOOKS_A)
+    b = sum(([tok.mask] + tok.encode(part) if k else tok.encode(part)
+             for k, part in enumerate(HOOKS_B.split("[MASK]"))), [])
+    ids = [tok.cls] + a + [tok.sep] + b + [tok.sep]
+    types = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    hooks = MF.run_encoder_hooks(ref, ids, types)
+    MF.save_hooks(FIXTURES, NAME, cfg, {"tokens": tok.tokens}, ids, HOOKS_A + " | " + HOOKS_B,
+                  hooks, list(hooks))
+    np.save(os.path.join(FIXTURES, NAME, "types.npy"), np.asarray(types, np.int32))
+    link = os.path.join(FIXTURES, NAME + ".gguf")
+    if not os.path.islink(link):
+        os.symlink(os.path.join("..", "..", "..", "models", NAME + ".gguf"), link)
+    block_check = MF.check_bert_block_against_torch(ref, cfg, hooks)
+    with torch.no_grad():
+        f32 = model(torch.tensor([ids]), torch.tensor([types]))[0].double().numpy()
+    worst = float(np.abs(f32 - hooks["unembed.hook_out"].reshape(f32.shape)).max())
+    return dict(tokens=[tok.tokens[i] for i in ids], hooks=len(hooks), torch_block=block_check,
+                recipe_vs_reference_logits=worst)
 
 
 # -- llama.cpp ------------------------------------------------------------------
@@ -247,8 +300,10 @@ def main():
     res["val"] = mlm_eval(model, va, c["ctx"], c["vocab"])
     res["train"] = mlm_eval(model, tr, c["ctx"], c["vocab"], max_rows=res["val"]["rows"])
     print("val", res["val"], "train", res["train"], flush=True)
-    res["fixture"] = write_fixtures(model, tok)
+    res["fixture"] = fixture_report(model, tok)
     print("fixture", res["fixture"], flush=True)
+    res["hook_fixture"] = write_hook_fixture(model, tok)
+    print("hook fixture", res["hook_fixture"], flush=True)
     import head_scores
     res["heads"] = head_scores.bert_report(model, tok, va)
     try:

@@ -25,11 +25,19 @@ fi
 if [ ! -f work/spm.model ]; then
     $PY spm.py train --vocab 2048 --prefix work/spm work/corpus_train.txt
 fi
+if [ ! -f work/wordpiece.json ]; then
+    $PY wordpiece.py train --vocab 5000 --out work/wordpiece.json work/corpus_train.txt
+fi
 
-models="${*:-austen-gpt2 induction austen-llama}"
+models="${*:-austen-gpt2 induction austen-llama austen-bert}"
 for m in $models; do
     echo "== $m (log: models/recipes/work/$m.log)"
-    nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1
+    if [ "$m" = austen-bert ]; then
+        # masked-LM pre-training, then export_bert.py (GGUF, fixtures, card numbers)
+        nice -n 10 $PY train_bert.py > "work/$m.log" 2>&1
+    else
+        nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1
+    fi
     grep -E '"step"|wrote' "work/$m.log" | tail -3
 done
 ls -l ../*.gguf ../../tests/fixtures/models/
