@@ -39,6 +39,11 @@ typedef enum as_hook_kind {
      * layer and activation, and the pooled vector of an embedding model */
     AS_HK_TYPE_EMBED, AS_HK_EMBED_LN_SCALE, AS_HK_EMBED_LN_NORMALIZED,
     AS_HK_EMBED_SUM, AS_HK_HEAD_PRE, AS_HK_HEAD_POST, AS_HK_POOLED,
+    /* encoder-decoders (as TransformerLens's HookedEncoderDecoder names
+     * them): a decoder block's cross-attention output and the residual
+     * after it, its third norm, and the encoder's final norm */
+    AS_HK_CROSS_ATTN_OUT, AS_HK_RESID_MID_CROSS, AS_HK_LN3_SCALE, AS_HK_LN3_NORMALIZED,
+    AS_HK_ENC_LNF_SCALE, AS_HK_ENC_LNF_NORMALIZED,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -87,7 +92,8 @@ typedef enum as_input { AS_INPUT_TOKENS, AS_INPUT_PIXELS } as_input;
 #define AS_MAX_STREAMS 4
 
 /* A sequence of positions the program computes over: "tokens" for a
- * decoder; later "encoder" and "decoder", or "patches". A causal stream is
+ * decoder or an encoder; "encoder" and "decoder" for an encoder-decoder;
+ * later "patches". A causal stream is
  * extended position by position (its keys are cached); any other is
  * recomputed from position 0 whenever its input changes. */
 typedef struct as_stream {
@@ -148,6 +154,7 @@ typedef enum as_op_kind {
     AS_OP_GEGLU,      /* out = gelu_tanh(in0) * in1                     */
     AS_OP_TYPE_EMBED, /* out = W[token type]                            */
     AS_OP_POOL,       /* every row = pool(in0 over the span), as op->pool says */
+    AS_OP_RELU,       /* out = max(in0, 0)                              */
 } as_op_kind;
 
 typedef struct as_op {
@@ -176,7 +183,11 @@ typedef struct as_program {
     const as_model *model;
     as_stream streams[AS_MAX_STREAMS];
     int n_streams;
-    int out_stream;       /* the stream whose last position gives the logits */
+    int out_stream;       /* the stream whose last position gives the logits (`prompt` feeds it) */
+    int source_stream;    /* the stream `source` feeds: an encoder-decoder's encoder, which the
+                           * output stream reads through cross-attention; -1: none */
+    int start_token;      /* the output stream's first token when no prompt is given (a
+                           * decoder start token), or -1 */
     as_hook *hooks;
     int n_hooks, cap_hooks;
     as_op *ops;
@@ -197,8 +208,9 @@ typedef struct as_program {
      * components, read out by one norm and a linear unembedding. */
     const char *no_lens, *no_dla;
     /* Set by the architecture while it builds: the scope of the hooks it
-     * adds next ("blocks.3" — later "encoder.1", "decoder.2"), their
-     * stream and their site. */
+     * adds next ("blocks.3", "encoder.1", "decoder.2"), their stream and
+     * their site (hooks of a cross-attention site are named
+     * "cross_attn.*" where a self-attention's are "attn.*"). */
     char scope[32];       /* or a named part: "embed", "mlm_head" */
     int cur_stream;
     as_site cur_site;
