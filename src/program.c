@@ -372,6 +372,21 @@ const as_attn *as_program_attn(const as_program *p, int hook)
     return hook >= 0 && hook < p->n_hooks && p->hooks[hook].attn >= 0 ? &p->attn[p->hooks[hook].attn] : NULL;
 }
 
+int as_program_pick_stream(const as_program *p, as_site_pick pick)
+{
+    return pick == AS_PICK_SOURCE ? p->source_stream : p->out_stream;
+}
+
+int as_program_pattern(const as_program *p, int layer, as_site_pick pick)
+{
+    int stream = as_program_pick_stream(p, pick);
+    as_site site = pick == AS_PICK_CROSS ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
+    for (int a = 0; stream >= 0 && a < p->n_attn; a++)
+        if (p->attn[a].layer == layer && p->attn[a].q_stream == stream && p->attn[a].site == site)
+            return p->attn[a].pattern;
+    return -1;
+}
+
 bool as_attn_visible(const as_attn *a, int q, int k)
 {
     switch (a->mask) {

@@ -231,6 +231,15 @@ int as_program_hook(const as_program *p, as_hook_kind kind, int layer);
 const as_op *as_program_producer(const as_program *p, int hook);
 /* The attention site of an attention hook (scores or pattern), or NULL. */
 const as_attn *as_program_attn(const as_program *p, int hook);
+/* Which attention site of a layer a view or a figure shows: the output
+ * stream's self-attention (a decoder's or an encoder's only one), its
+ * cross-attention over the source, or the source stream's own
+ * self-attention (an encoder-decoder's encoder). */
+typedef enum as_site_pick { AS_PICK_SELF, AS_PICK_CROSS, AS_PICK_SOURCE } as_site_pick;
+/* The pattern hook of that site in block `layer`, or -1 where there is none. */
+int as_program_pattern(const as_program *p, int layer, as_site_pick pick);
+/* The stream a pick's queries belong to, or -1 where the program has no such site. */
+int as_program_pick_stream(const as_program *p, as_site_pick pick);
 /* Whether query position q of a site sees key position k. */
 bool as_attn_visible(const as_attn *a, int q, int k);
 
