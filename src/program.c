@@ -415,6 +415,14 @@ int as_program_hook(const as_program *p, as_hook_kind kind, int layer)
     return -1;
 }
 
+int as_program_hook_in(const as_program *p, as_hook_kind kind, int layer, int stream)
+{
+    for (int i = 0; i < p->n_hooks; i++)
+        if (p->hooks[i].kind == kind && p->hooks[i].layer == layer && p->hooks[i].stream == stream)
+            return i;
+    return -1;
+}
+
 bool as_hook_name_match(const char *pat, const char *name)
 {
     /* Iterative glob with backtracking to the last '*': linear enough for hook names. */

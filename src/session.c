@@ -912,9 +912,10 @@ static void print_norm_table(as_session *s, int h, const char *title)
     bool rms = as_program_producer(s->prog, h)->norm == AS_NORM_RMS;
     fprintf(s->out, "%s (%s%s) over %d tokens\npos\ttoken\t%smean\t%s\tscale\tmin\tmax\ttop dims\n", title,
             rms ? "RMSNorm" : "LayerNorm", G > 1 ? ", per head" : "", n, G > 1 ? "head\t" : "", rms ? "rms" : "std");
+    const int32_t *tokens = s->it->st[s->prog->hooks[h].stream].tokens; /* an encoder-decoder's: the source's */
     for (int q = 0; q < n; q++) {
         char piece[64];
-        as_cmd_label(s, s->it->out->tokens[q], 0, piece, sizeof piece);
+        as_cmd_label(s, tokens[q], 0, piece, sizeof piece);
         for (int g = 0; g < G; g++) {
             const as_norm_stat *st = as_capture_norm_group(s->cap, h, q, g);
             fprintf(s->out, "%d\t%s\t", q, piece);

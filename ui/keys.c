@@ -90,6 +90,17 @@ static unsigned cycle_cmap(tui *u)
     return panes_showing(SHOWS_LOOK);
 }
 
+/* x: an encoder-decoder's heatmap between the decoder's self-attention
+ * and its cross-attention over the source. */
+static unsigned toggle_site(tui *u)
+{
+    as_error err;
+    if (view_site(&u->v, u->s, u->v.site == AS_PICK_CROSS ? "self" : "cross", &err))
+        return 0;
+    view_clamp(&u->v, u->s);
+    return panes_showing(SHOWS_LOOK | SHOWS_KEY);
+}
+
 static unsigned toggle_grid(tui *u, bool on)
 {
     if (u->v.grid == on)
@@ -120,18 +131,19 @@ static unsigned run(tui *u, const char *cmd)
 static unsigned export_shown(tui *u)
 {
     char base[64], name[80], cmd[200];
+    const char *kind = u->v.site == AS_PICK_CROSS ? "cross" : "attn";
     if (u->v.grid)
-        snprintf(base, sizeof base, "attn-L%d", u->v.layer);
+        snprintf(base, sizeof base, "%s-L%d", kind, u->v.layer);
     else
-        snprintf(base, sizeof base, "attn-L%d-H%d", u->v.layer, u->v.head);
+        snprintf(base, sizeof base, "%s-L%d-H%d", kind, u->v.layer, u->v.head);
     snprintf(name, sizeof name, "%s.png", base);
     for (int i = 2; access(name, F_OK) == 0 && i < 10000; i++)
         snprintf(name, sizeof name, "%s-%d.png", base, i);
-    const char *cmap = as_cmap_name(u->v.cmap);
+    const char *cmap = as_cmap_name(u->v.cmap), *site = u->v.site == AS_PICK_CROSS ? " site=cross" : "";
     if (u->v.grid)
-        snprintf(cmd, sizeof cmd, "export grid %d %s cmap=%s", u->v.layer, name, cmap);
+        snprintf(cmd, sizeof cmd, "export grid %d %s cmap=%s%s", u->v.layer, name, cmap, site);
     else
-        snprintf(cmd, sizeof cmd, "export attn %d %d %s cmap=%s", u->v.layer, u->v.head, name, cmap);
+        snprintf(cmd, sizeof cmd, "export attn %d %d %s cmap=%s%s", u->v.layer, u->v.head, name, cmap, site);
     return run(u, cmd);
 }
 
@@ -176,6 +188,7 @@ static unsigned view_key(tui *u, int ch)
     case ',': case '[': return tui_select_query(u, u->v.query - 1);
     case '.': case ']': return tui_select_query(u, u->v.query + 1);
     case 'g': return toggle_grid(u, !u->v.grid);
+    case 'x': return toggle_site(u);
     case '\r': case '\n': return toggle_grid(u, false);
     case 'N': return tui_cycle_norm(u, 1);
     case 'c': return cycle_cmap(u);

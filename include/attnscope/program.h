@@ -227,6 +227,9 @@ int as_program_find_hook(const as_program *p, const char *name);
 bool as_hook_name_match(const char *pattern, const char *name);
 /* The hook of a kind in a layer (layer -1 for non-block hooks), or -1. */
 int as_program_hook(const as_program *p, as_hook_kind kind, int layer);
+/* The same among one stream's hooks (an encoder-decoder's decoder: its
+ * blocks are numbered as the encoder's), or -1. */
+int as_program_hook_in(const as_program *p, as_hook_kind kind, int layer, int stream);
 /* The op that fills a hook, or NULL. */
 const as_op *as_program_producer(const as_program *p, int hook);
 /* The attention site of an attention hook (scores or pattern), or NULL. */
