@@ -20,7 +20,7 @@ static const char *models[] = {
     "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
     "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
     "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-bert",
-    "fixtures/tiny-nomic-bert", "fixtures/tiny-transformer",
+    "fixtures/tiny-nomic-bert", "fixtures/tiny-transformer", "fixtures/tiny-transformer-sep",
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 

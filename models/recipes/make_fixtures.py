@@ -590,9 +590,14 @@ ENCDEC_TARGET = "the mat sat on a cat"
 ENCDEC_START = 2   # </s> starts the decoder (as Marian's and T5's pad/eos do): not BOS, so the key is read
 
 ENCDECS = {
-    # one embedding for both languages, the output tied to it, with a bias
+    # one embedding for both languages, the output tied to it, with a bias; the decoder deeper
     "tiny-transformer": (R.EncDecConfig(vocab=0, d_model=32, n_enc=2, n_dec=3, n_head=4, d_ff=64, ctx=32,
                                         start=ENCDEC_START), 4001),
+    # a target embedding of its own (dec.token_embd), an output matrix of its own without bias; the
+    # encoder deeper; LayerNorm eps 1e-6
+    "tiny-transformer-sep": (R.EncDecConfig(vocab=0, d_model=32, n_enc=3, n_dec=2, n_head=2, d_ff=48, ctx=32,
+                                            eps=1e-6, shared_embd=False, tied_output=False, output_bias=False,
+                                            start=ENCDEC_START), 4002),
 }
 
 
@@ -734,7 +739,8 @@ def check_encdec(fixdir, which, fresh_dir):
         e = lambda ids, emb: emb(torch.tensor([ids])) * math.sqrt(cfg.d_model) + pe[:len(ids)]
         mask = m.tf.generate_square_subsequent_mask(Tn).double()
         h = m.tf(e(src, m.src_embd), e(tgt, m.target_embedding()), tgt_mask=mask)
-        lg = (h @ m.target_embedding().weight.t() + m.out_b)[0].numpy()
+        W = m.target_embedding().weight if m.out is None else m.out.weight
+        lg = (h @ W.t() + (0 if m.out_b is None else m.out_b))[0].numpy()
     d_inf = max_diff(lg, H["unembed.hook_out"])
     # the fixtures are float32: what remains is their rounding
     expect(d_inf < 1e-6, "nn.Transformer in inference mode differs from the hooked pass by %g" % d_inf)
