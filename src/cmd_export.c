@@ -799,8 +799,13 @@ static int export_norms(cmd_ctx *c)
     if ((!final && parse_layer(s, c->argv[2], &layer, c->err)) || as_fig_format_of(path, &fmt, c->err) ||
         parse_opts(c, 4, OPT_FIG | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS, &o))
         return AS_ERR;
-    int h1 = as_program_hook(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_LN1_SCALE, layer);
-    int h2 = final ? -1 : as_program_hook(s->prog, AS_HK_LN2_SCALE, layer);
+    /* the context's own norms (an encoder-decoder's: the decoder's) */
+    int out = s->prog->out_stream;
+    int h1 = as_program_hook_in(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_LN1_SCALE, layer, out);
+    int h2 = final ? -1 : as_program_hook_in(s->prog, AS_HK_LN2_SCALE, layer, out);
+    if (h1 < 0)
+        return as_error_set(c->err, "the %s stream has no block %d (an encoder-decoder's stacks may differ in depth)",
+                            s->prog->streams[out].name, layer);
     int n = as_cmd_hook_positions(s, h1, c->err), a, b;
     if (n < 0 || resolve_window(s, &o, n, &a, &b, c->err))
         return AS_ERR;

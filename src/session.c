@@ -616,6 +616,10 @@ static int cmd_where(cmd_ctx *c)
         return AS_OK;
     }
     if (it->in_pass) {
+        int src = c->s->prog->source_stream;
+        if (src >= 0 && it->st[src].n > 0)
+            fprintf(c->s->out, "encoder over source positions %d-%d, then ", it->st[src].p0,
+                    it->st[src].p0 + it->st[src].n - 1);
         fprintf(c->s->out, "pass over positions %d-%d, before ", it->out->p0, it->out->p0 + it->out->n - 1);
         print_op(c->s, "", it->pc);
     } else if (it->out->n_done < it->out->n_tokens) {

@@ -113,3 +113,26 @@ Test(encdec, generation_equals_a_fresh_pass_over_its_tokens)
     close_session(a);
     close_session(b);
 }
+
+/* Instruments act on the context's own stream (the decoder); a block the
+ * decoder lacks (tiny-transformer-sep: 3 encoder blocks, 2 decoder blocks)
+ * is named, and patching, whose other run would need a source, refuses. */
+Test(encdec, instruments_name_the_decoders_blocks)
+{
+    as_session *s = open_session(ENCDEC "-sep.gguf", 64);
+    char msg[1024];
+    run_ok(s, "source-ids 1 275 286");
+    run_ok(s, "finish");
+    cr_assert_neq(run_cmd(s, "ablate 2.1 zero", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "decoder stream has no block 2"), "%s", msg);
+    cr_assert_neq(run_cmd(s, "ablate mlp 2", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "decoder stream has no block 2"), "%s", msg);
+    cr_assert_neq(run_cmd(s, "export norms 2 /tmp/never.png", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "decoder stream has no block 2"), "%s", msg);
+    run_ok(s, "ablate 1.1 zero");
+    cr_assert_eq(s->prog->hooks[s->it->rules[0].hook].stream, s->prog->out_stream);
+    cr_assert_str_eq(s->prog->hooks[s->it->rules[0].hook].name, "decoder.1.attn.hook_z");
+    cr_assert_neq(run_cmd(s, "patch decoder.0.hook_resid_pre from \"a\"", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "would need a source"), "%s", msg);
+    close_session(s);
+}
