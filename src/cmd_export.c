@@ -1095,7 +1095,28 @@ static int write_index(void *ctx, void *stream, as_error *err)
         fprintf(o, "%s", i ? ", " : "");
         json_string(o, piece);
     }
-    fprintf(o, "],\n  \"hooks\": [\n");
+    fprintf(o, "]");
+    /* An encoder-decoder's source: the positions of the encoder stream's hooks. */
+    int src = s->prog->source_stream;
+    if (src >= 0) {
+        const as_stream_state *st = &s->it->st[src];
+        char *stext = source_text(s);
+        fprintf(o, ",\n  \"source_text\": ");
+        json_string(o, stext ? stext : "");
+        free(stext);
+        fprintf(o, ",\n  \"source_tokens\": [");
+        for (int i = 0; i < st->n_tokens; i++)
+            fprintf(o, "%s%d", i ? ", " : "", st->tokens[i]);
+        fprintf(o, "],\n  \"source_pieces\": [");
+        for (int i = 0; i < st->n_tokens; i++) {
+            char piece[256];
+            as_cmd_piece(s, st->tokens[i], piece, sizeof piece);
+            fprintf(o, "%s", i ? ", " : "");
+            json_string(o, piece);
+        }
+        fprintf(o, "]");
+    }
+    fprintf(o, ",\n  \"hooks\": [\n");
     for (int i = 0; i < j->n; i++) {
         int h = j->hooks[i], n = s->cap->filled[h];
         size_t shape[3];
@@ -1109,7 +1130,12 @@ static int write_index(void *ctx, void *stream, as_error *err)
         fprintf(o, ", \"dtype\": \"float32\", \"positions\": %d, \"shape\": [", n);
         for (int d = 0; d < nd; d++)
             fprintf(o, "%s%zu", d ? ", " : "", shape[d]);
-        fprintf(o, "]}%s\n", i + 1 < j->n ? "," : "");
+        fprintf(o, "]");
+        if (s->prog->n_streams > 1) { /* whose positions: an encoder-decoder's source or target */
+            fprintf(o, ", \"stream\": ");
+            json_string(o, s->prog->streams[s->prog->hooks[h].stream].name);
+        }
+        fprintf(o, "}%s\n", i + 1 < j->n ? "," : "");
     }
     fprintf(o, "  ],\n  \"not_captured\": [");
     int k = 0;
