@@ -794,5 +794,12 @@ Test(tui_view, view_site_cross_is_an_encoder_decoders)
     cr_assert_eq(view_exec(&v, s, "view site self", NULL, &err), AS_OK);
     cr_assert_eq(v.key, 1, "back on the decoder's self-attention, the key is at most the query");
     cr_assert_eq(view_exec(&v, s, "view site sideways", NULL, &err), AS_ERR);
+    /* the encoder's heatmap: its own row (a source position), every source key */
+    cr_assert_eq(view_exec(&v, s, "view site encoder", NULL, &err), AS_OK, "%s", err.msg);
+    v.src_query = 9;
+    v.key = 4;
+    view_clamp(&v, s);
+    cr_assert(v.src_query == 5 && v.key == 4 && v.query == 1, "row %d key %d query %d", v.src_query, v.key, v.query);
+    cr_assert_eq(view_row(&v), 5);
     close_session(s);
 }

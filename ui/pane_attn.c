@@ -35,7 +35,7 @@ static hm_sample sample(void *ctx, int q, int k)
 
 static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, const hm_sample *s)
 {
-    int qs = hm_query_subrow(g, u->v.query), kc = hm_key_col(g, u->v.key);
+    int qs = hm_query_subrow(g, view_row(&u->v)), kc = hm_key_col(g, u->v.key);
     if (qs < 0 || kc < 0)
         return;
     int sr = qs + (g->ch - 1) / 2, col = kc + (g->cw - 1) / 2;
@@ -104,7 +104,7 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
         rowq[r] = -1;
     for (int q = g->q0; q < g->q0 + g->vis_q; q++) {
         int row = (hm_query_subrow(g, q) + (g->ch - 1) / 2) / g->sub;
-        if (row < g->rows && (rowq[row] < 0 || q == u->v.query))
+        if (row < g->rows && (rowq[row] < 0 || q == view_row(&u->v)))
             rowq[row] = q;
     }
     for (int r = 0; r < g->rows; r++) {
@@ -112,7 +112,7 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
             continue;
         char l[128];
         axis_label(u, src->q_stream, rowq[r], l, sizeof l);
-        term_role(&u->t, w, rowq[r] == u->v.query ? R_LABEL_SEL : R_LABEL);
+        term_role(&u->t, w, rowq[r] == view_row(&u->v) ? R_LABEL_SEL : R_LABEL);
         put_text(u, w, u->heat_y + r, 2, l, lw - 2);
     }
     free(rowq);
@@ -196,7 +196,7 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
 {
     int y = getmaxy(w) - 2, cols = getmaxx(w) - 2;
     char q[96], k[96], value[32], line[256];
-    int qp = u->v.query, kp = u->v.key;
+    int qp = view_row(&u->v), kp = u->v.key;
     stream_label(u, src->q_stream, qp, q, sizeof q);
     stream_label(u, src->k_stream, kp, k, sizeof k);
     if (qp >= src->filled)
@@ -219,7 +219,7 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
     int lw = label_width(u, src, cols) + 1;
     hm_fit(&u->geom, src->n_q, src->n_k, rows - 2, cols - lw, sub, 16);
-    hm_follow(&u->geom, u->v.query, u->v.key);
+    hm_follow(&u->geom, view_row(&u->v), u->v.key);
     u->heat_y = 2;
     u->heat_x = 1 + lw;
     draw_cells(u, w, u->heat_y, u->heat_x, &u->geom, src, true);
@@ -234,7 +234,7 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src)
     u->grid = hm_grid_arrange(heads, src->n_q > src->n_k ? src->n_q : src->n_k, rows - 1, cols, sub);
     hm_geom g = u->geom;
     hm_fit(&g, src->n_q, src->n_k, u->grid.tile_rows - 1, u->grid.tile_cols, sub, 16);
-    hm_follow(&g, u->v.query, u->v.key);
+    hm_follow(&g, view_row(&u->v), u->v.key);
     u->heat_y = u->heat_x = 1;
     for (int h = 0; h < heads; h++) {
         int ty, tx;
@@ -272,14 +272,16 @@ static void draw(tui *u)
     const as_session *s = u->s;
     attn_src src = source_of(u);
     int n = s->it->out->n_tokens, hook = src.hook;
-    const char *what = u->v.site == AS_PICK_CROSS ? "Cross-attention" : "Attention";
+    const char *what = u->v.site == AS_PICK_CROSS ? "Cross-attention" : u->v.site == AS_PICK_SOURCE ? "Encoder attention"
+                                                                                           : "Attention";
     char title[96], note[96];
     if (u->v.grid)
         snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
                  hook >= 0 ? as_program_attn(s->prog, hook)->n_head : 0);
     else
         snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
-    snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : "", as_cmap_name(u->v.cmap));
+    snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : u->v.site == AS_PICK_SOURCE ?
+             "source x source  " : "", as_cmap_name(u->v.cmap));
     pane_frame(u, P_ATTN, title, note);
     if (hook < 0 && n > 0)
         pane_message(u, P_ATTN, "The decoder has no block of this number (an encoder-decoder's two stacks may "

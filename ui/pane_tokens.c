@@ -20,10 +20,11 @@ static int n_source(const tui *u)
 static role chip_role(const tui *u, int i)
 {
     int ns = n_source(u);
+    bool on_source = u->v.site == AS_PICK_SOURCE; /* the encoder's heatmap selects a source position */
     if (i < ns)
-        return i == ns - 1 ? R_DIM : i % 2 ? R_TOK_PROMPT_B : R_TOK_PROMPT_A;
+        return i == ns - 1 ? R_DIM : on_source && i == u->v.src_query ? R_TOK_SEL : i % 2 ? R_TOK_PROMPT_B : R_TOK_PROMPT_A;
     i -= ns;
-    if (i == u->v.query)
+    if (i == u->v.query && !on_source)
         return R_TOK_SEL;
     if (i >= u->s->it->out->n_prompt)
         return i % 2 ? R_TOK_GEN_B : R_TOK_GEN_A;
@@ -116,7 +117,8 @@ static void draw(tui *u)
     int gap = u->t.cm == CM_MONO ? 1 : 0;
     u->tok_rows = tf_strip_layout(widths, n, cols, gap, u->tok_row, u->tok_col);
     u->tok_n = n;
-    u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[ns + u->v.query], rows, u->tok_rows);
+    int sel = u->v.site == AS_PICK_SOURCE && ns ? u->v.src_query : ns + u->v.query;
+    u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[sel], rows, u->tok_rows);
     draw_chips(u, w, rows, cols, labels, n);
     free(labels);
     free(widths);
@@ -127,7 +129,7 @@ static void draw(tui *u)
 static unsigned key(tui *u, int ch, bool keycode)
 {
     if (keycode && (ch == KEY_LEFT || ch == KEY_RIGHT))
-        return tui_select_query(u, u->v.query + (ch == KEY_LEFT ? -1 : 1));
+        return tui_select_query(u, view_row(&u->v) + (ch == KEY_LEFT ? -1 : 1));
     return RD_IGNORED;
 }
 
@@ -141,7 +143,9 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
     for (int i = 0; i < u->tok_n && i < ns + u->s->it->out->n_tokens; i++)
         if (u->tok_row[i] == row && u->tok_col[i] <= col)
             hit = i;
-    /* a source chip selects nothing: the selection is the decoder's token */
+    /* a source chip is selected on the encoder's heatmap, a target chip elsewhere */
+    if (u->v.site == AS_PICK_SOURCE)
+        return hit >= 0 && hit < ns - 1 ? tui_select_query(u, hit) : 0;
     return hit >= ns ? tui_select_query(u, hit - ns) : 0;
 }
 

@@ -17,7 +17,7 @@ static const as_command_info commands[] = {
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
     {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | site self|cross | "
-     "dump FILE | view attention|tokens|probs|lens|norms|output",
+     "dump FILE | view attention|tokens|probs|lens|norms|output (site: also encoder)",
      "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
      "most the selected token); `site cross` shows an encoder-decoder's cross-attention (rows the target's "
      "tokens, columns the source's; key x); a pane's name focuses it (keys 1-6), "
@@ -109,8 +109,10 @@ void view_clamp(view *v, const as_session *s)
     if (v->follow || v->query >= n)
         v->query = causal ? n - 1 : first_mask(s, n);
     v->query = clampi(v->query, 0, n > 0 ? n - 1 : 0);
-    if (v->site == AS_PICK_CROSS && s->prog->source_stream >= 0) {
-        int ns = s->it->st[s->prog->source_stream].n_tokens; /* cross-attention: every source position */
+    int ns = s->prog->source_stream >= 0 ? s->it->st[s->prog->source_stream].n_tokens : 0;
+    v->src_query = clampi(v->src_query, 0, ns > 0 ? ns - 1 : 0);
+    if (v->site != AS_PICK_SELF && s->prog->source_stream >= 0) {
+        /* cross-attention and the encoder's: every source position is a key */
         v->key = clampi(v->key, 0, ns > 0 ? ns - 1 : 0);
         return;
     }
@@ -121,12 +123,12 @@ void view_clamp(view *v, const as_session *s)
 
 int view_site(view *v, const as_session *s, const char *name, as_error *err)
 {
-    if (strcmp(name, "self") && strcmp(name, "cross"))
-        return as_error_set(err, "unknown site '%s' (self, or cross on an encoder-decoder)", name);
-    if (!strcmp(name, "cross") && s->prog->source_stream < 0)
-        return as_error_set(err, "%s has no cross-attention: its one attention site is self (cross is an "
-                            "encoder-decoder's, whose decoder attends to the source)", s->model->cfg.name);
-    v->site = !strcmp(name, "cross") ? AS_PICK_CROSS : AS_PICK_SELF;
+    if (strcmp(name, "self") && strcmp(name, "cross") && strcmp(name, "encoder"))
+        return as_error_set(err, "unknown site '%s' (self, or cross and encoder on an encoder-decoder)", name);
+    if (strcmp(name, "self") && s->prog->source_stream < 0)
+        return as_error_set(err, "%s has no %s: its one attention site is self (%s is an encoder-decoder's)",
+                            s->model->cfg.name, !strcmp(name, "cross") ? "cross-attention" : "separate encoder", name);
+    v->site = !strcmp(name, "cross") ? AS_PICK_CROSS : !strcmp(name, "encoder") ? AS_PICK_SOURCE : AS_PICK_SELF;
     return AS_OK;
 }
 
@@ -221,8 +223,8 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
     else if (!strcmp(what, "pos"))
         rc = view_pos(v, s, arg, err);
     else if (!strcmp(what, "key")) {
-        /* a cross-attention's keys are the source's positions */
-        int nk = v->site == AS_PICK_CROSS ? s->it->st[s->prog->source_stream].n_tokens : s->it->out->n_tokens;
+        /* a cross-attention's keys (and the encoder's) are the source's positions */
+        int nk = v->site != AS_PICK_SELF ? s->it->st[s->prog->source_stream].n_tokens : s->it->out->n_tokens;
         rc = nk ? parse_int(arg, 0, nk - 1, "the key", &v->key, err)
                 : as_error_set(err, "no context yet: start with `prompt TEXT`");
     }
@@ -331,7 +333,7 @@ static bool is_view_command(const char *name)
 static bool same_view(const view *a, const view *b)
 {
     return a->layer == b->layer && a->head == b->head && a->query == b->query && a->key == b->key &&
-           a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->site == b->site && a->cmap == b->cmap &&
+           a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->site == b->site && a->src_query == b->src_query && a->cmap == b->cmap &&
            a->delay_ms == b->delay_ms && a->pane_req == b->pane_req;
 }
 

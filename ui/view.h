@@ -25,7 +25,10 @@ typedef struct view {
     bool follow;      /* the query moves to each new token */
     norm_kind norm;
     bool grid;        /* every head of the layer as small multiples */
-    as_site_pick site; /* the attention the heatmap shows: self, or an encoder-decoder's cross-attention */
+    as_site_pick site; /* the attention the heatmap shows: self, or an encoder-decoder's cross-attention or
+                        * its encoder's self-attention */
+    int src_query;    /* the heatmap's row on the encoder's self-attention: a source position (the other
+                       * panes keep showing the decoder's selected token) */
     as_cmap cmap;
     int delay_ms;     /* pause after each generated token */
     int pane_req;     /* `view PANE`: the pane to focus (VIEW_PANES order), -1 none; the view takes it */
@@ -51,9 +54,16 @@ void view_init(view *v);
  * a generated token or `back`); with follow on, selects the newest token. */
 void view_clamp(view *v, const as_session *s);
 const char *view_norm_name(norm_kind k);
-/* `view site self|cross`: an encoder-decoder's heatmap shows its decoder's
- * self-attention or its cross-attention over the source. */
+/* `view site self|cross|encoder`: an encoder-decoder's heatmap shows its
+ * decoder's self-attention, its cross-attention over the source, or its
+ * encoder's self-attention. */
 int view_site(view *v, const as_session *s, const char *name, as_error *err);
+/* The heatmap's cursor row: the selected token, or on the encoder's
+ * self-attention the selected source position. */
+static inline int view_row(const view *v)
+{
+    return v->site == AS_PICK_SOURCE ? v->src_query : v->query;
+}
 /* The scale hook of norm k (in `layer` for a block's norms) among the
  * output stream's (an encoder-decoder's decoder's), or -1 where the
  * program has none. */

@@ -418,10 +418,15 @@ keys encdec j j
 expect encdec "the decoder's third block" 'Cross-attention +layer 2'
 keys encdec N N
 expect encdec "the decoder's norms, ln3 among them" 'LayerNorm +decoder\.2\.ln'
+keys encdec k x
+expect encdec "x again: the encoder's self-attention" 'Encoder attention +layer 1 +head 0'
+keys encdec J J J
+expect encdec "its rows are source positions" 'query 3 ·sat → key [0-9] |query 3 ·sat -> key [0-9] '
 keys encdec :
 typed encdec 'view site self'
 keys encdec Enter
-expect encdec "view site self" 'Attention +layer 2 +head 0'
+expect encdec "view site self" 'Attention +layer 1 +head 0'
+expect encdec "the decoder's selection kept" 'Next token after 2 ·m'
 keys encdec Escape q
 restored encdec
 MODEL=$SAVED_MODEL
