@@ -136,3 +136,23 @@ Test(encdec, instruments_name_the_decoders_blocks)
     cr_assert(strstr(msg, "would need a source"), "%s", msg);
     close_session(s);
 }
+
+/* Without a capture budget the hooks that are not kept share working
+ * buffers (one per kind and stream): the encoder's memory, the decoder's
+ * self- and cross-attention q, scores and z must not overwrite each other.
+ * The same logits and tokens as with everything captured, to the bit. */
+Test(encdec, capture_off_gives_the_same_logits)
+{
+    as_session *a = open_session(ENCDEC "-sep.gguf", 64), *b = open_session(ENCDEC "-sep.gguf", 0);
+    const char *cmds[] = {"source-ids 1 275 286 287 288 285 279 276", "prompt-ids 2 275 279", "gen 4"};
+    for (int i = 0; i < 3; i++) {
+        run_ok(a, cmds[i]);
+        run_ok(b, cmds[i]);
+    }
+    cr_assert(b->cap->n_dropped > 0, "budget 0 drops hooks");
+    cr_assert_eq(a->it->out->n_tokens, b->it->out->n_tokens);
+    cr_assert_eq(memcmp(a->it->out->tokens, b->it->out->tokens, (size_t)a->it->out->n_tokens * 4), 0);
+    cr_assert_eq(memcmp(as_interp_logits(a->it), as_interp_logits(b->it), (size_t)a->model->cfg.n_vocab * 4), 0);
+    close_session(a);
+    close_session(b);
+}
