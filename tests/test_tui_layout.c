@@ -458,6 +458,12 @@ Test(tui_view, completion_reads_usage_lines)
     for (int i = 0; i < n; i++)
         magma |= !strcmp(lits[i], "magma");
     cr_assert(magma, "colormaps after set cmap");
+    char *site[] = {"view", "site"};
+    usage_arg_kind("view", site, 2, lits, 32, &n);
+    int sites = 0;
+    for (int i = 0; i < n; i++)
+        sites += !strcmp(lits[i], "self") + !strcmp(lits[i], "cross") + !strcmp(lits[i], "encoder");
+    cr_assert_eq(sites, 3, "view site self|cross|encoder completes (%d literals)", n);
     char *help[] = {"help"};
     cr_assert(usage_arg_kind("help", help, 1, lits, 32, &n) & USAGE_COMMAND);
     char *norms[] = {"norms"};

@@ -16,11 +16,12 @@ static const as_command_info commands[] = {
     {"set", "set delay MS | cmap viridis|magma|gray",
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
-    {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | site self|cross | "
-     "dump FILE | view attention|tokens|probs|lens|norms|output (site: also encoder)",
+    {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | "
+     "site self|cross|encoder | dump FILE | view attention|tokens|probs|lens|norms|output",
      "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
      "most the selected token); `site cross` shows an encoder-decoder's cross-attention (rows the target's "
-     "tokens, columns the source's; key x); a pane's name focuses it (keys 1-6), "
+     "tokens, columns the source's), `site encoder` its encoder's self-attention (key x cycles them); a pane's "
+     "name focuses it (keys 1-6), "
      "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
      "one line per row.",
      "view lens"},
