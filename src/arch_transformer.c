@@ -59,13 +59,11 @@ typedef struct weights {
     int32_t start;              /* decoder start token, or -1 */
     as_weight src_embd;         /* token_embd: [vocab][d_model] */
     as_weight tgt_embd;         /* dec.token_embd, or token_embd (shared) */
-    as_weight pos;              /* the sinusoidal table below, [n_ctx][d_model] */
     as_weight output;           /* output.weight, or the target embedding (tied) */
     const float *output_b;      /* or NULL */
     norm_w enc_norm, dec_norm;
     enc_layer *enc;
     dec_layer *dec;
-    float *pe;
 } weights;
 
 #define ARCH "transformer"
@@ -164,18 +162,6 @@ static int load_dec_layer(as_model *m, dec_layer *L, int l, as_error *err)
 
 #undef N
 
-/* The paper's positions: PE[pos, 2i] = sin(pos / 10000^(2i/d)),
- * PE[pos, 2i+1] = cos(the same), computed in double once at load. */
-static void sinusoids(float *pe, int n_ctx, int d)
-{
-    for (int pos = 0; pos < n_ctx; pos++)
-        for (int i = 0; i < d / 2; i++) {
-            double a = pos * pow(10000.0, -2.0 * i / d);
-            pe[(size_t)pos * d + 2 * i] = (float)sin(a);
-            pe[(size_t)pos * d + 2 * i + 1] = (float)cos(a);
-        }
-}
-
 /* The decoder's first token: decoder_start_token_id (llama.cpp's key for
  * T5), else the vocabulary's BOS, else none (a prompt must give it). */
 static int read_start(as_model *m, weights *W, as_error *err)
@@ -205,18 +191,13 @@ static int load(as_model *m, as_error *err)
     n_dec = n_enc;
     if (read_u32_dim(m->gguf, ARCH ".decoder_block_count", 1, 1 << 16, &n_dec, err))
         return AS_ERR;
-    size_t pe = (size_t)c->n_ctx * (size_t)c->d_model;
-    weights *W = calloc(1, sizeof *W + (size_t)n_enc * sizeof *W->enc + (size_t)n_dec * sizeof *W->dec +
-                               pe * sizeof *W->pe);
+    weights *W = calloc(1, sizeof *W + (size_t)n_enc * sizeof *W->enc + (size_t)n_dec * sizeof *W->dec);
     if (!W)
-        return as_error_set(err, "%s: out of memory (positions for a context of %d)", m->path, c->n_ctx);
+        return as_error_set(err, "%s: out of memory", m->path);
     m->weights = W;
     W->n_enc = n_enc, W->n_dec = n_dec;
     W->enc = (enc_layer *)(W + 1);
     W->dec = (dec_layer *)(W->enc + n_enc);
-    W->pe = (float *)(W->dec + n_dec);
-    sinusoids(W->pe, c->n_ctx, c->d_model);
-    W->pos = as_weight_f32(W->pe, c->n_ctx, c->d_model);
     if (as_model_matrix(m, "token_embd.weight", d, V, false, &W->src_embd, err) ||
         as_model_matrix(m, "dec.token_embd.weight", d, V, true, &W->tgt_embd, err) ||
         as_model_matrix(m, "output.weight", d, V, true, &W->output, err) ||
@@ -239,19 +220,23 @@ static int load(as_model *m, as_error *err)
 
 /* ---------------------------------------------------------------- the program */
 
-/* embed = W_E[token] · sqrt(d_model) and pos_embed = PE[position], named
- * under the stack ("encoder.hook_embed"); block 0's resid_pre sums them. */
+/* embed = W_E[token] · sqrt(d_model) and pos_embed = the paper's
+ * sinusoids (PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos),
+ * named under the stack ("encoder.hook_embed"); block 0's resid_pre sums
+ * them. The sinusoids are computed for the positions of each pass, so no
+ * table of the context's size is held (a small file may name a huge one). */
 static void embeddings(as_program *p, const char *stack, const as_weight *emb, int *e, int *pe)
 {
     int d = p->model->cfg.d_model;
-    const weights *W = p->model->weights;
     as_program_scope_name(p, stack);
     *e = as_program_add_hook(p, AS_HK_EMBED, -1, AS_CLASS_RESID, 1, d, 0);
     as_op *op = as_program_add_op(p, AS_OP_EMBED, -1, *e, -1, -1, "embed = W_E[token] · sqrt(d_model)");
     op->w = *emb;
     op->scale = sqrtf((float)d);
     *pe = as_program_add_hook(p, AS_HK_POS_EMBED, -1, AS_CLASS_RESID, 1, d, 0);
-    as_program_add_op(p, AS_OP_POS_EMBED, -1, *pe, -1, -1, "pos_embed = sinusoid(position)")->w = W->pos;
+    op = as_program_add_op(p, AS_OP_SIN_POS, -1, *pe, -1, -1, "pos_embed = sinusoid(position)");
+    op->scale = 10000.0f;
+    op->n_out = d;
 }
 
 /* Block l's resid_pre: embed + pos_embed for block 0, else a copy of the

@@ -155,6 +155,8 @@ typedef enum as_op_kind {
     AS_OP_TYPE_EMBED, /* out = W[token type]                            */
     AS_OP_POOL,       /* every row = pool(in0 over the span), as op->pool says */
     AS_OP_RELU,       /* out = max(in0, 0)                              */
+    AS_OP_SIN_POS,    /* out = the paper's sinusoids of the position:
+                       * [2i] = sin(pos / base^(2i/n_out)), [2i+1] = cos(the same), base op->scale */
 } as_op_kind;
 
 typedef struct as_op {
@@ -172,7 +174,7 @@ typedef struct as_op {
     float eps;            /* NORM_* */
     int attn;             /* SCORES, SOFTMAX, MIX: index into attention sites; else -1 */
     as_rope_spec rope;    /* ROPE: pairs or halves, base, scalings */
-    float scale;          /* EMBED: rows multiplied by it (Gemma: sqrt(d_model)); 0: none */
+    float scale;          /* EMBED: rows multiplied by it (Gemma: sqrt(d_model)); 0: none; SIN_POS: the base */
     float softcap;        /* LINEAR: > 0: out = softcap · tanh(out / softcap) (final logits) */
     bool last_row_only;   /* LINEAR to logits: when not captured, only the last position is needed */
     as_pooling pool;      /* POOL: mean, first (CLS) or last row */
