@@ -189,26 +189,36 @@ static int ensure(float **buf, size_t *cap, size_t n, as_error *err)
     return AS_OK;
 }
 
+/* Floats of a hook's span rows (an attention hook's: every key of its site). */
+static size_t span_floats(const as_interp *it, const as_hook *hk)
+{
+    size_t need = (size_t)hk->width * (size_t)it->st[hk->stream].n;
+    return hk->is_attn ? need * (size_t)attn_keys(it, &it->prog->attn[hk->attn]) : need;
+}
+
 /* Points every hook at the rows of its stream's span: its capture storage
- * when kept, else the working buffer of its kind and stream. */
+ * when kept, else the working buffer of its kind and stream. Hooks sharing
+ * a buffer may need different sizes (a decoder's self- and cross-attention
+ * scores), so every buffer is grown before any hook points into it: a
+ * later growth would move it from under an earlier hook. */
 static int setup_span(as_interp *it, as_error *err)
 {
     const as_program *p = it->prog;
     size_t rope = 0, tmp = 0;
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
-        const as_stream_state *st = &it->st[hk->stream];
-        if (as_capture_has(it->cap, h)) {
-            it->span[h] = hk->is_attn ? it->cap->store[h] : it->cap->store[h] + (size_t)st->p0 * (size_t)hk->width;
-            continue;
-        }
-        size_t need = (size_t)hk->width * (size_t)st->n;
-        if (hk->is_attn)
-            need *= (size_t)attn_keys(it, &p->attn[hk->attn]);
-        float **buf = &it->scratch[hk->stream][hk->kind];
-        if (ensure(buf, &it->scratch_cap[hk->stream][hk->kind], need, err))
+        if (!as_capture_has(it->cap, h) &&
+            ensure(&it->scratch[hk->stream][hk->kind], &it->scratch_cap[hk->stream][hk->kind], span_floats(it, hk),
+                   err))
             return AS_ERR;
-        it->span[h] = *buf;
+    }
+    for (int h = 0; h < p->n_hooks; h++) {
+        const as_hook *hk = &p->hooks[h];
+        const as_stream_state *st = &it->st[hk->stream];
+        if (as_capture_has(it->cap, h))
+            it->span[h] = hk->is_attn ? it->cap->store[h] : it->cap->store[h] + (size_t)st->p0 * (size_t)hk->width;
+        else
+            it->span[h] = it->scratch[hk->stream][hk->kind];
     }
     for (int o = 0; o < p->n_ops; o++) {
         const as_op *op = &p->ops[o];
