@@ -9,6 +9,14 @@
 
 #include "session_internal.h"
 
+/* An encoder-decoder's decoder may have fewer blocks than the layer count
+ * (the deeper stack's). */
+static int no_block(const as_session *s, long l, as_error *err)
+{
+    return as_error_set(err, "the %s stream has no block %ld (an encoder-decoder's stacks may differ in depth)",
+                        s->prog->streams[s->prog->out_stream].name, l);
+}
+
 int as_cmd_ablate(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -19,8 +27,10 @@ int as_cmd_ablate(cmd_ctx *c)
         if (as_cmd_parse_long(c->argv[2], 0, cfg->n_layer - 1, "the layer", &l, c->err))
             return AS_ERR;
         snprintf(label, sizeof label, "ablate mlp %ld", l);
-        if (as_cmd_add_rule(s, AS_RULE_ZERO, as_program_hook(s->prog, AS_HK_MLP_OUT, (int)l), -1, -1, NULL, false,
-                            label, c->err))
+        int hm = as_program_hook_in(s->prog, AS_HK_MLP_OUT, (int)l, s->prog->out_stream);
+        if (hm < 0)
+            return no_block(s, l, c->err);
+        if (as_cmd_add_rule(s, AS_RULE_ZERO, hm, -1, -1, NULL, false, label, c->err))
             return AS_ERR;
     } else {
         char *dot = c->argc == 3 ? strchr(c->argv[1], '.') : NULL;
@@ -30,7 +40,10 @@ int as_cmd_ablate(cmd_ctx *c)
         if (as_cmd_parse_long(c->argv[1], 0, cfg->n_layer - 1, "the layer", &l, c->err) ||
             as_cmd_parse_long(dot + 1, 0, cfg->n_head - 1, "the head", &h, c->err))
             return AS_ERR;
-        int hz = as_program_hook(s->prog, AS_HK_Z, (int)l);
+        /* the context's own heads: an encoder-decoder's decoder self-attention */
+        int hz = as_program_hook_in(s->prog, AS_HK_Z, (int)l, s->prog->out_stream);
+        if (hz < 0)
+            return no_block(s, l, c->err);
         bool mean = !strcmp(c->argv[2], "mean");
         snprintf(label, sizeof label, "ablate %ld.%ld %s", l, h, c->argv[2]);
         float *avg = NULL;

@@ -22,12 +22,12 @@
 enum {
     OPT_CMAP = 1 << 0, OPT_DPI = 1 << 1, OPT_SCALE = 1 << 2, OPT_HIDE_BOS = 1 << 3,
     OPT_TOKENS = 1 << 4, OPT_TITLE = 1 << 5, OPT_TOP = 1 << 6, OPT_WIDTH = 1 << 7,
-    OPT_HEIGHT = 1 << 8, OPT_FONT = 1 << 9,
+    OPT_HEIGHT = 1 << 8, OPT_FONT = 1 << 9, OPT_SITE = 1 << 10,
     /* what every figure takes: its size, text size, resolution and title */
     OPT_FIG = OPT_DPI | OPT_TITLE | OPT_WIDTH | OPT_HEIGHT | OPT_FONT,
 };
 static const char *const opt_names[] = {"cmap", "dpi", "scale", "hide-bos", "tokens", "title", "top",
-                                        "width", "height", "font"};
+                                        "width", "height", "font", "site"};
 #define N_OPTS ((int)(sizeof opt_names / sizeof *opt_names))
 
 typedef struct export_opts {
@@ -37,6 +37,7 @@ typedef struct export_opts {
     bool window;         /* tokens=FROM:TO given */
     long from, to;       /* Python slice bounds; LONG_MIN/LONG_MAX when left open */
     long top;            /* top=K, 0 when not given */
+    as_site_pick site;   /* site=self|cross|encoder: which attention of a layer (self by default) */
 } export_opts;
 
 static void opt_list(unsigned allowed, char *buf, size_t cap)
@@ -113,6 +114,12 @@ static int parse_value(unsigned k, const char *v, export_opts *o, as_error *err)
             return as_error_prefix(err, "bad option");
         o->st.font_pt = (float)x;
         return AS_OK;
+    case OPT_SITE:
+        if (!strcmp(v, "self") || !strcmp(v, "cross") || !strcmp(v, "encoder")) {
+            o->site = !strcmp(v, "self") ? AS_PICK_SELF : !strcmp(v, "cross") ? AS_PICK_CROSS : AS_PICK_SOURCE;
+            return AS_OK;
+        }
+        return as_error_set(err, "bad option: site must be self, cross or encoder, not '%s'", v);
     }
     return AS_ERR;
 }
@@ -143,9 +150,10 @@ static int parse_opts(cmd_ctx *c, int first, unsigned allowed, export_opts *o)
     return AS_OK;
 }
 
-/* The positions [*a, *b) a figure shows out of [0, n). */
-static int resolve_window(as_session *s, const export_opts *o, int n, int *a, int *b, as_error *err)
+/* The positions [*a, *b) a figure shows out of [0, n) of a stream. */
+static int resolve_window_in(as_session *s, int stream, const export_opts *o, int n, int *a, int *b, as_error *err)
 {
+    const as_stream_state *st = &s->it->st[stream];
     long from = 0, to = n;
     if (o->window) {
         if (o->from != LONG_MIN)
@@ -156,12 +164,18 @@ static int resolve_window(as_session *s, const export_opts *o, int n, int *a, in
             return as_error_set(err, "tokens=%ld:%ld selects no positions within the %d captured (0:%d)", from, to,
                                 n, n);
     }
-    if (o->hide_bos && from == 0 && s->it->out->n_tokens > 0 && s->it->out->tokens[0] == as_tokenizer_bos(s->model->tok))
+    if (o->hide_bos && from == 0 && st->n_tokens > 0 && st->tokens[0] == as_tokenizer_bos(s->model->tok))
         from = 1;
     if (from >= to)
         return as_error_set(err, "hide-bos=yes leaves no positions to show");
     *a = (int)from, *b = (int)to;
     return AS_OK;
+}
+
+/* The same over the output stream's positions. */
+static int resolve_window(as_session *s, const export_opts *o, int n, int *a, int *b, as_error *err)
+{
+    return resolve_window_in(s, s->prog->out_stream, o, n, a, b, err);
 }
 
 /* ---- labels and provenance ---- */
@@ -179,15 +193,15 @@ void as_cmd_token_label(const as_session *s, int32_t id, char *out, size_t cap)
     as_fig_visible_text(bytes, n, out, cap);
 }
 
-/* Labels of context positions [a, b), malloc'd strings; numbered with
+/* Labels of a stream's positions [a, b), malloc'd strings; numbered with
  * their positions when numbered (a cropped figure says where it is). */
-static char **position_labels(const as_session *s, int a, int b, bool numbered)
+static char **stream_labels(const as_session *s, int stream, int a, int b, bool numbered)
 {
     char **l = calloc((size_t)(b - a), sizeof *l);
     for (int p = a; l && p < b; p++) {
         char buf[256], tok[240];
         as_position at;
-        as_interp_position(s->it, s->prog->out_stream, p, &at);
+        as_interp_position(s->it, stream, p, &at);
         if (at.token < 0)
             snprintf(tok, sizeof tok, "%s", at.name);
         else
@@ -204,6 +218,12 @@ static char **position_labels(const as_session *s, int a, int b, bool numbered)
         }
     }
     return l;
+}
+
+/* The same for the context (the output stream). */
+static char **position_labels(const as_session *s, int a, int b, bool numbered)
+{
+    return stream_labels(s, s->prog->out_stream, a, b, numbered);
 }
 
 static void free_labels(char **l, int n)
@@ -229,6 +249,24 @@ static char *context_text(const as_session *s, int a, int b)
     return out;
 }
 
+/* An encoder-decoder's source, decoded as context_text does; NULL when
+ * the program has no source stream. */
+static char *source_text(const as_session *s)
+{
+    int src = s->prog->source_stream;
+    char *raw = NULL;
+    size_t len = 0;
+    as_error err;
+    if (src < 0 || s->it->st[src].n_tokens == 0 ||
+        as_tokenizer_decode(s->model->tok, s->it->st[src].tokens, (size_t)s->it->st[src].n_tokens, &raw, &len, &err))
+        return NULL;
+    char *out = malloc(len * 4 + 16);
+    if (out)
+        as_format_piece(raw, len, out, len * 4 + 16);
+    free(raw);
+    return out;
+}
+
 static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int a, int b, as_error *err)
 {
     char *prompt = context_text(s, 0, s->it->out->n_prompt);
@@ -243,6 +281,10 @@ static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int
              as_figure_add_meta(f, "Colormap", as_cmap_name(o->st.cmap), err) ||
              as_figure_add_meta(f, "Scale", o->st.log_scale ? "log" : "linear", err);
     free(prompt);
+    char *source = source_text(s);
+    if (rc == AS_OK && source)
+        rc = as_figure_add_meta(f, "Source", source, err);
+    free(source);
     if (rc == AS_OK && s->it->out->n_tokens > s->it->out->n_prompt) {
         char *gen = context_text(s, s->it->out->n_prompt, s->it->out->n_tokens);
         rc = as_figure_add_meta(f, "Generated", gen ? gen : "", err);
@@ -276,13 +318,17 @@ static void caption_init(caption *cp, const as_session *s, const export_opts *o,
         vsnprintf(cp->title, sizeof cp->title, fmt, ap);
         va_end(ap);
     }
-    char *prompt = context_text(s, 0, s->it->out->n_prompt);
-    if (prompt && *prompt)
+    char *prompt = context_text(s, 0, s->it->out->n_prompt), *source = source_text(s);
+    if (source && *source)
+        snprintf(cp->subtitle, sizeof cp->subtitle, "model %s \xC2\xB7 source \xE2\x80\x9C%s\xE2\x80\x9D \xC2\xB7 "
+                 "target \xE2\x80\x9C%s\xE2\x80\x9D", s->model->cfg.name, source, prompt ? prompt : "");
+    else if (prompt && *prompt)
         snprintf(cp->subtitle, sizeof cp->subtitle, "model %s \xC2\xB7 prompt \xE2\x80\x9C%s\xE2\x80\x9D",
                  s->model->cfg.name, prompt);
     else
         snprintf(cp->subtitle, sizeof cp->subtitle, "model %s", s->model->cfg.name);
     free(prompt);
+    free(source);
     cp->c = (as_fig_caption){cp->title, cp->subtitle, cp->note_ptrs, 0};
 }
 
@@ -337,35 +383,54 @@ static int finish(cmd_ctx *c, as_figure *f, const export_opts *o, int a, int b, 
 /* One head's pattern over positions [a, b) through the capture's
  * accessors: the keys each query sees (causal, a window, or all of them),
  * the rest masked. */
-static void head_matrix(const as_session *s, int hook, int head, int a, int b, float *v, unsigned char *mk)
+static void head_matrix_keys(const as_session *s, int hook, int head, int a, int b, int ka, int kb, float *v,
+                             unsigned char *mk)
 {
-    int m = b - a;
+    int m = b - a, mkeys = kb - ka;
     for (int q = 0; q < m; q++) {
         int k0, k1, nk;
         as_capture_attn_visible(s->cap, hook, a + q, &k0, &k1);
         const float *row = as_capture_attn_row(s->cap, hook, head, a + q, &nk);
-        for (int k = 0; k < m; k++) {
-            int key = a + k;
+        for (int k = 0; k < mkeys; k++) {
+            int key = ka + k;
             bool seen = key >= k0 && key < k1 && key < nk;
-            v[q * m + k] = seen ? row[key] : 0;
-            mk[q * m + k] = !seen;
+            v[q * mkeys + k] = seen ? row[key] : 0;
+            mk[q * mkeys + k] = !seen;
         }
     }
 }
 
-/* Positions every listed layer's pattern holds (the fewest), or AS_ERR. */
-static int pattern_positions(as_session *s, const int *layers, int n_layers, int *hooks, as_error *err)
+/* Queries and keys over the same positions [a, b) (a self-attention site). */
+static void head_matrix(const as_session *s, int hook, int head, int a, int b, float *v, unsigned char *mk)
+{
+    head_matrix_keys(s, hook, head, a, b, a, b, v, mk);
+}
+
+static const char *const pick_name[] = {"self-attention", "cross-attention", "encoder self-attention"};
+
+/* Positions every listed layer's pattern holds (the fewest), or AS_ERR;
+ * the site each shows is `pick`'s. */
+static int pattern_positions_at(as_session *s, const int *layers, int n_layers, int *hooks, as_site_pick pick,
+                                as_error *err)
 {
     int n = -1;
     for (int i = 0; i < n_layers; i++) {
-        hooks[i] = as_program_hook(s->prog, AS_HK_PATTERN, layers[i]);
-        int got = hooks[i] < 0 ? as_error_set(err, "no attention pattern in layer %d", layers[i])
-                               : as_cmd_hook_positions(s, hooks[i], err);
+        hooks[i] = as_program_pattern(s->prog, layers[i], pick);
+        int got = hooks[i] >= 0 ? as_cmd_hook_positions(s, hooks[i], err)
+                  : pick == AS_PICK_SELF ? as_error_set(err, "no attention pattern in layer %d", layers[i])
+                                         : as_error_set(err, "%s has no %s in layer %d (site=%s is an encoder-decoder's)",
+                                                        s->model->cfg.name, pick_name[pick], layers[i],
+                                                        pick == AS_PICK_CROSS ? "cross" : "encoder");
         if (got < 0)
             return AS_ERR;
         n = n < 0 || got < n ? got : n;
     }
     return n;
+}
+
+static int pattern_positions(as_session *s, const int *layers, int n_layers, int *hooks, as_error *err)
+{
+    return pattern_positions_at(s, layers, n_layers, hooks, AS_PICK_SELF, err);
 }
 
 /* hide-bos drops the first key's column but keeps each row's weights as
@@ -412,63 +477,95 @@ static char **panel_names(const as_config *cfg, const attn_job *job)
     return names;
 }
 
+/* An attention figure of one site kind (site=): queries are the site's
+ * stream's positions [a, b); keys the same window on a self-attention
+ * site, every position of the source on a cross-attention one (rows
+ * labelled by the decoder's tokens, columns by the source's: the
+ * alignment of a translation). */
 static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, int opt_first)
 {
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
     export_opts o;
     as_fig_format fmt;
+    unsigned site_opt = s->prog->source_stream >= 0 ? OPT_SITE : 0;
     if (as_fig_format_of(path, &fmt, c->err) ||
-        parse_opts(c, opt_first, OPT_FIG | OPT_CMAP | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS, &o))
+        parse_opts(c, opt_first, OPT_FIG | OPT_CMAP | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS | site_opt, &o))
         return AS_ERR;
+    bool cross = o.site == AS_PICK_CROSS;
+    if (cross && o.hide_bos)
+        return as_error_set(c->err, "hide-bos applies to self-attention: a cross-attention figure shows every "
+                            "source position");
+    attn_job all = *job;
+    /* `grid all`: every block the site's stack has (an encoder-decoder's two stacks may differ in depth) */
+    while (all.layer0 == 0 && all.n_layers == cfg->n_layer && all.n_layers > 1 &&
+           as_program_pattern(s->prog, all.n_layers - 1, o.site) < 0)
+        all.n_layers--;
+    if (all.n_layers != job->n_layers && all.n_layers < cfg->n_layer)
+        job = &all;
     int layers[256], hooks[256], a, b;
     if (job->n_layers > 256)
         return as_error_set(c->err, "too many layers for one figure (%d)", job->n_layers);
     for (int i = 0; i < job->n_layers; i++)
         layers[i] = job->layer0 + i;
-    int n = pattern_positions(s, layers, job->n_layers, hooks, c->err);
-    if (n < 0 || resolve_window(s, &o, n, &a, &b, c->err))
+    int qs = as_program_pick_stream(s->prog, o.site);
+    int n = pattern_positions_at(s, layers, job->n_layers, hooks, o.site, c->err);
+    if (n < 0 || resolve_window_in(s, qs, &o, n, &a, &b, c->err))
         return AS_ERR;
-    int m = b - a, heads = job->head < 0 ? cfg->n_head : 1, n_mats = job->n_layers * heads;
-    float *v = malloc((size_t)n_mats * (size_t)m * (size_t)m * sizeof *v);
-    unsigned char *mk = malloc((size_t)n_mats * (size_t)m * (size_t)m);
+    const as_attn *site = as_program_attn(s->prog, hooks[0]);
+    int ka = a, kb = b, nkeys = cross ? s->cap->filled[site->k] : n;
+    if (cross)
+        ka = 0, kb = nkeys;
+    int m = b - a, mk_n = kb - ka, heads = job->head < 0 ? cfg->n_head : 1, n_mats = job->n_layers * heads;
+    float *v = malloc((size_t)n_mats * (size_t)m * (size_t)mk_n * sizeof *v);
+    unsigned char *mk = malloc((size_t)n_mats * (size_t)m * (size_t)mk_n);
     as_fig_matrix *mats = calloc((size_t)n_mats, sizeof *mats);
-    char **labels = position_labels(s, a, b, a > 0 || b < n);
+    char **labels = stream_labels(s, qs, a, b, a > 0 || b < n);
+    char **key_labels = cross ? stream_labels(s, site->kv_stream, ka, kb, false) : labels;
     char **names = panel_names(cfg, job);
     as_fig_ctx *ctx = NULL;
     as_figure *f = NULL;
     caption cp;
     int rc = AS_ERR;
-    if (!v || !mk || !mats || !labels || !names) {
+    if (!v || !mk || !mats || !labels || !key_labels || !names) {
         as_error_set(c->err, "out of memory for %d patterns of %d tokens", n_mats, m);
         goto out;
     }
     for (int i = 0; i < n_mats; i++) {
         int li = i / heads, head = job->head < 0 ? i % heads : job->head;
-        size_t off = (size_t)i * (size_t)m * (size_t)m;
-        head_matrix(s, hooks[li], head, a, b, v + off, mk + off);
+        size_t off = (size_t)i * (size_t)m * (size_t)mk_n;
+        head_matrix_keys(s, hooks[li], head, a, b, ka, kb, v + off, mk + off);
         mats[i] = (as_fig_matrix){v + off, mk + off};
     }
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
-    as_fig_heat h = {m, m, (const char *const *)labels, (const char *const *)labels, "query position", "key position",
+    as_fig_heat h = {m, mk_n, (const char *const *)labels, (const char *const *)key_labels,
+                     cross ? "target position (decoder)" : o.site == AS_PICK_SOURCE ? "source query position" : "query position",
+                     cross ? "source position (encoder)" : o.site == AS_PICK_SOURCE ? "source key position" : "key position",
                      "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
-    char what[96];
+    char what[96], kind[48] = "";
+    if (o.site != AS_PICK_SELF)
+        snprintf(kind, sizeof kind, " \xC2\xB7 %s", pick_name[o.site]);
     if (job->head >= 0) {
-        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 head %d", job->layer0, job->head);
-        snprintf(what, sizeof what, "attention layer %d head %d", job->layer0, job->head);
+        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 head %d%s", job->layer0, job->head, kind);
+        snprintf(what, sizeof what, "%s layer %d head %d", o.site == AS_PICK_SELF ? "attention" : pick_name[o.site],
+                 job->layer0, job->head);
     } else if (job->n_layers == 1) {
         h.grid_rows = h.grid_cols = 0; /* as many panels a row as the width allows */
         h.mat_titles = (const char *const *)names;
-        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 every head", job->layer0);
-        snprintf(what, sizeof what, "attention layer %d, %d heads", job->layer0, heads);
+        caption_init(&cp, s, &o, "Layer %d \xC2\xB7 every head%s", job->layer0, kind);
+        snprintf(what, sizeof what, "%s layer %d, %d heads", o.site == AS_PICK_SELF ? "attention" : pick_name[o.site],
+                 job->layer0, heads);
     } else {
         h.grid_rows = job->n_layers, h.grid_cols = heads;
         h.grid_col_names = (const char *const *)names;
         h.grid_row_names = (const char *const *)names + cfg->n_head;
         h.grid_col_axis = "head", h.grid_row_axis = "layer";
-        caption_init(&cp, s, &o, "Attention of every layer and head");
-        snprintf(what, sizeof what, "attention %d layers x %d heads", job->n_layers, heads);
+        caption_init(&cp, s, &o, "%s of every layer and head", o.site == AS_PICK_CROSS ? "Cross-attention"
+                                                               : o.site == AS_PICK_SOURCE ? "Encoder self-attention"
+                                                                                          : "Attention");
+        snprintf(what, sizeof what, "%s %d layers x %d heads", o.site == AS_PICK_SELF ? "attention" : pick_name[o.site],
+                 job->n_layers, heads);
     }
     note_window(&cp, s, &o, a, b, n);
     if (o.hide_bos)
@@ -480,13 +577,16 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     if (as_figure_add_meta(f, "Layer", val, c->err))
         goto out;
     snprintf(val, sizeof val, job->head >= 0 ? "%d" : "all", job->head);
-    if (as_figure_add_meta(f, "Head", val, c->err))
+    if (as_figure_add_meta(f, "Head", val, c->err) ||
+        (site_opt && as_figure_add_meta(f, "Site", pick_name[o.site], c->err)))
         goto out;
     rc = finish(c, f, &o, a, b, path, fmt, what);
     f = NULL;
 out:
     as_figure_free(f);
     as_fig_ctx_free(ctx);
+    if (key_labels != labels)
+        free_labels(key_labels, mk_n);
     free_labels(labels, m);
     free_labels(names, cfg->n_head + job->n_layers);
     free(v);
@@ -699,8 +799,13 @@ static int export_norms(cmd_ctx *c)
     if ((!final && parse_layer(s, c->argv[2], &layer, c->err)) || as_fig_format_of(path, &fmt, c->err) ||
         parse_opts(c, 4, OPT_FIG | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS, &o))
         return AS_ERR;
-    int h1 = as_program_hook(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_LN1_SCALE, layer);
-    int h2 = final ? -1 : as_program_hook(s->prog, AS_HK_LN2_SCALE, layer);
+    /* the context's own norms (an encoder-decoder's: the decoder's) */
+    int out = s->prog->out_stream;
+    int h1 = as_program_hook_in(s->prog, final ? AS_HK_LNF_SCALE : AS_HK_LN1_SCALE, layer, out);
+    int h2 = final ? -1 : as_program_hook_in(s->prog, AS_HK_LN2_SCALE, layer, out);
+    if (h1 < 0)
+        return as_error_set(c->err, "the %s stream has no block %d (an encoder-decoder's stacks may differ in depth)",
+                            s->prog->streams[out].name, layer);
     int n = as_cmd_hook_positions(s, h1, c->err), a, b;
     if (n < 0 || resolve_window(s, &o, n, &a, &b, c->err))
         return AS_ERR;
@@ -990,7 +1095,28 @@ static int write_index(void *ctx, void *stream, as_error *err)
         fprintf(o, "%s", i ? ", " : "");
         json_string(o, piece);
     }
-    fprintf(o, "],\n  \"hooks\": [\n");
+    fprintf(o, "]");
+    /* An encoder-decoder's source: the positions of the encoder stream's hooks. */
+    int src = s->prog->source_stream;
+    if (src >= 0) {
+        const as_stream_state *st = &s->it->st[src];
+        char *stext = source_text(s);
+        fprintf(o, ",\n  \"source_text\": ");
+        json_string(o, stext ? stext : "");
+        free(stext);
+        fprintf(o, ",\n  \"source_tokens\": [");
+        for (int i = 0; i < st->n_tokens; i++)
+            fprintf(o, "%s%d", i ? ", " : "", st->tokens[i]);
+        fprintf(o, "],\n  \"source_pieces\": [");
+        for (int i = 0; i < st->n_tokens; i++) {
+            char piece[256];
+            as_cmd_piece(s, st->tokens[i], piece, sizeof piece);
+            fprintf(o, "%s", i ? ", " : "");
+            json_string(o, piece);
+        }
+        fprintf(o, "]");
+    }
+    fprintf(o, ",\n  \"hooks\": [\n");
     for (int i = 0; i < j->n; i++) {
         int h = j->hooks[i], n = s->cap->filled[h];
         size_t shape[3];
@@ -1004,7 +1130,12 @@ static int write_index(void *ctx, void *stream, as_error *err)
         fprintf(o, ", \"dtype\": \"float32\", \"positions\": %d, \"shape\": [", n);
         for (int d = 0; d < nd; d++)
             fprintf(o, "%s%zu", d ? ", " : "", shape[d]);
-        fprintf(o, "]}%s\n", i + 1 < j->n ? "," : "");
+        fprintf(o, "]");
+        if (s->prog->n_streams > 1) { /* whose positions: an encoder-decoder's source or target */
+            fprintf(o, ", \"stream\": ");
+            json_string(o, s->prog->streams[s->prog->hooks[h].stream].name);
+        }
+        fprintf(o, "}%s\n", i + 1 < j->n ? "," : "");
     }
     fprintf(o, "  ],\n  \"not_captured\": [");
     int k = 0;

@@ -49,6 +49,10 @@ int as_cmd_heads(cmd_ctx *c)
     int n = s->it->out->n_done;
     as_side_run probe = {0};
     int32_t *ids = NULL;
+    if (!context && s->prog->source_stream >= 0)
+        return as_error_set(c->err, "heads' probe is a prompt of repeated random tokens with nothing to translate: on "
+                            "an encoder-decoder, `heads context` scores the decoder's self-attention over the "
+                            "current target");
     if (!context) {
         /* BOS + R + R: R distinct random ordinary tokens, the same for every model of this vocabulary. */
         int len = cfg->n_ctx >= 65 ? 32 : (cfg->n_ctx - 1) / 2;
@@ -88,7 +92,7 @@ int as_cmd_heads(cmd_ctx *c)
             fprintf(s->out, "\tH%d", h);
         fprintf(s->out, "\n");
         for (int l = 0; l < cfg->n_layer; l++) {
-            int hook = as_program_hook(s->prog, AS_HK_PATTERN, l);
+            int hook = as_program_pattern(s->prog, l, AS_PICK_SELF); /* the context's own self-attention */
             fprintf(s->out, "%d", l);
             for (int h = 0; h < cfg->n_head; h++) {
                 double v = as_capture_has(cap, hook) ? as_head_score_of(cap, hook, h, tokens, n, (as_head_score)k) : NAN;

@@ -98,9 +98,13 @@ static int check_ids(const as_interp *it, const int32_t *ids, int n, int first, 
 int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as_error *err)
 {
     as_stream_state *st = &it->st[stream];
-    if (n > st->n_ctx)
+    if (n > st->n_ctx && stream == it->prog->out_stream)
         return as_error_set(err, "the prompt has %d tokens but %s's context holds %d", n,
                             it->model->cfg.name, st->n_ctx);
+    if (n > st->n_ctx)
+        return as_error_set(err, "the %s input has %d tokens but %s's %s context holds %d",
+                            it->prog->streams[stream].name, n, it->model->cfg.name, it->prog->streams[stream].name,
+                            st->n_ctx);
     if (check_ids(it, ids, n, 0, err))
         return AS_ERR;
     reset_from(it, stream);
@@ -185,26 +189,36 @@ static int ensure(float **buf, size_t *cap, size_t n, as_error *err)
     return AS_OK;
 }
 
+/* Floats of a hook's span rows (an attention hook's: every key of its site). */
+static size_t span_floats(const as_interp *it, const as_hook *hk)
+{
+    size_t need = (size_t)hk->width * (size_t)it->st[hk->stream].n;
+    return hk->is_attn ? need * (size_t)attn_keys(it, &it->prog->attn[hk->attn]) : need;
+}
+
 /* Points every hook at the rows of its stream's span: its capture storage
- * when kept, else the working buffer of its kind and stream. */
+ * when kept, else the working buffer of its kind and stream. Hooks sharing
+ * a buffer may need different sizes (a decoder's self- and cross-attention
+ * scores), so every buffer is grown before any hook points into it: a
+ * later growth would move it from under an earlier hook. */
 static int setup_span(as_interp *it, as_error *err)
 {
     const as_program *p = it->prog;
     size_t rope = 0, tmp = 0;
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
-        const as_stream_state *st = &it->st[hk->stream];
-        if (as_capture_has(it->cap, h)) {
-            it->span[h] = hk->is_attn ? it->cap->store[h] : it->cap->store[h] + (size_t)st->p0 * (size_t)hk->width;
-            continue;
-        }
-        size_t need = (size_t)hk->width * (size_t)st->n;
-        if (hk->is_attn)
-            need *= (size_t)attn_keys(it, &p->attn[hk->attn]);
-        float **buf = &it->scratch[hk->stream][hk->kind];
-        if (ensure(buf, &it->scratch_cap[hk->stream][hk->kind], need, err))
+        if (!as_capture_has(it->cap, h) &&
+            ensure(&it->scratch[hk->stream][hk->kind], &it->scratch_cap[hk->stream][hk->kind], span_floats(it, hk),
+                   err))
             return AS_ERR;
-        it->span[h] = *buf;
+    }
+    for (int h = 0; h < p->n_hooks; h++) {
+        const as_hook *hk = &p->hooks[h];
+        const as_stream_state *st = &it->st[hk->stream];
+        if (as_capture_has(it->cap, h))
+            it->span[h] = hk->is_attn ? it->cap->store[h] : it->cap->store[h] + (size_t)st->p0 * (size_t)hk->width;
+        else
+            it->span[h] = it->scratch[hk->stream][hk->kind];
     }
     for (int o = 0; o < p->n_ops; o++) {
         const as_op *op = &p->ops[o];
@@ -369,6 +383,16 @@ static void exec(as_interp *it, const as_op *op)
         for (int i = 0; i < st->n; i++)
             as_weight_row(&op->w, st->p0 + i, span_row(it, op->out, i));
         break;
+    case AS_OP_SIN_POS: /* computed in double, rounded once: no table, whatever the context */
+        for (int i = 0; i < st->n; i++) {
+            float *y = span_row(it, op->out, i);
+            for (int j = 0; j + 1 < op->n_out; j += 2) {
+                double a = (st->p0 + i) * pow((double)op->scale, -(double)j / op->n_out);
+                y[j] = (float)sin(a);
+                y[j + 1] = (float)cos(a);
+            }
+        }
+        break;
     case AS_OP_TYPE_EMBED:
         for (int i = 0; i < st->n; i++)
             as_weight_row(&op->w, st->types[st->p0 + i], span_row(it, op->out, i));
@@ -406,6 +430,13 @@ static void exec(as_interp *it, const as_op *op)
     case AS_OP_GELU:
         as_gelu_tanh(span_row(it, op->in[0], 0), span_row(it, op->out, 0), (int)span);
         break;
+    case AS_OP_RELU: {
+        const float *x = span_row(it, op->in[0], 0);
+        float *y = span_row(it, op->out, 0);
+        for (long j = 0; j < span; j++)
+            y[j] = x[j] < 0 ? 0.0f : x[j]; /* a NaN passes through, as PyTorch's relu lets it */
+        break;
+    }
     case AS_OP_SWIGLU:
         as_swiglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), (int)span);
         break;
@@ -667,6 +698,20 @@ static int begin_pass(as_interp *it, const as_pass *ps, as_error *err)
     return AS_OK;
 }
 
+/* A stream read through cross-attention (an encoder's output) must have
+ * its input before a stream that reads it is computed. */
+static int check_kv_streams(const as_interp *it, const as_pass *ps, as_error *err)
+{
+    const as_program *p = it->prog;
+    for (int a = 0; a < p->n_attn; a++) {
+        const as_attn *s = &p->attn[a];
+        if (s->kv_stream != s->q_stream && ps->n[s->q_stream] > 0 && it->st[s->kv_stream].n_tokens == 0)
+            return as_error_set(err, "the %s stream has no input yet, and the %s stream reads it through "
+                                "cross-attention", p->streams[s->kv_stream].name, p->streams[s->q_stream].name);
+    }
+    return AS_OK;
+}
+
 int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     *stop = AS_STOP_IDLE;
@@ -674,6 +719,8 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
         as_pass ps;
         if (!next_spans(it, &ps))
             return AS_OK;
+        if (check_kv_streams(it, &ps, err))
+            return AS_ERR;
         if (it->n_passes == it->cap_passes)
             return as_error_set(err, "too many passes over this input (%d)", it->n_passes);
         if (begin_pass(it, &ps, err))

@@ -54,6 +54,13 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_HEAD_PRE] = "hook_pre",
     [AS_HK_HEAD_POST] = "hook_post",
     [AS_HK_POOLED] = "pooler.hook_out",
+    /* HookedEncoderDecoder's (T5Block, encoder_final_ln) */
+    [AS_HK_CROSS_ATTN_OUT] = "hook_cross_attn_out",
+    [AS_HK_RESID_MID_CROSS] = "hook_resid_mid_cross",
+    [AS_HK_LN3_SCALE] = "ln3.hook_scale",
+    [AS_HK_LN3_NORMALIZED] = "ln3.hook_normalized",
+    [AS_HK_ENC_LNF_SCALE] = "encoder_final_ln.hook_scale",
+    [AS_HK_ENC_LNF_NORMALIZED] = "encoder_final_ln.hook_normalized",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -129,14 +136,16 @@ int as_program_add_hook(as_program *p, as_hook_kind kind, int layer, as_hook_cla
         return 0;
     as_hook *h = &p->hooks[p->n_hooks];
     memset(h, 0, sizeof *h);
+    h->site = site_of(p, kind);
+    /* a cross-attention site's hooks: cross_attn.hook_q where self-attention has attn.hook_q */
+    const char *cross = h->site == AS_SITE_CROSS_ATTN && !strncmp(hook_suffix[kind], "attn.", 5) ? "cross_" : "";
     if (p->scope[0])
-        snprintf(h->name, sizeof h->name, "%s.%s", p->scope, hook_suffix[kind]);
+        snprintf(h->name, sizeof h->name, "%s.%s%s", p->scope, cross, hook_suffix[kind]);
     else
-        snprintf(h->name, sizeof h->name, "%s", hook_suffix[kind]);
+        snprintf(h->name, sizeof h->name, "%s%s", cross, hook_suffix[kind]);
     h->kind = kind;
     h->layer = layer;
     h->stream = p->cur_stream;
-    h->site = site_of(p, kind);
     h->dtype = AS_DT_F32;
     h->klass = klass;
     h->n_dims = n_dims;
@@ -311,7 +320,7 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
     if (!p)
         return as_error_set(err, "out of memory building the program");
     p->model = m;
-    p->unembed = p->final_norm = p->pooled = p->head_first = -1;
+    p->unembed = p->final_norm = p->pooled = p->head_first = p->source_stream = p->start_token = -1;
     p->lens_kind = AS_HK_RESID_POST;
     /* A block of today's architectures has at most 32 hooks and ops, the
      * ends fewer than 8: room for them up front, growth past it. */
@@ -363,6 +372,21 @@ const as_attn *as_program_attn(const as_program *p, int hook)
     return hook >= 0 && hook < p->n_hooks && p->hooks[hook].attn >= 0 ? &p->attn[p->hooks[hook].attn] : NULL;
 }
 
+int as_program_pick_stream(const as_program *p, as_site_pick pick)
+{
+    return pick == AS_PICK_SOURCE ? p->source_stream : p->out_stream;
+}
+
+int as_program_pattern(const as_program *p, int layer, as_site_pick pick)
+{
+    int stream = as_program_pick_stream(p, pick);
+    as_site site = pick == AS_PICK_CROSS ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
+    for (int a = 0; stream >= 0 && a < p->n_attn; a++)
+        if (p->attn[a].layer == layer && p->attn[a].q_stream == stream && p->attn[a].site == site)
+            return p->attn[a].pattern;
+    return -1;
+}
+
 bool as_attn_visible(const as_attn *a, int q, int k)
 {
     switch (a->mask) {
@@ -387,6 +411,14 @@ int as_program_hook(const as_program *p, as_hook_kind kind, int layer)
 {
     for (int i = 0; i < p->n_hooks; i++)
         if (p->hooks[i].kind == kind && p->hooks[i].layer == layer)
+            return i;
+    return -1;
+}
+
+int as_program_hook_in(const as_program *p, as_hook_kind kind, int layer, int stream)
+{
+    for (int i = 0; i < p->n_hooks; i++)
+        if (p->hooks[i].kind == kind && p->hooks[i].layer == layer && p->hooks[i].stream == stream)
             return i;
     return -1;
 }

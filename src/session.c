@@ -219,7 +219,7 @@ static char *text_arg(const char *rest, as_error *err)
  * split into words (an unmatched quote in dialogue is text). */
 static bool takes_text(const char *line, size_t len)
 {
-    static const char *const names[] = {"prompt", "prompt-raw", "tokenize", "tokenize-raw"};
+    static const char *const names[] = {"prompt", "prompt-raw", "tokenize", "tokenize-raw", "source"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strlen(names[i]) == len && !strncmp(line, names[i], len))
             return true;
@@ -319,9 +319,14 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
             fprintf(s->out, "pass over positions %d-%d complete: %s\n", it->out->p0, it->out->p0 + it->out->n - 1,
                     s->prog->unembed >= 0 ? "predictions ready at every position (fill, top)"
                     : s->prog->pooled >= 0 ? "the pooled vector is ready (embed)" : "hidden states ready");
-        else
+        else {
+            int src = s->prog->source_stream;
+            if (src >= 0 && it->st[src].n > 0)
+                fprintf(s->out, "encoder over source positions %d-%d, then ", it->st[src].p0,
+                        it->st[src].p0 + it->st[src].n - 1);
             fprintf(s->out, "pass over positions %d-%d complete: logits ready at position %d\n", it->out->p0,
                     it->out->p0 + it->out->n - 1, it->out->n_done - 1);
+        }
         return;
     case AS_STOP_BREAK:
         print_op(s, "breakpoint: ", last_pc);
@@ -355,6 +360,11 @@ int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_er
 
 int as_cmd_require_tokens(as_session *s, as_error *err)
 {
+    int src = s->prog->source_stream;
+    if (src >= 0 && s->it->st[src].n_tokens == 0)
+        return as_error_set(err, "no source yet: %s translates a source sentence; start with `source TEXT` or "
+                            "`source-ids ID ...` (the decoder's prefix, `prompt`, defaults to its start token)",
+                            s->model->cfg.name);
     if (s->it->out->n_tokens == 0)
         return as_error_set(err, "no context yet: start with `prompt TEXT` or `prompt-ids ID ...`");
     return AS_OK;
@@ -473,6 +483,76 @@ static int cmd_prompt_ids(cmd_ctx *c)
     return rc;
 }
 
+/* The source of an encoder-decoder (the program's source stream): the
+ * encoder's input. A decoder with no prefix yet starts from the start
+ * token the file names. */
+static int set_source(as_session *s, const int32_t *ids, int n, as_error *err)
+{
+    int src = s->prog->source_stream;
+    if (n == 0)
+        return as_error_set(err, "the source is empty");
+    if (as_interp_set_input(s->it, src, ids, n, err))
+        return AS_ERR;
+    fprintf(s->out, "source: %d tokens", n);
+    int32_t start = s->prog->start_token;
+    if (s->it->out->n_tokens == 0 && start >= 0) {
+        if (as_interp_set_tokens(s->it, &start, 1, err))
+            return AS_ERR;
+        char piece[64];
+        as_cmd_label(s, start, 0, piece, sizeof piece);
+        fprintf(s->out, "; the decoder starts from %s (id %d)", piece, start);
+    }
+    fprintf(s->out, " (nothing computed yet: step, next, finish or gen)\n");
+    return AS_OK;
+}
+
+static int require_source_stream(cmd_ctx *c)
+{
+    if (c->s->prog->source_stream < 0)
+        return as_error_set(c->err, "%s (%s) has no source: it is not an encoder-decoder, and `prompt` sets its "
+                            "whole input", c->s->model->cfg.name, as_model_arch_name(c->s->model));
+    return AS_OK;
+}
+
+static int cmd_source(cmd_ctx *c)
+{
+    if (require_source_stream(c))
+        return AS_ERR;
+    char *text = text_arg(c->rest, c->err);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!text)
+        return AS_ERR;
+    int rc = encode(c->s, text, false, &ids, &n, c->err);
+    if (rc == AS_OK)
+        rc = set_source(c->s, ids, (int)n, c->err);
+    free(ids);
+    free(text);
+    return rc;
+}
+
+static int cmd_source_ids(cmd_ctx *c)
+{
+    if (require_source_stream(c))
+        return AS_ERR;
+    if (c->argc < 2)
+        return as_error_set(c->err, "usage: source-ids ID [ID ...]");
+    int32_t *ids = malloc((size_t)(c->argc - 1) * sizeof *ids);
+    if (!ids)
+        return as_error_set(c->err, "out of memory");
+    for (int i = 1; i < c->argc; i++) {
+        long v;
+        if (as_cmd_parse_long(c->argv[i], 0, c->s->model->cfg.n_vocab - 1, "a token id", &v, c->err)) {
+            free(ids);
+            return AS_ERR;
+        }
+        ids[i - 1] = (int32_t)v;
+    }
+    int rc = set_source(c->s, ids, c->argc - 1, c->err);
+    free(ids);
+    return rc;
+}
+
 static int tokenize(cmd_ctx *c, bool raw)
 {
     char *text = text_arg(c->rest, c->err);
@@ -536,6 +616,10 @@ static int cmd_where(cmd_ctx *c)
         return AS_OK;
     }
     if (it->in_pass) {
+        int src = c->s->prog->source_stream;
+        if (src >= 0 && it->st[src].n > 0)
+            fprintf(c->s->out, "encoder over source positions %d-%d, then ", it->st[src].p0,
+                    it->st[src].p0 + it->st[src].n - 1);
         fprintf(c->s->out, "pass over positions %d-%d, before ", it->out->p0, it->out->p0 + it->out->n - 1);
         print_op(c->s, "", it->pc);
     } else if (it->out->n_done < it->out->n_tokens) {
@@ -752,7 +836,7 @@ static int cmd_hooks(cmd_ctx *c)
         if (!as_hook_name_match(pattern, s->prog->hooks[h].name))
             continue;
         char shape[64];
-        as_cmd_format_shape(s, h, s->it->out->n_tokens, shape, sizeof shape);
+        as_cmd_format_shape(s, h, s->it->st[s->prog->hooks[h].stream].n_tokens, shape, sizeof shape);
         fprintf(s->out, "%s\t%s%s\n", s->prog->hooks[h].name, shape,
                 as_capture_has(s->cap, h) ? "" : "\t(not captured)");
     }
@@ -832,9 +916,10 @@ static void print_norm_table(as_session *s, int h, const char *title)
     bool rms = as_program_producer(s->prog, h)->norm == AS_NORM_RMS;
     fprintf(s->out, "%s (%s%s) over %d tokens\npos\ttoken\t%smean\t%s\tscale\tmin\tmax\ttop dims\n", title,
             rms ? "RMSNorm" : "LayerNorm", G > 1 ? ", per head" : "", n, G > 1 ? "head\t" : "", rms ? "rms" : "std");
+    const int32_t *tokens = s->it->st[s->prog->hooks[h].stream].tokens; /* an encoder-decoder's: the source's */
     for (int q = 0; q < n; q++) {
         char piece[64];
-        as_cmd_label(s, s->it->out->tokens[q], 0, piece, sizeof piece);
+        as_cmd_label(s, tokens[q], 0, piece, sizeof piece);
         for (int g = 0; g < G; g++) {
             const as_norm_stat *st = as_capture_norm_group(s->cap, h, q, g);
             fprintf(s->out, "%d\t%s\t", q, piece);
@@ -917,6 +1002,12 @@ static int cmd_dump(cmd_ctx *c)
 static int cmd_tokens(cmd_ctx *c)
 {
     as_session *s = c->s;
+    int src = s->prog->source_stream;
+    for (int i = 0; src >= 0 && i < s->it->st[src].n_tokens; i++) {
+        char piece[256];
+        as_cmd_label(s, s->it->st[src].tokens[i], 0, piece, sizeof piece);
+        fprintf(s->out, "%d\t%d\t%s\tsource\n", i, s->it->st[src].tokens[i], piece);
+    }
     for (int i = 0; i < s->it->out->n_tokens; i++) {
         char piece[256];
         as_cmd_label(s, s->it->out->tokens[i], 0, piece, sizeof piece);
@@ -982,6 +1073,10 @@ static const command commands[] = {
       "prompt \"It is a truth universally acknowledged\""}, cmd_prompt},
     {{"prompt-ids", "prompt-ids ID [ID ...]", "Set the context from token ids.", "prompt-ids 0 464 1310"},
      cmd_prompt_ids},
+    {{"source", "source TEXT", "An encoder-decoder's source sentence: the encoder's input (prompt then sets the "
+      "decoder's prefix, by default its start token).", "source \"Das Haus ist klein.\""}, cmd_source},
+    {{"source-ids", "source-ids ID [ID ...]", "Set an encoder-decoder's source from token ids.", "source-ids 5 9 12"},
+     cmd_source_ids},
     {{"tokenize", "tokenize TEXT", "Show how TEXT splits into tokens: id<TAB>piece lines.",
       "tokenize \"Mr. Darcy's\""}, cmd_tokenize},
     {{"prompt-raw", "prompt-raw TEXT", "Like prompt, but special tokens' texts (<|im_start|>, <s>) stay plain text.",

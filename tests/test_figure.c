@@ -1658,3 +1658,56 @@ Test(figure, dump_all_writes_every_hook_and_an_index)
     remove_tree(dir);
     free(dir);
 }
+
+/* An encoder-decoder's cross-attention figure (site=cross) is the
+ * alignment rectangle: rows the decoder's positions, columns every source
+ * position, nothing masked; its cells are the captured cross pattern (a
+ * one-hot planted at target 1, source 4 of layer 1, head 2). Titled and
+ * labelled as such, with the source in the subtitle. */
+Test(figure, cross_attention_is_the_target_by_source_rectangle)
+{
+    as_session *s = open_session("fixtures/tiny-transformer.gguf", 64);
+    run_ok(s, "source-ids 1 275 286 287 288 285; prompt-ids 2 275 279; finish");
+    int hk = as_program_pattern(s->prog, 1, AS_PICK_CROSS), n_dec = 3, n_enc = 6;
+    cr_assert(hk >= 0 && hk != as_program_pattern(s->prog, 1, AS_PICK_SELF));
+    for (int q = 0; q < n_dec; q++)
+        for (int k = 0; k < n_enc; k++)
+            s->cap->store[hk][as_capture_attn_offset(s->cap, hk, 2, q) + (size_t)k] = q == 1 && k == 4;
+    char *dir = make_tmpdir(), cmd[512], msg[1024], path[256];
+    snprintf(path, sizeof path, "%s/x.png", dir);
+    snprintf(cmd, sizeof cmd, "export attn 1 2 %s site=cross", path);
+    cr_assert_eq(run_cmd(s, cmd, msg, sizeof msg), AS_OK, "%s", msg);
+    png_img im;
+    png_load(path, &im);
+    heat_colours c = colours_of(AS_CMAP_VIRIDIS);
+    int box[4];
+    find_heatmap(im.rgb, im.w, im.h, &c, box);
+    cr_assert_eq(box[2] % n_enc, 0, "width %d is not %d cells", box[2], n_enc);
+    int cell = box[2] / n_enc;
+    cr_assert_eq(box[3], n_dec * cell, "height %d is not %d cells of %d", box[3], n_dec, cell);
+    for (int r = 0; r < n_dec; r++)
+        for (int k = 0; k < n_enc; k++) {
+            const uint8_t *p = px(im.rgb, im.w, box[0] + k * cell + cell / 2, box[1] + r * cell + cell / 2);
+            const uint8_t *want = r == 1 && k == 4 ? c.one : c.zero;
+            cr_assert(same(p, want), "cell (%d, %d) is #%02x%02x%02x", r, k, p[0], p[1], p[2]);
+        }
+    png_free_img(&im);
+    snprintf(path, sizeof path, "%s/x.pdf", dir);
+    snprintf(cmd, sizeof cmd, "export attn 1 2 %s site=cross width=7in", path);
+    cr_assert_eq(run_cmd(s, cmd, msg, sizeof msg), AS_OK, "%s", msg);
+    char *t = pdf_text(path);
+    cr_assert(strstr(t, "Layer 1 · head 2 · cross-attention") && strstr(t, "source position (encoder)") &&
+              strstr(t, "target position (decoder)") && strstr(t, "source “the cat sat on a”"), "%s", t);
+    free(t);
+    /* A decoder-only model takes no site=, and hide-bos has no meaning across. */
+    cr_assert_neq(run_cmd(s, "export attn 1 2 /tmp/never.png site=cross hide-bos=yes", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "hide-bos applies to self-attention"), "%s", msg);
+    close_session(s);
+    s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    run_ok(s, "prompt-ids 1 2 3; finish");
+    cr_assert_neq(run_cmd(s, "export attn 0 0 /tmp/never.png site=cross", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "bad option 'site'"), "%s", msg);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}

@@ -458,6 +458,12 @@ Test(tui_view, completion_reads_usage_lines)
     for (int i = 0; i < n; i++)
         magma |= !strcmp(lits[i], "magma");
     cr_assert(magma, "colormaps after set cmap");
+    char *site[] = {"view", "site"};
+    usage_arg_kind("view", site, 2, lits, 32, &n);
+    int sites = 0;
+    for (int i = 0; i < n; i++)
+        sites += !strcmp(lits[i], "self") + !strcmp(lits[i], "cross") + !strcmp(lits[i], "encoder");
+    cr_assert_eq(sites, 3, "view site self|cross|encoder completes (%d literals)", n);
     char *help[] = {"help"};
     cr_assert(usage_arg_kind("help", help, 1, lits, 32, &n) & USAGE_COMMAND);
     char *norms[] = {"norms"};
@@ -764,4 +770,42 @@ Test(tui_heatmap, every_token_gets_the_same_whole_rows)
             cr_assert(g.ch == 1 || g.ch % 2 == 0, "n %d, %d rows: %d half-rows a token", n, rows, g.ch);
             cr_assert_leq(g.vis_q * g.ch, rows * 2, "n %d, %d rows: drawn past the area", n, rows);
         }
+}
+
+/* `view site cross` on an encoder-decoder: the cursor's key ranges over
+ * the source; a decoder-only model has no cross-attention to show. */
+Test(tui_view, view_site_cross_is_an_encoder_decoders)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    cr_assert_eq(view_exec(&v, s, "view site cross", NULL, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "no cross-attention"), "%s", err.msg);
+    cr_assert_eq(v.site, AS_PICK_SELF);
+    close_session(s);
+    s = open_session("fixtures/tiny-transformer.gguf", 64);
+    view_init(&v);
+    bool changed = false;
+    cr_assert_eq(view_exec(&v, s, "source-ids 1 275 286 287 288 285", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "prompt-ids 2 275", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(view_exec(&v, s, "view site cross", &changed, &err), AS_OK, "%s", err.msg);
+    cr_assert(changed && v.site == AS_PICK_CROSS);
+    cr_assert_eq(view_exec(&v, s, "view key 5", NULL, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(v.key, 5, "a cross key is any of the 6 source positions, past the query (1)");
+    cr_assert_eq(view_exec(&v, s, "view key 6", NULL, &err), AS_ERR);
+    v.key = 9;
+    view_clamp(&v, s);
+    cr_assert_eq(v.key, 5);
+    cr_assert_eq(view_exec(&v, s, "view site self", NULL, &err), AS_OK);
+    cr_assert_eq(v.key, 1, "back on the decoder's self-attention, the key is at most the query");
+    cr_assert_eq(view_exec(&v, s, "view site sideways", NULL, &err), AS_ERR);
+    /* the encoder's heatmap: its own row (a source position), every source key */
+    cr_assert_eq(view_exec(&v, s, "view site encoder", NULL, &err), AS_OK, "%s", err.msg);
+    v.src_query = 9;
+    v.key = 4;
+    view_clamp(&v, s);
+    cr_assert(v.src_query == 5 && v.key == 4 && v.query == 1, "row %d key %d query %d", v.src_query, v.key, v.query);
+    cr_assert_eq(view_row(&v), 5);
+    close_session(s);
 }

@@ -90,9 +90,14 @@ void pane_message(tui *u, pane_id p, const char *msg)
 
 void token_label(const tui *u, int pos, char *out, size_t cap)
 {
+    stream_label(u, u->s->prog->out_stream, pos, out, cap);
+}
+
+void stream_label(const tui *u, int stream, int pos, char *out, size_t cap)
+{
     /* Through the stream: a token's piece, or the position's name (CLS, r3c5). */
     as_position at;
-    as_interp_position(u->s->it, u->s->prog->out_stream, pos, &at);
+    as_interp_position(u->s->it, stream, pos, &at);
     if (at.token < 0)
         snprintf(out, cap, "%s", at.name);
     else

@@ -60,6 +60,12 @@ static unsigned move_head(tui *u, int d)
 unsigned tui_select_query(tui *u, int q)
 {
     int n = u->s->it->out->n_tokens, old = u->v.query;
+    if (u->v.site == AS_PICK_SOURCE) { /* the encoder's heatmap: a source position */
+        int src = u->s->prog->source_stream, ns = src >= 0 ? u->s->it->st[src].n_tokens : 0, was = u->v.src_query;
+        u->v.src_query = q < 0 ? 0 : q >= ns ? ns - 1 : q;
+        view_clamp(&u->v, u->s);
+        return was == u->v.src_query ? 0 : panes_showing(SHOWS_QUERY);
+    }
     if (n == 0)
         return 0;
     u->v.query = q < 0 ? 0 : q >= n ? n - 1 : q;
@@ -88,6 +94,19 @@ static unsigned cycle_cmap(tui *u)
     u->v.cmap = (as_cmap)((u->v.cmap + 1) % AS_CMAP_COUNT);
     term_set_cmap(&u->t, u->v.cmap);
     return panes_showing(SHOWS_LOOK);
+}
+
+/* x: an encoder-decoder's heatmap from the decoder's self-attention to its
+ * cross-attention over the source, to the encoder's self-attention. */
+static unsigned toggle_site(tui *u)
+{
+    as_error err;
+    static const char *const next[] = {[AS_PICK_SELF] = "cross", [AS_PICK_CROSS] = "encoder",
+                                       [AS_PICK_SOURCE] = "self"};
+    if (view_site(&u->v, u->s, next[u->v.site], &err))
+        return 0;
+    view_clamp(&u->v, u->s);
+    return panes_showing(SHOWS_LOOK | SHOWS_KEY);
 }
 
 static unsigned toggle_grid(tui *u, bool on)
@@ -120,18 +139,20 @@ static unsigned run(tui *u, const char *cmd)
 static unsigned export_shown(tui *u)
 {
     char base[64], name[80], cmd[200];
+    const char *kind = u->v.site == AS_PICK_CROSS ? "cross" : u->v.site == AS_PICK_SOURCE ? "enc" : "attn";
     if (u->v.grid)
-        snprintf(base, sizeof base, "attn-L%d", u->v.layer);
+        snprintf(base, sizeof base, "%s-L%d", kind, u->v.layer);
     else
-        snprintf(base, sizeof base, "attn-L%d-H%d", u->v.layer, u->v.head);
+        snprintf(base, sizeof base, "%s-L%d-H%d", kind, u->v.layer, u->v.head);
     snprintf(name, sizeof name, "%s.png", base);
     for (int i = 2; access(name, F_OK) == 0 && i < 10000; i++)
         snprintf(name, sizeof name, "%s-%d.png", base, i);
     const char *cmap = as_cmap_name(u->v.cmap);
+    const char *site = u->v.site == AS_PICK_CROSS ? " site=cross" : u->v.site == AS_PICK_SOURCE ? " site=encoder" : "";
     if (u->v.grid)
-        snprintf(cmd, sizeof cmd, "export grid %d %s cmap=%s", u->v.layer, name, cmap);
+        snprintf(cmd, sizeof cmd, "export grid %d %s cmap=%s%s", u->v.layer, name, cmap, site);
     else
-        snprintf(cmd, sizeof cmd, "export attn %d %d %s cmap=%s", u->v.layer, u->v.head, name, cmap);
+        snprintf(cmd, sizeof cmd, "export attn %d %d %s cmap=%s%s", u->v.layer, u->v.head, name, cmap, site);
     return run(u, cmd);
 }
 
@@ -146,14 +167,14 @@ static unsigned special_key(tui *u, int key)
 {
     switch (key) {
     case KEY_UP: case KEY_DOWN: case KEY_LEFT: case KEY_RIGHT: return arrow(u, key);
-    case KEY_SR: return tui_select_query(u, u->v.query - 1);
-    case KEY_SF: return tui_select_query(u, u->v.query + 1);
+    case KEY_SR: return tui_select_query(u, view_row(&u->v) - 1);
+    case KEY_SF: return tui_select_query(u, view_row(&u->v) + 1);
     case KEY_SLEFT: return move_key(u, -1);
     case KEY_SRIGHT: return move_key(u, 1);
-    case KEY_PPAGE: return tui_select_query(u, u->v.query - page(u));
-    case KEY_NPAGE: return tui_select_query(u, u->v.query + page(u));
+    case KEY_PPAGE: return tui_select_query(u, view_row(&u->v) - page(u));
+    case KEY_NPAGE: return tui_select_query(u, view_row(&u->v) + page(u));
     case KEY_HOME: return tui_select_query(u, 0);
-    case KEY_END: return tui_select_query(u, u->s->it->out->n_tokens - 1);
+    case KEY_END: return tui_select_query(u, 1 << 30); /* the last (of the source, on the encoder's heatmap) */
     case KEY_BTAB: return cycle_focus(u, -1);
     case KEY_F(1): u->help = true; u->help_top = 0; return RD_HELP;
     case KEY_ENTER: return toggle_grid(u, false);
@@ -169,13 +190,14 @@ static unsigned view_key(tui *u, int ch)
     case 'j': return move_layer(u, 1);
     case 'h': return move_head(u, -1);
     case 'l': return move_head(u, 1);
-    case 'K': return tui_select_query(u, u->v.query - 1);
-    case 'J': return tui_select_query(u, u->v.query + 1);
+    case 'K': return tui_select_query(u, view_row(&u->v) - 1);
+    case 'J': return tui_select_query(u, view_row(&u->v) + 1);
     case 'H': return move_key(u, -1);
     case 'L': return move_key(u, 1);
-    case ',': case '[': return tui_select_query(u, u->v.query - 1);
-    case '.': case ']': return tui_select_query(u, u->v.query + 1);
+    case ',': case '[': return tui_select_query(u, view_row(&u->v) - 1);
+    case '.': case ']': return tui_select_query(u, view_row(&u->v) + 1);
     case 'g': return toggle_grid(u, !u->v.grid);
+    case 'x': return toggle_site(u);
     case '\r': case '\n': return toggle_grid(u, false);
     case 'N': return tui_cycle_norm(u, 1);
     case 'c': return cycle_cmap(u);
@@ -271,6 +293,6 @@ unsigned tui_mouse(tui *u)
             return bits | own;
     }
     if (wheel)
-        bits |= tui_select_query(u, u->v.query + (ev.bstate & BUTTON4_PRESSED ? -1 : 1));
+        bits |= tui_select_query(u, view_row(&u->v) + (ev.bstate & BUTTON4_PRESSED ? -1 : 1));
     return bits;
 }

@@ -13,6 +13,8 @@
 typedef struct attn_src {
     const as_capture *cap;
     int hook, head, filled;
+    int q_stream, k_stream; /* whose positions label the rows and the columns */
+    int n_q, n_k;
 } attn_src;
 
 static hm_sample sample(void *ctx, int q, int k)
@@ -33,7 +35,7 @@ static hm_sample sample(void *ctx, int q, int k)
 
 static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, const hm_sample *s)
 {
-    int qs = hm_query_subrow(g, u->v.query), kc = hm_key_col(g, u->v.key);
+    int qs = hm_query_subrow(g, view_row(&u->v)), kc = hm_key_col(g, u->v.key);
     if (qs < 0 || kc < 0)
         return;
     int sr = qs + (g->ch - 1) / 2, col = kc + (g->cw - 1) / 2;
@@ -70,19 +72,19 @@ static void draw_cells(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, attn
 }
 
 /* "12 ·truth": position and piece, for the axis labels. */
-static void axis_label(const tui *u, int pos, char *out, size_t cap)
+static void axis_label(const tui *u, int stream, int pos, char *out, size_t cap)
 {
     char piece[96];
-    token_label(u, pos, piece, sizeof piece);
+    stream_label(u, stream, pos, piece, sizeof piece);
     snprintf(out, cap, "%d %s", pos, piece);
 }
 
-static int label_width(const tui *u, int n, int cols)
+static int label_width(const tui *u, const attn_src *src, int cols)
 {
     int widest = 4;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < src->n_q; i++) {
         char l[128];
-        axis_label(u, i, l, sizeof l);
+        axis_label(u, src->q_stream, i, l, sizeof l);
         int w = tf_width(l, u->t.utf8);
         widest = w > widest ? w : widest;
     }
@@ -92,7 +94,7 @@ static int label_width(const tui *u, int n, int cols)
 
 /* One label per character row: a query's middle row; the selected query
  * wins when two share a row. */
-static void draw_query_labels(tui *u, WINDOW *w, int lw)
+static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
 {
     const hm_geom *g = &u->geom;
     int *rowq = malloc((size_t)(g->rows > 0 ? g->rows : 1) * sizeof *rowq);
@@ -102,15 +104,15 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw)
         rowq[r] = -1;
     for (int q = g->q0; q < g->q0 + g->vis_q; q++) {
         int row = (hm_query_subrow(g, q) + (g->ch - 1) / 2) / g->sub;
-        if (row < g->rows && (rowq[row] < 0 || q == u->v.query))
+        if (row < g->rows && (rowq[row] < 0 || q == view_row(&u->v)))
             rowq[row] = q;
     }
     for (int r = 0; r < g->rows; r++) {
         if (rowq[r] < 0)
             continue;
         char l[128];
-        axis_label(u, rowq[r], l, sizeof l);
-        term_role(&u->t, w, rowq[r] == u->v.query ? R_LABEL_SEL : R_LABEL);
+        axis_label(u, src->q_stream, rowq[r], l, sizeof l);
+        term_role(&u->t, w, rowq[r] == view_row(&u->v) ? R_LABEL_SEL : R_LABEL);
         put_text(u, w, u->heat_y + r, 2, l, lw - 2);
     }
     free(rowq);
@@ -135,7 +137,7 @@ static int tick_step(const hm_geom *g)
  * query labels at the left give (a self-attention's keys are its
  * queries), the selected key's in the line below the heatmap. Pieces
  * written downwards, a letter a row, ran together into fake words. */
-static void draw_key_labels(tui *u, WINDOW *w)
+static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src)
 {
     const hm_geom *g = &u->geom;
     int step = tick_step(g), next_free = 0, right = g->vis_k * g->cw;
@@ -147,7 +149,7 @@ static void draw_key_labels(tui *u, WINDOW *w)
         int x = hm_key_col(g, k);
         char text[96];
         if (g->cw >= 6)
-            token_label(u, k, text, sizeof text);
+            stream_label(u, src->k_stream, k, text, sizeof text);
         else if (k % step == 0 || k == u->v.key)
             snprintf(text, sizeof text, "%d", k);
         else
@@ -194,9 +196,9 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
 {
     int y = getmaxy(w) - 2, cols = getmaxx(w) - 2;
     char q[96], k[96], value[32], line[256];
-    int qp = u->v.query, kp = u->v.key;
-    token_label(u, qp, q, sizeof q);
-    token_label(u, kp, k, sizeof k);
+    int qp = view_row(&u->v), kp = u->v.key;
+    stream_label(u, src->q_stream, qp, q, sizeof q);
+    stream_label(u, src->k_stream, kp, k, sizeof k);
     if (qp >= src->filled)
         snprintf(value, sizeof value, "not computed yet");
     else
@@ -212,27 +214,27 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
     }
 }
 
-static void single_view(tui *u, WINDOW *w, attn_src *src, int n)
+static void single_view(tui *u, WINDOW *w, attn_src *src)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
-    int lw = label_width(u, n, cols) + 1;
-    hm_fit(&u->geom, n, n, rows - 2, cols - lw, sub, 16);
-    hm_follow(&u->geom, u->v.query, u->v.key);
+    int lw = label_width(u, src, cols) + 1;
+    hm_fit(&u->geom, src->n_q, src->n_k, rows - 2, cols - lw, sub, 16);
+    hm_follow(&u->geom, view_row(&u->v), u->v.key);
     u->heat_y = 2;
     u->heat_x = 1 + lw;
     draw_cells(u, w, u->heat_y, u->heat_x, &u->geom, src, true);
-    draw_query_labels(u, w, lw);
-    draw_key_labels(u, w);
+    draw_query_labels(u, w, lw, src);
+    draw_key_labels(u, w, src);
 }
 
-static void grid_view(tui *u, WINDOW *w, attn_src *src, int n)
+static void grid_view(tui *u, WINDOW *w, attn_src *src)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
     int heads = as_program_attn(u->s->prog, src->hook)->n_head;
-    u->grid = hm_grid_arrange(heads, n, rows - 1, cols, sub);
+    u->grid = hm_grid_arrange(heads, src->n_q > src->n_k ? src->n_q : src->n_k, rows - 1, cols, sub);
     hm_geom g = u->geom;
-    hm_fit(&g, n, n, u->grid.tile_rows - 1, u->grid.tile_cols, sub, 16);
-    hm_follow(&g, u->v.query, u->v.key);
+    hm_fit(&g, src->n_q, src->n_k, u->grid.tile_rows - 1, u->grid.tile_cols, sub, 16);
+    hm_follow(&g, view_row(&u->v), u->v.key);
     u->heat_y = u->heat_x = 1;
     for (int h = 0; h < heads; h++) {
         int ty, tx;
@@ -247,20 +249,44 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src, int n)
     src->head = u->v.head;
 }
 
+/* The site the view picks (the decoder's self-attention, or an
+ * encoder-decoder's cross-attention) in the selected layer: rows are its
+ * query stream's positions, columns its key stream's. */
+static attn_src source_of(const tui *u)
+{
+    const as_session *s = u->s;
+    int hook = as_program_pattern(s->prog, u->v.layer, u->v.site);
+    const as_attn *site = as_program_attn(s->prog, hook);
+    attn_src src = {s->cap, hook, u->v.head, hook >= 0 ? s->cap->filled[hook] : 0, s->prog->out_stream,
+                    s->prog->out_stream, s->it->out->n_tokens, s->it->out->n_tokens};
+    if (site) {
+        src.q_stream = site->q_stream, src.k_stream = site->kv_stream;
+        src.n_q = s->it->st[site->q_stream].n_tokens;
+        src.n_k = site->kv_stream == site->q_stream ? src.n_q : s->cap->filled[site->k];
+    }
+    return src;
+}
+
 static void draw(tui *u)
 {
     const as_session *s = u->s;
-    int n = s->it->out->n_tokens, hook = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
+    attn_src src = source_of(u);
+    int n = s->it->out->n_tokens, hook = src.hook;
+    const char *what = u->v.site == AS_PICK_CROSS ? "Cross-attention" : u->v.site == AS_PICK_SOURCE ? "Encoder attention"
+                                                                                           : "Attention";
     char title[96], note[96];
     if (u->v.grid)
-        snprintf(title, sizeof title, "Attention  layer %d  all %d heads", u->v.layer,
+        snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
                  hook >= 0 ? as_program_attn(s->prog, hook)->n_head : 0);
     else
-        snprintf(title, sizeof title, "Attention  layer %d  head %d", u->v.layer, u->v.head);
-    snprintf(note, sizeof note, "%s", as_cmap_name(u->v.cmap));
+        snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
+    snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : u->v.site == AS_PICK_SOURCE ?
+             "source x source  " : "", as_cmap_name(u->v.cmap));
     pane_frame(u, P_ATTN, title, note);
-    attn_src src = {s->cap, hook, u->v.head, hook >= 0 ? s->cap->filled[hook] : 0};
-    if (n == 0)
+    if (hook < 0 && n > 0)
+        pane_message(u, P_ATTN, "The decoder has no block of this number (an encoder-decoder's two stacks may "
+                                "differ in depth): k/Up goes back.");
+    else if (n == 0)
         pane_message(u, P_ATTN, "No context yet. Type  prompt TEXT  and Enter at the command line, then Esc and "
                                 "Space to generate a token.  ? shows the keys,  lesson  the guided tours.");
     else if (hook < 0 || !as_capture_has(s->cap, hook))
@@ -270,9 +296,9 @@ static void draw(tui *u)
                                 " f  finishes the pass,  Space  generates a token.");
     else {
         if (u->v.grid)
-            grid_view(u, u->win[P_ATTN], &src, n);
+            grid_view(u, u->win[P_ATTN], &src);
         else
-            single_view(u, u->win[P_ATTN], &src, n);
+            single_view(u, u->win[P_ATTN], &src);
         draw_info(u, u->win[P_ATTN], &src);
     }
     wnoutrefresh(u->win[P_ATTN]);
@@ -299,7 +325,8 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
         return 0;
     unsigned bits = tui_select_query(u, q) | RD(P_ATTN);
     int k = hm_key_at(&u->geom, hx);
-    if (k >= 0 && k <= q)
+    const as_attn *site = as_program_attn(u->s->prog, source_of(u).hook);
+    if (k >= 0 && (site ? as_attn_visible(site, q, k) : k <= q))
         u->v.key = k;
     return bits;
 }

@@ -105,8 +105,7 @@ static void sparkline(tui *u, WINDOW *w, int y, int cols)
     if (!v)
         return;
     for (int i = 0; i < 2 * L + 1; i++) {
-        int h = i == 2 * L ? as_program_hook(s->prog, AS_HK_LNF_SCALE, -1)
-                           : as_program_hook(s->prog, i % 2 ? AS_HK_LN2_SCALE : AS_HK_LN1_SCALE, i / 2);
+        int h = view_norm_hook(s->prog, i / 2, i == 2 * L ? NK_FINAL : i % 2 ? NK_LN2 : NK_LN1);
         if (h < 0 || s->cap->filled[h] <= q)
             break;
         v[m++] = resid_norm(u, as_capture_norm(s->cap, h, q));
@@ -132,8 +131,12 @@ static void draw(tui *u)
     WINDOW *w = u->win[P_NORMS];
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, h = norm_hook(u, u->v.norm);
     char title[96];
-    if (u->v.norm == NK_FINAL)
+    /* the norm as its hooks name it (blocks.0.ln1, decoder.0.ln3), without .hook_scale */
+    const char *name = h >= 0 ? u->s->prog->hooks[h].name : "", *dot = h >= 0 ? strrchr(name, '.') : NULL;
+    if (u->v.norm == NK_FINAL && u->s->prog->source_stream < 0)
         snprintf(title, sizeof title, "%s  ln_final", is_rms(u) ? "RMSNorm" : "LayerNorm");
+    else if (dot)
+        snprintf(title, sizeof title, "%s  %.*s", is_rms(u) ? "RMSNorm" : "LayerNorm", (int)(dot - name), name);
     else
         snprintf(title, sizeof title, "%s  blocks.%d.%s", is_rms(u) ? "RMSNorm" : "LayerNorm", u->v.layer,
                  view_norm_name(u->v.norm));

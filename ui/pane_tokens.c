@@ -8,9 +8,23 @@
 #include "textfmt.h"
 #include "tui.h"
 
+/* An encoder-decoder's strip shows the source first, then an arrow, then
+ * the decoder's tokens: chip i of the strip is the source's position i,
+ * and the decoder's position i - (n_source + 1) after it. */
+static int n_source(const tui *u)
+{
+    int src = u->s->prog->source_stream;
+    return src >= 0 && u->s->it->st[src].n_tokens > 0 ? u->s->it->st[src].n_tokens + 1 : 0;
+}
+
 static role chip_role(const tui *u, int i)
 {
-    if (i == u->v.query)
+    int ns = n_source(u);
+    bool on_source = u->v.site == AS_PICK_SOURCE; /* the encoder's heatmap selects a source position */
+    if (i < ns)
+        return i == ns - 1 ? R_DIM : on_source && i == u->v.src_query ? R_TOK_SEL : i % 2 ? R_TOK_PROMPT_B : R_TOK_PROMPT_A;
+    i -= ns;
+    if (i == u->v.query && !on_source)
         return R_TOK_SEL;
     if (i >= u->s->it->out->n_prompt)
         return i % 2 ? R_TOK_GEN_B : R_TOK_GEN_A;
@@ -63,9 +77,13 @@ static void draw(tui *u)
 {
     WINDOW *w = u->win[P_TOKENS];
     const as_interp *it = u->s->it;
-    int n = it->out->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4;
+    int n = it->out->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, ns = n_source(u);
     char title[96];
-    snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
+    if (ns)
+        snprintf(title, sizeof title, "Tokens  source %d, target %d prompt + %d generated", ns - 1, it->out->n_prompt,
+                 n - it->out->n_prompt);
+    else
+        snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
     pane_frame(u, P_TOKENS, n ? title : "Tokens", NULL);
     legend(u, w, n ? title : "Tokens");
     if (n == 0) {
@@ -75,6 +93,7 @@ static void draw(tui *u)
         wnoutrefresh(w);
         return;
     }
+    n += ns; /* the source's chips and the arrow first */
     char(*labels)[96] = malloc((size_t)n * sizeof *labels);
     int *widths = malloc((size_t)n * sizeof *widths);
     if (!labels || !widths || !ensure_positions(u, n)) {
@@ -84,7 +103,12 @@ static void draw(tui *u)
         return;
     }
     for (int i = 0; i < n; i++) {
-        token_label(u, i, labels[i], sizeof labels[i]);
+        if (i < ns - 1)
+            stream_label(u, u->s->prog->source_stream, i, labels[i], sizeof labels[i]);
+        else if (i == ns - 1)
+            snprintf(labels[i], sizeof labels[i], " %s ", tf_glyph(G_ARROW, u->t.utf8));
+        else
+            token_label(u, i - ns, labels[i], sizeof labels[i]);
         widths[i] = tf_width(labels[i], u->t.utf8);
         if (widths[i] == 0)
             widths[i] = 1;
@@ -93,7 +117,8 @@ static void draw(tui *u)
     int gap = u->t.cm == CM_MONO ? 1 : 0;
     u->tok_rows = tf_strip_layout(widths, n, cols, gap, u->tok_row, u->tok_col);
     u->tok_n = n;
-    u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[u->v.query], rows, u->tok_rows);
+    int sel = u->v.site == AS_PICK_SOURCE && ns ? u->v.src_query : ns + u->v.query;
+    u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[sel], rows, u->tok_rows);
     draw_chips(u, w, rows, cols, labels, n);
     free(labels);
     free(widths);
@@ -104,7 +129,7 @@ static void draw(tui *u)
 static unsigned key(tui *u, int ch, bool keycode)
 {
     if (keycode && (ch == KEY_LEFT || ch == KEY_RIGHT))
-        return tui_select_query(u, u->v.query + (ch == KEY_LEFT ? -1 : 1));
+        return tui_select_query(u, view_row(&u->v) + (ch == KEY_LEFT ? -1 : 1));
     return RD_IGNORED;
 }
 
@@ -114,11 +139,14 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
 {
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return RD_IGNORED;
-    int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1;
-    for (int i = 0; i < u->tok_n && i < u->s->it->out->n_tokens; i++)
+    int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1, ns = n_source(u);
+    for (int i = 0; i < u->tok_n && i < ns + u->s->it->out->n_tokens; i++)
         if (u->tok_row[i] == row && u->tok_col[i] <= col)
             hit = i;
-    return hit >= 0 ? tui_select_query(u, hit) : 0;
+    /* a source chip is selected on the encoder's heatmap, a target chip elsewhere */
+    if (u->v.site == AS_PICK_SOURCE)
+        return hit >= 0 && hit < ns - 1 ? tui_select_query(u, hit) : 0;
+    return hit >= ns ? tui_select_query(u, hit - ns) : 0;
 }
 
 const pane_class pane_tokens = {

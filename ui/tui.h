@@ -137,6 +137,8 @@ void pane_message(tui *u, pane_id p, const char *msg);
 int put_text(tui *u, WINDOW *w, int y, int x, const char *s, int width);
 /* The visible piece of token id (whitespace made visible). */
 void token_label(const tui *u, int pos, char *out, size_t cap);
+/* The same for a position of another stream (an encoder-decoder's source). */
+void stream_label(const tui *u, int stream, int pos, char *out, size_t cap);
 /* The same for a token id. */
 void piece_label(const tui *u, int32_t id, char *out, size_t cap);
 /* The vocabulary-sized scratch (probs, order) the panes share; false if out of memory. */

@@ -16,10 +16,12 @@ static const as_command_info commands[] = {
     {"set", "set delay MS | cmap viridis|magma|gray",
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
-    {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | dump FILE | "
-     "view attention|tokens|probs|lens|norms|output",
+    {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | "
+     "site self|cross|encoder | dump FILE | view attention|tokens|probs|lens|norms|output",
      "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
-     "most the selected token); a pane's name focuses it (keys 1-6), "
+     "most the selected token); `site cross` shows an encoder-decoder's cross-attention (rows the target's "
+     "tokens, columns the source's), `site encoder` its encoder's self-attention (key x cycles them); a pane's "
+     "name focuses it (keys 1-6), "
      "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
      "one line per row.",
      "view lens"},
@@ -61,15 +63,15 @@ void view_init(view *v)
 
 const char *view_norm_name(norm_kind k)
 {
-    static const char *const names[NK_COUNT] = {"ln1", "ln1_post", "ln2", "ln2_post", "final"};
+    static const char *const names[NK_COUNT] = {"ln1", "ln1_post", "ln2", "ln2_post", "ln3", "final"};
     return k < NK_COUNT ? names[k] : "?";
 }
 
 int view_norm_hook(const as_program *p, int layer, norm_kind k)
 {
     static const as_hook_kind kinds[NK_COUNT] = {AS_HK_LN1_SCALE, AS_HK_LN1_POST_SCALE, AS_HK_LN2_SCALE,
-                                                 AS_HK_LN2_POST_SCALE, AS_HK_LNF_SCALE};
-    return k < NK_COUNT ? as_program_hook(p, kinds[k], k == NK_FINAL ? -1 : layer) : -1;
+                                                 AS_HK_LN2_POST_SCALE, AS_HK_LN3_SCALE, AS_HK_LNF_SCALE};
+    return k < NK_COUNT ? as_program_hook_in(p, kinds[k], k == NK_FINAL ? -1 : layer, p->out_stream) : -1;
 }
 
 norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d)
@@ -108,8 +110,27 @@ void view_clamp(view *v, const as_session *s)
     if (v->follow || v->query >= n)
         v->query = causal ? n - 1 : first_mask(s, n);
     v->query = clampi(v->query, 0, n > 0 ? n - 1 : 0);
+    int ns = s->prog->source_stream >= 0 ? s->it->st[s->prog->source_stream].n_tokens : 0;
+    v->src_query = clampi(v->src_query, 0, ns > 0 ? ns - 1 : 0);
+    if (v->site != AS_PICK_SELF && s->prog->source_stream >= 0) {
+        /* cross-attention and the encoder's: every source position is a key */
+        v->key = clampi(v->key, 0, ns > 0 ? ns - 1 : 0);
+        return;
+    }
+    v->site = AS_PICK_SELF;
     /* An encoder's tokens see the keys after them too. */
     v->key = clampi(v->key, 0, causal ? v->query : (n > 0 ? n - 1 : 0));
+}
+
+int view_site(view *v, const as_session *s, const char *name, as_error *err)
+{
+    if (strcmp(name, "self") && strcmp(name, "cross") && strcmp(name, "encoder"))
+        return as_error_set(err, "unknown site '%s' (self, or cross and encoder on an encoder-decoder)", name);
+    if (strcmp(name, "self") && s->prog->source_stream < 0)
+        return as_error_set(err, "%s has no %s: its one attention site is self (%s is an encoder-decoder's)",
+                            s->model->cfg.name, !strcmp(name, "cross") ? "cross-attention" : "separate encoder", name);
+    v->site = !strcmp(name, "cross") ? AS_PICK_CROSS : !strcmp(name, "encoder") ? AS_PICK_SOURCE : AS_PICK_SELF;
+    return AS_OK;
 }
 
 static int parse_int(const char *str, int lo, int hi, const char *what, int *out, as_error *err)
@@ -156,7 +177,7 @@ static int view_norm(view *v, const char *name, as_error *err)
             v->norm = (norm_kind)k;
             return AS_OK;
         }
-    return as_error_set(err, "unknown norm '%s' (ln1, ln2, final; ln1_post, ln2_post where the model has them)",
+    return as_error_set(err, "unknown norm '%s' (ln1, ln2, final; ln1_post, ln2_post, ln3 where the model has them)",
                         name);
 }
 
@@ -202,15 +223,20 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
         rc = parse_int(arg, 0, c->n_head - 1, "the head", &v->head, err);
     else if (!strcmp(what, "pos"))
         rc = view_pos(v, s, arg, err);
-    else if (!strcmp(what, "key"))
-        rc = s->it->out->n_tokens ? parse_int(arg, 0, s->it->out->n_tokens - 1, "the key", &v->key, err)
-                                  : as_error_set(err, "no context yet: start with `prompt TEXT`");
+    else if (!strcmp(what, "key")) {
+        /* a cross-attention's keys (and the encoder's) are the source's positions */
+        int nk = v->site != AS_PICK_SELF ? s->it->st[s->prog->source_stream].n_tokens : s->it->out->n_tokens;
+        rc = nk ? parse_int(arg, 0, nk - 1, "the key", &v->key, err)
+                : as_error_set(err, "no context yet: start with `prompt TEXT`");
+    }
     else if (!strcmp(what, "norm"))
         rc = view_norm(v, arg, err);
     else if (!strcmp(what, "cmap"))
         rc = set_cmap(v, arg, err);
     else if (!strcmp(what, "grid") && (!strcmp(arg, "on") || !strcmp(arg, "off")))
         rc = (v->grid = !strcmp(arg, "on"), AS_OK);
+    else if (!strcmp(what, "site"))
+        rc = view_site(v, s, arg, err);
     else if (!strcmp(what, "dump"))
         return view_dump(v, arg, err);
     else
@@ -308,7 +334,7 @@ static bool is_view_command(const char *name)
 static bool same_view(const view *a, const view *b)
 {
     return a->layer == b->layer && a->head == b->head && a->query == b->query && a->key == b->key &&
-           a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->cmap == b->cmap &&
+           a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->site == b->site && a->src_query == b->src_query && a->cmap == b->cmap &&
            a->delay_ms == b->delay_ms && a->pane_req == b->pane_req;
 }
 

@@ -16,7 +16,7 @@ struct lesson;
 
 /* The norms the pane can show, in the order N steps through them; a
  * program shows those it has (Gemma's post-norms, say). */
-typedef enum norm_kind { NK_LN1, NK_LN1_POST, NK_LN2, NK_LN2_POST, NK_FINAL, NK_COUNT } norm_kind;
+typedef enum norm_kind { NK_LN1, NK_LN1_POST, NK_LN2, NK_LN2_POST, NK_LN3, NK_FINAL, NK_COUNT } norm_kind;
 
 typedef struct view {
     int layer, head;
@@ -25,6 +25,10 @@ typedef struct view {
     bool follow;      /* the query moves to each new token */
     norm_kind norm;
     bool grid;        /* every head of the layer as small multiples */
+    as_site_pick site; /* the attention the heatmap shows: self, or an encoder-decoder's cross-attention or
+                        * its encoder's self-attention */
+    int src_query;    /* the heatmap's row on the encoder's self-attention: a source position (the other
+                       * panes keep showing the decoder's selected token) */
     as_cmap cmap;
     int delay_ms;     /* pause after each generated token */
     int pane_req;     /* `view PANE`: the pane to focus (VIEW_PANES order), -1 none; the view takes it */
@@ -50,8 +54,19 @@ void view_init(view *v);
  * a generated token or `back`); with follow on, selects the newest token. */
 void view_clamp(view *v, const as_session *s);
 const char *view_norm_name(norm_kind k);
-/* The scale hook of norm k (in `layer` for a block's norms), or -1 where
- * the program has none. */
+/* `view site self|cross|encoder`: an encoder-decoder's heatmap shows its
+ * decoder's self-attention, its cross-attention over the source, or its
+ * encoder's self-attention. */
+int view_site(view *v, const as_session *s, const char *name, as_error *err);
+/* The heatmap's cursor row: the selected token, or on the encoder's
+ * self-attention the selected source position. */
+static inline int view_row(const view *v)
+{
+    return v->site == AS_PICK_SOURCE ? v->src_query : v->query;
+}
+/* The scale hook of norm k (in `layer` for a block's norms) among the
+ * output stream's (an encoder-decoder's decoder's), or -1 where the
+ * program has none. */
 int view_norm_hook(const as_program *p, int layer, norm_kind k);
 /* The next norm the program has from k, stepping by d (+1 or -1). */
 norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d);

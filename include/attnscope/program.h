@@ -39,6 +39,11 @@ typedef enum as_hook_kind {
      * layer and activation, and the pooled vector of an embedding model */
     AS_HK_TYPE_EMBED, AS_HK_EMBED_LN_SCALE, AS_HK_EMBED_LN_NORMALIZED,
     AS_HK_EMBED_SUM, AS_HK_HEAD_PRE, AS_HK_HEAD_POST, AS_HK_POOLED,
+    /* encoder-decoders (as TransformerLens's HookedEncoderDecoder names
+     * them): a decoder block's cross-attention output and the residual
+     * after it, its third norm, and the encoder's final norm */
+    AS_HK_CROSS_ATTN_OUT, AS_HK_RESID_MID_CROSS, AS_HK_LN3_SCALE, AS_HK_LN3_NORMALIZED,
+    AS_HK_ENC_LNF_SCALE, AS_HK_ENC_LNF_NORMALIZED,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -87,7 +92,8 @@ typedef enum as_input { AS_INPUT_TOKENS, AS_INPUT_PIXELS } as_input;
 #define AS_MAX_STREAMS 4
 
 /* A sequence of positions the program computes over: "tokens" for a
- * decoder; later "encoder" and "decoder", or "patches". A causal stream is
+ * decoder or an encoder; "encoder" and "decoder" for an encoder-decoder;
+ * later "patches". A causal stream is
  * extended position by position (its keys are cached); any other is
  * recomputed from position 0 whenever its input changes. */
 typedef struct as_stream {
@@ -148,6 +154,9 @@ typedef enum as_op_kind {
     AS_OP_GEGLU,      /* out = gelu_tanh(in0) * in1                     */
     AS_OP_TYPE_EMBED, /* out = W[token type]                            */
     AS_OP_POOL,       /* every row = pool(in0 over the span), as op->pool says */
+    AS_OP_RELU,       /* out = max(in0, 0)                              */
+    AS_OP_SIN_POS,    /* out = the paper's sinusoids of the position:
+                       * [2i] = sin(pos / base^(2i/n_out)), [2i+1] = cos(the same), base op->scale */
 } as_op_kind;
 
 typedef struct as_op {
@@ -165,7 +174,7 @@ typedef struct as_op {
     float eps;            /* NORM_* */
     int attn;             /* SCORES, SOFTMAX, MIX: index into attention sites; else -1 */
     as_rope_spec rope;    /* ROPE: pairs or halves, base, scalings */
-    float scale;          /* EMBED: rows multiplied by it (Gemma: sqrt(d_model)); 0: none */
+    float scale;          /* EMBED: rows multiplied by it (Gemma: sqrt(d_model)); 0: none; SIN_POS: the base */
     float softcap;        /* LINEAR: > 0: out = softcap · tanh(out / softcap) (final logits) */
     bool last_row_only;   /* LINEAR to logits: when not captured, only the last position is needed */
     as_pooling pool;      /* POOL: mean, first (CLS) or last row */
@@ -176,7 +185,11 @@ typedef struct as_program {
     const as_model *model;
     as_stream streams[AS_MAX_STREAMS];
     int n_streams;
-    int out_stream;       /* the stream whose last position gives the logits */
+    int out_stream;       /* the stream whose last position gives the logits (`prompt` feeds it) */
+    int source_stream;    /* the stream `source` feeds: an encoder-decoder's encoder, which the
+                           * output stream reads through cross-attention; -1: none */
+    int start_token;      /* the output stream's first token when no prompt is given (a
+                           * decoder start token), or -1 */
     as_hook *hooks;
     int n_hooks, cap_hooks;
     as_op *ops;
@@ -197,8 +210,9 @@ typedef struct as_program {
      * components, read out by one norm and a linear unembedding. */
     const char *no_lens, *no_dla;
     /* Set by the architecture while it builds: the scope of the hooks it
-     * adds next ("blocks.3" — later "encoder.1", "decoder.2"), their
-     * stream and their site. */
+     * adds next ("blocks.3", "encoder.1", "decoder.2"), their stream and
+     * their site (hooks of a cross-attention site are named
+     * "cross_attn.*" where a self-attention's are "attn.*"). */
     char scope[32];       /* or a named part: "embed", "mlm_head" */
     int cur_stream;
     as_site cur_site;
@@ -215,10 +229,22 @@ int as_program_find_hook(const as_program *p, const char *name);
 bool as_hook_name_match(const char *pattern, const char *name);
 /* The hook of a kind in a layer (layer -1 for non-block hooks), or -1. */
 int as_program_hook(const as_program *p, as_hook_kind kind, int layer);
+/* The same among one stream's hooks (an encoder-decoder's decoder: its
+ * blocks are numbered as the encoder's), or -1. */
+int as_program_hook_in(const as_program *p, as_hook_kind kind, int layer, int stream);
 /* The op that fills a hook, or NULL. */
 const as_op *as_program_producer(const as_program *p, int hook);
 /* The attention site of an attention hook (scores or pattern), or NULL. */
 const as_attn *as_program_attn(const as_program *p, int hook);
+/* Which attention site of a layer a view or a figure shows: the output
+ * stream's self-attention (a decoder's or an encoder's only one), its
+ * cross-attention over the source, or the source stream's own
+ * self-attention (an encoder-decoder's encoder). */
+typedef enum as_site_pick { AS_PICK_SELF, AS_PICK_CROSS, AS_PICK_SOURCE } as_site_pick;
+/* The pattern hook of that site in block `layer`, or -1 where there is none. */
+int as_program_pattern(const as_program *p, int layer, as_site_pick pick);
+/* The stream a pick's queries belong to, or -1 where the program has no such site. */
+int as_program_pick_stream(const as_program *p, as_site_pick pick);
 /* Whether query position q of a site sees key position k. */
 bool as_attn_visible(const as_attn *a, int q, int k);
 

@@ -579,6 +579,183 @@ def check_encoder(fixdir, which, fresh_dir):
 
 
 # ---------------------------------------------------------------------------
+# the original encoder-decoder Transformer (reference.EncDec: PyTorch's own
+# nn.Transformer, Post-LN, ReLU). Its fixture has two inputs: source.npy (the
+# encoder's ids: tiny-llama's prompt) and tokens.npy (the decoder's: the start
+# token, then a sentence of other length), over tiny-llama's vocabulary.
+# Encoder and decoder have different depths, so nothing may assume one count.
+# ---------------------------------------------------------------------------
+
+ENCDEC_TARGET = "the mat sat on a cat"
+ENCDEC_START = 2   # </s> starts the decoder (as Marian's and T5's pad/eos do): not BOS, so the key is read
+
+ENCDECS = {
+    # one embedding for both languages, the output tied to it, with a bias; the decoder deeper
+    "tiny-transformer": (R.EncDecConfig(vocab=0, d_model=32, n_enc=2, n_dec=3, n_head=4, d_ff=64, ctx=32,
+                                        start=ENCDEC_START), 4001),
+    # a target embedding of its own (dec.token_embd), an output matrix of its own without bias; the
+    # encoder deeper; LayerNorm eps 1e-6
+    "tiny-transformer-sep": (R.EncDecConfig(vocab=0, d_model=32, n_enc=3, n_dec=2, n_head=2, d_ff=48, ctx=32,
+                                            eps=1e-6, shared_embd=False, tied_output=False, output_bias=False,
+                                            start=ENCDEC_START), 4002),
+}
+
+
+def encdec_input():
+    """-> (tokenizer dict, source ids, target ids, source text)"""
+    tok, src, text = llama_tokenizer()
+    byte_id = {b: 3 + b for b in range(256)}
+    tgt = [ENCDEC_START] + spm_encode(ENCDEC_TARGET, tok["tokens"], tok["scores"], byte_id)
+    return tok, src, tgt, text
+
+
+def make_encdec(cfg, seed):
+    """As make_model: O(1) activations, peaked attention, float32-exact
+    weights in a float64 model."""
+    model = R.EncDec(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+    d = cfg.d_model
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1 and "norm" in name and name.endswith("weight"):   # LayerNorm weight
+                p.copy_(1.0 + 0.1 * randn(*p.shape))
+            elif p.dim() == 1:                                                # biases
+                p.copy_(0.1 * randn(*p.shape))
+            elif name.endswith("in_proj_weight"):
+                p.copy_(randn(*p.shape))
+                p[:2 * d].mul_(0.3)                                           # Q and K rows
+                p[2 * d:].mul_(1.0 / math.sqrt(d))                            # V rows
+            elif name in ("src_embd.weight", "tgt_embd.weight"):
+                p.copy_(randn(*p.shape) / math.sqrt(d))                       # times sqrt(d) in the model
+            else:
+                p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def build_encdec(which):
+    cfg, seed = ENCDECS[which]
+    tok, src, tgt, text = encdec_input()
+    cfg = R.EncDecConfig(**{**cfg.__dict__, "vocab": len(tok["tokens"])})
+    return cfg, make_encdec(cfg, seed), tok, src, tgt, text
+
+
+def run_encdec_hooks(model, src, tgt):
+    hooks = {}
+    with torch.no_grad():
+        model(torch.tensor([src]), torch.tensor([tgt]), hooks)
+    return {k: v.numpy() for k, v in hooks.items()}
+
+
+def write_encdec_fixture(outdir, which):
+    cfg, model, tok, src, tgt, text = build_encdec(which)
+    R.export_encdec_gguf(model, cfg, os.path.join(outdir, which + ".gguf"), which, tok)
+    hooks = run_encdec_hooks(model, src, tgt)
+    save_hooks(outdir, which, cfg, tok, tgt, ENCDEC_TARGET, hooks, list(hooks))
+    np.save(os.path.join(outdir, which, "source.npy"), np.array(src, dtype=np.int32))
+
+
+def expected_encdec_tensors(cfg):
+    """The GGUF layout README.md documents, written out independently of
+    the exporter: ne = [cols, rows]."""
+    d, Fd, V = cfg.d_model, cfg.d_ff, cfg.vocab
+    e = {"token_embd.weight": [d, V]}
+    for n_ in ("enc.output_norm", "dec.output_norm"):
+        e[n_ + ".weight"] = e[n_ + ".bias"] = [d]
+    if not cfg.shared_embd:
+        e["dec.token_embd.weight"] = [d, V]
+    if not cfg.tied_output:
+        e["output.weight"] = [d, V]
+    if cfg.output_bias:
+        e["output.bias"] = [V]
+    for stack, n, sites in (("enc", cfg.n_enc, ("attn",)), ("dec", cfg.n_dec, ("attn", "cross_attn"))):
+        for L in range(n):
+            b = "%s.blk.%d." % (stack, L)
+            for site in sites:
+                for m in "qkvo":
+                    e[b + site + "_" + m + ".weight"] = [d, d]
+                    e[b + site + "_" + m + ".bias"] = [d]
+            norms = ("attn_norm", "ffn_norm") if stack == "enc" else ("attn_norm", "cross_attn_norm", "ffn_norm")
+            for nm in norms:
+                e[b + nm + ".weight"] = e[b + nm + ".bias"] = [d]
+            e.update({b + "ffn_up.weight": [d, Fd], b + "ffn_up.bias": [Fd],
+                      b + "ffn_down.weight": [Fd, d], b + "ffn_down.bias": [d]})
+    return e
+
+
+def check_encdec(fixdir, which, fresh_dir):
+    """Determinism; the GGUF's keys and layout; masks and softmax rows of
+    every site (the cross-attention's a full [head, n_dec, n_enc]
+    rectangle); nn.Transformer in inference mode (PyTorch's fused path,
+    no hooks) gives the fixture's logits; a float32 pass within 1e-4."""
+    cfg, seed = ENCDECS[which]
+    tok, src, tgt, text = encdec_input()
+    cfg = R.EncDecConfig(**{**cfg.__dict__, "vocab": len(tok["tokens"])})
+    for rel in [which + ".gguf"] + [os.path.join(which, f) for f in sorted(os.listdir(os.path.join(fresh_dir, which)))]:
+        a = open(os.path.join(fixdir, rel), "rb").read()
+        b = open(os.path.join(fresh_dir, rel), "rb").read()
+        expect(a == b, "%s differs from a fresh build" % rel)
+    kv, T = read_gguf(os.path.join(fixdir, which + ".gguf"))
+    expect(kval(kv, "general.architecture") == "transformer", "architecture key")
+    expect(kval(kv, "transformer.block_count") == cfg.n_enc and kval(kv, "transformer.decoder_block_count") == cfg.n_dec,
+           "block counts")
+    expect(kval(kv, "transformer.decoder_start_token_id") == ENCDEC_START, "decoder start token")
+    exp = expected_encdec_tensors(cfg)
+    expect(set(T) == set(exp), "tensor names differ: %s" % sorted(set(T) ^ set(exp)))
+    for k, ne in exp.items():
+        expect(T[k][0] == ne, "%s ne %s, want %s" % (k, T[k][0], ne))
+    H = {k[:-4]: np.load(os.path.join(fixdir, which, k)) for k in os.listdir(os.path.join(fixdir, which))
+         if k.endswith(".npy") and k not in ("tokens.npy", "source.npy")}
+    S, Tn = len(src), len(tgt)
+    expect(np.load(os.path.join(fixdir, which, "source.npy")).tolist() == src, "source.npy")
+    expect(np.load(os.path.join(fixdir, which, "tokens.npy")).tolist() == tgt, "tokens.npy")
+    causal = np.triu(np.ones((Tn, Tn), bool), 1)
+    for L in range(cfg.n_enc):
+        pat = H["encoder.%d.attn.hook_pattern" % L]
+        expect(pat.shape == (cfg.n_head, S, S) and np.all(np.isfinite(H["encoder.%d.attn.hook_attn_scores" % L])),
+               "encoder %d: unmasked [head, n_enc, n_enc]" % L)
+        expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "encoder %d softmax sums" % L)
+    for L in range(cfg.n_dec):
+        sc, pat = H["decoder.%d.attn.hook_attn_scores" % L], H["decoder.%d.attn.hook_pattern" % L]
+        expect(np.all(np.isneginf(sc[:, causal])) and np.all(pat[:, causal] == 0), "decoder %d causal mask" % L)
+        cp = H["decoder.%d.cross_attn.hook_pattern" % L]
+        expect(cp.shape == (cfg.n_head, Tn, S), "decoder %d cross pattern shape %s" % (L, cp.shape))
+        expect(H["decoder.%d.cross_attn.hook_k" % L].shape == (S, cfg.n_head, cfg.d_head), "cross k is the source's")
+        expect(float(np.max(np.abs(cp.sum(-1) - 1))) < 1e-6 and float(cp[:, 0, -1].max()) > 0.01,
+               "decoder %d: cross rows sum to 1 and see the last source position" % L)
+    pe = torch.zeros(cfg.ctx, cfg.d_model, dtype=torch.float64)
+    div = torch.exp(torch.arange(0, cfg.d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / cfg.d_model))
+    pos = torch.arange(cfg.ctx, dtype=torch.float64)[:, None]
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
+    expect(max_diff(pe[:S].numpy(), H["encoder.hook_pos_embed"]) < 1e-6, "sinusoids differ from PyTorch's tutorial's")
+    m = make_encdec(cfg, seed)
+    m.eval()
+    with torch.no_grad():
+        e = lambda ids, emb: emb(torch.tensor([ids])) * math.sqrt(cfg.d_model) + pe[:len(ids)]
+        mask = m.tf.generate_square_subsequent_mask(Tn).double()
+        h = m.tf(e(src, m.src_embd), e(tgt, m.target_embedding()), tgt_mask=mask)
+        W = m.target_embedding().weight if m.out is None else m.out.weight
+        lg = (h @ W.t() + (0 if m.out_b is None else m.out_b))[0].numpy()
+    d_inf = max_diff(lg, H["unembed.hook_out"])
+    # the fixtures are float32: what remains is their rounding
+    expect(d_inf < 1e-6, "nn.Transformer in inference mode differs from the hooked pass by %g" % d_inf)
+    m32 = make_encdec(cfg, seed).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([src]), torch.tensor([tgt]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    return ["%d hooks; gguf layout; masks and softmax rows, cross-attention [head, %d, %d]; sinusoids; "
+            "nn.Transformer's inference path within %.1e; float32 pass within %.1e (at %s)"
+            % (len(H), Tn, S, d_inf, d32[0], d32[1])]
+
+
+# ---------------------------------------------------------------------------
 # --check: an independent GGUF reader and an independent NumPy forward pass
 # ---------------------------------------------------------------------------
 
@@ -1013,6 +1190,8 @@ def check(fixdir):
             write_decoder_fixture(fresh, which)
         for which in ENCODERS:
             write_encoder_fixture(fresh, which)
+        for which in ENCDECS:
+            write_encdec_fixture(fresh, which)
         try:
             print(check_writer_roundtrip())
             print(check_export_variants())
@@ -1040,6 +1219,13 @@ def check(fixdir):
             except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
                 ok = False
+        for which in ENCDECS:
+            try:
+                for line in check_encdec(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError, KeyError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(fixdir) for f in fs)
     print("fixtures total %.0f KiB" % (total / 1024))
     print("all checks passed" if ok else "CHECKS FAILED")
@@ -1062,6 +1248,9 @@ def main():
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in ENCODERS:
             write_encoder_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in ENCDECS:
+            write_encdec_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
     sys.exit(0 if check(args.out) else 1)
 

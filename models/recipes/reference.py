@@ -995,3 +995,239 @@ def export_encoder_gguf(model, c, path, name, tokenizer=None, with_mlm=True):
         t("mlm.norm.bias", model.mlm_ln_b)
         t("mlm.output.bias", model.mlm_out_b)
     return w.write()
+
+
+# ---------------------------------------------------------------------------
+# The original encoder-decoder Transformer ("Attention Is All You Need") as
+# PyTorch's own nn.Transformer computes it (norm_first=False: Post-LN;
+# activation relu; its final encoder and decoder norms), with the paper's
+# embeddings (times sqrt(d_model)) and sinusoidal positions around it, and
+# an output projection (tied to the target embedding or its own), with a
+# bias or none.  Hooks as TransformerLens's HookedEncoderDecoder names them
+# (encoder.L.*, decoder.L.cross_attn.*, decoder.L.hook_resid_mid_cross,
+# ln3, encoder_final_ln, decoder_final_ln).  Every hook between the
+# embeddings and the logits is read from nn.Transformer's own modules as
+# they run (forward hooks on its layers, norms, attention modules and
+# linears); only the inside of nn.MultiheadAttention (q, k, v, scores,
+# pattern, z) is recomputed from its in_proj, and checked to give the
+# module's own output.  The modules run in training mode (dropout 0), which
+# keeps PyTorch off its fused inference path, so every submodule is called.
+# ---------------------------------------------------------------------------
+
+@dataclass
+class EncDecConfig:
+    vocab: int
+    d_model: int
+    n_enc: int
+    n_dec: int
+    n_head: int
+    d_ff: int
+    ctx: int
+    eps: float = 1e-5
+    shared_embd: bool = True   # one embedding for source and target (token_embd only)
+    tied_output: bool = True   # the output projection is the target embedding
+    output_bias: bool = True
+    start: int = 0             # decoder start token (transformer.decoder_start_token_id)
+    arch: str = "transformer"
+
+    @property
+    def d_head(self):
+        return self.d_model // self.n_head
+
+
+def sinusoids(n, d):
+    """PE[pos, 2i] = sin(pos / 10000^(2i/d)), PE[pos, 2i+1] = cos(the same)."""
+    pe = np.zeros((n, d))
+    for pos in range(n):
+        for i in range(d // 2):
+            a = pos / 10000.0 ** (2.0 * i / d)
+            pe[pos, 2 * i], pe[pos, 2 * i + 1] = math.sin(a), math.cos(a)
+    return torch.tensor(pe)
+
+
+class EncDec(nn.Module):
+    def __init__(self, c: EncDecConfig):
+        super().__init__()
+        self.c = c
+        d, V = c.d_model, c.vocab
+        self.tf = nn.Transformer(d_model=d, nhead=c.n_head, num_encoder_layers=c.n_enc,
+                                 num_decoder_layers=c.n_dec, dim_feedforward=c.d_ff, dropout=0.0,
+                                 activation="relu", layer_norm_eps=c.eps, batch_first=True, norm_first=False)
+        self.src_embd = nn.Embedding(V, d)
+        self.tgt_embd = None if c.shared_embd else nn.Embedding(V, d)
+        self.out = None if c.tied_output else nn.Linear(d, V, bias=False)
+        self.out_b = nn.Parameter(torch.zeros(V)) if c.output_bias else None
+
+    def target_embedding(self):
+        return self.src_embd if self.tgt_embd is None else self.tgt_embd
+
+    def _mha(self, mod, xq, xkv, causal, prefix, out, hooks):
+        """q, k, v, scores, pattern and z of one nn.MultiheadAttention call,
+        from its in_proj (q's rows, then k's, then v's); z · W_O + b_O must
+        be the module's own output."""
+        c = self.c
+        d, H, dh = c.d_model, c.n_head, c.d_head
+        W, b = mod.in_proj_weight, mod.in_proj_bias
+        q = (xq @ W[:d].t() + b[:d]).view(xq.shape[0], -1, H, dh)
+        k = (xkv @ W[d:2 * d].t() + b[d:2 * d]).view(xkv.shape[0], -1, H, dh)
+        v = (xkv @ W[2 * d:].t() + b[2 * d:]).view(xkv.shape[0], -1, H, dh)
+        _rec(hooks, prefix + "hook_q", q)
+        _rec(hooks, prefix + "hook_k", k)
+        _rec(hooks, prefix + "hook_v", v)
+        qh, kh, vh = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        scores = (qh @ kh.transpose(-1, -2)) / math.sqrt(dh)
+        if causal:
+            T = scores.shape[-1]
+            scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        _rec(hooks, prefix + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, prefix + "hook_pattern", pattern)
+        z = (pattern @ vh).transpose(1, 2)
+        _rec(hooks, prefix + "hook_z", z)
+        mine = z.reshape(z.shape[0], z.shape[1], d) @ mod.out_proj.weight.t() + mod.out_proj.bias
+        err = float((mine - out).abs().max())
+        if err > (1e-10 if out.dtype == torch.float64 else 1e-4) * max(1.0, float(out.abs().max())):
+            raise AssertionError("%s: z · W_O differs from nn.MultiheadAttention's output by %g" % (prefix, err))
+
+    def _ln(self, mod, x, y, prefix, hooks):
+        """A norm module's statistics: scale = sqrt(biased variance + eps);
+        its output must be (x - mean) / scale * w + b."""
+        xc = x - x.mean(-1, keepdim=True)
+        scale = torch.sqrt((xc * xc).mean(-1, keepdim=True) + mod.eps)
+        _rec(hooks, prefix + ".hook_scale", scale)
+        _rec(hooks, prefix + ".hook_normalized", y)
+        err = float((xc / scale * mod.weight + mod.bias - y).abs().max())
+        if err > (1e-10 if y.dtype == torch.float64 else 1e-4):
+            raise AssertionError("%s: LayerNorm statistics off by %g" % (prefix, err))
+
+    def _watch(self, hooks):
+        """Forward hooks on nn.Transformer's modules that record our hooks."""
+        handles = []
+
+        def on(mod, fn):     # a hook that returned a value would replace the module's output
+            handles.append(mod.register_forward_hook(lambda m, i, o: (fn(m, i, o), None)[1]))
+
+        def pre(mod, fn):
+            handles.append(mod.register_forward_pre_hook(lambda m, i: (fn(m, i), None)[1]))
+
+        for stack, layers in (("encoder", self.tf.encoder.layers), ("decoder", self.tf.decoder.layers)):
+            for L, layer in enumerate(layers):
+                p = "%s.%d." % (stack, L)
+                dec = stack == "decoder"
+                pre(layer, lambda m, i, p=p: _rec(hooks, p + "hook_resid_pre", i[0]))
+                on(layer.self_attn, lambda m, i, o, p=p, dec=dec:
+                   (self._mha(m, i[0], i[1], dec, p + "attn.", o[0], hooks), _rec(hooks, p + "hook_attn_out", o[0])))
+                on(layer.norm1, lambda m, i, o, p=p:
+                   (_rec(hooks, p + "hook_resid_mid", i[0]), self._ln(m, i[0], o, p + "ln1", hooks)))
+                on(layer.linear1, lambda m, i, o, p=p:
+                   (_rec(hooks, p + "mlp.hook_pre", o), _rec(hooks, p + "mlp.hook_post", F.relu(o))))
+                on(layer.linear2, lambda m, i, o, p=p: _rec(hooks, p + "hook_mlp_out", o))
+                if dec:
+                    on(layer.multihead_attn, lambda m, i, o, p=p:
+                       (self._mha(m, i[0], i[1], False, p + "cross_attn.", o[0], hooks),
+                        _rec(hooks, p + "hook_cross_attn_out", o[0])))
+                    on(layer.norm2, lambda m, i, o, p=p:
+                       (_rec(hooks, p + "hook_resid_mid_cross", i[0]), self._ln(m, i[0], o, p + "ln2", hooks)))
+                    on(layer.norm3, lambda m, i, o, p=p:
+                       (_rec(hooks, p + "hook_resid_post", i[0]), self._ln(m, i[0], o, p + "ln3", hooks)))
+                else:
+                    on(layer.norm2, lambda m, i, o, p=p:
+                       (_rec(hooks, p + "hook_resid_post", i[0]), self._ln(m, i[0], o, p + "ln2", hooks)))
+        on(self.tf.encoder.norm, lambda m, i, o: self._ln(m, i[0], o, "encoder_final_ln", hooks))
+        on(self.tf.decoder.norm, lambda m, i, o: self._ln(m, i[0], o, "decoder_final_ln", hooks))
+        return handles
+
+    def embed(self, ids, emb, stack, hooks):
+        c = self.c
+        e = emb(ids) * math.sqrt(c.d_model)
+        _rec(hooks, stack + ".hook_embed", e)
+        pe = sinusoids(ids.shape[1], c.d_model).to(e.dtype)[None].expand(e.shape)
+        _rec(hooks, stack + ".hook_pos_embed", pe)
+        return e + pe
+
+    def forward(self, src, tgt, hooks=None):
+        """src [B,S], tgt [B,T] -> logits [B,T,V] at every target position."""
+        was = self.training
+        self.train()          # dropout is 0: training mode only keeps PyTorch on its module-by-module path
+        handles = self._watch(hooks) if hooks is not None else []
+        try:
+            x = self.embed(src, self.src_embd, "encoder", hooks)
+            y = self.embed(tgt, self.target_embedding(), "decoder", hooks)
+            T = tgt.shape[1]
+            mask = torch.zeros(T, T, dtype=x.dtype).masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1),
+                                                                 float("-inf"))
+            h = self.tf(x, y, tgt_mask=mask)
+            W = self.target_embedding().weight if self.out is None else self.out.weight
+            logits = h @ W.t()
+            if self.out_b is not None:
+                logits = logits + self.out_b
+            _rec(hooks, "unembed.hook_out", logits)
+        finally:
+            for hd in handles:
+                hd.remove()
+            self.train(was)
+        return logits
+
+
+def export_encdec_gguf(model, c, path, name, tokenizer):
+    """A GGUF of an EncDec: general.architecture "transformer", tensors in
+    llama.cpp's T5 style (enc.blk.N.*, dec.blk.N.cross_attn_*) with biases,
+    nn.MultiheadAttention's in_proj split into q, k and v; the layout is
+    README.md's (GGUF section)."""
+    a = c.arch
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", a)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", 0)
+    for key, val in (("context_length", c.ctx), ("embedding_length", c.d_model), ("block_count", c.n_enc),
+                     ("decoder_block_count", c.n_dec), ("feed_forward_length", c.d_ff),
+                     ("attention.head_count", c.n_head), ("decoder_start_token_id", c.start)):
+        w.add_uint32("%s.%s" % (a, key), val)
+    w.add_float32(a + ".attention.layer_norm_epsilon", c.eps)
+    _add_tokenizer(w, tokenizer)
+    d = c.d_model
+
+    def t(tname, x):
+        w.add_tensor(tname, _np(x), "F32")
+
+    def attn(prefix, mod):
+        for i, n_ in enumerate("qkv"):
+            t("%s_%s.weight" % (prefix, n_), mod.in_proj_weight[i * d:(i + 1) * d])
+            t("%s_%s.bias" % (prefix, n_), mod.in_proj_bias[i * d:(i + 1) * d])
+        t(prefix + "_o.weight", mod.out_proj.weight)
+        t(prefix + "_o.bias", mod.out_proj.bias)
+
+    def norm(prefix, mod):
+        t(prefix + ".weight", mod.weight)
+        t(prefix + ".bias", mod.bias)
+
+    def ffn(prefix, layer):
+        t(prefix + "ffn_up.weight", layer.linear1.weight)
+        t(prefix + "ffn_up.bias", layer.linear1.bias)
+        t(prefix + "ffn_down.weight", layer.linear2.weight)
+        t(prefix + "ffn_down.bias", layer.linear2.bias)
+
+    t("token_embd.weight", model.src_embd.weight)
+    if model.tgt_embd is not None:
+        t("dec.token_embd.weight", model.tgt_embd.weight)
+    for L, layer in enumerate(model.tf.encoder.layers):
+        b = "enc.blk.%d." % L
+        attn(b + "attn", layer.self_attn)
+        norm(b + "attn_norm", layer.norm1)
+        ffn(b, layer)
+        norm(b + "ffn_norm", layer.norm2)
+    norm("enc.output_norm", model.tf.encoder.norm)
+    for L, layer in enumerate(model.tf.decoder.layers):
+        b = "dec.blk.%d." % L
+        attn(b + "attn", layer.self_attn)
+        norm(b + "attn_norm", layer.norm1)
+        attn(b + "cross_attn", layer.multihead_attn)
+        norm(b + "cross_attn_norm", layer.norm2)
+        ffn(b, layer)
+        norm(b + "ffn_norm", layer.norm3)
+    norm("dec.output_norm", model.tf.decoder.norm)
+    if model.out is not None:
+        t("output.weight", model.out.weight)
+    if model.out_b is not None:
+        t("output.bias", model.out_b)
+    return w.write()

@@ -119,5 +119,27 @@ else
     echo "e2e: models/austen-gpt2.gguf missing: the label checks are SKIPPED"
 fi
 
+# An encoder-decoder (the original Transformer): `source` feeds the encoder,
+# the decoder starts from the file's start token, `finish` runs the encoder
+# then the decoder, `gen` extends the decoder only; one clear error each for
+# gen before a source, a source past the encoder's context, and `source` on
+# a decoder-only model.
+T=$FIX/tiny-transformer.gguf
+expect "source sets the encoder, the decoder starts" 0 '^source: 4 tokens; the decoder starts from </s> \(id 2\)' '' -- -m "$T" -e 'source the cat sat'
+expect "finish runs encoder then decoder" 0 '^encoder over source positions 0-3, then pass over positions 0-0 complete: logits ready at position 0$' '' -- -m "$T" -e 'source the cat sat; finish'
+expect "gen extends the decoder" 0 '^generated: ' '' -- -m "$T" -e 'source-ids 1 275 286 287; gen 3'
+"$BIN" -m "$T" -e 'source-ids 1 275 286 287; prompt-ids 2 275; gen 2; tokens; hooks decoder.0.cross_attn.hook_pattern' > "$TMP/out" 2>&1
+grep -q '^3	287	·sat	source$' "$TMP/out" && ok || bad "tokens lists the source"
+grep -q '^1	275	·the	prompt$' "$TMP/out" && ok || bad "tokens lists the decoder prefix"
+grep -q '^decoder.0.cross_attn.hook_pattern	\[4, 4, 4\]$' "$TMP/out" && ok || bad "cross pattern is [head, n_dec, n_enc]"
+"$BIN" -m "$T" -e "source-ids 1 275 286 287; prompt-ids 2 275 279; finish; dump decoder.1.cross_attn.hook_pattern $TMP/cross.npy" > "$TMP/out" 2>&1
+grep -q 'cross.npy: decoder.1.cross_attn.hook_pattern \[4, 3, 4\] float32' "$TMP/out" && ok || bad "dump a cross pattern"
+"$BIN" -m "$T" -e "source-ids 1 275 286 287; prompt-ids 2 275 279; finish; dump all $TMP/ed" > "$TMP/out" 2>&1
+grep -q '"source_tokens": \[1, 275, 286, 287\]' "$TMP/ed/index.json" && grep -q '"tokens": \[2, 275, 279\]' "$TMP/ed/index.json" && ok || bad "dump all: both inputs in index.json"
+grep -q '{"name": "decoder.0.cross_attn.hook_k", .*"positions": 4, "shape": \[4, 4, 8\], "stream": "encoder"}' "$TMP/ed/index.json" && ok || bad "dump all: a cross key's positions are the source's"
+expect "gen before a source" 1 '' 'no source yet.*source TEXT' -- -m "$T" -e 'gen 3'
+expect "source past the encoder context" 1 '' 'encoder input has 40 tokens but .* encoder context holds 32' -- -m "$T" -e "source-ids $(seq -s ' ' 1 40)"
+expect "source on a decoder-only model" 1 '' 'tiny-gpt2 \(gpt2\) has no source' -- -m "$G" -e 'source the cat'
+
 echo "e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

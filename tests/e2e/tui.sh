@@ -393,5 +393,43 @@ keys bert Escape q
 restored bert
 MODEL=$SAVED_MODEL
 
+# ---- an encoder-decoder: both sentences in the strip, x switches to the
+# cross-attention (rows the target's tokens, columns the source's) ----
+SAVED_MODEL=$MODEL
+MODEL=$HERE/../fixtures/tiny-transformer.gguf
+start encdec 120 36 "$U NO_COLOR=1"
+expect encdec "starts" '^attnscope>'
+typed encdec 'source the cat sat on a mat; prompt-ids 2 275 279; finish'
+keys encdec Enter
+expect encdec "the encoder then the decoder" 'encoder over source positions 0-7'
+keys encdec Escape
+expect encdec "the strip: the source, an arrow, the target" '<s> +·the +·cat +·sat +·on +·a +·m +at +→ +</s> +·the +·m'
+expect encdec "the strip's title counts both" 'Tokens +source 8, target 3 prompt'
+expect encdec "self-attention first" 'Attention +layer 0 +head 0'
+keys encdec x
+expect encdec "x: cross-attention" 'Cross-attention +layer 0 +head 0'
+expect encdec "columns are the source's tokens" 'key +<s> +·the +·cat +·sat +·on'
+expect encdec "rows are the target's" '│ 2 ·m '
+keys encdec L L L L L
+expect encdec "the cursor reaches any source position" 'query 2 ·m → key 5 ·a|query 2 ·m -> key 5 ·a'
+screen encdec
+grep -q ' masked' "$TMP/screen" && bad "cross-attention: the legend offers a masked colour" || ok
+keys encdec j j
+expect encdec "the decoder's third block" 'Cross-attention +layer 2'
+keys encdec N N
+expect encdec "the decoder's norms, ln3 among them" 'LayerNorm +decoder\.2\.ln'
+keys encdec k x
+expect encdec "x again: the encoder's self-attention" 'Encoder attention +layer 1 +head 0'
+keys encdec J J J
+expect encdec "its rows are source positions" 'query 3 ·sat → key [0-9] |query 3 ·sat -> key [0-9] '
+keys encdec :
+typed encdec 'view site self'
+keys encdec Enter
+expect encdec "view site self" 'Attention +layer 1 +head 0'
+expect encdec "the decoder's selection kept" 'Next token after 2 ·m'
+keys encdec Escape q
+restored encdec
+MODEL=$SAVED_MODEL
+
 echo "tui e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
