@@ -91,6 +91,14 @@ int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *e
 int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err)
 {
     long v;
+    for (int p = 0; p < s->it->out->n_tokens; p++) {
+        as_position at;
+        as_interp_position(s->it, s->prog->out_stream, p, &at);
+        if (at.token < 0 && !strcmp(at.name, arg)) {
+            *pos = p;
+            return AS_OK;
+        }
+    }
     if (as_cmd_parse_long(arg, 0, s->it->out->n_tokens - 1, "the position", &v, err))
         return AS_ERR;
     *pos = (int)v;

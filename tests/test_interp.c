@@ -20,7 +20,7 @@ static const char *models[] = {
     "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
     "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
     "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-bert",
-    "fixtures/tiny-nomic-bert",
+    "fixtures/tiny-nomic-bert", "fixtures/tiny-vit",
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 
@@ -48,6 +48,13 @@ static void load_prompt(as_session *s, const char *dir)
 {
     char path[256], cmd[1024];
     npy tok;
+    /* A vision model's fixture is an image, read by the `image` command. */
+    snprintf(path, sizeof path, "%s/image.png", dir);
+    if (access(path, R_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "image %s", path);
+        run_ok(s, cmd);
+        return;
+    }
     snprintf(path, sizeof path, "%s/tokens.npy", dir);
     cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
     size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
@@ -114,7 +121,8 @@ static void compare_all_hooks(const char *dir)
         npy_free(&ref);
         checked++;
     }
-    /* Every fixture is a hook we have (plus tokens.npy, and types.npy). */
+    /* Every fixture is a hook we have (plus tokens.npy, or an image's
+     * pixels.npy, and types.npy). */
     char types[256];
     snprintf(types, sizeof types, "%s/types.npy", dir);
     int fixtures = -(access(types, R_OK) == 0);
@@ -188,6 +196,27 @@ static void step_equals_run(const char *dir)
 ParameterizedTestParameters(interp, stepping_is_bit_identical_to_running) { return model_rows(); }
 ParameterizedTest(int *row, interp, stepping_is_bit_identical_to_running) { step_equals_run(models[*row]); }
 
+/* An image stream has no KV cache: it is recomputed whenever its image
+ * changes. Image A, then B, then A again gives A's results bit for bit
+ * (nothing of B is left behind), and B's differ from A's. */
+static void image_a_b_a(const char *dir, const char *gguf)
+{
+    char a[300], b[300];
+    snprintf(a, sizeof a, "image %s/image.png; finish", dir);
+    snprintf(b, sizeof b, "image fixtures/image/grey-45x37.png; finish");
+    as_session *once = open_session(gguf, 64), *aba = open_session(gguf, 64);
+    run_ok(once, a);
+    run_ok(aba, a);
+    run_ok(aba, b);
+    int n = aba->model->cfg.n_vocab;
+    cr_assert_neq(memcmp(as_interp_logits(once->it), as_interp_logits(aba->it), (size_t)n * sizeof(float)), 0,
+                  "image B gives other logits than image A");
+    run_ok(aba, a);
+    assert_same_capture(once, aba, 0);
+    close_session(once);
+    close_session(aba);
+}
+
 /* Prompt of the first k tokens, then the rest one pass per token (the KV
  * cache path), against one pass over everything. */
 static void kv_cache_equals_recompute(const char *dir)
@@ -195,6 +224,11 @@ static void kv_cache_equals_recompute(const char *dir)
     char gguf[256], cmd[64];
     npy tok;
     snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s/image.png", dir);
+    if (access(cmd, R_OK) == 0) {
+        image_a_b_a(dir, gguf);
+        return;
+    }
     snprintf(cmd, sizeof cmd, "%s/tokens.npy", dir);
     cr_assert_eq(npy_read(cmd, &tok), 0);
     as_session *full = open_session(gguf, 64), *inc = open_session(gguf, 64);

@@ -210,6 +210,19 @@ def run_vit_hooks(m, pixels):
     return {k: v.detach().numpy() for k, v in H.items()}
 
 
+def rollout(H, n_layer):
+    """Abnar & Zuidema's attention rollout in NumPy (float64): per layer
+    0.5 * mean over heads + 0.5 * I, rows renormalised, multiplied from
+    the first layer on: R = A_{L-1} @ ... @ A_0."""
+    R = None
+    for L in range(n_layer):
+        pat = H["blocks.%d.attn.hook_pattern" % L].astype(np.float64)
+        A = 0.5 * pat.mean(0) + 0.5 * np.eye(pat.shape[-1])
+        A = A / A.sum(-1, keepdims=True)
+        R = A if R is None else A @ R
+    return R
+
+
 def write_vit_fixture(outdir):
     m = make_vit()
     path = os.path.join(outdir, "tiny-vit.gguf")
@@ -229,6 +242,8 @@ def write_vit_fixture(outdir):
     for k, v in H.items():
         np.save(os.path.join(d, k + ".npy"), np.ascontiguousarray(v, dtype=np.float32))
     np.save(os.path.join(d, "pixels.npy"), px.astype(np.float32))
+    # outside tiny-vit/, whose .npy files are all hooks (and pixels.npy)
+    np.save(os.path.join(outdir, "tiny-vit.rollout.npy"), rollout(H, VIT_CFG["layers"]).astype(np.float32))
     meta = {"model": "tiny-vit.gguf", "image": "image.png", "config": VIT_CFG, "classes": VIT_CLASSES,
             "mean": VIT_MEAN, "std": VIT_STD, "hooks": {k: list(v.shape) for k, v in H.items()}}
     with open(os.path.join(d, "meta.json"), "w") as f:
@@ -237,7 +252,7 @@ def write_vit_fixture(outdir):
 
 
 def check_vit_fixture(fixdir, fresh_dir):
-    for rel in ["tiny-vit.gguf"] + [os.path.join("tiny-vit", f) for f in sorted(os.listdir(os.path.join(fresh_dir, "tiny-vit")))]:
+    for rel in ["tiny-vit.gguf", "tiny-vit.rollout.npy"] + [os.path.join("tiny-vit", f) for f in sorted(os.listdir(os.path.join(fresh_dir, "tiny-vit")))]:
         a = open(os.path.join(fixdir, rel), "rb").read()
         b = open(os.path.join(fresh_dir, rel), "rb").read()
         if a != b:
