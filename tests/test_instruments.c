@@ -587,3 +587,24 @@ Test(instruments, vit_top_names_classes_at_cls)
     npy_free(&ref);
     close_session(s);
 }
+
+/* A bad image leaves the session as it was: the image before it stays the
+ * input, and the next good one is read. */
+Test(instruments, vit_session_goes_on_after_a_bad_image)
+{
+    as_session *s = open_session(VIT, 64);
+    char msg[1024];
+    run_ok(s, VIT_IMAGE "; finish");
+    float before[10];
+    memcpy(before, as_interp_logits(s->it), sizeof before);
+    const char *bad[] = {"image fixtures/image/none.png", "image fixtures/tiny-vit/meta.json",
+                         "image fixtures/tiny-vit.gguf"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_neq(run_cmd(s, bad[i], msg, sizeof msg), AS_OK);
+        cr_assert(strstr(msg, bad[i] + 6), "the message names the file: %s", msg);
+        cr_assert_eq(memcmp(as_interp_logits(s->it), before, sizeof before), 0);
+    }
+    run_ok(s, "image fixtures/image/grey-45x37.png; finish; top 2");
+    cr_assert_neq(memcmp(as_interp_logits(s->it), before, sizeof before), 0);
+    close_session(s);
+}
