@@ -23,6 +23,7 @@ static const struct entry {
     {"H J K L", "move the heatmap's cursor (Shift+arrows too)"},
     {"PgUp/PgDn", "a page of tokens; in Output, scroll"},
     {"g, Enter", "grid of every head; back to one head"},
+    {"i", "image pane (a vision model): blend, image, heat over its patches"},
     {"N, c", "next norm (ln1, ln2, final); next colormap"},
     {"", NULL},
     {"Running", NULL},

@@ -260,7 +260,10 @@ static void draw(tui *u)
     snprintf(note, sizeof note, "%s", as_cmap_name(u->v.cmap));
     pane_frame(u, P_ATTN, title, note);
     attn_src src = {s->cap, hook, u->v.head, hook >= 0 ? s->cap->filled[hook] : 0};
-    if (n == 0)
+    if (n == 0 && s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS)
+        pane_message(u, P_ATTN, "No image yet. Type  image FILE  and Enter at the command line, then  finish; "
+                                "Esc goes back to the view.");
+    else if (n == 0)
         pane_message(u, P_ATTN, "No context yet. Type  prompt TEXT  and Enter at the command line, then Esc and "
                                 "Space to generate a token.  ? shows the keys,  lesson  the guided tours.");
     else if (hook < 0 || !as_capture_has(s->cap, hook))

@@ -70,7 +70,9 @@ static void draw(tui *u)
     legend(u, w, n ? title : "Tokens");
     if (n == 0) {
         term_role(&u->t, w, R_HINT);
-        put_text(u, w, 1, 2, "No context yet: prompt TEXT at the command line (: opens it), or lesson",
+        put_text(u, w, 1, 2, u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS
+                                 ? "No image yet: image FILE at the command line (: opens it)"
+                                 : "No context yet: prompt TEXT at the command line (: opens it), or lesson",
                  cols - 2);
         wnoutrefresh(w);
         return;

@@ -393,5 +393,29 @@ keys bert Escape q
 restored bert
 MODEL=$SAVED_MODEL
 
+# ---- a vision transformer: the image pane, classes at CLS, patches named ----
+MODEL=$HERE/../fixtures/tiny-vit.gguf
+start vit 120 35 "$U"
+expect vit "starts" '^attnscope>'
+expect vit "an image model asks for an image" 'No image yet'
+typed vit "image $HERE/../fixtures/tiny-vit/image.png; finish"
+keys vit Enter
+expect vit "pass runs" 'logits ready at CLS'
+keys vit Escape
+expect vit "the view starts at CLS, the image pane shows its attention" 'Image  L0 H0  CLS'
+expect vit "the probabilities pane lists the classes at CLS" 'Classes at CLS'
+expect vit "blend by default, with the largest weight" 'blend \(i\)  max 0\.[0-9]+'
+screen vit
+grep -q '◀ here' "$TMP/screen" && bad "vit: a class marked as the token here" || ok
+keys vit J J J J J J
+expect vit "the heatmap's query selects the patch" 'Image  L0 H0  r1c1'
+keys vit i
+expect vit "i shows the image alone" 'image \(i\)  max'
+keys vit i
+expect vit "then the heat" 'heat \(i\)  max'
+keys vit Escape q
+restored vit
+MODEL=$SAVED_MODEL
+
 echo "tui e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
