@@ -407,6 +407,11 @@ int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel
 
 int as_attn_rollout(const as_capture *cap, int n, float *out, as_error *err)
 {
+    return as_attn_rollout_layers(cap, n, -1, out, err);
+}
+
+int as_attn_rollout_layers(const as_capture *cap, int n, int n_layers, float *out, as_error *err)
+{
     const as_program *p = cap->prog;
     size_t nn = (size_t)n * (size_t)n;
     double *r = malloc(nn * sizeof *r), *a = malloc(nn * sizeof *a), *t = malloc(nn * sizeof *t);
@@ -421,6 +426,8 @@ int as_attn_rollout(const as_capture *cap, int n, float *out, as_error *err)
         const as_attn *site = &p->attn[s];
         if (site->site != AS_SITE_SELF_ATTN || site->mask != AS_MASK_NONE)
             continue;
+        if (n_layers >= 0 && layers == n_layers)
+            break;
         int h = site->pattern;
         if (!as_capture_has(cap, h) || cap->filled[h] < n) {
             rc = as_error_set(err, "%s is not %s: rollout needs every layer's pattern", p->hooks[h].name,

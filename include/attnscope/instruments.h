@@ -86,5 +86,7 @@ int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel
  * position flows into position q's output). AS_ERR, saying which, when a
  * layer's pattern is not captured or not filled over n positions. */
 int as_attn_rollout(const as_capture *cap, int n, float *out, as_error *err);
+/* The same over the first n_layers such layers only. */
+int as_attn_rollout_layers(const as_capture *cap, int n, int n_layers, float *out, as_error *err);
 
 #endif
