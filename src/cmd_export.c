@@ -925,7 +925,7 @@ out:
 /* export overlay LAYER HEAD|mean|rollout|all FILE: [CLS]'s attention to
  * the patches over the input image (one head, the mean of the heads, the
  * rollout through layers 0..LAYER, or every head of the layer). */
-static int export_overlay(cmd_ctx *c)
+int as_cmd_export_overlay(cmd_ctx *c)
 {
     as_session *s = c->s;
     static const char usage[] = "usage: export overlay LAYER HEAD|mean|rollout|all FILE.png|FILE.svg|FILE.pdf "
@@ -1068,7 +1068,7 @@ int as_cmd_export(cmd_ctx *c)
     if (!strcmp(what, "probs-trace"))
         return export_probs_trace(c);
     if (!strcmp(what, "overlay"))
-        return export_overlay(c);
+        return as_cmd_export_overlay(c);
     return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay)",
                         what);
 }

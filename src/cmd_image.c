@@ -96,17 +96,34 @@ int as_cmd_top_classes(cmd_ctx *c, long k)
     return AS_OK;
 }
 
-/* rollout [FILE.npy]: the rollout to [CLS] over the patches, as a grid of
- * percentages; FILE.npy gets the whole [n][n] matrix (row q: position q's
- * output; columns: the input positions CLS, r0c0, ...). */
+/* rollout [FILE.npy|FILE.png|FILE.svg|FILE.pdf]: the rollout to [CLS]
+ * over the patches, as a grid of percentages; FILE.npy gets the whole
+ * [n][n] matrix (row q: position q's output; columns: the input positions
+ * CLS, r0c0, ...); a figure file, the rollout through every layer laid
+ * over the image (export overlay LAST rollout FILE, options after it). */
 int as_cmd_rollout(cmd_ctx *c)
 {
     as_session *s = c->s;
+    const char *path = c->argc >= 2 ? c->argv[1] : NULL, *kind = path ? as_cmd_output_kind(path) : NULL;
+    if (kind && strcmp(kind, "npy")) {
+        char last[16];
+        snprintf(last, sizeof last, "%d", s->model->cfg.n_layer - 1);
+        char **argv = calloc((size_t)c->argc + 3, sizeof *argv);
+        if (!argv)
+            return as_error_set(c->err, "out of memory");
+        argv[0] = "export", argv[1] = "overlay", argv[2] = last, argv[3] = "rollout";
+        for (int i = 1; i < c->argc; i++)
+            argv[3 + i] = c->argv[i];
+        cmd_ctx e = {s, argv, c->argc + 3, c->rest, c->err};
+        int rc = as_cmd_export_overlay(&e);
+        free(argv);
+        return rc;
+    }
     if (c->argc > 2)
-        return as_error_set(c->err, "usage: rollout [FILE.npy]");
-    const char *path = c->argc == 2 ? c->argv[1] : NULL;
-    if (path && (strlen(path) < 4 || strcmp(path + strlen(path) - 4, ".npy")))
-        return as_error_set(c->err, "rollout writes .npy (the [positions][positions] matrix); '%s' is not one", path);
+        return as_error_set(c->err, "usage: rollout [FILE.npy|FILE.png|FILE.svg|FILE.pdf [key=value ...]]");
+    if (path && !kind)
+        return as_error_set(c->err, "rollout writes .npy (the [positions][positions] matrix) or a figure (.png, .svg, "
+                                    ".pdf); '%s' is none of them", path);
     if (as_cmd_require_tokens(s, c->err))
         return AS_ERR;
     int n = s->it->out->n_tokens;

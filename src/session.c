@@ -1027,8 +1027,9 @@ static const command commands[] = {
     {{"top", "top [K] [POS]", "The next-token distribution: rank, id, piece, probability, logit (an encoder: "
       "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},
      cmd_top},
-    {{"rollout", "rollout [FILE.npy]", "Attention rollout (Abnar & Zuidema): per layer 0.5 * mean-over-heads pattern "
-      "+ 0.5 * I, rows renormalised, multiplied through the layers; printed for CLS over the patch grid.",
+    {{"rollout", "rollout [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Attention rollout (Abnar & Zuidema): per layer 0.5 * "
+      "mean-over-heads pattern + 0.5 * I, rows renormalised, multiplied through the layers; printed for CLS over the "
+      "patch grid, the matrix as .npy, or laid over the image as a figure.",
       "rollout rollout.npy"}, as_cmd_rollout},
     {{"fill", "fill [K] [POS]", "An encoder's masked-LM predictions at each [MASK] (or at POS): rank, id, piece, "
       "probability, logit.", "fill 5"}, as_cmd_fill},

@@ -86,6 +86,8 @@ void as_cmd_position_label(const as_session *s, int pos, char *out, size_t cap);
 int as_cmd_image(cmd_ctx *c);
 int as_cmd_top_classes(cmd_ctx *c, long k);
 int as_cmd_rollout(cmd_ctx *c);
+/* cmd_export.c: export overlay LAYER HEAD|mean|rollout|all FILE [options] (argv as typed). */
+int as_cmd_export_overlay(cmd_ctx *c);
 /* A position of the context: its number, or its name (CLS, r3c5) where
  * the stream names positions. */
 int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err);

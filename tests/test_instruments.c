@@ -546,7 +546,7 @@ Test(instruments, rollout_needs_bidirectional_attention_and_a_finished_pass)
     run_ok(s, VIT_IMAGE);
     cr_assert_neq(run_cmd(s, "rollout", msg, sizeof msg), AS_OK);
     cr_assert(strstr(msg, "finish"), "%s", msg);
-    cr_assert_neq(run_cmd(s, "rollout out.png", msg, sizeof msg), AS_OK);
+    cr_assert_neq(run_cmd(s, "rollout out.txt", msg, sizeof msg), AS_OK);
     cr_assert(strstr(msg, ".npy"), "%s", msg);
     close_session(s);
     s = open_session(GPT2, 64);

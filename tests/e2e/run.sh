@@ -113,6 +113,8 @@ expect "tokens name CLS and patches" 0 '^6	r1c1	patch' '' -- -m "$V" -e "$VI; to
 expect "norms label positions by name" 0 '^16	r3c3	' '' -- -m "$V" -e "$VI; finish; norms 0"
 expect "rollout prints the CLS grid" 0 '^r3 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' '' -- -m "$V" -e "$VI; finish; rollout"
 expect "rollout writes .npy" 0 "^wrote $TMP/r\.npy: \[17, 17\] float32" '' -- -m "$V" -e "$VI; finish; rollout $TMP/r.npy"
+expect "rollout as a figure" 0 "^wrote $TMP/r\.png: overlay layer 1 rollout 660x[0-9]+ px" '' -- -m "$V" -e "$VI; finish; rollout $TMP/r.png"
+expect "rollout to another kind of file" 1 '' "rollout writes \.npy.*or a figure" -- -m "$V" -e "$VI; finish; rollout $TMP/r.txt"
 expect "lens reads CLS" 0 '^logit lens at position 0' '' -- -m "$V" -e "$VI; finish; lens"
 expect "a position by name" 0 '^logit lens at position 6' '' -- -m "$V" -e "$VI; finish; lens r1c1"
 expect "text to a vision model" 1 '' 'reads an image, not text.*image FILE' -- -m "$V" -e "prompt hello"
