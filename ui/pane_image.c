@@ -3,7 +3,8 @@
  * the image alone, the heat alone, or the two blended (`i` cycles). Drawn
  * with half blocks (two pixels a cell) in 256 or direct colour; without
  * colour, in shades of the value shown. The selected query's patch is
- * marked; a click on a patch selects it as the query. Applies only where
+ * marked; a click on a patch selects it as the query. In grid mode (`g`),
+ * every head of the layer as a small image of its own. Applies only where
  * the program reads pixels. */
 #include <math.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ static img_geom geometry(const tui *u, WINDOW *w)
 
 /* The query's attention to each patch, scaled by its largest (so the map
  * uses the whole colour scale); false when not computed yet. */
-static bool patch_heat(const tui *u, int q, float *heat, int n_patch, float *max)
+static bool patch_heat(const tui *u, int head, int q, float *heat, int n_patch, float *max)
 {
     const as_session *s = u->s;
     int h = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
@@ -55,7 +56,7 @@ static bool patch_heat(const tui *u, int q, float *heat, int n_patch, float *max
         return false;
     *max = 0;
     for (int i = 0; i < n_patch; i++) {
-        heat[i] = as_capture_attn(s->cap, h, u->v.head, q, 1 + i);
+        heat[i] = as_capture_attn(s->cap, h, head, q, 1 + i);
         *max = heat[i] > *max ? heat[i] : *max;
     }
     for (int i = 0; i < n_patch; i++)
@@ -100,7 +101,6 @@ static const char *shade(float v, bool utf8)
 static void draw_pixels(tui *u, WINDOW *w, const as_stream *st, const float *pixels, const img_geom *g,
                         const float *heat)
 {
-    term_rgb_reset(&u->t);
     bool colour = term_rgb_ok(&u->t) && g->sub == 2;
     for (int r = 0; r * g->sub < g->D; r++) {
         for (int px = 0; px < g->D; px++) {
@@ -138,6 +138,38 @@ static void mark_patch(tui *u, WINDOW *w, const as_stream *st, const img_geom *g
     term_role(&u->t, w, R_NORMAL);
 }
 
+/* Every head of the layer, each a small image under its name (the
+ * selected head's name highlighted), tiled as squarely as the pane allows. */
+static void draw_grid(tui *u, WINDOW *w, const as_stream *st, const float *pixels, float *heat, int n_patch)
+{
+    int H = u->s->model->cfg.n_head, rows = getmaxy(w) - 3, cols = getmaxx(w) - 2;
+    int sub = u->t.style == HM_HALF ? 2 : 1, pw = sub == 2 ? 1 : 2, best = 0, tx = 1;
+    for (int c = 1; c <= H; c++) { /* the tiling whose tiles are largest */
+        int r = (H + c - 1) / c, d = (cols - (c - 1)) / c / pw, dh = (rows / r - 1) * sub;
+        d = d < dh ? d : dh;
+        if (d > best)
+            best = d, tx = c;
+    }
+    if (best < 2) {
+        pane_message(u, P_IMAGE, "Too small for every head: g goes back to one head.");
+        return;
+    }
+    int tile_h = (best + sub - 1) / sub + 1;
+    for (int h = 0; h < H; h++) {
+        float max;
+        bool have = patch_heat(u, h, u->v.query, heat, n_patch, &max);
+        img_geom g = {best, pw, sub, 1 + (h / tx) * tile_h + 1, 1 + (h % tx) * (best * pw + 1)};
+        char name[16];
+        snprintf(name, sizeof name, "h%d", h);
+        term_role(&u->t, w, h == u->v.head ? R_LABEL_SEL : R_TITLE);
+        put_text(u, w, g.y0 - 1, g.x0, name, best * pw);
+        draw_pixels(u, w, st, pixels, &g, have ? heat : NULL);
+    }
+    term_role(&u->t, w, R_HINT);
+    put_text(u, w, getmaxy(w) - 2, 1, "every head, each on its own scale (i: mode)", getmaxx(w) - 2);
+    term_role(&u->t, w, R_NORMAL);
+}
+
 static void draw(tui *u)
 {
     WINDOW *w = u->win[P_IMAGE];
@@ -157,7 +189,14 @@ static void draw(tui *u)
     pane_frame(u, P_IMAGE, title, NULL);
     int n_patch = st->patch.grid * st->patch.grid;
     float *heat = malloc((size_t)n_patch * sizeof *heat), max = 0;
-    bool have = heat && patch_heat(u, u->v.query, heat, n_patch, &max);
+    term_rgb_reset(&u->t);
+    if (u->v.grid && heat) {
+        draw_grid(u, w, st, s->it->st[si].pixels, heat, n_patch);
+        free(heat);
+        wnoutrefresh(w);
+        return;
+    }
+    bool have = heat && patch_heat(u, u->v.head, u->v.query, heat, n_patch, &max);
     img_geom g = geometry(u, w);
     draw_pixels(u, w, st, s->it->st[si].pixels, &g, have ? heat : NULL);
     mark_patch(u, w, st, &g, u->v.query);

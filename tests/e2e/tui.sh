@@ -413,6 +413,12 @@ keys vit i
 expect vit "i shows the image alone" 'image \(i\)  max'
 keys vit i
 expect vit "then the heat" 'heat \(i\)  max'
+keys vit g
+expect vit "g: every head's map as a small image" 'every head, each on its own scale'
+screen vit
+grep -Eq '│h2 +h3 ' "$TMP/screen" && ok || bad "vit: the grid names heads 2 and 3"
+keys vit Enter
+expect vit "Enter: one head again" 'heat \(i\)  max'
 keys vit Escape q
 restored vit
 MODEL=$SAVED_MODEL
