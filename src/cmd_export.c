@@ -1111,17 +1111,30 @@ static int write_index(void *ctx, void *stream, as_error *err)
     fprintf(o, ",\n  \"text\": ");
     json_string(o, text ? text : "");
     free(text);
-    fprintf(o, ",\n  \"n_prompt\": %d,\n  \"tokens\": [", s->it->out->n_prompt);
-    for (int i = 0; i < s->it->out->n_tokens; i++)
-        fprintf(o, "%s%d", i ? ", " : "", s->it->out->tokens[i]);
-    fprintf(o, "],\n  \"pieces\": [");
+    fprintf(o, ",\n  \"n_prompt\": %d,\n  \"positions\": [", s->it->out->n_prompt);
+    /* what stands at each position, as the views label it: a token, or a name (CLS, r3c5) */
     for (int i = 0; i < s->it->out->n_tokens; i++) {
-        char piece[256];
-        as_cmd_piece(s, s->it->out->tokens[i], piece, sizeof piece);
+        char label[256];
+        as_cmd_position_label(s, i, label, sizeof label);
         fprintf(o, "%s", i ? ", " : "");
-        json_string(o, piece);
+        json_string(o, label);
     }
-    fprintf(o, "],\n  \"hooks\": [\n");
+    fprintf(o, "]");
+    /* An image's positions are no tokens: it has neither ids nor pieces. */
+    if (s->prog->streams[s->prog->out_stream].input == AS_INPUT_TOKENS) {
+        fprintf(o, ",\n  \"tokens\": [");
+        for (int i = 0; i < s->it->out->n_tokens; i++)
+            fprintf(o, "%s%d", i ? ", " : "", s->it->out->tokens[i]);
+        fprintf(o, "],\n  \"pieces\": [");
+        for (int i = 0; i < s->it->out->n_tokens; i++) {
+            char piece[256];
+            as_cmd_piece(s, s->it->out->tokens[i], piece, sizeof piece);
+            fprintf(o, "%s", i ? ", " : "");
+            json_string(o, piece);
+        }
+        fprintf(o, "]");
+    }
+    fprintf(o, ",\n  \"hooks\": [\n");
     for (int i = 0; i < j->n; i++) {
         int h = j->hooks[i], n = s->cap->filled[h];
         size_t shape[3];
