@@ -65,9 +65,14 @@ static void draw(tui *u)
     const as_interp *it = u->s->it;
     int n = it->out->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4;
     char title[96];
-    snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
-    pane_frame(u, P_TOKENS, n ? title : "Tokens", NULL);
-    legend(u, w, n ? title : "Tokens");
+    bool image = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    if (image)
+        snprintf(title, sizeof title, "Positions  CLS + %d patches", n > 0 ? n - 1 : 0);
+    else
+        snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
+    pane_frame(u, P_TOKENS, n ? title : image ? "Positions" : "Tokens", NULL);
+    if (!image)
+        legend(u, w, n ? title : "Tokens");
     if (n == 0) {
         term_role(&u->t, w, R_HINT);
         put_text(u, w, 1, 2, u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS
@@ -91,8 +96,11 @@ static void draw(tui *u)
         if (widths[i] == 0)
             widths[i] = 1;
     }
-    /* Without colour the chips cannot alternate shades: a gap separates them. */
-    int gap = u->t.cm == CM_MONO ? 1 : 0;
+    /* Without colour the chips cannot alternate shades: a gap separates
+     * them; so it does between names (CLS, r0c0), which are no text that
+     * runs on. */
+    bool pixels = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    int gap = u->t.cm == CM_MONO || pixels ? 1 : 0;
     u->tok_rows = tf_strip_layout(widths, n, cols, gap, u->tok_row, u->tok_col);
     u->tok_n = n;
     u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[u->v.query], rows, u->tok_rows);
