@@ -405,6 +405,7 @@ keys vit Escape
 expect vit "the view starts at CLS, the image pane shows its attention" 'Image  L0 H0  CLS'
 expect vit "the probabilities pane lists the classes at CLS" 'Classes at CLS'
 expect vit "blend by default, with the largest weight" 'blend \(i\)  max 0\.[0-9]+'
+expect vit "the status says the classes are ready" 'pass done, classes ready'
 screen vit
 grep -q '◀ here' "$TMP/screen" && bad "vit: a class marked as the token here" || ok
 keys vit J J J J J J
