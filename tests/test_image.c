@@ -272,3 +272,33 @@ Test(image, bad_files_get_one_clear_message)
     load_fails(path, "larger than");
     unlink(path);
 }
+
+/* The test images (the fixtures' and the demo's) decode to what libpng's
+ * own simplified reader gives for them, sample for sample. */
+Test(image, test_images_equal_libpngs_own_decode)
+{
+    const char *files[] = {"fixtures/image/grey-45x37.png", "fixtures/image/grey-17x11.png",
+                           "fixtures/image/rgb-40x30.png",  "fixtures/tiny-vit/image.png",
+                           "../assets/fashion/sneaker.png", "../assets/fashion/shirt.png",
+                           "../assets/fashion/ankle-boot.png"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        as_image img;
+        as_error err;
+        cr_assert_eq(as_image_load(&img, files[f], &err), AS_OK, "%s", err.msg);
+        png_image ref;
+        memset(&ref, 0, sizeof ref);
+        ref.version = PNG_IMAGE_VERSION;
+        cr_assert(png_image_begin_read_from_file(&ref, files[f]), "%s: %s", files[f], ref.message);
+        ref.format = img.channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+        size_t n = PNG_IMAGE_SIZE(ref);
+        uint8_t *buf = malloc(n);
+        cr_assert(png_image_finish_read(&ref, NULL, buf, 0, NULL), "%s: %s", files[f], ref.message);
+        cr_assert_eq((int)ref.width, img.width);
+        cr_assert_eq((int)ref.height, img.height);
+        cr_assert_eq(n, (size_t)img.width * (size_t)img.height * (size_t)img.channels);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(img.data[i], buf[i], "%s: sample %zu is %d, libpng's %d", files[f], i, img.data[i], buf[i]);
+        free(buf);
+        as_image_free(&img);
+    }
+}
