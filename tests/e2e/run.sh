@@ -118,6 +118,7 @@ expect "rollout to another kind of file" 1 '' "rollout writes \.npy.*or a figure
 expect "dump all names the positions" 0 "index.json over 17 tokens" '' -- -m "$V" -e "$VI; finish; dump all $TMP/vcap"
 if grep -q '"positions": \["CLS", "r0c0", "r0c1"' "$TMP/vcap/index.json" && ! grep -q '"pieces"' "$TMP/vcap/index.json"; then ok; else bad "vit index.json: positions named, no pieces"; fi
 expect "heads says why not on an image" 1 '' 'heads scores token patterns.*export overlay' -- -m "$V" -e "$VI; finish; heads"
+expect "compare reads the classes at CLS" 0 '^at position 0 \(CLS\), with 1 rule: KL' '' -- -m "$V" -e "$VI; finish; ablate 1.2 zero; compare"
 expect "lens reads CLS" 0 '^logit lens at position 0' '' -- -m "$V" -e "$VI; finish; lens"
 expect "a position by name" 0 '^logit lens at position 6' '' -- -m "$V" -e "$VI; finish; lens r1c1"
 expect "text to a vision model" 1 '' 'reads an image, not text.*image FILE' -- -m "$V" -e "prompt hello"
