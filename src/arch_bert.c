@@ -16,4 +16,4 @@ static int load(as_model *m, as_error *err)
     return as_enc_load(m, &f, err);
 }
 
-const as_arch as_arch_bert = {"bert", "blk.", read_config, load, as_enc_build};
+const as_arch as_arch_bert = {"bert", "blk.", read_config, load, as_enc_build, NULL};

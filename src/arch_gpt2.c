@@ -153,4 +153,4 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_gpt2 = {"gpt2", "blk.", read_config, load, build};
+const as_arch as_arch_gpt2 = {"gpt2", "blk.", read_config, load, build, NULL};

@@ -28,4 +28,4 @@ static int load(as_model *m, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_phi3 = {"phi3", "blk.", read_config, load, as_dec_build};
+const as_arch as_arch_phi3 = {"phi3", "blk.", read_config, load, as_dec_build, NULL};

@@ -20,4 +20,4 @@ static int load(as_model *m, as_error *err)
     return as_dec_load(m, &f, err);
 }
 
-const as_arch as_arch_qwen2 = {"qwen2", "blk.", read_config, load, as_dec_build};
+const as_arch as_arch_qwen2 = {"qwen2", "blk.", read_config, load, as_dec_build, NULL};

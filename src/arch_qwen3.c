@@ -21,4 +21,4 @@ static int load(as_model *m, as_error *err)
     return as_dec_load(m, &f, err);
 }
 
-const as_arch as_arch_qwen3 = {"qwen3", "blk.", read_config, load, as_dec_build};
+const as_arch as_arch_qwen3 = {"qwen3", "blk.", read_config, load, as_dec_build, NULL};

@@ -364,4 +364,4 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_transformer = {ARCH, "enc.blk.", read_config, load, build};
+const as_arch as_arch_transformer = {ARCH, "enc.blk.", read_config, load, build, NULL};

@@ -119,8 +119,15 @@ int as_cmd_compare_runs(as_session *s, as_error *err)
     } else {
         as_probs(clean, V, pc);
         as_probs(logits, V, pa);
-        fprintf(s->out, "at position %d, with %d rule%s: KL(clean || changed) = %.6f nats\n", s->it->out->n_tokens - 1,
-                s->it->n_rules, s->it->n_rules == 1 ? "" : "s", kl_div(pc, pa, V));
+        /* where the logits are read: the last position, or a classifier's CLS (named) */
+        char at[48] = "";
+        if (s->prog->logits_pos >= 0) {
+            char name[32];
+            as_cmd_position_label(s, s->prog->logits_pos, name, sizeof name);
+            snprintf(at, sizeof at, " (%s)", name);
+        }
+        fprintf(s->out, "at position %d%s, with %d rule%s: KL(clean || changed) = %.6f nats\n",
+                s->prog->logits_pos >= 0 ? s->prog->logits_pos : s->it->out->n_tokens - 1, at, s->it->n_rules, s->it->n_rules == 1 ? "" : "s", kl_div(pc, pa, V));
         print_top(s, "clean  ", clean, pc);
         print_top(s, "changed", logits, pa);
         if (s->has_metric) {
@@ -158,6 +165,7 @@ int as_cmd_metric(cmd_ctx *c)
     char a[64], b[64];
     as_cmd_label(c->s, c->s->metric[0], 0, a, sizeof a);
     as_cmd_label(c->s, c->s->metric[1], 0, b, sizeof b);
-    fprintf(c->s->out, "metric: logit[%s] - logit[%s] at the last position\n", a, b);
+    fprintf(c->s->out, "metric: logit[%s] - logit[%s] at %s\n", a, b,
+            c->s->prog->logits_pos >= 0 ? "CLS (where the classes are read)" : "the last position");
     return AS_OK;
 }

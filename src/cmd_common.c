@@ -91,6 +91,14 @@ int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *e
 int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err)
 {
     long v;
+    for (int p = 0; p < s->it->out->n_tokens; p++) {
+        as_position at;
+        as_interp_position(s->it, s->prog->out_stream, p, &at);
+        if (at.token < 0 && !strcmp(at.name, arg)) {
+            *pos = p;
+            return AS_OK;
+        }
+    }
     if (as_cmd_parse_long(arg, 0, s->it->out->n_tokens - 1, "the position", &v, err))
         return AS_ERR;
     *pos = (int)v;
@@ -192,6 +200,8 @@ void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t 
 {
     char bytes[256];
     size_t len = as_tokenizer_token_bytes(s->model->tok, id, bytes, sizeof bytes), o = 0;
+    /* A name standing for no text (a control token, a class) keeps its spaces: "Ankle boot". */
+    bool named = len == 0;
     if (len == 0) {
         const char *p = as_tokenizer_piece(s->model->tok, id);
         len = (size_t)snprintf(bytes, sizeof bytes, "%s", p ? p : "?");
@@ -202,7 +212,7 @@ void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t 
     out[0] = '\0';
     for (size_t i = 0; i < len;) {
         char unit[8];
-        size_t used = label_unit((const unsigned char *)bytes + i, len - i, unit);
+        size_t used = named && bytes[i] == ' ' ? (strcpy(unit, " "), 1) : label_unit((const unsigned char *)bytes + i, len - i, unit);
         int w = unit[0] == '\\' ? 4 : 1;
         bool last = i + used >= len;
         if (width > 0 && cols + w > width - (last ? 0 : 1)) {

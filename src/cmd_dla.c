@@ -18,7 +18,7 @@ int as_cmd_dla(cmd_ctx *c)
 {
     as_session *s = c->s;
     int32_t tok;
-    int pos = s->it->out->n_done - 1;
+    int pos = s->prog->logits_pos >= 0 ? s->prog->logits_pos : s->it->out->n_done - 1;
     if (as_cmd_lens_applies(s, true, c->err))
         return AS_ERR;
     as_out_arg o = as_cmd_output_arg(c, 2);

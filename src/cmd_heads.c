@@ -31,6 +31,10 @@ int as_cmd_heads(cmd_ctx *c)
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
     double threshold = 0.4;
+    if (s->prog->streams[s->prog->out_stream].input != AS_INPUT_TOKENS)
+        return as_error_set(c->err, "heads scores token patterns (previous token, duplicate, induction), which %s's "
+                                    "image patches do not have; `export overlay LAYER all` shows where each head "
+                                    "looks, `rollout` where the class reads from", cfg->name);
     bool context = false;
     as_out_arg o = as_cmd_output_arg(c, 1);
     if (o.npy && o.at + 1 < c->argc)

@@ -137,7 +137,7 @@ int as_cmd_lens(cmd_ctx *c)
         return as_error_set(c->err, "usage: lens [POS] [FILE.npy]  or  lens table [FILE.npy]");
     if (o.argc > 1 && !strcmp(c->argv[1], "table"))
         return lens_table(c, o.path);
-    int pos = c->s->it->out->n_done - 1;
+    int pos = c->s->prog->logits_pos >= 0 ? c->s->prog->logits_pos : c->s->it->out->n_done - 1;
     if (o.argc > 1 && as_cmd_parse_pos(c->s, c->argv[1], &pos, c->err))
         return AS_ERR;
     if (pos < 0)

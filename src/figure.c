@@ -1316,6 +1316,93 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
     return lay_end(&L, H, out, err);
 }
 
+/* ================================================ attention over an image */
+
+int as_fig_overlay_view(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
+                        const as_fig_overlay *ov, as_error *err)
+{
+    lay L;
+    if (ov->size < 1 || ov->grid < 1 || ov->size % ov->grid || ov->n_maps < 1 || !(ov->vmax > 0) ||
+        !(ov->alpha >= 0 && ov->alpha <= 1))
+        return as_error_set(err, "overlay: nothing to draw (a %d-pixel image, %d patches a side, %d maps, scale "
+                                 "0-%g)", ov->size, ov->grid, ov->n_maps, (double)ov->vmax);
+    if (lay_begin(&L, out, ctx, st, cap, err))
+        return AS_ERR;
+    scale s = {0, ov->vmax, false};
+    cbar cb = {.s = &s, .label = ov->cbar_label};
+    float top = title_height(&L, cap), gap = PT(&L, 6), margin = PT(&L, MARGIN_PT);
+    float ptitle = ov->map_titles ? lineh(&L, L.small) + PT(&L, 2) : 0;
+    /* Panels a row: as many as keep a panel at least 1 in wide; then the
+     * cell size (whole pixels) that fills the width beside the bar. */
+    cb.len = PT(&L, 72);
+    cbar_ticks(&L, &cb);
+    float right = PT(&L, 6) + cbar_extent(&L, &cb), avail = L.W - 2 * margin - right;
+    int per_row = (int)((avail + gap) / (PT(&L, 72) + gap));
+    per_row = per_row < 1 ? 1 : per_row > ov->n_maps ? ov->n_maps : per_row;
+    int rows = (ov->n_maps + per_row - 1) / per_row;
+    float panel = (avail - (float)(per_row - 1) * gap) / (float)per_row;
+    float cell = floorf(panel / (float)ov->size);
+    if (L.H > 0) {
+        float hmax = (L.H - top - margin - (float)rows * ptitle - (float)(rows - 1) * gap) / (float)rows;
+        cell = fminf(cell, floorf(hmax / (float)ov->size));
+    }
+    if (cell < 1)
+        return too_small(&L, "the image panels", err);
+    float pw = cell * (float)ov->size, grid_w = (float)per_row * pw + (float)(per_row - 1) * gap;
+    float x0 = roundf(margin + (avail - grid_w) / 2), lw = PT(&L, FRAME_PT);
+    float y = top;
+    uint8_t line_rgb[3] = {0xFF, 0xFF, 0xFF};
+    for (int m = 0; m < ov->n_maps; m++) {
+        int r = m / per_row, c = m % per_row;
+        float px = x0 + (float)c * (pw + gap), py = roundf(top + (float)r * (pw + ptitle + gap) + ptitle);
+        px = roundf(px);
+        rect(&L, px - lw / 2, py - lw / 2, pw + lw, pw + lw, NULL, INK, lw);
+        prim *p = add(L.f, PR_CELLS);
+        if (!p)
+            break;
+        p->x = px, p->y = py, p->w = p->h = cell;
+        p->rows = p->cols = ov->size, p->mat = m;
+        if (!(p->rgb = malloc((size_t)ov->size * (size_t)ov->size * 3))) {
+            L.f->oom = true;
+            break;
+        }
+        int P = ov->size / ov->grid;
+        for (int iy = 0; iy < ov->size; iy++)
+            for (int ix = 0; ix < ov->size; ix++) {
+                size_t i = (size_t)iy * (size_t)ov->size + (size_t)ix;
+                uint8_t hc[3];
+                float v = ov->maps[m][(iy / P) * ov->grid + ix / P];
+                as_colormap(st->cmap, isnan(v) ? 0 : (float)scale_t(&s, v < 0 ? 0 : v > ov->vmax ? ov->vmax : v), hc);
+                for (int k = 0; k < 3; k++)
+                    p->rgb[i * 3 + (size_t)k] =
+                        (uint8_t)lrintf((1 - ov->alpha) * (float)ov->rgb[i * 3 + (size_t)k] + ov->alpha * (float)hc[k]);
+            }
+        /* the patch grid, thin and translucent over the image */
+        for (int g = 1; g < ov->grid; g++) {
+            float o = (float)(g * P) * cell;
+            polyline_a(&L, (float[]){px + o, py, px + o, py + pw}, 2, line_rgb, lw * 0.6f, 0.35f);
+            polyline_a(&L, (float[]){px, py + o, px + pw, py + o}, 2, line_rgb, lw * 0.6f, 0.35f);
+        }
+        if (ov->marked >= 0 && ov->marked < ov->grid * ov->grid) {
+            float mx = px + (float)(ov->marked % ov->grid * P) * cell, my = py + (float)(ov->marked / ov->grid * P) * cell;
+            rect(&L, mx, my, (float)P * cell, (float)P * cell, NULL, HILITE, 2 * lw);
+        }
+        if (ov->map_titles) {
+            char buf[256];
+            elide(L.c, ov->map_titles[m], PT(&L, L.small), pw + gap, buf, sizeof buf);
+            text(&L, px + pw / 2, py - PT(&L, 2), L.small, false, AL_MIDDLE, INK, buf);
+        }
+        y = py + pw;
+    }
+    /* the bar beside the first row of panels, as tall as a panel */
+    cb.x = x0 + grid_w + PT(&L, 6), cb.y = roundf(top + ptitle), cb.len = pw;
+    cbar_ticks(&L, &cb);
+    draw_cbar(&L, &cb);
+    float H = draw_notes(&L, cap, y + PT(&L, 4)) + margin;
+    draw_title(&L, cap);
+    return lay_end(&L, H, out, err);
+}
+
 /* ====================================================== the head view */
 
 /* Head i of n: the series colours, then hues a golden angle apart. */

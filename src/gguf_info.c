@@ -253,7 +253,8 @@ static void print_summary(const as_gguf *g, FILE *out)
         char prefix[80];
         snprintf(prefix, sizeof prefix, "%.70s.", arch->str);
         fputs("\nhyperparameters\n", out);
-        if (!print_kv_rows(g, out, prefix, false))
+        /* llama.cpp's vision towers keep theirs under clip.* (clip.vision.image_size, ...) */
+        if (!print_kv_rows(g, out, prefix, false) && !print_kv_rows(g, out, "clip.", false))
             fputs("  (none)\n", out);
     }
 }

@@ -26,6 +26,8 @@ static void head_before_norm(const as_program *p, const float *const *resid, int
         const as_op *op = &p->ops[o];
         if (op->kind == AS_OP_LINEAR)
             as_linear(x, n, &op->w, op->b, tmp);
+        else if (op->kind == AS_OP_GELU && op->gelu == AS_GELU_ERF)
+            as_gelu_erf(x, tmp, n * d);
         else if (op->kind == AS_OP_GELU)
             as_gelu_tanh(x, tmp, n * d);
         else
@@ -174,9 +176,14 @@ int as_dla_compute(const as_capture *cap, const int32_t *tokens, int pos, int32_
     int d = norm->n_in, he, hp, hs;
     memset(out, 0, sizeof *out);
     (void)tokens;
-    if (need(cap, AS_HK_EMBED, -1, pos, &he, err) || need(cap, AS_HK_POS_EMBED, -1, pos, &hp, err) ||
+    /* the token embedding, or a ViT's patch embedding ([CLS] at position 0) */
+    as_hook_kind ek = as_program_hook(p, AS_HK_EMBED, -1) >= 0 ? AS_HK_EMBED : AS_HK_PATCH_EMBED;
+    if (need(cap, ek, -1, pos, &he, err) || need(cap, AS_HK_POS_EMBED, -1, pos, &hp, err) ||
         need(cap, AS_HK_LNF_SCALE, -1, pos, &hs, err))
         return AS_ERR;
+    if (he < 0 || hs < 0)
+        return as_error_set(err, "direct logit attribution needs the embeddings and the final norm's scale, "
+                                 "which this program has no hooks for");
     /* Room for W_U's row, then each head's output and one row of W_O. */
     size_t widest = (size_t)d * 2;
     for (int a = 0; a < p->n_attn; a++)
@@ -190,7 +197,7 @@ int as_dla_compute(const as_capture *cap, const int32_t *tokens, int pos, int32_
     dla_ctx c = {norm, u, 0, as_capture_row(cap, hs, pos)[0], norm->norm == AS_NORM_RMS};
     for (int i = 0; i < d; i++)
         c.mean_w += (double)c.u[i] * norm->nw[i] / d;
-    int rc = add_term(out, "embed", -1, -1, share(&c, as_capture_row(cap, he, pos)));
+    int rc = add_term(out, ek == AS_HK_EMBED ? "embed" : "patch_embed", -1, -1, share(&c, as_capture_row(cap, he, pos)));
     if (rc == AS_OK && hp >= 0)
         rc = add_term(out, "pos_embed", -1, -1, share(&c, as_capture_row(cap, hp, pos)));
     if (rc)
@@ -396,4 +403,71 @@ int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel
     *norm_a = sqrt(acc.a2);
     *rel = *norm_a > 0 ? *diff_norm / *norm_a : (*diff_norm > 0 ? INFINITY : 0);
     return AS_OK;
+}
+
+int as_attn_rollout(const as_capture *cap, int n, float *out, as_error *err)
+{
+    return as_attn_rollout_layers(cap, n, -1, out, err);
+}
+
+int as_attn_rollout_layers(const as_capture *cap, int n, int n_layers, float *out, as_error *err)
+{
+    const as_program *p = cap->prog;
+    size_t nn = (size_t)n * (size_t)n;
+    double *r = malloc(nn * sizeof *r), *a = malloc(nn * sizeof *a), *t = malloc(nn * sizeof *t);
+    int layers = 0, rc = AS_OK;
+    if (!r || !a || !t) {
+        rc = as_error_set(err, "out of memory for a %d x %d rollout", n, n);
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++)
+        r[i] = (i / (size_t)n == i % (size_t)n);
+    for (int s = 0; s < p->n_attn; s++) {
+        const as_attn *site = &p->attn[s];
+        if (site->site != AS_SITE_SELF_ATTN || site->mask != AS_MASK_NONE)
+            continue;
+        if (n_layers >= 0 && layers == n_layers)
+            break;
+        int h = site->pattern;
+        if (!as_capture_has(cap, h) || cap->filled[h] < n) {
+            rc = as_error_set(err, "%s is not %s: rollout needs every layer's pattern", p->hooks[h].name,
+                              as_capture_has(cap, h) ? "computed yet (`finish` runs the pass)" : "captured");
+            goto out;
+        }
+        for (int q = 0; q < n; q++) {
+            double sum = 0;
+            for (int k = 0; k < n; k++) {
+                double m = 0;
+                for (int head = 0; head < site->n_head; head++)
+                    m += as_capture_attn(cap, h, head, q, k);
+                double v = 0.5 * m / site->n_head + 0.5 * (q == k);
+                a[(size_t)q * (size_t)n + (size_t)k] = v;
+                sum += v;
+            }
+            for (int k = 0; k < n; k++)
+                a[(size_t)q * (size_t)n + (size_t)k] /= sum;
+        }
+        /* r = a · r: this layer mixes what the earlier ones produced */
+        for (int q = 0; q < n; q++)
+            for (int k = 0; k < n; k++) {
+                double v = 0;
+                for (int j = 0; j < n; j++)
+                    v += a[(size_t)q * (size_t)n + (size_t)j] * r[(size_t)j * (size_t)n + (size_t)k];
+                t[(size_t)q * (size_t)n + (size_t)k] = v;
+            }
+        double *sw = r;
+        r = t, t = sw;
+        layers++;
+    }
+    if (layers == 0) {
+        rc = as_error_set(err, "rollout needs bidirectional self-attention (a ViT's or an encoder's); this model has none");
+        goto out;
+    }
+    for (size_t i = 0; i < nn; i++)
+        out[i] = (float)r[i];
+out:
+    free(r);
+    free(a);
+    free(t);
+    return rc;
 }

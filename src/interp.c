@@ -29,6 +29,11 @@ int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_erro
         it->st[s].tokens = calloc((size_t)it->st[s].n_ctx, sizeof *it->st[s].tokens);
         it->st[s].types = calloc((size_t)it->st[s].n_ctx, sizeof *it->st[s].types);
         ok = ok && it->st[s].tokens && it->st[s].types;
+        if (p->streams[s].input == AS_INPUT_PIXELS) {
+            const as_patch_spec *ps = &p->streams[s].patch;
+            it->st[s].pixels = calloc((size_t)ps->channels * (size_t)ps->size * (size_t)ps->size + 1, sizeof(float));
+            ok = ok && it->st[s].pixels;
+        }
         /* A causal stream's passes are at most its positions; any other's
          * at most one per input it is given. */
         it->cap_passes += it->st[s].n_ctx + 1;
@@ -53,6 +58,7 @@ void as_interp_free(as_interp *it)
             free(it->scratch[s][k]);
         free(it->st[s].tokens);
         free(it->st[s].types);
+        free(it->st[s].pixels);
     }
     free(it->tmp);
     free(it->rope);
@@ -98,6 +104,9 @@ static int check_ids(const as_interp *it, const int32_t *ids, int n, int first, 
 int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as_error *err)
 {
     as_stream_state *st = &it->st[stream];
+    if (it->prog->streams[stream].input == AS_INPUT_PIXELS)
+        return as_error_set(err, "%s reads an image, not token ids: give it one with `image FILE`",
+                            it->model->cfg.name);
     if (n > st->n_ctx && stream == it->prog->out_stream)
         return as_error_set(err, "the prompt has %d tokens but %s's context holds %d", n,
                             it->model->cfg.name, st->n_ctx);
@@ -113,6 +122,23 @@ int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as
      * (a context of 2^24 keeps its untouched pages unmapped). */
     memset(st->types, 0, (size_t)st->n_tokens * sizeof *st->types);
     st->n_tokens = st->n_prompt = n;
+    return AS_OK;
+}
+
+int as_interp_set_pixels(as_interp *it, int stream, const float *pixels, int n, as_error *err)
+{
+    const as_stream *s = &it->prog->streams[stream];
+    const as_patch_spec *ps = &s->patch;
+    int want = ps->channels * ps->size * ps->size;
+    if (s->input != AS_INPUT_PIXELS)
+        return as_error_set(err, "%s reads token ids, not an image", it->model->cfg.name);
+    if (n != want)
+        return as_error_set(err, "an image of %d values for %s, which reads %d (%d x %d x %d)", n,
+                            it->model->cfg.name, want, ps->channels, ps->size, ps->size);
+    as_stream_state *st = &it->st[stream];
+    reset_from(it, stream);
+    memcpy(st->pixels, pixels, (size_t)n * sizeof *pixels);
+    st->n_tokens = st->n_prompt = st->n_ctx;
     return AS_OK;
 }
 
@@ -171,8 +197,13 @@ void as_interp_position(const as_interp *it, int stream, int pos, as_position *o
 {
     out->token = -1;
     out->name[0] = '\0';
-    if (it->prog->streams[stream].input == AS_INPUT_TOKENS)
+    const as_stream *s = &it->prog->streams[stream];
+    if (s->input == AS_INPUT_TOKENS)
         out->token = it->st[stream].tokens[pos];
+    else if (pos == 0)
+        snprintf(out->name, sizeof out->name, "CLS");
+    else if (s->patch.grid > 0)
+        snprintf(out->name, sizeof out->name, "r%dc%d", (pos - 1) / s->patch.grid, (pos - 1) % s->patch.grid);
     else
         snprintf(out->name, sizeof out->name, "%d", pos);
 }
@@ -204,7 +235,7 @@ static size_t span_floats(const as_interp *it, const as_hook *hk)
 static int setup_span(as_interp *it, as_error *err)
 {
     const as_program *p = it->prog;
-    size_t rope = 0, tmp = 0;
+    size_t rope = 0, tmp = 0, patches = 0;
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
         if (!as_capture_has(it->cap, h) &&
@@ -227,11 +258,15 @@ static int setup_span(as_interp *it, as_error *err)
             rope = 2 * n * (size_t)op->rope.dim;
         if (op->kind == AS_OP_SCORES && as_attn_tmp_floats(it, &p->attn[op->attn]) > tmp)
             tmp = as_attn_tmp_floats(it, &p->attn[op->attn]);
+        if (op->kind == AS_OP_PATCH_EMBED && n * (size_t)op->n_in > patches)
+            patches = n * (size_t)op->n_in;
     }
     if (ensure(&it->rope, &it->rope_cap, rope, err))
         return AS_ERR;
-    /* One (n_q, keys) matrix per task of a span's attention ops. */
-    return ensure(&it->tmp, &it->tmp_cap, (size_t)as_pool_size(it->pool) * tmp, err);
+    /* One (n_q, keys) matrix per task of a span's attention ops; or the
+     * span's flattened patches. */
+    tmp *= (size_t)as_pool_size(it->pool);
+    return ensure(&it->tmp, &it->tmp_cap, tmp > patches ? tmp : patches, err);
 }
 
 /* The pool follows the thread setting (as_set_threads), read at each pass
@@ -367,6 +402,31 @@ static void op_pool(as_interp *it, const as_op *op)
         memcpy(span_row(it, op->out, i), first, (size_t)d * sizeof *first);
 }
 
+/* Row 0 ([CLS]) is the class embedding; row 1 + r*grid + c the linear
+ * map of the patch at grid row r, column c, flattened [channel][y][x]
+ * as a Conv2d kernel is: out = W · patch + b, for the span's patches at once. */
+static void op_patch_embed(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    const as_patch_spec *ps = &op->patch;
+    int first = st->p0 == 0 ? 1 : 0, P = ps->patch, S = ps->size;
+    if (st->p0 == 0 && st->n > 0)
+        memcpy(span_row(it, op->out, 0), op->cls, (size_t)op->n_out * sizeof(float));
+    int n = st->n - first;
+    if (n <= 0)
+        return;
+    for (int i = 0; i < n; i++) {
+        int k = st->p0 + first + i - 1, r = k / ps->grid, c = k % ps->grid;
+        float *dst = it->tmp + (size_t)i * (size_t)op->n_in;
+        for (int ch = 0; ch < ps->channels; ch++)
+            for (int y = 0; y < P; y++)
+                memcpy(dst + ((size_t)ch * (size_t)P + (size_t)y) * (size_t)P,
+                       st->pixels + ((size_t)ch * (size_t)S + (size_t)(r * P + y)) * (size_t)S + (size_t)(c * P),
+                       (size_t)P * sizeof *dst);
+    }
+    as_linear_pool(it->pool, it->tmp, n, &op->w, op->b, span_row(it, op->out, first));
+}
+
 static void exec(as_interp *it, const as_op *op)
 {
     const as_hook *out = &it->prog->hooks[op->out];
@@ -400,6 +460,9 @@ static void exec(as_interp *it, const as_op *op)
     case AS_OP_POOL:
         op_pool(it, op);
         break;
+    case AS_OP_PATCH_EMBED:
+        op_patch_embed(it, op);
+        break;
     case AS_OP_ADD:
         as_add(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), span);
         if (op->in[2] >= 0)
@@ -428,7 +491,10 @@ static void exec(as_interp *it, const as_op *op)
         as_attn_mix(it, op);
         break;
     case AS_OP_GELU:
-        as_gelu_tanh(span_row(it, op->in[0], 0), span_row(it, op->out, 0), (int)span);
+        if (op->gelu == AS_GELU_ERF)
+            as_gelu_erf(span_row(it, op->in[0], 0), span_row(it, op->out, 0), (int)span);
+        else
+            as_gelu_tanh(span_row(it, op->in[0], 0), span_row(it, op->out, 0), (int)span);
         break;
     case AS_OP_RELU: {
         const float *x = span_row(it, op->in[0], 0);
@@ -819,9 +885,10 @@ const float *as_interp_logits(const as_interp *it)
     const as_stream_state *st = it->out;
     if (it->in_pass || st->n_done == 0 || st->n_done != st->n_tokens || it->n_passes == 0)
         return NULL;
+    int pos = it->prog->logits_pos >= 0 ? it->prog->logits_pos : st->n_done - 1;
     if (as_capture_has(it->cap, h))
-        return as_capture_row(it->cap, h, st->n_done - 1);
-    return span_row(it, h, st->n - 1);
+        return as_capture_row(it->cap, h, pos);
+    return span_row(it, h, pos - st->p0);
 }
 
 const as_op *as_interp_current(const as_interp *it)

@@ -101,6 +101,11 @@ void as_norm_apply(const float *x, int d, const as_norm_stat *st, bool rms, cons
     K()->norm_apply(x, d, st, rms, w, b, y);
 }
 void as_gelu_tanh(const float *x, float *y, int n) { K()->gelu_tanh(x, y, n); }
+void as_gelu_erf(const float *x, float *y, int n)
+{
+    for (int i = 0; i < n; i++)
+        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
 void as_swiglu(const float *gate, const float *up, float *y, int n) { K()->swiglu(gate, up, y, n); }
 void as_geglu(const float *gate, const float *up, float *y, int n) { K()->geglu(gate, up, y, n); }
 void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs)

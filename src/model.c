@@ -2,6 +2,7 @@
 
 #include "attnscope/kernels.h"
 #include "attnscope/llama2c.h"
+#include "attnscope/quant.h"
 
 #include <limits.h>
 #include <math.h>
@@ -232,6 +233,38 @@ int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows,
     if (as_weight_from_tensor(out, t, err))
         return AS_ERR;
     m->weight_bytes += as_weight_bytes(out);
+    return AS_OK;
+}
+
+int as_model_conv_matrix(as_model *m, const char *name, uint64_t kw, uint64_t kh, uint64_t in, uint64_t out,
+                         as_weight *w, as_error *err)
+{
+    const as_gguf *g = m->gguf;
+    const as_gguf_tensor *t = as_gguf_tensor_find(g, name);
+    memset(w, 0, sizeof *w);
+    if (t && m->used)
+        m->used[t - g->tensors] = true;
+    if (!t) {
+        as_error_set(err, "%s: tensor '%s' is missing (a %s model needs it)", g->path, name, m->arch->gguf_name);
+        return survey_note(m, err);
+    }
+    if (t->ne[0] != kw || t->ne[1] != kh || t->ne[2] != in || t->ne[3] != out) {
+        as_error_set(err,
+                     "%s: offset %llu: tensor '%s' has shape [%llu, %llu, %llu, %llu] but the configuration "
+                     "needs [%llu, %llu, %llu, %llu] (a convolution kernel: width, height, in, out channels)",
+                     g->path, (unsigned long long)t->info_offset, name, (unsigned long long)t->ne[0],
+                     (unsigned long long)t->ne[1], (unsigned long long)t->ne[2], (unsigned long long)t->ne[3],
+                     (unsigned long long)kw, (unsigned long long)kh, (unsigned long long)in,
+                     (unsigned long long)out);
+        return survey_note(m, err);
+    }
+    if (as_weight_from_tensor(w, t, err))
+        return AS_ERR;
+    /* Rows of one output channel are contiguous: in * kh * kw values. */
+    w->cols = (int)(kw * kh * in);
+    w->rows = (int)out;
+    w->row_bytes = (size_t)as_ggml_nbytes(t->type, (int64_t)w->cols);
+    m->weight_bytes += as_weight_bytes(w);
     return AS_OK;
 }
 
@@ -476,7 +509,7 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
     if (!m->path || find_arch(m, err) || m->arch->read_config(&m->cfg, g, err))
         goto fail;
     read_name(&m->cfg, g);
-    if (!tok && as_tokenizer_from_gguf(&m->tok, g, err))
+    if (!tok && (m->arch->vocabulary ? m->arch->vocabulary(&m->tok, g, err) : as_tokenizer_from_gguf(&m->tok, g, err)))
         goto fail;
     m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
     m->used = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->used);

@@ -61,6 +61,7 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_LN3_NORMALIZED] = "ln3.hook_normalized",
     [AS_HK_ENC_LNF_SCALE] = "encoder_final_ln.hook_scale",
     [AS_HK_ENC_LNF_NORMALIZED] = "encoder_final_ln.hook_normalized",
+    [AS_HK_PATCH_EMBED] = "hook_patch_embed", /* under "embed" */
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -296,6 +297,27 @@ int as_program_add_pool(as_program *p, int in, as_pooling how)
     return h;
 }
 
+int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b, const float *cls,
+                               const as_patch_spec *spec)
+{
+    int d = w->rows;
+    if (w->cols != spec->channels * spec->patch * spec->patch) {
+        p->failed = true;
+        return 0;
+    }
+    int h = as_program_add_hook(p, AS_HK_PATCH_EMBED, -1, AS_CLASS_RESID, 1, d, 0);
+    as_op *op = as_program_add_op(p, AS_OP_PATCH_EMBED, -1, h, -1, -1,
+                                  b ? "patch_embed = [CLS], then W_patch · patch + b" : "patch_embed = [CLS], then W_patch · patch");
+    op->w = *w;
+    op->b = b;
+    op->cls = cls;
+    op->patch = *spec;
+    op->n_in = w->cols;
+    op->n_out = d;
+    p->streams[p->hooks[h].stream].patch = *spec;
+    return h;
+}
+
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,
                            as_norm_kind norm, float eps, const as_weight *unembed, const float *unembed_b,
                            float softcap)
@@ -320,7 +342,7 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
     if (!p)
         return as_error_set(err, "out of memory building the program");
     p->model = m;
-    p->unembed = p->final_norm = p->pooled = p->head_first = p->source_stream = p->start_token = -1;
+    p->unembed = p->final_norm = p->pooled = p->head_first = p->source_stream = p->start_token = p->logits_pos = -1;
     p->lens_kind = AS_HK_RESID_POST;
     /* A block of today's architectures has at most 32 hooks and ops, the
      * ends fewer than 8: room for them up front, growth past it. */

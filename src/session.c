@@ -315,7 +315,12 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
         fprintf(s->out, "nothing to run: all %d tokens are processed (gen adds more)\n", it->out->n_tokens);
         return;
     case AS_STOP_PASS_END:
-        if (as_cmd_is_encoder(s))
+        if (s->prog->logits_pos >= 0) {
+            char at[32];
+            as_cmd_position_label(s, s->prog->logits_pos, at, sizeof at);
+            fprintf(s->out, "pass over positions %d-%d complete: class logits ready at %s (top)\n", it->out->p0,
+                    it->out->p0 + it->out->n - 1, at);
+        } else if (as_cmd_is_encoder(s))
             fprintf(s->out, "pass over positions %d-%d complete: %s\n", it->out->p0, it->out->p0 + it->out->n - 1,
                     s->prog->unembed >= 0 ? "predictions ready at every position (fill, top)"
                     : s->prog->pooled >= 0 ? "the pooled vector is ready (embed)" : "hidden states ready");
@@ -366,7 +371,9 @@ int as_cmd_require_tokens(as_session *s, as_error *err)
                             "`source-ids ID ...` (the decoder's prefix, `prompt`, defaults to its start token)",
                             s->model->cfg.name);
     if (s->it->out->n_tokens == 0)
-        return as_error_set(err, "no context yet: start with `prompt TEXT` or `prompt-ids ID ...`");
+        return as_error_set(err, s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS
+                                     ? "no image yet: start with `image FILE`"
+                                     : "no context yet: start with `prompt TEXT` or `prompt-ids ID ...`");
     return AS_OK;
 }
 
@@ -445,6 +452,9 @@ static int encode(as_session *s, const char *text, bool raw, int32_t **ids, size
 static int prompt(cmd_ctx *c, bool raw)
 {
     const char *r = c->rest + strspn(c->rest, " \t");
+    if (c->s->prog->streams[c->s->prog->out_stream].input == AS_INPUT_PIXELS)
+        return as_error_set(c->err, "%s reads an image, not text: give it one with `image FILE`",
+                            c->s->model->cfg.name);
     if (c->argc == 3 && (*r == '"' || *r == '\''))
         return as_cmd_prompt_pair(c, raw);
     char *text = text_arg(c->rest, c->err);
@@ -793,6 +803,8 @@ static int cmd_top(cmd_ctx *c)
     long k = 10;
     if (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err))
         return AS_ERR;
+    if (s->prog->logits_pos >= 0)
+        return as_cmd_top_classes(c, k);
     if (as_cmd_is_encoder(s))
         return as_cmd_top_encoder(c, k);
     const float *logits = as_interp_logits(s->it);
@@ -916,10 +928,9 @@ static void print_norm_table(as_session *s, int h, const char *title)
     bool rms = as_program_producer(s->prog, h)->norm == AS_NORM_RMS;
     fprintf(s->out, "%s (%s%s) over %d tokens\npos\ttoken\t%smean\t%s\tscale\tmin\tmax\ttop dims\n", title,
             rms ? "RMSNorm" : "LayerNorm", G > 1 ? ", per head" : "", n, G > 1 ? "head\t" : "", rms ? "rms" : "std");
-    const int32_t *tokens = s->it->st[s->prog->hooks[h].stream].tokens; /* an encoder-decoder's: the source's */
-    for (int q = 0; q < n; q++) {
+    for (int q = 0; q < n; q++) { /* an encoder-decoder's encoder norms: the source's positions */
         char piece[64];
-        as_cmd_label(s, tokens[q], 0, piece, sizeof piece);
+        as_cmd_stream_label(s, s->prog->hooks[h].stream, q, piece, sizeof piece);
         for (int g = 0; g < G; g++) {
             const as_norm_stat *st = as_capture_norm_group(s->cap, h, q, g);
             fprintf(s->out, "%d\t%s\t", q, piece);
@@ -1008,11 +1019,15 @@ static int cmd_tokens(cmd_ctx *c)
         as_cmd_label(s, s->it->st[src].tokens[i], 0, piece, sizeof piece);
         fprintf(s->out, "%d\t%d\t%s\tsource\n", i, s->it->st[src].tokens[i], piece);
     }
+    bool pixels = s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS;
     for (int i = 0; i < s->it->out->n_tokens; i++) {
         char piece[256];
-        as_cmd_label(s, s->it->out->tokens[i], 0, piece, sizeof piece);
-        fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->out->tokens[i], piece,
-                i < s->it->out->n_prompt ? "prompt" : "generated");
+        as_cmd_position_label(s, i, piece, sizeof piece);
+        if (pixels)
+            fprintf(s->out, "%d\t%s\t%s\n", i, piece, i ? "patch" : "class token");
+        else
+            fprintf(s->out, "%d\t%d\t%s\t%s\n", i, s->it->out->tokens[i], piece,
+                    i < s->it->out->n_prompt ? "prompt" : "generated");
     }
     return AS_OK;
 }
@@ -1085,7 +1100,10 @@ static const command commands[] = {
       "tokenize-raw \"<s>\""}, cmd_tokenize_raw},
     {{"token-types", "token-types T [T ...]", "Set each token's type (BERT's segments: 0, then 1), one per token.",
       "token-types 0 0 0 1 1"}, as_cmd_token_types},
-    {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated.", "tokens"},
+    {{"image", "image FILE", "Make an image (PNG, PGM, PPM) the input of a vision model, resized and normalised as "
+      "the model file says.", "image assets/fashion/sneaker.png"}, as_cmd_image},
+    {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated (an image: CLS and its "
+      "patches r0c0, r0c1, ...).", "tokens"},
      cmd_tokens},
     {{"step", "step [N]", "Run the next op (or N ops), stopping at breakpoints.", "step 5"}, cmd_step},
     {{"next", "next", "Run to the end of the current block.", "next"}, cmd_next},
@@ -1101,8 +1119,12 @@ static const command commands[] = {
     {{"set", "set [temp X | topk K | topp P | seed S | threads N]",
       "Sampler and engine settings (temp 0 is greedy); `set` alone lists them.", "set temp 0.8"}, cmd_set},
     {{"top", "top [K] [POS]", "The next-token distribution: rank, id, piece, probability, logit (an encoder: "
-      "its predictions at POS, the last by default).", "top 5"},
+      "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},
      cmd_top},
+    {{"rollout", "rollout [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Attention rollout (Abnar & Zuidema): per layer 0.5 * "
+      "mean-over-heads pattern + 0.5 * I, rows renormalised, multiplied through the layers; printed for CLS over the "
+      "patch grid, the matrix as .npy, or laid over the image as a figure.",
+      "rollout rollout.npy"}, as_cmd_rollout},
     {{"fill", "fill [K] [POS]", "An encoder's masked-LM predictions at each [MASK] (or at POS): rank, id, piece, "
       "probability, logit.", "fill 5"}, as_cmd_fill},
     {{"embed", "embed [FILE.npy]", "The pooled vector of an embedding model (pooling as the file says).",
@@ -1117,8 +1139,8 @@ static const command commands[] = {
       "norms 1"}, cmd_norms},
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
       "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
-    {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace  "
-      "FILE.png|FILE.svg|FILE.pdf [key=value]",
+    {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
+      "overlay L H|mean|rollout|all  FILE.png|FILE.svg|FILE.pdf [key=value]",
       "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
       "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export},

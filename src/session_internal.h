@@ -80,7 +80,18 @@ int as_cmd_side_run_new(as_session *s, const int32_t *ids, int n, size_t budget,
 void as_cmd_side_run_free(as_side_run *r);
 /* A token given as an id or as text that encodes to exactly one token. */
 int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *err);
-/* A position of the context. */
+/* cmd_image.c: a position as text output labels it (a token, or a
+ * name: CLS, r3c5); `image`, a classifier's `top`, `rollout`. */
+void as_cmd_position_label(const as_session *s, int pos, char *out, size_t cap);
+/* The same for a position of any stream (an encoder-decoder's source). */
+void as_cmd_stream_label(const as_session *s, int stream, int pos, char *out, size_t cap);
+int as_cmd_image(cmd_ctx *c);
+int as_cmd_top_classes(cmd_ctx *c, long k);
+int as_cmd_rollout(cmd_ctx *c);
+/* cmd_export.c: export overlay LAYER HEAD|mean|rollout|all FILE [options] (argv as typed). */
+int as_cmd_export_overlay(cmd_ctx *c);
+/* A position of the context: its number, or its name (CLS, r3c5) where
+ * the stream names positions. */
 int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err);
 /* AS_OK where the logit lens (or DLA) applies to the program, else
  * AS_ERR saying why. */

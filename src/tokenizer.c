@@ -543,6 +543,14 @@ int as_tokenizer_new(as_tokenizer **out, const as_tokenizer_spec *spec, as_error
     return AS_OK;
 }
 
+int as_tokenizer_labels(as_tokenizer **out, const char *const *names, const uint64_t *lens, size_t n,
+                        as_error *err)
+{
+    as_tokenizer_spec sp = {.kind = AS_TOK_NONE, .tokens = names, .token_lens = lens, .n_tokens = n,
+                            .bos_id = -1, .eos_id = -1, .unk_id = -1};
+    return as_tokenizer_new(out, &sp, err);
+}
+
 void as_tokenizer_free(as_tokenizer *t)
 {
     if (!t)

@@ -1711,3 +1711,56 @@ Test(figure, cross_attention_is_the_target_by_source_rectangle)
     remove_tree(dir);
     free(dir);
 }
+
+/* An image with a map over its patches: every image pixel's cell is the
+ * blend (1 - alpha) · image + alpha · colour(value / vmax), in the raster
+ * Cairo draws (±2 levels for rounding); the patch of `marked` is outlined
+ * in the highlight colour; a shape that cannot be drawn is refused. */
+Test(figure, overlay_blends_the_image_with_the_patch_colours)
+{
+    as_fig_ctx *ctx;
+    as_error err;
+    cr_assert_eq(as_fig_ctx_new(&ctx, NULL, &err), AS_OK);
+    enum { S = 8, G = 2 };
+    uint8_t img[S * S * 3];
+    for (int i = 0; i < S * S; i++)
+        for (int k = 0; k < 3; k++)
+            img[i * 3 + k] = (uint8_t)((i * 37 + k * 80) % 256);
+    float m0[G * G] = {0, 0.25f, 0.5f, 0.5f}, m1[G * G] = {0.1f, 0, 0.2f, 0.4f};
+    const float *maps[2] = {m0, m1};
+    const char *titles[2] = {"head 0", "head 1"};
+    as_fig_overlay ov = {.size = S, .rgb = img, .grid = G, .n_maps = 2, .maps = maps, .map_titles = titles,
+                         .vmax = 0.5f, .alpha = 0.6f, .marked = -1, .cbar_label = "attention weight"};
+    as_fig_style st;
+    as_fig_style_default(&st);
+    as_fig_caption cap = {"overlay", NULL, NULL, 0};
+    as_figure *f;
+    cr_assert_eq(as_fig_overlay_view(&f, ctx, &st, &cap, &ov, &err), AS_OK, "%s", err.msg);
+    uint8_t *rgb;
+    int w, h;
+    as_figure_size(f, &w, &h);
+    cr_assert_eq(as_figure_raster(f, &rgb, &err), AS_OK, "%s", err.msg);
+    for (int m = 0; m < 2; m++)
+        for (int y = 0; y < S; y++)
+            for (int x = 0; x < S; x++) {
+                int r[4];
+                cr_assert_eq(as_figure_cell_rect(f, m, y, x, r), AS_OK);
+                uint8_t c[3];
+                as_colormap(st.cmap, maps[m][(y / (S / G)) * G + x / (S / G)] / 0.5f, c);
+                /* a pixel inside the cell, off the patch grid's lines */
+                const uint8_t *p = rgb + ((size_t)(r[1] + r[3] / 2) * (size_t)w + (size_t)(r[0] + r[2] / 3)) * 3;
+                for (int k = 0; k < 3; k++) {
+                    float want = 0.4f * img[(y * S + x) * 3 + k] + 0.6f * c[k];
+                    cr_assert(fabsf((float)p[k] - want) <= 2.5f, "map %d pixel (%d, %d) channel %d: %d, want %.1f", m,
+                              y, x, k, p[k], (double)want);
+                }
+            }
+    free(rgb);
+    float cb[4];
+    cr_assert_eq(as_figure_cbar_rect(f, cb), AS_OK);
+    as_figure_free(f);
+    ov.grid = 3; /* 8 is no multiple of 3 */
+    cr_assert_eq(as_fig_overlay_view(&f, ctx, &st, &cap, &ov, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "overlay"), "%s", err.msg);
+    as_fig_ctx_free(ctx);
+}

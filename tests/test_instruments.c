@@ -497,3 +497,114 @@ Test(instruments, instrument_exports_refuse_bad_paths)
     cr_assert(strstr(msg, "usage"), "%s", msg);
     close_session(s);
 }
+
+#define VIT "fixtures/tiny-vit.gguf"
+#define VIT_IMAGE "image fixtures/tiny-vit/image.png"
+
+/* Rollout of the tiny ViT's patterns against NumPy's (make_fixtures.py:
+ * vit_fixtures.rollout, float64 from PyTorch's patterns), 1e-5; and the
+ * .npy the command writes holds the same matrix. */
+Test(instruments, rollout_equals_numpy)
+{
+    as_session *s = open_session(VIT, 64);
+    run_ok(s, VIT_IMAGE "; finish");
+    npy ref;
+    cr_assert_eq(npy_read("fixtures/tiny-vit.rollout.npy", &ref), 0);
+    int n = s->it->out->n_tokens;
+    cr_assert_eq(ref.count, (size_t)n * (size_t)n);
+    float *r = malloc(ref.count * sizeof *r);
+    as_error err;
+    cr_assert_eq(as_attn_rollout(s->cap, n, r, &err), AS_OK, "%s", err.msg);
+    for (size_t i = 0; i < ref.count; i++)
+        cr_assert_float_eq(r[i], ref.f[i], 1e-5, "rollout[%zu]: %g vs numpy %g", i, r[i], ref.f[i]);
+    /* rows are distributions */
+    for (int q = 0; q < n; q++) {
+        double sum = 0;
+        for (int k = 0; k < n; k++)
+            sum += r[(size_t)q * (size_t)n + (size_t)k];
+        cr_assert_float_eq(sum, 1.0, 1e-5);
+    }
+    char path[64], cmd[96];
+    snprintf(path, sizeof path, "/tmp/attnscope-rollout-%d.npy", (int)getpid());
+    snprintf(cmd, sizeof cmd, "rollout %s", path);
+    run_ok(s, cmd);
+    npy got;
+    cr_assert_eq(npy_read(path, &got), 0);
+    unlink(path);
+    cr_assert_eq(got.ndim, 2);
+    cr_assert_eq(memcmp(got.f, r, ref.count * sizeof *r), 0);
+    npy_free(&got);
+    npy_free(&ref);
+    free(r);
+    close_session(s);
+}
+
+Test(instruments, rollout_needs_bidirectional_attention_and_a_finished_pass)
+{
+    as_session *s = open_session(VIT, 64);
+    char msg[1024];
+    run_ok(s, VIT_IMAGE);
+    cr_assert_neq(run_cmd(s, "rollout", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "finish"), "%s", msg);
+    cr_assert_neq(run_cmd(s, "rollout out.txt", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, ".npy"), "%s", msg);
+    close_session(s);
+    s = open_session(GPT2, 64);
+    run_ok(s, PROMPT "; finish");
+    cr_assert_neq(run_cmd(s, "rollout", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "bidirectional"), "%s", msg);
+    close_session(s);
+}
+
+/* The ViT's classes are its vocabulary: `top` names them at CLS, the
+ * probabilities are the softmax of torchvision's logits (the fixture's
+ * head.hook_out row 0). */
+Test(instruments, vit_top_names_classes_at_cls)
+{
+    as_session *s = open_session(VIT, 64);
+    run_ok(s, VIT_IMAGE "; finish");
+    npy ref;
+    cr_assert_eq(npy_read("fixtures/tiny-vit/head.hook_out.npy", &ref), 0);
+    const float *l = as_interp_logits(s->it);
+    cr_assert(l);
+    int best = 0;
+    for (int i = 0; i < 10; i++) {
+        cr_assert_float_eq(l[i], ref.f[i], 1e-4);
+        best = ref.f[i] > ref.f[best] ? i : best;
+    }
+    char buf[4096] = {0};
+    FILE *out = fmemopen(buf, sizeof buf - 1, "w");
+    FILE *keep = s->out;
+    s->out = out;
+    run_ok(s, "top 3");
+    fclose(out);
+    s->out = keep;
+    const char *names[] = {"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"};
+    char want[64];
+    snprintf(want, sizeof want, "1\t%d\t%s\t", best, names[best]);
+    cr_assert(strstr(buf, "classes at CLS"), "%s", buf);
+    cr_assert(strstr(buf, want), "expected '%s' in:\n%s", want, buf);
+    npy_free(&ref);
+    close_session(s);
+}
+
+/* A bad image leaves the session as it was: the image before it stays the
+ * input, and the next good one is read. */
+Test(instruments, vit_session_goes_on_after_a_bad_image)
+{
+    as_session *s = open_session(VIT, 64);
+    char msg[1024];
+    run_ok(s, VIT_IMAGE "; finish");
+    float before[10];
+    memcpy(before, as_interp_logits(s->it), sizeof before);
+    const char *bad[] = {"image fixtures/image/none.png", "image fixtures/tiny-vit/meta.json",
+                         "image fixtures/tiny-vit.gguf"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_neq(run_cmd(s, bad[i], msg, sizeof msg), AS_OK);
+        cr_assert(strstr(msg, bad[i] + 6), "the message names the file: %s", msg);
+        cr_assert_eq(memcmp(as_interp_logits(s->it), before, sizeof before), 0);
+    }
+    run_ok(s, "image fixtures/image/grey-45x37.png; finish; top 2");
+    cr_assert_neq(memcmp(as_interp_logits(s->it), before, sizeof before), 0);
+    close_session(s);
+}

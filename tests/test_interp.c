@@ -20,7 +20,7 @@ static const char *models[] = {
     "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
     "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
     "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-bert",
-    "fixtures/tiny-nomic-bert", "fixtures/tiny-transformer", "fixtures/tiny-transformer-sep",
+    "fixtures/tiny-nomic-bert", "fixtures/tiny-transformer", "fixtures/tiny-transformer-sep", "fixtures/tiny-vit",
     /* a shipped model: models/recipes/export_bert.py's float64 reference
      * pass over its trained weights (the .gguf is a link to models/) */
     "fixtures/models/austen-bert",
@@ -72,6 +72,13 @@ static void load_prompt(as_session *s, const char *dir)
 {
     char path[256], cmd[1024];
     npy tok;
+    /* A vision model's fixture is an image, read by the `image` command. */
+    snprintf(path, sizeof path, "%s/image.png", dir);
+    if (access(path, R_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "image %s", path);
+        run_ok(s, cmd);
+        return;
+    }
     load_source(s, dir);
     snprintf(path, sizeof path, "%s/tokens.npy", dir);
     cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
@@ -139,7 +146,8 @@ static void compare_all_hooks(const char *dir)
         npy_free(&ref);
         checked++;
     }
-    /* Every fixture is a hook we have (plus tokens.npy, and types.npy or source.npy). */
+    /* Every fixture is a hook we have (plus tokens.npy, or an image's
+     * pixels.npy, and types.npy or source.npy). */
     char types[256], source[256];
     snprintf(types, sizeof types, "%s/types.npy", dir);
     snprintf(source, sizeof source, "%s/source.npy", dir);
@@ -214,6 +222,27 @@ static void step_equals_run(const char *dir)
 ParameterizedTestParameters(interp, stepping_is_bit_identical_to_running) { return model_rows(); }
 ParameterizedTest(int *row, interp, stepping_is_bit_identical_to_running) { step_equals_run(models[*row]); }
 
+/* An image stream has no KV cache: it is recomputed whenever its image
+ * changes. Image A, then B, then A again gives A's results bit for bit
+ * (nothing of B is left behind), and B's differ from A's. */
+static void image_a_b_a(const char *dir, const char *gguf)
+{
+    char a[300], b[300];
+    snprintf(a, sizeof a, "image %s/image.png; finish", dir);
+    snprintf(b, sizeof b, "image fixtures/image/grey-45x37.png; finish");
+    as_session *once = open_session(gguf, 64), *aba = open_session(gguf, 64);
+    run_ok(once, a);
+    run_ok(aba, a);
+    run_ok(aba, b);
+    int n = aba->model->cfg.n_vocab;
+    cr_assert_neq(memcmp(as_interp_logits(once->it), as_interp_logits(aba->it), (size_t)n * sizeof(float)), 0,
+                  "image B gives other logits than image A");
+    run_ok(aba, a);
+    assert_same_capture(once, aba, 0);
+    close_session(once);
+    close_session(aba);
+}
+
 /* Prompt of the first k tokens, then the rest one pass per token (the KV
  * cache path), against one pass over everything. */
 static void kv_cache_equals_recompute(const char *dir)
@@ -221,6 +250,11 @@ static void kv_cache_equals_recompute(const char *dir)
     char gguf[256], cmd[64];
     npy tok;
     snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    snprintf(cmd, sizeof cmd, "%s/image.png", dir);
+    if (access(cmd, R_OK) == 0) {
+        image_a_b_a(dir, gguf);
+        return;
+    }
     snprintf(cmd, sizeof cmd, "%s/tokens.npy", dir);
     cr_assert_eq(npy_read(cmd, &tok), 0);
     as_session *full = open_session(gguf, 64), *inc = open_session(gguf, 64);

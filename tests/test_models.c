@@ -205,3 +205,43 @@ Test(models, typed_copies_run_in_their_stored_type)
     check_typed_copy("austen-gpt2", AS_GGML_F16, 0.02);
     check_typed_copy("austen-gpt2", AS_GGML_Q8_0, 0.65);
 }
+
+/* vit-fashion against torchvision: each image of assets/fashion/ (the
+ * first test image of each class, as train_vit.py wrote it) read by
+ * `image`, its class logits at CLS within 1e-4 of torchvision's own
+ * VisionTransformer with the same weights (the issue's bound; they are
+ * at most about ±15), and the same class on top. */
+Test(models, vit_fashion_matches_torchvision)
+{
+    const char *gguf = "../models/vit-fashion.gguf";
+    npy ref;
+    cr_assert_eq(access(gguf, R_OK), 0, "%s is missing", gguf);
+    cr_assert_eq(npy_read("fixtures/models/vit-fashion.logits.npy", &ref), 0);
+    FILE *f = fopen("fixtures/models/vit-fashion.images.txt", "r");
+    cr_assert(f);
+    as_session *s = open_session(gguf, 64);
+    char name[128], cmd[300];
+    size_t row = 0;
+    int V = s->model->cfg.n_vocab;
+    cr_assert_eq(ref.shape[1], (size_t)V);
+    while (fscanf(f, "%127s", name) == 1) {
+        snprintf(cmd, sizeof cmd, "image ../assets/fashion/%s.png; finish", name);
+        run_ok(s, cmd);
+        const float *l = as_interp_logits(s->it), *r = ref.f + row * (size_t)V;
+        cr_assert(l);
+        double worst = 0;
+        int best = 0, rbest = 0;
+        for (int v = 0; v < V; v++) {
+            worst = fmax(worst, fabs(l[v] - r[v]));
+            best = l[v] > l[best] ? v : best;
+            rbest = r[v] > r[rbest] ? v : rbest;
+        }
+        cr_assert_leq(worst, 1e-4, "%s: max abs logit difference %.3g", name, worst);
+        cr_assert_eq(best, rbest, "%s: class %d, torchvision's %d", name, best, rbest);
+        row++;
+    }
+    fclose(f);
+    cr_assert_eq(row, ref.shape[0]);
+    npy_free(&ref);
+    close_session(s);
+}

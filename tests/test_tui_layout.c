@@ -51,8 +51,9 @@ Test(tui_layout, projector_size_shows_every_pane_and_the_heatmap_is_largest)
     cr_assert(!l.too_small);
     cr_assert(!l.shared);
     check_tiling(&l);
-    for (int p = 0; p < P_COUNT; p++)
-        cr_assert_gt(l.r[p].h, 0, "pane %d hidden at 160x48", p);
+    for (int p = 0; p < P_COUNT; p++) /* the image pane is a vision model's, absent here */
+        cr_assert(p == P_IMAGE ? l.r[p].h == 0 : l.r[p].h > 0, "pane %d %s at 160x48", p,
+                  p == P_IMAGE ? "shown for a token model" : "hidden");
     int attn = l.r[P_ATTN].h * l.r[P_ATTN].w;
     for (int p = 0; p < P_COUNT; p++)
         if (p != P_ATTN)
@@ -60,6 +61,31 @@ Test(tui_layout, projector_size_shows_every_pane_and_the_heatmap_is_largest)
     cr_assert_eq(l.r[P_CMD].y, 47);
     cr_assert_eq(l.r[P_STATUS].y, 46);
     cr_assert_eq(layout_pane_at(&l, l.r[P_ATTN].y + 3, 5), P_ATTN);
+}
+
+/* A vision model's image pane takes the right part of the heatmap's area
+ * on wide screens (as high as it, at most half its width, the heatmap at
+ * its left), and has no place on narrow or short ones. */
+Test(tui_layout, image_pane_beside_the_heatmap_on_wide_screens)
+{
+    layout l;
+    unsigned all = LAYOUT_ALL;
+    int sizes[][2] = {{35, 120}, {48, 160}, {30, 100}};
+    for (int i = 0; i < 3; i++) {
+        layout_compute_for(&l, sizes[i][0], sizes[i][1], P_PROBS, all);
+        check_tiling(&l);
+        rect a = l.r[P_ATTN], im = l.r[P_IMAGE];
+        cr_assert_gt(im.h, 0, "no image pane at %dx%d", sizes[i][1], sizes[i][0]);
+        cr_assert_eq(im.y, a.y);
+        cr_assert_eq(im.h, a.h);
+        cr_assert_eq(im.x, a.x + a.w, "the image pane sits right of the heatmap");
+        cr_assert_geq(a.w, im.w, "the heatmap keeps at least half");
+        cr_assert_gt(l.r[P_PROBS].h, 0);
+    }
+    layout_compute_for(&l, 24, 80, P_PROBS, all);
+    check_tiling(&l);
+    cr_assert_eq(l.r[P_IMAGE].h, 0, "no image pane at 80x24");
+    cr_assert_gt(l.r[P_ATTN].h, 0);
 }
 
 Test(tui_layout, small_terminal_shares_one_slot)

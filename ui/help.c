@@ -24,6 +24,7 @@ static const struct entry {
     {"PgUp/PgDn", "a page of tokens; in Output, scroll"},
     {"g, Enter", "grid of every head; back to one head"},
     {"x", "an encoder-decoder: cross-attention (target rows, source columns), the encoder's, then self again"},
+    {"i", "image pane (a vision model): blend, image, heat over its patches"},
     {"N, c", "next norm (ln1, ln2, final); next colormap"},
     {"", NULL},
     {"Running", NULL},

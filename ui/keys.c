@@ -41,6 +41,15 @@ static unsigned cycle_focus(tui *u, int dir)
     return 0;
 }
 
+/* The image pane: blend, image, heat. */
+static unsigned cycle_image(tui *u)
+{
+    if (!(u->present & RD(P_IMAGE)))
+        return 0;
+    u->v.image_mode = (u->v.image_mode + 1) % IMG_MODES;
+    return RD(P_IMAGE);
+}
+
 static unsigned move_layer(tui *u, int d)
 {
     int old = u->v.layer;
@@ -201,6 +210,7 @@ static unsigned view_key(tui *u, int ch)
     case '\r': case '\n': return toggle_grid(u, false);
     case 'N': return tui_cycle_norm(u, 1);
     case 'c': return cycle_cmap(u);
+    case 'i': return cycle_image(u);
     case '\t': return cycle_focus(u, 1);
     case '?': u->help = true; u->help_top = 0; return RD_HELP;
     case '1': case '2': case '3': case '4': case '5': case '6':

@@ -86,7 +86,7 @@ bool layout_single(int rows)
 
 void layout_compute(layout *l, int rows, int cols, pane_id shown)
 {
-    layout_compute_for(l, rows, cols, shown, LAYOUT_ALL);
+    layout_compute_for(l, rows, cols, shown, LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE));
 }
 
 void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present)
@@ -113,8 +113,14 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
         return;
     }
     if (cols >= 100) {
-        int side = clamp(cols * 2 / 5, 44, 76);
-        l->r[P_ATTN] = (rect){top, 0, body, cols - side};
+        int side = clamp(cols * 2 / 5, 44, 76), left = cols - side;
+        l->r[P_ATTN] = (rect){top, 0, body, left};
+        if (has(present, P_IMAGE)) {
+            /* as wide as a square image of the body's height (two pixels a row), at most half */
+            int iw = clamp(2 * (body - 3) + 2, 12, left / 2);
+            l->r[P_ATTN].w = left - iw;
+            l->r[P_IMAGE] = (rect){top, left - iw, body, iw};
+        }
         stack_side(l, (rect){top, cols - side, body, side}, shown, present);
         return;
     }

@@ -6,6 +6,9 @@
  * heatmap over one shared slot whose pane Tab chooses; the shortest (under
  * 17 rows) show one pane below the token strip, the heatmap or the side
  * pane that has the focus. Below a minimum size there is only a notice.
+ * A vision model's image pane, where present, takes the right half of the
+ * heatmap's area on wide screens (at least 100 columns and SINGLE_BODY
+ * rows of body), and has no place on smaller ones.
  * Unit-tested. */
 #ifndef ATTNSCOPE_UI_LAYOUT_H
 #define ATTNSCOPE_UI_LAYOUT_H
@@ -18,6 +21,7 @@ typedef struct rect {
 
 typedef enum pane_id {
     P_ATTN, P_TOKENS, P_PROBS, P_LENS, P_NORMS, P_LOG, /* the panes Tab visits, in order */
+    P_IMAGE,                                   /* a vision model's input (only where the program reads pixels) */
     P_CMD,                                     /* the command line */
     P_STATUS,
     P_COUNT
@@ -48,7 +52,7 @@ bool layout_single(int rows);
  * that applies to the program: a side pane without it gets no place (its
  * room goes to the log); the others are always laid out. */
 void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present);
-/* Every pane present. */
+/* Every pane of a model that reads tokens present (no image pane). */
 void layout_compute(layout *l, int rows, int cols, pane_id shown);
 bool rect_contains(rect r, int y, int x);
 /* The visible pane at (y, x), or P_COUNT. */

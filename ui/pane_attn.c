@@ -283,7 +283,10 @@ static void draw(tui *u)
     snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : u->v.site == AS_PICK_SOURCE ?
              "source x source  " : "", as_cmap_name(u->v.cmap));
     pane_frame(u, P_ATTN, title, note);
-    if (hook < 0 && n > 0)
+    if (n == 0 && s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS)
+        pane_message(u, P_ATTN, "No image yet. Type  image FILE  and Enter at the command line, then  finish; "
+                                "Esc goes back to the view.");
+    else if (hook < 0 && n > 0)
         pane_message(u, P_ATTN, "The decoder has no block of this number (an encoder-decoder's two stacks may "
                                 "differ in depth): k/Up goes back.");
     else if (n == 0)

@@ -7,7 +7,9 @@
  * takes the top token) at temperature 1, as `top` prints them.
  * Where the output stream is not causal (an encoder's masked-LM head),
  * the predictions at the selected token itself, at temperature 1 (nothing
- * is sampled from them), the token there marked. */
+ * is sampled from them), the token there marked. A classifier (a ViT):
+ * its classes at the position the program reads them ([CLS]), whatever
+ * token is selected. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,8 @@
 static const float *logits_at(const tui *u, int q)
 {
     const as_session *s = u->s;
+    if (s->prog->logits_pos >= 0)
+        return as_interp_logits(s->it);
     int h = as_program_hook(s->prog, AS_HK_LOGITS, -1);
     if (h >= 0 && as_capture_has(s->cap, h) && s->cap->filled[h] > q)
         return as_capture_row(s->cap, h, q);
@@ -126,6 +130,8 @@ static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
     const char *mark = q + 1 >= it->out->n_prompt ? " generated" : " next";
     if (encoder(u))
         next = it->out->tokens[q], mark = " here";
+    if (u->s->prog->logits_pos >= 0)
+        next = -1; /* a classifier's inputs are no classes */
     probs_at(u, logits, n, u->probs);
     int k = as_top_indices(logits, n, rows, u->order);
     bool shown = false;
@@ -151,8 +157,13 @@ static void draw(tui *u)
         wnoutrefresh(w);
         return;
     }
+    if (u->s->prog->logits_pos >= 0)
+        q = u->s->prog->logits_pos;
     token_label(u, q, piece, sizeof piece);
-    snprintf(title, sizeof title, encoder(u) ? "Predictions at %d %s" : "Next token after %d %s", q, piece);
+    if (u->s->prog->logits_pos >= 0)
+        snprintf(title, sizeof title, "Classes at %s", piece);
+    else
+        snprintf(title, sizeof title, encoder(u) ? "Predictions at %d %s" : "Next token after %d %s", q, piece);
     char note[48];
     if (u->s->sampler.temp > 0 && !encoder(u))
         snprintf(note, sizeof note, "p at temp %g", (double)u->s->sampler.temp);

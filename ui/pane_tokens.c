@@ -79,16 +79,22 @@ static void draw(tui *u)
     const as_interp *it = u->s->it;
     int n = it->out->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, ns = n_source(u);
     char title[96];
-    if (ns)
+    bool image = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    if (image)
+        snprintf(title, sizeof title, "Positions  CLS + %d patches", n > 0 ? n - 1 : 0);
+    else if (ns)
         snprintf(title, sizeof title, "Tokens  source %d, target %d prompt + %d generated", ns - 1, it->out->n_prompt,
                  n - it->out->n_prompt);
     else
         snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
-    pane_frame(u, P_TOKENS, n ? title : "Tokens", NULL);
-    legend(u, w, n ? title : "Tokens");
+    pane_frame(u, P_TOKENS, n ? title : image ? "Positions" : "Tokens", NULL);
+    if (!image)
+        legend(u, w, n ? title : "Tokens");
     if (n == 0) {
         term_role(&u->t, w, R_HINT);
-        put_text(u, w, 1, 2, "No context yet: prompt TEXT at the command line (: opens it), or lesson",
+        put_text(u, w, 1, 2, u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS
+                                 ? "No image yet: image FILE at the command line (: opens it)"
+                                 : "No context yet: prompt TEXT at the command line (: opens it), or lesson",
                  cols - 2);
         wnoutrefresh(w);
         return;
@@ -113,8 +119,11 @@ static void draw(tui *u)
         if (widths[i] == 0)
             widths[i] = 1;
     }
-    /* Without colour the chips cannot alternate shades: a gap separates them. */
-    int gap = u->t.cm == CM_MONO ? 1 : 0;
+    /* Without colour the chips cannot alternate shades: a gap separates
+     * them; so it does between names (CLS, r0c0), which are no text that
+     * runs on. */
+    bool pixels = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    int gap = u->t.cm == CM_MONO || pixels ? 1 : 0;
     u->tok_rows = tf_strip_layout(widths, n, cols, gap, u->tok_row, u->tok_col);
     u->tok_n = n;
     int sel = u->v.site == AS_PICK_SOURCE && ns ? u->v.src_query : ns + u->v.query;

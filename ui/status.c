@@ -14,13 +14,16 @@ static void where(const tui *u, char *out, size_t cap)
     if (u->busy)
         snprintf(out, cap, "running %s", u->running);
     else if (it->out->n_tokens == 0)
-        snprintf(out, cap, "no context");
+        snprintf(out, cap, u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS ? "no image"
+                                                                                               : "no context");
     else if (it->in_pass && op && op->layer >= 0)
         snprintf(out, cap, "layer %d  op %d/%d %s", op->layer, it->pc + 1, u->s->prog->n_ops, op->text);
     else if (it->in_pass && op)
         snprintf(out, cap, "op %d/%d %s", it->pc + 1, u->s->prog->n_ops, op->text);
     else if (it->out->n_done < it->out->n_tokens)
         snprintf(out, cap, "ready to run positions %d-%d", it->out->n_done, it->out->n_tokens - 1);
+    else if (u->s->prog->logits_pos >= 0 && as_interp_logits(it))
+        snprintf(out, cap, "pass done, classes ready");
     else if (!u->s->prog->streams[u->s->prog->out_stream].causal)
         /* an encoder: predictions at every position, or only hidden states */
         snprintf(out, cap, as_interp_logits(it) ? "pass done, predictions ready" : "pass done");

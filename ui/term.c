@@ -173,6 +173,16 @@ int term_open(term *t, char *why, size_t cap)
         return -1;
     }
     t->next_pair = R_COUNT;
+    /* Any-colour pairs go above every heat pair choose_levels allowed for. */
+    if (t->cm == CM_256 || t->cm == CM_DIRECT) {
+        int heat_top = (t->levels + 5) * (t->levels + 5) + R_COUNT + 1;
+        t->rgb_base = COLOR_PAIRS - 4096 > heat_top ? COLOR_PAIRS - 4096 : heat_top;
+        t->rgb_cap = COLOR_PAIRS - t->rgb_base;
+        if (t->rgb_cap >= 64)
+            t->rgb_table = calloc(2 * (size_t)t->rgb_cap, sizeof *t->rgb_table);
+        if (!t->rgb_table)
+            t->rgb_cap = 0;
+    }
     t->cmap = AS_CMAP_VIRIDIS;
     cbreak();
     noecho();
@@ -197,6 +207,9 @@ void term_close(term *t)
     catch_fatal(false);
     free(t->heat_pair);
     free(t->slot_colour);
+    free(t->rgb_table);
+    t->rgb_table = NULL;
+    t->rgb_cap = 0;
     t->heat_pair = NULL;
     t->slot_colour = NULL;
 }
@@ -290,4 +303,47 @@ int term_contrast_slot(term *t, int bg_slot)
         return HM_SLOT_DEFAULT;
     term_slot_rgb(t, bg_slot, rgb);
     return pal_is_light(rgb) ? TERM_SLOT_BLACK(t) : TERM_SLOT_WHITE(t);
+}
+
+bool term_rgb_ok(const term *t)
+{
+    return t->rgb_cap > 0 && (t->cm == CM_256 || t->cm == CM_DIRECT);
+}
+
+void term_rgb_reset(term *t)
+{
+    if (t->rgb_table)
+        memset(t->rgb_table, 0, 2 * (size_t)t->rgb_cap * sizeof *t->rgb_table);
+    t->rgb_used = 0;
+}
+
+static int rgb_number(const term *t, const uint8_t c[3])
+{
+    if (t->cm == CM_256)
+        return pal_nearest_256(c);
+    /* 5 bits a channel: neighbouring cells share pairs, and 32 steps are finer than the eye needs here */
+    uint8_t q[3] = {(uint8_t)((c[0] & 0xf8) | 4), (uint8_t)((c[1] & 0xf8) | 4), (uint8_t)((c[2] & 0xf8) | 4)};
+    return pal_direct(q);
+}
+
+bool term_rgb(term *t, WINDOW *w, const uint8_t fg[3], const uint8_t bg[3])
+{
+    if (!term_rgb_ok(t))
+        return false;
+    int f = rgb_number(t, fg), b = rgb_number(t, bg);
+    size_t n = 2 * (size_t)t->rgb_cap, i = ((size_t)f * 2654435761u ^ (size_t)b * 40503u) % n;
+    while (t->rgb_table[i].pair && (t->rgb_table[i].fg != f || t->rgb_table[i].bg != b))
+        i = (i + 1) % n;
+    if (!t->rgb_table[i].pair) {
+        if (t->rgb_used >= t->rgb_cap)
+            return false;
+        int pair = t->rgb_base + t->rgb_used;
+        if (init_extended_pair(pair, f, b) == ERR)
+            return false;
+        t->rgb_used++;
+        t->rgb_table[i] = (struct rgb_pair){f, b, pair};
+    }
+    int pair = t->rgb_table[i].pair;
+    wattr_set(w, A_NORMAL, 0, &pair);
+    return true;
 }

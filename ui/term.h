@@ -41,6 +41,11 @@ typedef struct term {
     int next_pair;
     int *slot_colour;    /* [n_slots]: the terminal's colour number of each slot */
     bool mouse;
+    /* Pairs of any two colours (the image pane), above the heat pairs:
+     * [rgb_base, rgb_base + rgb_cap), handed out again from the start at
+     * each term_rgb_reset (one pane's frame). */
+    int rgb_base, rgb_cap, rgb_used;
+    struct rgb_pair { int fg, bg, pair; } *rgb_table; /* open addressing, 2 * rgb_cap entries */
 } term;
 
 /* Slots after the colour scale, for text over heat cells. */
@@ -61,6 +66,15 @@ void term_role_attr(const term *t, WINDOW *w, role r, attr_t extra);
 void term_heat(term *t, WINDOW *w, int fg_slot, int bg_slot);
 /* The cursor glyph's slot over a heat slot: black or white, whichever reads. */
 int term_contrast_slot(term *t, int bg_slot);
+/* Whether term_rgb can draw any colour (256 or direct colour with pairs to
+ * spare); else draw in shades. */
+bool term_rgb_ok(const term *t);
+/* Starts a frame of term_rgb cells: the pairs of the last one are reused. */
+void term_rgb_reset(term *t);
+/* Sets w's attributes to draw fg over bg: the nearest of the 256 colours,
+ * or 15 bits of direct colour; false when the frame ran out of pairs
+ * (the caller draws in shades). */
+bool term_rgb(term *t, WINDOW *w, const uint8_t fg[3], const uint8_t bg[3]);
 /* RGB of a heat slot (for the legend and tests of what is drawn). */
 void term_slot_rgb(const term *t, int slot, uint8_t rgb[3]);
 

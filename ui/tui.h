@@ -165,7 +165,7 @@ typedef struct pane_class {
 } pane_class;
 
 extern const pane_class pane_attn, pane_tokens, pane_probs, pane_lens, pane_norms, pane_log, pane_status,
-    pane_cmdline;
+    pane_cmdline, pane_image;
 
 /* panes.c: the table, by pane_id. */
 extern const pane_class *const pane_classes[P_COUNT];

@@ -108,7 +108,7 @@ void view_clamp(view *v, const as_session *s)
     v->layer = clampi(v->layer, 0, c->n_layer - 1);
     v->head = clampi(v->head, 0, c->n_head - 1);
     if (v->follow || v->query >= n)
-        v->query = causal ? n - 1 : first_mask(s, n);
+        v->query = causal ? n - 1 : s->prog->logits_pos >= 0 ? s->prog->logits_pos : first_mask(s, n);
     v->query = clampi(v->query, 0, n > 0 ? n - 1 : 0);
     int ns = s->prog->source_stream >= 0 ? s->it->st[s->prog->source_stream].n_tokens : 0;
     v->src_query = clampi(v->src_query, 0, ns > 0 ? ns - 1 : 0);

@@ -18,8 +18,12 @@ struct lesson;
  * program shows those it has (Gemma's post-norms, say). */
 typedef enum norm_kind { NK_LN1, NK_LN1_POST, NK_LN2, NK_LN2_POST, NK_LN3, NK_FINAL, NK_COUNT } norm_kind;
 
+/* What the image pane shows (a vision model): `i` cycles them. */
+enum { IMG_BLEND, IMG_IMAGE, IMG_HEAT, IMG_MODES };
+
 typedef struct view {
     int layer, head;
+    int image_mode;   /* IMG_*: the image, the selected query's attention over it, or both */
     int query;        /* the selected token: the heatmap's cursor row */
     int key;          /* the heatmap's cursor column */
     bool follow;      /* the query moves to each new token */

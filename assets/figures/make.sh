@@ -36,3 +36,12 @@ TEXT=${TEXT:-'It is a truth universally acknowledged, that a single man in posse
 "$BIN" -m "$MODEL" -e "prompt \"When Mary and John went to the store, John gave a drink to\"; finish;
     metric \" Mary\" \" John\";
     patch sweep resid_pre from \"When Mary and John went to the store, Mary gave a drink to\" $OUT/patch-resid.png"
+
+# A vision transformer: every head's attention from CLS laid over the
+# image, in the last layer (models/README.md, vit-fashion's card).
+VIT=$ROOT/models/vit-fashion.gguf
+if [ -f "$VIT" ]; then
+    for img in sneaker shirt; do
+        "$BIN" -m "$VIT" -e "image $ROOT/assets/fashion/$img.png; finish; export overlay 3 all $OUT/vit-$img-L3.png"
+    done
+fi

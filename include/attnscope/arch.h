@@ -20,6 +20,7 @@
 typedef struct as_config as_config;
 typedef struct as_model as_model;
 typedef struct as_program as_program;
+typedef struct as_tokenizer as_tokenizer;
 
 typedef struct as_arch {
     const char *gguf_name; /* general.architecture */
@@ -32,6 +33,10 @@ typedef struct as_arch {
     int (*load)(as_model *m, as_error *err);
     /* The op list for one forward pass over m->weights. */
     int (*build)(as_program *p, as_error *err);
+    /* Optional (NULL: the file's tokenizer.ggml.* keys): the vocabulary of
+     * a model whose output is no token, e.g. a classifier's class names,
+     * so that views and `top` label its outputs by name. */
+    int (*vocabulary)(as_tokenizer **out, const as_gguf *g, as_error *err);
 } as_arch;
 
 /* The architecture registered under a GGUF name, or NULL. */

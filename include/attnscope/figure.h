@@ -119,6 +119,30 @@ typedef struct as_fig_heat {
 int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                    const as_fig_heat *h, as_error *err);
 
+/* ---- attention over an image (a vision transformer) ---- */
+
+/* The input image with a map over its patches laid on it: each panel is
+ * the image (size x size pixels, RGB) blended with the colour of its
+ * patch's value (alpha: the colour's share), the patch grid in thin
+ * lines, a marked patch (the query's, when it is one) outlined; one
+ * colour bar on [0, vmax] for every panel. n_maps panels side by side,
+ * wrapping (a layer's heads), each with its title. */
+typedef struct as_fig_overlay {
+    int size;                        /* image side, pixels */
+    const uint8_t *rgb;              /* [size][size][3] */
+    int grid;                        /* patches a side; size is a multiple of it */
+    int n_maps;
+    const float *const *maps;        /* [n_maps] each [grid][grid] */
+    const char *const *map_titles;   /* [n_maps], or NULL */
+    float vmax;                      /* top of the colour scale (> 0) */
+    float alpha;                     /* 0..1 */
+    int marked;                      /* patch index outlined, or -1 */
+    const char *cbar_label;
+} as_fig_overlay;
+
+int as_fig_overlay_view(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
+                        const as_fig_overlay *ov, as_error *err);
+
 /* ---- bertviz's head view ---- */
 
 /* Tokens in two columns, queries at the left and keys at the right, a

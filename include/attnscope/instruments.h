@@ -79,4 +79,14 @@ int as_weight_stats_of(const as_gguf_tensor *t, as_weight_stats *st, as_error *e
 int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel, double *diff_norm,
                    double *norm_a, as_error *err);
 
+/* Attention rollout (Abnar & Zuidema 2020) over the self-attention sites
+ * of a non-causal stream, in layer order: per layer A = 0.5 · (mean over
+ * heads of the pattern) + 0.5 · I, each row renormalised to sum 1, and
+ * R = A_{L-1} · … · A_0. out: [n][n] (row q: how much each input
+ * position flows into position q's output). AS_ERR, saying which, when a
+ * layer's pattern is not captured or not filled over n positions. */
+int as_attn_rollout(const as_capture *cap, int n, float *out, as_error *err);
+/* The same over the first n_layers such layers only. */
+int as_attn_rollout_layers(const as_capture *cap, int n, int n_layers, float *out, as_error *err);
+
 #endif

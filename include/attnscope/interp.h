@@ -75,6 +75,7 @@ typedef struct as_stream_state {
     int n_ctx;
     int32_t *tokens;   /* token ids (token streams) */
     int32_t *types;    /* their token types (BERT's segments A and B): 0 unless set */
+    float *pixels;     /* pixel streams: the prepared image [channels][size][size] */
     int n_tokens;
     int n_prompt;      /* tokens that came from the prompt (the rest were generated) */
     int n_done;        /* positions whose pass is complete */
@@ -131,6 +132,10 @@ int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as
  * default, and again after each as_interp_set_input); refuses a type the
  * model has no embedding for. The stream starts over. */
 int as_interp_set_types(as_interp *it, int stream, const int32_t *types, int n, as_error *err);
+/* Replaces a pixel stream's image (n floats, [channels][size][size] as
+ * the stream's patch spec says, already resized and normalised): every
+ * position ([CLS] and the patches) is pending; later streams start over. */
+int as_interp_set_pixels(as_interp *it, int stream, const float *pixels, int n, as_error *err);
 /* The same for the output stream (a decoder's tokens). */
 int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err);
 /* Appends a token (a generated one) to the output stream, to be processed
@@ -138,10 +143,11 @@ int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err
 int as_interp_append(as_interp *it, int32_t id, as_error *err);
 
 /* What stands at a stream's position, for labels: a token id, or a name
- * ("CLS", "r3c5") where the input is not a token. */
+ * where the input is not a token: a pixel stream's "CLS" (position 0) and
+ * "r3c5" (the patch at row 3, column 5 of the grid, 0-based). */
 typedef struct as_position {
     int32_t token;     /* -1 when `name` labels the position */
-    char name[16];
+    char name[32];
 } as_position;
 void as_interp_position(const as_interp *it, int stream, int pos, as_position *out);
 
@@ -151,7 +157,8 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
 /* Goes back n ops (across earlier passes if needed). */
 int as_interp_back(as_interp *it, long n, as_error *err);
 
-/* Logits at the last position, if its pass is complete; else NULL. */
+/* Logits at the position the program gives them (the last; a ViT's
+ * [CLS]), if its pass is complete; else NULL. */
 const float *as_interp_logits(const as_interp *it);
 /* The op the interpreter will run next, or NULL when the pass is complete. */
 const as_op *as_interp_current(const as_interp *it);

@@ -72,6 +72,9 @@ void as_norm_measure(const float *x, int d, float eps, bool rms, as_norm_stat *s
 void as_norm_apply(const float *x, int d, const as_norm_stat *st, bool rms, const float *w,
                    const float *b, float *y);
 void as_gelu_tanh(const float *x, float *y, int n);
+/* The exact GELU, 0.5·x·(1 + erf(x/√2)): PyTorch's nn.GELU() (torchvision's
+ * ViT). Scalar: only small vision models use it, and erf has no vector form here. */
+void as_gelu_erf(const float *x, float *y, int n);
 /* y = silu(gate) * up */
 void as_swiglu(const float *gate, const float *up, float *y, int n);
 /* Rotary embedding as llama.cpp applies it for arch llama ("NORM" mode):

@@ -94,6 +94,13 @@ int as_config_read_rope(as_config *c, const as_gguf *g, const char *arch, as_err
  * Missing: an error naming the tensor, or, if optional, out->data NULL. */
 int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows, bool optional,
                     as_weight *out, as_error *err);
+/* A 4-D convolution kernel stored as PyTorch's Conv2d weight [out, in,
+ * kh, kw] (ggml ne = [kw, kh, in, out], llama.cpp's v.patch_embd.weight)
+ * viewed as a matrix of `out` rows of in * kh * kw columns (each row the
+ * kernel of one output channel, flattened [in][y][x]): a patch embedding
+ * is then one matrix product per patch. */
+int as_model_conv_matrix(as_model *m, const char *name, uint64_t kw, uint64_t kh, uint64_t in, uint64_t out,
+                         as_weight *w, as_error *err);
 /* A vector of n floats (in place when F32, else converted once).
  * Missing: an error, or, if optional, *out NULL. */
 int as_model_vector(as_model *m, const char *name, uint64_t n, bool optional, const float **out,

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 
 #include "attnscope/error.h"
+#include "attnscope/image.h"
 #include "attnscope/kernels.h"
 #include "attnscope/model.h"
 #include "attnscope/weight.h"
@@ -44,6 +45,9 @@ typedef enum as_hook_kind {
      * after it, its third norm, and the encoder's final norm */
     AS_HK_CROSS_ATTN_OUT, AS_HK_RESID_MID_CROSS, AS_HK_LN3_SCALE, AS_HK_LN3_NORMALIZED,
     AS_HK_ENC_LNF_SCALE, AS_HK_ENC_LNF_NORMALIZED,
+    /* vision (ViT): the linear map of each flattened patch, with [CLS]
+     * at position 0 (embed.hook_patch_embed) */
+    AS_HK_PATCH_EMBED,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -91,6 +95,15 @@ typedef enum as_input { AS_INPUT_TOKENS, AS_INPUT_PIXELS } as_input;
 
 #define AS_MAX_STREAMS 4
 
+/* How a pixel stream's image is cut into patches: a square image of
+ * `size` pixels a side and `channels` planes (the stream's input,
+ * [channels][size][size]), patches of `patch` pixels a side on a `grid` x
+ * `grid` lattice, read row by row; each flattened as [channel][y][x]
+ * (the order of a Conv2d kernel's weights). */
+typedef struct as_patch_spec {
+    int channels, size, patch, grid;
+} as_patch_spec;
+
 /* A sequence of positions the program computes over: "tokens" for a
  * decoder or an encoder; "encoder" and "decoder" for an encoder-decoder;
  * later "patches". A causal stream is
@@ -101,6 +114,8 @@ typedef struct as_stream {
     as_input input;
     int n_ctx;
     bool causal;
+    as_patch_spec patch;  /* pixels: the image and its patches (position 0 is [CLS], 1 + r*grid + c the patch at row r, column c) */
+    as_image_spec image;  /* pixels: how an image file becomes the input (channels, size, resize, mean, std) */
 } as_stream;
 
 typedef struct as_hook {
@@ -157,7 +172,12 @@ typedef enum as_op_kind {
     AS_OP_RELU,       /* out = max(in0, 0)                              */
     AS_OP_SIN_POS,    /* out = the paper's sinusoids of the position:
                        * [2i] = sin(pos / base^(2i/n_out)), [2i+1] = cos(the same), base op->scale */
+    AS_OP_PATCH_EMBED,/* row 0 = cls; row 1 + i = W · patch i of the image + b */
 } as_op_kind;
+
+/* Which GELU an op computes: the tanh form (GPT-2, llama.cpp's
+ * ggml_gelu) or the exact one with erf (PyTorch's nn.GELU(), torchvision). */
+typedef enum as_gelu { AS_GELU_TANH = 0, AS_GELU_ERF } as_gelu;
 
 typedef struct as_op {
     as_op_kind kind;
@@ -178,6 +198,9 @@ typedef struct as_op {
     float softcap;        /* LINEAR: > 0: out = softcap · tanh(out / softcap) (final logits) */
     bool last_row_only;   /* LINEAR to logits: when not captured, only the last position is needed */
     as_pooling pool;      /* POOL: mean, first (CLS) or last row */
+    as_gelu gelu;         /* GELU, GEGLU: tanh or erf */
+    as_patch_spec patch;  /* PATCH_EMBED: the image's geometry */
+    const float *cls;     /* PATCH_EMBED: the [CLS] row (position 0) */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -190,6 +213,8 @@ typedef struct as_program {
                            * output stream reads through cross-attention; -1: none */
     int start_token;      /* the output stream's first token when no prompt is given (a
                            * decoder start token), or -1 */
+    int logits_pos;       /* which of its positions gives them: -1 the last (a decoder's
+                           * next token), 0 the first (a ViT's [CLS]) */
     as_hook *hooks;
     int n_hooks, cap_hooks;
     as_op *ops;
@@ -290,6 +315,12 @@ int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b
 /* The pooled vector of a non-causal stream's hook `in` (every row of
  * the pooler.hook_out holds it); returns that hook. */
 int as_program_add_pool(as_program *p, int in, as_pooling how);
+/* The patch embedding of a pixel stream: [CLS] (cls, d values) at
+ * position 0, then W · patch + b for each patch (W: d rows of
+ * channels * patch * patch); returns its hook (embed.hook_patch_embed
+ * under the scope "embed"). */
+int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b, const float *cls,
+                               const as_patch_spec *spec);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

@@ -52,6 +52,10 @@ typedef struct as_tokenizer_spec {
     bool keep_case, keep_accents;
 } as_tokenizer_spec;
 
+/* A vocabulary of names without text: ids 0..n-1 labelled by the names
+ * (a classifier's classes), read from no text (as "none"). */
+int as_tokenizer_labels(as_tokenizer **out, const char *const *names, const uint64_t *lens, size_t n,
+                        as_error *err);
 /* Builds a tokenizer from an explicit spec (tests build small vocabularies). */
 int as_tokenizer_new(as_tokenizer **out, const as_tokenizer_spec *spec, as_error *err);
 /* From tokenizer.ggml.* keys of a GGUF file, with llama.cpp's defaults:

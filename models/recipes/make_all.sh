@@ -29,15 +29,20 @@ if [ ! -f work/wordpiece.json ]; then
     $PY wordpiece.py train --vocab 5000 --out work/wordpiece.json work/corpus_train.txt
 fi
 
-models="${*:-austen-gpt2 induction austen-llama austen-bert}"
+models="${*:-austen-gpt2 induction austen-llama austen-bert vit-fashion}"
 for m in $models; do
     echo "== $m (log: models/recipes/work/$m.log)"
-    if [ "$m" = austen-bert ]; then
+    case "$m" in
+    austen-bert)
         # masked-LM pre-training, then export_bert.py (GGUF, fixtures, card numbers)
-        nice -n 10 $PY train_bert.py > "work/$m.log" 2>&1
-    else
-        nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1
-    fi
-    grep -E '"step"|wrote' "work/$m.log" | tail -3
+        nice -n 10 $PY train_bert.py > "work/$m.log" 2>&1 ;;
+    vit-fashion)
+        # Fashion-MNIST from Debian's dataset-fashion-mnist; writes the
+        # GGUF, assets/fashion/*.png and tests/fixtures/models/vit-fashion.*
+        nice -n 10 $PY train_vit.py > "work/$m.log" 2>&1 ;;
+    *)
+        nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1 ;;
+    esac
+    grep -E '"step"|wrote|accuracy' "work/$m.log" | tail -3
 done
 ls -l ../*.gguf ../../tests/fixtures/models/

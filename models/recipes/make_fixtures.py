@@ -30,6 +30,7 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import reference as R  # noqa: E402
+import vit_fixtures as V  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
@@ -1192,6 +1193,8 @@ def check(fixdir):
             write_encoder_fixture(fresh, which)
         for which in ENCDECS:
             write_encdec_fixture(fresh, which)
+        V.write_image_fixtures(fresh)
+        V.write_vit_fixture(fresh)
         try:
             print(check_writer_roundtrip())
             print(check_export_variants())
@@ -1226,6 +1229,12 @@ def check(fixdir):
             except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
                 ok = False
+        try:
+            print(V.check_image_fixtures(fixdir))
+            print(V.check_vit_fixture(fixdir, fresh))
+        except (ValueError, OSError, KeyError) as e:
+            print("FAIL vit/images:", e)
+            ok = False
     total = sum(os.path.getsize(os.path.join(dp, f)) for dp, _, fs in os.walk(fixdir) for f in fs)
     print("fixtures total %.0f KiB" % (total / 1024))
     print("all checks passed" if ok else "CHECKS FAILED")
@@ -1252,6 +1261,10 @@ def main():
         for which in ENCDECS:
             write_encdec_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        V.write_image_fixtures(args.out)
+        V.write_vit_fixture(args.out)
+        print("wrote", os.path.join(args.out, "image") + "/,", os.path.join(args.out, "tiny-vit.gguf"), "and",
+              os.path.join(args.out, "tiny-vit") + "/")
     sys.exit(0 if check(args.out) else 1)
 
 

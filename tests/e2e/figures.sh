@@ -71,6 +71,30 @@ mkdir "$TMP/ro" && chmod 555 "$TMP/ro"
 if [ "$(id -u)" != 0 ]; then
     expect "svg to read-only dir" 1 '' 'ro/x\.svg' -- -m "$G" -e "$P; export grid 0 $TMP/ro/x.svg"
 fi
+# A vision transformer: CLS's attention laid over the image, in every format.
+V=$FIX/tiny-vit.gguf
+VP="image $FIX/tiny-vit/image.png; finish"
+for kind in "1 0" "0 mean" "1 rollout" "1 all"; do
+    fig=overlay-$(echo "$kind" | tr ' ' '-')
+    for ext in png svg pdf; do
+        f=$TMP/$fig.$ext
+        case $ext in png) unit=px size='660x[0-9]+' ;; svg) unit=viewBox size='238x[0-9]+' ;; pdf) unit=pt size='238x[0-9]+' ;; esac
+        expect "export overlay $kind $ext" 0 "^wrote $f: overlay layer .* $size $unit\$" '' -- -m "$V" -e "$VP; export overlay $kind $f"
+    done
+    if head -c 8 "$TMP/$fig.png" | grep -q PNG; then ok; else bad "$fig.png is a PNG"; fi
+    if have pdfinfo; then
+        if pdfinfo "$TMP/$fig.pdf" > "$TMP/info" 2>&1 && grep -Eq '^Page size: +237\.6 x' "$TMP/info"; then ok
+        else bad "pdfinfo accepts $fig.pdf"; fi
+    fi
+    if have rsvg-convert; then
+        if rsvg-convert -f png -o "$TMP/$fig-rsvg.png" "$TMP/$fig.svg" 2>"$TMP/err"; then ok; else bad "rsvg-convert renders $fig.svg"; fi
+    fi
+done
+expect "overlay on a text model" 1 '' 'reads tokens' -- -m "$G" -e "$P; export overlay 0 0 $TMP/x.png"
+expect "overlay before the pass" 1 '' 'not computed yet.*finish' -- -m "$V" -e "image $FIX/tiny-vit/image.png; export overlay 0 0 $TMP/x.png"
+expect "overlay of a head past the last" 1 '' 'head' -- -m "$V" -e "$VP; export overlay 0 9 $TMP/x.png"
+expect "overlay to a bad extension" 1 '' '' -- -m "$V" -e "$VP; export overlay 0 0 $TMP/x.jpg"
+
 if ls "$TMP"/x.* "$TMP/ro"/* >/dev/null 2>&1 || ls -a "$TMP" "$TMP/ro" | grep -q '\.tmp\.'; then bad "a refused export left a file"; else ok; fi
 
 echo "figures e2e: $pass passed, $fail failed, $skipped tool checks skipped"

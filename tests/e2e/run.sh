@@ -101,6 +101,35 @@ expect "encoder hooks" 0 '^embed\.hook_token_type_embed	\[4, 32\]' '' -- -m "$B"
 expect "norms embed on an encoder" 0 '^embed\.ln \(LayerNorm\) over 4 tokens' '' -- -m "$B" -e 'prompt the cat; finish; norms embed'
 expect "encoder pattern is square" 0 '^blocks\.0\.attn\.hook_pattern	\[4, 4, 4\]' '' -- -m "$B" -e 'prompt the cat; finish; hooks blocks.0.attn.*'
 
+# A vision transformer (vit): an image as input, classes at CLS, rollout,
+# positions named CLS and r3c5; bad images get one message and the session
+# goes on (batch mode stops at the first failing command, status 1).
+V=$FIX/tiny-vit.gguf
+VI="image $FIX/tiny-vit/image.png"
+expect "image then top: classes at CLS" 0 '^1	7	seven	0\.62' '' -- -m "$V" -e "$VI; finish; top 3"
+expect "image says what it read" 0 '28 x 28 grey, 8-bit; 17 positions: CLS, r0c0 \.\. r3c3' '' -- -m "$V" -e "$VI"
+expect "an RGB image of another size is made grey and resized" 0 '40 x 30 RGB, 8-bit, made grey, resized \(bilinear\)' '' -- -m "$V" -e "image $FIX/image/rgb-40x30.png"
+expect "tokens name CLS and patches" 0 '^6	r1c1	patch' '' -- -m "$V" -e "$VI; tokens"
+expect "norms label positions by name" 0 '^16	r3c3	' '' -- -m "$V" -e "$VI; finish; norms 0"
+expect "rollout prints the CLS grid" 0 '^r3 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$' '' -- -m "$V" -e "$VI; finish; rollout"
+expect "rollout writes .npy" 0 "^wrote $TMP/r\.npy: \[17, 17\] float32" '' -- -m "$V" -e "$VI; finish; rollout $TMP/r.npy"
+expect "rollout as a figure" 0 "^wrote $TMP/r\.png: overlay layer 1 rollout 660x[0-9]+ px" '' -- -m "$V" -e "$VI; finish; rollout $TMP/r.png"
+expect "rollout to another kind of file" 1 '' "rollout writes \.npy.*or a figure" -- -m "$V" -e "$VI; finish; rollout $TMP/r.txt"
+expect "dump all names the positions" 0 "index.json over 17 tokens" '' -- -m "$V" -e "$VI; finish; dump all $TMP/vcap"
+if grep -q '"positions": \["CLS", "r0c0", "r0c1"' "$TMP/vcap/index.json" && ! grep -q '"pieces"' "$TMP/vcap/index.json"; then ok; else bad "vit index.json: positions named, no pieces"; fi
+expect "heads says why not on an image" 1 '' 'heads scores token patterns.*export overlay' -- -m "$V" -e "$VI; finish; heads"
+expect "compare reads the classes at CLS" 0 '^at position 0 \(CLS\), with 1 rule: KL' '' -- -m "$V" -e "$VI; finish; ablate 1.2 zero; compare"
+expect "lens reads CLS" 0 '^logit lens at position 0' '' -- -m "$V" -e "$VI; finish; lens"
+expect "a position by name" 0 '^logit lens at position 6' '' -- -m "$V" -e "$VI; finish; lens r1c1"
+expect "text to a vision model" 1 '' 'reads an image, not text.*image FILE' -- -m "$V" -e "prompt hello"
+expect "ids to a vision model" 1 '' 'reads an image, not token ids' -- -m "$V" -e "prompt-ids 1 2"
+expect "top before an image" 1 '' 'no image yet' -- -m "$V" -e "top"
+expect "missing image" 1 '' "cannot open image $TMP/none\.png: No such file" -- -m "$V" -e "image $TMP/none.png"
+head -c 100 "$FIX/tiny-vit/image.png" > "$TMP/cut.png"
+expect "truncated image" 1 '' "$TMP/cut\.png: truncated or corrupt PNG" -- -m "$V" -e "image $TMP/cut.png"
+expect "not an image" 1 '' "$FIX/tiny-vit/meta\.json: not an image" -- -m "$V" -e "image $FIX/tiny-vit/meta.json"
+expect "image to a text model" 1 '' 'reads tokens, not images' -- -m "$G" -e "$VI"
+
 # The model as a plain argument, as one opens a file; `load` in a session.
 expect "model as a positional argument" 0 '^1	[0-9]+	' '' -- "$G" -e "prompt-ids 276 257; finish; top 1"
 expect "two models at once refused" 2 '' 'one model at a time' -- "$G" "$L" -e "top"

@@ -431,5 +431,36 @@ keys encdec Escape q
 restored encdec
 MODEL=$SAVED_MODEL
 
+# ---- a vision transformer: the image pane, classes at CLS, patches named ----
+MODEL=$HERE/../fixtures/tiny-vit.gguf
+start vit 120 35 "$U"
+expect vit "starts" '^attnscope>'
+expect vit "an image model asks for an image" 'No image yet'
+typed vit "image $HERE/../fixtures/tiny-vit/image.png; finish"
+keys vit Enter
+expect vit "pass runs" 'logits ready at CLS'
+keys vit Escape
+expect vit "the view starts at CLS, the image pane shows its attention" 'Image  L0 H0  CLS'
+expect vit "the probabilities pane lists the classes at CLS" 'Classes at CLS'
+expect vit "blend by default, with the largest weight" 'blend \(i\)  max 0\.[0-9]+'
+expect vit "the status says the classes are ready" 'pass done, classes ready'
+screen vit
+grep -q '◀ here' "$TMP/screen" && bad "vit: a class marked as the token here" || ok
+keys vit J J J J J J
+expect vit "the heatmap's query selects the patch" 'Image  L0 H0  r1c1'
+keys vit i
+expect vit "i shows the image alone" 'image \(i\)  max'
+keys vit i
+expect vit "then the heat" 'heat \(i\)  max'
+keys vit g
+expect vit "g: every head's map as a small image" 'every head, each on its own scale'
+screen vit
+grep -Eq '│h2 +h3 ' "$TMP/screen" && ok || bad "vit: the grid names heads 2 and 3"
+keys vit Enter
+expect vit "Enter: one head again" 'heat \(i\)  max'
+keys vit Escape q
+restored vit
+MODEL=$SAVED_MODEL
+
 echo "tui e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

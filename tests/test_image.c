@@ -1,0 +1,304 @@
+/* image: decoding against the samples libpng was given to write (every PNG
+ * colour type and depth attnscope reads), PGM/PPM, the resize against
+ * PyTorch's interpolate (fixtures from models/recipes/make_fixtures.py),
+ * and one clear message per bad file. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attnscope/image.h"
+#include "helpers.h"
+
+/* Writes samples (values in 0..2^depth-1, `in_ch` per pixel) as a PNG of
+ * the given colour type through libpng's own writer; palette images take
+ * indices and a palette whose entry i is (i*7, i*13, i*29) mod 256. */
+static void write_png(const char *path, int w, int h, int color, int depth, int in_ch, const uint16_t *s,
+                      bool interlace)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    cr_assert(png && info);
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, depth, color,
+                 interlace ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+                 PNG_FILTER_TYPE_DEFAULT);
+    png_color pal[256];
+    for (int i = 0; i < 256; i++)
+        pal[i] = (png_color){(png_byte)(i * 7), (png_byte)(i * 13), (png_byte)(i * 29)};
+    if (color == PNG_COLOR_TYPE_PALETTE)
+        png_set_PLTE(png, info, pal, 1 << depth);
+    png_write_info(png, info);
+    if (depth < 8)
+        png_set_packing(png);
+    int bytes = depth == 16 ? 2 : 1;
+    png_bytep buf = malloc((size_t)w * (size_t)h * (size_t)in_ch * 2);
+    png_bytep *rows = malloc((size_t)h * sizeof *rows);
+    for (int y = 0; y < h; y++) {
+        rows[y] = buf + (size_t)y * (size_t)w * (size_t)in_ch * (size_t)bytes;
+        for (int i = 0; i < w * in_ch; i++) {
+            uint16_t v = s[(size_t)y * (size_t)w * (size_t)in_ch + (size_t)i];
+            if (bytes == 2) {
+                rows[y][2 * i] = (png_byte)(v >> 8);
+                rows[y][2 * i + 1] = (png_byte)(v & 255);
+            } else {
+                rows[y][i] = (png_byte)v;
+            }
+        }
+    }
+    png_write_image(png, rows);
+    png_write_end(png, NULL);
+    png_destroy_write_struct(&png, &info);
+    fclose(f);
+    free(rows);
+    free(buf);
+}
+
+static uint16_t *samples(int n, int max, uint64_t seed)
+{
+    uint16_t *s = malloc((size_t)n * sizeof *s);
+    for (int i = 0; i < n; i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        s[i] = (uint16_t)((seed >> 33) % (uint64_t)(max + 1));
+    }
+    return s;
+}
+
+static char tmp_path[64];
+static const char *tmp_file(const char *ext)
+{
+    snprintf(tmp_path, sizeof tmp_path, "/tmp/attnscope-img-%d%s", (int)getpid(), ext);
+    return tmp_path;
+}
+
+/* A PNG of colour type / depth decodes to what was written: grey and RGB
+ * as given, alpha dropped, palette indices looked up, low depths scaled to
+ * 8 bits as libpng's expansion does (v * 255 / (2^depth - 1)). */
+static void roundtrip(int color, int depth, bool interlace)
+{
+    int w = 13, h = 7;
+    int in_ch = color == PNG_COLOR_TYPE_GRAY || color == PNG_COLOR_TYPE_PALETTE ? 1
+                : color == PNG_COLOR_TYPE_GRAY_ALPHA                           ? 2
+                : color == PNG_COLOR_TYPE_RGB                                  ? 3
+                                                                               : 4;
+    int max = (1 << depth) - 1;
+    uint16_t *s = samples(w * h * in_ch, max, (uint64_t)(color * 100 + depth));
+    const char *path = tmp_file(".png");
+    write_png(path, w, h, color, depth, in_ch, s, interlace);
+    as_image img;
+    as_error err;
+    cr_assert_eq(as_image_load(&img, path, &err), AS_OK, "%s", err.msg);
+    unlink(path);
+    int want_ch = (color & PNG_COLOR_MASK_COLOR) ? 3 : 1;
+    cr_assert_eq(img.width, w);
+    cr_assert_eq(img.height, h);
+    cr_assert_eq(img.channels, want_ch, "color type %d: %d channels", color, img.channels);
+    cr_assert_eq(img.maxval, depth == 16 ? 65535 : 255);
+    for (int p = 0; p < w * h; p++) {
+        for (int c = 0; c < want_ch; c++) {
+            int want;
+            if (color == PNG_COLOR_TYPE_PALETTE) {
+                int i = s[p];
+                want = (c == 0 ? i * 7 : c == 1 ? i * 13 : i * 29) & 255;
+            } else {
+                want = s[p * in_ch + c];
+                if (depth < 8)
+                    want = want * 255 / max;
+            }
+            cr_assert_eq(img.data[p * want_ch + c], want, "type %d depth %d pixel %d channel %d: %d, wrote %d",
+                         color, depth, p, c, img.data[p * want_ch + c], want);
+        }
+    }
+    as_image_free(&img);
+    free(s);
+}
+
+Test(image, png_grey_8_and_16_bit) { roundtrip(PNG_COLOR_TYPE_GRAY, 8, false); roundtrip(PNG_COLOR_TYPE_GRAY, 16, false); }
+Test(image, png_grey_low_depths_scale_to_8_bit)
+{
+    roundtrip(PNG_COLOR_TYPE_GRAY, 1, false);
+    roundtrip(PNG_COLOR_TYPE_GRAY, 2, false);
+    roundtrip(PNG_COLOR_TYPE_GRAY, 4, false);
+}
+Test(image, png_rgb_8_and_16_bit) { roundtrip(PNG_COLOR_TYPE_RGB, 8, false); roundtrip(PNG_COLOR_TYPE_RGB, 16, false); }
+Test(image, png_alpha_is_dropped)
+{
+    roundtrip(PNG_COLOR_TYPE_GRAY_ALPHA, 8, false);
+    roundtrip(PNG_COLOR_TYPE_RGB_ALPHA, 8, false);
+    roundtrip(PNG_COLOR_TYPE_RGB_ALPHA, 16, false);
+}
+Test(image, png_palette_is_looked_up) { roundtrip(PNG_COLOR_TYPE_PALETTE, 8, false); roundtrip(PNG_COLOR_TYPE_PALETTE, 4, false); }
+Test(image, png_interlaced) { roundtrip(PNG_COLOR_TYPE_RGB, 8, true); }
+
+Test(image, pgm_and_ppm_binary_and_plain)
+{
+    const char *path = tmp_file(".pnm");
+    as_image img;
+    as_error err;
+    FILE *f = fopen(path, "wb");
+    fputs("P5\n# a comment\n3 2\n255\n", f);
+    fwrite("\x00\x10\x20\x80\xf0\xff", 1, 6, f);
+    fclose(f);
+    cr_assert_eq(as_image_load(&img, path, &err), AS_OK, "%s", err.msg);
+    uint16_t want5[] = {0, 16, 32, 128, 240, 255};
+    cr_assert_eq(img.channels, 1);
+    cr_assert_eq(memcmp(img.data, want5, sizeof want5), 0);
+    as_image_free(&img);
+    f = fopen(path, "wb");
+    fputs("P6 1 2 1000\n", f);
+    fwrite("\x00\x01\x03\xe8\x00\x00\x01\x00\x02\x00\x03\x00", 1, 12, f);
+    fclose(f);
+    cr_assert_eq(as_image_load(&img, path, &err), AS_OK, "%s", err.msg);
+    uint16_t want6[] = {1, 1000, 0, 256, 512, 768};
+    cr_assert_eq(img.channels, 3);
+    cr_assert_eq(img.maxval, 1000);
+    cr_assert_eq(memcmp(img.data, want6, sizeof want6), 0);
+    as_image_free(&img);
+    f = fopen(path, "wb");
+    fputs("P2\n2 1\n15\n3 15\n", f);
+    fclose(f);
+    cr_assert_eq(as_image_load(&img, path, &err), AS_OK, "%s", err.msg);
+    cr_assert(img.data[0] == 3 && img.data[1] == 15 && img.maxval == 15);
+    as_image_free(&img);
+    unlink(path);
+}
+
+/* The resize fixtures: a PNG, and PyTorch's interpolate of its samples
+ * / 255 (float64) to 28 x 28 per channel, in the mode named. */
+static void resize_matches_torch(const char *png, const char *npyf, int channels, as_resize mode)
+{
+    as_image img;
+    as_error err;
+    cr_assert_eq(as_image_load(&img, png, &err), AS_OK, "%s", err.msg);
+    npy ref;
+    cr_assert_eq(npy_read(npyf, &ref), 0, "%s", npyf);
+    as_image_spec spec = {.channels = channels, .size = 28, .resize = mode, .mean = {0, 0, 0}, .std = {1, 1, 1}};
+    float out[3 * 28 * 28];
+    cr_assert_eq(as_image_prepare(&img, &spec, out, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(ref.count, (size_t)channels * 28 * 28);
+    double worst = 0;
+    for (size_t i = 0; i < ref.count; i++)
+        worst = fmax(worst, fabs((double)out[i] - ref.f[i]));
+    /* The bound is one grey level; float32 against float64 is far inside it. */
+    cr_assert_leq(worst * 255, 1.0, "%s: max diff %.3g grey levels", png, worst * 255);
+    cr_expect_leq(worst, 1e-5, "%s: max diff %.3g", png, worst);
+    npy_free(&ref);
+    as_image_free(&img);
+}
+
+Test(image, bilinear_down_and_up_equal_torch_interpolate)
+{
+    resize_matches_torch("fixtures/image/grey-45x37.png", "fixtures/image/grey-45x37.bilinear28.npy", 1,
+                         AS_RESIZE_BILINEAR);
+    resize_matches_torch("fixtures/image/grey-17x11.png", "fixtures/image/grey-17x11.bilinear28.npy", 1,
+                         AS_RESIZE_BILINEAR);
+    resize_matches_torch("fixtures/image/rgb-40x30.png", "fixtures/image/rgb-40x30.bilinear28.npy", 3,
+                         AS_RESIZE_BILINEAR);
+}
+
+Test(image, nearest_equals_torch_interpolate)
+{
+    resize_matches_torch("fixtures/image/grey-45x37.png", "fixtures/image/grey-45x37.nearest28.npy", 1,
+                         AS_RESIZE_NEAREST);
+}
+
+Test(image, rgb_to_grey_and_grey_to_rgb_as_torchvision)
+{
+    resize_matches_torch("fixtures/image/rgb-40x30.png", "fixtures/image/rgb-40x30.grey-bilinear28.npy", 1,
+                         AS_RESIZE_BILINEAR);
+    resize_matches_torch("fixtures/image/grey-45x37.png", "fixtures/image/grey-45x37.rgb-bilinear28.npy", 3,
+                         AS_RESIZE_BILINEAR);
+}
+
+Test(image, prepare_normalises_by_mean_and_std)
+{
+    as_image img = {.width = 2, .height = 1, .channels = 1, .maxval = 255, .data = (uint16_t[]){0, 255}};
+    as_image_spec spec = {.channels = 1, .size = 2, .mean = {0.25f}, .std = {0.5f}};
+    float out[4];
+    as_error err;
+    /* 2 x 1 resized to 2 x 2 repeats the row */
+    cr_assert_eq(as_image_prepare(&img, &spec, out, &err), AS_OK);
+    cr_assert_float_eq(out[0], -0.5f, 1e-6);
+    cr_assert_float_eq(out[1], 1.5f, 1e-6);
+    cr_assert_float_eq(out[2], -0.5f, 1e-6);
+}
+
+static void load_fails(const char *path, const char *what)
+{
+    as_image img;
+    as_error err;
+    cr_assert_neq(as_image_load(&img, path, &err), AS_OK, "%s loaded", path);
+    cr_assert(strstr(err.msg, path), "the message names the file: %s", err.msg);
+    cr_assert(strstr(err.msg, what), "the message says '%s': %s", what, err.msg);
+    cr_assert_null(img.data);
+}
+
+Test(image, bad_files_get_one_clear_message)
+{
+    load_fails("fixtures/image/no-such-file.png", "No such file");
+    /* every cut of a real PNG is refused as truncated */
+    FILE *f = fopen("fixtures/image/grey-45x37.png", "rb");
+    cr_assert(f);
+    unsigned char buf[8192];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    const char *path = tmp_file(".png");
+    size_t cuts[] = {4, 8, 20, 33, n / 2, n - 13};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        f = fopen(path, "wb");
+        fwrite(buf, 1, cuts[i], f);
+        fclose(f);
+        load_fails(path, "truncated");
+    }
+    f = fopen(path, "wb");
+    fputs("hello, I am a text file\n", f);
+    fclose(f);
+    load_fails(path, "not an image");
+    f = fopen(path, "wb");
+    fclose(f);
+    load_fails(path, "empty");
+    f = fopen(path, "wb");
+    fputs("P5\n3 2\n255\n\x01\x02", f);
+    fclose(f);
+    load_fails(path, "truncated PGM/PPM");
+    f = fopen(path, "wb");
+    fputs("P5\n100000 100000\n255\n", f);
+    fclose(f);
+    load_fails(path, "larger than");
+    unlink(path);
+}
+
+/* The test images (the fixtures' and the demo's) decode to what libpng's
+ * own simplified reader gives for them, sample for sample. */
+Test(image, test_images_equal_libpngs_own_decode)
+{
+    const char *files[] = {"fixtures/image/grey-45x37.png", "fixtures/image/grey-17x11.png",
+                           "fixtures/image/rgb-40x30.png",  "fixtures/tiny-vit/image.png",
+                           "../assets/fashion/sneaker.png", "../assets/fashion/shirt.png",
+                           "../assets/fashion/ankle-boot.png"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        as_image img;
+        as_error err;
+        cr_assert_eq(as_image_load(&img, files[f], &err), AS_OK, "%s", err.msg);
+        png_image ref;
+        memset(&ref, 0, sizeof ref);
+        ref.version = PNG_IMAGE_VERSION;
+        cr_assert(png_image_begin_read_from_file(&ref, files[f]), "%s: %s", files[f], ref.message);
+        ref.format = img.channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
+        size_t n = PNG_IMAGE_SIZE(ref);
+        uint8_t *buf = malloc(n);
+        cr_assert(png_image_finish_read(&ref, NULL, buf, 0, NULL), "%s: %s", files[f], ref.message);
+        cr_assert_eq((int)ref.width, img.width);
+        cr_assert_eq((int)ref.height, img.height);
+        cr_assert_eq(n, (size_t)img.width * (size_t)img.height * (size_t)img.channels);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(img.data[i], buf[i], "%s: sample %zu is %d, libpng's %d", files[f], i, img.data[i], buf[i]);
+        free(buf);
+        as_image_free(&img);
+    }
+}
