@@ -45,3 +45,13 @@ if [ -f "$VIT" ]; then
         "$BIN" -m "$VIT" -e "image $ROOT/assets/fashion/$img.png; finish; export overlay 3 all $OUT/vit-$img-L3.png"
     done
 fi
+
+# A BERT: layer 1's next-token (head 0) and previous-token (head 1) heads on
+# a sentence pair with a [MASK], and the head scores of attnscope's heads,
+# next-token included (models/README.md, austen-bert's card).
+BERT=$ROOT/models/austen-bert.gguf
+if [ -f "$BERT" ]; then
+    "$BIN" -m "$BERT" -e "prompt \"She was not handsome, but she was clever.\" \"Her sister thought him [MASK] agreeable.\";
+        finish; fill 5; export grid 1 $OUT/bert-layer1.png; export lines 1 all $OUT/bert-layer1-lines.png"
+    "$BIN" -m "$BERT" -e "heads $OUT/heads-austen-bert.png"
+fi
