@@ -64,14 +64,15 @@ Test(tui_layout, projector_size_shows_every_pane_and_the_heatmap_is_largest)
 }
 
 /* A vision model's image pane takes the right part of the heatmap's area
- * on wide screens (as high as it, at most half its width, the heatmap at
- * its left), and has no place on narrow or short ones. */
-Test(tui_layout, image_pane_beside_the_heatmap_on_wide_screens)
+ * (as high as it, at most half its width, the heatmap at its left), on
+ * wide screens and on a projector's 80x24 too; a terminal too short for
+ * two rows of panes shows one pane at a time, and no image. */
+Test(tui_layout, image_pane_beside_the_heatmap)
 {
     layout l;
     unsigned all = LAYOUT_ALL;
-    int sizes[][2] = {{35, 120}, {48, 160}, {30, 100}};
-    for (int i = 0; i < 3; i++) {
+    int sizes[][2] = {{35, 120}, {48, 160}, {30, 100}, {24, 80}};
+    for (int i = 0; i < 4; i++) {
         layout_compute_for(&l, sizes[i][0], sizes[i][1], P_PROBS, all);
         check_tiling(&l);
         rect a = l.r[P_ATTN], im = l.r[P_IMAGE];
@@ -82,10 +83,10 @@ Test(tui_layout, image_pane_beside_the_heatmap_on_wide_screens)
         cr_assert_geq(a.w, im.w, "the heatmap keeps at least half");
         cr_assert_gt(l.r[P_PROBS].h, 0);
     }
-    layout_compute_for(&l, 24, 80, P_PROBS, all);
+    layout_compute_for(&l, 12, 60, P_PROBS, all);
     check_tiling(&l);
-    cr_assert_eq(l.r[P_IMAGE].h, 0, "no image pane at 80x24");
-    cr_assert_gt(l.r[P_ATTN].h, 0);
+    cr_assert(l.single, "60x12 shows one pane at a time");
+    cr_assert_eq(l.r[P_IMAGE].h, 0, "no image pane at 60x12");
 }
 
 Test(tui_layout, small_terminal_shares_one_slot)

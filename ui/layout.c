@@ -126,6 +126,12 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
     }
     int lower = clamp(body * 2 / 5, 5, 12);
     l->r[P_ATTN] = (rect){top, 0, body - lower, cols};
+    if (has(present, P_IMAGE)) {
+        /* a projector's 80 columns: the image beside the heatmap all the same, smaller */
+        int iw = clamp(2 * (body - lower - 3) + 2, 12, cols / 2);
+        l->r[P_ATTN].w = cols - iw;
+        l->r[P_IMAGE] = (rect){top, cols - iw, body - lower, iw};
+    }
     l->shared = true;
     l->r[shown] = (rect){top + body - lower, 0, lower, cols};
 }
