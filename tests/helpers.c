@@ -3,9 +3,11 @@
 #include <criterion/criterion.h>
 
 #include "attnscope/kernels.h"
+#include "attnscope/model.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int npy_read(const char *path, npy *a)
 {
@@ -129,4 +131,39 @@ bool use_kernels(int isa)
     cr_log_warn("**** SKIP: no %s kernels in this build or on this CPU (running %s): NOT CHECKED ****",
                 kernel_isas[isa], as_kernels_isa());
     return false;
+}
+
+as_gguf_writer *edit_gguf(const char *path, const char *skip_key, const char *drop, as_gguf **g)
+{
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_open(g, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    for (uint64_t i = 0; i < (*g)->n_kv; i++)
+        if (!skip_key || strcmp((*g)->kvs[i].key, skip_key))
+            as_gguf_writer_copy_kv(w, &(*g)->kvs[i]);
+    for (uint64_t i = 0; i < (*g)->n_tensors; i++) {
+        const as_gguf_tensor *t = &(*g)->tensors[i];
+        if (!drop || strcmp(t->name, drop))
+            cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err), AS_OK,
+                         "%s", err.msg);
+    }
+    return w;
+}
+
+void load_refused(as_gguf_writer *w, as_gguf *g, char *msg, size_t cap)
+{
+    as_error err = {{0}};
+    char path[] = "/tmp/attnscope-edited-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+    as_model *m = NULL;
+    int rc = as_model_load(&m, path, &err);
+    unlink(path);
+    as_model_free(m);
+    cr_assert_neq(rc, AS_OK, "the edited file loaded");
+    snprintf(msg, cap, "%s", err.msg);
 }

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attnscope/gguf.h"
 #include "attnscope/session.h"
 #include "typed_copy.h"
 
@@ -49,5 +50,14 @@ extern const char *const kernel_isas[3];
         return cr_make_param_array(int, isas, 3);                               \
     }
 bool use_kernels(int isa);
+
+/* Broken copies of a fixture, for the tests that a bad file is refused
+ * by name: edit_gguf opens `path` (*g, kept open for the tensors' data)
+ * and returns a writer holding its keys but `skip_key` and its tensors
+ * but `drop` (either NULL: all); set or add keys on it, then
+ * load_refused writes it to a temporary file, frees w, closes g, loads
+ * the file, asserts that the load failed and gives its message. */
+as_gguf_writer *edit_gguf(const char *path, const char *skip_key, const char *drop, as_gguf **g);
+void load_refused(as_gguf_writer *w, as_gguf *g, char *msg, size_t cap);
 
 #endif

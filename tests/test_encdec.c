@@ -16,29 +16,10 @@
 static void load_edited(const char *key, uint32_t value, const char *drop, char *msg, size_t cap)
 {
     as_gguf *g;
-    as_error err = {{0}};
-    cr_assert_eq(as_gguf_open(&g, ENCDEC ".gguf", &err), AS_OK, "%s", err.msg);
-    as_gguf_writer *w = as_gguf_writer_new(3);
-    for (uint64_t i = 0; i < g->n_kv; i++)
-        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    as_gguf_writer *w = edit_gguf(ENCDEC ".gguf", NULL, drop, &g);
     if (key)
         as_gguf_writer_set_u32(w, key, value);
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const as_gguf_tensor *t = &g->tensors[i];
-        if (!drop || strcmp(t->name, drop))
-            cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err), AS_OK);
-    }
-    char path[] = "/tmp/attnscope-encdec-XXXXXX.gguf";
-    close(mkstemps(path, 5));
-    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
-    as_gguf_writer_free(w);
-    as_gguf_close(g);
-    as_model *m = NULL;
-    int rc = as_model_load(&m, path, &err);
-    unlink(path);
-    as_model_free(m);
-    cr_assert_neq(rc, AS_OK, "the edited file loaded");
-    snprintf(msg, cap, "%s", err.msg);
+    load_refused(w, g, msg, cap);
 }
 
 Test(encdec, broken_files_are_refused_by_name)

@@ -306,31 +306,12 @@ Test(encoder, heads_scores_next_token_heads_from_the_patterns)
 static void load_edited(const char *key, int64_t value, bool is_bool, const char *drop, char *msg, size_t cap)
 {
     as_gguf *g;
-    as_error err = {{0}};
-    cr_assert_eq(as_gguf_open(&g, BERT ".gguf", &err), AS_OK, "%s", err.msg);
-    as_gguf_writer *w = as_gguf_writer_new(3);
-    for (uint64_t i = 0; i < g->n_kv; i++)
-        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    as_gguf_writer *w = edit_gguf(BERT ".gguf", NULL, drop, &g);
     if (key && is_bool)
         as_gguf_writer_set_bool(w, key, value != 0);
     else if (key)
         as_gguf_writer_set_u32(w, key, (uint32_t)value);
-    for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const as_gguf_tensor *t = &g->tensors[i];
-        if (!drop || strcmp(t->name, drop))
-            cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err), AS_OK);
-    }
-    char path[] = "/tmp/attnscope-bert-XXXXXX.gguf";
-    close(mkstemps(path, 5));
-    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
-    as_gguf_writer_free(w);
-    as_gguf_close(g);
-    as_model *m = NULL;
-    int rc = as_model_load(&m, path, &err);
-    unlink(path);
-    as_model_free(m);
-    cr_assert_neq(rc, AS_OK, "the edited file loaded");
-    snprintf(msg, cap, "%s", err.msg);
+    load_refused(w, g, msg, cap);
 }
 
 Test(encoder, broken_files_are_refused_by_name)
