@@ -473,21 +473,35 @@ static int prompt(cmd_ctx *c, bool raw)
 static int cmd_prompt(cmd_ctx *c) { return prompt(c, false); }
 static int cmd_prompt_raw(cmd_ctx *c) { return prompt(c, true); }
 
-static int cmd_prompt_ids(cmd_ctx *c)
+/* The ids of `prompt-ids` and `source-ids` (malloc'd, argc - 1 of them),
+ * each checked against the vocabulary; NULL after a message. */
+static int32_t *parse_ids(cmd_ctx *c, const char *usage)
 {
-    if (c->argc < 2)
-        return as_error_set(c->err, "usage: prompt-ids ID [ID ...]");
+    if (c->argc < 2) {
+        as_error_set(c->err, "usage: %s", usage);
+        return NULL;
+    }
     int32_t *ids = malloc((size_t)(c->argc - 1) * sizeof *ids);
-    if (!ids)
-        return as_error_set(c->err, "out of memory");
+    if (!ids) {
+        as_error_set(c->err, "out of memory");
+        return NULL;
+    }
     for (int i = 1; i < c->argc; i++) {
         long v;
         if (as_cmd_parse_long(c->argv[i], 0, c->s->model->cfg.n_vocab - 1, "a token id", &v, c->err)) {
             free(ids);
-            return AS_ERR;
+            return NULL;
         }
         ids[i - 1] = (int32_t)v;
     }
+    return ids;
+}
+
+static int cmd_prompt_ids(cmd_ctx *c)
+{
+    int32_t *ids = parse_ids(c, "prompt-ids ID [ID ...]");
+    if (!ids)
+        return AS_ERR;
     int rc = set_context(c->s, ids, c->argc - 1, c->err);
     free(ids);
     return rc;
@@ -545,19 +559,9 @@ static int cmd_source_ids(cmd_ctx *c)
 {
     if (require_source_stream(c))
         return AS_ERR;
-    if (c->argc < 2)
-        return as_error_set(c->err, "usage: source-ids ID [ID ...]");
-    int32_t *ids = malloc((size_t)(c->argc - 1) * sizeof *ids);
+    int32_t *ids = parse_ids(c, "source-ids ID [ID ...]");
     if (!ids)
-        return as_error_set(c->err, "out of memory");
-    for (int i = 1; i < c->argc; i++) {
-        long v;
-        if (as_cmd_parse_long(c->argv[i], 0, c->s->model->cfg.n_vocab - 1, "a token id", &v, c->err)) {
-            free(ids);
-            return AS_ERR;
-        }
-        ids[i - 1] = (int32_t)v;
-    }
+        return AS_ERR;
     int rc = set_source(c->s, ids, c->argc - 1, c->err);
     free(ids);
     return rc;
