@@ -439,8 +439,20 @@ static void welcome(tui *u, const char *notes)
     if (notes && *notes)
         log_add(&u->log, LOG_WARN, notes, strlen(notes));
     log_flush(&u->log);
-    log_addf(&u->log, LOG_HINT, "Type a prompt and Enter:  prompt It is a truth universally acknowledged");
-    log_addf(&u->log, LOG_HINT, "Esc then leaves the command line: Space generates a token, s steps one op.");
+    /* What the first command is depends on what the model reads (the program says). */
+    const as_program *p = u->s->prog;
+    bool pixels = p->streams[p->out_stream].input == AS_INPUT_PIXELS;
+    bool causal = p->streams[p->out_stream].causal;
+    if (pixels)
+        log_addf(&u->log, LOG_HINT, "Give it an image and Enter:  image FILE.png; finish");
+    else if (p->source_stream >= 0)
+        log_addf(&u->log, LOG_HINT, "Give it a source sentence and Enter:  source TEXT; finish");
+    else if (!causal)
+        log_addf(&u->log, LOG_HINT, "Type a prompt and Enter:  prompt She was [MASK] happy.; finish");
+    else
+        log_addf(&u->log, LOG_HINT, "Type a prompt and Enter:  prompt It is a truth universally acknowledged");
+    log_addf(&u->log, LOG_HINT, causal ? "Esc then leaves the command line: Space generates a token, s steps one op."
+                                       : "Esc then leaves the command line: s steps one op, f finishes the pass.");
     log_addf(&u->log, LOG_HINT, "? shows every key (here too); lesson lists the guided tours.");
 }
 
