@@ -694,6 +694,10 @@ static int cmd_gen(cmd_ctx *c)
 {
     as_session *s = c->s;
     long n = 1;
+    if (as_cmd_is_encoder(s) && s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS)
+        return as_error_set(c->err, "%s classifies an image: every patch sees every other and there is no next "
+                            "token to generate (top lists the classes at CLS; image FILE gives another image)",
+                            s->model->cfg.name);
     if (as_cmd_is_encoder(s))
         return as_error_set(c->err, "%s is an encoder: every position sees every other, so there is no next token "
                             "to generate (fill predicts masked ones; embed gives its vector)", s->model->cfg.name);

@@ -124,6 +124,7 @@ expect "a position by name" 0 '^logit lens at position 6' '' -- -m "$V" -e "$VI;
 expect "text to a vision model" 1 '' 'reads an image, not text.*image FILE' -- -m "$V" -e "prompt hello"
 expect "ids to a vision model" 1 '' 'reads an image, not token ids' -- -m "$V" -e "prompt-ids 1 2"
 expect "top before an image" 1 '' 'no image yet' -- -m "$V" -e "top"
+expect "gen on an image model says what it does instead" 1 '' 'classifies an image.*top lists the classes' -- -m "$V" -e "$VI; finish; gen 1"
 expect "missing image" 1 '' "cannot open image $TMP/none\.png: No such file" -- -m "$V" -e "image $TMP/none.png"
 head -c 100 "$FIX/tiny-vit/image.png" > "$TMP/cut.png"
 expect "truncated image" 1 '' "$TMP/cut\.png: truncated or corrupt PNG" -- -m "$V" -e "image $TMP/cut.png"
