@@ -9,7 +9,8 @@
 Needs work/corpus_{train,val}.txt (corpus.py) and work/wordpiece.json
 (wordpiece.py, trained on corpus_train.txt only).
 
-Model (class Bert, also the reference the C engine is tested against):
+Model (class Bert; export_bert.py checks it against reference.Encoder, the
+float64 pass whose every hook the C engine is tested against):
 BERT as Devlin et al. and llama.cpp's `bert` define it. Embeddings: token +
 learned position + token type (2 types), then LayerNorm. Each block is
 Post-LN: x = LN(x + attn(x)); x = LN(x + mlp(x)); attention has separate
