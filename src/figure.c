@@ -1180,7 +1180,18 @@ static void heat_headers(lay *L, const as_fig_heat *h, const heat_geom *g, int g
     float x = (float)gx0 - (g->row_labels ? g->rl_w + PT(L, TICK_LEN_PT + TICK_PAD_PT) : 0);
     float mid = (float)gy0 + g->ptitle + grid_h / 2;
     if (h->row_axis && g->row_labels) {
-        text_up(L, x - PT(L, 2) - lineh(L, L->body) / 2, mid, L->body, AL_MIDDLE, INK, h->row_axis);
+        /* A short plot (an alignment: few target rows) has no room for a
+         * long name along it: drop its parenthesis, then all but its
+         * first word, rather than run into the title. */
+        char name[96];
+        snprintf(name, sizeof name, "%s", h->row_axis);
+        char *cut = strstr(name, " (");
+        if (tw(L, name, L->body) > grid_h && cut)
+            *cut = '\0';
+        cut = strchr(name, ' ');
+        if (tw(L, name, L->body) > grid_h && cut)
+            *cut = '\0';
+        text_up(L, x - PT(L, 2) - lineh(L, L->body) / 2, mid, L->body, AL_MIDDLE, INK, name);
         x -= PT(L, 2) + lineh(L, L->body);
     }
     x -= PT(L, 3);

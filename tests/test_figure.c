@@ -1712,6 +1712,26 @@ Test(figure, cross_attention_is_the_target_by_source_rectangle)
     free(dir);
 }
 
+/* A short alignment (one target row) has no room along its side for
+ * "target position (decoder)": the name is shortened rather than drawn
+ * into the title; a tall one keeps it whole (the test above). */
+Test(figure, a_short_alignment_shortens_its_row_axis_name)
+{
+    as_session *s = open_session("fixtures/tiny-transformer.gguf", 64);
+    run_ok(s, "source-ids 1 275 286 287 288 285; finish");
+    char *dir = make_tmpdir(), cmd[512], msg[1024], path[256];
+    snprintf(path, sizeof path, "%s/x.pdf", dir);
+    snprintf(cmd, sizeof cmd, "export attn 0 0 %s site=cross", path);
+    cr_assert_eq(run_cmd(s, cmd, msg, sizeof msg), AS_OK, "%s", msg);
+    char *t = pdf_text(path);
+    /* Drawn whole it ran off the page, where pdftotext cuts it: "target position (decode". */
+    cr_assert(!strstr(t, "(decode") && strstr(t, "target") && strstr(t, "source position"), "%s", t);
+    free(t);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}
+
 /* An image with a map over its patches: every image pixel's cell is the
  * blend (1 - alpha) · image + alpha · colour(value / vmax), in the raster
  * Cairo draws (±2 levels for rounding); the patch of `marked` is outlined
