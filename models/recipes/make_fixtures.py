@@ -831,6 +831,28 @@ def write_t5_fixture(outdir, which):
         save_hooks(outdir, which, cfg, tok, src, text, hooks, list(hooks))
 
 
+def expected_t5_tensors(cfg):
+    """llama.cpp's T5 layout (llama-model.cpp's create_tensor calls), written
+    out independently of the exporter: ne = [cols, rows]."""
+    d, F, V, q = cfg.d_model, cfg.d_ff, cfg.vocab, cfg.n_head * cfg.d_head
+    e = {"token_embd.weight": [d, V], "enc.output_norm.weight": [d], "enc.blk.0.attn_rel_b.weight": [cfg.n_head, cfg.buckets]}
+    if cfg.n_dec:
+        e.update({"dec.output_norm.weight": [d], "dec.blk.0.attn_rel_b.weight": [cfg.n_head, cfg.buckets]})
+        if not cfg.tied:
+            e["output.weight"] = [d, V]
+    for stack, n, sites in (("enc", cfg.n_enc, ("attn",)), ("dec", cfg.n_dec, ("attn", "cross_attn"))):
+        for L in range(n):
+            b = "%s.blk.%d." % (stack, L)
+            for site in sites:
+                e[b + site + "_norm.weight"] = [d]
+                e.update({b + site + "_q.weight": [d, q], b + site + "_k.weight": [d, q],
+                          b + site + "_v.weight": [d, q], b + site + "_o.weight": [q, d]})
+            e.update({b + "ffn_norm.weight": [d], b + "ffn_up.weight": [d, F], b + "ffn_down.weight": [F, d]})
+            if cfg.gated:
+                e[b + "ffn_gate.weight"] = [d, F]
+    return e
+
+
 def check_t5(fixdir, which, fresh_dir):
     """Determinism; keys; the buckets against the paper's worked cases; the
     bias is the first layer's table in every layer; masks and softmax rows;
@@ -845,8 +867,10 @@ def check_t5(fixdir, which, fresh_dir):
     kv, T = read_gguf(os.path.join(fixdir, which + ".gguf"))
     expect(kval(kv, "general.architecture") == cfg.arch, "architecture key")
     expect(kval(kv, cfg.arch + ".attention.relative_buckets_count") == cfg.buckets, "buckets key")
-    expect(T["enc.blk.0.attn_rel_b.weight"][0] == [cfg.n_head, cfg.buckets], "attn_rel_b ne")
-    expect(not any(k.startswith("enc.blk.1.attn_rel_b") for k in T), "only the first layer has a table")
+    exp = expected_t5_tensors(cfg)
+    expect(set(T) == set(exp), "tensor names differ: %s" % sorted(set(T) ^ set(exp)))
+    for k, ne in exp.items():
+        expect(T[k][0] == ne, "%s ne %s, want %s" % (k, T[k][0], ne))
     # buckets by hand (32 buckets both ways: 16 a side, 8 exact; one way: 32, 16 exact)
     rel = torch.tensor([-200, -20, -9, -8, -1, 0, 1, 7, 8, 12, 200])
     got = R.t5_bucket(rel, True, 32, 128).tolist()
@@ -875,7 +899,8 @@ def check_t5(fixdir, which, fresh_dir):
         m32(torch.tensor([src]), torch.tensor([tgt]) if cfg.n_dec else None, h32)
     d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
     expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
-    return ["%d hooks; keys; buckets by hand; one bias table for every layer; masks; float32 pass within %.1e (at %s)"
+    return ["%d hooks; keys; gguf layout; buckets by hand; one bias table for every layer; masks; float32 pass within "
+            "%.1e (at %s)"
             % (len(H), d32[0], d32[1])]
 
 
