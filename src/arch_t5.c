@@ -84,6 +84,9 @@ static int config(as_config *c, const as_gguf *g, const char *arch, bool decoder
         as_config_read_head_size(c, g, arch, err) ||
         read_u32(g, arch, "attention.relative_buckets_count", 4, 1 << 16, &buckets, false, err))
         return AS_ERR;
+    if (c->n_head_kv != c->n_head)
+        return as_error_set(err, "%s: %s.attention.head_count_kv = %d: T5's heads each have their own keys and values "
+                            "(head_count %d)", g->path, arch, c->n_head_kv, c->n_head);
     if (!decoder)
         return AS_OK;
     int n_dec = c->n_layer;

@@ -143,6 +143,8 @@ Test(t5, broken_files_are_refused_by_name)
     cr_assert(strstr(msg, "key_length = 8") && strstr(msg, "value_length = 6"), "%s", msg);
     load_edited(T5 ".gguf", "t5.attention.value_length", "t5.attention.key_length", 8, NULL, msg, sizeof msg);
     cr_assert(strstr(msg, "attn_q.weight"), "heads of 8 where the file's are 6: %s", msg);
+    load_edited(T5 ".gguf", NULL, "t5.attention.head_count_kv", 2, NULL, msg, sizeof msg);
+    cr_assert(strstr(msg, "head_count_kv = 2"), "%s", msg);
     load_edited(T5ENC ".gguf", NULL, NULL, 0, "enc.output_norm.weight", msg, sizeof msg);
     cr_assert(strstr(msg, "enc.output_norm.weight"), "%s", msg);
 }
