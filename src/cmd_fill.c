@@ -112,11 +112,16 @@ int as_cmd_fill(cmd_ctx *c)
 
 /* ---- pooled vectors ---- */
 
+/* The per-token vectors llama.cpp gives: the encoder's final norm when
+ * the program has one (T5's), else the last block's output (BERT's). */
 static int no_pooling(const as_session *s, as_error *err)
 {
+    int h = as_program_hook(s->prog, AS_HK_ENC_LNF_NORMALIZED, -1);
+    if (h < 0)
+        h = as_program_hook(s->prog, AS_HK_LN2_NORMALIZED, s->model->cfg.n_layer - 1);
     return as_error_set(err, "%s pools nothing (%s.pooling_type is none or rank): llama.cpp gives its vectors per "
-                        "token then, which `dump blocks.%d.ln2.hook_normalized FILE.npy` writes",
-                        s->model->cfg.name, as_model_arch_name(s->model), s->model->cfg.n_layer - 1);
+                        "token then, which `dump %s FILE.npy` writes",
+                        s->model->cfg.name, as_model_arch_name(s->model), h >= 0 ? s->prog->hooks[h].name : "?");
 }
 
 /* The pooled vector of a finished pass over a capture. */

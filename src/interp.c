@@ -260,11 +260,13 @@ static int setup_span(as_interp *it, as_error *err)
             tmp = as_attn_tmp_floats(it, &p->attn[op->attn]);
         if (op->kind == AS_OP_PATCH_EMBED && n * (size_t)op->n_in > patches)
             patches = n * (size_t)op->n_in;
+        if (op->kind == AS_OP_REL_BIAS && (size_t)op->n_in * (size_t)op->n_out > patches)
+            patches = (size_t)op->n_in * (size_t)op->n_out; /* the bias table, decoded */
     }
     if (ensure(&it->rope, &it->rope_cap, rope, err))
         return AS_ERR;
     /* One (n_q, keys) matrix per task of a span's attention ops; or the
-     * span's flattened patches. */
+     * span's flattened patches; or a relative position bias's table. */
     tmp *= (size_t)as_pool_size(it->pool);
     return ensure(&it->tmp, &it->tmp_cap, tmp > patches ? tmp : patches, err);
 }
@@ -427,6 +429,25 @@ static void op_patch_embed(as_interp *it, const as_op *op)
     as_linear_pool(it->pool, it->tmp, n, &op->w, op->b, span_row(it, op->out, first));
 }
 
+/* T5's relative position bias: the table ([bucket][head], as stored)
+ * decoded once into tmp, then each visible key's bucket looked up. */
+static void op_rel_bias(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    const as_attn *a = &it->prog->attn[it->prog->hooks[op->out].attn];
+    int H = op->n_out;
+    for (int b = 0; b < op->n_in; b++)
+        as_weight_row(&op->w, b, it->tmp + (size_t)b * (size_t)H);
+    for (int i = 0; i < st->n; i++) {
+        int q = st->p0 + i, len = attn_row_len(it, a, i);
+        for (int k = 0; k < len; k++) {
+            const float *t = it->tmp + (size_t)as_rel_bucket(&op->rel, q, k) * (size_t)H;
+            for (int h = 0; h < H; h++)
+                as_interp_attn_row(it, op->out, h, i)[k] = t[h];
+        }
+    }
+}
+
 static void exec(as_interp *it, const as_op *op)
 {
     const as_hook *out = &it->prog->hooks[op->out];
@@ -462,6 +483,9 @@ static void exec(as_interp *it, const as_op *op)
         break;
     case AS_OP_PATCH_EMBED:
         op_patch_embed(it, op);
+        break;
+    case AS_OP_REL_BIAS:
+        op_rel_bias(it, op);
         break;
     case AS_OP_ADD:
         as_add(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), span);

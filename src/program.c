@@ -1,5 +1,7 @@
 #include "attnscope/program.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +64,8 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_ENC_LNF_SCALE] = "encoder_final_ln.hook_scale",
     [AS_HK_ENC_LNF_NORMALIZED] = "encoder_final_ln.hook_normalized",
     [AS_HK_PATCH_EMBED] = "hook_patch_embed", /* under "embed" */
+    /* no TransformerLens hook: HF T5's name for it (position_bias), in its grammar */
+    [AS_HK_ATTN_BIAS] = "attn.hook_position_bias",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -121,7 +125,7 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
     case AS_HK_Q: case AS_HK_K: case AS_HK_V: case AS_HK_ROT_Q: case AS_HK_ROT_K:
     case AS_HK_ATTN_SCORES: case AS_HK_PATTERN: case AS_HK_Z:
     case AS_HK_Q_NORM_SCALE: case AS_HK_Q_NORM_NORMALIZED: case AS_HK_K_NORM_SCALE: case AS_HK_K_NORM_NORMALIZED:
-    case AS_HK_ATTN_RESULT:
+    case AS_HK_ATTN_RESULT: case AS_HK_ATTN_BIAS:
         return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
     case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST: case AS_HK_MLP_RESULT:
         return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
@@ -261,6 +265,10 @@ int as_program_add_attention(as_program *p, const as_attn *site, const char *sco
         p->hooks[h].is_attn = true;
         p->hooks[h].attn = a;
     }
+    if (s->bias >= 0) { /* laid out as the site's scores */
+        p->hooks[s->bias].is_attn = true;
+        p->hooks[s->bias].attn = a;
+    }
     return s->z;
 }
 
@@ -316,6 +324,44 @@ int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b
     op->n_out = d;
     p->streams[p->hooks[h].stream].patch = *spec;
     return h;
+}
+
+int as_program_add_rel_bias(as_program *p, int layer, int n_head, const as_weight *table, const as_rel_spec *rel,
+                            const char *text)
+{
+    int h = as_program_add_hook(p, AS_HK_ATTN_BIAS, layer, AS_CLASS_SCORES, 1, n_head, 0);
+    as_op *op = as_program_add_op(p, AS_OP_REL_BIAS, layer, h, -1, -1, text);
+    op->w = *table;
+    op->rel = *rel;
+    op->n_in = table->rows;
+    op->n_out = n_head;
+    if (table->cols != n_head || table->rows != rel->buckets || rel->buckets < 2 || rel->max_distance < 1)
+        p->failed = true; /* a builder's mistake, caught by the tests */
+    return h;
+}
+
+/* As llama.cpp computes it (src/llama-graph.cpp), in the same float and
+ * double steps, so that both agree on the bucket at every boundary. */
+int as_rel_bucket(const as_rel_spec *r, int q, int k)
+{
+    int64_t n = r->buckets;
+    if (r->bidirectional)
+        n >>= 1;
+    int64_t exact = n >> 1;
+    int rel = k - q, bucket = 0;
+    if (r->bidirectional) {
+        bucket += (rel > 0) * (int)n;
+        rel = abs(rel);
+    } else {
+        rel = rel < 0 ? -rel : 0;
+    }
+    if (rel < exact)
+        return bucket + rel;
+    if (exact <= 0) /* two buckets one way: no logarithmic part */
+        return bucket + (int)(n - 1);
+    double t = (double)(logf((float)(1.0 * rel / exact)) * (float)(n - exact)) / log(1.0 * r->max_distance / exact);
+    int large = (int)floorf((float)((double)exact + t));
+    return bucket + (large < n - 1 ? large : (int)(n - 1));
 }
 
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

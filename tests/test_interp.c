@@ -21,6 +21,7 @@ static const char *models[] = {
     "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
     "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-bert",
     "fixtures/tiny-nomic-bert", "fixtures/tiny-transformer", "fixtures/tiny-transformer-sep", "fixtures/tiny-vit",
+    "fixtures/tiny-t5", "fixtures/tiny-t5-relu", "fixtures/tiny-t5encoder",
     /* a shipped model: models/recipes/export_bert.py's float64 reference
      * pass over its trained weights (the .gguf is a link to models/) */
     "fixtures/models/austen-bert",

@@ -48,6 +48,10 @@ typedef enum as_hook_kind {
     /* vision (ViT): the linear map of each flattened patch, with [CLS]
      * at position 0 (embed.hook_patch_embed) */
     AS_HK_PATCH_EMBED,
+    /* an additive bias on an attention site's scores, [head, n_q, n_k]
+     * like them: T5's relative position bias (attn.hook_position_bias),
+     * included in hook_attn_scores as TransformerLens's T5 includes it */
+    AS_HK_ATTN_BIAS,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -173,7 +177,22 @@ typedef enum as_op_kind {
     AS_OP_SIN_POS,    /* out = the paper's sinusoids of the position:
                        * [2i] = sin(pos / base^(2i/n_out)), [2i+1] = cos(the same), base op->scale */
     AS_OP_PATCH_EMBED,/* row 0 = cls; row 1 + i = W · patch i of the image + b */
+    AS_OP_REL_BIAS,   /* out[head][q][k] = W[bucket(k - q)][head], as op->rel says (T5) */
 } as_op_kind;
+
+/* T5's relative position buckets (llama.cpp's llama_relative_position_bucket):
+ * half of `buckets` for keys before the query and half for keys after it
+ * when bidirectional (an encoder), all of them for keys before it when not
+ * (a causal decoder); in each half, distances below half of it have a
+ * bucket each, the rest share logarithmically spaced buckets up to
+ * max_distance, beyond which all fall in the last. */
+typedef struct as_rel_spec {
+    int buckets;
+    int max_distance;
+    bool bidirectional;
+} as_rel_spec;
+/* The bucket of key position k seen from query position q. */
+int as_rel_bucket(const as_rel_spec *r, int q, int k);
 
 /* Which GELU an op computes: the tanh form (GPT-2, llama.cpp's
  * ggml_gelu) or the exact one with erf (PyTorch's nn.GELU(), torchvision). */
@@ -201,6 +220,7 @@ typedef struct as_op {
     as_gelu gelu;         /* GELU, GEGLU: tanh or erf */
     as_patch_spec patch;  /* PATCH_EMBED: the image's geometry */
     const float *cls;     /* PATCH_EMBED: the [CLS] row (position 0) */
+    as_rel_spec rel;      /* REL_BIAS: the buckets (w: the table, [bucket][head]) */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -321,6 +341,12 @@ int as_program_add_pool(as_program *p, int in, as_pooling how);
  * under the scope "embed"). */
 int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b, const float *cls,
                                const as_patch_spec *spec);
+/* A relative position bias for the attention site added next (its `bias`
+ * fact): [head, n_q, n_k] like its scores, each entry the row of `table`
+ * ([buckets][heads]) of the key's bucket relative to the query. Its
+ * stream is the current one (the queries'). Returns its hook. */
+int as_program_add_rel_bias(as_program *p, int layer, int n_head, const as_weight *table, const as_rel_spec *rel,
+                            const char *text);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

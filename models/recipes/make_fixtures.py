@@ -757,6 +757,154 @@ def check_encdec(fixdir, which, fresh_dir):
 
 
 # ---------------------------------------------------------------------------
+# T5 (reference.T5, written from the paper and llama.cpp's layout): arch t5,
+# its input the same source and target as the original Transformer's, and
+# arch t5encoder over the source alone. Few buckets, so that the fixture's
+# distances reach the logarithmic ones (every distance here stays below
+# the first integer boundary of the log bins, 16, where float rounding
+# could tell two implementations apart).
+# ---------------------------------------------------------------------------
+
+T5S = {
+    # Flan-T5's gated GELU, the output tied to the embedding (unscaled, as llama.cpp), a head size
+    # of its own (key_length 6, not 32 / 4), 8 buckets; as deep as the encoder (llama.cpp as
+    # `make llama-ref` installs it cannot load a T5 whose decoder is deeper than its encoder:
+    # its per-layer arrays have block_count entries)
+    "tiny-t5": (R.T5Config(vocab=0, d_model=32, n_enc=2, n_dec=2, n_head=4, d_head=6, d_ff=48, ctx=32, buckets=8,
+                           gated=True, tied=True, start=ENCDEC_START), 5001),
+    # T5's ReLU MLP, an output matrix of its own, 32 buckets (T5's), the encoder deeper
+    "tiny-t5-relu": (R.T5Config(vocab=0, d_model=32, n_enc=3, n_dec=2, n_head=2, d_head=16, d_ff=64, ctx=32,
+                                buckets=32, gated=False, tied=False, start=0), 5002),
+    # the encoder alone (an embeddings model): ReLU, 32 buckets
+    "tiny-t5encoder": (R.T5Config(vocab=0, d_model=32, n_enc=2, n_dec=0, n_head=4, d_head=8, d_ff=64, ctx=32,
+                                  buckets=32, gated=False), 5003),
+}
+
+
+def make_t5(cfg, seed):
+    """O(1) activations, peaked but not saturated attention (no 1/sqrt(d)
+    on the scores: q and k small), float32-exact weights in a float64 model."""
+    model = R.T5(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g, dtype=torch.float64)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if p.dim() == 1:                                           # RMSNorm weights
+                p.copy_(1.0 + 0.1 * randn(*p.shape))
+            elif name.endswith("_rel"):                                # bias tables [bucket, head]
+                p.copy_(randn(*p.shape))
+            elif name.split(".")[-2] in ("q", "k", "cq", "ck"):
+                p.copy_(0.5 * randn(*p.shape) / math.sqrt(p.shape[1]))
+            elif name == "embd.weight":
+                p.copy_(randn(*p.shape))
+            else:
+                p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def build_t5(which):
+    cfg, seed = T5S[which]
+    tok, src, tgt, text = encdec_input()
+    cfg = R.T5Config(**{**cfg.__dict__, "vocab": len(tok["tokens"])})
+    return cfg, make_t5(cfg, seed), tok, src, tgt, text
+
+
+def write_t5_fixture(outdir, which):
+    cfg, model, tok, src, tgt, text = build_t5(which)
+    R.export_t5_gguf(model, cfg, os.path.join(outdir, which + ".gguf"), which, tok)
+    hooks = {}
+    with torch.no_grad():
+        if cfg.n_dec:
+            model(torch.tensor([src]), torch.tensor([tgt]), hooks)
+        else:
+            model(torch.tensor([src]), None, hooks)
+    hooks = {k: v.numpy() for k, v in hooks.items()}
+    if cfg.n_dec:
+        save_hooks(outdir, which, cfg, tok, tgt, ENCDEC_TARGET, hooks, list(hooks))
+        np.save(os.path.join(outdir, which, "source.npy"), np.array(src, dtype=np.int32))
+    else:   # the encoder's input is its prompt
+        save_hooks(outdir, which, cfg, tok, src, text, hooks, list(hooks))
+
+
+def expected_t5_tensors(cfg):
+    """llama.cpp's T5 layout (llama-model.cpp's create_tensor calls), written
+    out independently of the exporter: ne = [cols, rows]."""
+    d, F, V, q = cfg.d_model, cfg.d_ff, cfg.vocab, cfg.n_head * cfg.d_head
+    e = {"token_embd.weight": [d, V], "enc.output_norm.weight": [d], "enc.blk.0.attn_rel_b.weight": [cfg.n_head, cfg.buckets]}
+    if cfg.n_dec:
+        e.update({"dec.output_norm.weight": [d], "dec.blk.0.attn_rel_b.weight": [cfg.n_head, cfg.buckets]})
+        if not cfg.tied:
+            e["output.weight"] = [d, V]
+    for stack, n, sites in (("enc", cfg.n_enc, ("attn",)), ("dec", cfg.n_dec, ("attn", "cross_attn"))):
+        for L in range(n):
+            b = "%s.blk.%d." % (stack, L)
+            for site in sites:
+                e[b + site + "_norm.weight"] = [d]
+                e.update({b + site + "_q.weight": [d, q], b + site + "_k.weight": [d, q],
+                          b + site + "_v.weight": [d, q], b + site + "_o.weight": [q, d]})
+            e.update({b + "ffn_norm.weight": [d], b + "ffn_up.weight": [d, F], b + "ffn_down.weight": [F, d]})
+            if cfg.gated:
+                e[b + "ffn_gate.weight"] = [d, F]
+    return e
+
+
+def check_t5(fixdir, which, fresh_dir):
+    """Determinism; keys; the buckets against the paper's worked cases; the
+    bias is the first layer's table in every layer; masks and softmax rows;
+    a float32 pass within 1e-4."""
+    cfg, seed = T5S[which]
+    tok, src, tgt, text = encdec_input()
+    cfg = R.T5Config(**{**cfg.__dict__, "vocab": len(tok["tokens"])})
+    for rel in [which + ".gguf"] + [os.path.join(which, f) for f in sorted(os.listdir(os.path.join(fresh_dir, which)))]:
+        a = open(os.path.join(fixdir, rel), "rb").read()
+        b = open(os.path.join(fresh_dir, rel), "rb").read()
+        expect(a == b, "%s differs from a fresh build" % rel)
+    kv, T = read_gguf(os.path.join(fixdir, which + ".gguf"))
+    expect(kval(kv, "general.architecture") == cfg.arch, "architecture key")
+    expect(kval(kv, cfg.arch + ".attention.relative_buckets_count") == cfg.buckets, "buckets key")
+    exp = expected_t5_tensors(cfg)
+    expect(set(T) == set(exp), "tensor names differ: %s" % sorted(set(T) ^ set(exp)))
+    for k, ne in exp.items():
+        expect(T[k][0] == ne, "%s ne %s, want %s" % (k, T[k][0], ne))
+    # buckets by hand (32 buckets both ways: 16 a side, 8 exact; one way: 32, 16 exact)
+    rel = torch.tensor([-200, -20, -9, -8, -1, 0, 1, 7, 8, 12, 200])
+    got = R.t5_bucket(rel, True, 32, 128).tolist()
+    want = [15, 10, 8, 8, 1, 0, 17, 23, 24, 25, 31]
+    expect(got == want, "bidirectional buckets %s, want %s" % (got, want))
+    got = R.t5_bucket(rel, False, 32, 128).tolist()
+    want = [31, 17, 9, 8, 1, 0, 0, 0, 0, 0, 0]
+    expect(got == want, "causal buckets %s, want %s" % (got, want))
+    H = {k[:-4]: np.load(os.path.join(fixdir, which, k)) for k in os.listdir(os.path.join(fixdir, which))
+         if k.endswith(".npy") and k not in ("tokens.npy", "source.npy")}
+    S, Tn = len(src), len(tgt)
+    for L in range(cfg.n_enc):
+        b = H["encoder.%d.attn.hook_position_bias" % L]
+        expect(b.shape == (cfg.n_head, S, S) and np.array_equal(b, H["encoder.0.attn.hook_position_bias"]),
+               "encoder %d: the first layer's bias" % L)
+        expect(float(np.max(np.abs(H["encoder.%d.attn.hook_pattern" % L].sum(-1) - 1))) < 1e-6, "softmax rows")
+    for L in range(cfg.n_dec):
+        sc = H["decoder.%d.attn.hook_attn_scores" % L]
+        causal = np.triu(np.ones((Tn, Tn), bool), 1)
+        expect(np.all(np.isneginf(sc[:, causal])), "decoder %d causal mask" % L)
+        expect(H["decoder.%d.cross_attn.hook_pattern" % L].shape == (cfg.n_head, Tn, S), "cross shape")
+        expect("decoder.%d.cross_attn.hook_position_bias" % L not in H, "no bias on cross-attention")
+    m32 = make_t5(cfg, seed).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([src]), torch.tensor([tgt]) if cfg.n_dec else None, h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    return ["%d hooks; keys; gguf layout; buckets by hand; one bias table for every layer; masks; float32 pass within "
+            "%.1e (at %s)"
+            % (len(H), d32[0], d32[1])]
+
+
+# ---------------------------------------------------------------------------
 # --check: an independent GGUF reader and an independent NumPy forward pass
 # ---------------------------------------------------------------------------
 
@@ -1193,6 +1341,8 @@ def check(fixdir):
             write_encoder_fixture(fresh, which)
         for which in ENCDECS:
             write_encdec_fixture(fresh, which)
+        for which in T5S:
+            write_t5_fixture(fresh, which)
         V.write_image_fixtures(fresh)
         V.write_vit_fixture(fresh)
         try:
@@ -1229,6 +1379,13 @@ def check(fixdir):
             except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
                 ok = False
+        for which in T5S:
+            try:
+                for line in check_t5(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError, KeyError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
         try:
             print(V.check_image_fixtures(fixdir))
             print(V.check_vit_fixture(fixdir, fresh))
@@ -1260,6 +1417,9 @@ def main():
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in ENCDECS:
             write_encdec_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in T5S:
+            write_t5_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         V.write_image_fixtures(args.out)
         V.write_vit_fixture(args.out)

@@ -1231,3 +1231,249 @@ def export_encdec_gguf(model, c, path, name, tokenizer):
     if model.out_b is not None:
         t("output.bias", model.out_b)
     return w.write()
+
+
+# ---------------------------------------------------------------------------
+# T5 (Raffel et al. 2020, "Exploring the Limits of Transfer Learning with a
+# Unified Text-to-Text Transformer"; Flan-T5's gated GELU), as llama.cpp's
+# GGUF carries it (arch t5: an encoder-decoder; t5encoder: the encoder
+# alone).  Written from the paper's definition and llama.cpp's tensor
+# layout, independently of the C engine:
+#   - pre-norm RMSNorm without mean or bias ("T5LayerNorm"): x / sqrt(mean(x²) + eps) * w,
+#     before every sublayer, and a final one after each stack;
+#   - no position embeddings: a learned scalar per (bucket, head) added to the
+#     self-attention logits; buckets of the relative position key - query:
+#     bidirectional in the encoder (half the buckets each way), causal in the
+#     decoder; in each half, distances below half of it exact, then
+#     logarithmic bins up to max_distance (128), then the last bucket; one
+#     table shared by all layers of a stack (the first layer's);
+#   - logits q·kᵀ without 1/sqrt(d_head); cross-attention has no bias;
+#   - MLP: gated GELU (tanh form) * up, or ReLU; no biases anywhere;
+#   - logits = final norm · W_outᵀ with W_out = output.weight or, tied, the
+#     token embedding itself (llama.cpp does not rescale the tied case by
+#     d_model^-0.5 as the paper's code does; attnscope follows llama.cpp).
+# Float64; hooks named as TransformerLens's HookedEncoderDecoder names them,
+# plus attn.hook_position_bias (masked entries 0, as attnscope's capture
+# gives them) and mlp.hook_pre_linear for the gated MLP.
+# ---------------------------------------------------------------------------
+
+@dataclass
+class T5Config:
+    vocab: int
+    d_model: int
+    n_enc: int
+    n_dec: int          # 0: t5encoder
+    n_head: int
+    d_head: int
+    d_ff: int
+    ctx: int
+    buckets: int
+    gated: bool = True  # Flan-T5's gated GELU; else T5's ReLU
+    tied: bool = True   # no output.weight: the token embedding unembeds
+    eps: float = 1e-6
+    start: int = 0      # decoder start token
+    max_distance: int = 128
+
+    @property
+    def arch(self):
+        return "t5" if self.n_dec else "t5encoder"
+
+
+def t5_bucket(rel, bidirectional, buckets, max_distance):
+    """The bucket of each relative position (key - query), integer tensor."""
+    n = buckets
+    out = torch.zeros_like(rel)
+    if bidirectional:
+        n //= 2
+        out = out + (rel > 0).long() * n
+        dist = rel.abs()
+    else:
+        dist = (-rel).clamp(min=0)
+    exact = n // 2
+    large = exact + (torch.log(dist.double().clamp(min=1) / exact) / math.log(max_distance / exact)
+                     * (n - exact)).floor().long()
+    large = large.clamp(max=n - 1)
+    return out + torch.where(dist < exact, dist, large)
+
+
+class T5Layer(nn.Module):
+    def __init__(self, c: T5Config, cross: bool):
+        super().__init__()
+        d, hq = c.d_model, c.n_head * c.d_head
+        self.attn_norm = nn.Parameter(torch.ones(d))
+        self.q, self.k = nn.Linear(d, hq, bias=False), nn.Linear(d, hq, bias=False)
+        self.v, self.o = nn.Linear(d, hq, bias=False), nn.Linear(hq, d, bias=False)
+        if cross:
+            self.cross_norm = nn.Parameter(torch.ones(d))
+            self.cq, self.ck = nn.Linear(d, hq, bias=False), nn.Linear(d, hq, bias=False)
+            self.cv, self.co = nn.Linear(d, hq, bias=False), nn.Linear(hq, d, bias=False)
+        self.ffn_norm = nn.Parameter(torch.ones(d))
+        self.gate = nn.Linear(d, c.d_ff, bias=False) if c.gated else None
+        self.up, self.down = nn.Linear(d, c.d_ff, bias=False), nn.Linear(c.d_ff, d, bias=False)
+
+
+class T5(nn.Module):
+    def __init__(self, c: T5Config):
+        super().__init__()
+        self.c = c
+        self.embd = nn.Embedding(c.vocab, c.d_model)
+        self.enc = nn.ModuleList([T5Layer(c, False) for _ in range(c.n_enc)])
+        self.dec = nn.ModuleList([T5Layer(c, True) for _ in range(c.n_dec)])
+        self.enc_rel = nn.Parameter(torch.zeros(c.buckets, c.n_head))
+        self.enc_norm = nn.Parameter(torch.ones(c.d_model))
+        if c.n_dec:
+            self.dec_rel = nn.Parameter(torch.zeros(c.buckets, c.n_head))
+            self.dec_norm = nn.Parameter(torch.ones(c.d_model))
+            self.out = None if c.tied else nn.Linear(c.d_model, c.vocab, bias=False)
+
+    def _rms(self, x, w, prefix, hooks):
+        scale = torch.sqrt((x * x).mean(-1, keepdim=True) + self.c.eps)
+        y = x / scale * w
+        _rec(hooks, prefix + ".hook_scale", scale)
+        _rec(hooks, prefix + ".hook_normalized", y)
+        return y
+
+    def _attn(self, xq, xkv, q_, k_, v_, o_, bias, causal, prefix, hooks):
+        c = self.c
+        H, dh = c.n_head, c.d_head
+        q = q_(xq).view(xq.shape[0], -1, H, dh)
+        k = k_(xkv).view(xkv.shape[0], -1, H, dh)
+        v = v_(xkv).view(xkv.shape[0], -1, H, dh)
+        _rec(hooks, prefix + "hook_q", q)
+        _rec(hooks, prefix + "hook_k", k)
+        _rec(hooks, prefix + "hook_v", v)
+        scores = q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)      # unscaled
+        Tq, Tk = scores.shape[-2:]
+        hidden = torch.ones(Tq, Tk, dtype=torch.bool).triu(1) if causal else torch.zeros(Tq, Tk, dtype=torch.bool)
+        if bias is not None:
+            _rec(hooks, prefix + "hook_position_bias", bias.masked_fill(hidden, 0.0)[None])
+            scores = scores + bias
+        scores = scores.masked_fill(hidden, float("-inf"))
+        _rec(hooks, prefix + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, prefix + "hook_pattern", pattern)
+        z = (pattern @ v.transpose(1, 2)).transpose(1, 2)
+        _rec(hooks, prefix + "hook_z", z)
+        return o_(z.reshape(z.shape[0], z.shape[1], H * dh))
+
+    def _mlp(self, L, x, prefix, hooks):
+        if L.gate is not None:
+            pre, lin = L.gate(x), L.up(x)
+            _rec(hooks, prefix + "mlp.hook_pre", pre)
+            _rec(hooks, prefix + "mlp.hook_pre_linear", lin)
+            post = gelu_tanh(pre) * lin
+        else:
+            pre = L.up(x)
+            _rec(hooks, prefix + "mlp.hook_pre", pre)
+            post = F.relu(pre)
+        _rec(hooks, prefix + "mlp.hook_post", post)
+        out = L.down(post)
+        _rec(hooks, prefix + "hook_mlp_out", out)
+        return out
+
+    def _bias(self, table, n_q, n_k, bidirectional):
+        rel = torch.arange(n_k)[None, :] - torch.arange(n_q)[:, None]          # key - query
+        b = t5_bucket(rel, bidirectional, self.c.buckets, self.c.max_distance)
+        return table[b].permute(2, 0, 1)                                         # [head, q, k]
+
+    def encode(self, src, hooks=None):
+        x = self.embd(src)
+        _rec(hooks, "encoder.hook_embed", x)
+        S = src.shape[1]
+        bias = self._bias(self.enc_rel, S, S, True)
+        for i, L in enumerate(self.enc):
+            p = "encoder.%d." % i
+            _rec(hooks, p + "hook_resid_pre", x)
+            h = self._rms(x, L.attn_norm, p + "ln1", hooks)
+            a = self._attn(h, h, L.q, L.k, L.v, L.o, bias, False, p + "attn.", hooks)
+            _rec(hooks, p + "hook_attn_out", a)
+            x = x + a
+            _rec(hooks, p + "hook_resid_mid", x)
+            m = self._mlp(L, self._rms(x, L.ffn_norm, p + "ln2", hooks), p, hooks)
+            x = x + m
+            _rec(hooks, p + "hook_resid_post", x)
+        return self._rms(x, self.enc_norm, "encoder_final_ln", hooks)
+
+    def forward(self, src, tgt=None, hooks=None):
+        """src [B,S] (tgt [B,T]) -> the encoder's output [B,S,d] (t5encoder)
+        or the logits [B,T,V] at every target position."""
+        mem = self.encode(src, hooks)
+        if not self.c.n_dec:
+            return mem
+        y = self.embd(tgt)
+        _rec(hooks, "decoder.hook_embed", y)
+        T = tgt.shape[1]
+        bias = self._bias(self.dec_rel, T, T, False)
+        for i, L in enumerate(self.dec):
+            p = "decoder.%d." % i
+            _rec(hooks, p + "hook_resid_pre", y)
+            h = self._rms(y, L.attn_norm, p + "ln1", hooks)
+            a = self._attn(h, h, L.q, L.k, L.v, L.o, bias, True, p + "attn.", hooks)
+            _rec(hooks, p + "hook_attn_out", a)
+            y = y + a
+            _rec(hooks, p + "hook_resid_mid", y)
+            h = self._rms(y, L.cross_norm, p + "ln2", hooks)
+            a = self._attn(h, mem, L.cq, L.ck, L.cv, L.co, None, False, p + "cross_attn.", hooks)
+            _rec(hooks, p + "hook_cross_attn_out", a)
+            y = y + a
+            _rec(hooks, p + "hook_resid_mid_cross", y)
+            m = self._mlp(L, self._rms(y, L.ffn_norm, p + "ln3", hooks), p, hooks)
+            y = y + m
+            _rec(hooks, p + "hook_resid_post", y)
+        y = self._rms(y, self.dec_norm, "decoder_final_ln", hooks)
+        W = self.embd.weight if self.out is None else self.out.weight
+        logits = y @ W.t()
+        _rec(hooks, "unembed.hook_out", logits)
+        return logits
+
+
+def export_t5_gguf(model, c, path, name, tokenizer):
+    """A GGUF of a T5 as llama.cpp's converter lays it out (arch t5 or
+    t5encoder; tensors enc.blk.N.*, dec.blk.N.*, attn_rel_b in the first
+    layer of each stack only, ne = [heads, buckets])."""
+    a = c.arch
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", a)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", 0)
+    keys = [("context_length", c.ctx), ("embedding_length", c.d_model), ("block_count", c.n_enc),
+            ("feed_forward_length", c.d_ff), ("attention.head_count", c.n_head),
+            ("attention.key_length", c.d_head), ("attention.value_length", c.d_head),
+            ("attention.relative_buckets_count", c.buckets)]
+    if c.n_dec:
+        keys += [("decoder_block_count", c.n_dec), ("decoder_start_token_id", c.start)]
+    for key, val in keys:
+        w.add_uint32("%s.%s" % (a, key), val)
+    w.add_float32(a + ".attention.layer_norm_rms_epsilon", c.eps)
+    _add_tokenizer(w, tokenizer)
+
+    def t(tname, x):
+        w.add_tensor(tname, _np(x), "F32")
+
+    def layer(b, L, cross):
+        t(b + "attn_norm.weight", L.attn_norm)
+        for n_, m in (("q", L.q), ("k", L.k), ("v", L.v), ("o", L.o)):
+            t(b + "attn_" + n_ + ".weight", m.weight)
+        if cross:
+            t(b + "cross_attn_norm.weight", L.cross_norm)
+            for n_, m in (("q", L.cq), ("k", L.ck), ("v", L.cv), ("o", L.co)):
+                t(b + "cross_attn_" + n_ + ".weight", m.weight)
+        t(b + "ffn_norm.weight", L.ffn_norm)
+        if L.gate is not None:
+            t(b + "ffn_gate.weight", L.gate.weight)
+        t(b + "ffn_up.weight", L.up.weight)
+        t(b + "ffn_down.weight", L.down.weight)
+
+    t("token_embd.weight", model.embd.weight)
+    for i, L in enumerate(model.enc):
+        layer("enc.blk.%d." % i, L, False)
+    t("enc.blk.0.attn_rel_b.weight", model.enc_rel)
+    t("enc.output_norm.weight", model.enc_norm)
+    if c.n_dec:
+        for i, L in enumerate(model.dec):
+            layer("dec.blk.%d." % i, L, True)
+        t("dec.blk.0.attn_rel_b.weight", model.dec_rel)
+        t("dec.output_norm.weight", model.dec_norm)
+        if model.out is not None:
+            t("output.weight", model.out.weight)
+    return w.write()

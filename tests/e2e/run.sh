@@ -171,5 +171,16 @@ expect "gen before a source" 1 '' 'no source yet.*source TEXT' -- -m "$T" -e 'ge
 expect "source past the encoder context" 1 '' 'encoder input has 40 tokens but .* encoder context holds 32' -- -m "$T" -e "source-ids $(seq -s ' ' 1 40)"
 expect "source on a decoder-only model" 1 '' 'tiny-gpt2 \(gpt2\) has no source' -- -m "$G" -e 'source the cat'
 
+# T5 on the same streams: its relative position bias is a hook ([head, n_q,
+# n_k] like the scores it is added to), cross-attention exports as the
+# original Transformer's does, and the encoder alone has no source.
+T5=$FIX/tiny-t5.gguf
+expect "t5: finish runs encoder then decoder" 0 '^encoder over source positions 0-3, then pass over positions 0-0 complete: logits ready at position 0$' '' -- -m "$T5" -e 'source the cat sat; finish'
+"$BIN" -m "$T5" -e "source-ids 1 275 286 287; prompt-ids 2 275 279; finish; dump decoder.1.attn.hook_position_bias $TMP/pb.npy; dump encoder.0.attn.hook_position_bias $TMP/pbe.npy; export attn 1 2 $TMP/t5cross.png site=cross" > "$TMP/out" 2>&1
+grep -q 'pb.npy: decoder.1.attn.hook_position_bias \[4, 3, 3\] float32' "$TMP/out" && ok || bad "t5: the decoder's bias is [head, n_dec, n_dec]"
+grep -q 'pbe.npy: encoder.0.attn.hook_position_bias \[4, 4, 4\] float32' "$TMP/out" && ok || bad "t5: the encoder's bias is [head, n_enc, n_enc]"
+grep -q "t5cross.png: cross-attention layer 1 head 2" "$TMP/out" && [ -s "$TMP/t5cross.png" ] && ok || bad "t5: export a cross-attention figure"
+expect "t5encoder has no source" 1 '' 'tiny-t5encoder \(t5encoder\) has no source' -- -m "$FIX/tiny-t5encoder.gguf" -e 'source the cat'
+
 echo "e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -19,7 +19,18 @@
  * not normalized by the library) against pooler.hook_out, both by the same
  * rule. llama.cpp refuses tensors it does not know, so it reads a copy
  * without our masked-LM head (mlm.*). llama.cpp adds token type 0 to every
- * position (src/models/bert.cpp): the ids are compared with types 0. */
+ * position (src/models/bert.cpp): the ids are compared with types 0.
+ *
+ * An encoder's per-token output is its encoder_final_ln.hook_normalized
+ * when it has one (t5encoder: the final norm after the last block), else
+ * the last block's ln2 output (the BERT family's Post-LN).
+ *
+ * An encoder-decoder (a source.npy beside tokens.npy: the encoder's ids)
+ * runs as llama.cpp's T5 examples run it: llama_encode over the source,
+ * then llama_decode over the decoder's ids (from its start token). Its
+ * encoder output (llama_encode in embeddings mode, pooling none, against
+ * encoder_final_ln.hook_normalized) and the decoder's logits at every
+ * position are held to the same rule. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,11 +52,12 @@ static void quiet(enum ggml_log_level level, const char *text, void *ud)
         fputs(text, stderr);
 }
 
-/* The ids of a fixture's tokens.npy (int32, one dimension). */
-static int read_ids(const char *dir, int32_t *ids, int cap)
+/* The ids of a fixture's tokens.npy (or another file of it: source.npy),
+ * int32, one dimension; -1 if there is none. */
+static int read_ids_file(const char *dir, const char *file, int32_t *ids, int cap)
 {
     char path[512], buf[4096];
-    snprintf(path, sizeof path, "%s/tokens.npy", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, file);
     FILE *f = fopen(path, "rb");
     if (!f)
         return -1;
@@ -60,6 +72,11 @@ static int read_ids(const char *dir, int32_t *ids, int cap)
         return -1;
     memcpy(ids, buf + header, (size_t)n * 4);
     return n;
+}
+
+static int read_ids(const char *dir, int32_t *ids, int cap)
+{
+    return read_ids_file(dir, "tokens.npy", ids, cap);
 }
 
 /* llama.cpp's logits at every position: [n][V]. */
@@ -198,7 +215,12 @@ static float *llama_embeddings(const char *gguf, const int32_t *ids, int n, bool
         *d = llama_model_n_embd(model);
         struct llama_batch b = batch_of(ids, n);
         size_t rows = pooled ? 1 : (size_t)n;
-        if (llama_decode(ctx, b) == 0 && (out = malloc(rows * (size_t)*d * sizeof *out))) {
+        /* an encoder-only model with llama.cpp's encoder graph (t5encoder)
+         * runs through llama_encode, as llama.cpp's embedding example runs it
+         * (llama_decode would give it a causal KV cache) */
+        bool encode = llama_model_has_encoder(model) && !llama_model_has_decoder(model);
+        if ((encode ? llama_encode(ctx, b) : llama_decode(ctx, b)) == 0 &&
+            (out = malloc(rows * (size_t)*d * sizeof *out))) {
             for (size_t i = 0; i < rows; i++) {
                 const float *e = pooled ? llama_get_embeddings_seq(ctx, 0) : llama_get_embeddings_ith(ctx, (int)i);
                 if (!e) {
@@ -225,7 +247,9 @@ static int compare_encoder(const char *gguf, as_session *s, const int32_t *ids, 
     close(fd);
     if (copy_without(gguf, copy, "mlm.", msg, sizeof msg))
         return unlink(copy), printf("FAIL %s: copy without mlm.*: %s\n", gguf, msg), 1;
-    int last = as_program_hook(s->prog, AS_HK_LN2_NORMALIZED, s->model->cfg.n_layer - 1);
+    int last = as_program_hook(s->prog, AS_HK_ENC_LNF_NORMALIZED, -1);
+    if (last < 0)
+        last = as_program_hook(s->prog, AS_HK_LN2_NORMALIZED, s->model->cfg.n_layer - 1);
     float *b = llama_embeddings(copy, ids, n, false, &d);
     if (!b || d != s->model->cfg.d_model || !as_capture_has(s->cap, last)) {
         printf("FAIL %s: llama.cpp cannot run it in embeddings mode (LLAMA_COMPARE_LOG=1 shows why)\n", gguf);
@@ -292,6 +316,123 @@ static int encoder_fixture(const char *gguf, const int32_t *ids, int n, double t
     return rc;
 }
 
+/* llama.cpp's T5 pass: llama_encode over src (its output, [S][d], into
+ * *enc), then llama_decode over tgt (its logits, [T][V], returned). */
+static float *llama_encdec(const char *gguf, const int32_t *src, int S, const int32_t *tgt, int T, float **enc,
+                           int *d, int *V, char *msg, size_t cap)
+{
+    *enc = NULL;
+    struct llama_model_params mp = llama_model_default_params();
+    mp.n_gpu_layers = 0;
+    struct llama_model *model = llama_model_load_from_file(gguf, mp);
+    if (!model)
+        return snprintf(msg, cap, "llama.cpp cannot load it"), NULL;
+    struct llama_context_params cp = llama_context_default_params();
+    cp.n_ctx = cp.n_batch = cp.n_ubatch = (uint32_t)(S > T ? S : T);
+    cp.n_threads = cp.n_threads_batch = 1;
+    cp.type_k = cp.type_v = GGML_TYPE_F32;
+    cp.flash_attn_type = LLAMA_FLASH_ATTN_TYPE_DISABLED;
+    cp.embeddings = true;
+    cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
+    cp.no_perf = 1;
+    struct llama_context *ctx = llama_init_from_model(model, cp);
+    float *out = NULL;
+    *d = llama_model_n_embd(model);
+    *V = llama_vocab_n_tokens(llama_model_get_vocab(model));
+    if (!ctx) {
+        snprintf(msg, cap, "llama.cpp cannot make a context");
+    } else if (!llama_model_has_encoder(model)) {
+        snprintf(msg, cap, "llama.cpp says the model has no encoder");
+    } else {
+        struct llama_batch b = batch_of(src, S);
+        if (llama_encode(ctx, b) != 0) {
+            snprintf(msg, cap, "llama_encode failed");
+        } else if ((*enc = malloc((size_t)S * (size_t)*d * sizeof **enc))) {
+            for (int i = 0; i < S && *enc; i++) {
+                const float *e = llama_get_embeddings_ith(ctx, i);
+                if (e)
+                    memcpy(*enc + (size_t)i * (size_t)*d, e, (size_t)*d * sizeof **enc);
+                else
+                    free(*enc), *enc = NULL, snprintf(msg, cap, "llama.cpp gives no encoder output at %d", i);
+            }
+        }
+        llama_batch_free(b);
+        llama_set_embeddings(ctx, false);
+        b = batch_of(tgt, T);
+        if (*enc && llama_decode(ctx, b) != 0)
+            snprintf(msg, cap, "llama_decode after llama_encode failed");
+        else if (*enc && (out = malloc((size_t)T * (size_t)*V * sizeof *out)))
+            for (int i = 0; i < T && out; i++) {
+                const float *l = llama_get_logits_ith(ctx, i);
+                if (l)
+                    memcpy(out + (size_t)i * (size_t)*V, l, (size_t)*V * sizeof *out);
+                else
+                    free(out), out = NULL, snprintf(msg, cap, "llama.cpp gives no logits at %d", i);
+            }
+        llama_batch_free(b);
+    }
+    llama_free(ctx);
+    llama_model_free(model);
+    return out;
+}
+
+/* An encoder-decoder's encoder output and decoder logits against llama.cpp's. */
+static int encdec_fixture(const char *gguf, const int32_t *src, int S, const int32_t *tgt, int T,
+                          double tol)
+{
+    char msg[512] = "", cmd[1024];
+    int d = 0, V = 0, at = 0, failed = 0;
+    float *enc = NULL, *b = llama_encdec(gguf, src, S, tgt, T, &enc, &d, &V, msg, sizeof msg);
+    if (!b) {
+        free(enc);
+        return printf("FAIL %s: %s (LLAMA_COMPARE_LOG=1 shows why)\n", gguf, msg), 1;
+    }
+    as_session *s = NULL;
+    as_error err = {{0}};
+    FILE *null = fopen("/dev/null", "w");
+    size_t o = (size_t)snprintf(cmd, sizeof cmd, "source-ids");
+    for (int i = 0; i < S; i++)
+        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", src[i]);
+    /* the source, then the decoder's ids, then one pass */
+    if (!null || as_session_new(&s, gguf, 256, null, null, &err) || as_session_exec(s, cmd, &err)) {
+        printf("FAIL %s: attnscope: %s\n", gguf, err.msg);
+        failed = 1;
+    }
+    if (!failed) {
+        o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
+        for (int i = 0; i < T; i++)
+            o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tgt[i]);
+        if (as_session_exec(s, cmd, &err) || as_session_exec(s, "finish", &err)) {
+            printf("FAIL %s: attnscope: %s\n", gguf, err.msg);
+            failed = 1;
+        }
+    }
+    if (!failed) {
+        int eh = as_program_hook(s->prog, AS_HK_ENC_LNF_NORMALIZED, -1), lh = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+        if (eh < 0 || lh < 0 || !as_capture_has(s->cap, eh) || !as_capture_has(s->cap, lh) ||
+            d != s->model->cfg.d_model || V != s->model->cfg.n_vocab) {
+            printf("FAIL %s: attnscope has no encoder output or logits of llama.cpp's sizes\n", gguf);
+            failed = 1;
+        } else {
+            double w = worst_rel(as_capture_row(s->cap, eh, 0), enc, S, d, &at);
+            failed |= !(w <= tol);
+            printf("%s %s: encoder output, %d source positions x %d (%s), worst max|a-b| / max|b| = %.2e at "
+                   "position %d (limit %.0e)\n", w <= tol ? "ok  " : "FAIL", gguf, S, d, s->prog->hooks[eh].name, w,
+                   at, tol);
+            w = worst_rel(as_capture_row(s->cap, lh, 0), b, T, V, &at);
+            failed |= !(w <= tol);
+            printf("%s %s: decoder logits after llama_encode, %d positions x %d, worst max|a-b| / max|b| = %.2e at "
+                   "position %d (limit %.0e)\n", w <= tol ? "ok  " : "FAIL", gguf, T, V, w, at, tol);
+        }
+    }
+    as_session_free(s);
+    if (null)
+        fclose(null);
+    free(enc);
+    free(b);
+    return failed;
+}
+
 static int compare(const char *dir, double tol)
 {
     char gguf[512], msg[1024] = "";
@@ -300,6 +441,10 @@ static int compare(const char *dir, double tol)
     snprintf(gguf, sizeof gguf, "%s.gguf", dir);
     if (n <= 0)
         return printf("FAIL %s: cannot read %s/tokens.npy\n", dir, dir), 1;
+    int32_t src[MAX_TOKENS];
+    int S = read_ids_file(dir, "source.npy", src, MAX_TOKENS);
+    if (S > 0)
+        return encdec_fixture(gguf, src, S, ids, n, tol);
     if (is_encoder(gguf, ids, n))
         return encoder_fixture(gguf, ids, n, tol);
     float *b = llama_logits(gguf, ids, n, &V);
