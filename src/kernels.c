@@ -3,6 +3,9 @@
  * or decoded panels), the scalar rotary and soft-cap code, the thread
  * setting, and the run-time choice of the vector kernels (src/simd/), to
  * which the other public functions forward. */
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include "attnscope/kernels.h"
 
 #include "attnscope/pool.h"
@@ -24,6 +27,16 @@
  * process (set once and only read after, like the CPU it describes). */
 static const as_simd_ops *_Atomic simd_ops;
 
+#if defined(__x86_64__)
+/* F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports
+ * does not know the name "f16c", GCC's does. */
+static bool has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 static bool simd_runs(const as_simd_ops *k)
 {
 #if defined(__x86_64__)
@@ -31,9 +44,9 @@ static bool simd_runs(const as_simd_ops *k)
     if (k == &as_simd_avx512)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+               __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     if (k == &as_simd_avx2)
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 #endif
     return k == &as_simd_generic;
 }
