@@ -1,8 +1,11 @@
 /* Fuzz target: the command parser and every command, through
- * as_split_commands and as_session_exec, on a fresh session over the
- * tiny-gpt2 fixture for each input (so an input replays alone).
- * The first byte picks the capture budget (0, 1 or 64 MB): commands must
- * cope with hooks that are not captured. The rest is a command line, split
+ * as_split_commands and as_session_exec, on a fresh session over a fixture
+ * for each input (so an input replays alone).
+ * The first byte picks the capture budget (byte % 3: 0, 1 or 64 MB):
+ * commands must cope with hooks that are not captured; and the model
+ * (byte / 3 % 5): tiny-gpt2, the encoder tiny-bert, the encoder-decoders
+ * tiny-transformer and tiny-t5, the vision model tiny-vit (whose image is
+ * img.png in the scratch directory). The rest is a command line, split
  * at ';' as the REPL and -e do.
  * Commands that take file names (dump, patch sweep, diff, export) run in a
  * private scratch directory, and inputs with a word holding '/' or ".."
@@ -18,25 +21,37 @@
 #include "attnscope/kernels.h"
 #include "attnscope/session.h"
 
-static uint8_t *model;
-static size_t model_size;
+enum { N_MODELS = 5 };
+static const char *const names[N_MODELS] = {"tiny-gpt2.gguf", "tiny-bert.gguf", "tiny-transformer.gguf",
+                                            "tiny-vit.gguf", "tiny-t5.gguf"};
+static uint8_t *models[N_MODELS];
+static size_t model_sizes[N_MODELS];
 
 static void cleanup(void)
 {
-    free(model);
+    for (int i = 0; i < N_MODELS; i++)
+        free(models[i]);
+}
+
+/* A fixture's bytes as a file of the scratch directory. */
+static void copy_in(const char *fixture, const char *name)
+{
+    size_t n;
+    uint8_t *b = fuzz_read_file(fuzz_fixture(fixture), &n);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", fuzz_scratch_dir(), name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(b, 1, n, f) != n || fclose(f))
+        abort();
+    free(b);
 }
 
 static void setup(void)
 {
-    model = fuzz_read_file(fuzz_fixture("tiny-gpt2.gguf"), &model_size);
-    size_t n;
-    uint8_t *other = fuzz_read_file(fuzz_fixture("tiny-llama.gguf"), &n);
-    char path[256];
-    snprintf(path, sizeof path, "%s/other.gguf", fuzz_scratch_dir());
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(other, 1, n, f) != n || fclose(f))
-        abort();
-    free(other);
+    for (int i = 0; i < N_MODELS; i++)
+        models[i] = fuzz_read_file(fuzz_fixture(names[i]), &model_sizes[i]);
+    copy_in("tiny-llama.gguf", "other.gguf");
+    copy_in("tiny-vit/image.png", "img.png");
     as_set_threads(1);
     atexit(cleanup);
 }
@@ -62,7 +77,7 @@ static bool stays_inside(char **cmds, int n)
 
 static bool temp_files_left(void)
 {
-    static const char *const keep[] = {"other.gguf", NULL};
+    static const char *const keep[] = {"other.gguf", "img.png", NULL};
     bool left = false;
     DIR *d = opendir(fuzz_scratch_dir());
     for (struct dirent *e; d && (e = readdir(d));)
@@ -75,12 +90,13 @@ static bool temp_files_left(void)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!model)
+    if (!models[0])
         setup();
     if (size < 1 || size > 4096)
         return 0;
     static const size_t budgets[] = {0, 1, 64};
     size_t budget = budgets[data[0] % 3];
+    int which = data[0] / 3 % N_MODELS;
     char *line = malloc(size);
     memcpy(line, data + 1, size - 1);
     line[size - 1] = '\0'; /* commands are C strings: a NUL ends the line */
@@ -96,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     as_model *m;
     as_session *s;
     as_error err;
-    if (as_gguf_parse(&g, model, model_size, "tiny-gpt2.gguf", &err) || as_model_from_gguf(&m, g, &err) ||
+    if (as_gguf_parse(&g, models[which], model_sizes[which], names[which], &err) || as_model_from_gguf(&m, g, &err) ||
         as_session_from_model(&s, m, budget, fuzz_devnull(), fuzz_devnull(), &err)) {
         fprintf(stderr, "fuzz: %s\n", err.msg);
         abort();

@@ -384,6 +384,23 @@ static void session_seeds(void)
     CMD("quit-early", 2, "prompt a; quit; finish");
     CMD("export", 2, "prompt the cat; gen 3; export attn 0 1 a.png cmap=magma; export grid all g.svg; export norms 0 n.png; "
                      "export norms final n.svg; export probs p.svg top=3; export probs-trace t.png title=\"x\"; dump all d");
+    /* the other architectures: byte 0 is budget + 3 x model (fuzz_session.c's order) */
+    CMD("bert", 2 + 3 * 1, "prompt \"the [MASK] sat on\" \"the mat\"; finish; fill 3; fill 2 4; top 2; embed e.npy; "
+                           "similarity \"a cat\" \"the dog\"; token-types 0 0 1; gen 2; lens; lens table; dla x; "
+                           "heads context; export attn 0 1 a.png; export lines 1 all l.svg; dump all d");
+    CMD("bert-no-capture", 0 + 3 * 1, "prompt the [MASK]; step 5; back 2; finish; fill; norms 1; stats hook_embed");
+    CMD("transformer", 2 + 3 * 2, "source the cat sat on a mat; finish; gen 3; tokens; norms 0; norms 1; "
+                                  "export attn 1 2 x.png site=cross; export grid all g.svg site=cross; "
+                                  "export attn 0 0 e.png site=encoder; lens; dla x; heads; ablate 0.1 zero; compare; "
+                                  "source-ids 1 275; prompt-ids 2 279; finish; dump all d");
+    CMD("transformer-errors", 1 + 3 * 2, "gen 2; prompt-ids 2 3; finish; source; source-ids 99999; step 7; back 3; "
+                                         "next; finish; image img.png");
+    CMD("vit", 2 + 3 * 3, "image img.png; tokens; finish; top 3; rollout; rollout r.npy; rollout r.png; lens r1c1; "
+                          "norms 0; export overlay 1 mean o.png; export overlay 0 all o.svg; export attn 0 0 a.png; "
+                          "gen 1; prompt hi; heads; ablate 1.2 zero; compare; dump all d");
+    CMD("vit-no-image", 0 + 3 * 3, "top; finish; rollout; image nope.png; image other.gguf; step 4; back 1");
+    CMD("t5", 2 + 3 * 4, "source the cat; finish; gen 2; export attn 0 0 t.png site=cross; norms 0; embed; "
+                         "stats decoder.0.attn.hook_position_bias; dump all d");
 }
 
 static void npy_seed(const char *name, const uint8_t *b, size_t n) { put("npy", name, b, n); }
