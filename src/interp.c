@@ -427,6 +427,116 @@ static void op_patch_embed(as_interp *it, const as_op *op)
     as_linear_pool(it->pool, it->tmp, n, &op->w, op->b, span_row(it, op->out, first));
 }
 
+/* ---- a routed MLP (mixture of experts). Indices are stored as floats
+ * (exact to 2^24) in the capture like every hook; the hook's dtype says
+ * int32, which exports write. */
+
+/* The expert a slot names, or -1 when the value is none (an intervention
+ * may write anything into the indices: such a slot contributes nothing). */
+static int expert_of(float v, int n_expert)
+{
+    if (!(v >= 0.0f && v < (float)n_expert))
+        return -1;
+    return (int)v;
+}
+
+static void op_route(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int E = op->n_expert;
+    for (int i = 0; i < st->n; i++) {
+        const float *x = span_row(it, op->in[0], i);
+        float *y = span_row(it, op->out, i), mx = x[0];
+        for (int e = 1; e < E; e++)
+            mx = x[e] > mx ? x[e] : mx;
+        double sum = 0;
+        for (int e = 0; e < E; e++) {
+            y[e] = expf(x[e] - mx);
+            sum += y[e];
+        }
+        for (int e = 0; e < E; e++)
+            y[e] = (float)(y[e] / sum);
+    }
+}
+
+/* The k largest weights, largest first; of equal weights the lower index
+ * first (a strict comparison keeps the earlier one). */
+static void op_topk(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int E = op->n_expert;
+    for (int i = 0; i < st->n; i++) {
+        const float *w = span_row(it, op->in[0], i);
+        float *out = span_row(it, op->out, i);
+        for (int j = 0; j < op->k; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                bool taken = false;
+                for (int t = 0; t < j && !taken; t++)
+                    taken = (int)out[t] == e;
+                if (!taken && (best < 0 || w[e] > w[best]))
+                    best = e;
+            }
+            out[j] = (float)best;
+        }
+    }
+}
+
+static void op_gates(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    for (int i = 0; i < st->n; i++) {
+        const float *w = span_row(it, op->in[0], i), *ix = span_row(it, op->in[1], i);
+        float *g = span_row(it, op->out, i);
+        float sum = 0;
+        for (int j = 0; j < op->k; j++) {
+            int e = expert_of(ix[j], op->n_expert);
+            g[j] = e < 0 ? 0.0f : w[e];
+            sum += g[j];
+        }
+        if (op->renorm && sum != 0)
+            for (int j = 0; j < op->k; j++)
+                g[j] /= sum;
+    }
+}
+
+/* Each slot's expert's rows of the stacked matrix times the input (one
+ * row for every slot, or each slot's own). */
+static void op_expert_linear(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    bool per_slot = it->prog->hooks[op->in[0]].width != op->n_in;
+    for (int i = 0; i < st->n; i++) {
+        const float *x = span_row(it, op->in[0], i), *ix = span_row(it, op->in[1], i);
+        float *y = span_row(it, op->out, i);
+        for (int j = 0; j < op->k; j++) {
+            int e = expert_of(ix[j], op->n_expert);
+            float *yj = y + (size_t)j * (size_t)op->n_out;
+            if (e < 0) {
+                memset(yj, 0, (size_t)op->n_out * sizeof *yj);
+                continue;
+            }
+            as_weight w = as_weight_rows(&op->w, e * op->n_out, op->n_out);
+            as_matvec(it->pool, per_slot ? x + (size_t)j * (size_t)op->n_in : x, &w, NULL, yj);
+        }
+    }
+}
+
+static void op_expert_sum(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int d = op->n_out;
+    for (int i = 0; i < st->n; i++) {
+        const float *x = span_row(it, op->in[0], i), *g = span_row(it, op->in[1], i);
+        float *y = span_row(it, op->out, i);
+        for (int c = 0; c < d; c++)
+            y[c] = g[0] * x[c];
+        for (int j = 1; j < op->k; j++)
+            for (int c = 0; c < d; c++)
+                y[c] += g[j] * x[(size_t)j * (size_t)d + (size_t)c];
+    }
+}
+
 static void exec(as_interp *it, const as_op *op)
 {
     const as_hook *out = &it->prog->hooks[op->out];
@@ -508,6 +618,21 @@ static void exec(as_interp *it, const as_op *op)
         break;
     case AS_OP_GEGLU:
         as_geglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), (int)span);
+        break;
+    case AS_OP_ROUTE:
+        op_route(it, op);
+        break;
+    case AS_OP_TOPK:
+        op_topk(it, op);
+        break;
+    case AS_OP_GATES:
+        op_gates(it, op);
+        break;
+    case AS_OP_EXPERT_LINEAR:
+        op_expert_linear(it, op);
+        break;
+    case AS_OP_EXPERT_SUM:
+        op_expert_sum(it, op);
         break;
     }
 }

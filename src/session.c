@@ -1008,12 +1008,14 @@ static int cmd_dump(cmd_ctx *c)
     if (!data)
         return as_error_set(c->err, "out of memory (%zu floats)", count);
     as_capture_copy(s->cap, h, n, data);
-    int rc = as_npy_write(c->argv[2], AS_NPY_F32, data, shape, nd, c->err);
+    as_npy_dtype dt = as_cmd_hook_npy(s, h, data, count);
+    int rc = as_npy_write(c->argv[2], dt, data, shape, nd, c->err);
     free(data);
     if (rc == AS_OK) {
         char sh[64];
         as_cmd_format_shape(s, h, n, sh, sizeof sh);
-        fprintf(s->out, "wrote %s: %s %s float32\n", c->argv[2], s->prog->hooks[h].name, sh);
+        fprintf(s->out, "wrote %s: %s %s %s\n", c->argv[2], s->prog->hooks[h].name, sh,
+                dt == AS_NPY_I32 ? "int32" : "float32");
     }
     return rc;
 }

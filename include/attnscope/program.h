@@ -48,6 +48,13 @@ typedef enum as_hook_kind {
     /* vision (ViT): the linear map of each flattened patch, with [CLS]
      * at position 0 (embed.hook_patch_embed) */
     AS_HK_PATCH_EMBED,
+    /* a routed MLP (mixture of experts): the router's logits and softmax
+     * weights over every expert [E], the k experts chosen (int32) and the
+     * weights applied to them [k]; each chosen expert's activations in
+     * slot layout [k, d_expert] (its gate, up and product) and its output
+     * [k, d_model], whose gated sum is hook_mlp_out */
+    AS_HK_ROUTER_LOGITS, AS_HK_EXPERT_WEIGHTS, AS_HK_EXPERT_INDICES, AS_HK_EXPERT_GATES,
+    AS_HK_EXPERTS_PRE, AS_HK_EXPERTS_PRE_LINEAR, AS_HK_EXPERTS_POST, AS_HK_EXPERTS_OUT,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -173,6 +180,12 @@ typedef enum as_op_kind {
     AS_OP_SIN_POS,    /* out = the paper's sinusoids of the position:
                        * [2i] = sin(pos / base^(2i/n_out)), [2i+1] = cos(the same), base op->scale */
     AS_OP_PATCH_EMBED,/* row 0 = cls; row 1 + i = W · patch i of the image + b */
+    /* a routed MLP (op->n_expert experts, op->k chosen per position) */
+    AS_OP_ROUTE,      /* out = softmax(in0) over the experts (router weights) */
+    AS_OP_TOPK,       /* out = the k experts of largest in0, largest first (ties: the lower index) */
+    AS_OP_GATES,      /* out[j] = in0[in1[j]], divided by their sum when op->renorm */
+    AS_OP_EXPERT_LINEAR, /* out[j] = expert in1[j]'s rows of W · (in0, or in0's slot j when it has k slots) */
+    AS_OP_EXPERT_SUM, /* out = Σ_j in1[j] · in0[slot j] (the gated sum of the experts' outputs) */
 } as_op_kind;
 
 /* Which GELU an op computes: the tanh form (GPT-2, llama.cpp's
@@ -201,6 +214,9 @@ typedef struct as_op {
     as_gelu gelu;         /* GELU, GEGLU: tanh or erf */
     as_patch_spec patch;  /* PATCH_EMBED: the image's geometry */
     const float *cls;     /* PATCH_EMBED: the [CLS] row (position 0) */
+    int n_expert, k;      /* routed ops: experts, and experts chosen per position;
+                           * EXPERT_LINEAR: w stacks the experts' matrices of n_out rows each */
+    bool renorm;          /* GATES: the chosen weights divided by their sum (Mixtral) */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -321,6 +337,17 @@ int as_program_add_pool(as_program *p, int in, as_pooling how);
  * under the scope "embed"). */
 int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b, const float *cls,
                                const as_patch_spec *spec);
+/* A routed MLP (mixture of experts) over `in` (the normalized residual
+ * stream): router logits = in · routerᵀ, weights = softmax, the top k
+ * experts, their gates (renormalised to sum 1 when renorm), then each
+ * chosen expert's SwiGLU MLP (gate, up: n_expert stacked matrices of
+ * d_expert rows; down: of d_model rows) in slot layout, and the gated sum
+ * as a hook of `out_kind` (hook_mlp_out). Hooks take the MLP's scope
+ * (blocks.L.mlp.hook_router_logits, blocks.L.mlp.experts.hook_pre).
+ * Returns the sum's hook. */
+int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
+                       const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
+                       bool renorm);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,
