@@ -684,8 +684,52 @@ int as_rule_len(const as_interp *it, const as_rule *r)
     return r->head >= 0 ? h->dims[1] : h->width;
 }
 
+/* The expert rules act on a routed MLP's slots, whichever position chose
+ * the expert: its slots of experts.hook_out zeroed (read against the
+ * indices the producing op read), or the top k chosen again from the
+ * weights without every expert routed off at this hook. */
+static void apply_expert_rule(as_interp *it, const as_rule *r)
+{
+    const as_op *op = as_program_producer(it->prog, r->hook);
+    const as_stream_state *st = span_of(it, r->hook);
+    if (!op)
+        return;
+    int E = op->n_expert, k = op->k;
+    for (int i = 0; i < st->n; i++) {
+        if (r->pos >= 0 && r->pos != st->p0 + i)
+            continue;
+        float *y = span_row(it, r->hook, i);
+        if (r->kind == AS_RULE_EXPERT_ZERO) {
+            const float *ix = span_row(it, op->in[1], i);
+            for (int j = 0; j < k; j++)
+                if (expert_of(ix[j], E) == r->head)
+                    memset(y + (size_t)j * (size_t)op->n_out, 0, (size_t)op->n_out * sizeof *y);
+            continue;
+        }
+        const float *w = span_row(it, op->in[0], i);
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                bool skip = false;
+                for (int t = 0; t < j && !skip; t++)
+                    skip = (int)y[t] == e;
+                for (int q = 0; q < it->n_rules && !skip; q++)
+                    skip = it->rules[q].kind == AS_RULE_ROUTE_OFF && it->rules[q].hook == r->hook &&
+                           it->rules[q].head == e;
+                if (!skip && (best < 0 || w[e] > w[best]))
+                    best = e;
+            }
+            y[j] = (float)best; /* -1 when too few are left: the slot contributes nothing */
+        }
+    }
+}
+
 static void apply_rule(as_interp *it, const as_rule *r)
 {
+    if (r->kind == AS_RULE_EXPERT_ZERO || r->kind == AS_RULE_ROUTE_OFF) {
+        apply_expert_rule(it, r);
+        return;
+    }
     int len = as_rule_len(it, r), off = r->head >= 0 ? r->head * len : 0;
     const as_stream_state *st = span_of(it, r->hook);
     for (int i = 0; i < st->n; i++) {

@@ -125,6 +125,7 @@ int as_cmd_list_rules(cmd_ctx *c, bool watches);
  * cmd_dla.c, cmd_heads.c, cmd_watch.c, cmd_weights.c. */
 int as_cmd_lens(cmd_ctx *c);
 int as_cmd_ablate(cmd_ctx *c);
+int as_cmd_route(cmd_ctx *c);
 int as_cmd_unablate(cmd_ctx *c);
 int as_cmd_ablations(cmd_ctx *c);
 int as_cmd_compare(cmd_ctx *c);
