@@ -81,10 +81,18 @@ static int load_experts(as_model *m, const as_dec_facts *F, as_dec_layer *L, int
 {
     uint64_t d = (uint64_t)m->cfg.d_model, f = (uint64_t)F->d_expert, E = (uint64_t)F->n_expert;
     char n[96];
-    return as_model_matrix(m, N("ffn_gate_inp.weight"), d, E, false, &L->router, err) ||
-           as_model_expert_matrix(m, N("ffn_gate_exps.weight"), d, f, E, false, &L->gate_exps, err) ||
-           as_model_expert_matrix(m, N("ffn_up_exps.weight"), d, f, E, false, &L->up_exps, err) ||
-           as_model_expert_matrix(m, N("ffn_down_exps.weight"), f, d, E, false, &L->down_exps, err);
+    uint64_t fs = (uint64_t)F->d_shared;
+    if (as_model_matrix(m, N("ffn_gate_inp.weight"), d, E, false, &L->router, err) ||
+        as_model_expert_matrix(m, N("ffn_gate_exps.weight"), d, f, E, false, &L->gate_exps, err) ||
+        as_model_expert_matrix(m, N("ffn_up_exps.weight"), d, f, E, false, &L->up_exps, err) ||
+        as_model_expert_matrix(m, N("ffn_down_exps.weight"), f, d, E, false, &L->down_exps, err))
+        return AS_ERR;
+    if (!(F->tensors & AS_DEC_SHARED_EXPERT))
+        return AS_OK;
+    return as_model_matrix(m, N("ffn_gate_inp_shexp.weight"), d, 1, false, &L->shexp_gate_inp, err) ||
+           as_model_matrix(m, N("ffn_gate_shexp.weight"), d, fs, false, &L->shexp_gate, err) ||
+           as_model_matrix(m, N("ffn_up_shexp.weight"), d, fs, false, &L->shexp_up, err) ||
+           as_model_matrix(m, N("ffn_down_shexp.weight"), fs, d, false, &L->shexp_down, err);
 }
 
 static int load_layer(as_model *m, as_dec_layer *L, int l, unsigned t, as_error *err)
@@ -310,8 +318,13 @@ static int block(as_program *p, int l, int pre)
     int n2 = as_program_add_norm(p, AS_HK_LN2_SCALE, l, mid, W->ffn_norm_w, NULL, AS_NORM_RMS, c->eps, "ln2");
     if (DW->facts.n_expert > 0) {
         const as_dec_facts *F = &DW->facts;
-        int r = as_program_add_moe(p, post ? AS_HK_MLP_RESULT : AS_HK_MLP_OUT, l, n2, &W->router, &W->gate_exps,
+        bool shared = F->tensors & AS_DEC_SHARED_EXPERT;
+        as_hook_kind kind = post ? AS_HK_MLP_RESULT : AS_HK_MLP_OUT;
+        int r = as_program_add_moe(p, shared ? AS_HK_ROUTED_OUT : kind, l, n2, &W->router, &W->gate_exps,
                                    &W->up_exps, &W->down_exps, F->n_expert, F->n_expert_used, F->expert_renorm);
+        if (shared)
+            r = as_program_add_shared_expert(p, kind, l, n2, r, &W->shexp_gate_inp, &W->shexp_gate, &W->shexp_up,
+                                             &W->shexp_down);
         int mo = post ? post_norm(p, l, r, W->ffn_post_norm_w, AS_HK_LN2_POST_SCALE, AS_HK_MLP_OUT, "ln2_post",
                                   "mlp_out = ln2_post")
                       : r;

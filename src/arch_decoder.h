@@ -1,5 +1,5 @@
 /* arch_decoder: what the decoders of the Llama family share (llama,
- * qwen2, qwen3, gemma2, gemma3, phi3): their tensors as llama.cpp names
+ * qwen2, qwen2moe, qwen3, gemma2, gemma3, phi3): their tensors as llama.cpp names
  * them, loaded into one weight struct, and one block described from
  * facts. Each architecture's own file (arch_NAME.c) reads its keys, says
  * which tensors its files hold and which facts its blocks have; nothing
@@ -25,6 +25,8 @@ enum {
     AS_DEC_TIED = 1 << 7,        /* the unembedding is always token_embd (output.weight unused) */
     AS_DEC_ROPE_FREQS = 1 << 8,  /* optional rope_freqs.weight [rope_dim/2]: llama 3's factors */
     AS_DEC_ROPE_LONG = 1 << 9,   /* optional rope_factors_long/short.weight (Phi-3's LongRoPE) */
+    AS_DEC_SHARED_EXPERT = 1 << 10, /* beside the routed experts: ffn_gate_inp_shexp [d_model] and
+                                     * ffn_gate/up/down_shexp, a shared expert of d_shared (Qwen-MoE) */
 };
 
 /* How a variant's blocks compute, beyond the Llama block (pre-norm
@@ -44,6 +46,7 @@ typedef struct as_dec_facts {
      * chosen per token, their weights renormalised when expert_renorm. */
     int n_expert, n_expert_used, d_expert;
     bool expert_renorm;
+    int d_shared;             /* AS_DEC_SHARED_EXPERT: the shared expert's width */
 } as_dec_facts;
 
 typedef struct as_dec_layer {
@@ -59,6 +62,7 @@ typedef struct as_dec_layer {
     bool windowed;              /* a sliding-window layer */
     as_weight router;           /* routed MLP: ffn_gate_inp [n_expert][d_model] */
     as_weight gate_exps, up_exps, down_exps; /* n_expert stacked matrices each */
+    as_weight shexp_gate_inp, shexp_gate, shexp_up, shexp_down; /* the shared expert and its gate's row */
 } as_dec_layer;
 
 typedef struct as_dec_weights {

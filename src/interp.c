@@ -634,6 +634,23 @@ static void exec(as_interp *it, const as_op *op)
     case AS_OP_EXPERT_SUM:
         op_expert_sum(it, op);
         break;
+    case AS_OP_SIGMOID: {
+        const float *x = span_row(it, op->in[0], 0);
+        float *y = span_row(it, op->out, 0);
+        for (long j = 0; j < span; j++)
+            y[j] = 1.0f / (1.0f + expf(-x[j]));
+        break;
+    }
+    case AS_OP_GATED_ADD: {
+        int d = out->width;
+        for (int i = 0; i < st->n; i++) {
+            const float *a = span_row(it, op->in[0], i), *b = span_row(it, op->in[1], i);
+            float g = span_row(it, op->in[2], i)[0], *y = span_row(it, op->out, i);
+            for (int c = 0; c < d; c++)
+                y[c] = a[c] + g * b[c];
+        }
+        break;
+    }
     }
 }
 

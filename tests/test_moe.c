@@ -16,6 +16,7 @@
 #include "helpers.h"
 
 #define MIXTRAL "fixtures/tiny-mixtral.gguf"
+#define QWEN2MOE "fixtures/tiny-qwen2moe.gguf"
 #define PROMPT "prompt-ids 1 5 9 30 41 77 120 200 250 270 288 3 17 64"
 
 static int hook(as_session *s, const char *name)
@@ -66,6 +67,34 @@ Test(moe, routing_invariants)
             for (int c = 0; c < 32; c++)
                 cr_assert_float_eq(mo[c], g[0] * eo[c] + g[1] * eo[32 + c], 1e-5, "layer %d pos %d: mlp_out[%d]", L,
                                    p, c);
+        }
+    }
+    close_session(s);
+}
+
+/* Qwen-MoE: the gates are the chosen weights as they are (no
+ * renormalisation), hook_routed_out their gated sum of the experts, the
+ * shared gate sigmoid(logit), and hook_mlp_out = routed + gate · shared. */
+Test(moe, qwen2moe_routing_and_shared_expert)
+{
+    as_session *s = open_session(QWEN2MOE, 64);
+    run_ok(s, PROMPT "; finish");
+    char n[96];
+    for (int L = 0; L < 2; L++) {
+        for (int p = 0; p < 14; p++) {
+#define R(suffix) (snprintf(n, sizeof n, "blocks.%d.%s", L, suffix), row(s, n, p))
+            const float *w = R("mlp.hook_expert_weights"), *ix = R("mlp.hook_expert_indices");
+            const float *g = R("mlp.hook_expert_gates"), *eo = R("mlp.experts.hook_out");
+            const float *ro = R("mlp.hook_routed_out"), *gl = R("mlp.shared.hook_gate_logit");
+            const float *gs = R("mlp.shared.hook_gate"), *so = R("mlp.shared.hook_out"), *mo = R("hook_mlp_out");
+#undef R
+            for (int j = 0; j < 2; j++)
+                cr_assert_eq(g[j], w[(int)ix[j]], "layer %d pos %d: gate %d is not the weight", L, p, j);
+            cr_assert_float_eq(gs[0], 1 / (1 + exp(-gl[0])), 1e-6);
+            for (int c = 0; c < 32; c++) {
+                cr_assert_float_eq(ro[c], g[0] * eo[c] + g[1] * eo[32 + c], 1e-5);
+                cr_assert_float_eq(mo[c], ro[c] + gs[0] * so[c], 1e-5);
+            }
         }
     }
     close_session(s);
@@ -177,12 +206,13 @@ Test(moe, expert_tensors_run_in_their_stored_type)
 typedef struct edit {
     const char *skip_key, *drop, *u32_key;
     uint32_t u32;
+    const char *file;    /* NULL: tiny-mixtral */
 } edit;
 
 static void load_edited(const edit *e, char *msg, size_t cap)
 {
     as_gguf *g;
-    as_gguf_writer *w = edit_gguf(MIXTRAL, e->skip_key, e->drop, &g);
+    as_gguf_writer *w = edit_gguf(e->file ? e->file : MIXTRAL, e->skip_key, e->drop, &g);
     if (e->u32_key)
         as_gguf_writer_set_u32(w, e->u32_key, e->u32);
     load_refused(w, g, msg, cap);
@@ -208,4 +238,16 @@ Test(moe, broken_files_are_refused_by_name)
     /* without expert_count the file is a dense llama: its MLP tensors are missing */
     load_edited(&(edit){.skip_key = "llama.expert_count"}, msg, sizeof msg);
     cr_assert(strstr(msg, "blk.0.ffn_gate.weight") && strstr(msg, "missing"), "%s", msg);
+    /* Qwen-MoE: its experts and its shared expert are not optional */
+    load_edited(&(edit){.file = QWEN2MOE, .skip_key = "qwen2moe.expert_count"}, msg, sizeof msg);
+    cr_assert(strstr(msg, "qwen2moe.expert_count is missing or 0"), "%s", msg);
+    load_edited(&(edit){.file = QWEN2MOE, .drop = "blk.0.ffn_gate_inp_shexp.weight"}, msg, sizeof msg);
+    cr_assert(strstr(msg, "tensor 'blk.0.ffn_gate_inp_shexp.weight' is missing"), "%s", msg);
+    load_edited(&(edit){.file = QWEN2MOE, .u32_key = "qwen2moe.expert_shared_feed_forward_length", .u32 = 32}, msg,
+                sizeof msg);
+    cr_assert(strstr(msg, "blk.0.ffn_gate_shexp.weight") && strstr(msg, "[32, 32]"), "%s", msg);
+    /* without expert_feed_forward_length an expert is feed_forward_length / expert_used_count wide
+     * (64 / 2 = 32, as llama.cpp): this file's are 16 */
+    load_edited(&(edit){.file = QWEN2MOE, .skip_key = "qwen2moe.expert_feed_forward_length"}, msg, sizeof msg);
+    cr_assert(strstr(msg, "blk.0.ffn_gate_exps.weight") && strstr(msg, "[32, 32, 4]"), "%s", msg);
 }

@@ -55,6 +55,11 @@ typedef enum as_hook_kind {
      * [k, d_model], whose gated sum is hook_mlp_out */
     AS_HK_ROUTER_LOGITS, AS_HK_EXPERT_WEIGHTS, AS_HK_EXPERT_INDICES, AS_HK_EXPERT_GATES,
     AS_HK_EXPERTS_PRE, AS_HK_EXPERTS_PRE_LINEAR, AS_HK_EXPERTS_POST, AS_HK_EXPERTS_OUT,
+    /* a shared expert beside the routed ones (Qwen-MoE): the routed
+     * experts' gated sum, the shared expert's SwiGLU and output, its
+     * sigmoid gate (logit and value, one a position) */
+    AS_HK_ROUTED_OUT, AS_HK_SHARED_PRE, AS_HK_SHARED_PRE_LINEAR, AS_HK_SHARED_POST, AS_HK_SHARED_OUT,
+    AS_HK_SHARED_GATE_LOGIT, AS_HK_SHARED_GATE,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -186,6 +191,8 @@ typedef enum as_op_kind {
     AS_OP_GATES,      /* out[j] = in0[in1[j]], divided by their sum when op->renorm */
     AS_OP_EXPERT_LINEAR, /* out[j] = expert in1[j]'s rows of W · (in0, or in0's slot j when it has k slots) */
     AS_OP_EXPERT_SUM, /* out = Σ_j in1[j] · in0[slot j] (the gated sum of the experts' outputs) */
+    AS_OP_SIGMOID,    /* out = 1 / (1 + exp(-in0)) */
+    AS_OP_GATED_ADD,  /* out = in0 + in[2][0] · in1 (a shared expert's output under its gate) */
 } as_op_kind;
 
 /* Which GELU an op computes: the tanh form (GPT-2, llama.cpp's
@@ -348,6 +355,14 @@ int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b
 int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
                        const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
                        bool renorm);
+/* A shared expert beside a routed MLP (Qwen-MoE): a SwiGLU MLP over
+ * `in` (gate, up: d_shared rows; down: d_model rows) whose output is
+ * multiplied by sigmoid(in · gate_inp) (gate_inp: one row) and added to
+ * `routed` (as_program_add_moe's sum, of kind AS_HK_ROUTED_OUT), giving a
+ * hook of `out_kind`; hooks blocks.L.mlp.shared.*. Returns that hook. */
+int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
+                                 const as_weight *gate_inp, const as_weight *gate, const as_weight *up,
+                                 const as_weight *down);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

@@ -219,9 +219,6 @@ def make_model(cfg, seed):
             else:                                         # v, o, up, gate
                 std = 1.0 / math.sqrt(d)
             p.copy_(std * randn(*p.shape))
-        if cfg.router_tie:
-            for blk in model.blocks:
-                blk.router.weight[-1] = blk.router.weight[-2]
         for p in model.parameters():
             p.copy_(p.float().double())
     return model
@@ -335,6 +332,10 @@ DECODERS = {
     # token: whenever they are 3rd and 4th the choice is a tie (the lower index is taken, as
     # llama.cpp's argsort does: its logits agree)
     "tiny-mixtral-tie": (_dec("llama", n_expert=5, n_expert_used=3, router_tie=True), 2010),
+    # Qwen-MoE: qwen2's attention; 4 experts of 16, 2 chosen, weights not renormalised; a shared
+    # expert of d_ff (64, the default: no key) under a sigmoid gate
+    "tiny-qwen2moe": (_dec("qwen2moe", neox=True, qkv_bias=True, rope_base=1000000.0, n_expert=4,
+                           n_expert_used=2, expert_renorm=False, d_expert=16, d_shared=64), 2011),
 }
 
 
@@ -507,9 +508,6 @@ def make_encoder(cfg, seed):
                 p.copy_(0.3 * randn(*p.shape))
             else:
                 p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
-        if cfg.router_tie:
-            for blk in model.blocks:
-                blk.router.weight[-1] = blk.router.weight[-2]
         for p in model.parameters():
             p.copy_(p.float().double())
     return model
@@ -663,9 +661,6 @@ def make_encdec(cfg, seed):
                 p.copy_(randn(*p.shape) / math.sqrt(d))                       # times sqrt(d) in the model
             else:
                 p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
-        if cfg.router_tie:
-            for blk in model.blocks:
-                blk.router.weight[-1] = blk.router.weight[-2]
         for p in model.parameters():
             p.copy_(p.float().double())
     return model

@@ -497,6 +497,9 @@ class DecoderConfig:
     n_expert: int = 0                # > 0: every MLP routed (Mixtral): n_expert SwiGLU experts of d_ff,
     n_expert_used: int = 0           # n_expert_used chosen per token, their weights renormalised
     router_tie: bool = False         # the fixture copies the router's row of expert E-2 to E-1 (equal weights)
+    expert_renorm: bool = True       # False: the chosen weights used as they are (Qwen-MoE)
+    d_expert: int = 0                # an expert's width (0: d_ff)
+    d_shared: int = 0                # > 0: a shared SwiGLU expert of this width under a sigmoid gate (Qwen-MoE)
 
     def windowed(self, L):
         if not self.window:
@@ -522,11 +525,16 @@ class DecoderBlock(nn.Module):
             self.ln1_post_w = nn.Parameter(torch.ones(d))
             self.ln2_post_w = nn.Parameter(torch.ones(d))
         if c.n_expert:
-            E = c.n_expert
+            E, Fe = c.n_expert, c.d_expert or Fd
             self.router = nn.Linear(d, E, bias=False)
-            self.gate_exps = nn.Parameter(torch.empty(E, Fd, d))
-            self.up_exps = nn.Parameter(torch.empty(E, Fd, d))
-            self.down_exps = nn.Parameter(torch.empty(E, d, Fd))
+            self.gate_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.up_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.down_exps = nn.Parameter(torch.empty(E, d, Fe))
+            if c.d_shared:
+                self.shexp_gate_inp = nn.Linear(d, 1, bias=False)
+                self.gate_shexp = nn.Linear(d, c.d_shared, bias=False)
+                self.up_shexp = nn.Linear(d, c.d_shared, bias=False)
+                self.down_shexp = nn.Linear(c.d_shared, d, bias=False)
             return
         self.gate = nn.Linear(d, Fd, bias=False)
         self.up = nn.Linear(d, Fd, bias=False)
@@ -643,7 +651,8 @@ class Decoder(nn.Module):
         the experts, the top k (a stable descending sort: of equal weights
         the lower index first), their weights renormalised to sum 1, each
         chosen expert's SwiGLU, and their weighted sum. Slot j of a token
-        is its j-th largest weight."""
+        is its j-th largest weight. Qwen-MoE (Qwen Team 2024): the weights
+        as they are, plus a shared expert's SwiGLU times sigmoid(x · w)."""
         c = self.cfg
         p = "blocks.%d.mlp." % L
         logits = blk.router(x)                                        # [B,T,E]
@@ -653,7 +662,8 @@ class Decoder(nn.Module):
         idx = torch.sort(weights, dim=-1, descending=True, stable=True).indices[..., :c.n_expert_used]
         _rec(hooks, p + "hook_expert_indices", idx.to(torch.int32))
         gates = torch.gather(weights, -1, idx)
-        gates = gates / gates.sum(-1, keepdim=True)
+        if c.expert_renorm:
+            gates = gates / gates.sum(-1, keepdim=True)
         _rec(hooks, p + "hook_expert_gates", gates)
         pre = torch.einsum("btkfd,btd->btkf", blk.gate_exps[idx], x)   # [B,T,k,F]
         _rec(hooks, p + "experts.hook_pre", pre)
@@ -664,6 +674,21 @@ class Decoder(nn.Module):
         out = torch.einsum("btkdf,btkf->btkd", blk.down_exps[idx], post)
         _rec(hooks, p + "experts.hook_out", out)
         out = (gates[..., None] * out).sum(dim=2)
+        if c.d_shared:
+            _rec(hooks, p + "hook_routed_out", out)
+            logit = blk.shexp_gate_inp(x)
+            _rec(hooks, p + "shared.hook_gate_logit", logit)
+            gate = torch.sigmoid(logit)
+            _rec(hooks, p + "shared.hook_gate", gate)
+            pre = blk.gate_shexp(x)
+            _rec(hooks, p + "shared.hook_pre", pre)
+            lin = blk.up_shexp(x)
+            _rec(hooks, p + "shared.hook_pre_linear", lin)
+            post = F.silu(pre) * lin
+            _rec(hooks, p + "shared.hook_post", post)
+            shared = blk.down_shexp(post)
+            _rec(hooks, p + "shared.hook_out", shared)
+            out = out + gate * shared
         _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
         return out
 
@@ -735,6 +760,10 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
     if c.n_expert:
         w.add_uint32(a + ".expert_count", c.n_expert)
         w.add_uint32(a + ".expert_used_count", c.n_expert_used)
+        if c.d_expert:
+            w.add_uint32(a + ".expert_feed_forward_length", c.d_expert)
+        if c.d_shared and c.d_shared != c.d_ff:
+            w.add_uint32(a + ".expert_shared_feed_forward_length", c.d_shared)
     if c.attn_softcap:
         w.add_float32(a + ".attn_logit_softcapping", c.attn_softcap)
     if c.final_softcap:
@@ -788,6 +817,11 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
             t(b + "ffn_gate_exps.weight", blk.gate_exps)
             t(b + "ffn_up_exps.weight", blk.up_exps)
             t(b + "ffn_down_exps.weight", blk.down_exps)
+            if c.d_shared:   # the shared expert's gate is one row, stored 1-D as llama.cpp reads it
+                t(b + "ffn_gate_inp_shexp.weight", blk.shexp_gate_inp.weight[0])
+                t(b + "ffn_gate_shexp.weight", blk.gate_shexp.weight)
+                t(b + "ffn_up_shexp.weight", blk.up_shexp.weight)
+                t(b + "ffn_down_shexp.weight", blk.down_shexp.weight)
         elif c.fused:
             t(b + "ffn_up.weight", torch.cat((blk.gate.weight, blk.up.weight)))
         else:
