@@ -118,7 +118,8 @@ as_npy_dtype as_cmd_hook_npy(const as_session *s, int hook, float *data, size_t 
     if (s->prog->hooks[hook].dtype != AS_DT_I32)
         return AS_NPY_F32;
     for (size_t i = 0; i < count; i++) {
-        int32_t v = (int32_t)data[i];
+        /* exact small integers, unless an intervention wrote something else there */
+        int32_t v = data[i] >= -2147483648.0f && data[i] < 2147483648.0f ? (int32_t)data[i] : -1;
         memcpy(&data[i], &v, sizeof v);
     }
     return AS_NPY_I32;

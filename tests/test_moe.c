@@ -251,3 +251,48 @@ Test(moe, broken_files_are_refused_by_name)
     load_edited(&(edit){.file = QWEN2MOE, .skip_key = "qwen2moe.expert_feed_forward_length"}, msg, sizeof msg);
     cr_assert(strstr(msg, "blk.0.ffn_gate_exps.weight") && strstr(msg, "[32, 32, 4]"), "%s", msg);
 }
+
+/* The experts chosen leave as int32 arrays (`dump`, `dump all` and its
+ * index.json say so), equal to the capture; float hooks stay float32. */
+Test(moe, experts_chosen_are_int32_in_npy)
+{
+    as_session *s = open_session(MIXTRAL, 64);
+    char dir[] = "/tmp/attnscope-moe-dump-XXXXXX", cmd[512], path[600];
+    cr_assert(mkdtemp(dir));
+    snprintf(cmd, sizeof cmd, PROMPT "; finish; dump blocks.1.mlp.hook_expert_indices %s/one.npy; dump all %s/all", dir,
+             dir);
+    run_ok(s, cmd);
+    const char *files[] = {"one.npy", "all/blocks.1.mlp.hook_expert_indices.npy"};
+    for (int f = 0; f < 2; f++) {
+        npy a;
+        snprintf(path, sizeof path, "%s/%s", dir, files[f]);
+        cr_assert_eq(npy_read(path, &a), 0, "cannot read %s", path);
+        cr_assert(a.i, "%s is not int32", path);
+        cr_assert(a.ndim == 2 && a.shape[0] == 14 && a.shape[1] == 2, "%s: shape", path);
+        for (int p = 0; p < 14; p++)
+            for (int j = 0; j < 2; j++)
+                cr_assert_eq(a.i[p * 2 + j], (int)row(s, "blocks.1.mlp.hook_expert_indices", p)[j]);
+        npy_free(&a);
+        unlink(path);
+    }
+    npy g;
+    snprintf(path, sizeof path, "%s/all/blocks.1.mlp.hook_expert_gates.npy", dir);
+    cr_assert_eq(npy_read(path, &g), 0);
+    cr_assert(!g.i, "the gates are float32");
+    npy_free(&g);
+    snprintf(path, sizeof path, "%s/all/index.json", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f);
+    char *json = calloc(1, 1 << 20);
+    size_t n = fread(json, 1, (1 << 20) - 1, f);
+    fclose(f);
+    cr_assert_gt(n, 0);
+    const char *at = strstr(json, "\"blocks.1.mlp.hook_expert_indices\"");
+    cr_assert(at && !strncmp(strstr(at, "\"dtype\""), "\"dtype\": \"int32\"", 16), "index.json: %.200s", at);
+    at = strstr(json, "\"blocks.1.mlp.hook_expert_gates\"");
+    cr_assert(at && !strncmp(strstr(at, "\"dtype\""), "\"dtype\": \"float32\"", 18));
+    free(json);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    close_session(s);
+}
