@@ -260,6 +260,9 @@ static int setup_span(as_interp *it, as_error *err)
             tmp = as_attn_tmp_floats(it, &p->attn[op->attn]);
         if (op->kind == AS_OP_PATCH_EMBED && n * (size_t)op->n_in > patches)
             patches = n * (size_t)op->n_in;
+        /* an expert's gathered rows and their products */
+        if (op->kind == AS_OP_EXPERT_LINEAR && n * (size_t)(op->n_in + op->n_out) > patches)
+            patches = n * (size_t)(op->n_in + op->n_out);
     }
     if (ensure(&it->rope, &it->rope_cap, rope, err))
         return AS_ERR;
@@ -501,23 +504,51 @@ static void op_gates(as_interp *it, const as_op *op)
 }
 
 /* Each slot's expert's rows of the stacked matrix times the input (one
- * row for every slot, or each slot's own). */
+ * row for every slot, or each slot's own). Expert by expert: the rows of
+ * the positions that chose it gathered into one product (a position
+ * chooses an expert at most once), so a prompt reads each expert's
+ * matrix once, not once per position. */
 static void op_expert_linear(as_interp *it, const as_op *op)
 {
     const as_stream_state *st = span_of(it, op->out);
     bool per_slot = it->prog->hooks[op->in[0]].width != op->n_in;
+    size_t ni = (size_t)op->n_in, no = (size_t)op->n_out;
+    float *xs = it->tmp, *ys = it->tmp + (size_t)st->n * ni;
+    /* A slot naming no expert, or one an earlier slot names (only an
+     * intervention writes such indices), gives nothing. */
     for (int i = 0; i < st->n; i++) {
-        const float *x = span_row(it, op->in[0], i), *ix = span_row(it, op->in[1], i);
-        float *y = span_row(it, op->out, i);
+        const float *ix = span_row(it, op->in[1], i);
         for (int j = 0; j < op->k; j++) {
             int e = expert_of(ix[j], op->n_expert);
-            float *yj = y + (size_t)j * (size_t)op->n_out;
-            if (e < 0) {
-                memset(yj, 0, (size_t)op->n_out * sizeof *yj);
-                continue;
-            }
-            as_weight w = as_weight_rows(&op->w, e * op->n_out, op->n_out);
-            as_matvec(it->pool, per_slot ? x + (size_t)j * (size_t)op->n_in : x, &w, NULL, yj);
+            bool again = false;
+            for (int t = 0; t < j && !again; t++)
+                again = expert_of(ix[t], op->n_expert) == e;
+            if (e < 0 || again)
+                memset(span_row(it, op->out, i) + (size_t)j * no, 0, no * sizeof(float));
+        }
+    }
+    for (int e = 0; e < op->n_expert; e++) {
+        int m = 0;
+        for (int i = 0; i < st->n; i++) {
+            const float *ix = span_row(it, op->in[1], i), *x = span_row(it, op->in[0], i);
+            for (int j = 0; j < op->k; j++)
+                if (expert_of(ix[j], op->n_expert) == e) {
+                    memcpy(xs + (size_t)m++ * ni, per_slot ? x + (size_t)j * ni : x, ni * sizeof(float));
+                    break;
+                }
+        }
+        if (m == 0)
+            continue;
+        as_weight w = as_weight_rows(&op->w, e * op->n_out, op->n_out);
+        as_linear_pool(it->pool, xs, m, &w, NULL, ys);
+        m = 0;
+        for (int i = 0; i < st->n; i++) {
+            const float *ix = span_row(it, op->in[1], i);
+            for (int j = 0; j < op->k; j++)
+                if (expert_of(ix[j], op->n_expert) == e) {
+                    memcpy(span_row(it, op->out, i) + (size_t)j * no, ys + (size_t)m++ * no, no * sizeof(float));
+                    break;
+                }
         }
     }
 }

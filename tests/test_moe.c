@@ -296,3 +296,43 @@ Test(moe, experts_chosen_are_int32_in_npy)
     cr_assert_eq(system(cmd), 0);
     close_session(s);
 }
+
+/* Indices an intervention writes need not name experts: a slot naming
+ * none (out of range, NaN, huge) or one an earlier slot names gives
+ * nothing, and the hook still leaves as int32 (-1 where no int32 holds
+ * the value). Nothing crashes. */
+Test(moe, written_indices_that_name_no_expert)
+{
+    as_session *s = open_session(MIXTRAL, 64);
+    int h = hook(s, "blocks.0.mlp.hook_expert_indices");
+    float cases[3][2] = {{1, 1}, {7, -3}, {1e30f, NAN}};
+    for (int c = 0; c < 3; c++) {
+        as_interp_clear_rules(s->it, false);
+        as_error err = {{0}};
+        as_rule r = {.kind = AS_RULE_SET, .hook = h, .head = -1, .pos = -1, .values = cases[c]};
+        cr_assert_eq(as_interp_add_rule(s->it, &r, 2, &err), AS_OK, "%s", err.msg);
+        run_ok(s, PROMPT "; finish");
+        for (int p = 0; p < 14; p++) {
+            const float *eo = row(s, "blocks.0.mlp.experts.hook_out", p), *mo = row(s, "blocks.0.hook_mlp_out", p);
+            const float *g = row(s, "blocks.0.mlp.hook_expert_gates", p);
+            for (int i = c == 0 ? 32 : 0; i < 64; i++)
+                cr_assert_eq(eo[i], 0.0f, "case %d pos %d: slot value %d is %g", c, p, i, eo[i]);
+            if (c > 0)
+                for (int i = 0; i < 32; i++)
+                    cr_assert_eq(mo[i], 0.0f, "case %d pos %d: mlp_out %g", c, p, mo[i]);
+            cr_assert(isfinite(g[0]) && isfinite(g[1]), "case %d: gates %g %g", c, g[0], g[1]);
+        }
+    }
+    char path[] = "/tmp/attnscope-moe-idx-XXXXXX", cmd[128];
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(cmd, sizeof cmd, "dump blocks.0.mlp.hook_expert_indices %s", path);
+    run_ok(s, cmd);
+    npy a;
+    cr_assert_eq(npy_read(path, &a), 0);
+    cr_assert(a.i && a.i[0] == -1 && a.i[1] == -1, "1e30 and NaN as int32: %d %d", a.i ? a.i[0] : 0, a.i ? a.i[1] : 0);
+    npy_free(&a);
+    unlink(path);
+    close_session(s);
+}
