@@ -76,6 +76,25 @@ static int load_ffn(as_model *m, as_dec_layer *L, int l, unsigned t, as_error *e
            as_model_vector(m, N("ffn_down.bias"), d, true, &L->b_down, err);
 }
 
+/* A routed MLP: the router and the experts' stacked matrices, in place. */
+static int load_experts(as_model *m, const as_dec_facts *F, as_dec_layer *L, int l, as_error *err)
+{
+    uint64_t d = (uint64_t)m->cfg.d_model, f = (uint64_t)F->d_expert, E = (uint64_t)F->n_expert;
+    char n[96];
+    uint64_t fs = (uint64_t)F->d_shared;
+    if (as_model_matrix(m, N("ffn_gate_inp.weight"), d, E, false, &L->router, err) ||
+        as_model_expert_matrix(m, N("ffn_gate_exps.weight"), d, f, E, false, &L->gate_exps, err) ||
+        as_model_expert_matrix(m, N("ffn_up_exps.weight"), d, f, E, false, &L->up_exps, err) ||
+        as_model_expert_matrix(m, N("ffn_down_exps.weight"), f, d, E, false, &L->down_exps, err))
+        return AS_ERR;
+    if (!(F->tensors & AS_DEC_SHARED_EXPERT))
+        return AS_OK;
+    return as_model_matrix(m, N("ffn_gate_inp_shexp.weight"), d, 1, false, &L->shexp_gate_inp, err) ||
+           as_model_matrix(m, N("ffn_gate_shexp.weight"), d, fs, false, &L->shexp_gate, err) ||
+           as_model_matrix(m, N("ffn_up_shexp.weight"), d, fs, false, &L->shexp_up, err) ||
+           as_model_matrix(m, N("ffn_down_shexp.weight"), fs, d, false, &L->shexp_down, err);
+}
+
 static int load_layer(as_model *m, as_dec_layer *L, int l, unsigned t, as_error *err)
 {
     const as_config *c = &m->cfg;
@@ -92,7 +111,9 @@ static int load_layer(as_model *m, as_dec_layer *L, int l, unsigned t, as_error 
         (as_model_vector(m, N("post_attention_norm.weight"), d, false, &L->attn_post_norm_w, err) ||
          as_model_vector(m, N("post_ffw_norm.weight"), d, false, &L->ffn_post_norm_w, err)))
         return AS_ERR;
-    return as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err) || load_ffn(m, L, l, t, err);
+    const as_dec_facts *F = &((const as_dec_weights *)m->weights)->facts;
+    return as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err) ||
+           (F->n_expert > 0 ? load_experts(m, F, L, l, err) : load_ffn(m, L, l, t, err));
 }
 
 #undef N
@@ -147,6 +168,35 @@ int as_dec_load(as_model *m, const as_dec_facts *facts, as_error *err)
     for (int l = 0; l < c->n_layer; l++)
         if (load_layer(m, &W->layers[l], l, t, err))
             return AS_ERR;
+    return AS_OK;
+}
+
+int as_dec_read_experts(const as_model *m, const char *arch, as_dec_facts *f, as_error *err)
+{
+    char key[128], used_key[128];
+    uint32_t n = 0, used = 0, ff = (uint32_t)m->cfg.d_ff;
+    snprintf(key, sizeof key, "%s.expert_count", arch);
+    if (as_gguf_get_u32_opt(m->gguf, key, &n, err))
+        return AS_ERR;
+    f->n_expert = f->n_expert_used = 0;
+    if (n == 0)
+        return AS_OK;
+    if (n > 512) /* llama.cpp's LLAMA_MAX_EXPERTS */
+        return as_error_set(err, "%s: %s = %u is out of range (0..512)", m->path, key, n);
+    snprintf(used_key, sizeof used_key, "%s.expert_used_count", arch);
+    if (!as_gguf_find(m->gguf, used_key))
+        return as_error_set(err, "%s: %s is missing (%s = %u: how many experts a token uses)", m->path, used_key,
+                            key, n);
+    if (as_gguf_get_u32(m->gguf, used_key, &used, err))
+        return AS_ERR;
+    if (used < 1 || used > n)
+        return as_error_set(err, "%s: %s = %u is out of range (1..%s = %u)", m->path, used_key, used, key, n);
+    snprintf(key, sizeof key, "%s.expert_feed_forward_length", arch);
+    if (as_gguf_get_u32_opt(m->gguf, key, &ff, err))
+        return AS_ERR;
+    if (ff < 1 || ff > (1u << 20))
+        return as_error_set(err, "%s: %s = %u is out of range (1..%u)", m->path, key, ff, 1u << 20);
+    f->n_expert = (int)n, f->n_expert_used = (int)used, f->d_expert = (int)ff;
     return AS_OK;
 }
 
@@ -266,6 +316,20 @@ static int block(as_program *p, int l, int pre)
     int mid = as_program_add_sum(p, AS_HK_RESID_MID, l, pre, ao, "resid_mid = resid_pre + attn_out");
 
     int n2 = as_program_add_norm(p, AS_HK_LN2_SCALE, l, mid, W->ffn_norm_w, NULL, AS_NORM_RMS, c->eps, "ln2");
+    if (DW->facts.n_expert > 0) {
+        const as_dec_facts *F = &DW->facts;
+        bool shared = F->tensors & AS_DEC_SHARED_EXPERT;
+        as_hook_kind kind = post ? AS_HK_MLP_RESULT : AS_HK_MLP_OUT;
+        int r = as_program_add_moe(p, shared ? AS_HK_ROUTED_OUT : kind, l, n2, &W->router, &W->gate_exps,
+                                   &W->up_exps, &W->down_exps, F->n_expert, F->n_expert_used, F->expert_renorm);
+        if (shared)
+            r = as_program_add_shared_expert(p, kind, l, n2, r, &W->shexp_gate_inp, &W->shexp_gate, &W->shexp_up,
+                                             &W->shexp_down);
+        int mo = post ? post_norm(p, l, r, W->ffn_post_norm_w, AS_HK_LN2_POST_SCALE, AS_HK_MLP_OUT, "ln2_post",
+                                  "mlp_out = ln2_post")
+                      : r;
+        return as_program_add_sum(p, AS_HK_RESID_POST, l, mid, mo, "resid_post = resid_mid + mlp_out");
+    }
     int gate = as_program_add_linear(p, AS_HK_MLP_PRE, l, AS_CLASS_MLP, n2, &W->w_gate, W->b_gate, 1, f, 0,
                                      "mlp pre = ln2 · W_gate");
     int up = as_program_add_linear(p, AS_HK_MLP_PRE_LINEAR, l, AS_CLASS_MLP, n2, &W->w_up, W->b_up, 1, f, 0,

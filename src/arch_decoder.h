@@ -1,5 +1,5 @@
 /* arch_decoder: what the decoders of the Llama family share (llama,
- * qwen2, qwen3, gemma2, gemma3, phi3): their tensors as llama.cpp names
+ * qwen2, qwen2moe, qwen3, gemma2, gemma3, phi3): their tensors as llama.cpp names
  * them, loaded into one weight struct, and one block described from
  * facts. Each architecture's own file (arch_NAME.c) reads its keys, says
  * which tensors its files hold and which facts its blocks have; nothing
@@ -25,6 +25,8 @@ enum {
     AS_DEC_TIED = 1 << 7,        /* the unembedding is always token_embd (output.weight unused) */
     AS_DEC_ROPE_FREQS = 1 << 8,  /* optional rope_freqs.weight [rope_dim/2]: llama 3's factors */
     AS_DEC_ROPE_LONG = 1 << 9,   /* optional rope_factors_long/short.weight (Phi-3's LongRoPE) */
+    AS_DEC_SHARED_EXPERT = 1 << 10, /* beside the routed experts: ffn_gate_inp_shexp [d_model] and
+                                     * ffn_gate/up/down_shexp, a shared expert of d_shared (Qwen-MoE) */
 };
 
 /* How a variant's blocks compute, beyond the Llama block (pre-norm
@@ -39,6 +41,12 @@ typedef struct as_dec_facts {
     float attn_softcap;       /* > 0: scores soft-capped (Gemma 2) */
     float final_softcap;      /* > 0: logits soft-capped */
     int window;               /* keys a sliding-window layer's query sees */
+    /* A routed MLP (Mixtral) in every layer when n_expert > 0: the
+     * router ffn_gate_inp, the experts' ffn_gate/up/down_exps; n_expert_used
+     * chosen per token, their weights renormalised when expert_renorm. */
+    int n_expert, n_expert_used, d_expert;
+    bool expert_renorm;
+    int d_shared;             /* AS_DEC_SHARED_EXPERT: the shared expert's width */
 } as_dec_facts;
 
 typedef struct as_dec_layer {
@@ -52,6 +60,9 @@ typedef struct as_dec_layer {
     const float *b_gate, *b_up, *b_down;
     const float *ffn_post_norm_w;
     bool windowed;              /* a sliding-window layer */
+    as_weight router;           /* routed MLP: ffn_gate_inp [n_expert][d_model] */
+    as_weight gate_exps, up_exps, down_exps; /* n_expert stacked matrices each */
+    as_weight shexp_gate_inp, shexp_gate, shexp_up, shexp_down; /* the shared expert and its gate's row */
 } as_dec_layer;
 
 typedef struct as_dec_weights {
@@ -79,6 +90,10 @@ int as_dec_build(as_program *p, as_error *err);
  * sliding_window_pattern as a per-layer array of bools, or a period n
  * (layer l is windowed unless l % n == n - 1; default: period). */
 int as_dec_read_window(as_model *m, const char *arch, int def, int period, as_error *err);
+/* {arch}.expert_count (absent or 0: dense MLPs), expert_used_count and
+ * expert_feed_forward_length (default: feed_forward_length) into f, each
+ * range-checked and named when wrong; m->cfg must be read. */
+int as_dec_read_experts(const as_model *m, const char *arch, as_dec_facts *f, as_error *err);
 /* A float key "{arch}.{suffix}" into *out when present, checked positive. */
 int as_dec_read_positive(const as_model *m, const char *arch, const char *suffix, float *out, as_error *err);
 

@@ -8,6 +8,9 @@
  * (rope_freqs) and the rotary scalings (linear, YaRN). Mistral's files are
  * this architecture; a file that gives attention.sliding_window has every
  * layer's attention windowed (Mistral 7B v0.1), which llama.cpp ignores.
+ * Mixtral's files are this architecture too: llama.expert_count experts
+ * in every layer's MLP, llama.expert_used_count chosen per token by a
+ * softmax router, their weights renormalised.
  * The block is arch_decoder.c's. */
 #include "arch_decoder.h"
 
@@ -23,7 +26,10 @@ static int load(as_model *m, as_error *err)
     as_dec_facts f = {.tensors = AS_DEC_QKV_BIAS | AS_DEC_O_BIAS | AS_DEC_FFN_BIAS | AS_DEC_ROPE_FREQS,
                       .rope = m->cfg.rope, .attn_scale = 1.0f / sqrtf((float)m->cfg.d_head)};
     f.rope_window = f.rope;
-    if (as_dec_load(m, &f, err))
+    /* Mixtral: llama with experts, their chosen weights renormalised
+     * (llama.cpp's build_moe_ffn with norm_w for this architecture) */
+    f.expert_renorm = true;
+    if (as_dec_read_experts(m, "llama", &f, err) || as_dec_load(m, &f, err))
         return AS_ERR;
     as_dec_weights *W = m->weights;
     W->facts.rope_window = W->facts.rope; /* with the factors load found */

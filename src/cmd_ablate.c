@@ -17,13 +17,72 @@ static int no_block(const as_session *s, long l, as_error *err)
                         s->prog->streams[s->prog->out_stream].name, l);
 }
 
+/* "L.E" naming an expert of a routed MLP: its layer, expert and the hook
+ * of `kind` in that layer the rule goes on. */
+static int parse_expert(as_session *s, const char *arg, as_hook_kind kind, long *l, long *e, int *hook, as_error *err)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *dot = strchr(buf, '.');
+    if (!dot)
+        return as_error_set(err, "'%s' is not LAYER.EXPERT (e.g. 1.3)", arg);
+    *dot = '\0';
+    if (as_cmd_parse_long(buf, 0, s->model->cfg.n_layer - 1, "the layer", l, err))
+        return AS_ERR;
+    *hook = as_program_hook_in(s->prog, kind, (int)*l, s->prog->out_stream);
+    const as_op *op = *hook >= 0 ? as_program_producer(s->prog, *hook) : NULL;
+    if (!op)
+        return as_error_set(err, "layer %ld of %s has no experts (its MLP is dense): `ablate mlp %ld` ablates it", *l,
+                            s->model->cfg.name, *l);
+    return as_cmd_parse_long(dot + 1, 0, op->n_expert - 1, "the expert", e, err);
+}
+
+/* route L.E off: the router of layer L may not choose expert E. */
+int as_cmd_route(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    long l, e;
+    int h;
+    if (c->argc != 3 || strcmp(c->argv[2], "off"))
+        return as_error_set(c->err, "usage: route LAYER.EXPERT off  (`unablate` routes every expert again)");
+    if (parse_expert(s, c->argv[1], AS_HK_EXPERT_INDICES, &l, &e, &h, c->err))
+        return AS_ERR;
+    const as_op *op = as_program_producer(s->prog, h);
+    int off = 1;
+    for (int k = 0; k < s->it->n_rules; k++) {
+        const as_rule *r = &s->it->rules[k];
+        if (r->kind == AS_RULE_ROUTE_OFF && r->hook == h) {
+            if (r->head == (int)e)
+                return as_error_set(c->err, "expert %ld.%ld is routed off already", l, e);
+            off++;
+        }
+    }
+    if (op->n_expert - off < op->k)
+        return as_error_set(c->err, "routing off %d of layer %ld's %d experts leaves fewer than the %d each token uses",
+                            off, l, op->n_expert, op->k);
+    char label[96];
+    snprintf(label, sizeof label, "route %ld.%ld off", l, e);
+    if (as_cmd_add_rule(s, AS_RULE_ROUTE_OFF, h, (int)e, -1, NULL, false, label, c->err))
+        return AS_ERR;
+    fprintf(s->out, "%s: applies from the next pass (`compare` reruns with and without)\n", label);
+    return AS_OK;
+}
+
 int as_cmd_ablate(cmd_ctx *c)
 {
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
     long l, h;
     char label[96];
-    if (c->argc == 3 && !strcmp(c->argv[1], "mlp")) {
+    if (c->argc == 3 && !strcmp(c->argv[1], "expert")) {
+        long e;
+        int hk;
+        if (parse_expert(s, c->argv[2], AS_HK_EXPERTS_OUT, &l, &e, &hk, c->err))
+            return AS_ERR;
+        snprintf(label, sizeof label, "ablate expert %ld.%ld", l, e);
+        if (as_cmd_add_rule(s, AS_RULE_EXPERT_ZERO, hk, (int)e, -1, NULL, false, label, c->err))
+            return AS_ERR;
+    } else if (c->argc == 3 && !strcmp(c->argv[1], "mlp")) {
         if (as_cmd_parse_long(c->argv[2], 0, cfg->n_layer - 1, "the layer", &l, c->err))
             return AS_ERR;
         snprintf(label, sizeof label, "ablate mlp %ld", l);
@@ -35,7 +94,8 @@ int as_cmd_ablate(cmd_ctx *c)
     } else {
         char *dot = c->argc == 3 ? strchr(c->argv[1], '.') : NULL;
         if (!dot || (strcmp(c->argv[2], "zero") && strcmp(c->argv[2], "mean")))
-            return as_error_set(c->err, "usage: ablate LAYER.HEAD zero|mean  or  ablate mlp LAYER");
+            return as_error_set(c->err, "usage: ablate LAYER.HEAD zero|mean  or  ablate mlp LAYER  or  ablate expert "
+                                "LAYER.EXPERT");
         *dot = '\0';
         if (as_cmd_parse_long(c->argv[1], 0, cfg->n_layer - 1, "the layer", &l, c->err) ||
             as_cmd_parse_long(dot + 1, 0, cfg->n_head - 1, "the head", &h, c->err))

@@ -113,6 +113,18 @@ const float *as_cmd_final_logits(as_session *s, as_error *err)
     return l;
 }
 
+as_npy_dtype as_cmd_hook_npy(const as_session *s, int hook, float *data, size_t count)
+{
+    if (s->prog->hooks[hook].dtype != AS_DT_I32)
+        return AS_NPY_F32;
+    for (size_t i = 0; i < count; i++) {
+        /* exact small integers, unless an intervention wrote something else there */
+        int32_t v = data[i] >= -2147483648.0f && data[i] < 2147483648.0f ? (int32_t)data[i] : -1;
+        memcpy(&data[i], &v, sizeof v);
+    }
+    return AS_NPY_I32;
+}
+
 int as_cmd_write_npy(as_session *s, const char *path, as_npy_dtype dt, const void *data, const size_t *shape,
                      int ndim, const char *what, as_error *err)
 {

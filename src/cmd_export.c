@@ -1270,7 +1270,8 @@ static int write_index(void *ctx, void *stream, as_error *err)
         json_string(o, s->prog->hooks[h].name);
         fprintf(o, ", \"file\": ");
         json_string(o, file);
-        fprintf(o, ", \"dtype\": \"float32\", \"positions\": %d, \"shape\": [", n);
+        fprintf(o, ", \"dtype\": \"%s\", \"positions\": %d, \"shape\": [",
+                s->prog->hooks[h].dtype == AS_DT_I32 ? "int32" : "float32", n);
         for (int d = 0; d < nd; d++)
             fprintf(o, "%s%zu", d ? ", " : "", shape[d]);
         fprintf(o, "]");
@@ -1330,7 +1331,7 @@ int as_cmd_dump_all(cmd_ctx *c)
         }
         as_capture_copy(s->cap, h, npos, data);
         snprintf(path, plen, "%s/%s.npy", dir, s->prog->hooks[h].name);
-        rc = as_npy_write(path, AS_NPY_F32, data, shape, nd, c->err);
+        rc = as_npy_write(path, as_cmd_hook_npy(s, h, data, count), data, shape, nd, c->err);
         hooks[n++] = h;
     }
     if (rc == AS_OK && n == 0)

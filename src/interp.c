@@ -262,6 +262,9 @@ static int setup_span(as_interp *it, as_error *err)
             patches = n * (size_t)op->n_in;
         if (op->kind == AS_OP_REL_BIAS && (size_t)op->n_in * (size_t)op->n_out > patches)
             patches = (size_t)op->n_in * (size_t)op->n_out; /* the bias table, decoded */
+        /* an expert's gathered rows and their products */
+        if (op->kind == AS_OP_EXPERT_LINEAR && n * (size_t)(op->n_in + op->n_out) > patches)
+            patches = n * (size_t)(op->n_in + op->n_out);
     }
     if (ensure(&it->rope, &it->rope_cap, rope, err))
         return AS_ERR;
@@ -448,6 +451,144 @@ static void op_rel_bias(as_interp *it, const as_op *op)
     }
 }
 
+/* ---- a routed MLP (mixture of experts). Indices are stored as floats
+ * (exact to 2^24) in the capture like every hook; the hook's dtype says
+ * int32, which exports write. */
+
+/* The expert a slot names, or -1 when the value is none (an intervention
+ * may write anything into the indices: such a slot contributes nothing). */
+static int expert_of(float v, int n_expert)
+{
+    if (!(v >= 0.0f && v < (float)n_expert))
+        return -1;
+    return (int)v;
+}
+
+static void op_route(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int E = op->n_expert;
+    for (int i = 0; i < st->n; i++) {
+        const float *x = span_row(it, op->in[0], i);
+        float *y = span_row(it, op->out, i), mx = x[0];
+        for (int e = 1; e < E; e++)
+            mx = x[e] > mx ? x[e] : mx;
+        double sum = 0;
+        for (int e = 0; e < E; e++) {
+            y[e] = expf(x[e] - mx);
+            sum += y[e];
+        }
+        for (int e = 0; e < E; e++)
+            y[e] = (float)(y[e] / sum);
+    }
+}
+
+/* The k largest weights, largest first; of equal weights the lower index
+ * first (a strict comparison keeps the earlier one). */
+static void op_topk(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int E = op->n_expert;
+    for (int i = 0; i < st->n; i++) {
+        const float *w = span_row(it, op->in[0], i);
+        float *out = span_row(it, op->out, i);
+        for (int j = 0; j < op->k; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                bool taken = false;
+                for (int t = 0; t < j && !taken; t++)
+                    taken = (int)out[t] == e;
+                if (!taken && (best < 0 || w[e] > w[best]))
+                    best = e;
+            }
+            out[j] = (float)best;
+        }
+    }
+}
+
+static void op_gates(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    for (int i = 0; i < st->n; i++) {
+        const float *w = span_row(it, op->in[0], i), *ix = span_row(it, op->in[1], i);
+        float *g = span_row(it, op->out, i);
+        float sum = 0;
+        for (int j = 0; j < op->k; j++) {
+            int e = expert_of(ix[j], op->n_expert);
+            g[j] = e < 0 ? 0.0f : w[e];
+            sum += g[j];
+        }
+        if (op->renorm && sum != 0)
+            for (int j = 0; j < op->k; j++)
+                g[j] /= sum;
+    }
+}
+
+/* Each slot's expert's rows of the stacked matrix times the input (one
+ * row for every slot, or each slot's own). Expert by expert: the rows of
+ * the positions that chose it gathered into one product (a position
+ * chooses an expert at most once), so a prompt reads each expert's
+ * matrix once, not once per position. */
+static void op_expert_linear(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    bool per_slot = it->prog->hooks[op->in[0]].width != op->n_in;
+    size_t ni = (size_t)op->n_in, no = (size_t)op->n_out;
+    float *xs = it->tmp, *ys = it->tmp + (size_t)st->n * ni;
+    /* A slot naming no expert, or one an earlier slot names (only an
+     * intervention writes such indices), gives nothing. */
+    for (int i = 0; i < st->n; i++) {
+        const float *ix = span_row(it, op->in[1], i);
+        for (int j = 0; j < op->k; j++) {
+            int e = expert_of(ix[j], op->n_expert);
+            bool again = false;
+            for (int t = 0; t < j && !again; t++)
+                again = expert_of(ix[t], op->n_expert) == e;
+            if (e < 0 || again)
+                memset(span_row(it, op->out, i) + (size_t)j * no, 0, no * sizeof(float));
+        }
+    }
+    for (int e = 0; e < op->n_expert; e++) {
+        int m = 0;
+        for (int i = 0; i < st->n; i++) {
+            const float *ix = span_row(it, op->in[1], i), *x = span_row(it, op->in[0], i);
+            for (int j = 0; j < op->k; j++)
+                if (expert_of(ix[j], op->n_expert) == e) {
+                    memcpy(xs + (size_t)m++ * ni, per_slot ? x + (size_t)j * ni : x, ni * sizeof(float));
+                    break;
+                }
+        }
+        if (m == 0)
+            continue;
+        as_weight w = as_weight_rows(&op->w, e * op->n_out, op->n_out);
+        as_linear_pool(it->pool, xs, m, &w, NULL, ys);
+        m = 0;
+        for (int i = 0; i < st->n; i++) {
+            const float *ix = span_row(it, op->in[1], i);
+            for (int j = 0; j < op->k; j++)
+                if (expert_of(ix[j], op->n_expert) == e) {
+                    memcpy(span_row(it, op->out, i) + (size_t)j * no, ys + (size_t)m++ * no, no * sizeof(float));
+                    break;
+                }
+        }
+    }
+}
+
+static void op_expert_sum(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int d = op->n_out;
+    for (int i = 0; i < st->n; i++) {
+        const float *x = span_row(it, op->in[0], i), *g = span_row(it, op->in[1], i);
+        float *y = span_row(it, op->out, i);
+        for (int c = 0; c < d; c++)
+            y[c] = g[0] * x[c];
+        for (int j = 1; j < op->k; j++)
+            for (int c = 0; c < d; c++)
+                y[c] += g[j] * x[(size_t)j * (size_t)d + (size_t)c];
+    }
+}
+
 static void exec(as_interp *it, const as_op *op)
 {
     const as_hook *out = &it->prog->hooks[op->out];
@@ -533,6 +674,38 @@ static void exec(as_interp *it, const as_op *op)
     case AS_OP_GEGLU:
         as_geglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), (int)span);
         break;
+    case AS_OP_ROUTE:
+        op_route(it, op);
+        break;
+    case AS_OP_TOPK:
+        op_topk(it, op);
+        break;
+    case AS_OP_GATES:
+        op_gates(it, op);
+        break;
+    case AS_OP_EXPERT_LINEAR:
+        op_expert_linear(it, op);
+        break;
+    case AS_OP_EXPERT_SUM:
+        op_expert_sum(it, op);
+        break;
+    case AS_OP_SIGMOID: {
+        const float *x = span_row(it, op->in[0], 0);
+        float *y = span_row(it, op->out, 0);
+        for (long j = 0; j < span; j++)
+            y[j] = 1.0f / (1.0f + expf(-x[j]));
+        break;
+    }
+    case AS_OP_GATED_ADD: {
+        int d = out->width;
+        for (int i = 0; i < st->n; i++) {
+            const float *a = span_row(it, op->in[0], i), *b = span_row(it, op->in[1], i);
+            float g = span_row(it, op->in[2], i)[0], *y = span_row(it, op->out, i);
+            for (int c = 0; c < d; c++)
+                y[c] = a[c] + g * b[c];
+        }
+        break;
+    }
     }
 }
 
@@ -583,8 +756,52 @@ int as_rule_len(const as_interp *it, const as_rule *r)
     return r->head >= 0 ? h->dims[1] : h->width;
 }
 
+/* The expert rules act on a routed MLP's slots, whichever position chose
+ * the expert: its slots of experts.hook_out zeroed (read against the
+ * indices the producing op read), or the top k chosen again from the
+ * weights without every expert routed off at this hook. */
+static void apply_expert_rule(as_interp *it, const as_rule *r)
+{
+    const as_op *op = as_program_producer(it->prog, r->hook);
+    const as_stream_state *st = span_of(it, r->hook);
+    if (!op)
+        return;
+    int E = op->n_expert, k = op->k;
+    for (int i = 0; i < st->n; i++) {
+        if (r->pos >= 0 && r->pos != st->p0 + i)
+            continue;
+        float *y = span_row(it, r->hook, i);
+        if (r->kind == AS_RULE_EXPERT_ZERO) {
+            const float *ix = span_row(it, op->in[1], i);
+            for (int j = 0; j < k; j++)
+                if (expert_of(ix[j], E) == r->head)
+                    memset(y + (size_t)j * (size_t)op->n_out, 0, (size_t)op->n_out * sizeof *y);
+            continue;
+        }
+        const float *w = span_row(it, op->in[0], i);
+        for (int j = 0; j < k; j++) {
+            int best = -1;
+            for (int e = 0; e < E; e++) {
+                bool skip = false;
+                for (int t = 0; t < j && !skip; t++)
+                    skip = (int)y[t] == e;
+                for (int q = 0; q < it->n_rules && !skip; q++)
+                    skip = it->rules[q].kind == AS_RULE_ROUTE_OFF && it->rules[q].hook == r->hook &&
+                           it->rules[q].head == e;
+                if (!skip && (best < 0 || w[e] > w[best]))
+                    best = e;
+            }
+            y[j] = (float)best; /* -1 when too few are left: the slot contributes nothing */
+        }
+    }
+}
+
 static void apply_rule(as_interp *it, const as_rule *r)
 {
+    if (r->kind == AS_RULE_EXPERT_ZERO || r->kind == AS_RULE_ROUTE_OFF) {
+        apply_expert_rule(it, r);
+        return;
+    }
     int len = as_rule_len(it, r), off = r->head >= 0 ? r->head * len : 0;
     const as_stream_state *st = span_of(it, r->hook);
     for (int i = 0; i < st->n; i++) {

@@ -236,6 +236,35 @@ int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows,
     return AS_OK;
 }
 
+int as_model_expert_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows, uint64_t n_expert,
+                           bool optional, as_weight *out, as_error *err)
+{
+    const as_gguf *g = m->gguf;
+    const as_gguf_tensor *t = as_gguf_tensor_find(g, name);
+    memset(out, 0, sizeof *out);
+    if (t && m->used)
+        m->used[t - g->tensors] = true;
+    if (!t) {
+        if (optional)
+            return AS_OK;
+        as_error_set(err, "%s: tensor '%s' is missing (a %s model needs it)", g->path, name, m->arch->gguf_name);
+        return survey_note(m, err);
+    }
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != n_expert || t->ne[3] != 1) {
+        as_error_set(err,
+                     "%s: offset %llu: tensor '%s' has shape [%llu, %llu, %llu, %llu] but the configuration "
+                     "needs [%llu, %llu, %llu] (a matrix per expert: columns, rows, experts)",
+                     g->path, (unsigned long long)t->info_offset, name, (unsigned long long)t->ne[0],
+                     (unsigned long long)t->ne[1], (unsigned long long)t->ne[2], (unsigned long long)t->ne[3],
+                     (unsigned long long)cols, (unsigned long long)rows, (unsigned long long)n_expert);
+        return survey_note(m, err);
+    }
+    if (as_weight_from_tensor(out, t, err))
+        return AS_ERR;
+    m->weight_bytes += as_weight_bytes(out);
+    return AS_OK;
+}
+
 int as_model_conv_matrix(as_model *m, const char *name, uint64_t kw, uint64_t kh, uint64_t in, uint64_t out,
                          as_weight *w, as_error *err)
 {

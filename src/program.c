@@ -66,6 +66,24 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_PATCH_EMBED] = "hook_patch_embed", /* under "embed" */
     /* no TransformerLens hook: HF T5's name for it (position_bias), in its grammar */
     [AS_HK_ATTN_BIAS] = "attn.hook_position_bias",
+    /* a routed MLP: TransformerLens's MoE names (hook_expert_weights,
+     * hook_expert_indices), the router's logits and the gates beside
+     * them, each chosen expert's activations under mlp.experts */
+    [AS_HK_ROUTER_LOGITS] = "mlp.hook_router_logits",
+    [AS_HK_EXPERT_WEIGHTS] = "mlp.hook_expert_weights",
+    [AS_HK_EXPERT_INDICES] = "mlp.hook_expert_indices",
+    [AS_HK_EXPERT_GATES] = "mlp.hook_expert_gates",
+    [AS_HK_EXPERTS_PRE] = "mlp.experts.hook_pre",
+    [AS_HK_EXPERTS_PRE_LINEAR] = "mlp.experts.hook_pre_linear",
+    [AS_HK_EXPERTS_POST] = "mlp.experts.hook_post",
+    [AS_HK_EXPERTS_OUT] = "mlp.experts.hook_out",
+    [AS_HK_ROUTED_OUT] = "mlp.hook_routed_out",
+    [AS_HK_SHARED_PRE] = "mlp.shared.hook_pre",
+    [AS_HK_SHARED_PRE_LINEAR] = "mlp.shared.hook_pre_linear",
+    [AS_HK_SHARED_POST] = "mlp.shared.hook_post",
+    [AS_HK_SHARED_OUT] = "mlp.shared.hook_out",
+    [AS_HK_SHARED_GATE_LOGIT] = "mlp.shared.hook_gate_logit",
+    [AS_HK_SHARED_GATE] = "mlp.shared.hook_gate",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -129,6 +147,14 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
         return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
     case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST: case AS_HK_MLP_RESULT:
         return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
+    case AS_HK_ROUTER_LOGITS: case AS_HK_EXPERT_WEIGHTS: case AS_HK_EXPERT_INDICES: case AS_HK_EXPERT_GATES:
+    case AS_HK_ROUTED_OUT:
+        return AS_SITE_MLP;
+    case AS_HK_SHARED_PRE: case AS_HK_SHARED_PRE_LINEAR: case AS_HK_SHARED_POST: case AS_HK_SHARED_OUT:
+    case AS_HK_SHARED_GATE_LOGIT: case AS_HK_SHARED_GATE:
+        return AS_SITE_SHARED_EXPERT;
+    case AS_HK_EXPERTS_PRE: case AS_HK_EXPERTS_PRE_LINEAR: case AS_HK_EXPERTS_POST: case AS_HK_EXPERTS_OUT:
+        return AS_SITE_ROUTED_EXPERT;
     default:
         return AS_SITE_NONE;
     }
@@ -362,6 +388,79 @@ int as_rel_bucket(const as_rel_spec *r, int q, int k)
     double t = (double)(logf((float)(1.0 * rel / exact)) * (float)(n - exact)) / log(1.0 * r->max_distance / exact);
     int large = (int)floorf((float)((double)exact + t));
     return bucket + (large < n - 1 ? large : (int)(n - 1));
+}
+
+int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
+                       const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
+                       bool renorm)
+{
+    int E = n_expert, d = p->hooks[in].width, f = n_expert > 0 ? gate->rows / n_expert : 0;
+    if (E < 1 || k < 1 || k > E || router->rows != E || router->cols != d || gate->rows != E * f ||
+        up->rows != E * f || gate->cols != d || up->cols != d || down->rows != E * d || down->cols != f) {
+        p->failed = true; /* a builder's mistake, caught by the tests */
+        return 0;
+    }
+    int lg = as_program_add_linear(p, AS_HK_ROUTER_LOGITS, layer, AS_CLASS_ESSENTIAL, in, router, NULL, 1, E, 0,
+                                   "router logits = ln2 · W_router");
+    int w = as_program_add_hook(p, AS_HK_EXPERT_WEIGHTS, layer, AS_CLASS_ESSENTIAL, 1, E, 0);
+    as_op *op = as_program_add_op(p, AS_OP_ROUTE, layer, w, lg, -1, "expert weights = softmax(router logits)");
+    op->n_expert = E, op->k = k, op->n_in = op->n_out = E;
+    int ix = as_program_add_hook(p, AS_HK_EXPERT_INDICES, layer, AS_CLASS_ESSENTIAL, 1, k, 0);
+    p->hooks[ix].dtype = AS_DT_I32;
+    op = as_program_add_op(p, AS_OP_TOPK, layer, ix, w, -1, "expert indices = top k of the weights");
+    op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k;
+    int g = as_program_add_hook(p, AS_HK_EXPERT_GATES, layer, AS_CLASS_ESSENTIAL, 1, k, 0);
+    op = as_program_add_op(p, AS_OP_GATES, layer, g, w, ix,
+                           renorm ? "expert gates = chosen weights / their sum" : "expert gates = chosen weights");
+    op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k, op->renorm = renorm;
+    static const struct { as_hook_kind kind; const char *text; } lin[] = {
+        {AS_HK_EXPERTS_PRE, "experts pre = ln2 · W_gate[expert]"},
+        {AS_HK_EXPERTS_PRE_LINEAR, "experts pre_linear = ln2 · W_in[expert]"},
+    };
+    int pre[2];
+    for (int i = 0; i < 2; i++) {
+        pre[i] = as_program_add_hook(p, lin[i].kind, layer, AS_CLASS_MLP, 2, k, f);
+        op = as_program_add_op(p, AS_OP_EXPERT_LINEAR, layer, pre[i], in, ix, lin[i].text);
+        op->w = i ? *up : *gate, op->n_expert = E, op->k = k, op->n_in = d, op->n_out = f;
+    }
+    int post = as_program_add_hook(p, AS_HK_EXPERTS_POST, layer, AS_CLASS_MLP, 2, k, f);
+    as_program_add_op(p, AS_OP_SWIGLU, layer, post, pre[0], pre[1], "experts post = silu(pre) * pre_linear");
+    int eo = as_program_add_hook(p, AS_HK_EXPERTS_OUT, layer, AS_CLASS_RESID, 2, k, d);
+    op = as_program_add_op(p, AS_OP_EXPERT_LINEAR, layer, eo, post, ix, "experts out = post · W_out[expert]");
+    op->w = *down, op->n_expert = E, op->k = k, op->n_in = f, op->n_out = d;
+    int out = as_program_add_hook(p, out_kind, layer, AS_CLASS_RESID, 1, d, 0);
+    op = as_program_add_op(p, AS_OP_EXPERT_SUM, layer, out, eo, g,
+                           out_kind == AS_HK_ROUTED_OUT ? "routed out = Σ gate · experts out"
+                                                        : "mlp_out = Σ gate · experts out");
+    op->n_expert = E, op->k = k, op->n_in = d, op->n_out = d;
+    return out;
+}
+
+int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
+                                 const as_weight *gate_inp, const as_weight *gate, const as_weight *up,
+                                 const as_weight *down)
+{
+    int d = p->hooks[in].width, f = gate->rows;
+    if (gate_inp->rows != 1 || gate_inp->cols != d || up->rows != f || down->rows != d || down->cols != f) {
+        p->failed = true; /* a builder's mistake, caught by the tests */
+        return 0;
+    }
+    int gl = as_program_add_linear(p, AS_HK_SHARED_GATE_LOGIT, layer, AS_CLASS_ESSENTIAL, in, gate_inp, NULL, 1, 1, 0,
+                                   "shared gate logit = ln2 · w_shared_gate");
+    int gs = as_program_add_hook(p, AS_HK_SHARED_GATE, layer, AS_CLASS_ESSENTIAL, 1, 1, 0);
+    as_program_add_op(p, AS_OP_SIGMOID, layer, gs, gl, -1, "shared gate = sigmoid(gate logit)");
+    int pre = as_program_add_linear(p, AS_HK_SHARED_PRE, layer, AS_CLASS_MLP, in, gate, NULL, 1, f, 0,
+                                    "shared pre = ln2 · W_gate");
+    int lin = as_program_add_linear(p, AS_HK_SHARED_PRE_LINEAR, layer, AS_CLASS_MLP, in, up, NULL, 1, f, 0,
+                                    "shared pre_linear = ln2 · W_in");
+    int post = as_program_add_hook(p, AS_HK_SHARED_POST, layer, AS_CLASS_MLP, 1, f, 0);
+    as_program_add_op(p, AS_OP_SWIGLU, layer, post, pre, lin, "shared post = silu(pre) * pre_linear");
+    int so = as_program_add_linear(p, AS_HK_SHARED_OUT, layer, AS_CLASS_RESID, post, down, NULL, 1, d, 0,
+                                   "shared out = post · W_out");
+    int out = as_program_add_hook(p, out_kind, layer, AS_CLASS_RESID, 1, d, 0);
+    as_program_add_op(p, AS_OP_GATED_ADD, layer, out, routed, so, "mlp_out = routed out + shared gate · shared out")
+        ->in[2] = gs;
+    return out;
 }
 
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

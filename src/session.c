@@ -1008,12 +1008,14 @@ static int cmd_dump(cmd_ctx *c)
     if (!data)
         return as_error_set(c->err, "out of memory (%zu floats)", count);
     as_capture_copy(s->cap, h, n, data);
-    int rc = as_npy_write(c->argv[2], AS_NPY_F32, data, shape, nd, c->err);
+    as_npy_dtype dt = as_cmd_hook_npy(s, h, data, count);
+    int rc = as_npy_write(c->argv[2], dt, data, shape, nd, c->err);
     free(data);
     if (rc == AS_OK) {
         char sh[64];
         as_cmd_format_shape(s, h, n, sh, sizeof sh);
-        fprintf(s->out, "wrote %s: %s %s float32\n", c->argv[2], s->prog->hooks[h].name, sh);
+        fprintf(s->out, "wrote %s: %s %s %s\n", c->argv[2], s->prog->hooks[h].name, sh,
+                dt == AS_NPY_I32 ? "int32" : "float32");
     }
     return rc;
 }
@@ -1154,8 +1156,11 @@ static const command commands[] = {
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export},
     {{"lens", "lens [POS] [FILE.npy] | lens table [FILE.npy]", "Logit lens: the final norm and unembedding applied after every layer.",
       "lens table"}, as_cmd_lens},
-    {{"ablate", "ablate L.H zero|mean | ablate mlp L", "Zero or mean-ablate a head's output (hook_z) or an MLP.",
+    {{"ablate", "ablate L.H zero|mean | ablate mlp L | ablate expert L.E",
+      "Zero or mean-ablate a head's output (hook_z) or an MLP; zero a routed expert's output (the routing kept).",
       "ablate 1.3 zero"}, as_cmd_ablate},
+    {{"route", "route L.E off", "The router of layer L may not choose expert E (the next best is taken); "
+      "`unablate` removes it.", "route 1.3 off"}, as_cmd_route},
     {{"unablate", "unablate", "Remove every ablation and patch.", "unablate"}, as_cmd_unablate},
     {{"ablations", "ablations", "List ablations and patches.", "ablations"}, as_cmd_ablations},
     {{"compare", "compare [TOKEN_A TOKEN_B]", "Rerun with and without ablations/patches: KL, top tokens, logit "

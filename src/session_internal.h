@@ -99,6 +99,10 @@ int as_cmd_lens_applies(const as_session *s, bool dla, as_error *err);
 /* The logits of the finished pass, or NULL with a message. */
 const float *as_cmd_final_logits(as_session *s, as_error *err);
 /* Writes an instrument's array and says so; the shape goes in the message. */
+/* A hook's captured values (as_capture_copy's floats) made what its .npy
+ * holds: an int32 hook's (the experts chosen) converted in place; returns
+ * the array's dtype. */
+as_npy_dtype as_cmd_hook_npy(const as_session *s, int hook, float *data, size_t count);
 int as_cmd_write_npy(as_session *s, const char *path, as_npy_dtype dt, const void *data, const size_t *shape,
                      int ndim, const char *what, as_error *err);
 /* An instrument's output file among its arguments: the first from `first`
@@ -121,6 +125,7 @@ int as_cmd_list_rules(cmd_ctx *c, bool watches);
  * cmd_dla.c, cmd_heads.c, cmd_watch.c, cmd_weights.c. */
 int as_cmd_lens(cmd_ctx *c);
 int as_cmd_ablate(cmd_ctx *c);
+int as_cmd_route(cmd_ctx *c);
 int as_cmd_unablate(cmd_ctx *c);
 int as_cmd_ablations(cmd_ctx *c);
 int as_cmd_compare(cmd_ctx *c);

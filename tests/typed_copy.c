@@ -19,7 +19,7 @@ int write_typed_copy(const char *src, const char *dst, as_ggml_type type)
     int rc = 0;
     for (uint64_t i = 0; i < g->n_tensors && rc == 0; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
-        bool convert = t->n_dims == 2 && (type == AS_GGML_F32 ? t->type != AS_GGML_F32
+        bool convert = (t->n_dims == 2 || t->n_dims == 3) && (type == AS_GGML_F32 ? t->type != AS_GGML_F32
                                                              : t->type == AS_GGML_F32 && t->ne[0] % 32 == 0);
         if (!convert) {
             rc = as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err) ? -1 : 0;

@@ -45,6 +45,9 @@ typedef enum as_rule_kind {
     AS_RULE_ZERO,  /* set the hook (or one head of it) to zero */
     AS_RULE_SET,   /* set it to `values`: a mean (one row, every position) or a patch (per position) */
     AS_RULE_WATCH, /* stop when `cond` holds */
+    /* a routed MLP's experts (`head` names the expert): */
+    AS_RULE_EXPERT_ZERO, /* on experts.hook_out: the slots where the expert was chosen are zeroed (routing kept) */
+    AS_RULE_ROUTE_OFF,   /* on hook_expert_indices: chosen again without it (and any other routed off) */
 } as_rule_kind;
 
 typedef enum as_watch_cond {

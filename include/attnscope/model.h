@@ -94,6 +94,12 @@ int as_config_read_rope(as_config *c, const as_gguf *g, const char *arch, as_err
  * Missing: an error naming the tensor, or, if optional, out->data NULL. */
 int as_model_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows, bool optional,
                     as_weight *out, as_error *err);
+/* A 3-D tensor of n_expert matrices of cols x rows (ggml ne = [cols,
+ * rows, n_expert], llama.cpp's ffn_*_exps) as one weight view of
+ * n_expert * rows rows: expert e's matrix is rows [e * rows, (e + 1) *
+ * rows) (as_weight_rows). Missing: as as_model_matrix. */
+int as_model_expert_matrix(as_model *m, const char *name, uint64_t cols, uint64_t rows, uint64_t n_expert,
+                           bool optional, as_weight *out, as_error *err);
 /* A 4-D convolution kernel stored as PyTorch's Conv2d weight [out, in,
  * kh, kw] (ggml ne = [kw, kh, in, out], llama.cpp's v.patch_embd.weight)
  * viewed as a matrix of `out` rows of in * kh * kw columns (each row the

@@ -52,6 +52,18 @@ typedef enum as_hook_kind {
      * like them: T5's relative position bias (attn.hook_position_bias),
      * included in hook_attn_scores as TransformerLens's T5 includes it */
     AS_HK_ATTN_BIAS,
+    /* a routed MLP (mixture of experts): the router's logits and softmax
+     * weights over every expert [E], the k experts chosen (int32) and the
+     * weights applied to them [k]; each chosen expert's activations in
+     * slot layout [k, d_expert] (its gate, up and product) and its output
+     * [k, d_model], whose gated sum is hook_mlp_out */
+    AS_HK_ROUTER_LOGITS, AS_HK_EXPERT_WEIGHTS, AS_HK_EXPERT_INDICES, AS_HK_EXPERT_GATES,
+    AS_HK_EXPERTS_PRE, AS_HK_EXPERTS_PRE_LINEAR, AS_HK_EXPERTS_POST, AS_HK_EXPERTS_OUT,
+    /* a shared expert beside the routed ones (Qwen-MoE): the routed
+     * experts' gated sum, the shared expert's SwiGLU and output, its
+     * sigmoid gate (logit and value, one a position) */
+    AS_HK_ROUTED_OUT, AS_HK_SHARED_PRE, AS_HK_SHARED_PRE_LINEAR, AS_HK_SHARED_POST, AS_HK_SHARED_OUT,
+    AS_HK_SHARED_GATE_LOGIT, AS_HK_SHARED_GATE,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -178,6 +190,14 @@ typedef enum as_op_kind {
                        * [2i] = sin(pos / base^(2i/n_out)), [2i+1] = cos(the same), base op->scale */
     AS_OP_PATCH_EMBED,/* row 0 = cls; row 1 + i = W · patch i of the image + b */
     AS_OP_REL_BIAS,   /* out[head][q][k] = W[bucket(k - q)][head], as op->rel says (T5) */
+    /* a routed MLP (op->n_expert experts, op->k chosen per position) */
+    AS_OP_ROUTE,      /* out = softmax(in0) over the experts (router weights) */
+    AS_OP_TOPK,       /* out = the k experts of largest in0, largest first (ties: the lower index) */
+    AS_OP_GATES,      /* out[j] = in0[in1[j]], divided by their sum when op->renorm */
+    AS_OP_EXPERT_LINEAR, /* out[j] = expert in1[j]'s rows of W · (in0, or in0's slot j when it has k slots) */
+    AS_OP_EXPERT_SUM, /* out = Σ_j in1[j] · in0[slot j] (the gated sum of the experts' outputs) */
+    AS_OP_SIGMOID,    /* out = 1 / (1 + exp(-in0)) */
+    AS_OP_GATED_ADD,  /* out = in0 + in[2][0] · in1 (a shared expert's output under its gate) */
 } as_op_kind;
 
 /* T5's relative position buckets (llama.cpp's llama_relative_position_bucket):
@@ -221,6 +241,9 @@ typedef struct as_op {
     as_patch_spec patch;  /* PATCH_EMBED: the image's geometry */
     const float *cls;     /* PATCH_EMBED: the [CLS] row (position 0) */
     as_rel_spec rel;      /* REL_BIAS: the buckets (w: the table, [bucket][head]) */
+    int n_expert, k;      /* routed ops: experts, and experts chosen per position;
+                           * EXPERT_LINEAR: w stacks the experts' matrices of n_out rows each */
+    bool renorm;          /* GATES: the chosen weights divided by their sum (Mixtral) */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -347,6 +370,25 @@ int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b
  * stream is the current one (the queries'). Returns its hook. */
 int as_program_add_rel_bias(as_program *p, int layer, int n_head, const as_weight *table, const as_rel_spec *rel,
                             const char *text);
+/* A routed MLP (mixture of experts) over `in` (the normalized residual
+ * stream): router logits = in · routerᵀ, weights = softmax, the top k
+ * experts, their gates (renormalised to sum 1 when renorm), then each
+ * chosen expert's SwiGLU MLP (gate, up: n_expert stacked matrices of
+ * d_expert rows; down: of d_model rows) in slot layout, and the gated sum
+ * as a hook of `out_kind` (hook_mlp_out). Hooks take the MLP's scope
+ * (blocks.L.mlp.hook_router_logits, blocks.L.mlp.experts.hook_pre).
+ * Returns the sum's hook. */
+int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
+                       const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
+                       bool renorm);
+/* A shared expert beside a routed MLP (Qwen-MoE): a SwiGLU MLP over
+ * `in` (gate, up: d_shared rows; down: d_model rows) whose output is
+ * multiplied by sigmoid(in · gate_inp) (gate_inp: one row) and added to
+ * `routed` (as_program_add_moe's sum, of kind AS_HK_ROUTED_OUT), giving a
+ * hook of `out_kind`; hooks blocks.L.mlp.shared.*. Returns that hook. */
+int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
+                                 const as_weight *gate_inp, const as_weight *gate, const as_weight *up,
+                                 const as_weight *down);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

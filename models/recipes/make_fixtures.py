@@ -269,8 +269,9 @@ def save_hooks(outdir, name, cfg, tok, ids, text, hooks, order):
     if os.path.isdir(d):
         shutil.rmtree(d)
     os.makedirs(d)
-    for k, v in hooks.items():
-        np.save(os.path.join(d, k + ".npy"), np.ascontiguousarray(v, dtype=np.float32))
+    for k, v in hooks.items():   # integer hooks (the experts chosen) as int32, as attnscope exports them
+        dt = np.int32 if np.issubdtype(v.dtype, np.integer) else np.float32
+        np.save(os.path.join(d, k + ".npy"), np.ascontiguousarray(v, dtype=dt))
     np.save(os.path.join(d, "tokens.npy"), np.array(ids, dtype=np.int32))
     meta = {
         "model": name + ".gguf",
@@ -325,6 +326,16 @@ DECODERS = {
                          qk_norm=True, embed_scale=True, gelu=True, tie_embeddings=True, window=5,
                          window_pattern=3, rope_base=1000000.0, rope_base_window=10000.0,
                          rope_scaling=("linear", 4.0)), 2008),
+    # Mixtral: llama with 4 experts in every MLP, 2 chosen per token (softmax, renormalised)
+    "tiny-mixtral": (_dec("llama", n_expert=4, n_expert_used=2), 2009),
+    # 5 experts, 3 chosen; experts 3 and 4 share a router row, so their weights are equal on every
+    # token: whenever they are 3rd and 4th the choice is a tie (the lower index is taken, as
+    # llama.cpp's argsort does: its logits agree)
+    "tiny-mixtral-tie": (_dec("llama", n_expert=5, n_expert_used=3, router_tie=True), 2010),
+    # Qwen-MoE: qwen2's attention; 4 experts of 16, 2 chosen, weights not renormalised; a shared
+    # expert of d_ff (64, the default: no key) under a sigmoid gate
+    "tiny-qwen2moe": (_dec("qwen2moe", neox=True, qkv_bias=True, rope_base=1000000.0, n_expert=4,
+                           n_expert_used=2, expert_renorm=False, d_expert=16, d_shared=64), 2011),
 }
 
 
@@ -350,8 +361,13 @@ def make_decoder(cfg, seed):
                 p.copy_(0.3 * randn(*p.shape))
             elif name == "out.weight":
                 p.copy_(0.4 * randn(*p.shape))
+            elif name.endswith("_exps"):                 # [E, rows, cols]: each expert as a Linear
+                p.copy_(randn(*p.shape) / math.sqrt(p.shape[2]))
             else:
                 p.copy_(randn(*p.shape) / math.sqrt(p.shape[1]))
+        if cfg.router_tie:
+            for blk in model.blocks:
+                blk.router.weight[-1] = blk.router.weight[-2]
         for p in model.parameters():
             p.copy_(p.float().double())
     return model
@@ -400,8 +416,19 @@ def check_decoder(fixdir, which, fresh_dir):
         m32(torch.tensor([ids]), h32)
     d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
     expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
-    return ["%d hooks; masks, softmax rows; float32 torch pass within %.1e of the fixtures (at %s)"
-            % (len(H), d32[0], d32[1])]
+    lines = ["%d hooks; masks, softmax rows; float32 torch pass within %.1e of the fixtures (at %s)"
+             % (len(H), d32[0], d32[1])]
+    for L in range(cfg.n_layer if cfg.n_expert else 0):
+        # the experts chosen: the float32 pass's equal the fixture's; the
+        # closest call between the k-th and the next weight, and the ties
+        ix, w = H["blocks.%d.mlp.hook_expert_indices" % L], H["blocks.%d.mlp.hook_expert_weights" % L]
+        expect(np.array_equal(h32["blocks.%d.mlp.hook_expert_indices" % L].numpy(), ix),
+               "layer %d: float32 pass chooses other experts" % L)
+        s = -np.sort(-w, axis=-1)
+        gap = s[:, cfg.n_expert_used - 1] - s[:, cfg.n_expert_used]
+        ties = [int(i) for i in np.nonzero(gap == 0)[0]]
+        lines.append("layer %d experts: closest call %.2e; ties at positions %s" % (L, gap[gap > 0].min(), ties))
+    return lines
 
 
 # ---------------------------------------------------------------------------

@@ -494,6 +494,12 @@ class DecoderConfig:
     final_softcap: float = 0.0
     attn_scale: Optional[float] = None   # None: 1/sqrt(d_head)
     rope_scaling: Optional[tuple] = None
+    n_expert: int = 0                # > 0: every MLP routed (Mixtral): n_expert SwiGLU experts of d_ff,
+    n_expert_used: int = 0           # n_expert_used chosen per token, their weights renormalised
+    router_tie: bool = False         # the fixture copies the router's row of expert E-2 to E-1 (equal weights)
+    expert_renorm: bool = True       # False: the chosen weights used as they are (Qwen-MoE)
+    d_expert: int = 0                # an expert's width (0: d_ff)
+    d_shared: int = 0                # > 0: a shared SwiGLU expert of this width under a sigmoid gate (Qwen-MoE)
 
     def windowed(self, L):
         if not self.window:
@@ -518,6 +524,18 @@ class DecoderBlock(nn.Module):
         if c.post_norms:
             self.ln1_post_w = nn.Parameter(torch.ones(d))
             self.ln2_post_w = nn.Parameter(torch.ones(d))
+        if c.n_expert:
+            E, Fe = c.n_expert, c.d_expert or Fd
+            self.router = nn.Linear(d, E, bias=False)
+            self.gate_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.up_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.down_exps = nn.Parameter(torch.empty(E, d, Fe))
+            if c.d_shared:
+                self.shexp_gate_inp = nn.Linear(d, 1, bias=False)
+                self.gate_shexp = nn.Linear(d, c.d_shared, bias=False)
+                self.up_shexp = nn.Linear(d, c.d_shared, bias=False)
+                self.down_shexp = nn.Linear(c.d_shared, d, bias=False)
+            return
         self.gate = nn.Linear(d, Fd, bias=False)
         self.up = nn.Linear(d, Fd, bias=False)
         self.down = nn.Linear(Fd, d, bias=False)
@@ -628,8 +646,56 @@ class Decoder(nn.Module):
         _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
         return out
 
+    def _moe(self, blk, x, L, hooks):
+        """Mixtral's sparse MLP (Jiang et al. 2024): a softmax router over
+        the experts, the top k (a stable descending sort: of equal weights
+        the lower index first), their weights renormalised to sum 1, each
+        chosen expert's SwiGLU, and their weighted sum. Slot j of a token
+        is its j-th largest weight. Qwen-MoE (Qwen Team 2024): the weights
+        as they are, plus a shared expert's SwiGLU times sigmoid(x · w)."""
+        c = self.cfg
+        p = "blocks.%d.mlp." % L
+        logits = blk.router(x)                                        # [B,T,E]
+        _rec(hooks, p + "hook_router_logits", logits)
+        weights = torch.softmax(logits, dim=-1)
+        _rec(hooks, p + "hook_expert_weights", weights)
+        idx = torch.sort(weights, dim=-1, descending=True, stable=True).indices[..., :c.n_expert_used]
+        _rec(hooks, p + "hook_expert_indices", idx.to(torch.int32))
+        gates = torch.gather(weights, -1, idx)
+        if c.expert_renorm:
+            gates = gates / gates.sum(-1, keepdim=True)
+        _rec(hooks, p + "hook_expert_gates", gates)
+        pre = torch.einsum("btkfd,btd->btkf", blk.gate_exps[idx], x)   # [B,T,k,F]
+        _rec(hooks, p + "experts.hook_pre", pre)
+        lin = torch.einsum("btkfd,btd->btkf", blk.up_exps[idx], x)
+        _rec(hooks, p + "experts.hook_pre_linear", lin)
+        post = F.silu(pre) * lin
+        _rec(hooks, p + "experts.hook_post", post)
+        out = torch.einsum("btkdf,btkf->btkd", blk.down_exps[idx], post)
+        _rec(hooks, p + "experts.hook_out", out)
+        out = (gates[..., None] * out).sum(dim=2)
+        if c.d_shared:
+            _rec(hooks, p + "hook_routed_out", out)
+            logit = blk.shexp_gate_inp(x)
+            _rec(hooks, p + "shared.hook_gate_logit", logit)
+            gate = torch.sigmoid(logit)
+            _rec(hooks, p + "shared.hook_gate", gate)
+            pre = blk.gate_shexp(x)
+            _rec(hooks, p + "shared.hook_pre", pre)
+            lin = blk.up_shexp(x)
+            _rec(hooks, p + "shared.hook_pre_linear", lin)
+            post = F.silu(pre) * lin
+            _rec(hooks, p + "shared.hook_post", post)
+            shared = blk.down_shexp(post)
+            _rec(hooks, p + "shared.hook_out", shared)
+            out = out + gate * shared
+        _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
+        return out
+
     def _mlp(self, blk, x, L, hooks):
         c = self.cfg
+        if c.n_expert:
+            return self._moe(blk, x, L, hooks)
         p = "blocks.%d.mlp." % L
         pre = blk.gate(x)
         _rec(hooks, p + "hook_pre", pre)
@@ -691,6 +757,13 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
             w.add_uint32(a + ".attention.sliding_window_pattern", c.window_pattern)
     if c.rope_base_window:
         w.add_float32(a + ".rope.freq_base_swa", c.rope_base_window)
+    if c.n_expert:
+        w.add_uint32(a + ".expert_count", c.n_expert)
+        w.add_uint32(a + ".expert_used_count", c.n_expert_used)
+        if c.d_expert:
+            w.add_uint32(a + ".expert_feed_forward_length", c.d_expert)
+        if c.d_shared and c.d_shared != c.d_ff:
+            w.add_uint32(a + ".expert_shared_feed_forward_length", c.d_shared)
     if c.attn_softcap:
         w.add_float32(a + ".attn_logit_softcapping", c.attn_softcap)
     if c.final_softcap:
@@ -739,12 +812,23 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
             t(b + "post_attention_norm.weight", norm_w(blk.ln1_post_w))
             t(b + "post_ffw_norm.weight", norm_w(blk.ln2_post_w))
         t(b + "ffn_norm.weight", norm_w(blk.ln2_w))
-        if c.fused:
+        if c.n_expert:   # llama.cpp's ffn_gate_inp and the 3-D ffn_*_exps, ne = [cols, rows, experts]
+            t(b + "ffn_gate_inp.weight", blk.router.weight)
+            t(b + "ffn_gate_exps.weight", blk.gate_exps)
+            t(b + "ffn_up_exps.weight", blk.up_exps)
+            t(b + "ffn_down_exps.weight", blk.down_exps)
+            if c.d_shared:   # the shared expert's gate is one row, stored 1-D as llama.cpp reads it
+                t(b + "ffn_gate_inp_shexp.weight", blk.shexp_gate_inp.weight[0])
+                t(b + "ffn_gate_shexp.weight", blk.gate_shexp.weight)
+                t(b + "ffn_up_shexp.weight", blk.up_shexp.weight)
+                t(b + "ffn_down_shexp.weight", blk.down_shexp.weight)
+        elif c.fused:
             t(b + "ffn_up.weight", torch.cat((blk.gate.weight, blk.up.weight)))
         else:
             t(b + "ffn_gate.weight", blk.gate.weight)
             t(b + "ffn_up.weight", blk.up.weight)
-        t(b + "ffn_down.weight", blk.down.weight)
+        if not c.n_expert:
+            t(b + "ffn_down.weight", blk.down.weight)
     t("output_norm.weight", norm_w(model.lnf_w))
     if model.out is not None:
         t("output.weight", model.out.weight)
