@@ -3,9 +3,10 @@
  * for each input (so an input replays alone).
  * The first byte picks the capture budget (byte % 3: 0, 1 or 64 MB):
  * commands must cope with hooks that are not captured; and the model
- * (byte / 3 % 5): tiny-gpt2, the encoder tiny-bert, the encoder-decoders
+ * (byte / 3 % 6): tiny-gpt2, the encoder tiny-bert, the encoder-decoders
  * tiny-transformer and tiny-t5, the vision model tiny-vit (whose image is
- * img.png in the scratch directory). The rest is a command line, split
+ * img.png in the scratch directory), the mixture of experts tiny-qwen2moe
+ * (routed and shared experts). The rest is a command line, split
  * at ';' as the REPL and -e do.
  * Commands that take file names (dump, patch sweep, diff, export) run in a
  * private scratch directory, and inputs with a word holding '/' or ".."
@@ -21,9 +22,9 @@
 #include "attnscope/kernels.h"
 #include "attnscope/session.h"
 
-enum { N_MODELS = 5 };
+enum { N_MODELS = 6 };
 static const char *const names[N_MODELS] = {"tiny-gpt2.gguf", "tiny-bert.gguf", "tiny-transformer.gguf",
-                                            "tiny-vit.gguf", "tiny-t5.gguf"};
+                                            "tiny-vit.gguf", "tiny-t5.gguf", "tiny-qwen2moe.gguf"};
 static uint8_t *models[N_MODELS];
 static size_t model_sizes[N_MODELS];
 
