@@ -8,7 +8,7 @@ CC      ?= cc
 DATADIR  = $(PREFIX)/share/attnscope
 
 DEB_PKGS = libncurses-dev libreadline-dev libopenblas-dev libpng-dev \
-           libcriterion-dev libfreetype-dev libcairo2-dev fonts-dejavu-core pkg-config tmux
+           libcriterion-dev libfreetype-dev libcairo2-dev libjansson-dev fonts-dejavu-core pkg-config tmux
 
 WARN    = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(CI),true)
@@ -64,7 +64,7 @@ $(BUILD)/config.mk: Makefile
 	@missing=""; \
 	for pc in ncursesw:libncurses-dev readline:libreadline-dev openblas:libopenblas-dev \
 	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev \
-	          cairo-ft:libcairo2-dev cairo-pdf:libcairo2-dev cairo-svg:libcairo2-dev; do \
+	          cairo-ft:libcairo2-dev cairo-pdf:libcairo2-dev cairo-svg:libcairo2-dev jansson:libjansson-dev; do \
 	  name=$${pc%%:*}; pkg=$${pc#*:}; \
 	  command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $$name || missing="$$missing $$pkg"; \
 	done; \
@@ -79,9 +79,9 @@ $(BUILD)/config.mk: Makefile
 	    echo "attnscope: missing packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi; \
-	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 $(CAIRO_PCS))"; \
-	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
-	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
+	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS))"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
+	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
 	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
 	  echo "CRIT_LIBS := $$(pkg-config --libs criterion)"; } > $@.tmp && mv $@.tmp $@
 

@@ -1,0 +1,223 @@
+"""Hugging Face-layout directories of the fixtures tiny-gpt2 and tiny-llama:
+the same seeded PyTorch weights as make_fixtures.py builds (and writes as
+GGUF), written as HF writes them — HF's tensor names and config.json keys,
+safetensors files, a tokenizer.json — so attnscope's pass over the
+directory can be held to the GGUF fixture's hooks.
+
+    /usr/bin/python3 models/recipes/hf_fixtures.py            # write
+    /usr/bin/python3 models/recipes/hf_fixtures.py --check    # rebuild in memory, compare bytes
+
+Writes tests/fixtures/hf/tiny-gpt2/ (one model.safetensors) and
+tests/fixtures/hf/tiny-llama/ (two shards and model.safetensors.index.json).
+
+safetensors, from the format's specification (no `safetensors` package):
+an unsigned little-endian 64-bit header length N, N bytes of JSON
+{name: {"dtype", "shape", "data_offsets": [begin, end]}} (offsets relative
+to the byte after the header, padded here with spaces to a multiple of 8 as
+HF's writer does), then the tensors' bytes, C order.
+
+The layouts HF uses and llama.cpp's converter undoes:
+  - GPT-2's Conv1D weights are [in, out]: the transpose of nn.Linear's;
+  - Llama's q_proj / k_proj rows are in rotate-half order: for each head,
+    the first components of the rotated pairs, then the second ones. The
+    reference model (like the GGUF) rotates adjacent pairs, so its rows are
+    un-permuted here: the inverse of convert_hf_to_gguf.py's permute.
+
+tokenizer.json, as the tokenizers library writes it:
+  - tiny-gpt2: byte-level BPE, its vocab and merges, ByteLevel
+    pre-tokenizer (GPT-2's regex), no template (no BOS added);
+  - tiny-llama: SentencePiece-style BPE with byte fallback, its merges made
+    as HF's SentencePiece converter makes them (every split of a piece into
+    two pieces, ordered by the piece's score), normalizer Prepend("▁") +
+    Replace(" ", "▁"), a template that puts <s> first.
+"""
+
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_fixtures as MF  # noqa: E402
+
+OUT = os.path.join(MF.FIXTURES, "hf")
+
+
+def safetensors_bytes(tensors):
+    """tensors: list of (name, float32 array) in file order -> bytes."""
+    header, blobs, off = {}, [], 0
+    for name, a in tensors:
+        a = np.ascontiguousarray(a, dtype="<f4")
+        b = a.tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
+def f32(t):
+    return t.detach().double().numpy().astype(np.float32)
+
+
+def hf_pairs_to_halves(w, heads):
+    """Adjacent-pair rows (llama.cpp, the reference) -> HF's rotate-half rows;
+    convert_hf_to_gguf.py's permute() is the inverse of this."""
+    rows = w.shape[0]
+    dh = rows // heads
+    return w.reshape(heads, dh // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gpt2_dir(model, cfg, tok):
+    t = [("wte.weight", f32(model.tok_embd.weight)), ("wpe.weight", f32(model.pos_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "h.%d." % L
+        t += [(p + "ln_1.weight", f32(b.ln1_w)), (p + "ln_1.bias", f32(b.ln1_b)),
+              (p + "attn.c_attn.weight", f32(b.qkv.weight).T), (p + "attn.c_attn.bias", f32(b.qkv.bias)),
+              (p + "attn.c_proj.weight", f32(b.o.weight).T), (p + "attn.c_proj.bias", f32(b.o.bias)),
+              (p + "ln_2.weight", f32(b.ln2_w)), (p + "ln_2.bias", f32(b.ln2_b)),
+              (p + "mlp.c_fc.weight", f32(b.up.weight).T), (p + "mlp.c_fc.bias", f32(b.up.bias)),
+              (p + "mlp.c_proj.weight", f32(b.down.weight).T), (p + "mlp.c_proj.bias", f32(b.down.bias))]
+    t += [("ln_f.weight", f32(model.lnf_w)), ("ln_f.bias", f32(model.lnf_b))]
+    if model.out is not None:
+        t.append(("lm_head.weight", f32(model.out.weight)))
+    config = {
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": cfg.vocab,
+        "n_embd": cfg.d_model, "n_layer": cfg.n_layer, "n_head": cfg.n_head, "n_positions": cfg.ctx,
+        "n_ctx": cfg.ctx, "n_inner": cfg.d_ff, "layer_norm_epsilon": cfg.eps,
+        "activation_function": "gelu_new", "bos_token_id": tok["bos_token_id"],
+        "eos_token_id": tok["eos_token_id"], "tie_word_embeddings": model.out is None,
+    }
+    eot = tok["tokens"].index("<|endoftext|>")
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": eot, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": True, "special": True}],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                          "use_regex": True},
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+                           "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                  "vocab": {s: i for i, s in enumerate(tok["tokens"])},
+                  "merges": list(tok["merges"])},
+    }
+    return {"model.safetensors": safetensors_bytes(t)}, config, tokenizer
+
+
+def spm_merges(tokens, scores, types):
+    """HF's SentencePiece BPE converter: for each normal piece, every split
+    into two pieces of the vocabulary, ordered by the piece's score (then the
+    halves' ids)."""
+    vocab = {s: i for i, s in enumerate(tokens) if types[i] == 1}
+    merges = []
+    for piece, pid in vocab.items():
+        for k in range(1, len(piece)):
+            a, b = piece[:k], piece[k:]
+            if a in vocab and b in vocab:
+                merges.append((-scores[pid], vocab[a], vocab[b], a, b))
+    merges.sort()
+    return ["%s %s" % (m[3], m[4]) for m in merges]
+
+
+def llama_dir(model, cfg, tok):
+    H, Hk = cfg.n_head, cfg.n_kv_head
+    t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "model.layers.%d." % L
+        t += [(p + "input_layernorm.weight", f32(b.ln1_w)),
+              (p + "self_attn.q_proj.weight", hf_pairs_to_halves(f32(b.q.weight), H)),
+              (p + "self_attn.k_proj.weight", hf_pairs_to_halves(f32(b.k.weight), Hk)),
+              (p + "self_attn.v_proj.weight", f32(b.v.weight)),
+              (p + "self_attn.o_proj.weight", f32(b.o.weight)),
+              (p + "post_attention_layernorm.weight", f32(b.ln2_w)),
+              (p + "mlp.gate_proj.weight", f32(b.gate.weight)),
+              (p + "mlp.up_proj.weight", f32(b.up.weight)),
+              (p + "mlp.down_proj.weight", f32(b.down.weight))]
+    t.append(("model.norm.weight", f32(model.lnf_w)))
+    if model.out is not None:
+        t.append(("lm_head.weight", f32(model.out.weight)))
+    # two shards: the embedding and layer 0, then the rest
+    cut = 1 + 9
+    shards = {"model-00001-of-00002.safetensors": t[:cut], "model-00002-of-00002.safetensors": t[cut:]}
+    files = {k: safetensors_bytes(v) for k, v in shards.items()}
+    index = {"metadata": {"total_size": sum(a.nbytes for _, a in t)},
+             "weight_map": {n: k for k, v in shards.items() for n, _ in v}}
+    files["model.safetensors.index.json"] = (json.dumps(index, indent=2) + "\n").encode()
+    config = {
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
+        "num_attention_heads": H, "num_key_value_heads": Hk, "max_position_embeddings": cfg.ctx,
+        "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base, "rope_scaling": None,
+        "hidden_act": "silu", "tie_word_embeddings": model.out is None, "attention_bias": False,
+        "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
+    }
+    tokens, types = tok["tokens"], tok["token_type"]
+    special = [i for i, ty in enumerate(types) if ty in (2, 3)]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i in special],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                                    {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": {s: i for i, s in enumerate(tokens)},
+                  "merges": spm_merges(tokens, tok["scores"], types)},
+    }
+    return files, config, tokenizer
+
+
+def build_dir(which):
+    name, cfg, model, tok, ids, text = MF.build(which)
+    files, config, tokenizer = (gpt2_dir if which == "tiny-gpt2" else llama_dir)(model, cfg, tok)
+    files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
+    files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
+    return files
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    bad = 0
+    for which in ("tiny-gpt2", "tiny-llama"):
+        d = os.path.join(OUT, which)
+        files = build_dir(which)
+        if args.check:
+            for k, v in files.items():
+                p = os.path.join(d, k)
+                same = os.path.exists(p) and open(p, "rb").read() == v
+                bad += not same
+                print("%s %s" % ("ok  " if same else "DIFF", p))
+            continue
+        os.makedirs(d, exist_ok=True)
+        for k, v in files.items():
+            with open(os.path.join(d, k), "wb") as f:
+                f.write(v)
+        print("wrote %s (%s)" % (d, ", ".join(sorted(files))))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+/* arch_hf: what each Hugging Face model_type becomes in a GGUF view (see
+ * hf.h): config.json's keys as llama.cpp's "{arch}.*" keys, and HF's tensor
+ * names as llama.cpp's, with the layout conversions llama.cpp's
+ * convert_hf_to_gguf.py makes (GPT-2's Conv1D weights transposed, Llama's
+ * q/k rows from rotate-half order to adjacent pairs). Like arch_llama2c.c
+ * it names the architectures' tensors; nothing else outside arch_*.c does. */
+#include "hf_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BIG (1LL << 24)
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* One tensor: HF name (printf'd with the layer), GGUF name, conversion,
+ * HF shape from config.json's numbers and how to say it. */
+typedef struct rule {
+    const char *hf, *gguf;
+    as_hf_xform x;
+    int heads;          /* for AS_HF_PAIRS */
+    uint32_t n_dims;
+    uint64_t d0, d1;
+    const char *what;
+    bool optional;
+} rule;
+
+static int add_rules(as_hf *h, const rule *r, size_t n, int layer, as_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char hf[160], gg[160];
+        snprintf(hf, sizeof hf, r[i].hf, layer);
+        snprintf(gg, sizeof gg, r[i].gguf, layer);
+        uint64_t want[2] = {r[i].d0, r[i].d1};
+        if (as_hf_add(h, hf, gg, r[i].x, r[i].heads, r[i].n_dims, want, r[i].what, r[i].optional, NULL, err))
+            return AS_ERR;
+    }
+    return AS_OK;
+}
+
+static int oom(as_hf *h, as_error *err)
+{
+    return as_error_set(err, "%s: out of memory", h->dir);
+}
+
+/* ---------------------------------------------------------------- GPT-2 */
+
+static int gpt2_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, ctx, V, ff;
+    double eps;
+    if (as_hf_cfg_int(h, "n_embd", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "n_layer", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "n_head", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "n_ctx", false, 1024, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "n_positions", false, ctx, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "n_inner", false, 4 * d, 1, BIG, &ff, err) ||
+        as_hf_cfg_num(h, "layer_norm_epsilon", false, 1e-5, 0, 1, &eps, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "activation_function");
+    if (act && !(json_is_string(act) && (!strcmp(json_string_value(act), "gelu_new") ||
+                                         !strcmp(json_string_value(act), "gelu_pytorch_tanh"))))
+        return as_error_set(err, "%s: activation_function '%.30s' is not read (gelu_new, gelu_pytorch_tanh: "
+                            "GPT-2's tanh GELU)", h->config_path, json_is_string(act) ? json_string_value(act) : "?");
+    if (d % H)
+        return as_error_set(err, "%s: n_embd %lld is not a multiple of n_head %lld", h->config_path, d, H);
+    if (!as_hf_kv_u32(h, "gpt2.context_length", (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, "gpt2.embedding_length", (uint32_t)d) || !as_hf_kv_u32(h, "gpt2.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "gpt2.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "gpt2.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_f32(h, "gpt2.attention.layer_norm_epsilon", (float)eps))
+        return oom(h, err);
+    h->alt_prefix = "transformer."; /* GPT2LMHeadModel's names */
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff;
+    const rule top[] = {
+        {"wte.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", false},
+        {"wpe.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D, "[n_positions, n_embd]", false},
+        {"ln_f.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"ln_f.bias", "output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", true},
+    };
+    /* Conv1D weights are [in, out]: transposed into llama.cpp's [out rows of in]. */
+    const rule blk[] = {
+        {"h.%d.ln_1.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_1.bias", "blk.%d.attn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.attn.c_attn.weight", "blk.%d.attn_qkv.weight", AS_HF_TRANSPOSE, 0, 2, D, 3 * D, "[n_embd, 3 x n_embd]",
+         false},
+        {"h.%d.attn.c_attn.bias", "blk.%d.attn_qkv.bias", AS_HF_AS_IS, 0, 1, 3 * D, 0, "[3 x n_embd]", false},
+        {"h.%d.attn.c_proj.weight", "blk.%d.attn_output.weight", AS_HF_TRANSPOSE, 0, 2, D, D, "[n_embd, n_embd]",
+         false},
+        {"h.%d.attn.c_proj.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.bias", "blk.%d.ffn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.mlp.c_fc.weight", "blk.%d.ffn_up.weight", AS_HF_TRANSPOSE, 0, 2, D, F, "[n_embd, n_inner]", false},
+        {"h.%d.mlp.c_fc.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0, "[n_inner]", false},
+        {"h.%d.mlp.c_proj.weight", "blk.%d.ffn_down.weight", AS_HF_TRANSPOSE, 0, 2, F, D, "[n_inner, n_embd]", false},
+        {"h.%d.mlp.c_proj.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* The causal-mask buffers older GPT-2 checkpoints carry. */
+static bool gpt2_ignored(const char *name)
+{
+    return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias");
+}
+
+/* ---------------------------------------------------------------- Llama, Mistral */
+
+/* Llama 3's per-frequency divisors, as convert_hf_to_gguf.py computes them
+ * into rope_freqs.weight from rope_scaling. */
+static void llama3_freqs(float *out, int half, double base, double factor, double low, double high, double orig)
+{
+    double low_wl = orig / low, high_wl = orig / high;
+    for (int i = 0; i < half; i++) {
+        double freq = 1.0 / pow(base, (2.0 * i) / (2.0 * half)), wl = 2 * M_PI / freq;
+        if (wl < high_wl)
+            out[i] = 1.0f;
+        else if (wl > low_wl)
+            out[i] = (float)factor;
+        else {
+            double smooth = (orig / wl - low) / (high - low);
+            out[i] = (float)(1.0 / ((1 - smooth) / factor + smooth));
+        }
+    }
+}
+
+static int llama_rope_scaling(as_hf *h, int dh, double base, as_error *err)
+{
+    const json_t *rs = as_hf_cfg_obj(h, "rope_scaling");
+    if (!rs)
+        return AS_OK;
+    json_t *ty = json_object_get(rs, "rope_type");
+    if (!ty)
+        ty = json_object_get(rs, "type");
+    const char *type = json_string_value(ty);
+    json_t *f = json_object_get(rs, "factor");
+    double factor = json_is_number(f) ? json_number_value(f) : 0;
+    if (!type)
+        return as_error_set(err, "%s: rope_scaling needs a rope_type", h->config_path);
+    if (!strcmp(type, "default"))
+        return AS_OK;
+    if (!(factor > 0 && factor < 1e6))
+        return as_error_set(err, "%s: rope_scaling.factor must be a positive number", h->config_path);
+    if (!strcmp(type, "linear"))
+        return as_hf_kv_str(h, "llama.rope.scaling.type", "linear") &&
+                       as_hf_kv_f32(h, "llama.rope.scaling.factor", (float)factor)
+                   ? AS_OK
+                   : oom(h, err);
+    json_t *o = json_object_get(rs, "original_max_position_embeddings");
+    long long orig = json_is_integer(o) ? json_integer_value(o) : 0;
+    if (!strcmp(type, "yarn")) {
+        if (orig <= 0 || orig > BIG)
+            return as_error_set(err, "%s: rope_scaling (yarn) needs original_max_position_embeddings", h->config_path);
+        return as_hf_kv_str(h, "llama.rope.scaling.type", "yarn") &&
+                       as_hf_kv_f32(h, "llama.rope.scaling.factor", (float)factor) &&
+                       as_hf_kv_u32(h, "llama.rope.scaling.original_context_length", (uint32_t)orig)
+                   ? AS_OK
+                   : oom(h, err);
+    }
+    if (!strcmp(type, "llama3")) {
+        json_t *lo = json_object_get(rs, "low_freq_factor"), *hi = json_object_get(rs, "high_freq_factor");
+        double low = json_is_number(lo) ? json_number_value(lo) : 1.0, high = json_is_number(hi) ? json_number_value(hi) : 4.0;
+        if (orig <= 0 || orig > BIG || !(low > 0 && high > low))
+            return as_error_set(err, "%s: rope_scaling (llama3) needs original_max_position_embeddings and "
+                                "0 < low_freq_factor < high_freq_factor", h->config_path);
+        float freqs[4096];
+        if (dh / 2 > 4096)
+            return as_error_set(err, "%s: head_dim %d is too large", h->config_path, dh);
+        llama3_freqs(freqs, dh / 2, base, factor, low, high, (double)orig);
+        return as_hf_add_f32(h, "rope_freqs.weight", freqs, (uint64_t)(dh / 2), err);
+    }
+    return as_error_set(err, "%s: rope_scaling type '%.20s' is not read (default, linear, yarn, llama3)",
+                        h->config_path, type);
+}
+
+static int llama_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, Hk, ff, V, ctx, dh;
+    double eps, base;
+    bool tied, abias, mbias;
+    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "num_key_value_heads", false, H, 1, H, &Hk, err) ||
+        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "max_position_embeddings", false, 2048, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "head_dim", false, d / H, 2, 65536, &dh, err) ||
+        as_hf_cfg_num(h, "rms_norm_eps", false, 1e-6, 0, 1, &eps, err) ||
+        as_hf_cfg_num(h, "rope_theta", false, 10000.0, 1.0000001, 1e30, &base, err) ||
+        as_hf_cfg_bool(h, "tie_word_embeddings", false, &tied, err) ||
+        as_hf_cfg_bool(h, "attention_bias", false, &abias, err) || as_hf_cfg_bool(h, "mlp_bias", false, &mbias, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "hidden_act");
+    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
+        return as_error_set(err, "%s: hidden_act '%.30s' is not read (silu)", h->config_path,
+                            json_is_string(act) ? json_string_value(act) : "?");
+    if (abias || mbias)
+        return as_error_set(err, "%s: attention_bias / mlp_bias true is not read yet", h->config_path);
+    if (H % Hk || dh % 2)
+        return as_error_set(err, "%s: num_attention_heads %lld must be a multiple of num_key_value_heads %lld, "
+                            "head_dim %lld even", h->config_path, H, Hk, dh);
+    if (!as_hf_kv_u32(h, "llama.context_length", (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, "llama.embedding_length", (uint32_t)d) || !as_hf_kv_u32(h, "llama.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "llama.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "llama.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_u32(h, "llama.attention.head_count_kv", (uint32_t)Hk) ||
+        !as_hf_kv_f32(h, "llama.attention.layer_norm_rms_epsilon", (float)eps) ||
+        !as_hf_kv_f32(h, "llama.rope.freq_base", (float)base) ||
+        !as_hf_kv_u32(h, "llama.rope.dimension_count", (uint32_t)dh) ||
+        !as_hf_kv_u32(h, "llama.vocab_size", (uint32_t)V) ||
+        (dh * H != d && (!as_hf_kv_u32(h, "llama.attention.key_length", (uint32_t)dh) ||
+                         !as_hf_kv_u32(h, "llama.attention.value_length", (uint32_t)dh))))
+        return oom(h, err);
+    if (llama_rope_scaling(h, (int)dh, base, err))
+        return AS_ERR;
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh);
+    const rule top[] = {
+        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", false},
+        {"model.norm.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+    };
+    const rule blk[] = {
+        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", AS_HF_PAIRS, (int)H, 2, Q, D,
+         "[num_attention_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", AS_HF_PAIRS, (int)Hk, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
+         "[hidden_size, num_attention_heads x head_dim]", false},
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+         "[hidden_size, intermediate_size]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+static bool llama_ignored(const char *name)
+{
+    return ends_with(name, ".rotary_emb.inv_freq");
+}
+
+/* ---------------------------------------------------------------- the table */
+
+static const as_hf_family FAMILIES[] = {
+    {"gpt2", "gpt2", gpt2_map, gpt2_ignored},
+    {"llama", "llama", llama_map, llama_ignored},
+    {"mistral", "llama", llama_map, llama_ignored}, /* as llama.cpp converts it */
+};
+
+const as_hf_family *as_hf_family_find(const char *model_type)
+{
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++)
+        if (!strcmp(FAMILIES[i].model_type, model_type))
+            return &FAMILIES[i];
+    return NULL;
+}
+
+const char *as_hf_family_names(void)
+{
+    return "gpt2, llama, mistral";
+}
