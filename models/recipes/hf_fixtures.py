@@ -7,8 +7,11 @@ directory can be held to the GGUF fixture's hooks.
     /usr/bin/python3 models/recipes/hf_fixtures.py            # write
     /usr/bin/python3 models/recipes/hf_fixtures.py --check    # rebuild in memory, compare bytes
 
-Writes tests/fixtures/hf/tiny-gpt2/ (one model.safetensors) and
-tests/fixtures/hf/tiny-llama/ (two shards and model.safetensors.index.json).
+Writes tests/fixtures/hf/tiny-gpt2/ (one model.safetensors, F32),
+tests/fixtures/hf/tiny-llama/ (two shards and model.safetensors.index.json),
+and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
+(tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
+PyTorch pass over the weights so rounded, on the fixture's tokens.
 
 safetensors, from the format's specification (no `safetensors` package):
 an unsigned little-endian 64-bit header length N, N bytes of JSON
@@ -39,6 +42,7 @@ import struct
 import sys
 
 import numpy as np
+import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -47,13 +51,23 @@ import make_fixtures as MF  # noqa: E402
 OUT = os.path.join(MF.FIXTURES, "hf")
 
 
-def safetensors_bytes(tensors):
+def to_bytes(a, dtype):
+    """float32 array -> its bytes as dtype (F32, F16: IEEE round to nearest
+    even by numpy; BF16: by PyTorch)."""
+    a = np.ascontiguousarray(a, dtype="<f4")
+    if dtype == "F32":
+        return a.tobytes()
+    if dtype == "F16":
+        return a.astype("<f2").tobytes()
+    return torch.from_numpy(a.copy()).bfloat16().view(torch.int16).numpy().astype("<i2").tobytes()
+
+
+def safetensors_bytes(tensors, dtype="F32"):
     """tensors: list of (name, float32 array) in file order -> bytes."""
     header, blobs, off = {}, [], 0
     for name, a in tensors:
-        a = np.ascontiguousarray(a, dtype="<f4")
-        b = a.tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [off, off + len(b)]}
+        b = to_bytes(a, dtype)
+        header[name] = {"dtype": dtype, "shape": list(np.shape(a)), "data_offsets": [off, off + len(b)]}
         blobs.append(b)
         off += len(b)
     h = json.dumps(header, separators=(",", ":")).encode()
@@ -73,7 +87,7 @@ def hf_pairs_to_halves(w, heads):
     return w.reshape(heads, dh // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def gpt2_dir(model, cfg, tok):
+def gpt2_dir(model, cfg, tok, dtype="F32", sharded=False):
     t = [("wte.weight", f32(model.tok_embd.weight)), ("wpe.weight", f32(model.pos_embd.weight))]
     for L, b in enumerate(model.blocks):
         p = "h.%d." % L
@@ -109,7 +123,7 @@ def gpt2_dir(model, cfg, tok):
                   "vocab": {s: i for i, s in enumerate(tok["tokens"])},
                   "merges": list(tok["merges"])},
     }
-    return {"model.safetensors": safetensors_bytes(t)}, config, tokenizer
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, tokenizer
 
 
 def spm_merges(tokens, scores, types):
@@ -127,7 +141,7 @@ def spm_merges(tokens, scores, types):
     return ["%s %s" % (m[3], m[4]) for m in merges]
 
 
-def llama_dir(model, cfg, tok):
+def llama_dir(model, cfg, tok, dtype="F32", sharded=True):
     H, Hk = cfg.n_head, cfg.n_kv_head
     t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
     for L, b in enumerate(model.blocks):
@@ -144,13 +158,15 @@ def llama_dir(model, cfg, tok):
     t.append(("model.norm.weight", f32(model.lnf_w)))
     if model.out is not None:
         t.append(("lm_head.weight", f32(model.out.weight)))
-    # two shards: the embedding and layer 0, then the rest
-    cut = 1 + 9
-    shards = {"model-00001-of-00002.safetensors": t[:cut], "model-00002-of-00002.safetensors": t[cut:]}
-    files = {k: safetensors_bytes(v) for k, v in shards.items()}
-    index = {"metadata": {"total_size": sum(a.nbytes for _, a in t)},
-             "weight_map": {n: k for k, v in shards.items() for n, _ in v}}
-    files["model.safetensors.index.json"] = (json.dumps(index, indent=2) + "\n").encode()
+    if sharded:  # two shards: the embedding and layer 0, then the rest
+        cut = 1 + 9
+        shards = {"model-00001-of-00002.safetensors": t[:cut], "model-00002-of-00002.safetensors": t[cut:]}
+        files = {k: safetensors_bytes(v, dtype) for k, v in shards.items()}
+        index = {"metadata": {"total_size": sum(a.nbytes for _, a in t)},
+                 "weight_map": {n: k for k, v in shards.items() for n, _ in v}}
+        files["model.safetensors.index.json"] = (json.dumps(index, indent=2) + "\n").encode()
+    else:
+        files = {"model.safetensors": safetensors_bytes(t, dtype)}
     config = {
         "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": cfg.vocab,
         "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
@@ -188,11 +204,41 @@ def llama_dir(model, cfg, tok):
     return files, config, tokenizer
 
 
-def build_dir(which):
-    name, cfg, model, tok, ids, text = MF.build(which)
-    files, config, tokenizer = (gpt2_dir if which == "tiny-gpt2" else llama_dir)(model, cfg, tok)
+# directory -> (fixture whose weights it holds, dtype, sharded)
+DIRS = {
+    "tiny-gpt2": ("tiny-gpt2", "F32", False),
+    "tiny-llama": ("tiny-llama", "F32", True),
+    "tiny-gpt2-f16": ("tiny-gpt2", "F16", False),
+    "tiny-llama-bf16": ("tiny-llama", "BF16", False),
+}
+TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+
+def reference_logits(model, ids, dtype):
+    """The float64 pass over the weights as the file stores them (rounded
+    to F16 / BF16): the logits attnscope must give from that directory."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(getattr(torch, TORCH_DTYPE[dtype])).double())
+    return np.ascontiguousarray(MF.run_hooks(model, ids)["unembed.hook_out"], dtype=np.float32)
+
+
+def npy_bytes(a):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def build_dir(name):
+    which, dtype, sharded = DIRS[name]
+    _, cfg, model, tok, ids, text = MF.build(which)
+    files, config, tokenizer = (gpt2_dir if which == "tiny-gpt2" else llama_dir)(model, cfg, tok, dtype, sharded)
+    config["torch_dtype"] = TORCH_DTYPE[dtype]
     files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
     files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
+    if dtype != "F32":  # beside the directory, not in it
+        files["../%s.logits.npy" % name] = npy_bytes(reference_logits(model, ids, dtype))
     return files
 
 
@@ -201,9 +247,9 @@ def main():
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     bad = 0
-    for which in ("tiny-gpt2", "tiny-llama"):
-        d = os.path.join(OUT, which)
-        files = build_dir(which)
+    for name in DIRS:
+        d = os.path.join(OUT, name)
+        files = build_dir(name)
         if args.check:
             for k, v in files.items():
                 p = os.path.join(d, k)
