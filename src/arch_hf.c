@@ -116,7 +116,7 @@ static bool gpt2_ignored(const char *name)
     return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias");
 }
 
-/* ---------------------------------------------------------------- Llama, Mistral */
+/* ---------------------------------------------------------------- Llama, Mistral, Qwen 2 and 3 */
 
 /* Llama 3's per-frequency divisors, as convert_hf_to_gguf.py computes them
  * into rope_freqs.weight from rope_scaling. */
@@ -136,8 +136,12 @@ static void llama3_freqs(float *out, int half, double base, double factor, doubl
     }
 }
 
-static int llama_rope_scaling(as_hf *h, int dh, double base, as_error *err)
+static int rope_scaling(as_hf *h, const char *arch, int dh, double base, as_error *err)
 {
+    char ty_key[96], f_key[96], o_key[96];
+    snprintf(ty_key, sizeof ty_key, "%s.rope.scaling.type", arch);
+    snprintf(f_key, sizeof f_key, "%s.rope.scaling.factor", arch);
+    snprintf(o_key, sizeof o_key, "%s.rope.scaling.original_context_length", arch);
     const json_t *rs = as_hf_cfg_obj(h, "rope_scaling");
     if (!rs)
         return AS_OK;
@@ -154,8 +158,8 @@ static int llama_rope_scaling(as_hf *h, int dh, double base, as_error *err)
     if (!(factor > 0 && factor < 1e6))
         return as_error_set(err, "%s: rope_scaling.factor must be a positive number", h->config_path);
     if (!strcmp(type, "linear"))
-        return as_hf_kv_str(h, "llama.rope.scaling.type", "linear") &&
-                       as_hf_kv_f32(h, "llama.rope.scaling.factor", (float)factor)
+        return as_hf_kv_str(h, ty_key, "linear") &&
+                       as_hf_kv_f32(h, f_key, (float)factor)
                    ? AS_OK
                    : oom(h, err);
     json_t *o = json_object_get(rs, "original_max_position_embeddings");
@@ -163,9 +167,9 @@ static int llama_rope_scaling(as_hf *h, int dh, double base, as_error *err)
     if (!strcmp(type, "yarn")) {
         if (orig <= 0 || orig > BIG)
             return as_error_set(err, "%s: rope_scaling (yarn) needs original_max_position_embeddings", h->config_path);
-        return as_hf_kv_str(h, "llama.rope.scaling.type", "yarn") &&
-                       as_hf_kv_f32(h, "llama.rope.scaling.factor", (float)factor) &&
-                       as_hf_kv_u32(h, "llama.rope.scaling.original_context_length", (uint32_t)orig)
+        return as_hf_kv_str(h, ty_key, "yarn") &&
+                       as_hf_kv_f32(h, f_key, (float)factor) &&
+                       as_hf_kv_u32(h, o_key, (uint32_t)orig)
                    ? AS_OK
                    : oom(h, err);
     }
@@ -185,9 +189,17 @@ static int llama_rope_scaling(as_hf *h, int dh, double base, as_error *err)
                         h->config_path, type);
 }
 
-static int llama_map(as_hf *h, as_error *err)
+/* What tells the Llama-family files apart in HF's layout. */
+typedef struct dec_opts {
+    const char *arch;   /* llama.cpp's architecture, the keys' prefix */
+    bool pairs;         /* rotary on adjacent pairs in llama.cpp: q/k rows permuted */
+    bool qkv_bias;      /* q_proj, k_proj, v_proj have biases (Qwen 2) */
+    bool qk_norm;       /* q_norm, k_norm per head (Qwen 3) */
+} dec_opts;
+
+static int dec_map(as_hf *h, const dec_opts *o, as_error *err)
 {
-    long long d, L, H, Hk, ff, V, ctx, dh;
+    long long d, L, H, Hk, ff, V, ctx, dh, window = 0;
     double eps, base;
     bool tied, abias, mbias;
     if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
@@ -207,26 +219,35 @@ static int llama_map(as_hf *h, as_error *err)
     if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
         return as_error_set(err, "%s: hidden_act '%.30s' is not read (silu)", h->config_path,
                             json_is_string(act) ? json_string_value(act) : "?");
-    if (abias || mbias)
+    if ((abias && !o->qkv_bias) || mbias)
         return as_error_set(err, "%s: attention_bias / mlp_bias true is not read yet", h->config_path);
+    /* Mistral's window (Qwen's only when use_sliding_window is true) */
+    bool use_window = true;
+    if (as_hf_cfg_bool(h, "use_sliding_window", !o->qkv_bias && !o->qk_norm, &use_window, err) ||
+        (use_window && as_hf_cfg_int(h, "sliding_window", false, 0, 0, BIG, &window, err)))
+        return AS_ERR;
     if (H % Hk || dh % 2)
         return as_error_set(err, "%s: num_attention_heads %lld must be a multiple of num_key_value_heads %lld, "
                             "head_dim %lld even", h->config_path, H, Hk, dh);
-    if (!as_hf_kv_u32(h, "llama.context_length", (uint32_t)ctx) ||
-        !as_hf_kv_u32(h, "llama.embedding_length", (uint32_t)d) || !as_hf_kv_u32(h, "llama.block_count", (uint32_t)L) ||
-        !as_hf_kv_u32(h, "llama.feed_forward_length", (uint32_t)ff) ||
-        !as_hf_kv_u32(h, "llama.attention.head_count", (uint32_t)H) ||
-        !as_hf_kv_u32(h, "llama.attention.head_count_kv", (uint32_t)Hk) ||
-        !as_hf_kv_f32(h, "llama.attention.layer_norm_rms_epsilon", (float)eps) ||
-        !as_hf_kv_f32(h, "llama.rope.freq_base", (float)base) ||
-        !as_hf_kv_u32(h, "llama.rope.dimension_count", (uint32_t)dh) ||
-        !as_hf_kv_u32(h, "llama.vocab_size", (uint32_t)V) ||
-        (dh * H != d && (!as_hf_kv_u32(h, "llama.attention.key_length", (uint32_t)dh) ||
-                         !as_hf_kv_u32(h, "llama.attention.value_length", (uint32_t)dh))))
+    char k[14][96];
+    static const char *const suffix[14] = {
+        "context_length", "embedding_length", "block_count", "feed_forward_length", "attention.head_count",
+        "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+        "vocab_size", "attention.key_length", "attention.value_length", "attention.sliding_window", ""};
+    for (int i = 0; i < 14; i++)
+        snprintf(k[i], sizeof k[i], "%s.%s", o->arch, suffix[i]);
+    if (!as_hf_kv_u32(h, k[0], (uint32_t)ctx) || !as_hf_kv_u32(h, k[1], (uint32_t)d) ||
+        !as_hf_kv_u32(h, k[2], (uint32_t)L) || !as_hf_kv_u32(h, k[3], (uint32_t)ff) ||
+        !as_hf_kv_u32(h, k[4], (uint32_t)H) || !as_hf_kv_u32(h, k[5], (uint32_t)Hk) ||
+        !as_hf_kv_f32(h, k[6], (float)eps) || !as_hf_kv_f32(h, k[7], (float)base) ||
+        !as_hf_kv_u32(h, k[8], (uint32_t)dh) || !as_hf_kv_u32(h, k[9], (uint32_t)V) ||
+        (dh * H != d && (!as_hf_kv_u32(h, k[10], (uint32_t)dh) || !as_hf_kv_u32(h, k[11], (uint32_t)dh))) ||
+        (window > 0 && !as_hf_kv_u32(h, k[12], (uint32_t)window)))
         return oom(h, err);
-    if (llama_rope_scaling(h, (int)dh, base, err))
+    if (rope_scaling(h, o->arch, (int)dh, base, err))
         return AS_ERR;
-    uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh);
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
+    as_hf_xform qk = o->pairs ? AS_HF_PAIRS : AS_HF_AS_IS;
     const rule top[] = {
         {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", false},
@@ -236,9 +257,9 @@ static int llama_map(as_hf *h, as_error *err)
     const rule blk[] = {
         {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", AS_HF_PAIRS, (int)H, 2, Q, D,
+        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", qk, (int)H, 2, Q, D,
          "[num_attention_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", AS_HF_PAIRS, (int)Hk, 2, K, D,
+        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", qk, (int)Hk, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
         {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
@@ -253,12 +274,47 @@ static int llama_map(as_hf *h, as_error *err)
         {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
     };
+    const rule bias[] = {
+        {"model.layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, Q, 0,
+         "[num_attention_heads x head_dim]", false},
+        {"model.layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, K, 0,
+         "[num_key_value_heads x head_dim]", false},
+        {"model.layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, K, 0,
+         "[num_key_value_heads x head_dim]", false},
+    };
+    const rule qk_norm[] = {
+        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
+         "[head_dim]", false},
+        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
+         "[head_dim]", false},
+    };
     if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
         return AS_ERR;
     for (int l = 0; l < (int)L; l++)
-        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err) ||
+            (o->qkv_bias && add_rules(h, bias, sizeof bias / sizeof bias[0], l, err)) ||
+            (o->qk_norm && add_rules(h, qk_norm, sizeof qk_norm / sizeof qk_norm[0], l, err)))
             return AS_ERR;
     return AS_OK;
+}
+
+/* llama.cpp rotates Llama's and Mistral's pairs, Qwen's halves (NEOX). */
+static int llama_map(as_hf *h, as_error *err)
+{
+    static const dec_opts o = {"llama", true, false, false};
+    return dec_map(h, &o, err);
+}
+
+static int qwen2_map(as_hf *h, as_error *err)
+{
+    static const dec_opts o = {"qwen2", false, true, false};
+    return dec_map(h, &o, err);
+}
+
+static int qwen3_map(as_hf *h, as_error *err)
+{
+    static const dec_opts o = {"qwen3", false, false, true};
+    return dec_map(h, &o, err);
 }
 
 static bool llama_ignored(const char *name)
@@ -272,6 +328,8 @@ static const as_hf_family FAMILIES[] = {
     {"gpt2", "gpt2", gpt2_map, gpt2_ignored},
     {"llama", "llama", llama_map, llama_ignored},
     {"mistral", "llama", llama_map, llama_ignored}, /* as llama.cpp converts it */
+    {"qwen2", "qwen2", qwen2_map, llama_ignored},
+    {"qwen3", "qwen3", qwen3_map, llama_ignored},
 };
 
 const as_hf_family *as_hf_family_find(const char *model_type)
@@ -284,5 +342,5 @@ const as_hf_family *as_hf_family_find(const char *model_type)
 
 const char *as_hf_family_names(void)
 {
-    return "gpt2, llama, mistral";
+    return "gpt2, llama, mistral, qwen2, qwen3";
 }

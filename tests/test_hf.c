@@ -93,6 +93,11 @@ static void same_as_gguf(const char *name)
 
 Test(hf, gpt2_directory_runs_as_its_gguf) { same_as_gguf("tiny-gpt2"); }
 Test(hf, sharded_llama_directory_runs_as_its_gguf) { same_as_gguf("tiny-llama"); }
+/* rope_scaling yarn; Mistral's sliding_window with linear scaling; Qwen 3's
+ * q/k norms, head_dim apart from hidden_size / heads, NEOX rotary (rows as HF has them) */
+Test(hf, llama_yarn_directory_runs_as_its_gguf) { same_as_gguf("tiny-llama-yarn"); }
+Test(hf, mistral_directory_runs_as_its_gguf) { same_as_gguf("tiny-mistral"); }
+Test(hf, qwen3_directory_runs_as_its_gguf) { same_as_gguf("tiny-qwen3"); }
 
 /* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
 static void same_ids(const char *name)

@@ -9,7 +9,9 @@ directory can be held to the GGUF fixture's hooks.
 
 Writes tests/fixtures/hf/tiny-gpt2/ (one model.safetensors, F32),
 tests/fixtures/hf/tiny-llama/ (two shards and model.safetensors.index.json),
-and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
+tiny-llama-yarn/, tiny-mistral/ and tiny-qwen3/ (the decoder fixtures
+of those names: YaRN, a window with linear scaling, q/k norms with NEOX
+rotary), and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
 (tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
 PyTorch pass over the weights so rounded, on the fixture's tokens.
 
@@ -142,14 +144,23 @@ def spm_merges(tokens, scores, types):
 
 
 def llama_dir(model, cfg, tok, dtype="F32", sharded=True):
+    """Llama, Mistral (a window), Qwen 3 (q/k norms; NEOX rotary, which is
+    HF's rotate-half already: its rows stay as they are)."""
     H, Hk = cfg.n_head, cfg.n_kv_head
+    neox, qk_norm = getattr(cfg, "neox", False), getattr(cfg, "qk_norm", False)
+
+    def qk(w, heads):
+        return w if neox else hf_pairs_to_halves(w, heads)
+
     t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
     for L, b in enumerate(model.blocks):
         p = "model.layers.%d." % L
         t += [(p + "input_layernorm.weight", f32(b.ln1_w)),
-              (p + "self_attn.q_proj.weight", hf_pairs_to_halves(f32(b.q.weight), H)),
-              (p + "self_attn.k_proj.weight", hf_pairs_to_halves(f32(b.k.weight), Hk)),
-              (p + "self_attn.v_proj.weight", f32(b.v.weight)),
+              (p + "self_attn.q_proj.weight", qk(f32(b.q.weight), H)),
+              (p + "self_attn.k_proj.weight", qk(f32(b.k.weight), Hk))]
+        if qk_norm:
+            t += [(p + "self_attn.q_norm.weight", f32(b.q_norm_w)), (p + "self_attn.k_norm.weight", f32(b.k_norm_w))]
+        t += [(p + "self_attn.v_proj.weight", f32(b.v.weight)),
               (p + "self_attn.o_proj.weight", f32(b.o.weight)),
               (p + "post_attention_layernorm.weight", f32(b.ln2_w)),
               (p + "mlp.gate_proj.weight", f32(b.gate.weight)),
@@ -167,14 +178,29 @@ def llama_dir(model, cfg, tok, dtype="F32", sharded=True):
         files["model.safetensors.index.json"] = (json.dumps(index, indent=2) + "\n").encode()
     else:
         files = {"model.safetensors": safetensors_bytes(t, dtype)}
+    window = getattr(cfg, "window", 0)
+    model_type = "qwen3" if qk_norm else "mistral" if window else "llama"
+    sc = getattr(cfg, "rope_scaling", None)
+    if sc is None:
+        scaling = None
+    elif sc[0] == "linear":
+        scaling = {"rope_type": "linear", "factor": sc[1]}
+    elif sc[0] == "yarn":
+        scaling = {"rope_type": "yarn", "factor": sc[1], "original_max_position_embeddings": sc[2]}
+    else:
+        raise ValueError("no HF form written for rope scaling %r" % (sc,))
     config = {
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": cfg.vocab,
+        "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                           "qwen3": "Qwen3ForCausalLM"}[model_type]],
+        "model_type": model_type, "vocab_size": cfg.vocab,
         "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
-        "num_attention_heads": H, "num_key_value_heads": Hk, "max_position_embeddings": cfg.ctx,
-        "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base, "rope_scaling": None,
-        "hidden_act": "silu", "tie_word_embeddings": model.out is None, "attention_bias": False,
-        "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
+        "num_attention_heads": H, "num_key_value_heads": Hk, "head_dim": cfg.d_head,
+        "max_position_embeddings": cfg.ctx, "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base,
+        "rope_scaling": scaling, "hidden_act": "silu", "tie_word_embeddings": model.out is None,
+        "attention_bias": False, "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
     }
+    if window:
+        config["sliding_window"] = window
     tokens, types = tok["tokens"], tok["token_type"]
     special = [i for i, ty in enumerate(types) if ty in (2, 3)]
     tokenizer = {
@@ -210,6 +236,9 @@ DIRS = {
     "tiny-llama": ("tiny-llama", "F32", True),
     "tiny-gpt2-f16": ("tiny-gpt2", "F16", False),
     "tiny-llama-bf16": ("tiny-llama", "BF16", False),
+    "tiny-llama-yarn": ("tiny-llama-yarn", "F32", False),
+    "tiny-mistral": ("tiny-mistral", "F32", False),
+    "tiny-qwen3": ("tiny-qwen3", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -232,7 +261,7 @@ def npy_bytes(a):
 
 def build_dir(name):
     which, dtype, sharded = DIRS[name]
-    _, cfg, model, tok, ids, text = MF.build(which)
+    _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
     files, config, tokenizer = (gpt2_dir if which == "tiny-gpt2" else llama_dir)(model, cfg, tok, dtype, sharded)
     config["torch_dtype"] = TORCH_DTYPE[dtype]
     files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
