@@ -38,6 +38,7 @@ static void hf_release(void *owner)
     free(h->t);
     free(h->bufs);
     json_decref(h->config);
+    json_decref(h->names);
     free(h->dir);
     free(h);
 }
@@ -395,7 +396,8 @@ static int read_safetensors(as_hf *h, const char *path, const char *why, as_erro
         }
         as_hf_tensor *t = &h->t[h->n];
         memset(t, 0, sizeof *t);
-        if (!(t->name = strdup(key))) {
+        if (!(t->name = strdup(key)) || json_object_set_new(h->names, key, json_integer((json_int_t)h->n))) {
+            free(t->name);
             rc = as_error_set(err, "%s: out of memory", path);
             break;
         }
@@ -472,16 +474,13 @@ static int read_weights(as_hf *h, as_error *err)
 
 as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name)
 {
-    for (size_t i = 0; i < h->n; i++)
-        if (!strcmp(h->t[i].name, hf_name))
-            return &h->t[i];
-    if (h->alt_prefix) {
-        size_t p = strlen(h->alt_prefix);
-        for (size_t i = 0; i < h->n; i++)
-            if (!strncmp(h->t[i].name, h->alt_prefix, p) && !strcmp(h->t[i].name + p, hf_name))
-                return &h->t[i];
+    json_t *i = json_object_get(h->names, hf_name);
+    if (!i && h->alt_prefix) {
+        char name[512];
+        if ((size_t)snprintf(name, sizeof name, "%s%s", h->alt_prefix, hf_name) < sizeof name)
+            i = json_object_get(h->names, name);
     }
-    return NULL;
+    return i ? &h->t[json_integer_value(i)] : NULL;
 }
 
 static as_gguf_tensor *view_tensor(as_hf *h, const char *gguf_name, as_error *err)
@@ -1000,7 +999,7 @@ int as_hf_open(as_gguf **out, const char *dir, as_error *err)
     size_t len = strlen(dir);
     while (len > 1 && dir[len - 1] == '/')
         len--;
-    if (!g || !h || !(h->dir = strndup(dir, len)) || !(g->path = strdup(h->dir))) {
+    if (!g || !h || !(h->dir = strndup(dir, len)) || !(g->path = strdup(h->dir)) || !(h->names = json_object())) {
         free(g ? g->path : NULL);
         free(g);
         hf_release(h);

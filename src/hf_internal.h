@@ -38,6 +38,7 @@ typedef struct as_hf {
     const char *alt_prefix;  /* tried before a name when the name is absent ("transformer.") */
     as_hf_tensor *t;
     size_t n, cap;
+    json_t *names;           /* tensor name -> index into t (Jansson's hash table) */
     as_hf_file *files;
     size_t n_files;
     void **bufs;             /* converted tensors and metadata arrays the view points into */
