@@ -322,6 +322,143 @@ static bool llama_ignored(const char *name)
     return ends_with(name, ".rotary_emb.inv_freq");
 }
 
+/* ---------------------------------------------------------------- BERT */
+
+/* sentence-transformers' 1_Pooling/config.json, as llama.cpp's converter
+ * reads it: mean, CLS or last-token pooling (absent: none). */
+static int bert_pooling(as_hf *h, uint32_t *pooling, as_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/1_Pooling/config.json", h->dir);
+    *pooling = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return AS_OK;
+    fclose(f);
+    json_t *j = as_hf_load_json(path, err);
+    if (!j)
+        return AS_ERR;
+    static const struct { const char *key; uint32_t v; } modes[] = {
+        {"pooling_mode_mean_tokens", 1}, {"pooling_mode_cls_token", 2}, {"pooling_mode_lasttoken", 3}};
+    for (size_t i = 0; i < 3; i++)
+        if (json_is_true(json_object_get(j, modes[i].key)))
+            *pooling = modes[i].v;
+    json_decref(j);
+    return AS_OK;
+}
+
+static int bert_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, ff, V, ctx, types;
+    double eps;
+    uint32_t pooling;
+    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "max_position_embeddings", false, 512, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "type_vocab_size", false, 2, 1, 1024, &types, err) ||
+        as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) || bert_pooling(h, &pooling, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "hidden_act");
+    const char *a = json_is_string(act) ? json_string_value(act) : "gelu";
+    if (strcmp(a, "gelu_new") && strcmp(a, "gelu_pytorch_tanh"))
+        return as_error_set(err, "%s: hidden_act '%.30s' is not read yet: attnscope's bert runs the tanh GELU "
+                            "(gelu_new, gelu_pytorch_tanh), as llama.cpp does, not the exact erf one ('gelu')",
+                            h->config_path, a);
+    json_t *pe = json_object_get(h->config, "position_embedding_type");
+    if (pe && !(json_is_string(pe) && !strcmp(json_string_value(pe), "absolute")))
+        return as_error_set(err, "%s: position_embedding_type must be 'absolute'", h->config_path);
+    if (d % H)
+        return as_error_set(err, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld", h->config_path,
+                            d, H);
+    if (!as_hf_kv_u32(h, "bert.context_length", (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, "bert.embedding_length", (uint32_t)d) || !as_hf_kv_u32(h, "bert.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "bert.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "bert.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_u32(h, "bert.pooling_type", pooling) || !as_hf_kv_u32(h, "bert.vocab_size", (uint32_t)V) ||
+        !as_hf_kv_f32(h, "bert.attention.layer_norm_epsilon", (float)eps) ||
+        !as_hf_kv_bool(h, "bert.attention.causal", false) ||
+        !as_hf_kv_u32(h, "tokenizer.ggml.token_type_count", (uint32_t)types))
+        return oom(h, err);
+    h->alt_prefix = "bert."; /* BertForMaskedLM's names; BertModel's have none */
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff;
+    const rule top[] = {
+        {"embeddings.word_embeddings.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", false},
+        {"embeddings.position_embeddings.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D,
+         "[max_position_embeddings, hidden_size]", false},
+        {"embeddings.token_type_embeddings.weight", "token_types.weight", AS_HF_AS_IS, 0, 2, (uint64_t)types, D,
+         "[type_vocab_size, hidden_size]", false},
+        {"embeddings.LayerNorm.weight", "token_embd_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"embeddings.LayerNorm.bias", "token_embd_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+    };
+    /* BertForMaskedLM's head: our mlm.* (its decoder is tied to the embeddings unless stored) */
+    const rule mlm[] = {
+        {"cls.predictions.transform.dense.weight", "mlm.dense.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"cls.predictions.transform.dense.bias", "mlm.dense.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.transform.LayerNorm.weight", "mlm.norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"cls.predictions.transform.LayerNorm.bias", "mlm.norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.bias", "mlm.output.bias", AS_HF_AS_IS, 0, 1, (uint64_t)V, 0, "[vocab_size]", false},
+        {"cls.predictions.decoder.weight", "mlm.output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", true},
+    };
+    const rule blk[] = {
+        {"encoder.layer.%d.attention.self.query.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.self.query.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.attention.self.key.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.self.key.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.attention.self.value.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.self.value.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.attention.output.dense.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.output.dense.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"encoder.layer.%d.attention.output.LayerNorm.weight", "blk.%d.attn_output_norm.weight", AS_HF_AS_IS, 0, 1, D,
+         0, "[hidden_size]", false},
+        {"encoder.layer.%d.attention.output.LayerNorm.bias", "blk.%d.attn_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"encoder.layer.%d.intermediate.dense.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"encoder.layer.%d.intermediate.dense.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0,
+         "[intermediate_size]", false},
+        {"encoder.layer.%d.output.dense.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+         "[hidden_size, intermediate_size]", false},
+        {"encoder.layer.%d.output.dense.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.output.LayerNorm.weight", "blk.%d.layer_output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"encoder.layer.%d.output.LayerNorm.bias", "blk.%d.layer_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    if (as_hf_find(h, mlm[0].hf) && add_rules(h, mlm, sizeof mlm / sizeof mlm[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* What attnscope does not run: the pooler's dense layer and the
+ * next-sentence head (its pooling is the one 1_Pooling names), the
+ * position-id buffer, and the decoder's bias when stored twice. */
+static bool bert_ignored(const char *name)
+{
+    return strstr(name, "pooler.dense.") || !strncmp(name, "cls.seq_relationship.", 21) ||
+           ends_with(name, "embeddings.position_ids") || !strcmp(name, "cls.predictions.decoder.bias");
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const as_hf_family FAMILIES[] = {
@@ -330,6 +467,7 @@ static const as_hf_family FAMILIES[] = {
     {"mistral", "llama", llama_map, llama_ignored}, /* as llama.cpp converts it */
     {"qwen2", "qwen2", qwen2_map, llama_ignored},
     {"qwen3", "qwen3", qwen3_map, llama_ignored},
+    {"bert", "bert", bert_map, bert_ignored},
 };
 
 const as_hf_family *as_hf_family_find(const char *model_type)
@@ -342,5 +480,5 @@ const as_hf_family *as_hf_family_find(const char *model_type)
 
 const char *as_hf_family_names(void)
 {
-    return "gpt2, llama, mistral, qwen2, qwen3";
+    return "gpt2, llama, mistral, qwen2, qwen3, bert";
 }

@@ -58,7 +58,7 @@ static void *keep(as_hf *h, size_t bytes)
 
 /* ---------------------------------------------------------------- JSON files */
 
-static json_t *load_json(const char *path, as_error *err)
+json_t *as_hf_load_json(const char *path, as_error *err)
 {
     json_error_t je;
     json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
@@ -422,7 +422,7 @@ static int read_weights(as_hf *h, as_error *err)
                                 h->dir);
         return read_safetensors(h, path, "", err);
     }
-    json_t *idx = load_json(path, err);
+    json_t *idx = as_hf_load_json(path, err);
     if (!idx)
         return AS_ERR;
     json_t *wm = json_object_get(idx, "weight_map");
@@ -837,19 +837,93 @@ static bool normalizer_prepends(const json_t *nz)
     return p && json_is_string(json_object_get(p, "prepend"));
 }
 
+/* A special token's id from BertProcessing's ["[CLS]", 101], else the text's. */
+static long long bert_special(tok_read *r, const json_t *pair, const char *text)
+{
+    json_t *id = json_array_get(pair, 1);
+    if (json_is_integer(id) && json_integer_value(id) >= 0 && (size_t)json_integer_value(id) < r->n)
+        return json_integer_value(id);
+    return token_id(r, text);
+}
+
+/* WordPiece (BERT): pieces stored as llama.cpp's converter stores them (a
+ * word's first piece with '▁' in front, a continuation without its '##',
+ * [BRACKETED] specials as they are), BertNormalizer's options, [CLS] and
+ * [SEP] from the post-processor. */
+static int tok_wordpiece(tok_read *r, as_error *err)
+{
+    as_hf *h = r->h;
+    const json_t *pre = json_object_get(r->root, "pre_tokenizer"), *nz = json_object_get(r->root, "normalizer");
+    json_t *prefix = json_object_get(r->model, "continuing_subword_prefix");
+    if (!is_type(pre, "BertPreTokenizer"))
+        return as_error_set(err, "%s: a WordPiece model with a pre_tokenizer other than BertPreTokenizer is not read "
+                            "yet", r->path);
+    if (!is_type(nz, "BertNormalizer"))
+        return as_error_set(err, "%s: a WordPiece model with a normalizer other than BertNormalizer is not read yet",
+                            r->path);
+    if (prefix && !(json_is_string(prefix) && !strcmp(json_string_value(prefix), "##")))
+        return as_error_set(err, "%s: continuing_subword_prefix other than '##' is not read yet", r->path);
+    json_t *lc = json_object_get(nz, "lowercase"), *sa = json_object_get(nz, "strip_accents");
+    bool lower = !lc || json_is_true(lc), strip = sa && !json_is_null(sa) ? json_is_true(sa) : lower;
+    for (size_t i = 0; i < r->n; i++) {
+        const char *t = r->tokens[i];
+        size_t len = r->lens[i];
+        char *c = NULL;
+        if (len >= 2 && t[0] == '[' && t[len - 1] == ']')
+            continue;
+        if (len >= 2 && !strncmp(t, "##", 2))
+            c = strndup(t + 2, len - 2);
+        else if ((c = malloc(len + 4)))
+            memcpy(c, "\xe2\x96\x81", 3), memcpy(c + 3, t, len), c[len + 3] = '\0';
+        if (!c)
+            return as_error_set(err, "%s: out of memory", r->path);
+        free(r->tokens[i]);
+        r->tokens[i] = c;
+        r->lens[i] = strlen(c);
+    }
+    long long cls = token_id(r, "[CLS]"), sep = token_id(r, "[SEP]"), unk = -1;
+    const json_t *pp = json_object_get(r->root, "post_processor");
+    if (is_type(pp, "BertProcessing")) {
+        cls = bert_special(r, json_object_get(pp, "cls"), "[CLS]");
+        sep = bert_special(r, json_object_get(pp, "sep"), "[SEP]");
+    } else {
+        bool add_bos, add_eos;
+        tok_template(r, &add_bos, &add_eos, &cls, &sep);
+    }
+    json_t *u = json_object_get(r->model, "unk_token");
+    unk = json_is_string(u) ? token_id(r, json_string_value(u)) : -1;
+    long long pad = token_id(r, "[PAD]"), mask = token_id(r, "[MASK]");
+    bool ok = kv_strs(h, "tokenizer.ggml.tokens", r->tokens, r->lens, r->n);
+    r->tokens = NULL, r->lens = NULL; /* kv_strs took them, whatever happened */
+    ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "bert") &&
+              kv_arr4(h, "tokenizer.ggml.token_type", AS_GGUF_INT32, r->types, r->n) &&
+              (cls < 0 || (as_hf_kv_u32(h, "tokenizer.ggml.bos_token_id", (uint32_t)cls) &&
+                           as_hf_kv_u32(h, "tokenizer.ggml.cls_token_id", (uint32_t)cls))) &&
+              (sep < 0 || as_hf_kv_u32(h, "tokenizer.ggml.seperator_token_id", (uint32_t)sep)) &&
+              (unk < 0 || as_hf_kv_u32(h, "tokenizer.ggml.unknown_token_id", (uint32_t)unk)) &&
+              (pad < 0 || as_hf_kv_u32(h, "tokenizer.ggml.padding_token_id", (uint32_t)pad)) &&
+              (mask < 0 || as_hf_kv_u32(h, "tokenizer.ggml.mask_token_id", (uint32_t)mask)) &&
+              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.lowercase", lower) &&
+              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.strip_accents", strip);
+    return ok ? AS_OK : as_error_set(err, "%s: out of memory", r->path);
+}
+
 static int tok_read_all(tok_read *r, as_error *err)
 {
     as_hf *h = r->h;
     json_t *type = json_object_get(r->model, "type");
     if (!json_is_object(r->model) || !json_is_string(type))
         return as_error_set(err, "%s: 'model' needs a 'type'", r->path);
-    if (strcmp(json_string_value(type), "BPE"))
-        return as_error_set(err, "%s: model type '%.20s' is not read yet (BPE is: byte-level and SentencePiece-"
-                            "style; WordPiece and Unigram are not)", r->path, json_string_value(type));
+    bool wordpiece = !strcmp(json_string_value(type), "WordPiece");
+    if (strcmp(json_string_value(type), "BPE") && !wordpiece)
+        return as_error_set(err, "%s: model type '%.20s' is not read yet (BPE, byte-level and SentencePiece-style, "
+                            "and WordPiece are; Unigram is not)", r->path, json_string_value(type));
     if (!json_is_object(r->vocab) || (r->added && !json_is_array(r->added)))
         return as_error_set(err, "%s: model.vocab must be an object and added_tokens an array", r->path);
     if (tok_table(r, err))
         return AS_ERR;
+    if (wordpiece)
+        return tok_wordpiece(r, err);
     char **merges = NULL;
     uint64_t *mlens = NULL;
     size_t n_merges = 0;
@@ -897,9 +971,9 @@ static int tok_read_all(tok_read *r, as_error *err)
     }
     bool ok = rc == AS_OK;
     if (ok && byte_level) {
-        ok = as_hf_kv_str(h, "tokenizer.ggml.model", "gpt2") && as_hf_kv_str(h, "tokenizer.ggml.pre", pre_name) &&
-             kv_strs(h, "tokenizer.ggml.merges", merges, mlens, n_merges);
+        ok = kv_strs(h, "tokenizer.ggml.merges", merges, mlens, n_merges); /* takes them in any case */
         merges = NULL, mlens = NULL;
+        ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "gpt2") && as_hf_kv_str(h, "tokenizer.ggml.pre", pre_name);
     } else if (ok) {
         bool prefix = normalizer_prepends(nz) || is_type(pre, "Metaspace");
         ok = as_hf_kv_str(h, "tokenizer.ggml.model", "llama") &&
@@ -931,7 +1005,7 @@ static int read_tokenizer(as_hf *h, as_error *err)
     snprintf(r.path, sizeof r.path, "%s/tokenizer.json", h->dir);
     if (access(r.path, F_OK) != 0)
         return as_error_set(err, "%s: missing (attnscope reads the vocabulary from it)", r.path);
-    if (!(r.root = load_json(r.path, err)))
+    if (!(r.root = as_hf_load_json(r.path, err)))
         return AS_ERR;
     r.model = json_object_get(r.root, "model");
     r.vocab = json_object_get(r.model, "vocab");
@@ -967,7 +1041,7 @@ static int open_dir(as_hf *h, as_error *err)
     snprintf(h->config_path, sizeof h->config_path, "%s/config.json", h->dir);
     if (access(h->config_path, F_OK) != 0)
         return as_error_set(err, "%s: not a Hugging Face model directory: config.json is missing", h->dir);
-    if (!(h->config = load_json(h->config_path, err)))
+    if (!(h->config = as_hf_load_json(h->config_path, err)))
         return AS_ERR;
     json_t *mt = json_object_get(h->config, "model_type");
     if (!json_is_string(mt))

@@ -29,8 +29,18 @@ static void feed_fixture_tokens(as_session *s, const char *name)
     for (size_t i = 0; i < tok.count; i++)
         o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
     run_ok(s, cmd);
-    run_ok(s, "finish");
     npy_free(&tok);
+    /* an encoder's fixture is a sentence pair: its token types too */
+    snprintf(path, sizeof path, "fixtures/%s/types.npy", name);
+    if (access(path, R_OK) == 0) {
+        cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
+        o = (size_t)snprintf(cmd, sizeof cmd, "token-types");
+        for (size_t i = 0; i < tok.count; i++)
+            o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
+        run_ok(s, cmd);
+        npy_free(&tok);
+    }
+    run_ok(s, "finish");
 }
 
 static float *values(as_session *s, int h, size_t *count)
@@ -98,6 +108,8 @@ Test(hf, sharded_llama_directory_runs_as_its_gguf) { same_as_gguf("tiny-llama");
 Test(hf, llama_yarn_directory_runs_as_its_gguf) { same_as_gguf("tiny-llama-yarn"); }
 Test(hf, mistral_directory_runs_as_its_gguf) { same_as_gguf("tiny-mistral"); }
 Test(hf, qwen3_directory_runs_as_its_gguf) { same_as_gguf("tiny-qwen3"); }
+/* BertForMaskedLM: token types, the masked-LM head, mean pooling from 1_Pooling */
+Test(hf, bert_directory_runs_as_its_gguf) { same_as_gguf("tiny-bert"); }
 
 /* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
 static void same_ids(const char *name)
@@ -138,6 +150,7 @@ static void same_ids(const char *name)
 
 Test(hf, byte_level_bpe_gives_the_gguf_ids) { same_ids("tiny-gpt2"); }
 Test(hf, sentencepiece_bpe_gives_the_gguf_ids) { same_ids("tiny-llama"); }
+Test(hf, wordpiece_gives_the_gguf_ids) { same_ids("tiny-bert"); }
 
 Test(hf, info_card_of_a_directory)
 {

@@ -11,7 +11,8 @@ Writes tests/fixtures/hf/tiny-gpt2/ (one model.safetensors, F32),
 tests/fixtures/hf/tiny-llama/ (two shards and model.safetensors.index.json),
 tiny-llama-yarn/, tiny-mistral/ and tiny-qwen3/ (the decoder fixtures
 of those names: YaRN, a window with linear scaling, q/k norms with NEOX
-rotary), and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
+rotary), tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
+and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
 (tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
 PyTorch pass over the weights so rounded, on the fixture's tokens.
 
@@ -230,6 +231,81 @@ def llama_dir(model, cfg, tok, dtype="F32", sharded=True):
     return files, config, tokenizer
 
 
+def wordpiece_vocab(tokens):
+    """llama.cpp's stored pieces back to BERT's vocab.txt form: '▁w' -> 'w',
+    a continuation 'x' -> '##x', [SPECIAL] as it is."""
+    out = []
+    for t in tokens:
+        if t.startswith("[") and t.endswith("]"):
+            out.append(t)
+        elif t.startswith("\u2581"):
+            out.append(t[1:])
+        else:
+            out.append("##" + t)
+    return out
+
+
+def bert_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """BertForMaskedLM's names (bert.* and cls.predictions.*, the decoder tied
+    to the word embeddings), sentence-transformers' 1_Pooling for the pooling."""
+    t = [("bert.embeddings.word_embeddings.weight", f32(model.tok_embd.weight)),
+         ("bert.embeddings.position_embeddings.weight", f32(model.pos_embd.weight)),
+         ("bert.embeddings.token_type_embeddings.weight", f32(model.type_embd.weight)),
+         ("bert.embeddings.LayerNorm.weight", f32(model.embd_ln_w)),
+         ("bert.embeddings.LayerNorm.bias", f32(model.embd_ln_b))]
+    for L, b in enumerate(model.blocks):
+        p = "bert.encoder.layer.%d." % L
+        for hf, lin in (("attention.self.query", b.q), ("attention.self.key", b.k), ("attention.self.value", b.v),
+                        ("attention.output.dense", b.o), ("intermediate.dense", b.up), ("output.dense", b.down)):
+            t += [(p + hf + ".weight", f32(lin.weight)), (p + hf + ".bias", f32(lin.bias))]
+        t += [(p + "attention.output.LayerNorm.weight", f32(b.ln1_w)),
+              (p + "attention.output.LayerNorm.bias", f32(b.ln1_b)),
+              (p + "output.LayerNorm.weight", f32(b.ln2_w)), (p + "output.LayerNorm.bias", f32(b.ln2_b))]
+    t += [("cls.predictions.transform.dense.weight", f32(model.mlm_dense.weight)),
+          ("cls.predictions.transform.dense.bias", f32(model.mlm_dense.bias)),
+          ("cls.predictions.transform.LayerNorm.weight", f32(model.mlm_ln_w)),
+          ("cls.predictions.transform.LayerNorm.bias", f32(model.mlm_ln_b)),
+          ("cls.predictions.bias", f32(model.mlm_out_b))]
+    config = {
+        "architectures": ["BertForMaskedLM"], "model_type": "bert", "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layer, "num_attention_heads": cfg.n_head,
+        "intermediate_size": cfg.d_ff, "hidden_act": "gelu_new", "max_position_embeddings": cfg.ctx,
+        "type_vocab_size": cfg.n_types, "layer_norm_eps": cfg.eps, "position_embedding_type": "absolute",
+        "pad_token_id": 0,
+    }
+    vocab = wordpiece_vocab(tok["tokens"])
+    special = [i for i, ty in enumerate(tok["token_type"]) if ty == 3]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": vocab[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i in special],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}},
+                                      {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                                    {"Sequence": {"id": "B", "type_id": 1}},
+                                    {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                           "special_tokens": {
+                               "[CLS]": {"id": "[CLS]", "ids": [vocab.index("[CLS]")], "tokens": ["[CLS]"]},
+                               "[SEP]": {"id": "[SEP]", "ids": [vocab.index("[SEP]")], "tokens": ["[SEP]"]}}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": {w: i for i, w in enumerate(vocab)}},
+    }
+    pooling = {"word_embedding_dimension": cfg.d_model, "pooling_mode_cls_token": cfg.pooling == 2,
+               "pooling_mode_mean_tokens": cfg.pooling == 1, "pooling_mode_max_tokens": False,
+               "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_lasttoken": cfg.pooling == 3}
+    files = {"model.safetensors": safetensors_bytes(t, dtype),
+             "1_Pooling/config.json": (json.dumps(pooling, indent=2) + "\n").encode()}
+    return files, config, tokenizer
+
+
 # directory -> (fixture whose weights it holds, dtype, sharded)
 DIRS = {
     "tiny-gpt2": ("tiny-gpt2", "F32", False),
@@ -239,6 +315,7 @@ DIRS = {
     "tiny-llama-yarn": ("tiny-llama-yarn", "F32", False),
     "tiny-mistral": ("tiny-mistral", "F32", False),
     "tiny-qwen3": ("tiny-qwen3", "F32", False),
+    "tiny-bert": ("tiny-bert", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -261,8 +338,15 @@ def npy_bytes(a):
 
 def build_dir(name):
     which, dtype, sharded = DIRS[name]
-    _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
-    files, config, tokenizer = (gpt2_dir if which == "tiny-gpt2" else llama_dir)(model, cfg, tok, dtype, sharded)
+    if which in MF.ENCODERS:
+        cfg, seed = MF.ENCODERS[which]
+        tok, ids, text = MF.encoder_input(which)
+        model = MF.make_encoder(cfg, seed)
+        make = bert_dir
+    else:
+        _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
+        make = gpt2_dir if which == "tiny-gpt2" else llama_dir
+    files, config, tokenizer = make(model, cfg, tok, dtype, sharded)
     config["torch_dtype"] = TORCH_DTYPE[dtype]
     files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
     files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
@@ -288,6 +372,7 @@ def main():
             continue
         os.makedirs(d, exist_ok=True)
         for k, v in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, k)), exist_ok=True)
             with open(os.path.join(d, k), "wb") as f:
                 f.write(v)
         print("wrote %s (%s)" % (d, ", ".join(sorted(files))))
