@@ -49,7 +49,7 @@ LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools
+.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -130,6 +130,13 @@ LLAMA_REF = build/llama-ref
 GGML_LIB  = $(LLAMA_REF)/npm/bins/package/bins/linux-x64/libggml-base.so
 llama-ref:
 	@sh tests/tokref/fetch.sh $(LLAMA_REF) $(LLAMA_NPM_VERSION) "$(CC)" .
+
+# attnscope's ids from real tokenizer.json files (Llama 3, Qwen 3, Llama 2)
+# against @lenml/tokenizers, an independent JavaScript implementation of the
+# tokenizers library, on 2000 mixed strings each (tests/hfref/run.sh; the
+# packages come from npm into build/hfref; skipped, saying so, without npm).
+hf-tokref: $(LIB)
+	sh tests/hfref/run.sh $(BUILD) $(LIB) "$(CC) $(SAN)" "$(LIB_DEPS)"
 
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run

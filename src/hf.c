@@ -715,6 +715,40 @@ static int tok_table(tok_read *r, as_error *err)
     return AS_OK;
 }
 
+/* Up to config.json's vocab_size (an embedding padded past the
+ * tokenizer's vocabulary): "[PADn]" tokens of type unused, as llama.cpp's
+ * converter adds them. */
+static int tok_pad(tok_read *r, as_error *err)
+{
+    long long want;
+    as_error ignored;
+    if (as_hf_cfg_int(r->h, "vocab_size", false, 0, 0, 1 << 24, &want, &ignored) || want <= (long long)r->n)
+        return AS_OK;
+    size_t n = (size_t)want;
+    char **t = realloc(r->tokens, n * sizeof *t);
+    if (t)
+        r->tokens = t;
+    uint64_t *l = t ? realloc(r->lens, n * sizeof *l) : NULL;
+    if (l)
+        r->lens = l;
+    int32_t *ty = l ? realloc(r->types, n * sizeof *ty) : NULL;
+    if (!ty)
+        return as_error_set(err, "%s: out of memory", r->path);
+    r->types = ty;
+    for (size_t i = r->n; i < n; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "[PAD%zu]", i);
+        if (!(r->tokens[i] = strdup(buf))) {
+            r->n = i;
+            return as_error_set(err, "%s: out of memory", r->path);
+        }
+        r->lens[i] = strlen(buf);
+        r->types[i] = 5; /* unused */
+        r->n = i + 1;
+    }
+    return AS_OK;
+}
+
 /* model.merges as "a b" strings (files write them as such or as [a, b]). */
 static int tok_merges(tok_read *r, char ***out, uint64_t **lens, size_t *n, as_error *err)
 {
@@ -920,7 +954,7 @@ static int tok_read_all(tok_read *r, as_error *err)
                             "and WordPiece are; Unigram is not)", r->path, json_string_value(type));
     if (!json_is_object(r->vocab) || (r->added && !json_is_array(r->added)))
         return as_error_set(err, "%s: model.vocab must be an object and added_tokens an array", r->path);
-    if (tok_table(r, err))
+    if (tok_table(r, err) || tok_pad(r, err))
         return AS_ERR;
     if (wordpiece)
         return tok_wordpiece(r, err);
@@ -949,7 +983,11 @@ static int tok_read_all(tok_read *r, as_error *err)
     float *scores = NULL;
     const char *pre_name = NULL;
     if (byte_level) {
-        rc = tok_byte_level(r, pre, &pre_name, err);
+        /* NFC is left out as llama.cpp leaves it out (text already in NFC is unchanged by it) */
+        if (nz && !json_is_null(nz) && !is_type(nz, "NFC"))
+            rc = as_error_set(err, "%s: a byte-level BPE with a normalizer (other than NFC) is not read yet", r->path);
+        else
+            rc = tok_byte_level(r, pre, &pre_name, err);
     } else if (json_is_true(json_object_get(r->model, "byte_fallback")) || normalizer_prepends(nz)) {
         json_t *u = json_object_get(r->model, "unk_token");
         unk = json_is_string(u) ? token_id(r, json_string_value(u)) : -1;
