@@ -386,3 +386,33 @@ static void half_matches_pytorch(const char *name, const char *fixture, as_ggml_
 
 Test(hf, f16_weights_match_pytorch) { half_matches_pytorch("tiny-gpt2-f16", "tiny-gpt2", AS_GGML_F16); }
 Test(hf, bf16_weights_match_pytorch) { half_matches_pytorch("tiny-llama-bf16", "tiny-llama", AS_GGML_BF16); }
+
+/* Llama 3's rope_scaling becomes rope_freqs.weight, as llama.cpp's
+ * converter makes it: each frequency's divisor equals what transformers
+ * applies (llama3-rope-factors.npy, computed its way by the recipe), 1e-6. */
+Test(hf, llama3_rope_scaling_gives_transformers_divisors)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-llama", true);
+    set_config(&t, "\"rope_scaling\": null",
+               "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+               "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}");
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_open(&g, t.path, &err), AS_OK, "%s", err.msg);
+    const as_gguf_tensor *f = as_gguf_tensor_find(g, "rope_freqs.weight");
+    cr_assert(f, "no rope_freqs.weight");
+    npy ref;
+    cr_assert_eq(npy_read("fixtures/hf/llama3-rope-factors.npy", &ref), 0);
+    cr_assert_eq(f->n_elements, ref.count);
+    float got[64];
+    cr_assert_eq(as_tensor_to_f32(f, got, &err), AS_OK, "%s", err.msg);
+    for (size_t i = 0; i < ref.count; i++)
+        cr_assert_float_eq(got[i], ref.f[i], 1e-6 * ref.f[i], "divisor %zu: %g, transformers %g", i, got[i], ref.f[i]);
+    npy_free(&ref);
+    as_gguf_close(g);
+    as_model *m = NULL;
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    as_model_free(m);
+    remove_copy(&t);
+}

@@ -14,7 +14,10 @@ of those names: YaRN, a window with linear scaling, q/k norms with NEOX
 rotary), tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
 and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
 (tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
-PyTorch pass over the weights so rounded, on the fixture's tokens.
+PyTorch pass over the weights so rounded, on the fixture's tokens; and
+llama3-rope-factors.npy: the rotary divisors transformers computes for
+LLAMA3_SCALING on tiny-llama's rotary (the test puts that rope_scaling in a
+copy of tiny-llama's config.json and reads attnscope's rope_freqs).
 
 safetensors, from the format's specification (no `safetensors` package):
 an unsigned little-endian 64-bit header length N, N bytes of JSON
@@ -40,6 +43,7 @@ tokenizer.json, as the tokenizers library writes it:
 
 import argparse
 import json
+import math
 import os
 import struct
 import sys
@@ -355,11 +359,45 @@ def build_dir(name):
     return files
 
 
+# Llama 3's rope_scaling as tiny-llama's config.json would carry it (rope
+# base 10000, head_dim 8: wavelengths 6.3, 63, 628, 6283 against a band of
+# 16..64, so one frequency is kept, one smoothed and two divided).
+LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 64}
+
+
+def llama3_factors(base, dim, sc):
+    """The divisors of each rotary frequency as transformers'
+    _compute_llama3_parameters applies them (inv_freq / its new inv_freq),
+    computed its way: a mask per band, in float64."""
+    inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    factor, lo, hi, old = (sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"],
+                           sc["original_max_position_embeddings"])
+    low_wl, high_wl = old / lo, old / hi
+    wavelen = 2 * math.pi / inv
+    new = torch.where(wavelen > low_wl, inv / factor, inv)
+    smooth = (old / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * new / factor + smooth * new
+    medium = ~(wavelen < high_wl) * ~(wavelen > low_wl)
+    new = torch.where(medium, smoothed, new)
+    return (inv / new).numpy().astype(np.float32)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
     bad = 0
+    extra = {os.path.join(OUT, "llama3-rope-factors.npy"):
+             npy_bytes(llama3_factors(10000.0, 8, LLAMA3_SCALING))}
+    for p, v in extra.items():
+        if args.check:
+            same = os.path.exists(p) and open(p, "rb").read() == v
+            bad += not same
+            print("%s %s" % ("ok  " if same else "DIFF", p))
+        else:
+            os.makedirs(OUT, exist_ok=True)
+            open(p, "wb").write(v)
     for name in DIRS:
         d = os.path.join(OUT, name)
         files = build_dir(name)
