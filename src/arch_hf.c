@@ -70,6 +70,14 @@ static int gpt2_map(as_hf *h, as_error *err)
                             "GPT-2's tanh GELU)", h->config_path, json_is_string(act) ? json_string_value(act) : "?");
     if (d % H)
         return as_error_set(err, "%s: n_embd %lld is not a multiple of n_head %lld", h->config_path, d, H);
+    bool scaled = true, by_layer = false, upcast = false;
+    if (as_hf_cfg_bool(h, "scale_attn_weights", true, &scaled, err) ||
+        as_hf_cfg_bool(h, "scale_attn_by_inverse_layer_idx", false, &by_layer, err) ||
+        as_hf_cfg_bool(h, "reorder_and_upcast_attn", false, &upcast, err))
+        return AS_ERR;
+    if (!scaled || by_layer)
+        return as_error_set(err, "%s: scale_attn_weights false or scale_attn_by_inverse_layer_idx true is not read "
+                            "(arch gpt2 scales scores by 1/sqrt(d_head))", h->config_path);
     if (!as_hf_kv_u32(h, "gpt2.context_length", (uint32_t)ctx) ||
         !as_hf_kv_u32(h, "gpt2.embedding_length", (uint32_t)d) || !as_hf_kv_u32(h, "gpt2.block_count", (uint32_t)L) ||
         !as_hf_kv_u32(h, "gpt2.feed_forward_length", (uint32_t)ff) ||

@@ -535,9 +535,9 @@ int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform 
     if (!t) {
         if (optional)
             return AS_OK;
-        return as_error_set(err, "%s: tensor '%s' is missing (model_type %s needs it%s%s)",
+        return as_error_set(err, "%s: tensor '%s' is missing (model_type %s needs it%s)",
                             h->n_files == 1 ? h->files[0].path : h->dir, hf_name, h->model_type,
-                            h->n_files == 1 ? "" : "; no shard holds it", "");
+                            h->n_files == 1 ? "" : "; no shard holds it");
     }
     char got[96], exp[96];
     shape_str(t->shape, t->n_dims, got, sizeof got);
