@@ -308,12 +308,16 @@ static int check_overlaps(as_hf *h, size_t first, const char *path, as_error *er
         s[i] = &h->t[first + i];
     qsort(s, n, sizeof *s, by_offset);
     int rc = AS_OK;
-    for (size_t i = 1; i < n && rc == AS_OK; i++)
-        if (s[i]->n_bytes && s[i - 1]->offset + s[i - 1]->n_bytes > s[i]->offset)
+    const as_hf_tensor *reach = n ? s[0] : NULL; /* the tensor ending furthest so far */
+    for (size_t i = 1; i < n && rc == AS_OK; i++) {
+        if (s[i]->n_bytes && reach->offset + reach->n_bytes > s[i]->offset)
             rc = as_error_set(err, "%s: tensors '%s' (bytes %llu..%llu) and '%s' (from byte %llu) overlap", path,
-                              s[i - 1]->name, (unsigned long long)s[i - 1]->offset,
-                              (unsigned long long)(s[i - 1]->offset + s[i - 1]->n_bytes), s[i]->name,
+                              reach->name, (unsigned long long)reach->offset,
+                              (unsigned long long)(reach->offset + reach->n_bytes), s[i]->name,
                               (unsigned long long)s[i]->offset);
+        if (s[i]->offset + s[i]->n_bytes > reach->offset + reach->n_bytes)
+            reach = s[i];
+    }
     free(s);
     return rc;
 }

@@ -230,16 +230,21 @@ static void write_bytes(const tmpdir *t, const char *file, const void *a, size_t
     fclose(f);
 }
 
-/* A safetensors file: the 8-byte length, the header, data_bytes zero bytes. */
+/* A safetensors file: the 8-byte length, the header (padded with spaces
+ * to 8 bytes, as HF pads it, when claimed_len is its length), data_bytes
+ * zero bytes. */
 static void write_safetensors(const tmpdir *t, const char *file, const char *header, uint64_t claimed_len,
                               size_t data_bytes)
 {
     uint8_t len[8];
+    size_t hl = strlen(header);
+    if (claimed_len == hl)
+        claimed_len = hl = (hl + 7) / 8 * 8;
     for (int i = 0; i < 8; i++)
         len[i] = (uint8_t)(claimed_len >> (8 * i));
-    size_t hl = strlen(header);
     uint8_t *body = calloc(1, hl + data_bytes + 1);
-    memcpy(body, header, hl);
+    memset(body, ' ', hl);
+    memcpy(body, header, strlen(header));
     write_bytes(t, file, len, 8, body, hl + data_bytes);
     free(body);
 }
@@ -282,6 +287,12 @@ Test(hf, overlapping_or_missized_tensors_are_refused_by_name)
                           "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[16,48]}}";
     write_safetensors(&t, "model.safetensors", overlap, strlen(overlap), 48);
     refused(&t, "model.safetensors", "'wte.weight'", "overlap");
+    /* an empty tensor between two that overlap hides nothing */
+    const char *around = "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                         "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
+                         "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}";
+    write_safetensors(&t, "model.safetensors", around, strlen(around), 16);
+    refused(&t, "model.safetensors", "'wte.weight'", "'wpe.weight' (from byte");
     const char *missized = "{\"wte.weight\":{\"dtype\":\"F16\",\"shape\":[2,4],\"data_offsets\":[0,32]}}";
     write_safetensors(&t, "model.safetensors", missized, strlen(missized), 32);
     refused(&t, "'wte.weight'", "hold 32 bytes", "needs 16");
