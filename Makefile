@@ -185,10 +185,14 @@ test: unit e2e fuzz-replay tui-stress llama-compare
 # llama-ref installs it, skipped with a banner where it could not be.
 # Under the sanitizers it is left out (said so): libllama is not built with
 # them, and the comparison's numbers are checked by the plain run.
-llama-compare: $(LIB) llama-ref
+# The Hugging Face fixture directories too, converted by `convert`
+# (tests/peer/hf_convert.sh): llama.cpp loads what attnscope writes.
+llama-compare: $(LIB) $(PROG) llama-ref
 ifeq ($(SAN),)
 	CC="$(CC)" LIB="$(LIB)" LIB_DEPS="$(LIB_DEPS)" CFLAGS="$(WARN) $(PKG_CFLAGS)" BUILD="$(BUILD)" \
-	  LLAMA_REF="$(abspath $(LLAMA_REF))" sh tests/peer/llama_compare.sh
+	  LLAMA_REF="$(abspath $(LLAMA_REF))" \
+	  LLAMA_COMPARE_FIXTURES="$$(ls tests/fixtures/*.gguf | sed 's/\.gguf$$//') $$(sh tests/peer/hf_convert.sh $(PROG) $(BUILD))" \
+	  sh tests/peer/llama_compare.sh
 else
 	@echo "llama-compare: not run under the sanitizers (libllama is not instrumented); make test runs it"
 endif

@@ -1147,3 +1147,39 @@ int as_hf_load(as_model **out, const char *dir, as_error *err)
     }
     return AS_OK;
 }
+
+int as_hf_open_any(as_gguf **out, const char *path, as_error *err)
+{
+    return as_hf_is_dir(path) ? as_hf_open(out, path, err) : as_gguf_open(out, path, err);
+}
+
+int as_hf_to_gguf(const char *dir, const char *gguf_path, as_error *err)
+{
+    as_gguf *g;
+    if (as_hf_open(&g, dir, err))
+        return AS_ERR;
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    if (!w) {
+        as_gguf_close(g);
+        return as_error_set(err, "%s: out of memory", gguf_path);
+    }
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    /* llama.cpp's file type: all F32, mostly F16 or mostly BF16, by the largest tensor's type */
+    uint64_t big = 0;
+    as_ggml_type type = AS_GGML_F32;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].n_elements > big)
+            big = g->tensors[i].n_elements, type = g->tensors[i].type;
+    as_gguf_writer_set_u32(w, "general.file_type", type == AS_GGML_F16 ? 1 : type == AS_GGML_BF16 ? 32 : 0);
+    int rc = AS_OK;
+    for (uint64_t i = 0; i < g->n_tensors && rc == AS_OK; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        rc = as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, err);
+    }
+    if (rc == AS_OK)
+        rc = as_gguf_writer_write(w, gguf_path, err);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+    return rc;
+}

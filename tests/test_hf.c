@@ -52,11 +52,15 @@ static float *values(as_session *s, int h, size_t *count)
     return v;
 }
 
-static void same_as_gguf(const char *name)
+/* The model at `other` (default: fixtures/hf/NAME) against fixtures/NAME.gguf. */
+static void same_as_gguf_at(const char *name, const char *other)
 {
     char gguf[256], dir[256], ref_path[256];
     snprintf(gguf, sizeof gguf, "fixtures/%s.gguf", name);
-    snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
+    if (other)
+        snprintf(dir, sizeof dir, "%s", other);
+    else
+        snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
     as_session *a = open_session(gguf, 64), *b = open_session(dir, 64);
     feed_fixture_tokens(a, name);
     feed_fixture_tokens(b, name);
@@ -100,6 +104,8 @@ static void same_as_gguf(const char *name)
     close_session(a);
     close_session(b);
 }
+
+static void same_as_gguf(const char *name) { same_as_gguf_at(name, NULL); }
 
 Test(hf, gpt2_directory_runs_as_its_gguf) { same_as_gguf("tiny-gpt2"); }
 Test(hf, sharded_llama_directory_runs_as_its_gguf) { same_as_gguf("tiny-llama"); }
@@ -426,4 +432,37 @@ Test(hf, llama3_rope_scaling_gives_transformers_divisors)
     cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
     as_model_free(m);
     remove_copy(&t);
+}
+
+/* convert DIR OUT.gguf: the GGUF it writes runs as the fixture GGUF, every
+ * hook (llama.cpp's pass over it is held to attnscope's by make
+ * llama-compare, tests/peer/hf_convert.sh); an unwritable path is refused
+ * by name and leaves nothing. */
+static void converts(const char *name)
+{
+    char dir[256], out[] = "/tmp/attnscope-hf-convert-XXXXXX.gguf";
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_to_gguf(dir, out, &err), AS_OK, "%s", err.msg);
+    same_as_gguf_at(name, out);
+    unlink(out);
+}
+
+Test(hf, converted_gpt2_runs_as_its_gguf) { converts("tiny-gpt2"); }
+Test(hf, converted_sharded_llama_runs_as_its_gguf) { converts("tiny-llama"); }
+Test(hf, converted_bert_runs_as_its_gguf) { converts("tiny-bert"); }
+
+Test(hf, convert_to_an_unwritable_path_is_refused)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 16);
+    char msg[512];
+    cr_assert_neq(run_cmd(s, "convert fixtures/hf/tiny-gpt2 /nonexistent-attnscope-dir/x.gguf", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "/nonexistent-attnscope-dir/x.gguf"), "%s", msg);
+    cr_assert_neq(run_cmd(s, "convert fixtures/tiny-gpt2.gguf out.gguf", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "not a directory"), "%s", msg);
+    cr_assert_neq(access("out.gguf", F_OK), 0);
+    close_session(s);
 }

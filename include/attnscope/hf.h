@@ -36,5 +36,12 @@ bool as_hf_is_dir(const char *path);
 int as_hf_open(as_gguf **out, const char *dir, as_error *err);
 /* as_hf_open, then the model. */
 int as_hf_load(as_model **out, const char *dir, as_error *err);
+/* Writes the view as a GGUF file (keys, tokenizer and tensors as the view
+ * has them, each tensor in its stored type): what llama.cpp's converter
+ * would write, so llama.cpp loads it. Written beside gguf_path and renamed
+ * into place: nothing half-written. */
+int as_hf_to_gguf(const char *dir, const char *gguf_path, as_error *err);
+/* Opens path as a GGUF view if it is a directory, else as a GGUF file. */
+int as_hf_open_any(as_gguf **out, const char *path, as_error *err);
 
 #endif
