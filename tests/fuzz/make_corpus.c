@@ -553,6 +553,9 @@ static void hf_seeds(void)
     hf_file_seed("config-llama", 1, "tests/fixtures/hf/tiny-llama/config.json");
     hf_file_seed("tokenizer-spm-bpe", 2, "tests/fixtures/hf/tiny-llama/tokenizer.json");
     hf_file_seed("tokenizer-byte-bpe", 2, "tests/fixtures/hf/tiny-gpt2/tokenizer.json");
+    hf_file_seed("tokenizer-wordpiece", 2, "tests/fixtures/hf/tiny-bert/tokenizer.json");
+    hf_file_seed("config-bert", 1, "tests/fixtures/hf/tiny-bert/config.json");
+    hf_file_seed("config-qwen3", 1, "tests/fixtures/hf/tiny-qwen3/config.json");
     static const char index[] =
         "\x03{\"metadata\":{},\"weight_map\":{\"wte.weight\":\"model-00001-of-00001.safetensors\","
         "\"h.0.ln_1.weight\":\"model-00002-of-00002.safetensors\",\"wpe.weight\":\"../x\"}}";
