@@ -330,6 +330,125 @@ static bool llama_ignored(const char *name)
     return ends_with(name, ".rotary_emb.inv_freq");
 }
 
+/* ---------------------------------------------------------------- Gemma 3 */
+
+/* Gemma 3's text model: every norm stored as w for 1 + w; q/k norms; NEOX
+ * rotary (HF's own order); windowed layers but every n-th, with their own
+ * rotary base; the embeddings scaled by sqrt(hidden_size) (arch gemma3's own). */
+static int gemma3_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, Hk, ff, V, ctx, dh, window, pattern;
+    double eps, base, base_local, qscale;
+    bool tied;
+    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "num_key_value_heads", false, H, 1, H, &Hk, err) ||
+        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "max_position_embeddings", false, 131072, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "head_dim", false, 256, 2, 65536, &dh, err) ||
+        as_hf_cfg_int(h, "sliding_window", false, 4096, 1, BIG, &window, err) ||
+        as_hf_cfg_int(h, "sliding_window_pattern", false, 6, 1, 4096, &pattern, err) ||
+        as_hf_cfg_num(h, "rms_norm_eps", false, 1e-6, 0, 1, &eps, err) ||
+        as_hf_cfg_num(h, "rope_theta", false, 1000000.0, 1.0000001, 1e30, &base, err) ||
+        as_hf_cfg_num(h, "rope_local_base_freq", false, 10000.0, 1.0000001, 1e30, &base_local, err) ||
+        as_hf_cfg_num(h, "query_pre_attn_scalar", false, (double)dh, 0, 1e30, &qscale, err) ||
+        as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "hidden_activation");
+    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
+        return as_error_set(err, "%s: hidden_activation '%.30s' is not read (gelu_pytorch_tanh)", h->config_path,
+                            json_is_string(act) ? json_string_value(act) : "?");
+    if (qscale != (double)dh)
+        return as_error_set(err, "%s: query_pre_attn_scalar %g other than head_dim %lld is not read yet",
+                            h->config_path, qscale, dh);
+    static const char *const caps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
+    for (int i = 0; i < 2; i++)
+        if (as_hf_cfg_obj(h, caps[i]))
+            return as_error_set(err, "%s: %s is not read for gemma3 (Gemma 3 has none)", h->config_path, caps[i]);
+    /* transformers' newer files list each layer's kind: one full layer in every n */
+    const json_t *types = as_hf_cfg_obj(h, "layer_types");
+    if (types) {
+        size_t n = json_array_size(types), first = n;
+        for (size_t i = 0; i < n && first == n; i++)
+            if (json_is_string(json_array_get(types, i)) &&
+                !strcmp(json_string_value(json_array_get(types, i)), "full_attention"))
+                first = i;
+        pattern = (long long)first + 1;
+        for (size_t i = 0; i < n; i++) {
+            const char *k = json_string_value(json_array_get(types, i));
+            bool full = k && !strcmp(k, "full_attention");
+            if (!k || full != ((long long)(i + 1) % pattern == 0))
+                return as_error_set(err, "%s: layer_types: layer %zu breaks the pattern of one full_attention layer "
+                                    "in %lld", h->config_path, i, pattern);
+        }
+    }
+    if (H % Hk || dh % 2)
+        return as_error_set(err, "%s: num_attention_heads %lld must be a multiple of num_key_value_heads %lld, "
+                            "head_dim %lld even", h->config_path, H, Hk, dh);
+    if (!as_hf_kv_u32(h, "gemma3.context_length", (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, "gemma3.embedding_length", (uint32_t)d) ||
+        !as_hf_kv_u32(h, "gemma3.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "gemma3.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "gemma3.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_u32(h, "gemma3.attention.head_count_kv", (uint32_t)Hk) ||
+        !as_hf_kv_u32(h, "gemma3.rope.dimension_count", (uint32_t)dh) ||
+        !as_hf_kv_u32(h, "gemma3.vocab_size", (uint32_t)V) ||
+        !as_hf_kv_u32(h, "gemma3.attention.key_length", (uint32_t)dh) ||
+        !as_hf_kv_u32(h, "gemma3.attention.value_length", (uint32_t)dh) ||
+        !as_hf_kv_f32(h, "gemma3.attention.layer_norm_rms_epsilon", (float)eps) ||
+        !as_hf_kv_f32(h, "gemma3.rope.freq_base", (float)base) ||
+        !as_hf_kv_u32(h, "gemma3.attention.sliding_window", (uint32_t)window) ||
+        !as_hf_kv_u32(h, "gemma3.attention.sliding_window_pattern", (uint32_t)pattern) ||
+        !as_hf_kv_f32(h, "gemma3.rope.freq_base_swa", (float)base_local))
+        return oom(h, err);
+    /* rope_scaling (linear) applies to the full layers, as arch gemma3 applies it */
+    if (rope_scaling(h, "gemma3", (int)dh, base, err))
+        return AS_ERR;
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
+    const rule top[] = {
+        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", false},
+        {"model.norm.weight", "output_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+    };
+    const rule blk[] = {
+        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, Q, D,
+         "[num_attention_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+         "[head_dim]", false},
+        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+         "[head_dim]", false},
+        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
+         "[hidden_size, num_attention_heads x head_dim]", false},
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight", AS_HF_PLUS_ONE, 0, 1,
+         D, 0, "[hidden_size]", false},
+        {"model.layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight", AS_HF_PLUS_ONE, 0, 1, D,
+         0, "[hidden_size]", false},
+        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+         "[hidden_size, intermediate_size]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
 /* ---------------------------------------------------------------- BERT */
 
 /* sentence-transformers' 1_Pooling/config.json, as llama.cpp's converter
@@ -476,6 +595,7 @@ static const as_hf_family FAMILIES[] = {
     {"qwen2", "qwen2", qwen2_map, llama_ignored},
     {"qwen3", "qwen3", qwen3_map, llama_ignored},
     {"bert", "bert", bert_map, bert_ignored},
+    {"gemma3_text", "gemma3", gemma3_map, llama_ignored},
 };
 
 const as_hf_family *as_hf_family_find(const char *model_type)
@@ -488,5 +608,5 @@ const as_hf_family *as_hf_family_find(const char *model_type)
 
 const char *as_hf_family_names(void)
 {
-    return "gpt2, llama, mistral, qwen2, qwen3, bert";
+    return "gpt2, llama, mistral, qwen2, qwen3, gemma3_text, bert";
 }

@@ -564,6 +564,19 @@ int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform 
     v->data = t->data;
     if (x == AS_HF_AS_IS)
         return AS_OK;
+    if (x == AS_HF_PLUS_ONE) {
+        float *f = keep(h, (size_t)t->n_elements * sizeof *f);
+        if (!f)
+            return as_error_set(err, "%s: tensor '%s': out of memory for its converted copy", t->file, t->name);
+        if (as_tensor_to_f32(v, f, err))
+            return AS_ERR;
+        for (uint64_t i = 0; i < t->n_elements; i++)
+            f[i] += 1.0f;
+        v->type = AS_GGML_F32;
+        v->n_bytes = t->n_elements * sizeof *f;
+        v->data = (const uint8_t *)f;
+        return AS_OK;
+    }
     uint8_t *copy = keep(h, (size_t)t->n_bytes);
     if (!copy)
         return as_error_set(err, "%s: tensor '%s': out of memory for its converted copy", t->file, t->name);

@@ -70,6 +70,7 @@ typedef enum as_hf_xform {
     AS_HF_AS_IS,      /* in place: the file's bytes */
     AS_HF_TRANSPOSE,  /* a 2-D [a, b] stored as [b, a] (GPT-2's Conv1D) */
     AS_HF_PAIRS,      /* rows of `heads` heads from rotate-half order to adjacent pairs */
+    AS_HF_PLUS_ONE,   /* a norm weight stored as w for 1 + w (Gemma), as float32 1 + w */
 } as_hf_xform;
 
 /* The HF tensor hf_name (or alt_prefix + hf_name), NULL when absent. */

@@ -116,6 +116,9 @@ Test(hf, mistral_directory_runs_as_its_gguf) { same_as_gguf("tiny-mistral"); }
 Test(hf, qwen3_directory_runs_as_its_gguf) { same_as_gguf("tiny-qwen3"); }
 /* BertForMaskedLM: token types, the masked-LM head, mean pooling from 1_Pooling */
 Test(hf, bert_directory_runs_as_its_gguf) { same_as_gguf("tiny-bert"); }
+/* Gemma 3: norms stored as w for 1 + w, q/k norms, post-norms, local layers with their own rotary base,
+ * linear scaling on the global ones */
+Test(hf, gemma3_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma3"); }
 
 /* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
 static void same_ids(const char *name)

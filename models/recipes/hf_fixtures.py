@@ -11,7 +11,8 @@ Writes tests/fixtures/hf/tiny-gpt2/ (one model.safetensors, F32),
 tests/fixtures/hf/tiny-llama/ (two shards and model.safetensors.index.json),
 tiny-llama-yarn/, tiny-mistral/ and tiny-qwen3/ (the decoder fixtures
 of those names: YaRN, a window with linear scaling, q/k norms with NEOX
-rotary), tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
+rotary), tiny-gemma3/ (norms as w for 1 + w, local layers' rotary base),
+tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
 and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
 (tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
 PyTorch pass over the weights so rounded, on the fixture's tokens; and
@@ -148,6 +149,37 @@ def spm_merges(tokens, scores, types):
     return ["%s %s" % (m[3], m[4]) for m in merges]
 
 
+def spm_tokenizer(tok):
+    """tokenizer.json of a SentencePiece-style BPE (Llama 2's layout)."""
+    tokens, types = tok["tokens"], tok["token_type"]
+    special = [i for i, ty in enumerate(types) if ty in (2, 3)]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i in special],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                                    {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": {s: i for i, s in enumerate(tokens)},
+                  "merges": spm_merges(tokens, tok["scores"], types)},
+    }
+    return tokenizer
+
+
 def llama_dir(model, cfg, tok, dtype="F32", sharded=True):
     """Llama, Mistral (a window), Qwen 3 (q/k norms; NEOX rotary, which is
     HF's rotate-half already: its rows stay as they are)."""
@@ -206,32 +238,7 @@ def llama_dir(model, cfg, tok, dtype="F32", sharded=True):
     }
     if window:
         config["sliding_window"] = window
-    tokens, types = tok["tokens"], tok["token_type"]
-    special = [i for i, ty in enumerate(types) if ty in (2, 3)]
-    tokenizer = {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
-                          "normalized": False, "special": True} for i in special],
-        "normalizer": {"type": "Sequence", "normalizers": [
-            {"type": "Prepend", "prepend": "\u2581"},
-            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
-        "pre_tokenizer": None,
-        "post_processor": {"type": "TemplateProcessing",
-                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                      {"Sequence": {"id": "A", "type_id": 0}}],
-                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
-                                    {"Sequence": {"id": "A", "type_id": 0}},
-                                    {"SpecialToken": {"id": "<s>", "type_id": 1}},
-                                    {"Sequence": {"id": "B", "type_id": 1}}],
-                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
-        "decoder": {"type": "Sequence", "decoders": [
-            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
-            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
-                  "vocab": {s: i for i, s in enumerate(tokens)},
-                  "merges": spm_merges(tokens, tok["scores"], types)},
-    }
+    tokenizer = spm_tokenizer(tok)
     return files, config, tokenizer
 
 
@@ -310,6 +317,44 @@ def bert_dir(model, cfg, tok, dtype="F32", sharded=False):
     return files, config, tokenizer
 
 
+def gemma3_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """Gemma3ForCausalLM's names and Gemma3TextConfig's keys: norms stored as
+    w (the reference, like HF, computes with 1 + w), NEOX rotary (rows as
+    they are), the local layers' rotary base apart."""
+    H, Hk = cfg.n_head, cfg.n_kv_head
+    t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "model.layers.%d." % L
+        t += [(p + "input_layernorm.weight", f32(b.ln1_w)),
+              (p + "self_attn.q_proj.weight", f32(b.q.weight)),
+              (p + "self_attn.k_proj.weight", f32(b.k.weight)),
+              (p + "self_attn.v_proj.weight", f32(b.v.weight)),
+              (p + "self_attn.q_norm.weight", f32(b.q_norm_w)),
+              (p + "self_attn.k_norm.weight", f32(b.k_norm_w)),
+              (p + "self_attn.o_proj.weight", f32(b.o.weight)),
+              (p + "post_attention_layernorm.weight", f32(b.ln1_post_w)),
+              (p + "pre_feedforward_layernorm.weight", f32(b.ln2_w)),
+              (p + "post_feedforward_layernorm.weight", f32(b.ln2_post_w)),
+              (p + "mlp.gate_proj.weight", f32(b.gate.weight)),
+              (p + "mlp.up_proj.weight", f32(b.up.weight)),
+              (p + "mlp.down_proj.weight", f32(b.down.weight))]
+    t.append(("model.norm.weight", f32(model.lnf_w)))
+    sc = cfg.rope_scaling
+    config = {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
+        "num_attention_heads": H, "num_key_value_heads": Hk, "head_dim": cfg.d_head,
+        "max_position_embeddings": cfg.ctx, "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base,
+        "rope_local_base_freq": cfg.rope_base_window, "sliding_window": cfg.window,
+        "sliding_window_pattern": cfg.window_pattern, "query_pre_attn_scalar": cfg.d_head,
+        "rope_scaling": {"rope_type": sc[0], "factor": sc[1]} if sc else None,
+        "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": None,
+        "final_logit_softcapping": None, "tie_word_embeddings": True,
+        "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
+    }
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
+
+
 # directory -> (fixture whose weights it holds, dtype, sharded)
 DIRS = {
     "tiny-gpt2": ("tiny-gpt2", "F32", False),
@@ -320,6 +365,7 @@ DIRS = {
     "tiny-mistral": ("tiny-mistral", "F32", False),
     "tiny-qwen3": ("tiny-qwen3", "F32", False),
     "tiny-bert": ("tiny-bert", "F32", False),
+    "tiny-gemma3": ("tiny-gemma3", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -349,7 +395,7 @@ def build_dir(name):
         make = bert_dir
     else:
         _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
-        make = gpt2_dir if which == "tiny-gpt2" else llama_dir
+        make = gpt2_dir if which == "tiny-gpt2" else gemma3_dir if which == "tiny-gemma3" else llama_dir
     files, config, tokenizer = make(model, cfg, tok, dtype, sharded)
     config["torch_dtype"] = TORCH_DTYPE[dtype]
     files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
