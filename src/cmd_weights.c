@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attnscope/instruments.h"
+#include "attnscope/hf.h"
 #include "session_internal.h"
 
 /* A tensor name from the file, escaped: a hostile name must not drive the terminal. */
@@ -126,7 +127,7 @@ int as_cmd_diff(cmd_ctx *c)
     if (!a)
         return as_error_set(c->err, "diff compares GGUF files; this model was not loaded from one");
     as_gguf *b;
-    if (as_gguf_open(&b, c->argv[1], c->err))
+    if (as_hf_open_any(&b, c->argv[1], c->err)) /* a GGUF file or a Hugging Face directory */
         return AS_ERR;
     int L = s->model->cfg.n_layer, differ = 0, rc = AS_OK;
     char nm[256];

@@ -236,7 +236,8 @@ static void print_summary(const as_gguf *g, FILE *out)
 
     fputs("file          ", out), put_cell(out, g->path, 200, false), fputc('\n', out);
     if (g->version == 0) /* a view over another format (llama2c.h) */
-        fprintf(out, "format        llama2.c checkpoint (shown with GGUF's names), %zu bytes\n", g->size);
+        fprintf(out, "format        %s (shown with GGUF's names), %zu bytes\n",
+                g->view_of ? g->view_of : "llama2.c checkpoint", g->size);
     else
         fprintf(out, "format        GGUF version %" PRIu32 ", alignment %" PRIu64 ", %zu bytes\n", g->version,
                 g->alignment, g->size);

@@ -589,6 +589,8 @@ void as_gguf_close(as_gguf *g)
     free(g->tensors);
     if (g->mapped)
         munmap((void *)(g->map - g->map_lead), g->size + g->map_lead);
+    if (g->release)
+        g->release(g->owner);
     free(g->path);
     free(g);
 }

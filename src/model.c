@@ -1,6 +1,7 @@
 #include "attnscope/model.h"
 
 #include "attnscope/kernels.h"
+#include "attnscope/hf.h"
 #include "attnscope/llama2c.h"
 #include "attnscope/quant.h"
 
@@ -586,6 +587,12 @@ int as_model_load_with(as_model **out, const char *path, const char *tokenizer, 
 {
     as_gguf *g;
     *out = NULL;
+    if (as_hf_is_dir(path)) {
+        if (tokenizer)
+            return as_error_set(err, "%s: a Hugging Face directory carries its own tokenizer (tokenizer.json; "
+                                "--tokenizer %s is for llama2.c checkpoints)", path, tokenizer);
+        return as_hf_load(out, path, err);
+    }
     if (!is_gguf(path))
         return as_llama2c_load(out, path, tokenizer, err);
     if (tokenizer)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attnscope/npy.h"
+#include "attnscope/hf.h"
 #include "session_internal.h"
 
 /* ---- construction ---- */
@@ -1080,6 +1081,18 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     return AS_OK;
 }
 
+static int cmd_convert(cmd_ctx *c)
+{
+    if (c->argc != 3)
+        return as_error_set(c->err, "usage: convert DIR OUT.gguf");
+    if (!as_hf_is_dir(c->argv[1]))
+        return as_error_set(c->err, "%s: not a directory (convert reads a Hugging Face model directory)", c->argv[1]);
+    if (as_hf_to_gguf(c->argv[1], c->argv[2], c->err))
+        return AS_ERR;
+    fprintf(c->s->out, "wrote %s\n", c->argv[2]);
+    return AS_OK;
+}
+
 static int cmd_load(cmd_ctx *c)
 {
     if (c->argc != 2)
@@ -1183,8 +1196,12 @@ static const command commands[] = {
       "weights blk.0.*"}, as_cmd_weights},
     {{"diff", "diff OTHER.gguf", "Tensors that differ from another model, per tensor and per layer.",
       "diff models/austen-gpt2-f16.gguf"}, as_cmd_diff},
-    {{"load", "load MODEL", "Open another model in place of this one (a GGUF file, or a llama2.c checkpoint); "
-      "a file that does not load leaves the current model.", "load models/induction.gguf"}, cmd_load},
+    {{"load", "load MODEL", "Open another model in place of this one (a GGUF file, a Hugging Face directory, or a "
+      "llama2.c checkpoint); a model that does not load leaves the current one.", "load models/induction.gguf"},
+     cmd_load},
+    {{"convert", "convert DIR OUT.gguf", "Write a Hugging Face directory (config.json, safetensors, tokenizer.json) "
+      "as a GGUF file llama.cpp loads, its tensors in their stored types.", "convert ~/models/gpt2 gpt2.gguf"},
+     cmd_convert},
     {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
      cmd_info},
     {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help},

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "attnscope/gguf.h"
+#include "attnscope/hf.h"
 #include "attnscope/kernels.h"
 #include "attnscope/session.h"
 #include "datadir.h"
@@ -44,11 +45,12 @@ static void usage(FILE *f)
             "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--threads N]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
-            "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint); default: the bundled %s\n"
+            "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint) or a Hugging Face directory\n"
+            "                   (config.json, safetensors, tokenizer.json); default: the bundled %s\n"
             "  --tokenizer FILE a llama2.c checkpoint's tokenizer.bin (default: tokenizer.bin beside it)\n"
             "  -e \"CMDS\"        run commands separated by ';' and exit (0 if all succeeded)\n"
             "  -x FILE          run commands from FILE, one a line, and exit\n"
-            "  --info FILE      print the model card of a GGUF file and exit\n"
+            "  --info FILE      print the model card of a GGUF file (or HF directory) and exit\n"
             "  --capture-mb N   memory budget for captured activations (default 1024; 0 keeps only\n"
             "                   what the computation needs)\n"
             "  --threads N      compute threads (default: one per core, at most 16)\n"
@@ -180,7 +182,7 @@ static int print_info(const char *path)
 {
     as_gguf *g;
     as_error err = {{0}};
-    if (as_gguf_open(&g, path, &err)) {
+    if (as_hf_is_dir(path) ? as_hf_open(&g, path, &err) : as_gguf_open(&g, path, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }

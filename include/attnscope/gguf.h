@@ -88,6 +88,12 @@ typedef struct as_gguf {
     uint64_t n_kv;
     as_gguf_tensor *tensors;
     uint64_t n_tensors;
+    /* A view over another format (version 0): what it is, for the model
+     * card (NULL: a llama2.c checkpoint), and what the view owns beyond the
+     * above (its files' maps, converted copies), freed by release(owner). */
+    const char *view_of;
+    void *owner;
+    void (*release)(void *owner);
 } as_gguf;
 
 /* Opens and memory-maps path; validates the whole header, metadata and

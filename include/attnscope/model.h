@@ -53,7 +53,8 @@ typedef struct as_model {
     char *problems;             /* survey: one line per missing or misshapen tensor */
 } as_model;
 
-/* Loads a GGUF file or a llama2.c checkpoint (told apart by GGUF's magic);
+/* Loads a GGUF file, a Hugging Face directory (hf.h) or a llama2.c
+ * checkpoint (told apart from GGUF by its magic);
  * a checkpoint's tokenizer is looked for as tokenizer.bin (see llama2c.h). */
 int as_model_load(as_model **out, const char *path, as_error *err);
 /* The same with a llama2.c tokenizer file given (NULL: look for it). */

@@ -10,7 +10,10 @@
  *   tokenizer/  texts for the tokenizers, id lists, hostile vocabularies;
  *   session/    command lines covering every command;
  *   npy/        shapes and names for the .npy writer;
- *   llama2c/    llama2.c checkpoints and tokenizer files, alone and paired.
+ *   llama2c/    llama2.c checkpoints and tokenizer files, alone and paired;
+ *   hf/         Hugging Face directories' files (the byte 0 says which):
+ *               small and broken safetensors headers, the fixtures'
+ *               config.json and tokenizer.json, a shard index.
  * Deterministic: the same source gives the same bytes. */
 #include <errno.h>
 #include <math.h>
@@ -519,6 +522,66 @@ static void llama2c_seeds(void)
     free(shared.b), free(unshared.b), free(tok.b), free(bad.b);
 }
 
+/* ---- Hugging Face directories (fuzz_hf.c) ---- */
+
+static void hf_file_seed(const char *name, uint8_t mode, const char *fixture)
+{
+    FILE *f = fopen(fixture, "rb");
+    static uint8_t buf[1 << 16];
+    size_t n = f ? fread(buf + 1, 1, sizeof buf - 1, f) : 0;
+    if (!f || n == 0 || n == sizeof buf - 1) {
+        fprintf(stderr, "make_corpus: %s: missing or over 64 KB (run from the repository's root)\n", fixture);
+        exit(1);
+    }
+    fclose(f);
+    buf[0] = mode;
+    put("hf", name, buf, n + 1);
+}
+
+/* Mode 0: an 8-byte length, the JSON, then data_bytes bytes of data. */
+static void hf_safetensors_seed(const char *name, const char *json, uint64_t claimed, size_t data_bytes)
+{
+    static uint8_t buf[4096];
+    size_t hl = strlen(json);
+    memset(buf, ' ', sizeof buf);
+    memcpy(buf + 9, json, hl);
+    if (claimed == hl) /* padded with spaces to 8 bytes, as HF's writer pads it */
+        hl = claimed = (hl + 7) / 8 * 8;
+    size_t n = 1 + 8 + hl + data_bytes;
+    buf[0] = 0;
+    tiny_put_u64(buf + 1, claimed);
+    for (size_t i = 0; i < data_bytes; i++)
+        buf[9 + hl + i] = (uint8_t)(i * 37);
+    put("hf", name, buf, n);
+}
+
+static void hf_seeds(void)
+{
+    static const char two[] = "{\"__metadata__\":{\"format\":\"pt\"},"
+                              "\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[0,32]},"
+                              "\"wpe.weight\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[32,40]}}";
+    hf_safetensors_seed("st-two-tensors", two, sizeof two - 1, 40);
+    hf_safetensors_seed("st-truncated-data", two, sizeof two - 1, 20);
+    hf_safetensors_seed("st-header-past-end", two, sizeof two + 100, 0);
+    hf_safetensors_seed("st-header-over-100mb", "{}", (uint64_t)101 << 20, 0);
+    static const char overlap[] = "{\"a\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]},"
+                                  "\"b\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[4,12]}}";
+    hf_safetensors_seed("st-overlap", overlap, sizeof overlap - 1, 12);
+    static const char odd[] = "{\"a\":{\"dtype\":\"I8\",\"shape\":[-1,99999999999999],\"data_offsets\":[0,-8]}}";
+    hf_safetensors_seed("st-odd-entries", odd, sizeof odd - 1, 8);
+    hf_file_seed("config-gpt2", 1, "tests/fixtures/hf/tiny-gpt2/config.json");
+    hf_file_seed("config-llama", 1, "tests/fixtures/hf/tiny-llama/config.json");
+    hf_file_seed("tokenizer-spm-bpe", 2, "tests/fixtures/hf/tiny-llama/tokenizer.json");
+    hf_file_seed("tokenizer-byte-bpe", 2, "tests/fixtures/hf/tiny-gpt2/tokenizer.json");
+    hf_file_seed("tokenizer-wordpiece", 2, "tests/fixtures/hf/tiny-bert/tokenizer.json");
+    hf_file_seed("config-bert", 1, "tests/fixtures/hf/tiny-bert/config.json");
+    hf_file_seed("config-qwen3", 1, "tests/fixtures/hf/tiny-qwen3/config.json");
+    static const char index[] =
+        "\x03{\"metadata\":{},\"weight_map\":{\"wte.weight\":\"model-00001-of-00001.safetensors\","
+        "\"h.0.ln_1.weight\":\"model-00002-of-00002.safetensors\",\"wpe.weight\":\"../x\"}}";
+    put("hf", "index", index, sizeof index - 1);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -534,6 +597,7 @@ int main(int argc, char **argv)
     session_seeds();
     npy_seeds();
     llama2c_seeds();
+    hf_seeds();
     printf("make_corpus: %d files in %s\n", written, root);
     return 0;
 }

@@ -1,0 +1,47 @@
+/* hf: Hugging Face model directories — config.json, model.safetensors (or
+ * shards listed by model.safetensors.index.json) and tokenizer.json.
+ *
+ * A directory is presented as a GGUF view, as llama2c.h presents a
+ * llama2.c checkpoint: an as_gguf (version 0, view_of says what it is)
+ * whose metadata uses llama.cpp's keys for the architecture config.json's
+ * model_type maps to, whose tensors carry llama.cpp's names and point into
+ * the memory-mapped safetensors files, and whose tokenizer.ggml.* keys are
+ * read from tokenizer.json. Every architecture file then loads it
+ * unchanged. Tensors HF stores in another layout than llama.cpp's are
+ * converted once into memory the view owns: GPT-2's Conv1D weights
+ * ([in, out], transposed) and Llama's q/k rows (HF's rotate-half order,
+ * permuted to llama.cpp's adjacent pairs as convert_hf_to_gguf.py does).
+ *
+ * Checked, each failure one message naming the file and the tensor: the
+ * 8-byte header length (a JSON header over 100 MB is refused), the JSON,
+ * each tensor's dtype (F32, F16, BF16), shape and data_offsets (inside the
+ * file, size = shape x dtype, no two overlapping), every shard the index
+ * names, config.json's model_type and keys, every tensor against the shape
+ * config.json implies, no tensor left unmapped.
+ * Reader: src/hf.c; the per-family mappings: src/arch_hf.c. */
+#ifndef ATTNSCOPE_HF_H
+#define ATTNSCOPE_HF_H
+
+#include <stdbool.h>
+
+#include "attnscope/error.h"
+#include "attnscope/gguf.h"
+#include "attnscope/model.h"
+
+#define AS_HF_MAX_HEADER (100ull << 20) /* bytes of a safetensors JSON header */
+
+/* True when path is a directory holding config.json. */
+bool as_hf_is_dir(const char *path);
+/* Opens a directory as a GGUF view (tokenizer.json included). */
+int as_hf_open(as_gguf **out, const char *dir, as_error *err);
+/* as_hf_open, then the model. */
+int as_hf_load(as_model **out, const char *dir, as_error *err);
+/* Writes the view as a GGUF file (keys, tokenizer and tensors as the view
+ * has them, each tensor in its stored type): what llama.cpp's converter
+ * would write, so llama.cpp loads it. Written beside gguf_path and renamed
+ * into place: nothing half-written. */
+int as_hf_to_gguf(const char *dir, const char *gguf_path, as_error *err);
+/* Opens path as a GGUF view if it is a directory, else as a GGUF file. */
+int as_hf_open_any(as_gguf **out, const char *path, as_error *err);
+
+#endif

@@ -1,0 +1,467 @@
+"""Hugging Face-layout directories of the fixtures tiny-gpt2 and tiny-llama:
+the same seeded PyTorch weights as make_fixtures.py builds (and writes as
+GGUF), written as HF writes them — HF's tensor names and config.json keys,
+safetensors files, a tokenizer.json — so attnscope's pass over the
+directory can be held to the GGUF fixture's hooks.
+
+    /usr/bin/python3 models/recipes/hf_fixtures.py            # write
+    /usr/bin/python3 models/recipes/hf_fixtures.py --check    # rebuild in memory, compare bytes
+
+Writes tests/fixtures/hf/tiny-gpt2/ (one model.safetensors, F32),
+tests/fixtures/hf/tiny-llama/ (two shards and model.safetensors.index.json),
+tiny-llama-yarn/, tiny-mistral/ and tiny-qwen3/ (the decoder fixtures
+of those names: YaRN, a window with linear scaling, q/k norms with NEOX
+rotary), tiny-gemma3/ (norms as w for 1 + w, local layers' rotary base),
+tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
+and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
+(tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
+PyTorch pass over the weights so rounded, on the fixture's tokens; and
+llama3-rope-factors.npy: the rotary divisors transformers computes for
+LLAMA3_SCALING on tiny-llama's rotary (the test puts that rope_scaling in a
+copy of tiny-llama's config.json and reads attnscope's rope_freqs).
+
+safetensors, from the format's specification (no `safetensors` package):
+an unsigned little-endian 64-bit header length N, N bytes of JSON
+{name: {"dtype", "shape", "data_offsets": [begin, end]}} (offsets relative
+to the byte after the header, padded here with spaces to a multiple of 8 as
+HF's writer does), then the tensors' bytes, C order.
+
+The layouts HF uses and llama.cpp's converter undoes:
+  - GPT-2's Conv1D weights are [in, out]: the transpose of nn.Linear's;
+  - Llama's q_proj / k_proj rows are in rotate-half order: for each head,
+    the first components of the rotated pairs, then the second ones. The
+    reference model (like the GGUF) rotates adjacent pairs, so its rows are
+    un-permuted here: the inverse of convert_hf_to_gguf.py's permute.
+
+tokenizer.json, as the tokenizers library writes it:
+  - tiny-gpt2: byte-level BPE, its vocab and merges, ByteLevel
+    pre-tokenizer (GPT-2's regex), no template (no BOS added);
+  - tiny-llama: SentencePiece-style BPE with byte fallback, its merges made
+    as HF's SentencePiece converter makes them (every split of a piece into
+    two pieces, ordered by the piece's score), normalizer Prepend("▁") +
+    Replace(" ", "▁"), a template that puts <s> first.
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import make_fixtures as MF  # noqa: E402
+
+OUT = os.path.join(MF.FIXTURES, "hf")
+
+
+def to_bytes(a, dtype):
+    """float32 array -> its bytes as dtype (F32, F16: IEEE round to nearest
+    even by numpy; BF16: by PyTorch)."""
+    a = np.ascontiguousarray(a, dtype="<f4")
+    if dtype == "F32":
+        return a.tobytes()
+    if dtype == "F16":
+        return a.astype("<f2").tobytes()
+    return torch.from_numpy(a.copy()).bfloat16().view(torch.int16).numpy().astype("<i2").tobytes()
+
+
+def safetensors_bytes(tensors, dtype="F32"):
+    """tensors: list of (name, float32 array) in file order -> bytes."""
+    header, blobs, off = {}, [], 0
+    for name, a in tensors:
+        b = to_bytes(a, dtype)
+        header[name] = {"dtype": dtype, "shape": list(np.shape(a)), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
+def f32(t):
+    return t.detach().double().numpy().astype(np.float32)
+
+
+def hf_pairs_to_halves(w, heads):
+    """Adjacent-pair rows (llama.cpp, the reference) -> HF's rotate-half rows;
+    convert_hf_to_gguf.py's permute() is the inverse of this."""
+    rows = w.shape[0]
+    dh = rows // heads
+    return w.reshape(heads, dh // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def gpt2_dir(model, cfg, tok, dtype="F32", sharded=False):
+    t = [("wte.weight", f32(model.tok_embd.weight)), ("wpe.weight", f32(model.pos_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "h.%d." % L
+        t += [(p + "ln_1.weight", f32(b.ln1_w)), (p + "ln_1.bias", f32(b.ln1_b)),
+              (p + "attn.c_attn.weight", f32(b.qkv.weight).T), (p + "attn.c_attn.bias", f32(b.qkv.bias)),
+              (p + "attn.c_proj.weight", f32(b.o.weight).T), (p + "attn.c_proj.bias", f32(b.o.bias)),
+              (p + "ln_2.weight", f32(b.ln2_w)), (p + "ln_2.bias", f32(b.ln2_b)),
+              (p + "mlp.c_fc.weight", f32(b.up.weight).T), (p + "mlp.c_fc.bias", f32(b.up.bias)),
+              (p + "mlp.c_proj.weight", f32(b.down.weight).T), (p + "mlp.c_proj.bias", f32(b.down.bias))]
+    t += [("ln_f.weight", f32(model.lnf_w)), ("ln_f.bias", f32(model.lnf_b))]
+    if model.out is not None:
+        t.append(("lm_head.weight", f32(model.out.weight)))
+    config = {
+        "architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "vocab_size": cfg.vocab,
+        "n_embd": cfg.d_model, "n_layer": cfg.n_layer, "n_head": cfg.n_head, "n_positions": cfg.ctx,
+        "n_ctx": cfg.ctx, "n_inner": cfg.d_ff, "layer_norm_epsilon": cfg.eps,
+        "activation_function": "gelu_new", "bos_token_id": tok["bos_token_id"],
+        "eos_token_id": tok["eos_token_id"], "tie_word_embeddings": model.out is None,
+    }
+    eot = tok["tokens"].index("<|endoftext|>")
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": eot, "content": "<|endoftext|>", "single_word": False, "lstrip": False,
+                          "rstrip": False, "normalized": True, "special": True}],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                          "use_regex": True},
+        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
+                           "use_regex": True},
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": "",
+                  "end_of_word_suffix": "", "fuse_unk": False, "byte_fallback": False,
+                  "vocab": {s: i for i, s in enumerate(tok["tokens"])},
+                  "merges": list(tok["merges"])},
+    }
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, tokenizer
+
+
+def spm_merges(tokens, scores, types):
+    """HF's SentencePiece BPE converter: for each normal piece, every split
+    into two pieces of the vocabulary, ordered by the piece's score (then the
+    halves' ids)."""
+    vocab = {s: i for i, s in enumerate(tokens) if types[i] == 1}
+    merges = []
+    for piece, pid in vocab.items():
+        for k in range(1, len(piece)):
+            a, b = piece[:k], piece[k:]
+            if a in vocab and b in vocab:
+                merges.append((-scores[pid], vocab[a], vocab[b], a, b))
+    merges.sort()
+    return ["%s %s" % (m[3], m[4]) for m in merges]
+
+
+def spm_tokenizer(tok):
+    """tokenizer.json of a SentencePiece-style BPE (Llama 2's layout)."""
+    tokens, types = tok["tokens"], tok["token_type"]
+    special = [i for i, ty in enumerate(types) if ty in (2, 3)]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": tokens[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i in special],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                                    {"Sequence": {"id": "B", "type_id": 1}}],
+                           "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>", "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": True, "ignore_merges": False,
+                  "vocab": {s: i for i, s in enumerate(tokens)},
+                  "merges": spm_merges(tokens, tok["scores"], types)},
+    }
+    return tokenizer
+
+
+def llama_dir(model, cfg, tok, dtype="F32", sharded=True):
+    """Llama, Mistral (a window), Qwen 3 (q/k norms; NEOX rotary, which is
+    HF's rotate-half already: its rows stay as they are)."""
+    H, Hk = cfg.n_head, cfg.n_kv_head
+    neox, qk_norm = getattr(cfg, "neox", False), getattr(cfg, "qk_norm", False)
+
+    def qk(w, heads):
+        return w if neox else hf_pairs_to_halves(w, heads)
+
+    t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "model.layers.%d." % L
+        t += [(p + "input_layernorm.weight", f32(b.ln1_w)),
+              (p + "self_attn.q_proj.weight", qk(f32(b.q.weight), H)),
+              (p + "self_attn.k_proj.weight", qk(f32(b.k.weight), Hk))]
+        if qk_norm:
+            t += [(p + "self_attn.q_norm.weight", f32(b.q_norm_w)), (p + "self_attn.k_norm.weight", f32(b.k_norm_w))]
+        t += [(p + "self_attn.v_proj.weight", f32(b.v.weight)),
+              (p + "self_attn.o_proj.weight", f32(b.o.weight)),
+              (p + "post_attention_layernorm.weight", f32(b.ln2_w)),
+              (p + "mlp.gate_proj.weight", f32(b.gate.weight)),
+              (p + "mlp.up_proj.weight", f32(b.up.weight)),
+              (p + "mlp.down_proj.weight", f32(b.down.weight))]
+    t.append(("model.norm.weight", f32(model.lnf_w)))
+    if model.out is not None:
+        t.append(("lm_head.weight", f32(model.out.weight)))
+    if sharded:  # two shards: the embedding and layer 0, then the rest
+        cut = 1 + 9
+        shards = {"model-00001-of-00002.safetensors": t[:cut], "model-00002-of-00002.safetensors": t[cut:]}
+        files = {k: safetensors_bytes(v, dtype) for k, v in shards.items()}
+        index = {"metadata": {"total_size": sum(a.nbytes for _, a in t)},
+                 "weight_map": {n: k for k, v in shards.items() for n, _ in v}}
+        files["model.safetensors.index.json"] = (json.dumps(index, indent=2) + "\n").encode()
+    else:
+        files = {"model.safetensors": safetensors_bytes(t, dtype)}
+    window = getattr(cfg, "window", 0)
+    model_type = "qwen3" if qk_norm else "mistral" if window else "llama"
+    sc = getattr(cfg, "rope_scaling", None)
+    if sc is None:
+        scaling = None
+    elif sc[0] == "linear":
+        scaling = {"rope_type": "linear", "factor": sc[1]}
+    elif sc[0] == "yarn":
+        scaling = {"rope_type": "yarn", "factor": sc[1], "original_max_position_embeddings": sc[2]}
+    else:
+        raise ValueError("no HF form written for rope scaling %r" % (sc,))
+    config = {
+        "architectures": [{"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                           "qwen3": "Qwen3ForCausalLM"}[model_type]],
+        "model_type": model_type, "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
+        "num_attention_heads": H, "num_key_value_heads": Hk, "head_dim": cfg.d_head,
+        "max_position_embeddings": cfg.ctx, "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base,
+        "rope_scaling": scaling, "hidden_act": "silu", "tie_word_embeddings": model.out is None,
+        "attention_bias": False, "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
+    }
+    if window:
+        config["sliding_window"] = window
+    tokenizer = spm_tokenizer(tok)
+    return files, config, tokenizer
+
+
+def wordpiece_vocab(tokens):
+    """llama.cpp's stored pieces back to BERT's vocab.txt form: '▁w' -> 'w',
+    a continuation 'x' -> '##x', [SPECIAL] as it is."""
+    out = []
+    for t in tokens:
+        if t.startswith("[") and t.endswith("]"):
+            out.append(t)
+        elif t.startswith("\u2581"):
+            out.append(t[1:])
+        else:
+            out.append("##" + t)
+    return out
+
+
+def bert_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """BertForMaskedLM's names (bert.* and cls.predictions.*, the decoder tied
+    to the word embeddings), sentence-transformers' 1_Pooling for the pooling."""
+    t = [("bert.embeddings.word_embeddings.weight", f32(model.tok_embd.weight)),
+         ("bert.embeddings.position_embeddings.weight", f32(model.pos_embd.weight)),
+         ("bert.embeddings.token_type_embeddings.weight", f32(model.type_embd.weight)),
+         ("bert.embeddings.LayerNorm.weight", f32(model.embd_ln_w)),
+         ("bert.embeddings.LayerNorm.bias", f32(model.embd_ln_b))]
+    for L, b in enumerate(model.blocks):
+        p = "bert.encoder.layer.%d." % L
+        for hf, lin in (("attention.self.query", b.q), ("attention.self.key", b.k), ("attention.self.value", b.v),
+                        ("attention.output.dense", b.o), ("intermediate.dense", b.up), ("output.dense", b.down)):
+            t += [(p + hf + ".weight", f32(lin.weight)), (p + hf + ".bias", f32(lin.bias))]
+        t += [(p + "attention.output.LayerNorm.weight", f32(b.ln1_w)),
+              (p + "attention.output.LayerNorm.bias", f32(b.ln1_b)),
+              (p + "output.LayerNorm.weight", f32(b.ln2_w)), (p + "output.LayerNorm.bias", f32(b.ln2_b))]
+    t += [("cls.predictions.transform.dense.weight", f32(model.mlm_dense.weight)),
+          ("cls.predictions.transform.dense.bias", f32(model.mlm_dense.bias)),
+          ("cls.predictions.transform.LayerNorm.weight", f32(model.mlm_ln_w)),
+          ("cls.predictions.transform.LayerNorm.bias", f32(model.mlm_ln_b)),
+          ("cls.predictions.bias", f32(model.mlm_out_b))]
+    config = {
+        "architectures": ["BertForMaskedLM"], "model_type": "bert", "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layer, "num_attention_heads": cfg.n_head,
+        "intermediate_size": cfg.d_ff, "hidden_act": "gelu_new", "max_position_embeddings": cfg.ctx,
+        "type_vocab_size": cfg.n_types, "layer_norm_eps": cfg.eps, "position_embedding_type": "absolute",
+        "pad_token_id": 0,
+    }
+    vocab = wordpiece_vocab(tok["tokens"])
+    special = [i for i, ty in enumerate(tok["token_type"]) if ty == 3]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [{"id": i, "content": vocab[i], "single_word": False, "lstrip": False, "rstrip": False,
+                          "normalized": False, "special": True} for i in special],
+        "normalizer": {"type": "BertNormalizer", "clean_text": True, "handle_chinese_chars": True,
+                       "strip_accents": None, "lowercase": True},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                      {"Sequence": {"id": "A", "type_id": 0}},
+                                      {"SpecialToken": {"id": "[SEP]", "type_id": 0}}],
+                           "pair": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}},
+                                    {"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": "[SEP]", "type_id": 0}},
+                                    {"Sequence": {"id": "B", "type_id": 1}},
+                                    {"SpecialToken": {"id": "[SEP]", "type_id": 1}}],
+                           "special_tokens": {
+                               "[CLS]": {"id": "[CLS]", "ids": [vocab.index("[CLS]")], "tokens": ["[CLS]"]},
+                               "[SEP]": {"id": "[SEP]", "ids": [vocab.index("[SEP]")], "tokens": ["[SEP]"]}}},
+        "decoder": {"type": "WordPiece", "prefix": "##", "cleanup": True},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": {w: i for i, w in enumerate(vocab)}},
+    }
+    pooling = {"word_embedding_dimension": cfg.d_model, "pooling_mode_cls_token": cfg.pooling == 2,
+               "pooling_mode_mean_tokens": cfg.pooling == 1, "pooling_mode_max_tokens": False,
+               "pooling_mode_mean_sqrt_len_tokens": False, "pooling_mode_lasttoken": cfg.pooling == 3}
+    files = {"model.safetensors": safetensors_bytes(t, dtype),
+             "1_Pooling/config.json": (json.dumps(pooling, indent=2) + "\n").encode()}
+    return files, config, tokenizer
+
+
+def gemma3_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """Gemma3ForCausalLM's names and Gemma3TextConfig's keys: norms stored as
+    w (the reference, like HF, computes with 1 + w), NEOX rotary (rows as
+    they are), the local layers' rotary base apart."""
+    H, Hk = cfg.n_head, cfg.n_kv_head
+    t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "model.layers.%d." % L
+        t += [(p + "input_layernorm.weight", f32(b.ln1_w)),
+              (p + "self_attn.q_proj.weight", f32(b.q.weight)),
+              (p + "self_attn.k_proj.weight", f32(b.k.weight)),
+              (p + "self_attn.v_proj.weight", f32(b.v.weight)),
+              (p + "self_attn.q_norm.weight", f32(b.q_norm_w)),
+              (p + "self_attn.k_norm.weight", f32(b.k_norm_w)),
+              (p + "self_attn.o_proj.weight", f32(b.o.weight)),
+              (p + "post_attention_layernorm.weight", f32(b.ln1_post_w)),
+              (p + "pre_feedforward_layernorm.weight", f32(b.ln2_w)),
+              (p + "post_feedforward_layernorm.weight", f32(b.ln2_post_w)),
+              (p + "mlp.gate_proj.weight", f32(b.gate.weight)),
+              (p + "mlp.up_proj.weight", f32(b.up.weight)),
+              (p + "mlp.down_proj.weight", f32(b.down.weight))]
+    t.append(("model.norm.weight", f32(model.lnf_w)))
+    sc = cfg.rope_scaling
+    config = {
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
+        "num_attention_heads": H, "num_key_value_heads": Hk, "head_dim": cfg.d_head,
+        "max_position_embeddings": cfg.ctx, "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base,
+        "rope_local_base_freq": cfg.rope_base_window, "sliding_window": cfg.window,
+        "sliding_window_pattern": cfg.window_pattern, "query_pre_attn_scalar": cfg.d_head,
+        "rope_scaling": {"rope_type": sc[0], "factor": sc[1]} if sc else None,
+        "hidden_activation": "gelu_pytorch_tanh", "attn_logit_softcapping": None,
+        "final_logit_softcapping": None, "tie_word_embeddings": True,
+        "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
+    }
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
+
+
+# directory -> (fixture whose weights it holds, dtype, sharded)
+DIRS = {
+    "tiny-gpt2": ("tiny-gpt2", "F32", False),
+    "tiny-llama": ("tiny-llama", "F32", True),
+    "tiny-gpt2-f16": ("tiny-gpt2", "F16", False),
+    "tiny-llama-bf16": ("tiny-llama", "BF16", False),
+    "tiny-llama-yarn": ("tiny-llama-yarn", "F32", False),
+    "tiny-mistral": ("tiny-mistral", "F32", False),
+    "tiny-qwen3": ("tiny-qwen3", "F32", False),
+    "tiny-bert": ("tiny-bert", "F32", False),
+    "tiny-gemma3": ("tiny-gemma3", "F32", False),
+}
+TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
+
+
+def reference_logits(model, ids, dtype):
+    """The float64 pass over the weights as the file stores them (rounded
+    to F16 / BF16): the logits attnscope must give from that directory."""
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(getattr(torch, TORCH_DTYPE[dtype])).double())
+    return np.ascontiguousarray(MF.run_hooks(model, ids)["unembed.hook_out"], dtype=np.float32)
+
+
+def npy_bytes(a):
+    import io
+    buf = io.BytesIO()
+    np.save(buf, a)
+    return buf.getvalue()
+
+
+def build_dir(name):
+    which, dtype, sharded = DIRS[name]
+    if which in MF.ENCODERS:
+        cfg, seed = MF.ENCODERS[which]
+        tok, ids, text = MF.encoder_input(which)
+        model = MF.make_encoder(cfg, seed)
+        make = bert_dir
+    else:
+        _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
+        make = gpt2_dir if which == "tiny-gpt2" else gemma3_dir if which == "tiny-gemma3" else llama_dir
+    files, config, tokenizer = make(model, cfg, tok, dtype, sharded)
+    config["torch_dtype"] = TORCH_DTYPE[dtype]
+    files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
+    files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
+    if dtype != "F32":  # beside the directory, not in it
+        files["../%s.logits.npy" % name] = npy_bytes(reference_logits(model, ids, dtype))
+    return files
+
+
+# Llama 3's rope_scaling as tiny-llama's config.json would carry it (rope
+# base 10000, head_dim 8: wavelengths 6.3, 63, 628, 6283 against a band of
+# 16..64, so one frequency is kept, one smoothed and two divided).
+LLAMA3_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 64}
+
+
+def llama3_factors(base, dim, sc):
+    """The divisors of each rotary frequency as transformers'
+    _compute_llama3_parameters applies them (inv_freq / its new inv_freq),
+    computed its way: a mask per band, in float64."""
+    inv = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float64) / dim))
+    factor, lo, hi, old = (sc["factor"], sc["low_freq_factor"], sc["high_freq_factor"],
+                           sc["original_max_position_embeddings"])
+    low_wl, high_wl = old / lo, old / hi
+    wavelen = 2 * math.pi / inv
+    new = torch.where(wavelen > low_wl, inv / factor, inv)
+    smooth = (old / wavelen - lo) / (hi - lo)
+    smoothed = (1 - smooth) * new / factor + smooth * new
+    medium = ~(wavelen < high_wl) * ~(wavelen > low_wl)
+    new = torch.where(medium, smoothed, new)
+    return (inv / new).numpy().astype(np.float32)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    bad = 0
+    extra = {os.path.join(OUT, "llama3-rope-factors.npy"):
+             npy_bytes(llama3_factors(10000.0, 8, LLAMA3_SCALING))}
+    for p, v in extra.items():
+        if args.check:
+            same = os.path.exists(p) and open(p, "rb").read() == v
+            bad += not same
+            print("%s %s" % ("ok  " if same else "DIFF", p))
+        else:
+            os.makedirs(OUT, exist_ok=True)
+            open(p, "wb").write(v)
+    for name in DIRS:
+        d = os.path.join(OUT, name)
+        files = build_dir(name)
+        if args.check:
+            for k, v in files.items():
+                p = os.path.join(d, k)
+                same = os.path.exists(p) and open(p, "rb").read() == v
+                bad += not same
+                print("%s %s" % ("ok  " if same else "DIFF", p))
+            continue
+        os.makedirs(d, exist_ok=True)
+        for k, v in files.items():
+            os.makedirs(os.path.dirname(os.path.join(d, k)), exist_ok=True)
+            with open(os.path.join(d, k), "wb") as f:
+                f.write(v)
+        print("wrote %s (%s)" % (d, ", ".join(sorted(files))))
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

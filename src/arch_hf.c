@@ -1,0 +1,612 @@
+/* arch_hf: what each Hugging Face model_type becomes in a GGUF view (see
+ * hf.h): config.json's keys as llama.cpp's "{arch}.*" keys, and HF's tensor
+ * names as llama.cpp's, with the layout conversions llama.cpp's
+ * convert_hf_to_gguf.py makes (GPT-2's Conv1D weights transposed, Llama's
+ * q/k rows from rotate-half order to adjacent pairs). Like arch_llama2c.c
+ * it names the architectures' tensors; nothing else outside arch_*.c does. */
+#include "hf_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define BIG (1LL << 24)
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+/* One tensor: HF name (printf'd with the layer), GGUF name, conversion,
+ * HF shape from config.json's numbers and how to say it. */
+typedef struct rule {
+    const char *hf, *gguf;
+    as_hf_xform x;
+    int heads;          /* for AS_HF_PAIRS */
+    uint32_t n_dims;
+    uint64_t d0, d1;
+    const char *what;
+    bool optional;
+} rule;
+
+static int add_rules(as_hf *h, const rule *r, size_t n, int layer, as_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char hf[160], gg[160];
+        snprintf(hf, sizeof hf, r[i].hf, layer);
+        snprintf(gg, sizeof gg, r[i].gguf, layer);
+        uint64_t want[2] = {r[i].d0, r[i].d1};
+        if (as_hf_add(h, hf, gg, r[i].x, r[i].heads, r[i].n_dims, want, r[i].what, r[i].optional, NULL, err))
+            return AS_ERR;
+    }
+    return AS_OK;
+}
+
+static int oom(as_hf *h, as_error *err)
+{
+    return as_error_set(err, "%s: out of memory", h->dir);
+}
+
+/* ---------------------------------------------------------------- GPT-2 */
+
+static int gpt2_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, ctx, V, ff;
+    double eps;
+    if (as_hf_cfg_int(h, "n_embd", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "n_layer", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "n_head", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "n_ctx", false, 1024, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "n_positions", false, ctx, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "n_inner", false, 4 * d, 1, BIG, &ff, err) ||
+        as_hf_cfg_num(h, "layer_norm_epsilon", false, 1e-5, 0, 1, &eps, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "activation_function");
+    if (act && !(json_is_string(act) && (!strcmp(json_string_value(act), "gelu_new") ||
+                                         !strcmp(json_string_value(act), "gelu_pytorch_tanh"))))
+        return as_error_set(err, "%s: activation_function '%.30s' is not read (gelu_new, gelu_pytorch_tanh: "
+                            "GPT-2's tanh GELU)", h->config_path, json_is_string(act) ? json_string_value(act) : "?");
+    if (d % H)
+        return as_error_set(err, "%s: n_embd %lld is not a multiple of n_head %lld", h->config_path, d, H);
+    bool scaled = true, by_layer = false, upcast = false;
+    if (as_hf_cfg_bool(h, "scale_attn_weights", true, &scaled, err) ||
+        as_hf_cfg_bool(h, "scale_attn_by_inverse_layer_idx", false, &by_layer, err) ||
+        as_hf_cfg_bool(h, "reorder_and_upcast_attn", false, &upcast, err))
+        return AS_ERR;
+    if (!scaled || by_layer)
+        return as_error_set(err, "%s: scale_attn_weights false or scale_attn_by_inverse_layer_idx true is not read "
+                            "(arch gpt2 scales scores by 1/sqrt(d_head))", h->config_path);
+    if (!as_hf_kv_u32(h, "gpt2.context_length", (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, "gpt2.embedding_length", (uint32_t)d) || !as_hf_kv_u32(h, "gpt2.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "gpt2.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "gpt2.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_f32(h, "gpt2.attention.layer_norm_epsilon", (float)eps))
+        return oom(h, err);
+    h->alt_prefix = "transformer."; /* GPT2LMHeadModel's names */
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff;
+    const rule top[] = {
+        {"wte.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", false},
+        {"wpe.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D, "[n_positions, n_embd]", false},
+        {"ln_f.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"ln_f.bias", "output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", true},
+    };
+    /* Conv1D weights are [in, out]: transposed into llama.cpp's [out rows of in]. */
+    const rule blk[] = {
+        {"h.%d.ln_1.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_1.bias", "blk.%d.attn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.attn.c_attn.weight", "blk.%d.attn_qkv.weight", AS_HF_TRANSPOSE, 0, 2, D, 3 * D, "[n_embd, 3 x n_embd]",
+         false},
+        {"h.%d.attn.c_attn.bias", "blk.%d.attn_qkv.bias", AS_HF_AS_IS, 0, 1, 3 * D, 0, "[3 x n_embd]", false},
+        {"h.%d.attn.c_proj.weight", "blk.%d.attn_output.weight", AS_HF_TRANSPOSE, 0, 2, D, D, "[n_embd, n_embd]",
+         false},
+        {"h.%d.attn.c_proj.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.bias", "blk.%d.ffn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.mlp.c_fc.weight", "blk.%d.ffn_up.weight", AS_HF_TRANSPOSE, 0, 2, D, F, "[n_embd, n_inner]", false},
+        {"h.%d.mlp.c_fc.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0, "[n_inner]", false},
+        {"h.%d.mlp.c_proj.weight", "blk.%d.ffn_down.weight", AS_HF_TRANSPOSE, 0, 2, F, D, "[n_inner, n_embd]", false},
+        {"h.%d.mlp.c_proj.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* The causal-mask buffers older GPT-2 checkpoints carry. */
+static bool gpt2_ignored(const char *name)
+{
+    return ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias");
+}
+
+/* ---------------------------------------------------------------- Llama, Mistral, Qwen 2 and 3 */
+
+/* Llama 3's per-frequency divisors, as convert_hf_to_gguf.py computes them
+ * into rope_freqs.weight from rope_scaling. */
+static void llama3_freqs(float *out, int half, double base, double factor, double low, double high, double orig)
+{
+    double low_wl = orig / low, high_wl = orig / high;
+    for (int i = 0; i < half; i++) {
+        double freq = 1.0 / pow(base, (2.0 * i) / (2.0 * half)), wl = 2 * M_PI / freq;
+        if (wl < high_wl)
+            out[i] = 1.0f;
+        else if (wl > low_wl)
+            out[i] = (float)factor;
+        else {
+            double smooth = (orig / wl - low) / (high - low);
+            out[i] = (float)(1.0 / ((1 - smooth) / factor + smooth));
+        }
+    }
+}
+
+static int rope_scaling(as_hf *h, const char *arch, int dh, double base, as_error *err)
+{
+    char ty_key[96], f_key[96], o_key[96];
+    snprintf(ty_key, sizeof ty_key, "%s.rope.scaling.type", arch);
+    snprintf(f_key, sizeof f_key, "%s.rope.scaling.factor", arch);
+    snprintf(o_key, sizeof o_key, "%s.rope.scaling.original_context_length", arch);
+    const json_t *rs = as_hf_cfg_obj(h, "rope_scaling");
+    if (!rs)
+        return AS_OK;
+    json_t *ty = json_object_get(rs, "rope_type");
+    if (!ty)
+        ty = json_object_get(rs, "type");
+    const char *type = json_string_value(ty);
+    json_t *f = json_object_get(rs, "factor");
+    double factor = json_is_number(f) ? json_number_value(f) : 0;
+    if (!type)
+        return as_error_set(err, "%s: rope_scaling needs a rope_type", h->config_path);
+    if (!strcmp(type, "default"))
+        return AS_OK;
+    if (!(factor > 0 && factor < 1e6))
+        return as_error_set(err, "%s: rope_scaling.factor must be a positive number", h->config_path);
+    if (!strcmp(type, "linear"))
+        return as_hf_kv_str(h, ty_key, "linear") &&
+                       as_hf_kv_f32(h, f_key, (float)factor)
+                   ? AS_OK
+                   : oom(h, err);
+    json_t *o = json_object_get(rs, "original_max_position_embeddings");
+    long long orig = json_is_integer(o) ? json_integer_value(o) : 0;
+    if (!strcmp(type, "yarn")) {
+        if (orig <= 0 || orig > BIG)
+            return as_error_set(err, "%s: rope_scaling (yarn) needs original_max_position_embeddings", h->config_path);
+        return as_hf_kv_str(h, ty_key, "yarn") &&
+                       as_hf_kv_f32(h, f_key, (float)factor) &&
+                       as_hf_kv_u32(h, o_key, (uint32_t)orig)
+                   ? AS_OK
+                   : oom(h, err);
+    }
+    if (!strcmp(type, "llama3")) {
+        json_t *lo = json_object_get(rs, "low_freq_factor"), *hi = json_object_get(rs, "high_freq_factor");
+        double low = json_is_number(lo) ? json_number_value(lo) : 1.0, high = json_is_number(hi) ? json_number_value(hi) : 4.0;
+        if (orig <= 0 || orig > BIG || !(low > 0 && high > low))
+            return as_error_set(err, "%s: rope_scaling (llama3) needs original_max_position_embeddings and "
+                                "0 < low_freq_factor < high_freq_factor", h->config_path);
+        float freqs[4096];
+        if (dh / 2 > 4096)
+            return as_error_set(err, "%s: head_dim %d is too large", h->config_path, dh);
+        llama3_freqs(freqs, dh / 2, base, factor, low, high, (double)orig);
+        return as_hf_add_f32(h, "rope_freqs.weight", freqs, (uint64_t)(dh / 2), err);
+    }
+    return as_error_set(err, "%s: rope_scaling type '%.20s' is not read (default, linear, yarn, llama3)",
+                        h->config_path, type);
+}
+
+/* What tells the Llama-family files apart in HF's layout. */
+typedef struct dec_opts {
+    const char *arch;   /* llama.cpp's architecture, the keys' prefix */
+    bool pairs;         /* rotary on adjacent pairs in llama.cpp: q/k rows permuted */
+    bool qkv_bias;      /* q_proj, k_proj, v_proj have biases (Qwen 2) */
+    bool qk_norm;       /* q_norm, k_norm per head (Qwen 3) */
+} dec_opts;
+
+static int dec_map(as_hf *h, const dec_opts *o, as_error *err)
+{
+    long long d, L, H, Hk, ff, V, ctx, dh, window = 0;
+    double eps, base;
+    bool tied, abias, mbias;
+    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "num_key_value_heads", false, H, 1, H, &Hk, err) ||
+        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "max_position_embeddings", false, 2048, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "head_dim", false, d / H, 2, 65536, &dh, err) ||
+        as_hf_cfg_num(h, "rms_norm_eps", false, 1e-6, 0, 1, &eps, err) ||
+        as_hf_cfg_num(h, "rope_theta", false, 10000.0, 1.0000001, 1e30, &base, err) ||
+        as_hf_cfg_bool(h, "tie_word_embeddings", false, &tied, err) ||
+        as_hf_cfg_bool(h, "attention_bias", false, &abias, err) || as_hf_cfg_bool(h, "mlp_bias", false, &mbias, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "hidden_act");
+    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "silu")))
+        return as_error_set(err, "%s: hidden_act '%.30s' is not read (silu)", h->config_path,
+                            json_is_string(act) ? json_string_value(act) : "?");
+    if ((abias && !o->qkv_bias) || mbias)
+        return as_error_set(err, "%s: attention_bias / mlp_bias true is not read yet", h->config_path);
+    /* Mistral's window (Qwen's only when use_sliding_window is true) */
+    bool use_window = true;
+    if (as_hf_cfg_bool(h, "use_sliding_window", !o->qkv_bias && !o->qk_norm, &use_window, err) ||
+        (use_window && as_hf_cfg_int(h, "sliding_window", false, 0, 0, BIG, &window, err)))
+        return AS_ERR;
+    if (H % Hk || dh % 2)
+        return as_error_set(err, "%s: num_attention_heads %lld must be a multiple of num_key_value_heads %lld, "
+                            "head_dim %lld even", h->config_path, H, Hk, dh);
+    char k[14][96];
+    static const char *const suffix[14] = {
+        "context_length", "embedding_length", "block_count", "feed_forward_length", "attention.head_count",
+        "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+        "vocab_size", "attention.key_length", "attention.value_length", "attention.sliding_window", ""};
+    for (int i = 0; i < 14; i++)
+        snprintf(k[i], sizeof k[i], "%s.%s", o->arch, suffix[i]);
+    if (!as_hf_kv_u32(h, k[0], (uint32_t)ctx) || !as_hf_kv_u32(h, k[1], (uint32_t)d) ||
+        !as_hf_kv_u32(h, k[2], (uint32_t)L) || !as_hf_kv_u32(h, k[3], (uint32_t)ff) ||
+        !as_hf_kv_u32(h, k[4], (uint32_t)H) || !as_hf_kv_u32(h, k[5], (uint32_t)Hk) ||
+        !as_hf_kv_f32(h, k[6], (float)eps) || !as_hf_kv_f32(h, k[7], (float)base) ||
+        !as_hf_kv_u32(h, k[8], (uint32_t)dh) || !as_hf_kv_u32(h, k[9], (uint32_t)V) ||
+        (dh * H != d && (!as_hf_kv_u32(h, k[10], (uint32_t)dh) || !as_hf_kv_u32(h, k[11], (uint32_t)dh))) ||
+        (window > 0 && !as_hf_kv_u32(h, k[12], (uint32_t)window)))
+        return oom(h, err);
+    if (rope_scaling(h, o->arch, (int)dh, base, err))
+        return AS_ERR;
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
+    as_hf_xform qk = o->pairs ? AS_HF_PAIRS : AS_HF_AS_IS;
+    const rule top[] = {
+        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", false},
+        {"model.norm.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+    };
+    const rule blk[] = {
+        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", qk, (int)H, 2, Q, D,
+         "[num_attention_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", qk, (int)Hk, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
+         "[hidden_size, num_attention_heads x head_dim]", false},
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+         "[hidden_size, intermediate_size]", false},
+    };
+    const rule bias[] = {
+        {"model.layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, Q, 0,
+         "[num_attention_heads x head_dim]", false},
+        {"model.layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, K, 0,
+         "[num_key_value_heads x head_dim]", false},
+        {"model.layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, K, 0,
+         "[num_key_value_heads x head_dim]", false},
+    };
+    const rule qk_norm[] = {
+        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
+         "[head_dim]", false},
+        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
+         "[head_dim]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err) ||
+            (o->qkv_bias && add_rules(h, bias, sizeof bias / sizeof bias[0], l, err)) ||
+            (o->qk_norm && add_rules(h, qk_norm, sizeof qk_norm / sizeof qk_norm[0], l, err)))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* llama.cpp rotates Llama's and Mistral's pairs, Qwen's halves (NEOX). */
+static int llama_map(as_hf *h, as_error *err)
+{
+    static const dec_opts o = {"llama", true, false, false};
+    return dec_map(h, &o, err);
+}
+
+static int qwen2_map(as_hf *h, as_error *err)
+{
+    static const dec_opts o = {"qwen2", false, true, false};
+    return dec_map(h, &o, err);
+}
+
+static int qwen3_map(as_hf *h, as_error *err)
+{
+    static const dec_opts o = {"qwen3", false, false, true};
+    return dec_map(h, &o, err);
+}
+
+static bool llama_ignored(const char *name)
+{
+    return ends_with(name, ".rotary_emb.inv_freq");
+}
+
+/* ---------------------------------------------------------------- Gemma 3 */
+
+/* Gemma 3's text model: every norm stored as w for 1 + w; q/k norms; NEOX
+ * rotary (HF's own order); windowed layers but every n-th, with their own
+ * rotary base; the embeddings scaled by sqrt(hidden_size) (arch gemma3's own). */
+static int gemma3_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, Hk, ff, V, ctx, dh, window, pattern;
+    double eps, base, base_local, qscale;
+    bool tied;
+    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "num_key_value_heads", false, H, 1, H, &Hk, err) ||
+        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "max_position_embeddings", false, 131072, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "head_dim", false, 256, 2, 65536, &dh, err) ||
+        as_hf_cfg_int(h, "sliding_window", false, 4096, 1, BIG, &window, err) ||
+        as_hf_cfg_int(h, "sliding_window_pattern", false, 6, 1, 4096, &pattern, err) ||
+        as_hf_cfg_num(h, "rms_norm_eps", false, 1e-6, 0, 1, &eps, err) ||
+        as_hf_cfg_num(h, "rope_theta", false, 1000000.0, 1.0000001, 1e30, &base, err) ||
+        as_hf_cfg_num(h, "rope_local_base_freq", false, 10000.0, 1.0000001, 1e30, &base_local, err) ||
+        as_hf_cfg_num(h, "query_pre_attn_scalar", false, (double)dh, 0, 1e30, &qscale, err) ||
+        as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "hidden_activation");
+    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
+        return as_error_set(err, "%s: hidden_activation '%.30s' is not read (gelu_pytorch_tanh)", h->config_path,
+                            json_is_string(act) ? json_string_value(act) : "?");
+    if (qscale != (double)dh)
+        return as_error_set(err, "%s: query_pre_attn_scalar %g other than head_dim %lld is not read yet",
+                            h->config_path, qscale, dh);
+    static const char *const caps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
+    for (int i = 0; i < 2; i++)
+        if (as_hf_cfg_obj(h, caps[i]))
+            return as_error_set(err, "%s: %s is not read for gemma3 (Gemma 3 has none)", h->config_path, caps[i]);
+    /* transformers' newer files list each layer's kind: one full layer in every n */
+    const json_t *types = as_hf_cfg_obj(h, "layer_types");
+    if (types) {
+        size_t n = json_array_size(types), first = n;
+        for (size_t i = 0; i < n && first == n; i++)
+            if (json_is_string(json_array_get(types, i)) &&
+                !strcmp(json_string_value(json_array_get(types, i)), "full_attention"))
+                first = i;
+        pattern = (long long)first + 1;
+        for (size_t i = 0; i < n; i++) {
+            const char *k = json_string_value(json_array_get(types, i));
+            bool full = k && !strcmp(k, "full_attention");
+            if (!k || full != ((long long)(i + 1) % pattern == 0))
+                return as_error_set(err, "%s: layer_types: layer %zu breaks the pattern of one full_attention layer "
+                                    "in %lld", h->config_path, i, pattern);
+        }
+    }
+    if (H % Hk || dh % 2)
+        return as_error_set(err, "%s: num_attention_heads %lld must be a multiple of num_key_value_heads %lld, "
+                            "head_dim %lld even", h->config_path, H, Hk, dh);
+    if (!as_hf_kv_u32(h, "gemma3.context_length", (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, "gemma3.embedding_length", (uint32_t)d) ||
+        !as_hf_kv_u32(h, "gemma3.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "gemma3.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "gemma3.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_u32(h, "gemma3.attention.head_count_kv", (uint32_t)Hk) ||
+        !as_hf_kv_u32(h, "gemma3.rope.dimension_count", (uint32_t)dh) ||
+        !as_hf_kv_u32(h, "gemma3.vocab_size", (uint32_t)V) ||
+        !as_hf_kv_u32(h, "gemma3.attention.key_length", (uint32_t)dh) ||
+        !as_hf_kv_u32(h, "gemma3.attention.value_length", (uint32_t)dh) ||
+        !as_hf_kv_f32(h, "gemma3.attention.layer_norm_rms_epsilon", (float)eps) ||
+        !as_hf_kv_f32(h, "gemma3.rope.freq_base", (float)base) ||
+        !as_hf_kv_u32(h, "gemma3.attention.sliding_window", (uint32_t)window) ||
+        !as_hf_kv_u32(h, "gemma3.attention.sliding_window_pattern", (uint32_t)pattern) ||
+        !as_hf_kv_f32(h, "gemma3.rope.freq_base_swa", (float)base_local))
+        return oom(h, err);
+    /* rope_scaling (linear) applies to the full layers, as arch gemma3 applies it */
+    if (rope_scaling(h, "gemma3", (int)dh, base, err))
+        return AS_ERR;
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
+    const rule top[] = {
+        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", false},
+        {"model.norm.weight", "output_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+    };
+    const rule blk[] = {
+        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, Q, D,
+         "[num_attention_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
+         "[num_key_value_heads x head_dim, hidden_size]", false},
+        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+         "[head_dim]", false},
+        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+         "[head_dim]", false},
+        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
+         "[hidden_size, num_attention_heads x head_dim]", false},
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight", AS_HF_PLUS_ONE, 0, 1,
+         D, 0, "[hidden_size]", false},
+        {"model.layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight", AS_HF_PLUS_ONE, 0, 1, D,
+         0, "[hidden_size]", false},
+        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+         "[hidden_size, intermediate_size]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* ---------------------------------------------------------------- BERT */
+
+/* sentence-transformers' 1_Pooling/config.json, as llama.cpp's converter
+ * reads it: mean, CLS or last-token pooling (absent: none). */
+static int bert_pooling(as_hf *h, uint32_t *pooling, as_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/1_Pooling/config.json", h->dir);
+    *pooling = 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return AS_OK;
+    fclose(f);
+    json_t *j = as_hf_load_json(path, err);
+    if (!j)
+        return AS_ERR;
+    static const struct { const char *key; uint32_t v; } modes[] = {
+        {"pooling_mode_mean_tokens", 1}, {"pooling_mode_cls_token", 2}, {"pooling_mode_lasttoken", 3}};
+    for (size_t i = 0; i < 3; i++)
+        if (json_is_true(json_object_get(j, modes[i].key)))
+            *pooling = modes[i].v;
+    json_decref(j);
+    return AS_OK;
+}
+
+static int bert_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, ff, V, ctx, types;
+    double eps;
+    uint32_t pooling;
+    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "max_position_embeddings", false, 512, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "type_vocab_size", false, 2, 1, 1024, &types, err) ||
+        as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) || bert_pooling(h, &pooling, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "hidden_act");
+    const char *a = json_is_string(act) ? json_string_value(act) : "gelu";
+    if (strcmp(a, "gelu_new") && strcmp(a, "gelu_pytorch_tanh"))
+        return as_error_set(err, "%s: hidden_act '%.30s' is not read yet: attnscope's bert runs the tanh GELU "
+                            "(gelu_new, gelu_pytorch_tanh), as llama.cpp does, not the exact erf one ('gelu')",
+                            h->config_path, a);
+    json_t *pe = json_object_get(h->config, "position_embedding_type");
+    if (pe && !(json_is_string(pe) && !strcmp(json_string_value(pe), "absolute")))
+        return as_error_set(err, "%s: position_embedding_type must be 'absolute'", h->config_path);
+    if (d % H)
+        return as_error_set(err, "%s: hidden_size %lld is not a multiple of num_attention_heads %lld", h->config_path,
+                            d, H);
+    if (!as_hf_kv_u32(h, "bert.context_length", (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, "bert.embedding_length", (uint32_t)d) || !as_hf_kv_u32(h, "bert.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "bert.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "bert.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_u32(h, "bert.pooling_type", pooling) || !as_hf_kv_u32(h, "bert.vocab_size", (uint32_t)V) ||
+        !as_hf_kv_f32(h, "bert.attention.layer_norm_epsilon", (float)eps) ||
+        !as_hf_kv_bool(h, "bert.attention.causal", false) ||
+        !as_hf_kv_u32(h, "tokenizer.ggml.token_type_count", (uint32_t)types))
+        return oom(h, err);
+    h->alt_prefix = "bert."; /* BertForMaskedLM's names; BertModel's have none */
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff;
+    const rule top[] = {
+        {"embeddings.word_embeddings.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", false},
+        {"embeddings.position_embeddings.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D,
+         "[max_position_embeddings, hidden_size]", false},
+        {"embeddings.token_type_embeddings.weight", "token_types.weight", AS_HF_AS_IS, 0, 2, (uint64_t)types, D,
+         "[type_vocab_size, hidden_size]", false},
+        {"embeddings.LayerNorm.weight", "token_embd_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"embeddings.LayerNorm.bias", "token_embd_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+    };
+    /* BertForMaskedLM's head: our mlm.* (its decoder is tied to the embeddings unless stored) */
+    const rule mlm[] = {
+        {"cls.predictions.transform.dense.weight", "mlm.dense.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"cls.predictions.transform.dense.bias", "mlm.dense.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.transform.LayerNorm.weight", "mlm.norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"cls.predictions.transform.LayerNorm.bias", "mlm.norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.bias", "mlm.output.bias", AS_HF_AS_IS, 0, 1, (uint64_t)V, 0, "[vocab_size]", false},
+        {"cls.predictions.decoder.weight", "mlm.output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+         "[vocab_size, hidden_size]", true},
+    };
+    const rule blk[] = {
+        {"encoder.layer.%d.attention.self.query.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.self.query.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.attention.self.key.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.self.key.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.attention.self.value.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.self.value.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.attention.output.dense.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, D,
+         "[hidden_size, hidden_size]", false},
+        {"encoder.layer.%d.attention.output.dense.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"encoder.layer.%d.attention.output.LayerNorm.weight", "blk.%d.attn_output_norm.weight", AS_HF_AS_IS, 0, 1, D,
+         0, "[hidden_size]", false},
+        {"encoder.layer.%d.attention.output.LayerNorm.bias", "blk.%d.attn_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"encoder.layer.%d.intermediate.dense.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+         "[intermediate_size, hidden_size]", false},
+        {"encoder.layer.%d.intermediate.dense.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0,
+         "[intermediate_size]", false},
+        {"encoder.layer.%d.output.dense.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+         "[hidden_size, intermediate_size]", false},
+        {"encoder.layer.%d.output.dense.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+         false},
+        {"encoder.layer.%d.output.LayerNorm.weight", "blk.%d.layer_output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"encoder.layer.%d.output.LayerNorm.bias", "blk.%d.layer_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+    };
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    if (as_hf_find(h, mlm[0].hf) && add_rules(h, mlm, sizeof mlm / sizeof mlm[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* What attnscope does not run: the pooler's dense layer and the
+ * next-sentence head (its pooling is the one 1_Pooling names), the
+ * position-id buffer, and the decoder's bias when stored twice. */
+static bool bert_ignored(const char *name)
+{
+    return strstr(name, "pooler.dense.") || !strncmp(name, "cls.seq_relationship.", 21) ||
+           ends_with(name, "embeddings.position_ids") || !strcmp(name, "cls.predictions.decoder.bias");
+}
+
+/* ---------------------------------------------------------------- the table */
+
+static const as_hf_family FAMILIES[] = {
+    {"gpt2", "gpt2", gpt2_map, gpt2_ignored},
+    {"llama", "llama", llama_map, llama_ignored},
+    {"mistral", "llama", llama_map, llama_ignored}, /* as llama.cpp converts it */
+    {"qwen2", "qwen2", qwen2_map, llama_ignored},
+    {"qwen3", "qwen3", qwen3_map, llama_ignored},
+    {"bert", "bert", bert_map, bert_ignored},
+    {"gemma3_text", "gemma3", gemma3_map, llama_ignored},
+};
+
+const as_hf_family *as_hf_family_find(const char *model_type)
+{
+    for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++)
+        if (!strcmp(FAMILIES[i].model_type, model_type))
+            return &FAMILIES[i];
+    return NULL;
+}
+
+const char *as_hf_family_names(void)
+{
+    return "gpt2, llama, mistral, qwen2, qwen3, gemma3_text, bert";
+}

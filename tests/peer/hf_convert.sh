@@ -1,0 +1,19 @@
+#!/bin/sh
+# The Hugging Face fixture directories (tests/fixtures/hf/NAME, made by
+# models/recipes/hf_fixtures.py) written as GGUF by attnscope's `convert`
+# into BUILD/hf-converted/NAME.gguf, each beside a link to the GGUF
+# fixture's folder (its tokens and types), so llama_compare.sh can hold
+# llama.cpp's pass over the converted file to attnscope's. Prints the
+# converted files' paths without .gguf, one a line.
+#   sh tests/peer/hf_convert.sh PROG BUILD
+set -u
+prog=$1 out=$2/hf-converted
+mkdir -p "$out"
+for d in tests/fixtures/hf/*/; do
+    n=$(basename "$d")
+    [ -d "tests/fixtures/$n" ] || continue  # the F16/BF16 copies have no GGUF twin to compare tokens with
+    rm -f "$out/$n.gguf"
+    "$prog" -e "convert $d $out/$n.gguf" >/dev/null || echo "hf_convert: $d was not converted" >&2
+    ln -sfn "$(pwd)/tests/fixtures/$n" "$out/$n"
+    echo "$out/$n"
+done

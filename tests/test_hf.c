@@ -1,0 +1,471 @@
+/* Hugging Face directories (hf.h): tests/fixtures/hf/tiny-gpt2 and
+ * tiny-llama are the GGUF fixtures' PyTorch weights in HF's layout
+ * (models/recipes/hf_fixtures.py: Conv1D weights transposed, q/k rows in
+ * rotate-half order, the llama one in two shards). Every hook and the
+ * logits from the directory equal the GGUF fixture's within 1e-5 (measured:
+ * identical), and the logits PyTorch's (the fixture's unembed.hook_out.npy)
+ * within 1e-5 (measured 4.3e-6 and 3.8e-6); tokenizer.json gives the GGUF
+ * tokenizer's ids. Broken directories, written to a temporary folder, are
+ * refused by name. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "attnscope/hf.h"
+#include "attnscope/tokenizer.h"
+#include "helpers.h"
+
+static void feed_fixture_tokens(as_session *s, const char *name)
+{
+    char path[256], cmd[4096];
+    npy tok;
+    snprintf(path, sizeof path, "fixtures/%s/tokens.npy", name);
+    cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
+    size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
+    for (size_t i = 0; i < tok.count; i++)
+        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
+    run_ok(s, cmd);
+    npy_free(&tok);
+    /* an encoder's fixture is a sentence pair: its token types too */
+    snprintf(path, sizeof path, "fixtures/%s/types.npy", name);
+    if (access(path, R_OK) == 0) {
+        cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
+        o = (size_t)snprintf(cmd, sizeof cmd, "token-types");
+        for (size_t i = 0; i < tok.count; i++)
+            o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
+        run_ok(s, cmd);
+        npy_free(&tok);
+    }
+    run_ok(s, "finish");
+}
+
+static float *values(as_session *s, int h, size_t *count)
+{
+    int n = s->cap->filled[h];
+    *count = as_capture_count(s->cap, h, n);
+    float *v = malloc(*count * sizeof *v);
+    as_capture_copy(s->cap, h, n, v);
+    return v;
+}
+
+/* The model at `other` (default: fixtures/hf/NAME) against fixtures/NAME.gguf. */
+static void same_as_gguf_at(const char *name, const char *other)
+{
+    char gguf[256], dir[256], ref_path[256];
+    snprintf(gguf, sizeof gguf, "fixtures/%s.gguf", name);
+    if (other)
+        snprintf(dir, sizeof dir, "%s", other);
+    else
+        snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
+    as_session *a = open_session(gguf, 64), *b = open_session(dir, 64);
+    feed_fixture_tokens(a, name);
+    feed_fixture_tokens(b, name);
+    cr_assert_eq(a->prog->n_hooks, b->prog->n_hooks);
+    int checked = 0;
+    for (int h = 0; h < a->prog->n_hooks; h++) {
+        const char *hn = a->prog->hooks[h].name;
+        cr_assert_str_eq(hn, b->prog->hooks[h].name);
+        cr_assert_eq(a->cap->filled[h], b->cap->filled[h], "%s", hn);
+        size_t na, nb;
+        float *va = values(a, h, &na), *vb = values(b, h, &nb);
+        cr_assert_eq(na, nb, "%s: %zu vs %zu values", hn, na, nb);
+        double worst = 0;
+        for (size_t i = 0; i < na; i++) {
+            if (isinf(va[i])) {
+                cr_assert(isinf(vb[i]), "%s[%zu]: masked in the GGUF, %g here", hn, i, vb[i]);
+                continue;
+            }
+            worst = fmax(worst, fabs((double)va[i] - vb[i]));
+        }
+        cr_expect_leq(worst, 1e-5, "%s: %s: max abs diff %.3g from the GGUF", name, hn, worst);
+        free(va);
+        free(vb);
+        checked++;
+    }
+    cr_assert_gt(checked, 20);
+    /* and PyTorch's logits */
+    int lg = as_program_hook(b->prog, AS_HK_LOGITS, -1);
+    snprintf(ref_path, sizeof ref_path, "fixtures/%s/%s.npy", name, b->prog->hooks[lg].name);
+    npy ref;
+    cr_assert_eq(npy_read(ref_path, &ref), 0, "cannot read %s", ref_path);
+    size_t n;
+    float *got = values(b, lg, &n);
+    cr_assert_eq(n, ref.count);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++)
+        worst = fmax(worst, fabs((double)got[i] - ref.f[i]));
+    cr_assert_leq(worst, 1e-5, "%s: logits differ from PyTorch's by %.3g", name, worst);
+    free(got);
+    npy_free(&ref);
+    close_session(a);
+    close_session(b);
+}
+
+static void same_as_gguf(const char *name) { same_as_gguf_at(name, NULL); }
+
+Test(hf, gpt2_directory_runs_as_its_gguf) { same_as_gguf("tiny-gpt2"); }
+Test(hf, sharded_llama_directory_runs_as_its_gguf) { same_as_gguf("tiny-llama"); }
+/* rope_scaling yarn; Mistral's sliding_window with linear scaling; Qwen 3's
+ * q/k norms, head_dim apart from hidden_size / heads, NEOX rotary (rows as HF has them) */
+Test(hf, llama_yarn_directory_runs_as_its_gguf) { same_as_gguf("tiny-llama-yarn"); }
+Test(hf, mistral_directory_runs_as_its_gguf) { same_as_gguf("tiny-mistral"); }
+Test(hf, qwen3_directory_runs_as_its_gguf) { same_as_gguf("tiny-qwen3"); }
+/* BertForMaskedLM: token types, the masked-LM head, mean pooling from 1_Pooling */
+Test(hf, bert_directory_runs_as_its_gguf) { same_as_gguf("tiny-bert"); }
+/* Gemma 3: norms stored as w for 1 + w, q/k norms, post-norms, local layers with their own rotary base,
+ * linear scaling on the global ones */
+Test(hf, gemma3_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma3"); }
+
+/* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
+static void same_ids(const char *name)
+{
+    static const char *const texts[] = {
+        "the cat sat on the mat, the dog ate é!",
+        "the cat sat on a mat, hi é!",
+        "  then the fish\n\nat the table.  ",
+        "THE Dog's 123 mats; x=y+1 \t!",
+        "日本語 and emoji \xf0\x9f\x98\x80 ok",
+        "",
+        "<|endoftext|> <s> the end",
+    };
+    char gguf[256], dir[256];
+    snprintf(gguf, sizeof gguf, "fixtures/%s.gguf", name);
+    snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
+    as_session *a = open_session(gguf, 16), *b = open_session(dir, 16);
+    const as_tokenizer *ta = a->model->tok, *tb = b->model->tok;
+    cr_assert_eq(as_tokenizer_vocab_size(ta), as_tokenizer_vocab_size(tb));
+    cr_assert_eq(as_tokenizer_add_bos(ta), as_tokenizer_add_bos(tb), "%s: add_bos differs", name);
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+        int32_t *ia, *ib;
+        size_t na, nb;
+        as_error err = {{0}};
+        cr_assert_eq(as_tokenizer_encode(ta, texts[k], strlen(texts[k]), as_tokenizer_add_bos(ta), &ia, &na, &err),
+                     AS_OK, "%s", err.msg);
+        cr_assert_eq(as_tokenizer_encode(tb, texts[k], strlen(texts[k]), as_tokenizer_add_bos(tb), &ib, &nb, &err),
+                     AS_OK, "%s", err.msg);
+        cr_assert_eq(na, nb, "%s: '%s': %zu ids vs %zu", name, texts[k], na, nb);
+        for (size_t i = 0; i < na; i++)
+            cr_assert_eq(ia[i], ib[i], "%s: '%s': id %zu is %d, the GGUF's %d", name, texts[k], i, ib[i], ia[i]);
+        free(ia);
+        free(ib);
+    }
+    close_session(a);
+    close_session(b);
+}
+
+Test(hf, byte_level_bpe_gives_the_gguf_ids) { same_ids("tiny-gpt2"); }
+Test(hf, sentencepiece_bpe_gives_the_gguf_ids) { same_ids("tiny-llama"); }
+Test(hf, wordpiece_gives_the_gguf_ids) { same_ids("tiny-bert"); }
+
+Test(hf, info_card_of_a_directory)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_open(&g, "fixtures/hf/tiny-gpt2/", &err), AS_OK, "%s", err.msg);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    as_gguf_print_info(g, f);
+    as_model_print_check(g, f);
+    fclose(f);
+    cr_assert(strstr(buf, "Hugging Face directory"), "%s", buf);
+    cr_assert(strstr(buf, "blk.1.attn_qkv.weight"), "%s", buf);
+    cr_assert(strstr(buf, "every tensor gpt2 needs is here, and every tensor here is used"), "%s", buf);
+    free(buf);
+    as_gguf_close(g);
+}
+
+/* ---------------------------------------------------------------- broken directories */
+
+typedef struct tmpdir {
+    char path[64];
+} tmpdir;
+
+static void copy_file(const char *from, const char *to, long keep)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    cr_assert(in && out, "copy %s -> %s", from, to);
+    char buf[65536];
+    size_t n, total = 0;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0) {
+        if (keep >= 0 && total + n > (size_t)keep)
+            n = (size_t)keep - total;
+        fwrite(buf, 1, n, out);
+        total += n;
+        if (keep >= 0 && total >= (size_t)keep)
+            break;
+    }
+    fclose(in);
+    fclose(out);
+}
+
+/* A copy of fixtures/hf/NAME (weights too unless with_weights is false). */
+static void make_copy(tmpdir *t, const char *name, bool with_weights)
+{
+    snprintf(t->path, sizeof t->path, "/tmp/attnscope-hf-XXXXXX");
+    cr_assert(mkdtemp(t->path));
+    static const char *const files[] = {"config.json", "tokenizer.json", "model.safetensors",
+                                        "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                                        "model-00002-of-00002.safetensors"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char from[256], to[256];
+        snprintf(from, sizeof from, "fixtures/hf/%s/%s", name, files[i]);
+        snprintf(to, sizeof to, "%s/%s", t->path, files[i]);
+        if (access(from, R_OK) == 0 && (with_weights || i < 2))
+            copy_file(from, to, -1);
+    }
+}
+
+static void remove_copy(tmpdir *t)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", t->path);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void write_bytes(const tmpdir *t, const char *file, const void *a, size_t na, const void *b, size_t nb)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", t->path, file);
+    FILE *f = fopen(p, "wb");
+    cr_assert(f);
+    fwrite(a, 1, na, f);
+    if (nb)
+        fwrite(b, 1, nb, f);
+    fclose(f);
+}
+
+/* A safetensors file: the 8-byte length, the header (padded with spaces
+ * to 8 bytes, as HF pads it, when claimed_len is its length), data_bytes
+ * zero bytes. */
+static void write_safetensors(const tmpdir *t, const char *file, const char *header, uint64_t claimed_len,
+                              size_t data_bytes)
+{
+    uint8_t len[8];
+    size_t hl = strlen(header);
+    if (claimed_len == hl)
+        claimed_len = hl = (hl + 7) / 8 * 8;
+    for (int i = 0; i < 8; i++)
+        len[i] = (uint8_t)(claimed_len >> (8 * i));
+    uint8_t *body = calloc(1, hl + data_bytes + 1);
+    memset(body, ' ', hl);
+    memcpy(body, header, strlen(header));
+    write_bytes(t, file, len, 8, body, hl + data_bytes);
+    free(body);
+}
+
+static void refused(const tmpdir *t, const char *want1, const char *want2, const char *want3)
+{
+    as_model *m = NULL;
+    as_error err = {{0}};
+    int rc = as_model_load(&m, t->path, &err);
+    as_model_free(m);
+    cr_assert_neq(rc, AS_OK, "the broken directory loaded");
+    cr_assert(strstr(err.msg, want1), "message '%s' lacks '%s'", err.msg, want1);
+    cr_assert(!want2 || strstr(err.msg, want2), "message '%s' lacks '%s'", err.msg, want2);
+    cr_assert(!want3 || strstr(err.msg, want3), "message '%s' lacks '%s'", err.msg, want3);
+}
+
+Test(hf, truncated_safetensors_is_refused_by_file_and_tensor)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", false);
+    char from[] = "fixtures/hf/tiny-gpt2/model.safetensors", to[256];
+    snprintf(to, sizeof to, "%s/model.safetensors", t.path);
+    struct stat st;
+    cr_assert_eq(stat(from, &st), 0);
+    copy_file(from, to, (long)st.st_size - 100);
+    refused(&t, "model.safetensors", "run past the end of the file", "tensor '");
+    /* cut inside the header */
+    copy_file(from, to, 40);
+    refused(&t, "model.safetensors", "truncated", NULL);
+    copy_file(from, to, 5);
+    refused(&t, "model.safetensors", "truncated", NULL);
+    remove_copy(&t);
+}
+
+Test(hf, overlapping_or_missized_tensors_are_refused_by_name)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", false);
+    const char *overlap = "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[0,32]},"
+                          "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[16,48]}}";
+    write_safetensors(&t, "model.safetensors", overlap, strlen(overlap), 48);
+    refused(&t, "model.safetensors", "'wte.weight'", "overlap");
+    /* an empty tensor between two that overlap hides nothing */
+    const char *around = "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+                         "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
+                         "\"wpe.weight\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}";
+    write_safetensors(&t, "model.safetensors", around, strlen(around), 16);
+    refused(&t, "model.safetensors", "'wte.weight'", "'wpe.weight' (from byte");
+    const char *missized = "{\"wte.weight\":{\"dtype\":\"F16\",\"shape\":[2,4],\"data_offsets\":[0,32]}}";
+    write_safetensors(&t, "model.safetensors", missized, strlen(missized), 32);
+    refused(&t, "'wte.weight'", "hold 32 bytes", "needs 16");
+    const char *past = "{\"wte.weight\":{\"dtype\":\"F32\",\"shape\":[2,4],\"data_offsets\":[0,32]}}";
+    write_safetensors(&t, "model.safetensors", past, strlen(past), 20);
+    refused(&t, "'wte.weight'", "run past the end", "model.safetensors");
+    const char *dtype = "{\"wte.weight\":{\"dtype\":\"I64\",\"shape\":[2],\"data_offsets\":[0,16]}}";
+    write_safetensors(&t, "model.safetensors", dtype, strlen(dtype), 16);
+    refused(&t, "'wte.weight'", "I64", NULL);
+    remove_copy(&t);
+}
+
+Test(hf, header_over_100_mb_is_refused)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", false);
+    write_safetensors(&t, "model.safetensors", "{}", 101ull << 20, 0);
+    refused(&t, "model.safetensors", "100 MB", NULL);
+    write_safetensors(&t, "model.safetensors", "{\"a\": [", 7, 0);
+    refused(&t, "model.safetensors", "header JSON", NULL);
+    remove_copy(&t);
+}
+
+Test(hf, missing_shard_is_named_with_a_tensor_it_holds)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-llama", true);
+    char p[256];
+    snprintf(p, sizeof p, "%s/model-00002-of-00002.safetensors", t.path);
+    cr_assert_eq(unlink(p), 0);
+    refused(&t, "model-00002-of-00002.safetensors", "cannot open", "model.layers.1.");
+    remove_copy(&t);
+}
+
+static void set_config(const tmpdir *t, const char *from, const char *to)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/config.json", t->path);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f);
+    static char buf[8192], out[8192];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *at = strstr(buf, from);
+    cr_assert(at, "config.json has no '%s'", from);
+    snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, to, at + strlen(from));
+    write_bytes(t, "config.json", out, strlen(out), NULL, 0);
+}
+
+Test(hf, config_disagreeing_with_a_tensor_or_unknown_is_refused)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", true);
+    set_config(&t, "\"n_inner\": 128", "\"n_inner\": 64");
+    refused(&t, "model.safetensors", "'h.0.mlp.c_fc.weight'", "config.json says [32, 64]");
+    set_config(&t, "\"model_type\": \"gpt2\"", "\"model_type\": \"gpt_neox\"");
+    refused(&t, "config.json", "model_type 'gpt_neox'", NULL);
+    remove_copy(&t);
+    make_copy(&t, "tiny-llama", true);
+    set_config(&t, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+    /* tied, yet lm_head.weight is there: it is used (llama.cpp would drop it) */
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    as_model_free(m);
+    set_config(&t, "\"num_key_value_heads\": 2", "\"num_key_value_heads\": 4");
+    refused(&t, "'model.layers.0.self_attn.k_proj.weight'", "shape [16, 32]", "[32, 32]");
+    remove_copy(&t);
+}
+
+/* The same weights stored as F16 and BF16 (in place, not converted): the
+ * logits of the float64 PyTorch pass over the weights so rounded
+ * (NAME.logits.npy, from the recipe), within 1e-5 as for F32 (measured
+ * 4.5e-6 for F16, 5.3e-6 for BF16, logits up to 9.9). */
+static void half_matches_pytorch(const char *name, const char *fixture, as_ggml_type type)
+{
+    char dir[256], ref_path[256];
+    snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
+    snprintf(ref_path, sizeof ref_path, "fixtures/hf/%s.logits.npy", name);
+    as_session *s = open_session(dir, 64);
+    const as_gguf_tensor *t = as_gguf_tensor_find(s->model->gguf, "blk.0.ffn_up.weight");
+    cr_assert(t);
+    cr_assert_eq(t->type, type, "%s: stored as %d", name, t->type);
+    feed_fixture_tokens(s, fixture);
+    int lg = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+    npy ref;
+    cr_assert_eq(npy_read(ref_path, &ref), 0, "cannot read %s", ref_path);
+    size_t n;
+    float *got = values(s, lg, &n);
+    cr_assert_eq(n, ref.count);
+    double worst = 0, big = 0;
+    for (size_t i = 0; i < n; i++) {
+        worst = fmax(worst, fabs((double)got[i] - ref.f[i]));
+        big = fmax(big, fabs(ref.f[i]));
+    }
+    cr_assert_leq(worst, 1e-5, "%s: logits (up to %.3g) differ from PyTorch's by %.3g", name, big, worst);
+    free(got);
+    npy_free(&ref);
+    close_session(s);
+}
+
+Test(hf, f16_weights_match_pytorch) { half_matches_pytorch("tiny-gpt2-f16", "tiny-gpt2", AS_GGML_F16); }
+Test(hf, bf16_weights_match_pytorch) { half_matches_pytorch("tiny-llama-bf16", "tiny-llama", AS_GGML_BF16); }
+
+/* Llama 3's rope_scaling becomes rope_freqs.weight, as llama.cpp's
+ * converter makes it: each frequency's divisor equals what transformers
+ * applies (llama3-rope-factors.npy, computed its way by the recipe), 1e-6. */
+Test(hf, llama3_rope_scaling_gives_transformers_divisors)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-llama", true);
+    set_config(&t, "\"rope_scaling\": null",
+               "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, "
+               "\"high_freq_factor\": 4.0, \"original_max_position_embeddings\": 64}");
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_open(&g, t.path, &err), AS_OK, "%s", err.msg);
+    const as_gguf_tensor *f = as_gguf_tensor_find(g, "rope_freqs.weight");
+    cr_assert(f, "no rope_freqs.weight");
+    npy ref;
+    cr_assert_eq(npy_read("fixtures/hf/llama3-rope-factors.npy", &ref), 0);
+    cr_assert_eq(f->n_elements, ref.count);
+    float got[64];
+    cr_assert_eq(as_tensor_to_f32(f, got, &err), AS_OK, "%s", err.msg);
+    for (size_t i = 0; i < ref.count; i++)
+        cr_assert_float_eq(got[i], ref.f[i], 1e-6 * ref.f[i], "divisor %zu: %g, transformers %g", i, got[i], ref.f[i]);
+    npy_free(&ref);
+    as_gguf_close(g);
+    as_model *m = NULL;
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    as_model_free(m);
+    remove_copy(&t);
+}
+
+/* convert DIR OUT.gguf: the GGUF it writes runs as the fixture GGUF, every
+ * hook (llama.cpp's pass over it is held to attnscope's by make
+ * llama-compare, tests/peer/hf_convert.sh); an unwritable path is refused
+ * by name and leaves nothing. */
+static void converts(const char *name)
+{
+    char dir[256], out[] = "/tmp/attnscope-hf-convert-XXXXXX.gguf";
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_to_gguf(dir, out, &err), AS_OK, "%s", err.msg);
+    same_as_gguf_at(name, out);
+    unlink(out);
+}
+
+Test(hf, converted_gpt2_runs_as_its_gguf) { converts("tiny-gpt2"); }
+Test(hf, converted_sharded_llama_runs_as_its_gguf) { converts("tiny-llama"); }
+Test(hf, converted_bert_runs_as_its_gguf) { converts("tiny-bert"); }
+
+Test(hf, convert_to_an_unwritable_path_is_refused)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 16);
+    char msg[512];
+    cr_assert_neq(run_cmd(s, "convert fixtures/hf/tiny-gpt2 /nonexistent-attnscope-dir/x.gguf", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "/nonexistent-attnscope-dir/x.gguf"), "%s", msg);
+    cr_assert_neq(run_cmd(s, "convert fixtures/tiny-gpt2.gguf out.gguf", msg, sizeof msg), AS_OK);
+    cr_assert(strstr(msg, "not a directory"), "%s", msg);
+    cr_assert_neq(access("out.gguf", F_OK), 0);
+    close_session(s);
+}
