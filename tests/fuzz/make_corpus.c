@@ -127,8 +127,11 @@ static void models(void)
     model("gpt2-i8-unreadable.gguf", &s, false);
     w = tiny_writer(&g), as_gguf_writer_set_str(w, "general.architecture", "mamba");
     put_writer("model", "arch-unknown.gguf", w);
-    w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "t5");
+    w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "rwkv");
     put_writer("model", "tokenizer-unknown.gguf", w);
+    /* SentencePiece Unigram over gpt2's byte symbols, without a charsmap */
+    w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "t5");
+    put_writer("model", "tokenizer-t5-on-gpt2.gguf", w);
     /* a WordPiece tokenizer over gpt2's byte symbols: most words [UNK] */
     w = tiny_writer(&g), as_gguf_writer_set_str(w, "tokenizer.ggml.model", "bert");
     as_gguf_writer_set_u32(w, "tokenizer.ggml.mask_token_id", 40);
