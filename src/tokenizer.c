@@ -32,7 +32,8 @@
  *      a byte without one left out as llama.cpp leaves it out.
  *
  * Where attnscope differs from llama.cpp, on purpose: invalid UTF-8 keeps
- * its bytes (llama.cpp encodes U+FFFD for each); a gpt2 file without
+ * its bytes (llama.cpp encodes U+FFFD for each; t5 does as llama.cpp, whose
+ * Unigram normalizer makes the U+FFFD itself); a gpt2 file without
  * bos_token_id has no BOS (llama.cpp falls back to id 11); `all` keeps the
  * first of duplicated texts (llama.cpp's map the last); every FIM-looking
  * token is made control (llama.cpp, the first of each kind it meets, and

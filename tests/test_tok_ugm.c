@@ -6,7 +6,9 @@
  *     spm-ids; strings where SentencePiece and llama.cpp agree), exact;
  *   - Viterbi and <unk> on a vocabulary small enough to work by hand;
  *   - a charsmap built by hand (one entry, "A" -> "x"), then broken in each
- *     way a hostile file could: refused by name at load.
+ *     way a hostile file could: refused by name at load;
+ *   - a T5 (tiny-t5 with its vocabulary read as "t5") taking its source
+ *     through it.
  *
  * The comparison with llama.cpp itself (4,200 strings, every setting of
  * the space switches) is in test_tok_llama.c. */
@@ -15,9 +17,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attnscope/gguf.h"
 #include "attnscope/tokenizer.h"
+#include "helpers.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -251,4 +255,56 @@ Test(tok_ugm, charsmap_type)
               "%s", err.msg);
     as_gguf_close(g);
     free(buf);
+}
+
+/* ------------------------------------------------------------------ */
+/* through a T5 */
+
+/* tiny-t5 with its vocabulary read as T5 reads one ("t5": Unigram, no
+ * BOS, EOS added): `source TEXT` gives the encoder the ids the tokenizer
+ * gives, </s> last, and the model runs over them. */
+Test(tok_ugm, a_t5_reads_its_source_with_unigram)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_open(&g, "fixtures/tiny-t5.gguf", &err), AS_OK, "%s", err.msg);
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strcmp(g->kvs[i].key, "tokenizer.ggml.model") && strcmp(g->kvs[i].key, "tokenizer.ggml.add_bos_token"))
+            as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    as_gguf_writer_set_str(w, "tokenizer.ggml.model", "t5");
+    as_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", true);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err), AS_OK);
+    }
+    char path[] = "/tmp/attnscope-ugm-XXXXXX.gguf";
+    close(mkstemps(path, 5));
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+
+    as_session *s = open_session(path, 64);
+    unlink(path);
+    const as_tokenizer *t = s->model->tok;
+    cr_assert_eq(as_tokenizer_kind(t), AS_TOK_T5);
+    const char *text = "the cat sat on the mat";
+    int32_t *ids;
+    size_t n;
+    cr_assert_eq(as_tokenizer_tokenize(t, text, strlen(text), AS_TOK_ADD_SPECIAL | AS_TOK_PARSE_SPECIAL, &ids, &n,
+                                       &err), AS_OK, "%s", err.msg);
+    cr_assert_gt(n, 2);
+    cr_assert_eq(ids[n - 1], as_tokenizer_eos(t), "</s> last");
+    cr_assert_neq(ids[0], as_tokenizer_bos(t), "no BOS");
+    run_ok(s, "source the cat sat on the mat; finish");
+    const as_stream_state *src = &s->it->st[s->prog->source_stream];
+    cr_assert_eq((size_t)src->n_tokens, n, "the source has %d tokens, the tokenizer gives %zu", src->n_tokens, n);
+    cr_assert_eq(memcmp(src->tokens, ids, n * sizeof *ids), 0, "the source's ids are the tokenizer's");
+    char *back;
+    size_t nb;
+    cr_assert_eq(as_tokenizer_decode(t, src->tokens, (size_t)src->n_tokens, &back, &nb, &err), AS_OK);
+    cr_assert_str_eq(back, text);
+    free(back);
+    free(ids);
+    close_session(s);
 }
