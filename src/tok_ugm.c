@@ -25,8 +25,9 @@
  * 31 marking a unit that holds a value), then NUL-terminated replacement
  * strings the values are offsets into. It is checked whole at load: every
  * node reachable from the root has all its child slots inside the array,
- * every leaf's value inside the strings and terminated there, and no path
- * leads back to a node on it (a cycle). llama.cpp checks some of this as
+ * every leaf's value inside the strings and terminated there, no path
+ * leads back to a node on it (a cycle), and no key is longer than 256
+ * bytes. llama.cpp checks some of this as
  * it tokenizes (and reads one unit past the end on the way); here a file
  * that fails any of it is refused by name, and encoding never looks out
  * of bounds. */
@@ -163,18 +164,26 @@ static int check_leaf(const as_tok_ugm_data *u, size_t v, size_t o, as_error *er
     return AS_OK;
 }
 
+/* The longest key a charsmap may hold, in bytes: each position of a text
+ * walks the trie as deep as the text matches, so a hostile chain of keys
+ * would cost time as text length x key length. SentencePiece's rules map
+ * a few characters (nmt_nfkc's longest key is 10 bytes). */
+#define MAX_KEY_BYTES 256
+
 /* Depth-first over every node reachable from the root (nodes may be
  * shared: darts-clone merges common suffixes), refusing what could make
- * a walk leave the arrays, and a cycle. */
+ * a walk leave the arrays, a cycle, and keys longer than MAX_KEY_BYTES
+ * (each node's height: the longest path below it). */
 static int check_trie(const as_tok_ugm_data *u, as_error *err)
 {
     size_t n = u->n_xcda;
     if (n == 0)
         return AS_OK;
     uint8_t *state = calloc(n, 1); /* 0 new, 1 on the path, 2 done */
+    uint32_t *height = calloc(n, sizeof *height);
     struct frame { size_t unit; unsigned c; } *st = malloc(n * sizeof *st);
-    if (!state || !st) {
-        free(state), free(st);
+    if (!state || !height || !st) {
+        free(state), free(height), free(st);
         return as_tok_oom(err);
     }
     int rc = AS_OK;
@@ -191,6 +200,8 @@ static int check_trie(const as_tok_ugm_data *u, as_error *err)
         }
         if (f->c > 255) {
             state[f->unit] = 2;
+            if (depth >= 2 && height[st[depth - 2].unit] < height[f->unit] + 1)
+                height[st[depth - 2].unit] = height[f->unit] + 1;
             depth--;
             continue;
         }
@@ -202,14 +213,21 @@ static int check_trie(const as_tok_ugm_data *u, as_error *err)
             rc = as_error_set(err, CHARSMAP ": the trie has a cycle (node %zu leads back to node %zu)", f->unit, v);
             break;
         }
-        if (state[v] == 2)
+        if (state[v] == 2) {
+            if (height[f->unit] < height[v] + 1)
+                height[f->unit] = height[v] + 1;
             continue;
+        }
         if (xcda_leaf(u, v) && (rc = check_leaf(u, v, v ^ xcda_base(u, v), err)) != AS_OK)
             break;
         state[v] = 1;
         st[depth++] = (struct frame){v, 1};
     }
+    if (rc == AS_OK && height[0] > MAX_KEY_BYTES)
+        rc = as_error_set(err, CHARSMAP ": a key of %u bytes, longer than the %d attnscope reads (SentencePiece's "
+                               "rules map a few characters)", height[0], MAX_KEY_BYTES);
     free(state);
+    free(height);
     free(st);
     return rc;
 }

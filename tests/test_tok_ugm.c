@@ -229,6 +229,36 @@ Test(tok_ugm, hostile_charsmaps)
     expect_refused(b, n, "cycle");
 }
 
+/* A chain of L nodes spelling "aaa...a" (node k's children in block k + 1):
+ * 256 bytes is the longest key read, 257 is refused. */
+static size_t chain(uint8_t *out, unsigned L)
+{
+    size_t units = 256 * ((size_t)L + 2);
+    uint32_t *u = calloc(units, sizeof *u);
+    u[0] = 256u << 10;
+    for (unsigned k = 1; k <= L; k++) {
+        uint32_t v = 256u * k ^ 0x61;
+        u[v] = (v ^ 256u * (k + 1)) << 10 | 0x61;
+    }
+    uint32_t blob = (uint32_t)(units * 4);
+    memcpy(out, &blob, 4);
+    memcpy(out + 4, u, blob);
+    memcpy(out + 4 + blob, "x", 2);
+    free(u);
+    return 4 + blob + 2;
+}
+
+Test(tok_ugm, long_keys)
+{
+    uint8_t *b = malloc(4 + 256 * 259 * 4 + 2);
+    as_error err = {{0}};
+    as_tokenizer *t = hand(b, chain(b, 256), &err);
+    cr_assert(t, "a key of 256 bytes: %s", err.msg);
+    as_tokenizer_free(t);
+    expect_refused(b, chain(b, 257), "a key of 257 bytes");
+    free(b);
+}
+
 /* The same through a GGUF: a charsmap of the wrong type is refused by
  * name, with the file's name. */
 Test(tok_ugm, charsmap_type)
