@@ -27,10 +27,9 @@
  * node reachable from the root has all its child slots inside the array,
  * every leaf's value inside the strings and terminated there, no path
  * leads back to a node on it (a cycle), and no key is longer than 256
- * bytes. llama.cpp checks some of this as
- * it tokenizes (and reads one unit past the end on the way); here a file
- * that fails any of it is refused by name, and encoding never looks out
- * of bounds. */
+ * bytes. llama.cpp checks the bounds as it tokenizes, and throws in the
+ * middle of a text; here a file that fails any of it is refused by name
+ * at load, and encoding never looks out of bounds. */
 #include "tokenizer_internal.h"
 
 #include <float.h>
