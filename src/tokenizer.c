@@ -7,8 +7,8 @@
  * out of the text, BOS and EOS), decoding to bytes, the model card's
  * tokenizer lines, and the public API. The algorithms are tok_bpe.c
  * ("gpt2": byte-level BPE, split by tok_pre.c's pre-tokenizers),
- * tok_spm.c ("llama": SentencePiece BPE), tok_wpm.c ("bert": WordPiece)
- * and tok_none.c ("none").
+ * tok_spm.c ("llama": SentencePiece BPE), tok_wpm.c ("bert": WordPiece),
+ * tok_ugm.c ("t5": SentencePiece Unigram) and tok_none.c ("none").
  *
  * Storage: every token's text is copied into one arena. Two open-addressing
  * hash tables map a text to its id:
@@ -32,7 +32,8 @@
  *      a byte without one left out as llama.cpp leaves it out.
  *
  * Where attnscope differs from llama.cpp, on purpose: invalid UTF-8 keeps
- * its bytes (llama.cpp encodes U+FFFD for each); a gpt2 file without
+ * its bytes (llama.cpp encodes U+FFFD for each; t5 does as llama.cpp, whose
+ * Unigram normalizer makes the U+FFFD itself); a gpt2 file without
  * bos_token_id has no BOS (llama.cpp falls back to id 11); `all` keeps the
  * first of duplicated texts (llama.cpp's map the last); every FIM-looking
  * token is made control (llama.cpp, the first of each kind it meets, and
@@ -66,7 +67,7 @@ int as_tok_oom(as_error *err)
 /* ---------------------------------------------------------------- the algorithms */
 
 /* One per tokenizer.ggml.model value, each in its own file. */
-static const as_tok_algo *const ALGOS[] = {&as_tok_bpe, &as_tok_spm, &as_tok_wpm, &as_tok_none};
+static const as_tok_algo *const ALGOS[] = {&as_tok_bpe, &as_tok_spm, &as_tok_wpm, &as_tok_ugm, &as_tok_none};
 #define N_ALGOS (sizeof ALGOS / sizeof ALGOS[0])
 
 static const as_tok_algo *algo_of_kind(as_tok_kind kind)
@@ -569,6 +570,7 @@ void as_tokenizer_free(as_tokenizer *t)
     free(t->strip);
     free(t->lens_desc);
     as_tok_pre_free(t);
+    as_tok_ugm_free(t->ugm);
     free(t);
 }
 
@@ -680,6 +682,7 @@ static int gguf_pre(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_spec
     if (gguf_str_opt(g, "tokenizer.ggml.pre", &pre, err))
         return AS_ERR;
     sp->add_bos = algo->add_bos;
+    sp->add_eos = algo->add_eos;
     if (algo->kind != AS_TOK_GPT2)
         return AS_OK;
     sp->pre = pre ? pre : "";
@@ -699,6 +702,27 @@ static int gguf_flags(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_sp
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_eos_token", &sp->add_eos, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, err))
         return AS_ERR;
+    return AS_OK;
+}
+
+/* t5: the precompiled charsmap (an array of bytes, as llama.cpp reads
+ * it: uint8 or int8) and remove_extra_whitespaces (off when absent). */
+static int gguf_t5(const as_gguf *g, as_tokenizer_spec *sp, as_error *err)
+{
+    if (sp->kind != AS_TOK_T5)
+        return AS_OK;
+    if (as_gguf_get_bool_opt(g, "tokenizer.ggml.remove_extra_whitespaces", &sp->remove_extra_whitespaces, err))
+        return AS_ERR;
+    const as_gguf_kv *kv = as_gguf_find(g, "tokenizer.ggml.precompiled_charsmap");
+    if (!kv)
+        return AS_OK;
+    if (kv->type != AS_GGUF_ARRAY || (kv->arr_type != AS_GGUF_UINT8 && kv->arr_type != AS_GGUF_INT8))
+        return as_error_set(err, "%s: key 'tokenizer.ggml.precompiled_charsmap': expected an array of uint8, "
+                                 "found %s%s%s", gguf_name(g), as_gguf_type_name(kv->type),
+                            kv->type == AS_GGUF_ARRAY ? " of " : "",
+                            kv->type == AS_GGUF_ARRAY ? as_gguf_type_name(kv->arr_type) : "");
+    sp->charsmap = kv->arr_data ? kv->arr_data : (const uint8_t *)""; /* empty: refused as too short */
+    sp->charsmap_len = (size_t)kv->arr_len;
     return AS_OK;
 }
 
@@ -858,7 +882,8 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err)
         sp.merges = (const char *const *)v.merges->strs;
         sp.n_merges = (size_t)v.merges->arr_len;
     }
-    if (gguf_pre(g, algo, &sp, err) || gguf_flags(g, algo, &sp, err) || gguf_bert(g, &sp, err))
+    if (gguf_pre(g, algo, &sp, err) || gguf_flags(g, algo, &sp, err) || gguf_bert(g, &sp, err) ||
+        gguf_t5(g, &sp, err))
         return AS_ERR;
     float *scores = NULL;
     int32_t *types = NULL;
@@ -1404,7 +1429,12 @@ void as_tokenizer_print_card(const as_gguf *g, FILE *out)
     if (algo->kind == AS_TOK_GPT2)
         card_pre(g, out, &add_bos);
     add_bos = kv_bool(g, "tokenizer.ggml.add_bos_token", add_bos);
-    bool add_eos = kv_bool(g, "tokenizer.ggml.add_eos_token", false);
+    bool add_eos = kv_bool(g, "tokenizer.ggml.add_eos_token", algo->add_eos);
+    if (algo->kind == AS_TOK_T5)
+        fprintf(out, "unigram       SentencePiece Unigram (Viterbi over the scores), %s charsmap%s%s\n",
+                as_gguf_find(g, "tokenizer.ggml.precompiled_charsmap") ? "normalized by its" : "no",
+                kv_bool(g, "tokenizer.ggml.remove_extra_whitespaces", false) ? ", extra spaces removed" : "",
+                kv_bool(g, "tokenizer.ggml.add_space_prefix", false) ? ", a space in front" : "");
     fprintf(out, "special       BOS %s, EOS %s; control tokens' texts in a prompt are those tokens "
                  "(prompt-raw: plain text)\n",
             add_bos ? "added" : "not added", add_eos ? "added" : "not added");

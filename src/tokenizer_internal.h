@@ -1,6 +1,6 @@
 /* Internal to the tokenizer: what tokenizer.c (the vocabulary, GGUF
  * reading, special tokens, decode, the public API) shares with the
- * algorithm files (tok_bpe.c, tok_spm.c, tok_wpm.c, tok_none.c), the pre-tokenizers
+ * algorithm files (tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c, tok_none.c), the pre-tokenizers
  * (tok_pre.c) and their regex engine (tok_regex.c). Not part of the public
  * API.
  *
@@ -33,6 +33,7 @@ typedef struct mergemap {
 
 typedef struct as_tok_algo as_tok_algo;
 typedef struct as_tok_regex as_tok_regex;
+typedef struct as_tok_ugm_data as_tok_ugm_data; /* tok_ugm.c */
 
 /* A pre-tokenizer: one of llama.cpp's LLAMA_VOCAB_PRE_TYPE_s (tok_pre.c). */
 #define AS_TOK_PRE_NAMES 16
@@ -93,6 +94,7 @@ struct as_tokenizer {
     const as_tok_pre *pre; /* gpt2: the pre-tokenizer */
     as_tok_rx *rx;   /* its patterns, compiled */
     size_t n_rx;
+    as_tok_ugm_data *ugm; /* t5: the tries and the charsmap (tok_ugm.c) */
     char pre_name[64];   /* tokenizer.ggml.pre as the file gives it ("" if absent) */
     char warning[256];   /* what the user should know before trusting the ids; "" */
 };
@@ -184,6 +186,7 @@ struct as_tok_algo {
     /* llama.cpp's defaults when the file does not say */
     int32_t bos, eos, unk;   /* -1: none */
     bool add_bos;
+    bool add_eos;
     bool space_prefix;       /* add_space_prefix applies (on by default) */
     bool needs_merges;       /* tokenizer.ggml.merges must be present */
     /* Byte tokens are <0xNN> stand-ins for bytes no piece covers: plain
@@ -213,6 +216,8 @@ extern const as_tok_algo as_tok_bpe;  /* "gpt2": tok_bpe.c */
 extern const as_tok_algo as_tok_spm;  /* "llama": tok_spm.c */
 extern const as_tok_algo as_tok_none; /* "none": tok_none.c */
 extern const as_tok_algo as_tok_wpm;  /* "bert": tok_wpm.c */
+extern const as_tok_algo as_tok_ugm;  /* "t5": tok_ugm.c */
+void as_tok_ugm_free(as_tok_ugm_data *u);
 
 /* '▁' (U+2581) -> ' ' in s[0, n), into dst; returns the length (tok_spm.c). */
 size_t as_tok_unescape_spaces(const char *s, size_t n, char *dst);

@@ -20,7 +20,14 @@
  *     those the issue did not ask for); bert-bge (WordPiece) gets BERT's
  *     own cases too (BERT_BITS), and copies with each setting of the
  *     tokenizer.ggml.normalizer keys and with the add_bos/add_eos keys
- *     llama.cpp's WPM ignores. llama.cpp's ids are kept in the
+ *     llama.cpp's WPM ignores; and fixtures/t5-ugm.gguf, a SentencePiece
+ *     Unigram vocabulary (tokenizer "t5", made by
+ *     models/recipes/t5_vocab.py: NFKC charsmap, user-defined pieces), as
+ *     it is and with each setting of add_space_prefix and
+ *     remove_extra_whitespaces, with its own cases too (T5_BITS: tabs,
+ *     space runs, full-width forms, user-defined texts and their prefixes,
+ *     invalid UTF-8, which llama.cpp's Unigram turns into U+FFFD as
+ *     attnscope's does). llama.cpp's ids are kept in the
  *     reference's cache/ for the next run.
  *
  * Both need the reference `make` installs from npm (tests/tokref/fetch.sh
@@ -304,6 +311,13 @@ static const model MODELS[] = {
     {"bert-bge", NULL, FEW, "normalizer.strip_accents=0"},
     /* what llama.cpp's WPM ignores: add_bos_token, an EOS to add */
     {"bert-bge", NULL, FEW, "add_bos_token=0 eos_token_id=102 add_eos_token=1"},
+    /* SentencePiece Unigram ("t5"), a fixture (a path under tests/), as
+     * written and with each setting of its space switches */
+    {"fixtures/t5-ugm.gguf", NULL, FULL, NULL},
+    {"fixtures/t5-ugm.gguf", NULL, FEW, "add_space_prefix=0"},
+    {"fixtures/t5-ugm.gguf", NULL, FEW, "remove_extra_whitespaces=0"},
+    {"fixtures/t5-ugm.gguf", NULL, FEW, "add_space_prefix=0 remove_extra_whitespaces=0"},
+    {"fixtures/t5-ugm.gguf", NULL, FEW, "add_eos_token=0"},
 };
 
 /* How a variant is named: its pre-tokenizer or its keys. */
@@ -339,15 +353,19 @@ static void set_keys(as_gguf_writer *w, const char *keys)
  * in parallel). */
 static void model_path(const model *m, char *path, size_t cap)
 {
-    snprintf(path, cap, "%s/llama.cpp/models/ggml-vocab-%s.gguf", ref_dir(), m->vocab);
+    if (strncmp(m->vocab, "fixtures/", 9) == 0)
+        snprintf(path, cap, "%s", m->vocab);
+    else
+        snprintf(path, cap, "%s/llama.cpp/models/ggml-vocab-%s.gguf", ref_dir(), m->vocab);
     if (!variant(m))
         return;
+    const char *stem = strrchr(m->vocab, '/') ? strrchr(m->vocab, '/') + 1 : m->vocab;
     char dir[4096], out[4400], tmp[4500], name[200];
     snprintf(name, sizeof name, "%s", variant(m));
     for (char *c = name; *c; c++)
         *c = *c == ' ' ? '+' : *c;
     snprintf(dir, sizeof dir, "%s/variants", ref_dir());
-    snprintf(out, sizeof out, "%s/%s+%s.gguf", dir, m->vocab, name);
+    snprintf(out, sizeof out, "%s/%s+%s.gguf", dir, stem, name);
     struct stat st;
     if (stat(out, &st) != 0) {
         as_gguf *g = NULL;
@@ -441,13 +459,26 @@ static const char *const BERT_BITS[] = {
     "he 's", "we ' ve", "\x80", "\xBF", "\xE2\x82", "\xF0\x9F\x98", "\xFE", "\xFF", "\xED\xA0\x80",
 };
 
+/* SentencePiece Unigram's own cases: what NFKC folds, whitespace runs,
+ * tabs and newlines (made spaces), the fixture's user-defined pieces and
+ * their prefixes (kept unnormalized by llama.cpp), '▁' itself, and bytes
+ * that are not UTF-8 (U+FFFD on both sides; overlong forms and surrogates
+ * pass as characters on both). */
+static const char *const T5_BITS[] = {
+    "<extra_id_0>", "<extra_id_", "<extra", "[[sep]]", "[[se", "[[", "ＡＢＣ", "１２３", "ﬁ", "½", "²", "①", "Ⅻ",
+    "™", "ｶﾀｶﾅ", "\u3000", "\u00a0", "\t", "\t\t x", "\n", "\r\n", "     ", " \t \n ", "\u2581", "\u2581\u2581x",
+    "Haus", "aufgabe", "Straße", "Häuschen", "e\u0301", "\u200b", "\ufeff", "\x01", "\x7f", "\x80", "\xBF",
+    "\xC3", "\xE2\x96", "\xF0\x9F\x98", "\xFE", "\xFF", "\xED\xA0\x80", "\xC0\x80", "\xF8\x88\x80\x80\x80",
+    "\xC3\x28", "</s>", "<pad>", "<unk>",
+};
+
 /* One string of mixed pieces; specials: also special tokens' texts, the
  * file's own among them (its first and last ids). A bert vocabulary also
  * gets BERT_BITS (drawn with random numbers of their own, so the other
  * vocabularies' strings, and their cached ids, stay as they were). */
 static size_t make_string(uint64_t *s, const as_tokenizer *t, bool specials, char *buf, size_t cap)
 {
-    bool bert = as_tokenizer_kind(t) == AS_TOK_BERT;
+    bool bert = as_tokenizer_kind(t) == AS_TOK_BERT, t5 = as_tokenizer_kind(t) == AS_TOK_T5;
     size_t n = 0, parts = 1 + rnd(s) % 12, vocab = as_tokenizer_vocab_size(t);
     if (rnd(s) % 10 == 0) { /* random code points from anywhere */
         for (size_t i = 0; i < parts * 2 && n + 4 < cap; i++) {
@@ -464,6 +495,8 @@ static size_t make_string(uint64_t *s, const as_tokenizer *t, bool specials, cha
         uint64_t r = rnd(s) % 20;
         if (bert && rnd(s) % 4 == 0) {
             b = BERT_BITS[rnd(s) % N_OF(BERT_BITS)];
+        } else if (t5 && rnd(s) % 3 == 0) {
+            b = T5_BITS[rnd(s) % N_OF(T5_BITS)];
         } else if (specials && r < 3) {
             b = SPECIALS[rnd(s) % N_OF(SPECIALS)];
         } else if (specials && r < 5) {
@@ -584,7 +617,8 @@ ParameterizedTest(int *index, tok_llama, llama_tokenize, .timeout = 300)
     }
     fclose(p);
     unlink(recs);
-    fprintf(stderr, "llama_tokenize on ggml-vocab-%s%s%s: %zu/%zu strings identical\n", m->vocab,
+    fprintf(stderr, "llama_tokenize on %s%s%s%s: %zu/%zu strings identical\n",
+            strchr(m->vocab, '/') ? "" : "ggml-vocab-", m->vocab,
             variant(m) ? " as " : "", variant(m) ? variant(m) : "", same, n_s);
     cr_assert_eq(same, n_s, "%s%s%s: %zu of %zu strings differ from llama_tokenize", m->vocab,
                  variant(m) ? " as " : "", variant(m) ? variant(m) : "", n_s - same, n_s);

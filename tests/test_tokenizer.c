@@ -1036,7 +1036,7 @@ Test(tokenizer_gguf, hostile_metadata)
     expect_gguf_error(bad_bos_type, "llama", "tokenizer.ggml.bos_token_id");
     expect_gguf_error(bad_add_bos_type, "llama", "tokenizer.ggml.add_bos_token");
     expect_gguf_error(no_model_string, "llama", "tokenizer.ggml.model");
-    expect_gguf_error(NULL, "t5", "not supported");
+    expect_gguf_error(NULL, "rwkv", "not supported");
     expect_gguf_error(NULL, "gpt2", "tokenizer.ggml.merges");
 }
 

@@ -22,7 +22,7 @@
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 
-typedef enum as_tok_kind { AS_TOK_GPT2, AS_TOK_LLAMA, AS_TOK_NONE, AS_TOK_BERT } as_tok_kind;
+typedef enum as_tok_kind { AS_TOK_GPT2, AS_TOK_LLAMA, AS_TOK_NONE, AS_TOK_BERT, AS_TOK_T5 } as_tok_kind;
 
 typedef struct as_tokenizer as_tokenizer;
 
@@ -50,6 +50,13 @@ typedef struct as_tokenizer_spec {
      * strips accents as llama.cpp does by default. */
     int32_t sep_id, pad_id, mask_id;
     bool keep_case, keep_accents;
+    /* t5 only (SentencePiece Unigram): the precompiled charsmap as the
+     * file stores it (NULL/0: none), and the normalizer's
+     * remove_extra_whitespaces (add_space_prefix above is its dummy
+     * prefix). */
+    const uint8_t *charsmap;
+    size_t charsmap_len;
+    bool remove_extra_whitespaces;
 } as_tokenizer_spec;
 
 /* A vocabulary of names without text: ids 0..n-1 labelled by the names

@@ -10,10 +10,15 @@
  *      pretoken ends ascending to len, and encoding the decoded text
  *      gives the same ids again when no word was [UNK] (bit 2: special
  *      tokens added and parsed);
- *   2  decode of arbitrary int32 ids with all three, and the one-token views;
+ *      with bit 4 set (16, 17, ...) and not bit 3, t5 instead
+ *      (fixtures/t5-ugm.gguf: SentencePiece Unigram with an NFKC
+ *      charsmap): ids inside the vocabulary, EOS last when added, decode
+ *      succeeds, pretoken ends ascending to len;
+ *   2  decode of arbitrary int32 ids with all four, and the one-token views;
  *   3  a vocabulary built from the input (empty and duplicate tokens,
- *      arbitrary types, scores, special ids and merges; gpt2, llama or
- *      bert), then encode and decode with it: building refuses or succeeds,
+ *      arbitrary types, scores, special ids and merges; gpt2, llama,
+ *      bert or t5, whose precompiled charsmap is the input's text bytes),
+ *      then encode and decode with it: building refuses or succeeds,
  *      encoding gives ids inside the vocabulary, decoding them succeeds.
  * Properties: the above, and no crash, leak or undefined behaviour. */
 #include "fuzz.h"
@@ -36,7 +41,7 @@ static as_tokenizer *load(const char *fixture)
     return t;
 }
 
-static as_tokenizer *tok[3];
+static as_tokenizer *tok[4];
 
 /* A WordPiece vocabulary as llama.cpp's converter stores BERT's: control
  * tokens, then word starts ("▁a") and continuations ("a") for every ASCII
@@ -73,7 +78,7 @@ static as_tokenizer *make_bert(void)
 
 static void cleanup(void)
 {
-    for (size_t i = 0; i < 3; i++)
+    for (size_t i = 0; i < 4; i++)
         as_tokenizer_free(tok[i]);
 }
 
@@ -146,6 +151,30 @@ static void bert_props(const as_tokenizer *t, const uint8_t *s, size_t n, bool s
     free(ends);
 }
 
+/* t5: ids in range, EOS last when added, decode succeeds, pretoken ends
+ * ascending to the length. */
+static void ugm_props(const as_tokenizer *t, const uint8_t *s, size_t n, bool special)
+{
+    unsigned flags = special ? AS_TOK_ADD_SPECIAL | AS_TOK_PARSE_SPECIAL : 0;
+    int32_t *ids;
+    size_t n_ids, len, *ends, n_ends;
+    char *out;
+    as_error err;
+    FUZZ_CHECK(as_tokenizer_tokenize(t, (const char *)s, n, flags, &ids, &n_ids, &err) == AS_OK, "encode: %s",
+               err.msg);
+    for (size_t i = 0; i < n_ids; i++)
+        FUZZ_CHECK(ids[i] >= 0 && (size_t)ids[i] < as_tokenizer_vocab_size(t), "id %d", ids[i]);
+    FUZZ_CHECK(!special || (n_ids > 0 && ids[n_ids - 1] == as_tokenizer_eos(t)), "EOS not last");
+    FUZZ_CHECK(as_tokenizer_decode(t, ids, n_ids, &out, &len, &err) == AS_OK, "decode: %s", err.msg);
+    free(out);
+    free(ids);
+    FUZZ_CHECK(as_tokenizer_pretokens(t, (const char *)s, n, &ends, &n_ends, &err) == AS_OK, "pretokens: %s",
+               err.msg);
+    for (size_t i = 0; i < n_ends; i++)
+        FUZZ_CHECK(ends[i] <= n && (i == 0 || ends[i] > ends[i - 1]), "pretoken end %zu = %zu", i, ends[i]);
+    free(ends);
+}
+
 static void decode_ids(const as_tokenizer *t, const uint8_t *s, size_t n)
 {
     size_t n_ids = n / 4, vocab = as_tokenizer_vocab_size(t), len;
@@ -179,7 +208,7 @@ static void hostile_vocab(const uint8_t *s, size_t n)
     if (n < 5)
         return;
     as_tokenizer_spec sp = {0};
-    sp.kind = (s[0] & 2) ? AS_TOK_BERT : (s[0] & 1) ? AS_TOK_LLAMA : AS_TOK_GPT2;
+    sp.kind = (s[0] & 4) ? AS_TOK_T5 : (s[0] & 2) ? AS_TOK_BERT : (s[0] & 1) ? AS_TOK_LLAMA : AS_TOK_GPT2;
     uint8_t flags = s[1];
     const uint8_t *v = s + 5, *end = s + n;
     const uint8_t *stop = memchr(v, 0, (size_t)(end - v));
@@ -231,6 +260,11 @@ static void hostile_vocab(const uint8_t *s, size_t n)
     sp.mask_id = sp.bos_id;
     sp.keep_case = flags & 64;
     sp.keep_accents = flags & 128;
+    sp.remove_extra_whitespaces = flags & 64; /* t5's */
+    if (stop < end) { /* t5: the text is its charsmap too */
+        sp.charsmap = stop + 1;
+        sp.charsmap_len = (size_t)(end - stop - 1);
+    }
 
     as_tokenizer *t;
     as_error err;
@@ -264,6 +298,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         tok[0] = load("tiny-gpt2.gguf");
         tok[1] = load("tiny-llama.gguf");
         tok[2] = make_bert();
+        tok[3] = load("t5-ugm.gguf");
         atexit(cleanup);
     }
     if (size < 1)
@@ -272,6 +307,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size - 1;
     if (data[0] % 4 < 2 && (data[0] & 8)) {
         bert_props(tok[2], s, n, data[0] & 4);
+        return 0;
+    }
+    if (data[0] % 4 < 2 && (data[0] & 16)) {
+        ugm_props(tok[3], s, n, data[0] & 4);
         return 0;
     }
     switch (data[0] % 4) {
@@ -288,6 +327,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         decode_ids(tok[0], s, n);
         decode_ids(tok[1], s, n);
         decode_ids(tok[2], s, n);
+        decode_ids(tok[3], s, n);
         break;
     default:
         hostile_vocab(s, n);
