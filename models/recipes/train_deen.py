@@ -351,7 +351,8 @@ def chrf(hyps, refs, max_n=6, beta=2.0):
     """Corpus chrF (Popovic 2015), in percent: for each order n = 1..6 the
     clipped character n-gram matches over all pairs, divided by the
     hypotheses' n-grams (precision) and the references' (recall); both
-    averaged over the orders; F_beta of the two averages."""
+    averaged over the orders that have n-grams on either side (all six on
+    any real split); F_beta of the two averages."""
     match, nh, nr = [0] * max_n, [0] * max_n, [0] * max_n
     for h, r in zip(hyps, refs):
         for n in range(1, max_n + 1):
@@ -359,11 +360,25 @@ def chrf(hyps, refs, max_n=6, beta=2.0):
             match[n - 1] += sum(min(c, cr[g]) for g, c in ch.items())
             nh[n - 1] += sum(ch.values())
             nr[n - 1] += sum(cr.values())
-    P = sum(m / h if h else 0.0 for m, h in zip(match, nh)) / max_n
-    Rc = sum(m / r if r else 0.0 for m, r in zip(match, nr)) / max_n
+    orders = [n for n in range(max_n) if nh[n] or nr[n]]   # a text shorter than n has no n-grams
+    if not orders:
+        return 0.0
+    P = sum(match[n] / nh[n] if nh[n] else 0.0 for n in orders) / len(orders)
+    Rc = sum(match[n] / nr[n] if nr[n] else 0.0 for n in orders) / len(orders)
     if P + Rc == 0:
         return 0.0
     return 100.0 * (1 + beta ** 2) * P * Rc / (beta ** 2 * P + Rc)
+
+
+def check_chrf():
+    """chrF by hand: hypothesis "ab", reference "abc". Order 1: 2 matches,
+    2 hypothesis and 3 reference n-grams (P 1, R 2/3); order 2: 1, 1, 2
+    (P 1, R 1/2); order 3: 0, 0, 1 (P 0, R 0); orders 4-6 have none and do
+    not count. P = 2/3, R = (2/3 + 1/2)/3 = 7/18, F2 = 5PR / (4P + R) =
+    14/33."""
+    got = chrf(["ab"], ["abc"])
+    assert abs(got - 1400.0 / 33) < 1e-9, got
+    assert chrf(["a b c"], ["abc"]) == 100.0 and chrf(["xyz"], ["abc"]) == 0.0
 
 
 def evaluate(model, cfg, tok, test):
@@ -430,6 +445,7 @@ def main():
     torch.set_num_interop_threads(1)
     torch.manual_seed(RECIPE["seed"])
     os.makedirs(WORK, exist_ok=True)
+    check_chrf()
     res = {}
     if a.steps:
         RECIPE["steps"] = a.steps
