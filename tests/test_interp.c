@@ -26,6 +26,10 @@ static const char *models[] = {
     /* a shipped model: models/recipes/export_bert.py's float64 reference
      * pass over its trained weights (the .gguf is a link to models/) */
     "fixtures/models/austen-bert",
+    /* models/recipes/train_deen.py: nn.Transformer's own modules in
+     * float64 over de-en's trained weights, a German compound and its
+     * English */
+    "fixtures/models/de-en",
 };
 #define N_MODELS (sizeof models / sizeof models[0])
 

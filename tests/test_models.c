@@ -42,6 +42,84 @@ static void check_model(const char *name)
 }
 
 Test(models, austen_gpt2_matches_its_recipe) { check_model("austen-gpt2"); }
+
+/* de-en, the encoder-decoder: its source (de-en.source.npy, <s> and a
+ * German compound) through `source-ids`, the decoder's tokens (<s>, the
+ * English, </s>) through `prompt-ids`; the logits at every decoder
+ * position against models/recipes/train_deen.py's PyTorch pass
+ * (nn.Transformer, float32) over the same weights: max abs diff 1e-3, as
+ * the other shipped models (the logits reach about ±10; measured 6.2e-6). */
+Test(models, de_en_matches_its_recipe)
+{
+    npy src, tok, ref;
+    cr_assert_eq(npy_read("fixtures/models/de-en.source.npy", &src), 0, "de-en.source.npy is missing");
+    cr_assert_eq(npy_read("fixtures/models/de-en.tokens.npy", &tok), 0, "de-en.tokens.npy is missing");
+    cr_assert_eq(npy_read("fixtures/models/de-en.logits.npy", &ref), 0, "de-en.logits.npy is missing");
+    as_session *s = open_session("../models/de-en.gguf", 64);
+    char line[4096];
+    size_t o = (size_t)snprintf(line, sizeof line, "source-ids");
+    for (size_t i = 0; i < src.count; i++)
+        o += (size_t)snprintf(line + o, sizeof line - o, " %d", src.i[i]);
+    run_ok(s, line);
+    o = (size_t)snprintf(line, sizeof line, "prompt-ids");
+    for (size_t i = 0; i < tok.count; i++)
+        o += (size_t)snprintf(line + o, sizeof line - o, " %d", tok.i[i]);
+    run_ok(s, line);
+    run_ok(s, "finish");
+    int V = s->model->cfg.n_vocab, lg = as_program_hook(s->prog, AS_HK_LOGITS, -1);
+    cr_assert_eq(ref.ndim, 2);
+    cr_assert_eq(ref.shape[0], tok.count);
+    cr_assert_eq(ref.shape[1], (size_t)V);
+    double worst = 0, big = 0;
+    for (size_t p = 0; p < tok.count; p++)
+        for (int v = 0; v < V; v++) {
+            worst = fmax(worst, fabs(as_capture_row(s->cap, lg, (int)p)[v] - ref.f[p * (size_t)V + (size_t)v]));
+            big = fmax(big, fabs(ref.f[p * (size_t)V + (size_t)v]));
+        }
+    cr_assert_gt(big, 1.0, "the fixture's logits are not those of a trained model (max |logit| %g)", big);
+    cr_assert_leq(worst, 1e-3, "de-en: max abs logit difference %.3g", worst);
+    npy_free(&src);
+    npy_free(&tok);
+    npy_free(&ref);
+    close_session(s);
+}
+/* de-en's greedy translations: for each source of de-en.greedy.tsv
+ * ("German<TAB>ids", PyTorch's greedy decoding in train_deen.py, up to
+ * </s>), attnscope's own tokenizer (`source TEXT`), the start token and
+ * `gen 24` at temperature 0 give the same ids. */
+Test(models, de_en_translates_as_its_recipe)
+{
+    FILE *f = fopen("fixtures/models/de-en.greedy.tsv", "r");
+    cr_assert_not_null(f, "de-en.greedy.tsv is missing");
+    as_session *s = open_session("../models/de-en.gguf", 64);
+    run_ok(s, "set temp 0");
+    int eos = as_tokenizer_eos(s->model->tok), n_lines = 0;
+    char line[1024], cmd[1100];
+    while (fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        cr_assert_not_null(tab, "de-en.greedy.tsv: no tab in %s", line);
+        *tab = '\0';
+        int want[64], n_want = 0, off = 0, id;
+        for (const char *p = tab + 1; n_want < 64 && sscanf(p, "%d%n", &id, &off) == 1; p += off)
+            want[n_want++] = id;
+        snprintf(cmd, sizeof cmd, "source %s", line);
+        run_ok(s, cmd);
+        run_ok(s, "prompt-ids 1");
+        run_ok(s, "gen 24");
+        const int32_t *got = s->it->out->tokens;
+        int n_got = s->it->out->n_tokens - 1; /* after the start token */
+        if (n_got > 0 && got[n_got] == eos)
+            n_got--;
+        cr_assert_eq(n_got, n_want, "%s: attnscope generated %d tokens, PyTorch %d", line, n_got, n_want);
+        for (int i = 0; i < n_want; i++)
+            cr_assert_eq(got[1 + i], want[i], "%s: token %d is %d, PyTorch's %d", line, i, got[1 + i], want[i]);
+        n_lines++;
+    }
+    fclose(f);
+    cr_assert_geq(n_lines, 20, "de-en.greedy.tsv has %d sources", n_lines);
+    close_session(s);
+}
+
 Test(models, austen_llama_matches_its_recipe) { check_model("austen-llama"); }
 Test(models, induction_matches_its_recipe) { check_model("induction"); }
 

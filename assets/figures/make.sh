@@ -55,3 +55,13 @@ if [ -f "$BERT" ]; then
         finish; fill 5; export grid 1 $OUT/bert-layer1.png; export lines 1 all $OUT/bert-layer1-lines.png"
     "$BIN" -m "$BERT" -e "heads $OUT/heads-austen-bert.png"
 fi
+
+# The encoder-decoder: de-en's cross-attention on a held-out compound it
+# translates right (Haus|wasser|pumpen -> domestic water pumps), decoder
+# layer 2 head 2 (its best aligning head by deen_heads.py) and every
+# cross-attention head (models/README.md, de-en's card).
+DEEN=$ROOT/models/de-en.gguf
+if [ -f "$DEEN" ]; then
+    "$BIN" -m "$DEEN" -e "source Hauswasserpumpen; prompt \"domestic water pumps\"; finish;
+        export attn 2 2 $OUT/deen-cross-L2H2.png site=cross; export grid all $OUT/deen-cross-grid.png site=cross"
+fi

@@ -5,7 +5,8 @@
 #   models/recipes/make_all.sh induction  # only the named models
 #
 # Needs Debian's python3-torch, python3-numpy, python3-sentencepiece,
-# python3-regex, r-base-core and r-cran-janeaustenr. Writes:
+# python3-regex, r-base-core and r-cran-janeaustenr (de-en: trans-de-en,
+# the German-English dictionary). Writes:
 #   models/recipes/work/      corpus, tokenizers, checkpoints, logs, results
 #   models/NAME.gguf          the shipped models
 #   tests/fixtures/models/    NAME.tokens.npy + NAME.logits.npy per model
@@ -29,7 +30,7 @@ if [ ! -f work/wordpiece.json ]; then
     $PY wordpiece.py train --vocab 5000 --out work/wordpiece.json work/corpus_train.txt
 fi
 
-models="${*:-austen-gpt2 induction austen-llama austen-bert vit-fashion}"
+models="${*:-austen-gpt2 induction austen-llama austen-bert vit-fashion de-en}"
 for m in $models; do
     echo "== $m (log: models/recipes/work/$m.log)"
     case "$m" in
@@ -40,9 +41,19 @@ for m in $models; do
         # Fashion-MNIST from Debian's dataset-fashion-mnist; writes the
         # GGUF, assets/fashion/*.png and tests/fixtures/models/vit-fashion.*
         nice -n 10 $PY train_vit.py > "work/$m.log" 2>&1 ;;
+    de-en)
+        # the German-English dictionary (/usr/share/trans/de-en): splits and
+        # tokenizer, training, test-split evaluation, GGUF and fixtures;
+        # then the cross-attention head scores and attnscope's own greedy
+        # output checked against PyTorch's (needs build/attnscope)
+        nice -n 10 $PY train_deen.py > "work/$m.log" 2>&1
+        nice -n 10 $PY deen_heads.py >> "work/$m.log" 2>&1
+        if [ -x ../../build/attnscope ]; then
+            $PY deen_check.py >> "work/$m.log" 2>&1
+        fi ;;
     *)
         nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1 ;;
     esac
-    grep -E '"step"|wrote|accuracy' "work/$m.log" | tail -3
+    grep -E '"step"|wrote|accuracy|identical' "work/$m.log" | tail -3
 done
 ls -l ../*.gguf ../../tests/fixtures/models/
