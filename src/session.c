@@ -463,9 +463,29 @@ static int prompt(cmd_ctx *c, bool raw)
     size_t n = 0;
     if (!text)
         return AS_ERR;
-    int rc = encode(c->s, text, raw, &ids, &n, c->err);
-    if (rc == AS_OK)
-        rc = set_context(c->s, ids, (int)n, c->err);
+    int rc;
+    int32_t start = c->s->prog->start_token;
+    if (c->s->prog->source_stream >= 0 && start >= 0) {
+        /* An encoder-decoder's prompt is the decoder's prefix: its start
+         * token, then the text's pieces without the tokenizer's own BOS or
+         * EOS (T5's tokenizer would end the prefix with </s>). */
+        rc = as_tokenizer_tokenize(c->s->model->tok, text, strlen(text), raw ? 0 : AS_TOK_PARSE_SPECIAL, &ids, &n,
+                                   c->err);
+        int32_t *all = rc == AS_OK ? malloc((n + 1) * sizeof *all) : NULL;
+        if (rc == AS_OK && !all)
+            rc = as_error_set(c->err, "out of memory");
+        if (all) {
+            all[0] = start;
+            memcpy(all + 1, ids, n * sizeof *ids);
+            warn_tokens(c->s, text);
+            rc = set_context(c->s, all, (int)n + 1, c->err);
+            free(all);
+        }
+    } else {
+        rc = encode(c->s, text, raw, &ids, &n, c->err);
+        if (rc == AS_OK)
+            rc = set_context(c->s, ids, (int)n, c->err);
+    }
     free(ids);
     free(text);
     return rc;

@@ -167,6 +167,9 @@ grep -q 'cross.npy: decoder.1.cross_attn.hook_pattern \[4, 3, 4\] float32' "$TMP
 "$BIN" -m "$T" -e "source-ids 1 275 286 287; prompt-ids 2 275 279; finish; dump all $TMP/ed" > "$TMP/out" 2>&1
 grep -q '"source_tokens": \[1, 275, 286, 287\]' "$TMP/ed/index.json" && grep -q '"tokens": \[2, 275, 279\]' "$TMP/ed/index.json" && ok || bad "dump all: both inputs in index.json"
 grep -q '{"name": "decoder.0.cross_attn.hook_k", .*"positions": 4, "shape": \[4, 4, 8\], "stream": "encoder"}' "$TMP/ed/index.json" && ok || bad "dump all: a cross key's positions are the source's"
+"$BIN" -m "$T" -e 'source the cat; prompt the mat; tokens' > "$TMP/out" 2>&1
+grep -q '^0	2	</s>	prompt$' "$TMP/out" && grep -q '^3	276	at	prompt$' "$TMP/out" && ! grep -q '^4	' "$TMP/out" && ok ||
+  bad "prompt TEXT on an encoder-decoder: the start token, the pieces, no BOS or EOS of the tokenizer's"
 expect "gen before a source" 1 '' 'no source yet.*source TEXT' -- -m "$T" -e 'gen 3'
 expect "source past the encoder context" 1 '' 'encoder input has 40 tokens but .* encoder context holds 32' -- -m "$T" -e "source-ids $(seq -s ' ' 1 40)"
 expect "source on a decoder-only model" 1 '' 'tiny-gpt2 \(gpt2\) has no source' -- -m "$G" -e 'source the cat'
