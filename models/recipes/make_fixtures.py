@@ -1378,41 +1378,18 @@ def check(fixdir):
         except CheckError as e:
             print("FAIL writer:", e)
             ok = False
-        for which in ("tiny-gpt2", "tiny-llama"):
-            try:
-                for line in check_one(fixdir, which, fresh):
-                    print("%s: %s" % (which, line))
-            except (CheckError, OSError) as e:
-                print("FAIL %s: %s" % (which, e))
-                ok = False
-        for which in DECODERS:
-            try:
-                for line in check_decoder(fixdir, which, fresh):
-                    print("%s: %s" % (which, line))
-            except (CheckError, OSError, KeyError) as e:
-                print("FAIL %s: %s" % (which, e))
-                ok = False
-        for which in ENCODERS:
-            try:
-                for line in check_encoder(fixdir, which, fresh):
-                    print("%s: %s" % (which, line))
-            except (CheckError, OSError, KeyError) as e:
-                print("FAIL %s: %s" % (which, e))
-                ok = False
-        for which in ENCDECS:
-            try:
-                for line in check_encdec(fixdir, which, fresh):
-                    print("%s: %s" % (which, line))
-            except (CheckError, OSError, KeyError) as e:
-                print("FAIL %s: %s" % (which, e))
-                ok = False
-        for which in T5S:
-            try:
-                for line in check_t5(fixdir, which, fresh):
-                    print("%s: %s" % (which, line))
-            except (CheckError, OSError, KeyError) as e:
-                print("FAIL %s: %s" % (which, e))
-                ok = False
+        # each family's fixtures and its check (CheckError, OSError and
+        # KeyError name the fixture and go on to the next)
+        families = [(("tiny-gpt2", "tiny-llama"), check_one), (DECODERS, check_decoder),
+                    (ENCODERS, check_encoder), (ENCDECS, check_encdec), (T5S, check_t5)]
+        for names, check_fn in families:
+            for which in names:
+                try:
+                    for line in check_fn(fixdir, which, fresh):
+                        print("%s: %s" % (which, line))
+                except (CheckError, OSError, KeyError) as e:
+                    print("FAIL %s: %s" % (which, e))
+                    ok = False
         try:
             print(V.check_image_fixtures(fixdir))
             print(V.check_vit_fixture(fixdir, fresh))
