@@ -173,39 +173,6 @@ static int place_arrays(l2c_config *c, const char *path, size_t size, as_error *
 
 /* ---------------------------------------------------------------- the GGUF view */
 
-static as_gguf_kv *kv_add(as_gguf *g, const char *key, as_gguf_type type)
-{
-    as_gguf_kv *kvs = realloc(g->kvs, (size_t)(g->n_kv + 1) * sizeof *kvs);
-    if (!kvs)
-        return NULL;
-    g->kvs = kvs;
-    as_gguf_kv *kv = &kvs[g->n_kv];
-    memset(kv, 0, sizeof *kv);
-    if (!(kv->key = strdup(key)))
-        return NULL;
-    kv->type = type;
-    g->n_kv++;
-    return kv;
-}
-
-static bool kv_u32(as_gguf *g, const char *key, uint32_t v)
-{
-    as_gguf_kv *kv = kv_add(g, key, AS_GGUF_UINT32);
-    return kv && (kv->v.u64 = v, true);
-}
-
-static bool kv_f32(as_gguf *g, const char *key, float v)
-{
-    as_gguf_kv *kv = kv_add(g, key, AS_GGUF_FLOAT32);
-    return kv && (kv->v.f64 = v, true);
-}
-
-static bool kv_str(as_gguf *g, const char *key, const char *s)
-{
-    as_gguf_kv *kv = kv_add(g, key, AS_GGUF_STRING);
-    return kv && (kv->str = strdup(s)) && (kv->str_len = strlen(s), true);
-}
-
 /* The name a GGUF conversion would carry: the file's base name, no extension. */
 static void base_name(const char *path, char *out, size_t cap)
 {
@@ -220,17 +187,17 @@ static bool add_config_kvs(as_gguf *g, const l2c_config *c)
 {
     char name[128];
     base_name(g->path, name, sizeof name);
-    return kv_str(g, "general.architecture", "llama") && kv_str(g, "general.name", name) &&
-           kv_u32(g, "general.file_type", 0) && /* llama.cpp's LLAMA_FTYPE_ALL_F32 */
-           kv_u32(g, "llama.context_length", (uint32_t)c->seq_len) &&
-           kv_u32(g, "llama.embedding_length", (uint32_t)c->dim) &&
-           kv_u32(g, "llama.block_count", (uint32_t)c->n_layers) &&
-           kv_u32(g, "llama.feed_forward_length", (uint32_t)c->hidden) &&
-           kv_u32(g, "llama.rope.dimension_count", (uint32_t)(c->dim / c->n_heads)) &&
-           kv_u32(g, "llama.attention.head_count", (uint32_t)c->n_heads) &&
-           kv_u32(g, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads) &&
-           kv_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f) &&
-           kv_f32(g, "llama.rope.freq_base", 10000.0f);
+    return as_gguf_view_str(g, "general.architecture", "llama") && as_gguf_view_str(g, "general.name", name) &&
+           as_gguf_view_u32(g, "general.file_type", 0) && /* llama.cpp's LLAMA_FTYPE_ALL_F32 */
+           as_gguf_view_u32(g, "llama.context_length", (uint32_t)c->seq_len) &&
+           as_gguf_view_u32(g, "llama.embedding_length", (uint32_t)c->dim) &&
+           as_gguf_view_u32(g, "llama.block_count", (uint32_t)c->n_layers) &&
+           as_gguf_view_u32(g, "llama.feed_forward_length", (uint32_t)c->hidden) &&
+           as_gguf_view_u32(g, "llama.rope.dimension_count", (uint32_t)(c->dim / c->n_heads)) &&
+           as_gguf_view_u32(g, "llama.attention.head_count", (uint32_t)c->n_heads) &&
+           as_gguf_view_u32(g, "llama.attention.head_count_kv", (uint32_t)c->n_kv_heads) &&
+           as_gguf_view_f32(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f) &&
+           as_gguf_view_f32(g, "llama.rope.freq_base", 10000.0f);
 }
 
 /* One tensor of the view: layer l's slice of array a, shaped ne0 x ne1 (ne1 0: a vector). */
@@ -469,10 +436,10 @@ static const char *find_tokenizer(const char *path, char *buf, size_t cap)
 /* The vocabulary as GGUF metadata; the pieces move into the view. */
 static bool add_vocab_kvs(as_gguf *g, l2c_vocab *v)
 {
-    if (!kv_str(g, "tokenizer.ggml.model", "llama") || !kv_u32(g, "tokenizer.ggml.bos_token_id", 1) ||
-        !kv_u32(g, "tokenizer.ggml.eos_token_id", 2) || !kv_u32(g, "tokenizer.ggml.unknown_token_id", 0))
+    if (!as_gguf_view_str(g, "tokenizer.ggml.model", "llama") || !as_gguf_view_u32(g, "tokenizer.ggml.bos_token_id", 1) ||
+        !as_gguf_view_u32(g, "tokenizer.ggml.eos_token_id", 2) || !as_gguf_view_u32(g, "tokenizer.ggml.unknown_token_id", 0))
         return false;
-    as_gguf_kv *kv = kv_add(g, "tokenizer.ggml.tokens", AS_GGUF_ARRAY);
+    as_gguf_kv *kv = as_gguf_view_kv(g, "tokenizer.ggml.tokens", AS_GGUF_ARRAY);
     if (!kv)
         return false;
     kv->arr_type = AS_GGUF_STRING;

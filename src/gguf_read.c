@@ -787,3 +787,44 @@ int as_tensor_to_f32(const as_gguf_tensor *t, float *out, as_error *err)
     /* rows are stored back to back and ne[0] is a whole number of blocks */
     return decode(t, t->data, t->n_elements, out, err);
 }
+
+/* ---------------------------------------------------------------- views built in memory */
+
+as_gguf_kv *as_gguf_view_kv(as_gguf *g, const char *key, as_gguf_type type)
+{
+    as_gguf_kv *kvs = realloc(g->kvs, (size_t)(g->n_kv + 1) * sizeof *kvs);
+    if (!kvs)
+        return NULL;
+    g->kvs = kvs;
+    as_gguf_kv *kv = &kvs[g->n_kv];
+    memset(kv, 0, sizeof *kv);
+    if (!(kv->key = strdup(key)))
+        return NULL;
+    kv->type = type;
+    g->n_kv++;
+    return kv;
+}
+
+bool as_gguf_view_u32(as_gguf *g, const char *key, uint32_t v)
+{
+    as_gguf_kv *kv = as_gguf_view_kv(g, key, AS_GGUF_UINT32);
+    return kv && (kv->v.u64 = v, true);
+}
+
+bool as_gguf_view_f32(as_gguf *g, const char *key, float v)
+{
+    as_gguf_kv *kv = as_gguf_view_kv(g, key, AS_GGUF_FLOAT32);
+    return kv && (kv->v.f64 = v, true);
+}
+
+bool as_gguf_view_bool(as_gguf *g, const char *key, bool v)
+{
+    as_gguf_kv *kv = as_gguf_view_kv(g, key, AS_GGUF_BOOL);
+    return kv && (kv->v.b = v, true);
+}
+
+bool as_gguf_view_str(as_gguf *g, const char *key, const char *s)
+{
+    as_gguf_kv *kv = as_gguf_view_kv(g, key, AS_GGUF_STRING);
+    return kv && (kv->str = strdup(s)) && (kv->str_len = strlen(s), true);
+}

@@ -141,50 +141,15 @@ const json_t *as_hf_cfg_obj(as_hf *h, const char *key)
 
 /* ---------------------------------------------------------------- the view's metadata */
 
-static as_gguf_kv *kv_add(as_hf *h, const char *key, as_gguf_type type)
-{
-    as_gguf *g = h->g;
-    as_gguf_kv *kvs = realloc(g->kvs, (size_t)(g->n_kv + 1) * sizeof *kvs);
-    if (!kvs)
-        return NULL;
-    g->kvs = kvs;
-    as_gguf_kv *kv = &kvs[g->n_kv];
-    memset(kv, 0, sizeof *kv);
-    if (!(kv->key = strdup(key)))
-        return NULL;
-    kv->type = type;
-    g->n_kv++;
-    return kv;
-}
-
-bool as_hf_kv_u32(as_hf *h, const char *key, uint32_t v)
-{
-    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_UINT32);
-    return kv && (kv->v.u64 = v, true);
-}
-
-bool as_hf_kv_f32(as_hf *h, const char *key, float v)
-{
-    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_FLOAT32);
-    return kv && (kv->v.f64 = v, true);
-}
-
-bool as_hf_kv_bool(as_hf *h, const char *key, bool v)
-{
-    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_BOOL);
-    return kv && (kv->v.b = v, true);
-}
-
-bool as_hf_kv_str(as_hf *h, const char *key, const char *s)
-{
-    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_STRING);
-    return kv && (kv->str = strdup(s)) && (kv->str_len = strlen(s), true);
-}
+bool as_hf_kv_u32(as_hf *h, const char *key, uint32_t v) { return as_gguf_view_u32(h->g, key, v); }
+bool as_hf_kv_f32(as_hf *h, const char *key, float v) { return as_gguf_view_f32(h->g, key, v); }
+bool as_hf_kv_bool(as_hf *h, const char *key, bool v) { return as_gguf_view_bool(h->g, key, v); }
+bool as_hf_kv_str(as_hf *h, const char *key, const char *s) { return as_gguf_view_str(h->g, key, s); }
 
 /* An array of n strings; takes strs and lens (malloc'd) whatever happens. */
 static bool kv_strs(as_hf *h, const char *key, char **strs, uint64_t *lens, uint64_t n)
 {
-    as_gguf_kv *kv = kv_add(h, key, AS_GGUF_ARRAY);
+    as_gguf_kv *kv = as_gguf_view_kv(h->g, key, AS_GGUF_ARRAY);
     if (!kv) {
         for (uint64_t i = 0; strs && i < n; i++)
             free(strs[i]);
@@ -203,7 +168,7 @@ static bool kv_strs(as_hf *h, const char *key, char **strs, uint64_t *lens, uint
 static bool kv_arr4(as_hf *h, const char *key, as_gguf_type type, const void *data, uint64_t n)
 {
     void *copy = keep(h, (size_t)n * 4);
-    as_gguf_kv *kv = copy ? kv_add(h, key, AS_GGUF_ARRAY) : NULL;
+    as_gguf_kv *kv = copy ? as_gguf_view_kv(h->g, key, AS_GGUF_ARRAY) : NULL;
     if (!kv)
         return false;
     memcpy(copy, data, (size_t)n * 4);

@@ -104,6 +104,17 @@ int as_gguf_open(as_gguf **out, const char *path, as_error *err);
 int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name, as_error *err);
 void as_gguf_close(as_gguf *g);
 
+/* Keys of a GGUF view built in memory (a llama2.c checkpoint, a Hugging
+ * Face directory shown as the GGUF it would convert to): one more record
+ * of `type` with a copy of `key`, zeroed, or NULL when out of memory;
+ * and the scalar and string keys through it (false when out of memory).
+ * as_gguf_close frees them with the rest. */
+as_gguf_kv *as_gguf_view_kv(as_gguf *g, const char *key, as_gguf_type type);
+bool as_gguf_view_u32(as_gguf *g, const char *key, uint32_t v);
+bool as_gguf_view_f32(as_gguf *g, const char *key, float v);
+bool as_gguf_view_bool(as_gguf *g, const char *key, bool v);
+bool as_gguf_view_str(as_gguf *g, const char *key, const char *s);
+
 const char *as_gguf_type_name(as_gguf_type t);
 
 const as_gguf_kv *as_gguf_find(const as_gguf *g, const char *key);
