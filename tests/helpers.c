@@ -167,3 +167,21 @@ void load_refused(as_gguf_writer *w, as_gguf *g, char *msg, size_t cap)
     cr_assert_neq(rc, AS_OK, "the edited file loaded");
     snprintf(msg, cap, "%s", err.msg);
 }
+
+bool run_npy_ids(as_session *s, const char *cmd, const char *path, bool optional)
+{
+    if (optional && access(path, R_OK) != 0)
+        return false;
+    npy a;
+    cr_assert_eq(npy_read(path, &a), 0, "cannot read %s", path);
+    size_t cap = strlen(cmd) + 12 * a.count + 1;
+    char *line = malloc(cap);
+    cr_assert(line);
+    size_t o = (size_t)snprintf(line, cap, "%s", cmd);
+    for (size_t i = 0; i < a.count; i++)
+        o += (size_t)snprintf(line + o, cap - o, " %d", a.i[i]);
+    run_ok(s, line);
+    free(line);
+    npy_free(&a);
+    return true;
+}

@@ -51,6 +51,11 @@ extern const char *const kernel_isas[3];
     }
 bool use_kernels(int isa);
 
+/* Runs `cmd ID ID ...` (prompt-ids, source-ids, token-types) with the
+ * int32 ids of the .npy at `path`; when `optional`, a missing file is no
+ * failure and returns false. */
+bool run_npy_ids(as_session *s, const char *cmd, const char *path, bool optional);
+
 /* Broken copies of a fixture, for the tests that a bad file is refused
  * by name: edit_gguf opens `path` (*g, kept open for the tensors' data)
  * and returns a writer holding its keys but `skip_key` and its tensors

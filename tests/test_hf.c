@@ -21,25 +21,12 @@
 
 static void feed_fixture_tokens(as_session *s, const char *name)
 {
-    char path[256], cmd[4096];
-    npy tok;
+    char path[256];
     snprintf(path, sizeof path, "fixtures/%s/tokens.npy", name);
-    cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
-    size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
-    for (size_t i = 0; i < tok.count; i++)
-        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
-    run_ok(s, cmd);
-    npy_free(&tok);
+    run_npy_ids(s, "prompt-ids", path, false);
     /* an encoder's fixture is a sentence pair: its token types too */
     snprintf(path, sizeof path, "fixtures/%s/types.npy", name);
-    if (access(path, R_OK) == 0) {
-        cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
-        o = (size_t)snprintf(cmd, sizeof cmd, "token-types");
-        for (size_t i = 0; i < tok.count; i++)
-            o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
-        run_ok(s, cmd);
-        npy_free(&tok);
-    }
+    run_npy_ids(s, "token-types", path, true);
     run_ok(s, "finish");
 }
 

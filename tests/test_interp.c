@@ -64,23 +64,14 @@ static double tolerance(const char *dir, const char *hook)
  * encoder's ids, set with source-ids. */
 static void load_source(as_session *s, const char *dir)
 {
-    char path[256], cmd[1024];
-    npy tok;
+    char path[256];
     snprintf(path, sizeof path, "%s/source.npy", dir);
-    if (access(path, R_OK) != 0)
-        return;
-    cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
-    size_t o = (size_t)snprintf(cmd, sizeof cmd, "source-ids");
-    for (size_t i = 0; i < tok.count; i++)
-        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
-    run_ok(s, cmd);
-    npy_free(&tok);
+    run_npy_ids(s, "source-ids", path, true);
 }
 
 static void load_prompt(as_session *s, const char *dir)
 {
     char path[256], cmd[1024];
-    npy tok;
     /* A vision model's fixture is an image, read by the `image` command. */
     snprintf(path, sizeof path, "%s/image.png", dir);
     if (access(path, R_OK) == 0) {
@@ -90,22 +81,10 @@ static void load_prompt(as_session *s, const char *dir)
     }
     load_source(s, dir);
     snprintf(path, sizeof path, "%s/tokens.npy", dir);
-    cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
-    size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
-    for (size_t i = 0; i < tok.count; i++)
-        o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
-    run_ok(s, cmd);
-    npy_free(&tok);
+    run_npy_ids(s, "prompt-ids", path, false);
     /* An encoder's fixture is a sentence pair: its token types too. */
     snprintf(path, sizeof path, "%s/types.npy", dir);
-    if (access(path, R_OK) == 0) {
-        cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
-        o = (size_t)snprintf(cmd, sizeof cmd, "token-types");
-        for (size_t i = 0; i < tok.count; i++)
-            o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
-        run_ok(s, cmd);
-        npy_free(&tok);
-    }
+    run_npy_ids(s, "token-types", path, true);
 }
 
 static float *hook_values(as_session *s, const char *name, size_t *count)

@@ -123,14 +123,6 @@ Test(models, de_en_translates_as_its_recipe)
 Test(models, austen_llama_matches_its_recipe) { check_model("austen-llama"); }
 Test(models, induction_matches_its_recipe) { check_model("induction"); }
 
-static void send_ids(as_session *s, const char *cmd, const npy *a)
-{
-    char line[8192];
-    size_t o = (size_t)snprintf(line, sizeof line, "%s", cmd);
-    for (size_t i = 0; i < a->count; i++)
-        o += (size_t)snprintf(line + o, sizeof line - o, " %d", a->i[i]);
-    run_ok(s, line);
-}
 
 /* austen-bert: every hook of its short sentence pair is held to the
  * float64 reference in test_interp.c (fixtures/models/austen-bert/, made
@@ -152,8 +144,10 @@ Test(models, austen_bert_embed_and_fill_match_its_recipe)
     snprintf(path, sizeof path, "%s/unembed.hook_out.npy", dir);
     cr_assert_eq(npy_read(path, &logits), 0, "%s is missing", path);
     as_session *s = open_session("../models/austen-bert.gguf", 64);
-    send_ids(s, "prompt-ids", &tok);
-    send_ids(s, "token-types", &types);
+    snprintf(path, sizeof path, "%s/tokens.npy", dir);
+    run_npy_ids(s, "prompt-ids", path, false);
+    snprintf(path, sizeof path, "%s/types.npy", dir);
+    run_npy_ids(s, "token-types", path, false);
     int fd = mkstemps(out, 4);
     cr_assert_geq(fd, 0);
     close(fd);
