@@ -1155,7 +1155,7 @@ int as_cmd_export(cmd_ctx *c)
 {
     static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export lines "
                                 "LAYER HEAD|all FILE | export norms LAYER|final FILE | export probs FILE | export "
-                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE  (FILE .png, .svg "
+                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export load FILE  (FILE .png, .svg "
                                 "or .pdf, then key=value options)";
     if (c->argc < 2)
         return as_error_set(c->err, "%s", usage);
@@ -1174,7 +1174,10 @@ int as_cmd_export(cmd_ctx *c)
         return export_probs_trace(c);
     if (!strcmp(what, "overlay"))
         return as_cmd_export_overlay(c);
-    return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay)",
+    if (!strcmp(what, "load"))
+        return as_cmd_export_load(c);
+    return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay, "
+                        "load)",
                         what);
 }
 

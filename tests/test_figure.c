@@ -1784,3 +1784,103 @@ Test(figure, overlay_blends_the_image_with_the_patch_colours)
     cr_assert(strstr(err.msg, "overlay"), "%s", err.msg);
     as_fig_ctx_free(ctx);
 }
+
+/* ---- routed MLPs ---- */
+
+/* The PyTorch reference's tokens and experts chosen on tiny-mixtral
+ * (tests/fixtures/tiny-mixtral, written by the independent forward pass):
+ * the prompt as prompt-ids, and each layer's load per expert counted from
+ * the reference's hook_expert_indices. */
+#define MIXTRAL_REF "fixtures/tiny-mixtral"
+static int mixtral_ref(char *prompt, size_t cap, float load[2][4])
+{
+    npy t;
+    cr_assert_eq(npy_read(MIXTRAL_REF "/tokens.npy", &t), 0);
+    int n = (int)t.count;
+    size_t o = (size_t)snprintf(prompt, cap, "prompt-ids");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(prompt + o, cap - o, " %d", t.i ? t.i[i] : (int)t.f[i]);
+    npy_free(&t);
+    for (int L = 0; L < 2; L++) {
+        char path[128];
+        npy ix;
+        snprintf(path, sizeof path, MIXTRAL_REF "/blocks.%d.mlp.hook_expert_indices.npy", L);
+        cr_assert_eq(npy_read(path, &ix), 0, "%s", path);
+        cr_assert_eq(ix.shape[ix.ndim - 2], (size_t)n);
+        for (int e = 0; e < 4; e++)
+            load[L][e] = 0;
+        for (size_t i = 0; i < ix.count; i++)
+            load[L][ix.i ? ix.i[i] : (int)ix.f[i]] += 1.0f / (float)n;
+        npy_free(&ix);
+    }
+    return n;
+}
+
+/* export load: layers x experts, each cell the colour of the share of
+ * tokens the PyTorch reference routed to that expert (exact counts, so
+ * the colours are exact up to 1 level of rounding). The heatmap is found
+ * from the pixels: the longest run of the expected colours. */
+Test(figure, expert_load_cells_are_the_reference_shares)
+{
+    char prompt[512], out[512], msg[512], cmd[600];
+    float load[2][4];
+    mixtral_ref(prompt, sizeof prompt, load);
+    as_session *s = open_session("fixtures/tiny-mixtral.gguf", 64);
+    run_ok(s, prompt);
+    run_ok(s, "finish");
+    char *dir = make_tmpdir(), path[256];
+    snprintf(path, sizeof path, "%s/load.png", dir);
+    snprintf(cmd, sizeof cmd, "export load %s", path);
+    cr_assert_eq(run_captured(s, cmd, out, sizeof out, msg, sizeof msg), AS_OK, "%s", msg);
+    cr_assert(strstr(out, "expert load"), "%s", out);
+    png_img im;
+    png_load(path, &im);
+    uint8_t want[2][4][3];
+    for (int L = 0; L < 2; L++)
+        for (int e = 0; e < 4; e++)
+            as_colormap(AS_CMAP_VIRIDIS, load[L][e], want[L][e]);
+#define CLOSE(p, c) (abs((p)[0] - (c)[0]) <= 1 && abs((p)[1] - (c)[1]) <= 1 && abs((p)[2] - (c)[2]) <= 1)
+    /* the longest horizontal run of pixels that are some layer-0 cell's colour */
+    int best = 0, bx = 0, by = 0;
+    for (int y = 0; y < im.h; y++)
+        for (int x = 0, run = 0; x < im.w; x++) {
+            const uint8_t *p = px(im.rgb, im.w, x, y);
+            bool in = false;
+            for (int e = 0; e < 4; e++)
+                in |= CLOSE(p, want[0][e]);
+            run = in ? run + 1 : 0;
+            if (run > best)
+                best = run, bx = x - run + 1, by = y;
+        }
+    cr_assert_geq(best, 40, "no heatmap row found (longest run %d px)", best);
+    int cw = best / 4, bottom = by;
+    /* down the first column: layer 0's colour, then layer 1's */
+    while (bottom + 1 < im.h && (CLOSE(px(im.rgb, im.w, bx, bottom + 1), want[0][0]) ||
+                                 CLOSE(px(im.rgb, im.w, bx, bottom + 1), want[1][0])))
+        bottom++;
+    int top = by;
+    while (top > 0 && CLOSE(px(im.rgb, im.w, bx, top - 1), want[0][0]))
+        top--;
+    int ch = (bottom - top + 1) / 2;
+    cr_assert_geq(ch, 10, "heatmap rows of %d px", ch);
+    for (int L = 0; L < 2; L++)
+        for (int e = 0; e < 4; e++) {
+            char what[64];
+            snprintf(what, sizeof what, "layer %d expert %d (load %.4f)", L, e, load[L][e]);
+            near_colour(&im, bx + e * cw + cw / 2, top + L * ch + ch / 2, want[L][e], 1, what);
+        }
+#undef CLOSE
+    png_free_img(&im);
+    /* a model without experts: one message, no file */
+    as_session *d = open_session(LLAMA, 64);
+    run_ok(d, "prompt the cat; finish");
+    snprintf(path, sizeof path, "%s/none.png", dir);
+    snprintf(cmd, sizeof cmd, "export load %s", path);
+    cr_assert_eq(run_captured(d, cmd, out, sizeof out, msg, sizeof msg), AS_ERR);
+    cr_assert(strstr(msg, "no routed MLPs"), "%s", msg);
+    cr_assert_neq(access(path, F_OK), 0, "%s was written", path);
+    close_session(d);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}
