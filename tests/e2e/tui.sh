@@ -462,5 +462,41 @@ keys vit Escape q
 restored vit
 MODEL=$SAVED_MODEL
 
+# ---- routed MLPs: the routing pane beside the heatmap at three sizes ----
+MODEL=$HERE/../fixtures/tiny-mixtral.gguf
+for size in "80 24" "120 35" "160 48"; do
+    set -- $size
+    n=moe$1
+    start $n $1 $2 "$U"
+    expect $n "starts" '^attnscope>'
+    typed $n "prompt-ids 1 5 9 30 41 77 120 200; finish"
+    keys $n Enter
+    expect $n "pass runs" 'logits ready'
+    keys $n Escape
+    expect $n "$1x$2: the routing pane, its experts numbered" 'Routing .*top 2 of 4'
+    expect $n "$1x$2: the header names the experts" '│token +0 +1 +2 +3'
+    expect $n "$1x$2: the load row under the tokens" '│load % +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+'
+    screen $n
+    # every token row marks exactly the k = 2 experts chosen
+    rows=$(grep -Ec '│[0-9]+ [^│]*● +●' "$TMP/screen")
+    [ "$rows" -ge 4 ] && ok || bad "$n: token rows with two experts marked: $rows"
+    grep -E '│[0-9]+ [^│]*●[^│]*●[^│]*●' "$TMP/screen" | grep -q . && bad "$n: a row with three marks" || ok
+    # the loads of a layer sum to k = 2 (200%, each rounded)
+    sum=$(grep -Eo '│load % +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+' "$TMP/screen" | head -1 |
+          awk '{print $3 + $4 + $5 + $6}')
+    [ "$sum" -ge 198 ] && [ "$sum" -le 202 ] && ok || bad "$n: loads sum to $sum%, not 200%"
+    keys $n 7
+    keys $n Right Right
+    expect $n "$1x$2: 7 focuses it, Right selects expert 1" 'expert 1: [0-9]+'
+    # the strip underlines the tokens that chose expert 1 (red, bold, underlined)
+    screen_e $n
+    sed -n 2p "$TMP/screen" | grep -q '\[1;4m' && ok || bad "$n: no token of expert 1 marked in the strip"
+    keys $n j
+    expect $n "$1x$2: the pane follows the layer" 'Routing[^│]*(L1|layer 1)'
+    keys $n Escape q
+    restored $n
+done
+MODEL=$SAVED_MODEL
+
 echo "tui e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
