@@ -1,6 +1,7 @@
 /* Routed MLPs as text and as a figure: `experts [LAYER]`, each expert's
  * load (the share of the context's tokens whose router chose it) and the
- * tokens it took most often; `export load FILE`, the loads of every layer
+ * tokens it took most often (and a shared expert's gate, where the layer
+ * has one); `export load FILE`, the loads of every layer
  * and expert as a heatmap. Both read the captured hook_expert_indices and
  * ask the program which layers route (no architecture here). */
 #include <math.h>
@@ -115,6 +116,18 @@ static int layer_table(as_session *s, int layer, as_error *err)
             fprintf(s->out, " %s×%d", piece, bc);
         }
         fputc('\n', s->out);
+    }
+    /* a shared expert every token uses: its gate's mean and range */
+    int hs = as_program_hook_in(s->prog, AS_HK_SHARED_GATE, layer, s->prog->out_stream);
+    if (hs >= 0 && as_capture_has(s->cap, hs) && s->cap->filled[hs] >= n) {
+        double sum = 0, lo = INFINITY, hi = -INFINITY;
+        for (int p = 0; p < n; p++) {
+            double g = as_capture_row(s->cap, hs, p)[0];
+            sum += g;
+            lo = g < lo ? g : lo;
+            hi = g > hi ? g : hi;
+        }
+        fprintf(s->out, "  shared expert: every token, gate mean %.3f (%.3f to %.3f)\n", sum / n, lo, hi);
     }
     rc = AS_OK;
 out:

@@ -427,3 +427,53 @@ Test(moe, experts_table_matches_the_reference_routing)
     cr_assert(strstr(msg, "no routed MLPs"), "%s", msg);
     close_session(d);
 }
+
+/* Qwen-MoE's shared expert in `experts LAYER`: its gate's mean, least
+ * and largest over the tokens equal the PyTorch reference's
+ * mlp.shared.hook_gate (printed to 3 decimals: within 6e-4). */
+Test(moe, experts_reports_the_shared_gate_as_the_reference)
+{
+    npy t, g;
+    cr_assert_eq(npy_read("fixtures/tiny-qwen2moe/tokens.npy", &t), 0);
+    char prompt[512];
+    size_t o = (size_t)snprintf(prompt, sizeof prompt, "prompt-ids");
+    for (size_t i = 0; i < t.count; i++)
+        o += (size_t)snprintf(prompt + o, sizeof prompt - o, " %d", t.i ? t.i[i] : (int)t.f[i]);
+    as_session *s = open_session(QWEN2MOE, 64);
+    run_ok(s, prompt);
+    run_ok(s, "finish");
+    for (int L = 0; L < 2; L++) {
+        char path[128], cmd[32], msg[256], line[512];
+        snprintf(path, sizeof path, "fixtures/tiny-qwen2moe/blocks.%d.mlp.shared.hook_gate.npy", L);
+        cr_assert_eq(npy_read(path, &g), 0);
+        cr_assert_eq(g.count, t.count, "one gate a token");
+        double sum = 0, lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < g.count; i++) {
+            sum += g.f[i];
+            lo = fmin(lo, g.f[i]);
+            hi = fmax(hi, g.f[i]);
+        }
+        FILE *saved = s->out, *tmp = tmpfile();
+        s->out = tmp;
+        snprintf(cmd, sizeof cmd, "experts %d", L);
+        int rc = run_cmd(s, cmd, msg, sizeof msg);
+        s->out = saved;
+        cr_assert_eq(rc, AS_OK, "%s", msg);
+        rewind(tmp);
+        bool found = false;
+        while (fgets(line, sizeof line, tmp)) {
+            float m, a, b;
+            if (sscanf(line, " shared expert: every token, gate mean %f (%f to %f)", &m, &a, &b) != 3)
+                continue;
+            found = true;
+            cr_assert_float_eq(m, sum / (double)g.count, 6e-4, "layer %d: mean %.3f", L, m);
+            cr_assert_float_eq(a, lo, 6e-4, "layer %d: least %.3f", L, a);
+            cr_assert_float_eq(b, hi, 6e-4, "layer %d: largest %.3f", L, b);
+        }
+        fclose(tmp);
+        cr_assert(found, "layer %d: no shared expert line", L);
+        npy_free(&g);
+    }
+    npy_free(&t);
+    close_session(s);
+}
