@@ -79,6 +79,8 @@ bool route_marks(const tui *u, int pos)
  * of cw columns each, then the shared expert's 3 after a gap. */
 typedef struct route_geom {
     int lw, cw, x0, xs;  /* label width, cell width, first cell's column, the shared column's (-1: none) */
+    int e0, ve;          /* first expert shown, how many fit (more experts than columns: the
+                          * selected one kept in sight) */
     int first, vis;      /* first token row shown, how many fit */
 } route_geom;
 
@@ -87,10 +89,21 @@ static route_geom geometry(tui *u, const route_src *r, int rows, int cols)
     route_geom g;
     g.lw = cols >= 44 ? 12 : cols >= 28 ? 8 : 6;
     int sw = r->hs >= 0 ? 4 : 0;
-    g.cw = (cols - 1 - g.lw - sw) / (r->n_expert > 0 ? r->n_expert : 1);
+    int avail = cols - 1 - g.lw - sw;
+    g.cw = avail / (r->n_expert > 0 ? r->n_expert : 1);
     g.cw = g.cw > 4 ? 4 : g.cw < 1 ? 1 : g.cw;
+    g.ve = avail / g.cw;
+    g.ve = g.ve > r->n_expert ? r->n_expert : g.ve < 0 ? 0 : g.ve;
+    int e0 = u->route_e0, sel = u->route_expert;
+    if (sel >= 0 && sel < e0)
+        e0 = sel;
+    if (sel >= 0 && g.ve > 0 && sel >= e0 + g.ve)
+        e0 = sel - g.ve + 1;
+    if (e0 > r->n_expert - g.ve)
+        e0 = r->n_expert - g.ve;
+    g.e0 = u->route_e0 = e0 < 0 ? 0 : e0;
     g.x0 = 1 + g.lw + 1;
-    g.xs = r->hs >= 0 ? g.x0 + g.cw * r->n_expert + 1 : -1;
+    g.xs = r->hs >= 0 ? g.x0 + g.cw * g.ve + 1 : -1;
     g.vis = rows - 2 > 0 ? rows - 2 : 0; /* the header row and the load row */
     int first = u->route_first, q = u->v.query;
     if (q < first)
@@ -161,14 +174,15 @@ static void draw(tui *u)
     /* the header: the experts' numbers (as many as fit), the shared one's */
     term_role_attr(&u->t, w, R_DIM, A_UNDERLINE);
     put_text(u, w, 1, 1, "token", g.lw);
-    for (int e = 0; e < r.n_expert; e++) {
+    for (int e = g.e0; e < g.e0 + g.ve; e++) {
         char num[16];
         snprintf(num, sizeof num, "%d", e);
         int len = (int)strlen(num);
         if (len > g.cw && e != u->route_expert && e % ((len + g.cw) / g.cw) != 0)
             continue; /* narrow cells: every few experts numbered */
         term_role(&u->t, w, e == u->route_expert ? R_LABEL_SEL : R_DIM);
-        put_text(u, w, 1, g.x0 + e * g.cw, num, cols + 1 - (g.x0 + e * g.cw));
+        int x = g.x0 + (e - g.e0) * g.cw;
+        put_text(u, w, 1, x, num, cols + 1 - x);
     }
     if (g.xs >= 0 && g.xs + 2 <= cols) {
         term_role(&u->t, w, R_DIM);
@@ -183,8 +197,8 @@ static void draw(tui *u)
         term_role(&u->t, w, p == u->v.query ? R_LABEL_SEL : route_marks(u, p) ? R_OUTLIER : R_NORMAL);
         put_text(u, w, y, 1, label, g.lw);
         const float *wt = as_capture_row(u->s->cap, r.hw, p);
-        for (int e = 0; e < r.n_expert && g.x0 + (e + 1) * g.cw <= cols + 1; e++)
-            cell(u, w, y, g.x0 + e * g.cw, g.cw, wt[e], chose(u, &r, p, e));
+        for (int e = g.e0; e < g.e0 + g.ve; e++)
+            cell(u, w, y, g.x0 + (e - g.e0) * g.cw, g.cw, wt[e], chose(u, &r, p, e));
         if (g.xs >= 0 && g.xs + 3 <= cols + 1)
             cell(u, w, y, g.xs, 3, as_capture_row(u->s->cap, r.hs, p)[0], false);
         term_role(&u->t, w, R_NORMAL);
@@ -194,14 +208,15 @@ static void draw(tui *u)
     int shown = r.n - g.first < g.vis ? r.n - g.first : g.vis, y = 2 + shown;
     term_role(&u->t, w, R_DIM);
     put_text(u, w, y, 1, g.cw >= 3 ? "load %" : "load", g.lw);
-    for (int e = 0; e < r.n_expert && g.x0 + (e + 1) * g.cw <= cols + 1; e++) {
+    for (int e = g.e0; e < g.e0 + g.ve; e++) {
+        int x = g.x0 + (e - g.e0) * g.cw;
         if (g.cw >= 3) {
             char pct[16];
             snprintf(pct, sizeof pct, "%*d", g.cw, (int)lroundf(100 * load[e]));
             term_role(&u->t, w, e == u->route_expert ? R_LABEL_SEL : R_NORMAL);
-            put_text(u, w, y, g.x0 + e * g.cw, pct, g.cw);
+            put_text(u, w, y, x, pct, g.cw);
         } else {
-            cell(u, w, y, g.x0 + e * g.cw, g.cw, load[e], false);
+            cell(u, w, y, x, g.cw, load[e], false);
         }
     }
     term_role(&u->t, w, R_NORMAL);
@@ -237,8 +252,8 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
         return RD_IGNORED;
     WINDOW *w = u->win[P_ROUTE];
     route_geom g = geometry(u, &r, getmaxy(w) - 2, getmaxx(w) - 2);
-    if (x >= g.x0 && x < g.x0 + g.cw * r.n_expert) {
-        int e = (x - g.x0) / g.cw;
+    if (x >= g.x0 && x < g.x0 + g.cw * g.ve) {
+        int e = g.e0 + (x - g.x0) / g.cw;
         return select_expert(u, e == u->route_expert ? -1 : e);
     }
     int row = y - 2;

@@ -181,7 +181,7 @@ static unsigned new_model(tui *u)
     u->v.layer = u->v.head = 0;
     u->v.follow = true;
     u->route_expert = -1;
-    u->route_first = 0;
+    u->route_first = u->route_e0 = 0;
     u->v.norm = view_norm_step(u->s->prog, 0, NK_COUNT - 1, 1);
     return RD_LAYOUT;
 }

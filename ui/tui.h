@@ -98,6 +98,7 @@ typedef struct tui {
     int norm_first;
     int route_expert;     /* the routing pane's selected expert (-1: none); the strip marks its tokens */
     int route_first;      /* the routing pane's first token row shown */
+    int route_e0;         /* its first expert column shown */
 
     float *probs;        /* vocabulary-sized scratch of the probabilities and lens panes */
     int *order;
