@@ -242,6 +242,8 @@ screenshot: $(PROG) $(BUILD)/ansi2png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) sh tests/e2e/tui_screenshot.sh assets/screenshot.png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=80x24 FONT=22 LESSON=heads STEP=3 \
 	  sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=120x35 AS_TUI_MODEL=tests/fixtures/tiny-mixtral.gguf \
+	  PROMPT='the cat sat on the mat' GEN=3 ROUTE=1 sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
 
 $(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@

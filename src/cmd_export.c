@@ -536,7 +536,7 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
         int li = i / heads, head = job->head < 0 ? i % heads : job->head;
         size_t off = (size_t)i * (size_t)m * (size_t)mk_n;
         head_matrix_keys(s, hooks[li], head, a, b, ka, kb, v + off, mk + off);
-        mats[i] = (as_fig_matrix){v + off, mk + off};
+        mats[i] = (as_fig_matrix){v + off, mk + off, NULL};
     }
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
@@ -712,7 +712,7 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
             (!t->col_labels && snprintf(cols[j], 16, "%d", j) < 0))
             goto oom;
     for (int i = 0; i < n_mats; i++)
-        mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols, NULL};
+        mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols, NULL, NULL};
     as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols, "layer",
                      t->col_axis ? t->col_axis : t->by_position ? "position" : "head", t->cbar_label, n_mats, mats,
                      t->mat_titles, n_mats > 1 ? 0 : 1, n_mats > 1 ? 0 : 1, NULL, NULL, NULL, NULL,
@@ -857,6 +857,102 @@ out:
     as_fig_ctx_free(ctx);
     free_labels(labels, m);
     free(st);
+    return rc;
+}
+
+/* ---- a routed MLP ---- */
+
+/* export routing LAYER FILE: tokens × experts, the router's weights
+ * (hook_expert_weights) with the k chosen (hook_expert_indices) dotted,
+ * and under them a row of each expert's load (the share of the tokens
+ * that chose it), on the same 0–1 scale. */
+static int export_routing(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc < 4)
+        return as_error_set(c->err, "usage: export routing LAYER FILE.png|FILE.svg|FILE.pdf [key=value ...]");
+    const char *path = c->argv[3];
+    export_opts o;
+    as_fig_format fmt;
+    int layer;
+    if (parse_layer(s, c->argv[2], &layer, c->err))
+        return AS_ERR;
+    int out = s->prog->out_stream;
+    int hw = as_program_hook_in(s->prog, AS_HK_EXPERT_WEIGHTS, layer, out);
+    int hi = as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, layer, out);
+    const as_op *op = hi >= 0 ? as_program_producer(s->prog, hi) : NULL;
+    if (hw < 0 || !op)
+        return as_error_set(c->err, "layer %d of %s has no experts (its MLP is dense)", layer, s->model->cfg.name);
+    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 4, OPT_FIG, &o))
+        return AS_ERR;
+    int n = as_cmd_hook_positions(s, hi, c->err), nw = n < 0 ? -1 : as_cmd_hook_positions(s, hw, c->err);
+    if (n < 0 || nw < 0)
+        return AS_ERR;
+    if (nw < n)
+        n = nw;
+    int E = op->n_expert, R = n + 1, ne, np;
+    float *v = malloc((size_t)R * (size_t)E * sizeof *v);
+    unsigned char *mk = calloc((size_t)R * (size_t)E, 1);
+    char **rows = position_labels(s, 0, n, false), **cols = calloc((size_t)E, sizeof *cols);
+    char **all_rows = rows ? realloc(rows, (size_t)R * sizeof *rows) : NULL;
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    caption cp;
+    int rc = AS_ERR;
+    if (all_rows)
+        rows = all_rows, rows[n] = strdup("load");
+    if (!v || !mk || !all_rows || !rows[n] || !cols) {
+        as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int e = 0; e < E; e++)
+        if (!(cols[e] = malloc(16)) || snprintf(cols[e], 16, "%d", e) < 0) {
+            as_error_set(c->err, "out of memory");
+            goto out;
+        }
+    for (int p = 0; p < n; p++) {
+        memcpy(v + (size_t)p * (size_t)E, as_capture_row(s->cap, hw, p), (size_t)E * sizeof *v);
+        const float *ix = as_capture_row(s->cap, hi, p);
+        for (int j = 0; j < op->k; j++)
+            if ((int)ix[j] >= 0 && (int)ix[j] < E)
+                mk[(size_t)p * (size_t)E + (size_t)ix[j]] = 1;
+    }
+    if (as_cmd_expert_load(s, layer, v + (size_t)n * (size_t)E, &ne, &np, c->err))
+        goto out;
+    as_fig_matrix mat = {v, NULL, mk};
+    as_fig_heat h = {R, E, (const char *const *)rows, (const char *const *)cols, "token", "expert",
+                     "router weight; load", 1, &mat, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
+    /* A few experts across the width would make cells the size of a
+     * column's quarter: unless a height is given, the figure is as tall
+     * as rows of about 13 pt need (the cells then fit the height). */
+    if (o.st.height_pt <= 0)
+        o.st.height_pt = fminf(2880, 170 + 13 * (float)R);
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    caption_init(&cp, s, &o, "Layer %d routing: %d of %d experts per token", layer, op->k, E);
+    caption_note(&cp, "Cells: the router's weight of each expert for each token; dots: the %d it chose.", op->k);
+    char loads[512];
+    size_t lo = 0;
+    for (int e = 0; e < E && lo < sizeof loads - 16; e++)
+        lo += (size_t)snprintf(loads + lo, sizeof loads - lo, "%s%d %.0f%%", e ? ", " : "", e,
+                               100.0 * v[(size_t)n * (size_t)E + (size_t)e]);
+    caption_note(&cp, "Bottom row, load: the share of the %d tokens that chose each expert (%s).", n, loads);
+    if (as_fig_heatmap(&f, ctx, &o.st, &cp.c, &h, c->err))
+        goto out;
+    char val[16], what[64];
+    snprintf(val, sizeof val, "%d", layer);
+    if (as_figure_add_meta(f, "Layer", val, c->err))
+        goto out;
+    snprintf(what, sizeof what, "routing layer %d", layer);
+    rc = finish(c, f, &o, 0, n, path, fmt, what);
+    f = NULL;
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    free_labels(rows, rows && rows == all_rows ? R : n);
+    free_labels(cols, E);
+    free(v);
+    free(mk);
     return rc;
 }
 
@@ -1155,7 +1251,7 @@ int as_cmd_export(cmd_ctx *c)
 {
     static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export lines "
                                 "LAYER HEAD|all FILE | export norms LAYER|final FILE | export probs FILE | export "
-                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE  (FILE .png, .svg "
+                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export routing LAYER FILE | export load FILE  (FILE .png, .svg "
                                 "or .pdf, then key=value options)";
     if (c->argc < 2)
         return as_error_set(c->err, "%s", usage);
@@ -1174,7 +1270,12 @@ int as_cmd_export(cmd_ctx *c)
         return export_probs_trace(c);
     if (!strcmp(what, "overlay"))
         return as_cmd_export_overlay(c);
-    return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay)",
+    if (!strcmp(what, "load"))
+        return as_cmd_export_load(c);
+    if (!strcmp(what, "routing"))
+        return export_routing(c);
+    return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay, "
+                        "routing, load)",
                         what);
 }
 

@@ -1156,6 +1156,15 @@ static bool heat_panel(lay *L, const as_fig_heat *h, const scale *s, const heat_
         masked |= mk;
         heat_rgb(L->st, s, h->mats[m].v[i], mk, p->rgb + (size_t)i * 3);
     }
+    /* Marked cells: a white dot ringed in black, drawn over the cells. */
+    static const uint8_t white[3] = {255, 255, 255};
+    for (int i = 0; h->mats[m].marked && i < R * C; i++)
+        if (h->mats[m].marked[i]) {
+            float cx = (float)px + ((float)(i % C) + 0.5f) * g->cell, cy = (float)py + ((float)(i / C) + 0.5f) * g->cell;
+            float r = fminf(g->cell * 0.22f, PT(L, 3));
+            mark(L, cx, cy, r, INK, 1);
+            mark(L, cx, cy, r * 0.6f, white, 1);
+        }
     if (h->mat_titles) {
         char buf[256];
         elide(L->c, h->mat_titles[m], PT(L, L->small), pw + (float)g->gap_x, buf, sizeof buf);

@@ -1183,7 +1183,7 @@ static const command commands[] = {
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
       "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
-      "overlay L H|mean|rollout|all  FILE.png|FILE.svg|FILE.pdf [key=value]",
+      "overlay L H|mean|rollout|all | routing L | load  FILE.png|FILE.svg|FILE.pdf [key=value]",
       "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
       "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export},
@@ -1194,6 +1194,9 @@ static const command commands[] = {
       "ablate 1.3 zero"}, as_cmd_ablate},
     {{"route", "route L.E off", "The router of layer L may not choose expert E (the next best is taken); "
       "`unablate` removes it.", "route 1.3 off"}, as_cmd_route},
+    {{"experts", "experts [LAYER]", "A routed MLP's experts over the context: each one's load (the share of tokens "
+      "whose router chose it), times chosen, mean gate, and the tokens it took most often.", "experts 1"},
+     as_cmd_experts},
     {{"unablate", "unablate", "Remove every ablation and patch.", "unablate"}, as_cmd_unablate},
     {{"ablations", "ablations", "List ablations and patches.", "ablations"}, as_cmd_ablations},
     {{"compare", "compare [TOKEN_A TOKEN_B]", "Rerun with and without ablations/patches: KL, top tokens, logit "

@@ -136,6 +136,12 @@ int as_cmd_compare_runs(as_session *s, as_error *err);
 int as_cmd_patch(cmd_ctx *c);
 int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);
+/* cmd_experts.c: `experts [LAYER]`, `export load FILE`, and the load of
+ * one routed layer: load[e] = the share of the n_pos positions whose
+ * router chose expert e (n_expert entries; AS_ERR on a dense layer). */
+int as_cmd_experts(cmd_ctx *c);
+int as_cmd_export_load(cmd_ctx *c);
+int as_cmd_expert_load(as_session *s, int layer, float *load, int *n_expert, int *n_pos, as_error *err);
 int as_cmd_watch(cmd_ctx *c);
 int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);

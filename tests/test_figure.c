@@ -428,7 +428,7 @@ static void one_hot_make(one_hot *o, int n, int hot_r, int hot_c, const char *co
         as_fig_visible_text(w, strlen(w), buf, sizeof buf);
         o->labels[i] = strdup(buf);
     }
-    o->m = (as_fig_matrix){o->v, o->mk};
+    o->m = (as_fig_matrix){o->v, o->mk, NULL};
     o->h = (as_fig_heat){n, n, (const char *const *)o->labels, (const char *const *)o->labels, "query position",
                          "key position", "attention weight", 1, &o->m, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
 }
@@ -708,7 +708,7 @@ static int make_kind(int kind, kinds_data *d, as_fig_ctx *ctx, const as_fig_styl
         return as_fig_heatmap(f, ctx, st, &cap, &h, err);
     case K_TABLE: {
         static const char *const rows[] = {"0", "1"};
-        as_fig_matrix m = {d->table, NULL};
+        as_fig_matrix m = {d->table, NULL, NULL};
         as_fig_heat t = {2, 6, rows, d->tcols, "layer", "component", "contribution to the logit", 1, &m, NULL, 1, 1,
                          NULL, NULL, NULL, NULL, -2, 2};
         return as_fig_heatmap(f, ctx, st, &cap, &t, err);
@@ -1154,7 +1154,7 @@ Test(figure, short_ticks_read_across_long_labels_turn)
     static const char *const words[] = {"<|endoftext|>", "Elizabeth", "Darcy", "Bingley", "Netherfield", "Longbourn",
                                         "Pemberley", "Wickham"};
     float v[8 * 8] = {0};
-    as_fig_matrix m = {v, NULL};
+    as_fig_matrix m = {v, NULL, NULL};
     char *dir = make_tmpdir(), path[300];
     snprintf(path, sizeof path, "%s/t.pdf", dir);
     for (int round = 0; round < 2; round++) {
@@ -1783,4 +1783,188 @@ Test(figure, overlay_blends_the_image_with_the_patch_colours)
     cr_assert_eq(as_fig_overlay_view(&f, ctx, &st, &cap, &ov, &err), AS_ERR);
     cr_assert(strstr(err.msg, "overlay"), "%s", err.msg);
     as_fig_ctx_free(ctx);
+}
+
+/* ---- routed MLPs ---- */
+
+/* The PyTorch reference's tokens and experts chosen on tiny-mixtral
+ * (tests/fixtures/tiny-mixtral, written by the independent forward pass):
+ * the prompt as prompt-ids, and each layer's load per expert counted from
+ * the reference's hook_expert_indices. */
+#define MIXTRAL_REF "fixtures/tiny-mixtral"
+static int mixtral_ref(char *prompt, size_t cap, float load[2][4])
+{
+    npy t;
+    cr_assert_eq(npy_read(MIXTRAL_REF "/tokens.npy", &t), 0);
+    int n = (int)t.count;
+    size_t o = (size_t)snprintf(prompt, cap, "prompt-ids");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(prompt + o, cap - o, " %d", t.i ? t.i[i] : (int)t.f[i]);
+    npy_free(&t);
+    for (int L = 0; L < 2; L++) {
+        char path[128];
+        npy ix;
+        snprintf(path, sizeof path, MIXTRAL_REF "/blocks.%d.mlp.hook_expert_indices.npy", L);
+        cr_assert_eq(npy_read(path, &ix), 0, "%s", path);
+        cr_assert_eq(ix.shape[ix.ndim - 2], (size_t)n);
+        for (int e = 0; e < 4; e++)
+            load[L][e] = 0;
+        for (size_t i = 0; i < ix.count; i++)
+            load[L][ix.i ? ix.i[i] : (int)ix.f[i]] += 1.0f / (float)n;
+        npy_free(&ix);
+    }
+    return n;
+}
+
+/* export load: layers x experts, each cell the colour of the share of
+ * tokens the PyTorch reference routed to that expert (exact counts, so
+ * the colours are exact up to 1 level of rounding). The heatmap is found
+ * from the pixels: the longest run of the expected colours. */
+Test(figure, expert_load_cells_are_the_reference_shares)
+{
+    char prompt[512], out[512], msg[512], cmd[600];
+    float load[2][4];
+    mixtral_ref(prompt, sizeof prompt, load);
+    as_session *s = open_session("fixtures/tiny-mixtral.gguf", 64);
+    run_ok(s, prompt);
+    run_ok(s, "finish");
+    char *dir = make_tmpdir(), path[256];
+    snprintf(path, sizeof path, "%s/load.png", dir);
+    snprintf(cmd, sizeof cmd, "export load %s", path);
+    cr_assert_eq(run_captured(s, cmd, out, sizeof out, msg, sizeof msg), AS_OK, "%s", msg);
+    cr_assert(strstr(out, "expert load"), "%s", out);
+    png_img im;
+    png_load(path, &im);
+    uint8_t want[2][4][3];
+    for (int L = 0; L < 2; L++)
+        for (int e = 0; e < 4; e++)
+            as_colormap(AS_CMAP_VIRIDIS, load[L][e], want[L][e]);
+#define CLOSE(p, c) (abs((p)[0] - (c)[0]) <= 1 && abs((p)[1] - (c)[1]) <= 1 && abs((p)[2] - (c)[2]) <= 1)
+    /* the longest horizontal run of pixels that are some layer-0 cell's colour */
+    int best = 0, bx = 0, by = 0;
+    for (int y = 0; y < im.h; y++)
+        for (int x = 0, run = 0; x < im.w; x++) {
+            const uint8_t *p = px(im.rgb, im.w, x, y);
+            bool in = false;
+            for (int e = 0; e < 4; e++)
+                in |= CLOSE(p, want[0][e]);
+            run = in ? run + 1 : 0;
+            if (run > best)
+                best = run, bx = x - run + 1, by = y;
+        }
+    cr_assert_geq(best, 40, "no heatmap row found (longest run %d px)", best);
+    int cw = best / 4, bottom = by;
+    /* down the first column: layer 0's colour, then layer 1's */
+    while (bottom + 1 < im.h && (CLOSE(px(im.rgb, im.w, bx, bottom + 1), want[0][0]) ||
+                                 CLOSE(px(im.rgb, im.w, bx, bottom + 1), want[1][0])))
+        bottom++;
+    int top = by;
+    while (top > 0 && CLOSE(px(im.rgb, im.w, bx, top - 1), want[0][0]))
+        top--;
+    int ch = (bottom - top + 1) / 2;
+    cr_assert_geq(ch, 10, "heatmap rows of %d px", ch);
+    for (int L = 0; L < 2; L++)
+        for (int e = 0; e < 4; e++) {
+            char what[64];
+            snprintf(what, sizeof what, "layer %d expert %d (load %.4f)", L, e, load[L][e]);
+            near_colour(&im, bx + e * cw + cw / 2, top + L * ch + ch / 2, want[L][e], 1, what);
+        }
+#undef CLOSE
+    png_free_img(&im);
+    /* a model without experts: one message, no file */
+    as_session *d = open_session(LLAMA, 64);
+    run_ok(d, "prompt the cat; finish");
+    snprintf(path, sizeof path, "%s/none.png", dir);
+    snprintf(cmd, sizeof cmd, "export load %s", path);
+    cr_assert_eq(run_captured(d, cmd, out, sizeof out, msg, sizeof msg), AS_ERR);
+    cr_assert(strstr(msg, "no routed MLPs"), "%s", msg);
+    cr_assert_neq(access(path, F_OK), 0, "%s was written", path);
+    close_session(d);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}
+
+/* export routing: each token's row holds the PyTorch reference's router
+ * weights (hook_expert_weights; attnscope's agree within 1e-4, so the
+ * colours within 3 levels a channel), a white dot exactly on the experts
+ * the reference chose (hook_expert_indices), and the bottom row the load
+ * counted from them. The heatmap is found from its bottom row (no dots):
+ * the longest run of the load colours; cells are square. */
+Test(figure, routing_figure_marks_the_reference_choices)
+{
+    char prompt[512], out[512], msg[512], cmd[600];
+    float load[2][4];
+    int n = mixtral_ref(prompt, sizeof prompt, load);
+    as_session *s = open_session("fixtures/tiny-mixtral.gguf", 64);
+    run_ok(s, prompt);
+    run_ok(s, "finish");
+    char *dir = make_tmpdir(), path[256];
+    const int L = 1;
+    snprintf(path, sizeof path, "%s/routing.png", dir);
+    snprintf(cmd, sizeof cmd, "export routing %d %s", L, path);
+    cr_assert_eq(run_captured(s, cmd, out, sizeof out, msg, sizeof msg), AS_OK, "%s", msg);
+    cr_assert(strstr(out, "routing layer 1"), "%s", out);
+    npy w, ix;
+    cr_assert_eq(npy_read(MIXTRAL_REF "/blocks.1.mlp.hook_expert_weights.npy", &w), 0);
+    cr_assert_eq(npy_read(MIXTRAL_REF "/blocks.1.mlp.hook_expert_indices.npy", &ix), 0);
+    int k = (int)ix.shape[ix.ndim - 1];
+    png_img im;
+    png_load(path, &im);
+    uint8_t lc[4][3];
+    for (int e = 0; e < 4; e++)
+        as_colormap(AS_CMAP_VIRIDIS, load[L][e], lc[e]);
+#define NEAR(p, c, t) (abs((p)[0] - (c)[0]) <= (t) && abs((p)[1] - (c)[1]) <= (t) && abs((p)[2] - (c)[2]) <= (t))
+    int best = 0, bx = 0, by = 0;
+    for (int y = 0; y < im.h; y++)
+        for (int x = 0, run = 0; x < im.w; x++) {
+            const uint8_t *p = px(im.rgb, im.w, x, y);
+            bool in = false;
+            for (int e = 0; e < 4; e++)
+                in |= NEAR(p, lc[e], 1);
+            run = in ? run + 1 : 0;
+            if (run > best)
+                best = run, bx = x - run + 1, by = y;
+        }
+    cr_assert_geq(best, 20, "no load row found (longest run %d px)", best);
+    int cell = best / 4, bottom = by;
+    while (bottom + 1 < im.h && NEAR(px(im.rgb, im.w, bx, bottom + 1), lc[0], 1))
+        bottom++;
+    for (int e = 0; e < 4; e++)
+        near_colour(&im, bx + e * cell + cell / 2, bottom - cell / 2, lc[e], 1, "load row");
+    static const uint8_t white[3] = {255, 255, 255};
+    for (int p = 0; p < n; p++)
+        for (int e = 0; e < 4; e++) {
+            int cx = bx + e * cell + cell / 2, cy = bottom + 1 - cell * (n - p) - cell / 2 - 1;
+            bool chosen = false;
+            for (int j = 0; j < k; j++)
+                chosen |= (ix.i ? ix.i[p * k + j] : (int)ix.f[p * k + j]) == e;
+            char what[96];
+            snprintf(what, sizeof what, "token %d expert %d (weight %.4f, %s)", p, e, w.f[p * 4 + e],
+                     chosen ? "chosen" : "not chosen");
+            if (chosen) {
+                near_colour(&im, cx, cy, white, 8, what);
+            } else {
+                uint8_t want[3];
+                as_colormap(AS_CMAP_VIRIDIS, w.f[p * 4 + e], want);
+                near_colour(&im, cx, cy, want, 3, what);
+            }
+        }
+#undef NEAR
+    png_free_img(&im);
+    npy_free(&w);
+    npy_free(&ix);
+    cr_assert_eq(run_captured(s, "export routing 2 x.png", out, sizeof out, msg, sizeof msg), AS_ERR);
+    cr_assert(strstr(msg, "layer"), "%s", msg);
+    close_session(s);
+    as_session *d = open_session(LLAMA, 64);
+    run_ok(d, "prompt the cat; finish");
+    snprintf(path, sizeof path, "%s/dense.png", dir);
+    snprintf(cmd, sizeof cmd, "export routing 0 %s", path);
+    cr_assert_eq(run_captured(d, cmd, out, sizeof out, msg, sizeof msg), AS_ERR);
+    cr_assert(strstr(msg, "no experts"), "%s", msg);
+    cr_assert_neq(access(path, F_OK), 0, "%s was written", path);
+    close_session(d);
+    remove_tree(dir);
+    free(dir);
 }

@@ -336,3 +336,144 @@ Test(moe, written_indices_that_name_no_expert)
     unlink(path);
     close_session(s);
 }
+
+/* `experts LAYER` on the PyTorch reference's prompt (tests/fixtures/
+ * tiny-mixtral): per expert the times chosen and the load equal the counts
+ * of the reference's hook_expert_indices exactly, the mean gate the mean
+ * of the reference's hook_expert_gates over those slots (printed to 3
+ * decimals: within 6e-4), and the first token listed was taken as often
+ * as the reference's most frequent token for that expert. */
+Test(moe, experts_table_matches_the_reference_routing)
+{
+    npy t;
+    cr_assert_eq(npy_read("fixtures/tiny-mixtral/tokens.npy", &t), 0);
+    int n = (int)t.count;
+    char prompt[512];
+    size_t o = (size_t)snprintf(prompt, sizeof prompt, "prompt-ids");
+    int32_t tok[64];
+    cr_assert_leq(n, 64);
+    for (int i = 0; i < n; i++) {
+        tok[i] = t.i ? t.i[i] : (int32_t)t.f[i];
+        o += (size_t)snprintf(prompt + o, sizeof prompt - o, " %d", tok[i]);
+    }
+    npy_free(&t);
+    as_session *s = open_session(MIXTRAL, 64);
+    run_ok(s, prompt);
+    run_ok(s, "finish");
+    for (int L = 0; L < 2; L++) {
+        char path[128], cmd[32];
+        npy ix, g;
+        snprintf(path, sizeof path, "fixtures/tiny-mixtral/blocks.%d.mlp.hook_expert_indices.npy", L);
+        cr_assert_eq(npy_read(path, &ix), 0);
+        snprintf(path, sizeof path, "fixtures/tiny-mixtral/blocks.%d.mlp.hook_expert_gates.npy", L);
+        cr_assert_eq(npy_read(path, &g), 0);
+        int k = (int)ix.shape[ix.ndim - 1];
+        FILE *saved = s->out, *tmp = tmpfile();
+        s->out = tmp;
+        snprintf(cmd, sizeof cmd, "experts %d", L);
+        char msg[256];
+        int rc = run_cmd(s, cmd, msg, sizeof msg);
+        s->out = saved;
+        cr_assert_eq(rc, AS_OK, "%s", msg);
+        rewind(tmp);
+        char line[512];
+        int seen = 0;
+        while (fgets(line, sizeof line, tmp)) {
+            int e, chosen, top;
+            float pct, gate;
+            char rest[400];
+            if (sscanf(line, " %d %f%% %d %f %399[^\n]", &e, &pct, &chosen, &gate, rest) != 5)
+                continue;
+            cr_assert(e >= 0 && e < 4);
+            int want = 0, cnt[64] = {0}, most = 0;
+            double gs = 0;
+            for (int p = 0; p < n; p++)
+                for (int j = 0; j < k; j++) {
+                    int ej = ix.i ? ix.i[p * k + j] : (int)ix.f[p * k + j];
+                    if (ej != e)
+                        continue;
+                    want++;
+                    gs += g.f[p * k + j];
+                    for (int q = 0; q <= p; q++)
+                        if (tok[q] == tok[p]) {
+                            cnt[q]++; /* counted at the token's first position */
+                            if (cnt[q] > most)
+                                most = cnt[q];
+                            break;
+                        }
+                }
+            cr_assert_eq(chosen, want, "layer %d expert %d: chosen %d, reference %d", L, e, chosen, want);
+            cr_assert_float_eq(pct, 100.0 * want / n, 0.051, "layer %d expert %d: load %.1f%%", L, e, pct);
+            cr_assert_float_eq(gate, gs / want, 6e-4, "layer %d expert %d: gate %.3f, reference %.4f", L, e, gate,
+                               gs / want);
+            char *x = strstr(rest, "×");
+            cr_assert(x && sscanf(x + strlen("×"), "%d", &top) == 1, "layer %d expert %d: %s", L, e, rest);
+            cr_assert_eq(top, most, "layer %d expert %d: first token taken %d times, reference's most %d", L, e, top,
+                         most);
+            seen++;
+        }
+        fclose(tmp);
+        cr_assert_eq(seen, 4, "layer %d: %d expert rows", L, seen);
+        npy_free(&ix);
+        npy_free(&g);
+    }
+    char msg[256];
+    cr_assert_eq(run_cmd(s, "experts 9", msg, sizeof msg), AS_ERR);
+    cr_assert(strstr(msg, "layer"), "%s", msg);
+    close_session(s);
+    as_session *d = open_session("fixtures/tiny-llama.gguf", 64);
+    run_ok(d, "prompt the cat; finish");
+    cr_assert_eq(run_cmd(d, "experts", msg, sizeof msg), AS_ERR);
+    cr_assert(strstr(msg, "no routed MLPs"), "%s", msg);
+    close_session(d);
+}
+
+/* Qwen-MoE's shared expert in `experts LAYER`: its gate's mean, least
+ * and largest over the tokens equal the PyTorch reference's
+ * mlp.shared.hook_gate (printed to 3 decimals: within 6e-4). */
+Test(moe, experts_reports_the_shared_gate_as_the_reference)
+{
+    npy t, g;
+    cr_assert_eq(npy_read("fixtures/tiny-qwen2moe/tokens.npy", &t), 0);
+    char prompt[512];
+    size_t o = (size_t)snprintf(prompt, sizeof prompt, "prompt-ids");
+    for (size_t i = 0; i < t.count; i++)
+        o += (size_t)snprintf(prompt + o, sizeof prompt - o, " %d", t.i ? t.i[i] : (int)t.f[i]);
+    as_session *s = open_session(QWEN2MOE, 64);
+    run_ok(s, prompt);
+    run_ok(s, "finish");
+    for (int L = 0; L < 2; L++) {
+        char path[128], cmd[32], msg[256], line[512];
+        snprintf(path, sizeof path, "fixtures/tiny-qwen2moe/blocks.%d.mlp.shared.hook_gate.npy", L);
+        cr_assert_eq(npy_read(path, &g), 0);
+        cr_assert_eq(g.count, t.count, "one gate a token");
+        double sum = 0, lo = INFINITY, hi = -INFINITY;
+        for (size_t i = 0; i < g.count; i++) {
+            sum += g.f[i];
+            lo = fmin(lo, g.f[i]);
+            hi = fmax(hi, g.f[i]);
+        }
+        FILE *saved = s->out, *tmp = tmpfile();
+        s->out = tmp;
+        snprintf(cmd, sizeof cmd, "experts %d", L);
+        int rc = run_cmd(s, cmd, msg, sizeof msg);
+        s->out = saved;
+        cr_assert_eq(rc, AS_OK, "%s", msg);
+        rewind(tmp);
+        bool found = false;
+        while (fgets(line, sizeof line, tmp)) {
+            float m, a, b;
+            if (sscanf(line, " shared expert: every token, gate mean %f (%f to %f)", &m, &a, &b) != 3)
+                continue;
+            found = true;
+            cr_assert_float_eq(m, sum / (double)g.count, 6e-4, "layer %d: mean %.3f", L, m);
+            cr_assert_float_eq(a, lo, 6e-4, "layer %d: least %.3f", L, a);
+            cr_assert_float_eq(b, hi, 6e-4, "layer %d: largest %.3f", L, b);
+        }
+        fclose(tmp);
+        cr_assert(found, "layer %d: no shared expert line", L);
+        npy_free(&g);
+    }
+    npy_free(&t);
+    close_session(s);
+}

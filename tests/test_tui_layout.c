@@ -51,9 +51,9 @@ Test(tui_layout, projector_size_shows_every_pane_and_the_heatmap_is_largest)
     cr_assert(!l.too_small);
     cr_assert(!l.shared);
     check_tiling(&l);
-    for (int p = 0; p < P_COUNT; p++) /* the image pane is a vision model's, absent here */
-        cr_assert(p == P_IMAGE ? l.r[p].h == 0 : l.r[p].h > 0, "pane %d %s at 160x48", p,
-                  p == P_IMAGE ? "shown for a token model" : "hidden");
+    for (int p = 0; p < P_COUNT; p++) /* the image pane is a vision model's, the routing pane a MoE's: absent here */
+        cr_assert(p == P_IMAGE || p == P_ROUTE ? l.r[p].h == 0 : l.r[p].h > 0, "pane %d %s at 160x48", p,
+                  p == P_IMAGE || p == P_ROUTE ? "shown for a dense token model" : "hidden");
     int attn = l.r[P_ATTN].h * l.r[P_ATTN].w;
     for (int p = 0; p < P_COUNT; p++)
         if (p != P_ATTN)
@@ -87,6 +87,40 @@ Test(tui_layout, image_pane_beside_the_heatmap)
     check_tiling(&l);
     cr_assert(l.single, "60x12 shows one pane at a time");
     cr_assert_eq(l.r[P_IMAGE].h, 0, "no image pane at 60x12");
+}
+
+/* A model with routed MLPs: the routing pane right of the heatmap, as
+ * high as it, 32 columns or more but never over half the heatmap's area, at
+ * 80x24, 100x30, 120x35 and 160x48; on a one-pane screen it shows alone
+ * when asked for (its focus), else the heatmap does. Never with an image. */
+Test(tui_layout, routing_pane_beside_the_heatmap)
+{
+    layout l;
+    unsigned moe = LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE);
+    int sizes[][2] = {{24, 80}, {30, 100}, {35, 120}, {48, 160}};
+    for (int i = 0; i < 4; i++) {
+        layout_compute_for(&l, sizes[i][0], sizes[i][1], P_PROBS, moe);
+        check_tiling(&l);
+        rect a = l.r[P_ATTN], r = l.r[P_ROUTE];
+        cr_assert_gt(r.h, 0, "no routing pane at %dx%d", sizes[i][1], sizes[i][0]);
+        cr_assert_eq(r.y, a.y);
+        cr_assert_eq(r.h, a.h);
+        cr_assert_eq(r.x, a.x + a.w, "the routing pane sits right of the heatmap");
+        cr_assert(r.w >= 32 || r.w == (a.w + r.w) / 2, "%d columns at %dx%d", r.w, sizes[i][1], sizes[i][0]);
+        cr_assert_geq(a.w, r.w, "the heatmap keeps at least half");
+        cr_assert_eq(l.r[P_IMAGE].h, 0);
+        cr_assert_gt(l.r[P_PROBS].h, 0);
+    }
+    layout_compute_for(&l, 14, 60, P_ROUTE, moe);
+    check_tiling(&l);
+    cr_assert(l.single);
+    cr_assert_gt(l.r[P_ROUTE].h, 0, "a one-pane screen shows the routing pane when it is asked for");
+    cr_assert_eq(l.r[P_ATTN].h, 0);
+    layout_compute_for(&l, 14, 60, P_ATTN, moe);
+    cr_assert_eq(l.r[P_ROUTE].h, 0);
+    cr_assert_gt(l.r[P_ATTN].h, 0);
+    layout_compute_for(&l, 35, 120, P_PROBS, LAYOUT_ALL);
+    cr_assert_eq(l.r[P_ROUTE].h, 0, "no routing pane beside an image");
 }
 
 Test(tui_layout, small_terminal_shares_one_slot)

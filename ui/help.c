@@ -14,6 +14,8 @@ static const struct entry {
     {"Panes", NULL},
     {"1 to 6", "Attention, Tokens, Next token, Logit lens, LayerNorm, Output (or view attention|tokens|probs|lens|"
                "norms|output); a small screen shows one side pane at a time"},
+    {"7", "Routing (a model with routed MLPs: view routing): tokens by experts, Left/Right pick an expert, whose "
+          "tokens the strip underlines"},
     {"Tab, Shift-Tab", "next / previous pane"},
     {"", NULL},
     {"Moving", NULL},

@@ -86,7 +86,7 @@ bool layout_single(int rows)
 
 void layout_compute(layout *l, int rows, int cols, pane_id shown)
 {
-    layout_compute_for(l, rows, cols, shown, LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE));
+    layout_compute_for(l, rows, cols, shown, LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE) & ~LAYOUT_PANE(P_ROUTE));
 }
 
 void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present)
@@ -99,7 +99,9 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
         return;
     }
     present |= LAYOUT_PANE(P_LOG);
-    bool attn_alone = shown == P_ATTN;
+    if (has(present, P_IMAGE))
+        present &= ~LAYOUT_PANE(P_ROUTE); /* no model has both */
+    bool attn_alone = shown == P_ATTN, route_alone = shown == P_ROUTE && has(present, P_ROUTE);
     shown = l->shown = side_shown(shown, present);
     l->r[P_CMD] = (rect){rows - 1, 0, 1, cols};
     l->r[P_STATUS] = (rect){rows - 2, 0, 1, cols};
@@ -109,7 +111,7 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
     int top = strip + 2, body = rows - 2 - top;
     if (body < SINGLE_BODY) {
         l->single = l->shared = true;
-        l->r[attn_alone ? P_ATTN : shown] = (rect){top, 0, body, cols};
+        l->r[route_alone ? P_ROUTE : attn_alone ? P_ATTN : shown] = (rect){top, 0, body, cols};
         return;
     }
     if (cols >= 100) {
@@ -121,6 +123,12 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
             l->r[P_ATTN].w = left - iw;
             l->r[P_IMAGE] = (rect){top, left - iw, body, iw};
         }
+        if (has(present, P_ROUTE)) {
+            int rw = clamp(left * 2 / 5, 32, left), half = left / 2;
+            rw = rw > half ? half : rw;
+            l->r[P_ATTN].w = left - rw;
+            l->r[P_ROUTE] = (rect){top, left - rw, body, rw};
+        }
         stack_side(l, (rect){top, cols - side, body, side}, shown, present);
         return;
     }
@@ -131,6 +139,12 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
         int iw = clamp(2 * (body - lower - 3) + 2, 12, cols / 2);
         l->r[P_ATTN].w = cols - iw;
         l->r[P_IMAGE] = (rect){top, cols - iw, body - lower, iw};
+    }
+    if (has(present, P_ROUTE)) {
+        int rw = clamp(cols * 2 / 5, 32, cols), half = cols / 2;
+        rw = rw > half ? half : rw;
+        l->r[P_ATTN].w = cols - rw;
+        l->r[P_ROUTE] = (rect){top, cols - rw, body - lower, rw};
     }
     l->shared = true;
     l->r[shown] = (rect){top + body - lower, 0, lower, cols};

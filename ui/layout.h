@@ -9,6 +9,10 @@
  * A vision model's image pane, where present, takes the right half of the
  * heatmap's area on wide screens (at least 100 columns and SINGLE_BODY
  * rows of body), and has no place on smaller ones.
+ * A model with routed MLPs has the routing pane beside the heatmap (its
+ * rows the same tokens), two fifths of the heatmap's area wide, at least
+ * 32 columns, but never more than half; on a single-pane screen it shows alone
+ * when it has the focus, like a side pane.
  * Unit-tested. */
 #ifndef ATTNSCOPE_UI_LAYOUT_H
 #define ATTNSCOPE_UI_LAYOUT_H
@@ -21,6 +25,7 @@ typedef struct rect {
 
 typedef enum pane_id {
     P_ATTN, P_TOKENS, P_PROBS, P_LENS, P_NORMS, P_LOG, /* the panes Tab visits, in order */
+    P_ROUTE,                                   /* a routed MLP's experts (only where the program has them) */
     P_IMAGE,                                   /* a vision model's input (only where the program reads pixels) */
     P_CMD,                                     /* the command line */
     P_STATUS,
@@ -52,7 +57,8 @@ bool layout_single(int rows);
  * that applies to the program: a side pane without it gets no place (its
  * room goes to the log); the others are always laid out. */
 void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present);
-/* Every pane of a model that reads tokens present (no image pane). */
+/* Every pane of a model that reads tokens present (no image pane, no
+ * routing pane). */
 void layout_compute(layout *l, int rows, int cols, pane_id shown);
 bool rect_contains(rect r, int y, int x);
 /* The visible pane at (y, x), or P_COUNT. */

@@ -1,7 +1,8 @@
 /* pane_tokens: the context as a strip of token pieces. Chips alternate
  * shades so that token boundaries show even inside a word; prompt tokens
  * are grey, generated ones amber; the selected query is in the accent
- * colour. The strip wraps and scrolls to keep the selection in sight. */
+ * colour; the tokens that chose the routing pane's selected expert are
+ * red and underlined. The strip wraps and scrolls to keep the selection in sight. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,11 +64,17 @@ static void legend(tui *u, WINDOW *w, const char *title)
 
 static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96], int n)
 {
+    int ns = n_source(u);
     for (int i = 0; i < n; i++) {
         int y = u->tok_row[i] - u->tok_first_row;
         if (y < 0 || y >= rows)
             continue;
-        term_role(&u->t, w, chip_role(u, i));
+        role r = chip_role(u, i);
+        /* the routing pane's selected expert: the tokens that chose it */
+        if (r != R_TOK_SEL && i >= ns && route_marks(u, i - ns))
+            term_role_attr(&u->t, w, R_OUTLIER, A_UNDERLINE);
+        else
+            term_role(&u->t, w, r);
         put_text(u, w, 1 + y, 2 + u->tok_col[i], labels[i], cols - u->tok_col[i]);
     }
     term_role(&u->t, w, R_NORMAL);
@@ -160,7 +167,7 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
 
 const pane_class pane_tokens = {
     .name = "Tokens",
-    .shows = SHOWS_QUERY | SHOWS_DATA,
+    .shows = SHOWS_QUERY | SHOWS_DATA | SHOWS_LAYER, /* the layer: the routing pane's expert's tokens */
     .focusable = true,
     .keys = "<- -> token  Up/Down layer  Tab pane  : command  ? keys  q quit",
     .draw = draw,

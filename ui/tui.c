@@ -33,7 +33,7 @@ static void relayout(tui *u)
     if (PANE_IS_SIDE(at))
         u->shared = at;
     u->present = panes_present(u);
-    layout_compute_for(&u->lay, rows, cols, layout_single(rows) && !PANE_IS_SIDE(at) ? P_ATTN : u->shared,
+    layout_compute_for(&u->lay, rows, cols, layout_single(rows) && !PANE_IS_SIDE(at) ? (at == P_ROUTE ? P_ROUTE : P_ATTN) : u->shared,
                        u->present);
     u->shared = u->lay.shown;
     drop_windows(u);
@@ -180,6 +180,8 @@ static unsigned new_model(tui *u)
     u->model = u->s->model;
     u->v.layer = u->v.head = 0;
     u->v.follow = true;
+    u->route_expert = -1;
+    u->route_first = u->route_e0 = 0;
     u->v.norm = view_norm_step(u->s->prog, 0, NK_COUNT - 1, 1);
     return RD_LAYOUT;
 }
@@ -489,6 +491,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.echo_from = -1;
     u.model = s->model;
     u.shared = P_PROBS;
+    u.route_expert = -1;
     FILE *saved_out = s->out, *saved_warn = s->warn, *err_tmp = NULL;
     u.null_out = fopen("/dev/null", "w");
     /* Readline reads the terminal's capabilities when it initializes:

@@ -96,6 +96,9 @@ typedef struct tui {
     int tok_first_row;
     int tok_rows, *tok_row, *tok_col, tok_n, tok_cap;
     int norm_first;
+    int route_expert;     /* the routing pane's selected expert (-1: none); the strip marks its tokens */
+    int route_first;      /* the routing pane's first token row shown */
+    int route_e0;         /* its first expert column shown */
 
     float *probs;        /* vocabulary-sized scratch of the probabilities and lens panes */
     int *order;
@@ -165,7 +168,11 @@ typedef struct pane_class {
 } pane_class;
 
 extern const pane_class pane_attn, pane_tokens, pane_probs, pane_lens, pane_norms, pane_log, pane_status,
-    pane_cmdline, pane_image;
+    pane_cmdline, pane_image, pane_route;
+
+/* pane_route.c: whether the token at pos chose the routing pane's
+ * selected expert in the selected layer (false when none is selected). */
+bool route_marks(const tui *u, int pos);
 
 /* panes.c: the table, by pane_id. */
 extern const pane_class *const pane_classes[P_COUNT];

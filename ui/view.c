@@ -17,11 +17,11 @@ static const as_command_info commands[] = {
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
     {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | "
-     "site self|cross|encoder | dump FILE | view attention|tokens|probs|lens|norms|output",
+     "site self|cross|encoder | dump FILE | view attention|tokens|probs|lens|norms|output|routing",
      "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
      "most the selected token); `site cross` shows an encoder-decoder's cross-attention (rows the target's "
      "tokens, columns the source's), `site encoder` its encoder's self-attention (key x cycles them); a pane's "
-     "name focuses it (keys 1-6), "
+     "name focuses it (keys 1-7; routing: a model with routed MLPs), "
      "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
      "one line per row.",
      "view lens"},
@@ -35,7 +35,8 @@ const as_command_info *view_commands(int *n)
     return commands;
 }
 
-static const char *const pane_names[VIEW_N_PANES] = {"attention", "tokens", "probs", "lens", "norms", "output"};
+static const char *const pane_names[VIEW_N_PANES] = {"attention", "tokens", "probs", "lens", "norms", "output",
+                                                      "routing"};
 
 const char *view_pane_name(int i)
 {
@@ -45,7 +46,7 @@ const char *view_pane_name(int i)
 /* A pane's name, or a short form of it (attn, log, next). */
 static int pane_index(const char *name)
 {
-    static const char *const also[VIEW_N_PANES] = {"attn", "strip", "next", "logit-lens", "layernorm", "log"};
+    static const char *const also[VIEW_N_PANES] = {"attn", "strip", "next", "logit-lens", "layernorm", "log", "experts"};
     for (int i = 0; i < VIEW_N_PANES; i++)
         if (!strcmp(name, pane_names[i]) || !strcmp(name, also[i]))
             return i;

@@ -88,6 +88,8 @@ void as_fig_visible_text(const char *bytes, size_t len, char *out, size_t cap);
 typedef struct as_fig_matrix {
     const float *v;              /* [rows][cols] */
     const unsigned char *masked; /* [rows][cols], nonzero: causally hidden; may be NULL */
+    const unsigned char *marked; /* [rows][cols], nonzero: a dot on the cell (a router's chosen
+                                  * experts: white ringed in black, seen on any colormap); may be NULL */
 } as_fig_matrix;
 
 /* n_mats matrices of the same shape laid out in grid_rows × grid_cols

@@ -53,6 +53,21 @@ done
 expect "probs-trace pdf" 0 "^wrote $TMP/trace\.pdf: probability trace, 4 steps 504x[0-9]+ pt\$" '' \
     -- -m "$G" -e "prompt-ids 276 257 262; set temp 0; gen 4; export probs-trace $TMP/trace.pdf width=7in"
 expect "instrument figure as pdf" 0 "^wrote $TMP/heads\.pdf: head scores" '' -- -m "$L" -e "heads $TMP/heads.pdf"
+M=$FIX/tiny-mixtral.gguf
+expect "expert load figure" 0 "^wrote $TMP/load\.svg: expert load 238x[0-9]+ viewBox\$" '' -- -m "$M" -e "$P; export load $TMP/load.svg"
+if grep -q 'Model: tiny-mixtral' "$TMP/load.svg"; then ok; else bad "load.svg carries its provenance"; fi
+for ext in png svg pdf; do
+    case $ext in png) unit=px ;; svg) unit=viewBox ;; pdf) unit=pt ;; esac
+    expect "routing figure $ext" 0 "^wrote $TMP/routing\.$ext: routing layer 1 [0-9]+x[0-9]+ $unit\$" '' \
+        -- -m "$M" -e "$P; export routing 1 $TMP/routing.$ext"
+done
+if have pdfinfo; then
+    if pdfinfo "$TMP/routing.pdf" > "$TMP/info" 2>&1; then ok; else bad "pdfinfo accepts routing.pdf"; fi
+fi
+expect "routing on a dense layer" 1 '' "no experts" -- -m "$G" -e "$P; export routing 0 $TMP/dense-r.png"
+if [ ! -e "$TMP/dense-r.png" ]; then ok; else bad "a refused routing figure leaves no file"; fi
+expect "expert load on a dense model" 1 '' "no routed MLPs" -- -m "$G" -e "$P; export load $TMP/dense.png"
+if [ ! -e "$TMP/dense.png" ]; then ok; else bad "a refused load figure leaves no file"; fi
 expect "size options" 0 "^wrote $TMP/big\.png: attention layer 0 head 1 600x400 px\$" '' \
     -- -m "$G" -e "$P; export attn 0 1 $TMP/big.png width=6in height=4in dpi=100 font=10"
 expect "centimetres" 0 "^wrote $TMP/cm\.pdf: attention layer 0 head 1 238x[0-9]+ pt\$" '' \

@@ -182,5 +182,14 @@ start i160 induction 160 48 NO_COLOR=1
 state i160 induction-160x48-nocolor-grid-l1 'prompt qzvkwjxbmfpdqzvkwjxbmfpd; finish; view layer 1; view grid on'
 state i160 induction-160x48-nocolor-l0-h3 'view grid off; view layer 0; view head 3'
 
+# ---- a mixture of experts (the tiny-mixtral test fixture), without
+# colour: the routing pane's weights in shades, the chosen experts marked,
+# the load under the tokens; an expert selected, its tokens in the strip ----
+start m120 ../tests/fixtures/tiny-mixtral 120 35 NO_COLOR=1
+state m120 mixtral-120x35-nocolor-routing 'prompt-ids 1 5 9 30 41 77 120 200 250 270; finish; view routing'
+state_keys m120 mixtral-120x35-nocolor-expert1 Right Right
+start m80 ../tests/fixtures/tiny-mixtral 80 24 NO_COLOR=1
+state m80 mixtral-80x24-nocolor-layer1 'prompt-ids 1 5 9 30 41 77 120 200 250 270; finish; view layer 1'
+
 echo "golden e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

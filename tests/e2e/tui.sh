@@ -462,5 +462,59 @@ keys vit Escape q
 restored vit
 MODEL=$SAVED_MODEL
 
+# ---- routed MLPs: the routing pane beside the heatmap at three sizes ----
+MODEL=$HERE/../fixtures/tiny-mixtral.gguf
+for size in "80 24" "120 35" "160 48"; do
+    set -- $size
+    n=moe$1
+    start $n $1 $2 "$U"
+    expect $n "starts" '^attnscope>'
+    typed $n "prompt-ids 1 5 9 30 41 77 120 200; finish"
+    keys $n Enter
+    expect $n "pass runs" 'logits ready'
+    keys $n Escape
+    expect $n "$1x$2: the routing pane, its experts numbered" 'Routing .*top 2 of 4'
+    expect $n "$1x$2: the header names the experts" '│token +0 +1 +2 +3'
+    expect $n "$1x$2: the load row under the tokens" '│load % +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+'
+    screen $n
+    # every token row marks exactly the k = 2 experts chosen
+    rows=$(grep -Ec '│[0-9]+ [^│]*● +●' "$TMP/screen")
+    [ "$rows" -ge 4 ] && ok || bad "$n: token rows with two experts marked: $rows"
+    grep -E '│[0-9]+ [^│]*●[^│]*●[^│]*●' "$TMP/screen" | grep -q . && bad "$n: a row with three marks" || ok
+    # the loads of a layer sum to k = 2 (200%, each rounded)
+    sum=$(grep -Eo '│load % +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+' "$TMP/screen" | head -1 |
+          awk '{print $3 + $4 + $5 + $6}')
+    [ "$sum" -ge 198 ] && [ "$sum" -le 202 ] && ok || bad "$n: loads sum to $sum%, not 200%"
+    # the pane's loads are the batch command's (`experts 0`: times chosen of 8 tokens)
+    want=$("$BIN" -m "$MODEL" -e "prompt-ids 1 5 9 30 41 77 120 200; finish; experts 0" 2>/dev/null |
+           awk '/^ +[0-9]+ +[0-9.]+% +[0-9]+ / { printf "%s%d", sep, int(100 * $3 / 8 + 0.5); sep = " " }')
+    got=$(grep -Eo '│load % +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+' "$TMP/screen" | head -1 | awk '{print $3, $4, $5, $6}')
+    [ -n "$want" ] && [ "$got" = "$want" ] && ok || bad "$n: the pane's loads '$got', the experts command's '$want'"
+    keys $n 7
+    keys $n Right Right
+    expect $n "$1x$2: 7 focuses it, Right selects expert 1" 'expert 1: [0-9]+'
+    # the strip underlines the tokens that chose expert 1 (red, bold, underlined)
+    screen_e $n
+    sed -n 2p "$TMP/screen" | grep -q '\[1;4m' && ok || bad "$n: no token of expert 1 marked in the strip"
+    # a click on expert 3's number in the header selects it (an X10 mouse report, 1-based cells)
+    screen $n
+    # (box lines made one byte each, so awk's byte columns are the screen's)
+    at=$(sed 's/│/|/g' "$TMP/screen" | awk '/\|token +0 +1 +2 +3/ { t = index($0, "token");
+              for (i = t; i <= length($0); i++) if (substr($0, i, 1) == "3") { print NR " " i; exit } }')
+    if [ -n "$at" ]; then
+        $T send-keys -t $n -l "$(printf '\033[M %b%b\033[M#%b%b' "$(printf '\\%03o' $((32 + ${at#* })))" \
+            "$(printf '\\%03o' $((32 + ${at% *})))" "$(printf '\\%03o' $((32 + ${at#* })))" \
+            "$(printf '\\%03o' $((32 + ${at% *})))")"
+        expect $n "$1x$2: a click on expert 3's column selects it" 'expert 3: [0-9]+'
+    else
+        bad "$n: no routing header to click"
+    fi
+    keys $n j
+    expect $n "$1x$2: the pane follows the layer" 'Routing[^│]*(L1|layer 1)'
+    keys $n Escape q
+    restored $n
+done
+MODEL=$SAVED_MODEL
+
 echo "tui e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -4,17 +4,23 @@
 # tokens, the head that best attends to the previous token (found with
 # `heads`), captured with colours and rendered in DejaVu Sans Mono by
 # ansi2png; or, with LESSON=NAME STEP=N, a lesson's step N as a class sees
-# it. SIZE=COLSxROWS (default 160x48), FONT=PX (default 14). Usage (or
-# `make screenshot`, which makes both of the README's):
+# it; or, with ROUTE=E on a model with routed MLPs, the routing pane
+# focused with expert E selected (PROMPT= sets the prompt, GEN= how many
+# tokens follow it). SIZE=COLSxROWS (default 160x48), FONT=PX (default
+# 14). Usage (or `make screenshot`, which makes the README's):
 #   AS_BIN=build/attnscope ANSI2PNG=build/ansi2png sh tests/e2e/tui_screenshot.sh assets/screenshot.png
 #   SIZE=80x24 FONT=22 LESSON=heads STEP=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
+#   SIZE=120x35 AS_TUI_MODEL=tests/fixtures/tiny-mixtral.gguf PROMPT='the cat sat on the mat' GEN=3 ROUTE=1 \
+#     sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
 set -eu
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
 RENDER=${ANSI2PNG:-$(pwd)/build/ansi2png}
 OUT=${1:-assets/screenshot.png}
 HERE=$(cd "$(dirname "$0")" && pwd)
 MODEL=${AS_TUI_MODEL:-$HERE/../../models/austen-gpt2.gguf}
-PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a'
+PROMPT=${PROMPT:-'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a'}
+GEN=${GEN:-6}
+ROUTE=${ROUTE:-}
 SIZE=${SIZE:-160x48}
 COLS=${SIZE%x*}
 ROWS=${SIZE#*x}
@@ -69,12 +75,22 @@ if [ -n "$LESSON" ]; then
     sleep 0.5 # the step's commands have run when its box shows; let curses settle
     what="lesson $LESSON, step $STEP"
 else
-    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen 6; view layer $layer; view head $head; view pos last"
+    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen $GEN; view layer $layer; view head $head; view pos last"
     $T send-keys -t shot Enter
     wait_for 'generated: '
     $T send-keys -t shot Escape
     wait_for 'press : to type a command'
     what="layer $layer, head $head"
+    if [ -n "$ROUTE" ]; then
+        $T send-keys -t shot 7
+        e=-1
+        while [ $e -lt "$ROUTE" ]; do
+            $T send-keys -t shot Right
+            e=$((e + 1))
+        done
+        wait_for "expert $ROUTE: "
+        what="$what, routing pane, expert $ROUTE"
+    fi
 fi
 $T capture-pane -p -e -t shot > "$TMP/screen.ans"
 "$RENDER" "$TMP/screen.ans" "$COLS" "$ROWS" "$OUT" "$FONT"
