@@ -1166,11 +1166,15 @@ int as_hf_open_any(as_gguf **out, const char *path, as_error *err)
     return as_hf_is_dir(path) ? as_hf_open(out, path, err) : as_gguf_open(out, path, err);
 }
 
-int as_hf_to_gguf(const char *dir, const char *gguf_path, as_error *err)
+int as_hf_to_gguf(const char *dir, const char *gguf_path, char *note, size_t note_cap, as_error *err)
 {
     as_gguf *g;
+    if (note && note_cap)
+        note[0] = 0;
     if (as_hf_open(&g, dir, err))
         return AS_ERR;
+    if (note && note_cap)
+        snprintf(note, note_cap, "%s", ((const as_hf *)g->owner)->llama_note);
     as_gguf_writer *w = as_gguf_writer_new(3);
     if (!w) {
         as_gguf_close(g);

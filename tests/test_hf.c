@@ -449,7 +449,7 @@ static void converts(const char *name)
     close(fd);
     snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
     as_error err = {{0}};
-    cr_assert_eq(as_hf_to_gguf(dir, out, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_hf_to_gguf(dir, out, NULL, 0, &err), AS_OK, "%s", err.msg);
     same_as_gguf_at(name, out);
     unlink(out);
 }
@@ -457,6 +457,97 @@ static void converts(const char *name)
 Test(hf, converted_gpt2_runs_as_its_gguf) { converts("tiny-gpt2"); }
 Test(hf, converted_sharded_llama_runs_as_its_gguf) { converts("tiny-llama"); }
 Test(hf, converted_bert_runs_as_its_gguf) { converts("tiny-bert"); }
+
+/* hidden_act "gelu" (BERT's usual exact erf GELU; tiny-bert's weights):
+ * the MLP's and the masked-LM head's GELU are the erf form, so the hooks
+ * after them and the logits equal PyTorch's F.gelu pass (the recipe's
+ * tiny-bert-erf.ref/, itself held to nn.TransformerEncoderLayer with
+ * activation=F.gelu) within 1e-5, where the tanh form (the GGUF fixture)
+ * differs by more than 100 times that. */
+static void erf_matches_pytorch(const char *model)
+{
+    static const char *const hooks[] = {
+        "blocks.0.mlp.hook_pre", "blocks.0.mlp.hook_post", "blocks.0.hook_mlp_out", "blocks.0.ln2.hook_normalized",
+        "blocks.1.mlp.hook_post", "blocks.1.ln2.hook_normalized", "pooler.hook_out", "mlm_head.hook_post",
+        "mlm_head.ln.hook_normalized", "unembed.hook_out"};
+    as_session *s = open_session(model, 64);
+    feed_fixture_tokens(s, "hf/tiny-bert-erf.ref");
+    for (size_t k = 0; k < sizeof hooks / sizeof hooks[0]; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "fixtures/hf/tiny-bert-erf.ref/%s.npy", hooks[k]);
+        int h = -1;
+        for (int i = 0; i < s->prog->n_hooks; i++)
+            if (!strcmp(s->prog->hooks[i].name, hooks[k]))
+                h = i;
+        cr_assert_geq(h, 0, "%s: no hook %s", model, hooks[k]);
+        npy ref;
+        cr_assert_eq(npy_read(path, &ref), 0, "cannot read %s", path);
+        size_t n;
+        float *got = values(s, h, &n);
+        cr_assert_eq(n, ref.count, "%s: %zu values, PyTorch %zu", hooks[k], n, ref.count);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs((double)got[i] - ref.f[i]));
+        cr_assert_leq(worst, 1e-5, "%s: %s differs from PyTorch's erf GELU pass by %.3g", model, hooks[k], worst);
+        cr_log_info("%s: %s within %.2g of PyTorch's", model, hooks[k], worst);
+        free(got);
+        npy_free(&ref);
+    }
+    close_session(s);
+}
+
+Test(hf, bert_erf_gelu_directory_matches_pytorch)
+{
+    erf_matches_pytorch("fixtures/hf/tiny-bert-erf");
+    /* the test tells the two GELUs apart: the tanh pass's logits are far from the erf pass's */
+    npy a, b;
+    cr_assert_eq(npy_read("fixtures/tiny-bert/unembed.hook_out.npy", &a), 0);
+    cr_assert_eq(npy_read("fixtures/hf/tiny-bert-erf.ref/unembed.hook_out.npy", &b), 0);
+    cr_assert_eq(a.count, b.count);
+    double apart = 0;
+    for (size_t i = 0; i < a.count; i++)
+        apart = fmax(apart, fabs((double)a.f[i] - b.f[i]));
+    cr_assert_geq(apart, 1e-3, "tanh and erf logits differ by only %.3g", apart);
+    npy_free(&a);
+    npy_free(&b);
+}
+
+/* convert keeps the erf GELU in our key (attnscope's pass over the GGUF is
+ * PyTorch's) and says llama.cpp will not follow it; a tanh directory has
+ * nothing to say. */
+Test(hf, converted_erf_bert_keeps_its_gelu_and_says_llama_cpp_does_not)
+{
+    char out[] = "/tmp/attnscope-hf-convert-XXXXXX.gguf", note[512];
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-bert-erf", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(note, "llama.cpp") && strstr(note, "tanh") && strstr(note, "erf"), "note: '%s'", note);
+    erf_matches_pytorch(out);
+    cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-bert", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(note, "");
+    unlink(out);
+}
+
+/* hidden_act other than the three GELUs, or not a string, is refused by
+ * file and key; our GGUF key with a value it does not know likewise. */
+Test(hf, bert_unknown_hidden_act_is_refused_by_name)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    set_config(&t, "\"hidden_act\": \"gelu_new\"", "\"hidden_act\": \"relu\"");
+    refused(&t, "config.json", "hidden_act 'relu'", NULL);
+    set_config(&t, "\"hidden_act\": \"relu\"", "\"hidden_act\": 7");
+    refused(&t, "config.json", "hidden_act", "string");
+    remove_copy(&t);
+    as_gguf *g;
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-bert.gguf", NULL, NULL, &g);
+    as_gguf_writer_set_str(w, "bert.attnscope.gelu", "sigmoid");
+    char msg[512];
+    load_refused(w, g, msg, sizeof msg);
+    cr_assert(strstr(msg, "bert.attnscope.gelu") && strstr(msg, "sigmoid"), "%s", msg);
+}
 
 Test(hf, convert_to_an_unwritable_path_is_refused)
 {

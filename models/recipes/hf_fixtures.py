@@ -13,6 +13,10 @@ tiny-llama-yarn/, tiny-mistral/ and tiny-qwen3/ (the decoder fixtures
 of those names: YaRN, a window with linear scaling, q/k norms with NEOX
 rotary), tiny-gemma3/ (norms as w for 1 + w, local layers' rotary base),
 tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
+tiny-bert-erf/ (tiny-bert's weights with hidden_act "gelu", BERT's usual
+exact erf GELU, which no GGUF fixture has: tiny-bert-erf.ref/ beside it
+holds every hook of the PyTorch pass with F.gelu, checked here against
+PyTorch's own nn.TransformerEncoderLayer(activation=F.gelu)),
 and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
 (tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
 PyTorch pass over the weights so rounded, on the fixture's tokens; and
@@ -43,6 +47,7 @@ tokenizer.json, as the tokenizers library writes it:
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -280,7 +285,8 @@ def bert_dir(model, cfg, tok, dtype="F32", sharded=False):
     config = {
         "architectures": ["BertForMaskedLM"], "model_type": "bert", "vocab_size": cfg.vocab,
         "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layer, "num_attention_heads": cfg.n_head,
-        "intermediate_size": cfg.d_ff, "hidden_act": "gelu_new", "max_position_embeddings": cfg.ctx,
+        "intermediate_size": cfg.d_ff, "hidden_act": "gelu" if cfg.gelu_erf else "gelu_new",
+        "max_position_embeddings": cfg.ctx,
         "type_vocab_size": cfg.n_types, "layer_norm_eps": cfg.eps, "position_embedding_type": "absolute",
         "pad_token_id": 0,
     }
@@ -365,6 +371,7 @@ DIRS = {
     "tiny-mistral": ("tiny-mistral", "F32", False),
     "tiny-qwen3": ("tiny-qwen3", "F32", False),
     "tiny-bert": ("tiny-bert", "F32", False),
+    "tiny-bert-erf": ("tiny-bert", "F32", False),
     "tiny-gemma3": ("tiny-gemma3", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
@@ -390,6 +397,8 @@ def build_dir(name):
     which, dtype, sharded = DIRS[name]
     if which in MF.ENCODERS:
         cfg, seed = MF.ENCODERS[which]
+        if name.endswith("-erf"):
+            cfg = dataclasses.replace(cfg, gelu_erf=True)
         tok, ids, text = MF.encoder_input(which)
         model = MF.make_encoder(cfg, seed)
         make = bert_dir
@@ -402,6 +411,13 @@ def build_dir(name):
     files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
     if dtype != "F32":  # beside the directory, not in it
         files["../%s.logits.npy" % name] = npy_bytes(reference_logits(model, ids, dtype))
+    if which in MF.ENCODERS and cfg.gelu_erf:  # no GGUF twin: PyTorch's hooks beside it
+        hooks = MF.run_encoder_hooks(model, ids, MF.ENC_TYPES)
+        print(MF.check_bert_block_against_torch(model, cfg, hooks, torch.nn.functional.gelu))
+        for k, v in hooks.items():
+            files["../%s.ref/%s.npy" % (name, k)] = npy_bytes(np.ascontiguousarray(v, dtype=np.float32))
+        files["../%s.ref/tokens.npy" % name] = npy_bytes(np.array(ids, dtype=np.int32))
+        files["../%s.ref/types.npy" % name] = npy_bytes(np.array(MF.ENC_TYPES, dtype=np.int32))
     return files
 
 
