@@ -600,6 +600,117 @@ static bool bert_ignored(const char *name)
            ends_with(name, "embeddings.position_ids") || !strcmp(name, "cls.predictions.decoder.bias");
 }
 
+/* ---------------------------------------------------------------- T5 */
+
+/* T5ForConditionalGeneration (T5Config's keys) as llama.cpp's converter
+ * names it: shared -> token_embd, encoder.block.N.layer.0 (self-attention)
+ * and .1 (MLP) -> enc.blk.N.*, decoder.block.N.layer.0 / .1 (EncDecAttention)
+ * / .2 -> dec.blk.N.*, the relative bias tables of block 0 -> attn_rel_b
+ * ([buckets, heads] as HF stores them is GGUF's ne [heads, buckets]),
+ * wi / wi_0 / wi_1 / wo -> ffn_up / ffn_gate / ffn_up / ffn_down. */
+static int t5_map(as_hf *h, as_error *err)
+{
+    long long d, dkv, ff, L, Ld, H, V, buckets, maxd, ctx, start;
+    double eps;
+    if (as_hf_cfg_int(h, "d_model", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "d_kv", true, 0, 1, BIG, &dkv, err) || as_hf_cfg_int(h, "d_ff", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "num_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_decoder_layers", false, L, 1, 4096, &Ld, err) ||
+        as_hf_cfg_int(h, "num_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "relative_attention_num_buckets", false, 32, 4, 1 << 16, &buckets, err) ||
+        as_hf_cfg_int(h, "relative_attention_max_distance", false, 128, 1, BIG, &maxd, err) ||
+        as_hf_cfg_int(h, "n_positions", false, 512, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "decoder_start_token_id", false, 0, 0, V - 1, &start, err) ||
+        as_hf_cfg_num(h, "layer_norm_epsilon", false, 1e-6, 0, 1, &eps, err))
+        return AS_ERR;
+    if (maxd != 128)
+        return as_error_set(err, "%s: relative_attention_max_distance %lld is not read (llama.cpp's T5, and "
+                            "attnscope's, bin distances up to 128)", h->config_path, maxd);
+    json_t *proj = json_object_get(h->config, "feed_forward_proj");
+    const char *fp = json_is_string(proj) ? json_string_value(proj) : proj ? "?" : "relu";
+    bool gated = !strcmp(fp, "gated-gelu");
+    if (!gated && strcmp(fp, "relu"))
+        return as_error_set(err, "%s: feed_forward_proj '%.30s' is not read (relu: T5's; gated-gelu: Flan-T5's, "
+                            "the tanh GELU)", h->config_path, fp);
+    bool tied = true;
+    if (as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err))
+        return AS_ERR;
+    if (tied)
+        return as_error_set(err, "%s: tie_word_embeddings is true (T5Config's default): transformers then scales the "
+                            "decoder's output by d_model^-0.5 before the tied unembedding, and llama.cpp (as "
+                            "attnscope's t5) does not; not read yet", h->config_path);
+    if (Ld > L)
+        return as_error_set(err, "%s: num_decoder_layers %lld exceeds num_layers %lld (llama.cpp's T5 cannot "
+                            "load a decoder deeper than its encoder)", h->config_path, Ld, L);
+    if (!as_hf_kv_u32(h, "t5.context_length", (uint32_t)ctx) || !as_hf_kv_u32(h, "t5.embedding_length", (uint32_t)d) ||
+        !as_hf_kv_u32(h, "t5.block_count", (uint32_t)L) || !as_hf_kv_u32(h, "t5.decoder_block_count", (uint32_t)Ld) ||
+        !as_hf_kv_u32(h, "t5.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "t5.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_u32(h, "t5.attention.key_length", (uint32_t)dkv) ||
+        !as_hf_kv_u32(h, "t5.attention.value_length", (uint32_t)dkv) ||
+        !as_hf_kv_u32(h, "t5.attention.relative_buckets_count", (uint32_t)buckets) ||
+        !as_hf_kv_f32(h, "t5.attention.layer_norm_rms_epsilon", (float)eps) ||
+        !as_hf_kv_u32(h, "t5.decoder_start_token_id", (uint32_t)start))
+        return oom(h, err);
+    uint64_t D = (uint64_t)d, Q = (uint64_t)(H * dkv), F = (uint64_t)ff, B = (uint64_t)buckets, NH = (uint64_t)H;
+    const rule top[] = {
+        {"shared.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"encoder.final_layer_norm.weight", "enc.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"decoder.final_layer_norm.weight", "dec.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "enc.blk.0.attn_rel_b.weight",
+         AS_HF_AS_IS, 0, 2, B, NH, "[relative_attention_num_buckets, num_heads]", false},
+        {"decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "dec.blk.0.attn_rel_b.weight",
+         AS_HF_AS_IS, 0, 2, B, NH, "[relative_attention_num_buckets, num_heads]", false},
+    };
+#define ATT(stack, hfstack, sub, site, gsite)                                                                        \
+    {hfstack ".block.%d.layer." sub "." site ".q.weight", stack ".blk.%d." gsite "_q.weight", AS_HF_AS_IS, 0, 2, Q, \
+     D, "[num_heads x d_kv, d_model]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub "." site ".k.weight", stack ".blk.%d." gsite "_k.weight", AS_HF_AS_IS, 0, 2, Q, \
+     D, "[num_heads x d_kv, d_model]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub "." site ".v.weight", stack ".blk.%d." gsite "_v.weight", AS_HF_AS_IS, 0, 2, Q, \
+     D, "[num_heads x d_kv, d_model]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub "." site ".o.weight", stack ".blk.%d." gsite "_o.weight", AS_HF_AS_IS, 0, 2, D, \
+     Q, "[d_model, num_heads x d_kv]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub ".layer_norm.weight", stack ".blk.%d." gsite "_norm.weight", AS_HF_AS_IS, 0, 1, \
+     D, 0, "[d_model]", false}
+#define FFN(stack, hfstack, sub)                                                                                     \
+    {hfstack ".block.%d.layer." sub ".layer_norm.weight", stack ".blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, \
+     "[d_model]", false},                                                                                         \
+    {hfstack ".block.%d.layer." sub ".DenseReluDense.wo.weight", stack ".blk.%d.ffn_down.weight", AS_HF_AS_IS, 0,   \
+     2, D, F, "[d_model, d_ff]", false},                                                                          \
+    {gated ? hfstack ".block.%d.layer." sub ".DenseReluDense.wi_0.weight"                                          \
+           : hfstack ".block.%d.layer." sub ".DenseReluDense.wi.weight",                                           \
+     gated ? stack ".blk.%d.ffn_gate.weight" : stack ".blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,             \
+     "[d_ff, d_model]", false},                                                                                   \
+    {hfstack ".block.%d.layer." sub ".DenseReluDense.wi_1.weight", stack ".blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, \
+     2, F, D, "[d_ff, d_model]", !gated}
+    const rule enc[] = {ATT("enc", "encoder", "0", "SelfAttention", "attn"), FFN("enc", "encoder", "1")};
+    const rule dec[] = {ATT("dec", "decoder", "0", "SelfAttention", "attn"),
+                        ATT("dec", "decoder", "1", "EncDecAttention", "cross_attn"), FFN("dec", "decoder", "2")};
+#undef ATT
+#undef FFN
+    if (!gated && as_hf_find(h, "encoder.block.0.layer.1.DenseReluDense.wi_1.weight"))
+        return as_error_set(err, "%s: feed_forward_proj is 'relu' but the checkpoint has wi_1 (a gated MLP)",
+                            h->config_path);
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, enc, sizeof enc / sizeof enc[0] - (gated ? 0 : 1), l, err))
+            return AS_ERR;
+    for (int l = 0; l < (int)Ld; l++)
+        if (add_rules(h, dec, sizeof dec / sizeof dec[0] - (gated ? 0 : 1), l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* The embedding's tied copies in each stack (T5Model stores them). */
+static bool t5_ignored(const char *name)
+{
+    return !strcmp(name, "encoder.embed_tokens.weight") || !strcmp(name, "decoder.embed_tokens.weight");
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const as_hf_family FAMILIES[] = {
@@ -610,6 +721,7 @@ static const as_hf_family FAMILIES[] = {
     {"qwen3", "qwen3", qwen3_map, llama_ignored},
     {"bert", "bert", bert_map, bert_ignored},
     {"gemma3_text", "gemma3", gemma3_map, llama_ignored},
+    {"t5", "t5", t5_map, t5_ignored},
 };
 
 const as_hf_family *as_hf_family_find(const char *model_type)

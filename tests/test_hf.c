@@ -23,6 +23,16 @@ static void feed_fixture_tokens(as_session *s, const char *name)
 {
     char path[256], cmd[4096];
     npy tok;
+    /* an encoder-decoder's fixture: its source first */
+    snprintf(path, sizeof path, "fixtures/%s/source.npy", name);
+    if (access(path, R_OK) == 0) {
+        cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
+        size_t o = (size_t)snprintf(cmd, sizeof cmd, "source-ids");
+        for (size_t i = 0; i < tok.count; i++)
+            o += (size_t)snprintf(cmd + o, sizeof cmd - o, " %d", tok.i[i]);
+        run_ok(s, cmd);
+        npy_free(&tok);
+    }
     snprintf(path, sizeof path, "fixtures/%s/tokens.npy", name);
     cr_assert_eq(npy_read(path, &tok), 0, "cannot read %s", path);
     size_t o = (size_t)snprintf(cmd, sizeof cmd, "prompt-ids");
@@ -119,6 +129,10 @@ Test(hf, bert_directory_runs_as_its_gguf) { same_as_gguf("tiny-bert"); }
 /* Gemma 3: norms stored as w for 1 + w, q/k norms, post-norms, local layers with their own rotary base,
  * linear scaling on the global ones */
 Test(hf, gemma3_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma3"); }
+/* T5ForConditionalGeneration: Flan-T5's gated GELU (the tied output stored
+ * as lm_head.weight), T5's ReLU with an encoder deeper than the decoder */
+Test(hf, t5_directory_runs_as_its_gguf) { same_as_gguf("tiny-t5"); }
+Test(hf, t5_relu_directory_runs_as_its_gguf) { same_as_gguf("tiny-t5-relu"); }
 
 /* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
 static void same_ids(const char *name)
@@ -547,6 +561,26 @@ Test(hf, bert_unknown_hidden_act_is_refused_by_name)
     char msg[512];
     load_refused(w, g, msg, sizeof msg);
     cr_assert(strstr(msg, "bert.attnscope.gelu") && strstr(msg, "sigmoid"), "%s", msg);
+}
+
+/* T5 configurations attnscope does not run as transformers does are
+ * refused by file and key: a tied output (transformers rescales it), an
+ * MLP other than relu / gated-gelu, another bucket distance. */
+Test(hf, t5_unread_configs_are_refused_by_name)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-t5", true);
+    set_config(&t, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+    refused(&t, "config.json", "tie_word_embeddings", "d_model^-0.5");
+    set_config(&t, "\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false");
+    set_config(&t, "\"gated-gelu\"", "\"gated-silu\"");
+    refused(&t, "config.json", "feed_forward_proj 'gated-silu'", NULL);
+    set_config(&t, "\"gated-silu\"", "\"relu\"");
+    refused(&t, "config.json", "wi_1", NULL);
+    set_config(&t, "\"relu\"", "\"gated-gelu\"");
+    set_config(&t, "\"relative_attention_max_distance\": 128", "\"relative_attention_max_distance\": 64");
+    refused(&t, "config.json", "relative_attention_max_distance 64", NULL);
+    remove_copy(&t);
 }
 
 Test(hf, convert_to_an_unwritable_path_is_refused)

@@ -13,6 +13,8 @@ tiny-llama-yarn/, tiny-mistral/ and tiny-qwen3/ (the decoder fixtures
 of those names: YaRN, a window with linear scaling, q/k norms with NEOX
 rotary), tiny-gemma3/ (norms as w for 1 + w, local layers' rotary base),
 tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
+tiny-t5/ and tiny-t5-relu/ (T5ForConditionalGeneration's names: Flan-T5's
+gated GELU and T5's ReLU, the tied output stored as lm_head.weight),
 tiny-bert-erf/ (tiny-bert's weights with hidden_act "gelu", BERT's usual
 exact erf GELU, which no GGUF fixture has: tiny-bert-erf.ref/ beside it
 holds every hook of the PyTorch pass with F.gelu, checked here against
@@ -361,6 +363,49 @@ def gemma3_dir(model, cfg, tok, dtype="F32", sharded=False):
     return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
 
 
+def t5_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """T5ForConditionalGeneration's names and T5Config's keys. The
+    reference (like llama.cpp) unembeds with the token embedding unscaled
+    where tied; transformers scales a tied T5's output by d_model^-0.5, so
+    the directory stores the embedding again as lm_head.weight with
+    tie_word_embeddings false: the same computation in HF's terms."""
+    t = [("shared.weight", f32(model.embd.weight))]
+    for stack, layers in (("encoder", model.enc), ("decoder", model.dec)):
+        for L, b in enumerate(layers):
+            p = "%s.block.%d.layer." % (stack, L)
+            sites = [("0", "SelfAttention", b.attn_norm, (b.q, b.k, b.v, b.o))]
+            if stack == "decoder":
+                sites.append(("1", "EncDecAttention", b.cross_norm, (b.cq, b.ck, b.cv, b.co)))
+            for sub, site, norm, lins in sites:
+                for n_, lin in zip("qkvo", lins):
+                    t.append((p + "%s.%s.%s.weight" % (sub, site, n_), f32(lin.weight)))
+                t.append((p + sub + ".layer_norm.weight", f32(norm)))
+            if L == 0:
+                rel = model.enc_rel if stack == "encoder" else model.dec_rel
+                t.append((p + "0.SelfAttention.relative_attention_bias.weight", f32(rel)))
+            f = "2" if stack == "decoder" else "1"
+            if b.gate is not None:
+                t += [(p + f + ".DenseReluDense.wi_0.weight", f32(b.gate.weight)),
+                      (p + f + ".DenseReluDense.wi_1.weight", f32(b.up.weight))]
+            else:
+                t.append((p + f + ".DenseReluDense.wi.weight", f32(b.up.weight)))
+            t += [(p + f + ".DenseReluDense.wo.weight", f32(b.down.weight)),
+                  (p + f + ".layer_norm.weight", f32(b.ffn_norm))]
+    t += [("encoder.final_layer_norm.weight", f32(model.enc_norm)),
+          ("decoder.final_layer_norm.weight", f32(model.dec_norm)),
+          ("lm_head.weight", f32(model.embd.weight if model.out is None else model.out.weight))]
+    config = {
+        "architectures": ["T5ForConditionalGeneration"], "model_type": "t5", "vocab_size": cfg.vocab,
+        "d_model": cfg.d_model, "d_kv": cfg.d_head, "d_ff": cfg.d_ff, "num_layers": cfg.n_enc,
+        "num_decoder_layers": cfg.n_dec, "num_heads": cfg.n_head, "relative_attention_num_buckets": cfg.buckets,
+        "relative_attention_max_distance": cfg.max_distance, "layer_norm_epsilon": cfg.eps,
+        "feed_forward_proj": "gated-gelu" if cfg.gated else "relu", "is_encoder_decoder": True,
+        "tie_word_embeddings": False, "decoder_start_token_id": cfg.start, "n_positions": cfg.ctx,
+        "eos_token_id": tok["eos_token_id"], "pad_token_id": 0,
+    }
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
+
+
 # directory -> (fixture whose weights it holds, dtype, sharded)
 DIRS = {
     "tiny-gpt2": ("tiny-gpt2", "F32", False),
@@ -373,6 +418,8 @@ DIRS = {
     "tiny-bert": ("tiny-bert", "F32", False),
     "tiny-bert-erf": ("tiny-bert", "F32", False),
     "tiny-gemma3": ("tiny-gemma3", "F32", False),
+    "tiny-t5": ("tiny-t5", "F32", False),
+    "tiny-t5-relu": ("tiny-t5-relu", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -402,6 +449,9 @@ def build_dir(name):
         tok, ids, text = MF.encoder_input(which)
         model = MF.make_encoder(cfg, seed)
         make = bert_dir
+    elif which in MF.T5S:
+        cfg, model, tok, src, tgt, text = MF.build_t5(which)
+        make = t5_dir
     else:
         _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
         make = gpt2_dir if which == "tiny-gpt2" else gemma3_dir if which == "tiny-gemma3" else llama_dir
