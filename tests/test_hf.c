@@ -583,6 +583,99 @@ Test(hf, t5_unread_configs_are_refused_by_name)
     remove_copy(&t);
 }
 
+/* A Unigram tokenizer.json (T5's layout: Precompiled charsmap, Strip,
+ * Replace " {2,}", Metaspace, $A </s>), made by the recipe from
+ * fixtures/t5-ugm.gguf's SentencePiece vocabulary: read as llama.cpp's
+ * "t5" tokenizer, its ids equal SentencePiece's own on the 1,200 strings
+ * of fixtures/t5-ugm.spm.txt (the strings where llama.cpp and
+ * SentencePiece agree), every one; with special tokens it ends in </s>. */
+Test(hf, unigram_tokenizer_gives_sentencepiece_ids)
+{
+    as_gguf *g;
+    as_tokenizer *t;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_open(&g, "fixtures/hf/t5-ugm", &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_tokenizer_from_gguf(&t, g, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_tokenizer_kind(t), AS_TOK_T5);
+    FILE *f = fopen("fixtures/t5-ugm.spm.txt", "r");
+    cr_assert(f);
+    static char line[1 << 16], text[1 << 15];
+    size_t total = 0, same = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        cr_assert(tab);
+        size_t n = 0;
+        for (char *h = line; h + 1 < tab; h += 2) {
+            unsigned b;
+            cr_assert_eq(sscanf(h, "%2x", &b), 1);
+            text[n++] = (char)b;
+        }
+        int32_t want[4096];
+        size_t nw = 0;
+        for (char *p = tab + 1, *end; nw < 4096; p = end) {
+            long v = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            want[nw++] = (int32_t)v;
+        }
+        int32_t *ids;
+        size_t ni;
+        cr_assert_eq(as_tokenizer_tokenize(t, text, n, 0, &ids, &ni, &err), AS_OK, "%s", err.msg);
+        bool ok = ni == nw && !memcmp(ids, want, ni * sizeof *ids);
+        if (!ok && total - same < 3)
+            fprintf(stderr, "t5-ugm directory: line %zu differs from SentencePiece\n", total + 1);
+        same += ok;
+        total++;
+        free(ids);
+    }
+    fclose(f);
+    cr_assert_geq(total, 1000);
+    cr_assert_eq(same, total, "%zu of %zu strings give SentencePiece's ids", same, total);
+    int32_t *ids;
+    size_t ni;
+    cr_assert_eq(as_tokenizer_tokenize(t, "Haus", 4, AS_TOK_ADD_SPECIAL, &ids, &ni, &err), AS_OK, "%s", err.msg);
+    cr_assert(ni >= 2 && ids[ni - 1] == 1, "no </s> at the end");
+    free(ids);
+    as_tokenizer_free(t);
+    as_gguf_close(g);
+}
+
+/* Broken Unigram files are refused by file and what: a vocab entry that is
+ * not [piece, score], an added token whose id holds another piece, a
+ * charsmap that is not base64, an unknown normalizer. */
+Test(hf, broken_unigram_tokenizer_is_refused_by_name)
+{
+    static const struct { const char *from, *to, *want; } cases[] = {
+        {"[\n        \"<pad>\",\n        0.0\n      ]", "[\"<pad>\"]", "model.vocab[0]"},
+        {"\"content\": \"</s>\"", "\"content\": \"<s>\"", "added_tokens[1]"},
+        {"\"precompiled_charsmap\": \"", "\"precompiled_charsmap\": \"*", "base64"},
+        {"\"type\": \"Strip\"", "\"type\": \"NFKC\"", "normalizer 'NFKC'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tmpdir t;
+        make_copy(&t, "t5-ugm", true);
+        char p[256];
+        snprintf(p, sizeof p, "%s/tokenizer.json", t.path);
+        FILE *f = fopen(p, "rb");
+        cr_assert(f);
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        rewind(f);
+        char *buf = malloc((size_t)n + 1), *out = malloc((size_t)n + 64);
+        cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+        fclose(f);
+        buf[n] = 0;
+        char *at = strstr(buf, cases[c].from);
+        cr_assert(at, "tokenizer.json has no '%s'", cases[c].from);
+        int k = snprintf(out, (size_t)n + 64, "%.*s%s%s", (int)(at - buf), buf, cases[c].to, at + strlen(cases[c].from));
+        write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+        refused(&t, "tokenizer.json", cases[c].want, NULL);
+        free(buf);
+        free(out);
+        remove_copy(&t);
+    }
+}
+
 Test(hf, convert_to_an_unwritable_path_is_refused)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 16);

@@ -15,6 +15,8 @@ rotary), tiny-gemma3/ (norms as w for 1 + w, local layers' rotary base),
 tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
 tiny-t5/ and tiny-t5-relu/ (T5ForConditionalGeneration's names: Flan-T5's
 gated GELU and T5's ReLU, the tied output stored as lm_head.weight),
+t5-ugm/ (a Unigram tokenizer.json made from t5-ugm.gguf's SentencePiece
+vocabulary, around a T5 just large enough to carry it),
 tiny-bert-erf/ (tiny-bert's weights with hidden_act "gelu", BERT's usual
 exact erf GELU, which no GGUF fixture has: tiny-bert-erf.ref/ beside it
 holds every hook of the PyTorch pass with F.gelu, checked here against
@@ -403,7 +405,63 @@ def t5_dir(model, cfg, tok, dtype="F32", sharded=False):
         "tie_word_embeddings": False, "decoder_start_token_id": cfg.start, "n_positions": cfg.ctx,
         "eos_token_id": tok["eos_token_id"], "pad_token_id": 0,
     }
-    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok) if "tokens" in tok else None
+
+
+def unigram_tokenizer(gguf_path):
+    """tokenizer.json of a Unigram model as transformers' SpmConverter
+    writes it for T5, from the vocabulary llama.cpp's converter wrote as
+    GGUF (tests/fixtures/t5-ugm.gguf, t5_vocab.py): model.vocab the
+    [piece, score] pairs in id order, unk_id; the normalizer Precompiled
+    (the charsmap, base64) then Strip (right) and Replace(" {2,}", "▁")
+    (remove_extra_whitespaces); Metaspace with prepend_scheme "always"
+    (add_space_prefix); control and unknown pieces as special added
+    tokens, user-defined ones as non-special; the template $A </s>."""
+    import base64
+    kv, _ = MF.read_gguf(gguf_path)
+    arr = lambda k: [v[1] if isinstance(v, tuple) else v for v in kv[k][1][1]]
+    toks, scores, types = arr("tokenizer.ggml.tokens"), arr("tokenizer.ggml.scores"), arr("tokenizer.ggml.token_type")
+    charsmap = bytes(arr("tokenizer.ggml.precompiled_charsmap"))
+    assert MF.kval(kv, "tokenizer.ggml.remove_extra_whitespaces") and MF.kval(kv, "tokenizer.ggml.add_space_prefix")
+    unk = MF.kval(kv, "tokenizer.ggml.unknown_token_id")
+    eos = toks[MF.kval(kv, "tokenizer.ggml.eos_token_id")]
+    added = [{"id": i, "content": toks[i], "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": types[i] == 4, "special": types[i] != 4}
+             for i in range(len(toks)) if types[i] in (2, 3, 4)]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()},
+            {"type": "Strip", "strip_left": False, "strip_right": True},
+            {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": "\u2581"}]},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                                      {"SpecialToken": {"id": eos, "type_id": 0}}],
+                           "pair": [{"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": eos, "type_id": 0}},
+                                    {"Sequence": {"id": "B", "type_id": 0}},
+                                    {"SpecialToken": {"id": eos, "type_id": 0}}],
+                           "special_tokens": {eos: {"id": eos, "ids": [toks.index(eos)], "tokens": [eos]}}},
+        "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+        "model": {"type": "Unigram", "unk_id": unk, "vocab": [[t, float(sc)] for t, sc in zip(toks, scores)],
+                  "byte_fallback": False},
+    }
+    return tokenizer, len(toks)
+
+
+def ugm_dir():
+    """t5-ugm/: the Unigram tokenizer.json above in a directory around a
+    T5 small enough to carry its 2,000-piece vocabulary (d_model 8, one
+    layer each side, seeded weights nothing checks: the directory exists
+    for its tokenizer, held to SentencePiece's ids by tests/test_hf.c)."""
+    tokenizer, V = unigram_tokenizer(os.path.join(MF.FIXTURES, "t5-ugm.gguf"))
+    cfg = MF.R.T5Config(vocab=V, d_model=8, n_enc=1, n_dec=1, n_head=2, d_head=4, d_ff=8, ctx=64, buckets=8,
+                        gated=False, tied=False, start=0)
+    model = MF.make_t5(cfg, 5099)
+    tok = {"eos_token_id": 1}
+    files, config, _ = t5_dir(model, cfg, tok)
+    return files, config, tokenizer
 
 
 # directory -> (fixture whose weights it holds, dtype, sharded)
@@ -420,6 +478,7 @@ DIRS = {
     "tiny-gemma3": ("tiny-gemma3", "F32", False),
     "tiny-t5": ("tiny-t5", "F32", False),
     "tiny-t5-relu": ("tiny-t5-relu", "F32", False),
+    "t5-ugm": ("t5-ugm", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -442,6 +501,11 @@ def npy_bytes(a):
 
 def build_dir(name):
     which, dtype, sharded = DIRS[name]
+    if which == "t5-ugm":
+        files, config, tokenizer = ugm_dir()
+        files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
+        files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
+        return files
     if which in MF.ENCODERS:
         cfg, seed = MF.ENCODERS[which]
         if name.endswith("-erf"):
