@@ -213,6 +213,27 @@ static bool kv_arr4(as_hf *h, const char *key, as_gguf_type type, const void *da
     return true;
 }
 
+bool as_hf_kv_f32s(as_hf *h, const char *key, const float *v, uint64_t n)
+{
+    return kv_arr4(h, key, AS_GGUF_FLOAT32, v, n);
+}
+
+bool as_hf_kv_strs(as_hf *h, const char *key, const char *const *s, uint64_t n)
+{
+    char **c = calloc(n ? n : 1, sizeof *c);
+    uint64_t *l = calloc(n ? n : 1, sizeof *l);
+    bool ok = c && l;
+    for (uint64_t i = 0; ok && i < n; i++)
+        ok = (c[i] = strdup(s[i])) != NULL, l[i] = ok ? strlen(s[i]) : 0;
+    if (!ok) {
+        for (uint64_t i = 0; c && i < n; i++)
+            free(c[i]);
+        free(c), free(l);
+        return false;
+    }
+    return kv_strs(h, key, c, l, n);
+}
+
 /* ---------------------------------------------------------------- safetensors */
 
 static int dtype_of(const char *s, as_ggml_type *type, size_t *esize)
@@ -564,6 +585,11 @@ int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform 
     v->data = t->data;
     if (x == AS_HF_AS_IS)
         return AS_OK;
+    if (x == AS_HF_SQUEEZE) {
+        while (v->n_dims > 1 && v->ne[v->n_dims - 1] == 1)
+            v->n_dims--;
+        return AS_OK;
+    }
     if (x == AS_HF_PLUS_ONE) {
         float *f = keep(h, (size_t)t->n_elements * sizeof *f);
         if (!f)
@@ -1311,7 +1337,7 @@ static int open_dir(as_hf *h, as_error *err)
         return AS_ERR;
     if (!as_hf_kv_str(h, "general.architecture", fam->arch) || !as_hf_kv_str(h, "general.name", base))
         return as_error_set(err, "%s: out of memory", h->dir);
-    if (fam->map(h, err) || check_unused(h, fam, err) || read_tokenizer(h, err))
+    if (fam->map(h, err) || check_unused(h, fam, err) || (!fam->no_tokenizer && read_tokenizer(h, err)))
         return AS_ERR;
     for (size_t i = 0; i < h->n_files; i++)
         h->g->size += h->files[i].size;

@@ -23,6 +23,13 @@ static void feed_fixture_tokens(as_session *s, const char *name)
 {
     char path[256], cmd[4096];
     npy tok;
+    /* an image model's fixture: its image */
+    snprintf(path, sizeof path, "fixtures/%s/image.png", name);
+    if (access(path, R_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "image %s; finish", path);
+        run_ok(s, cmd);
+        return;
+    }
     /* an encoder-decoder's fixture: its source first */
     snprintf(path, sizeof path, "fixtures/%s/source.npy", name);
     if (access(path, R_OK) == 0) {
@@ -133,6 +140,9 @@ Test(hf, gemma3_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma3"); }
  * as lm_head.weight), T5's ReLU with an encoder deeper than the decoder */
 Test(hf, t5_directory_runs_as_its_gguf) { same_as_gguf("tiny-t5"); }
 Test(hf, t5_relu_directory_runs_as_its_gguf) { same_as_gguf("tiny-t5-relu"); }
+/* ViTForImageClassification with preprocessor_config.json: the same image
+ * gives every hook of the GGUF twin and torchvision's logits */
+Test(hf, vit_directory_runs_as_its_gguf) { same_as_gguf("tiny-vit"); }
 
 /* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
 static void same_ids(const char *name)
@@ -674,6 +684,33 @@ Test(hf, broken_unigram_tokenizer_is_refused_by_name)
         free(out);
         remove_copy(&t);
     }
+}
+
+/* A ViT directory's labels and preprocessing: id2label's names label the
+ * classes; a gap in id2label, a preprocessor size other than image_size,
+ * and an activation other than the erf GELU are refused by file and key. */
+Test(hf, vit_labels_and_broken_configs)
+{
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_load(&m, "fixtures/hf/tiny-vit", &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(m->cfg.n_vocab, 10);
+    as_model_free(m);
+    tmpdir t;
+    make_copy(&t, "tiny-vit", true);
+    char from[256], to[256];
+    snprintf(from, sizeof from, "fixtures/hf/tiny-vit/preprocessor_config.json");
+    snprintf(to, sizeof to, "%s/preprocessor_config.json", t.path);
+    copy_file(from, to, -1);
+    set_config(&t, "\"3\": \"three\"", "\"30\": \"three\"");
+    refused(&t, "config.json", "id2label", "'30'");
+    set_config(&t, "\"30\": \"three\"", "\"3\": \"three\"");
+    set_config(&t, "\"hidden_act\": \"gelu\"", "\"hidden_act\": \"gelu_new\"");
+    refused(&t, "config.json", "hidden_act 'gelu_new'", NULL);
+    set_config(&t, "\"hidden_act\": \"gelu_new\"", "\"hidden_act\": \"gelu\"");
+    set_config(&t, "\"image_size\": 28", "\"image_size\": 14");
+    refused(&t, "preprocessor_config.json", "size 28 x 28", "image_size 14");
+    remove_copy(&t);
 }
 
 Test(hf, convert_to_an_unwritable_path_is_refused)

@@ -15,6 +15,8 @@ rotary), tiny-gemma3/ (norms as w for 1 + w, local layers' rotary base),
 tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
 tiny-t5/ and tiny-t5-relu/ (T5ForConditionalGeneration's names: Flan-T5's
 gated GELU and T5's ReLU, the tied output stored as lm_head.weight),
+tiny-vit/ (ViTForImageClassification's names, id2label, a
+preprocessor_config.json; no tokenizer.json),
 t5-ugm/ (a Unigram tokenizer.json made from t5-ugm.gguf's SentencePiece
 vocabulary, around a T5 just large enough to carry it),
 tiny-bert-erf/ (tiny-bert's weights with hidden_act "gelu", BERT's usual
@@ -464,6 +466,48 @@ def ugm_dir():
     return files, config, tokenizer
 
 
+def vit_dir():
+    """tiny-vit/ as ViTForImageClassification's names and ViTConfig's keys
+    (torchvision's weights of vit_fixtures.make_vit, float32 as the GGUF
+    stores them): in_proj split into query/key/value, cls_token [1, 1, d],
+    position_embeddings [1, 17, d]; id2label the class names;
+    preprocessor_config.json with the fixture's mean and std, its size,
+    bilinear resampling (2), rescaling by 1/255."""
+    import vit_fixtures as VF
+    m = VF.make_vit(torch.float32)
+    sd = m.state_dict()
+    c = VF.VIT_CFG
+    d = c["d"]
+    t = [("vit.embeddings.cls_token", f32(sd["class_token"])),
+         ("vit.embeddings.position_embeddings", f32(sd["encoder.pos_embedding"])),
+         ("vit.embeddings.patch_embeddings.projection.weight", f32(sd["conv_proj.weight"])),
+         ("vit.embeddings.patch_embeddings.projection.bias", f32(sd["conv_proj.bias"]))]
+    for L in range(c["layers"]):
+        p, q = "encoder.layers.encoder_layer_%d." % L, "vit.encoder.layer.%d." % L
+        inw, inb = sd[p + "self_attention.in_proj_weight"], sd[p + "self_attention.in_proj_bias"]
+        for i, n in enumerate(("query", "key", "value")):
+            t += [(q + "attention.attention.%s.weight" % n, f32(inw[i * d:(i + 1) * d])),
+                  (q + "attention.attention.%s.bias" % n, f32(inb[i * d:(i + 1) * d]))]
+        for hf, tv in (("attention.output.dense", "self_attention.out_proj"), ("layernorm_before", "ln_1"),
+                       ("layernorm_after", "ln_2"), ("intermediate.dense", "mlp.0"), ("output.dense", "mlp.3")):
+            t += [(q + hf + ".weight", f32(sd[p + tv + ".weight"])), (q + hf + ".bias", f32(sd[p + tv + ".bias"]))]
+    t += [("vit.layernorm.weight", f32(sd["encoder.ln.weight"])), ("vit.layernorm.bias", f32(sd["encoder.ln.bias"])),
+          ("classifier.weight", f32(sd["heads.head.weight"])), ("classifier.bias", f32(sd["heads.head.bias"]))]
+    config = {
+        "architectures": ["ViTForImageClassification"], "model_type": "vit", "hidden_size": d,
+        "num_hidden_layers": c["layers"], "num_attention_heads": c["heads"], "intermediate_size": c["mlp"],
+        "hidden_act": "gelu", "layer_norm_eps": 1e-6, "image_size": c["image_size"], "patch_size": c["patch"],
+        "num_channels": 1, "qkv_bias": True,
+        "id2label": {str(i): n for i, n in enumerate(VF.VIT_CLASSES)},
+        "label2id": {n: i for i, n in enumerate(VF.VIT_CLASSES)},
+    }
+    pre = {"do_normalize": True, "do_rescale": True, "do_resize": True, "image_mean": VF.VIT_MEAN,
+           "image_std": VF.VIT_STD, "image_processor_type": "ViTImageProcessor", "resample": 2,
+           "rescale_factor": 1 / 255, "size": {"height": c["image_size"], "width": c["image_size"]}}
+    return {"model.safetensors": safetensors_bytes(t, "F32"),
+            "preprocessor_config.json": (json.dumps(pre, indent=2) + "\n").encode()}, config
+
+
 # directory -> (fixture whose weights it holds, dtype, sharded)
 DIRS = {
     "tiny-gpt2": ("tiny-gpt2", "F32", False),
@@ -479,6 +523,7 @@ DIRS = {
     "tiny-t5": ("tiny-t5", "F32", False),
     "tiny-t5-relu": ("tiny-t5-relu", "F32", False),
     "t5-ugm": ("t5-ugm", "F32", False),
+    "tiny-vit": ("tiny-vit", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -501,6 +546,10 @@ def npy_bytes(a):
 
 def build_dir(name):
     which, dtype, sharded = DIRS[name]
+    if which == "tiny-vit":
+        files, config = vit_dir()
+        files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
+        return files
     if which == "t5-ugm":
         files, config, tokenizer = ugm_dir()
         files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
