@@ -1337,6 +1337,8 @@ static int open_dir(as_hf *h, as_error *err)
         return AS_ERR;
     if (!as_hf_kv_str(h, "general.architecture", fam->arch) || !as_hf_kv_str(h, "general.name", base))
         return as_error_set(err, "%s: out of memory", h->dir);
+    if (fam->no_tokenizer)
+        h->g->view_of = "Hugging Face directory: config.json, safetensors, preprocessor_config.json";
     if (fam->map(h, err) || check_unused(h, fam, err) || (!fam->no_tokenizer && read_tokenizer(h, err)))
         return AS_ERR;
     for (size_t i = 0; i < h->n_files; i++)
