@@ -859,9 +859,21 @@ static int tok_byte_level(tok_read *r, const json_t *pre, const char **pre_name,
     }
     const json_t *l = json_object_get(pre, "pretokenizers");
     const json_t *split = json_array_size(l) == 2 ? json_array_get(l, 0) : NULL;
+    /* StarCoder's: each digit on its own, then GPT-2's regex (llama.cpp's "starcoder": \p{N}, then GPT-2's) */
+    if (is_type(split, "Digits") && json_array_get(l, 1) == bl) {
+        if (!json_is_true(json_object_get(split, "individual_digits")))
+            return as_error_set(err, "%s: pre_tokenizer: Digits without individual_digits (runs of digits kept "
+                                "together) is not read yet", r->path);
+        if (use && !json_is_true(use))
+            return as_error_set(err, "%s: pre_tokenizer: Digits then ByteLevel without its regex is not read yet",
+                                r->path);
+        *pre_name = "starcoder";
+        return AS_OK;
+    }
     const json_t *pat = is_type(split, "Split") ? json_object_get(json_object_get(split, "pattern"), "Regex") : NULL;
     if (!json_is_string(pat) || json_is_true(use) || json_array_get(l, 1) != bl)
-        return as_error_set(err, "%s: pre_tokenizer: only ByteLevel, or a Split regex then ByteLevel, is read yet",
+        return as_error_set(err, "%s: pre_tokenizer: only ByteLevel, a Split regex then ByteLevel, or Digits then "
+                            "ByteLevel, is read yet",
                             r->path);
     for (size_t i = 0; i < sizeof SPLITS / sizeof SPLITS[0]; i++)
         if (!strcmp(json_string_value(pat), SPLITS[i].regex)) {

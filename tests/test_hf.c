@@ -713,6 +713,85 @@ Test(hf, vit_labels_and_broken_configs)
     remove_copy(&t);
 }
 
+static as_tokenizer *tokenizer_of(const char *path, as_gguf **g)
+{
+    as_tokenizer *t;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_open_any(g, path, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_tokenizer_from_gguf(&t, *g, &err), AS_OK, "%s", err.msg);
+    return t;
+}
+
+/* StarCoder's pre-tokenizer, Digits(individual_digits) then ByteLevel:
+ * read as llama.cpp's "starcoder" (\p{N}, then GPT-2's regex), so a
+ * directory's ids equal those of the GGUF tokenizer with that pre type
+ * (held to llama.cpp's by tests/test_tok_llama.c); Digits keeping runs of
+ * digits together is refused. */
+Test(hf, digits_then_byte_level_reads_as_starcoder)
+{
+    static const char *const texts[] = {"in 2024, 365 days", "x1y22z333", " 7 8  9\n10", "no digits here"};
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", true);
+    char p[256];
+    snprintf(p, sizeof p, "%s/tokenizer.json", t.path);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f);
+    static char buf[1 << 20], out[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *from = "\"pre_tokenizer\": {\n    \"type\": \"ByteLevel\",\n    \"add_prefix_space\": false,\n"
+                       "    \"trim_offsets\": true,\n    \"use_regex\": true\n  },";
+    char *at = strstr(buf, from);
+    cr_assert(at, "tiny-gpt2's tokenizer.json has no ByteLevel pre_tokenizer as expected");
+    const char *digits = "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", "
+                         "\"individual_digits\": %s}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                         "\"trim_offsets\": true, \"use_regex\": true}]},";
+    char seq[512];
+    snprintf(seq, sizeof seq, digits, "true");
+    int k = snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, seq, at + strlen(from));
+    write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+
+    as_gguf *gd, *gp, *gs;
+    as_tokenizer *dir = tokenizer_of(t.path, &gd), *plain = tokenizer_of("fixtures/hf/tiny-gpt2", &gp);
+    /* the GGUF fixture's vocabulary with llama.cpp's starcoder pre type */
+    as_gguf *g0;
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-gpt2.gguf", "tokenizer.ggml.pre", NULL, &g0);
+    as_gguf_writer_set_str(w, "tokenizer.ggml.pre", "starcoder");
+    char path[] = "/tmp/attnscope-starcoder-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g0);
+    as_tokenizer *star = tokenizer_of(path, &gs);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int32_t *a, *b, *c;
+        size_t na, nb, nc;
+        size_t len = strlen(texts[i]);
+        cr_assert_eq(as_tokenizer_tokenize(dir, texts[i], len, 0, &a, &na, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(star, texts[i], len, 0, &b, &nb, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(plain, texts[i], len, 0, &c, &nc, &err), AS_OK, "%s", err.msg);
+        cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "'%s': the directory's ids differ from starcoder's",
+                  texts[i]);
+        free(a), free(b), free(c);
+    }
+    /* tiny-gpt2's vocabulary has no merge across digits, so the ids alone cannot tell the pre types apart */
+    const char *pre = NULL;
+    cr_assert_eq(as_gguf_get_str(gd, "tokenizer.ggml.pre", &pre, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(pre, "starcoder");
+    as_tokenizer_free(dir), as_tokenizer_free(plain), as_tokenizer_free(star);
+    as_gguf_close(gd), as_gguf_close(gp), as_gguf_close(gs);
+    unlink(path);
+    snprintf(seq, sizeof seq, digits, "false");
+    k = snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, seq, at + strlen(from));
+    write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+    refused(&t, "tokenizer.json", "individual_digits", NULL);
+    remove_copy(&t);
+}
+
 Test(hf, convert_to_an_unwritable_path_is_refused)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 16);
