@@ -130,6 +130,26 @@ static int read_pooling(as_model *m, as_enc_weights *W, as_error *err)
     return AS_OK;
 }
 
+/* Our key, not llama.cpp's: which GELU the model was trained with (a
+ * Hugging Face directory's hidden_act). llama.cpp ignores it and runs tanh. */
+static int read_gelu(as_model *m, as_enc_weights *W, as_error *err)
+{
+    char key[128];
+    const char *v;
+    snprintf(key, sizeof key, "%s.attnscope.gelu", m->arch->gguf_name);
+    if (!as_gguf_find(m->gguf, key))
+        return AS_OK;
+    if (as_gguf_get_str(m->gguf, key, &v, err))
+        return AS_ERR;
+    if (!strcmp(v, "erf"))
+        W->facts.gelu = AS_GELU_ERF;
+    else if (!strcmp(v, "tanh"))
+        W->facts.gelu = AS_GELU_TANH;
+    else
+        return as_error_set(err, "%s: %s = '%.30s': expected 'tanh' or 'erf'", m->path, key, v);
+    return AS_OK;
+}
+
 int as_enc_load(as_model *m, const as_enc_facts *facts, as_error *err)
 {
     const as_config *c = &m->cfg;
@@ -145,7 +165,8 @@ int as_enc_load(as_model *m, const as_enc_facts *facts, as_error *err)
         (!(facts->tensors & AS_ENC_ROPE) &&
          as_model_matrix(m, "position_embd.weight", d, (uint64_t)c->n_ctx, false, &W->pos_embd, err)) ||
         load_types(m, W, err) || as_model_vector(m, "token_embd_norm.weight", d, false, &W->embd_norm_w, err) ||
-        as_model_vector(m, "token_embd_norm.bias", d, false, &W->embd_norm_b, err) || read_pooling(m, W, err))
+        as_model_vector(m, "token_embd_norm.bias", d, false, &W->embd_norm_b, err) || read_pooling(m, W, err) ||
+        read_gelu(m, W, err))
         return AS_ERR;
     for (int l = 0; l < c->n_layer; l++)
         if (load_layer(m, &W->layers[l], l, facts->tensors, err))
@@ -228,7 +249,9 @@ static int mlp(as_program *p, int l, int x)
     int pre = as_program_add_linear(p, AS_HK_MLP_PRE, l, AS_CLASS_MLP, x, &W->w_up, W->b_up, 1, f, 0,
                                     W->b_up ? "mlp pre = ln1 · W_in + b_in" : "mlp pre = ln1 · W_in");
     post = as_program_add_hook(p, AS_HK_MLP_POST, l, AS_CLASS_MLP, 1, f, 0);
-    as_program_add_op(p, AS_OP_GELU, l, post, pre, -1, "mlp post = gelu(pre)");
+    as_gelu g = ((const as_enc_weights *)p->model->weights)->facts.gelu;
+    as_program_add_op(p, AS_OP_GELU, l, post, pre, -1,
+                      g == AS_GELU_ERF ? "mlp post = gelu_erf(pre)" : "mlp post = gelu(pre)")->gelu = g;
     return post;
 }
 
@@ -266,7 +289,9 @@ static void mlm_head(as_program *p, int x)
     p->head_first = p->n_ops - 1;
     p->lens_kind = AS_HK_LN2_NORMALIZED;
     int post = as_program_add_hook(p, AS_HK_HEAD_POST, -1, AS_CLASS_RESID, 1, d, 0);
-    as_program_add_op(p, AS_OP_GELU, -1, post, pre, -1, "mlm post = gelu(pre)");
+    as_gelu g = ((const as_enc_weights *)p->model->weights)->facts.gelu;
+    as_program_add_op(p, AS_OP_GELU, -1, post, pre, -1,
+                      g == AS_GELU_ERF ? "mlm post = gelu_erf(pre)" : "mlm post = gelu(pre)")->gelu = g;
     as_program_scope_name(p, NULL);
     as_program_add_unembed(p, post, h->norm_w, h->norm_b, AS_NORM_LAYER, c->eps, &h->out, h->out_b, 0);
     /* TransformerLens's name for the head's norm; its kind stays the final norm's */

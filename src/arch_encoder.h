@@ -22,6 +22,8 @@ enum {
 typedef struct as_enc_facts {
     unsigned tensors;      /* AS_ENC_* */
     as_rope_spec rope;     /* AS_ENC_ROPE */
+    as_gelu gelu;          /* the MLP's and the masked-LM head's GELU: tanh (llama.cpp's) unless the file's
+                              {arch}.attnscope.gelu says "erf" (a Hugging Face config's hidden_act "gelu") */
 } as_enc_facts;
 
 typedef struct as_enc_layer {
@@ -60,7 +62,9 @@ typedef struct as_enc_weights {
  * says attention.causal = true. */
 int as_enc_read_config(as_config *c, const as_gguf *g, const char *arch, as_error *err);
 /* Loads the tensors facts->tensors says, the MLM head if the file has
- * one, and the pooling type, into a new m->weights. */
+ * one, the pooling type and the GELU ({arch}.attnscope.gelu: "tanh" or
+ * "erf"; absent: tanh, as llama.cpp computes every bert), into a new
+ * m->weights. */
 int as_enc_load(as_model *m, const as_enc_facts *facts, as_error *err);
 /* The program of one forward pass over m->weights. */
 int as_enc_build(as_program *p, as_error *err);

@@ -488,12 +488,17 @@ static int bert_map(as_hf *h, as_error *err)
         as_hf_cfg_int(h, "type_vocab_size", false, 2, 1, 1024, &types, err) ||
         as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) || bert_pooling(h, &pooling, err))
         return AS_ERR;
+    /* BertConfig's default and most checkpoints': "gelu", the exact erf form (transformers' GELUActivation);
+     * "gelu_new" and "gelu_pytorch_tanh" are the tanh form llama.cpp runs for every bert */
     json_t *act = json_object_get(h->config, "hidden_act");
-    const char *a = json_is_string(act) ? json_string_value(act) : "gelu";
-    if (strcmp(a, "gelu_new") && strcmp(a, "gelu_pytorch_tanh"))
-        return as_error_set(err, "%s: hidden_act '%.30s' is not read yet: attnscope's bert runs the tanh GELU "
-                            "(gelu_new, gelu_pytorch_tanh), as llama.cpp does, not the exact erf one ('gelu')",
-                            h->config_path, a);
+    if (act && !json_is_string(act))
+        return as_error_set(err, "%s: hidden_act: expected a string ('gelu', 'gelu_new' or 'gelu_pytorch_tanh')",
+                            h->config_path);
+    const char *a = act ? json_string_value(act) : "gelu";
+    bool erf = !strcmp(a, "gelu");
+    if (!erf && strcmp(a, "gelu_new") && strcmp(a, "gelu_pytorch_tanh"))
+        return as_error_set(err, "%s: hidden_act '%.30s' is not read (gelu: the exact erf GELU; gelu_new, "
+                            "gelu_pytorch_tanh: the tanh GELU)", h->config_path, a);
     json_t *pe = json_object_get(h->config, "position_embedding_type");
     if (pe && !(json_is_string(pe) && !strcmp(json_string_value(pe), "absolute")))
         return as_error_set(err, "%s: position_embedding_type must be 'absolute'", h->config_path);
@@ -509,6 +514,15 @@ static int bert_map(as_hf *h, as_error *err)
         !as_hf_kv_bool(h, "bert.attention.causal", false) ||
         !as_hf_kv_u32(h, "tokenizer.ggml.token_type_count", (uint32_t)types))
         return oom(h, err);
+    /* our key, only where the model is not what llama.cpp runs (a tanh BERT converts as llama.cpp's converter
+     * writes it) */
+    if (erf && !as_hf_kv_str(h, "bert.attnscope.gelu", "erf"))
+        return oom(h, err);
+    if (erf)
+        snprintf(h->llama_note, sizeof h->llama_note,
+                 "llama.cpp ignores bert.attnscope.gelu and runs the tanh GELU where this model has the exact erf "
+                 "one (hidden_act 'gelu'): each GELU output differs by up to 4.7e-4, so its figures will differ "
+                 "from attnscope's and transformers'");
     h->alt_prefix = "bert."; /* BertForMaskedLM's names; BertModel's have none */
     uint64_t D = (uint64_t)d, F = (uint64_t)ff;
     const rule top[] = {
@@ -586,16 +600,323 @@ static bool bert_ignored(const char *name)
            ends_with(name, "embeddings.position_ids") || !strcmp(name, "cls.predictions.decoder.bias");
 }
 
+/* ---------------------------------------------------------------- T5 */
+
+/* T5ForConditionalGeneration (T5Config's keys) as llama.cpp's converter
+ * names it: shared -> token_embd, encoder.block.N.layer.0 (self-attention)
+ * and .1 (MLP) -> enc.blk.N.*, decoder.block.N.layer.0 / .1 (EncDecAttention)
+ * / .2 -> dec.blk.N.*, the relative bias tables of block 0 -> attn_rel_b
+ * ([buckets, heads] as HF stores them is GGUF's ne [heads, buckets]),
+ * wi / wi_0 / wi_1 / wo -> ffn_up / ffn_gate / ffn_up / ffn_down. */
+static int t5_map(as_hf *h, as_error *err)
+{
+    long long d, dkv, ff, L, Ld, H, V, buckets, maxd, ctx, start;
+    double eps;
+    if (as_hf_cfg_int(h, "d_model", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "d_kv", true, 0, 1, BIG, &dkv, err) || as_hf_cfg_int(h, "d_ff", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "num_layers", true, 0, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_decoder_layers", false, L, 1, 4096, &Ld, err) ||
+        as_hf_cfg_int(h, "num_heads", true, 0, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+        as_hf_cfg_int(h, "relative_attention_num_buckets", false, 32, 4, 1 << 16, &buckets, err) ||
+        as_hf_cfg_int(h, "relative_attention_max_distance", false, 128, 1, BIG, &maxd, err) ||
+        as_hf_cfg_int(h, "n_positions", false, 512, 1, BIG, &ctx, err) ||
+        as_hf_cfg_int(h, "decoder_start_token_id", false, 0, 0, V - 1, &start, err) ||
+        as_hf_cfg_num(h, "layer_norm_epsilon", false, 1e-6, 0, 1, &eps, err))
+        return AS_ERR;
+    if (maxd != 128)
+        return as_error_set(err, "%s: relative_attention_max_distance %lld is not read (llama.cpp's T5, and "
+                            "attnscope's, bin distances up to 128)", h->config_path, maxd);
+    json_t *proj = json_object_get(h->config, "feed_forward_proj");
+    const char *fp = json_is_string(proj) ? json_string_value(proj) : proj ? "?" : "relu";
+    bool gated = !strcmp(fp, "gated-gelu");
+    if (!gated && strcmp(fp, "relu"))
+        return as_error_set(err, "%s: feed_forward_proj '%.30s' is not read (relu: T5's; gated-gelu: Flan-T5's, "
+                            "the tanh GELU)", h->config_path, fp);
+    bool tied = true;
+    if (as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err))
+        return AS_ERR;
+    if (tied)
+        return as_error_set(err, "%s: tie_word_embeddings is true (T5Config's default): transformers then scales the "
+                            "decoder's output by d_model^-0.5 before the tied unembedding, and llama.cpp (as "
+                            "attnscope's t5) does not; not read yet", h->config_path);
+    if (Ld > L)
+        return as_error_set(err, "%s: num_decoder_layers %lld exceeds num_layers %lld (llama.cpp's T5 cannot "
+                            "load a decoder deeper than its encoder)", h->config_path, Ld, L);
+    if (!as_hf_kv_u32(h, "t5.context_length", (uint32_t)ctx) || !as_hf_kv_u32(h, "t5.embedding_length", (uint32_t)d) ||
+        !as_hf_kv_u32(h, "t5.block_count", (uint32_t)L) || !as_hf_kv_u32(h, "t5.decoder_block_count", (uint32_t)Ld) ||
+        !as_hf_kv_u32(h, "t5.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "t5.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_u32(h, "t5.attention.key_length", (uint32_t)dkv) ||
+        !as_hf_kv_u32(h, "t5.attention.value_length", (uint32_t)dkv) ||
+        !as_hf_kv_u32(h, "t5.attention.relative_buckets_count", (uint32_t)buckets) ||
+        !as_hf_kv_f32(h, "t5.attention.layer_norm_rms_epsilon", (float)eps) ||
+        !as_hf_kv_u32(h, "t5.decoder_start_token_id", (uint32_t)start))
+        return oom(h, err);
+    uint64_t D = (uint64_t)d, Q = (uint64_t)(H * dkv), F = (uint64_t)ff, B = (uint64_t)buckets, NH = (uint64_t)H;
+    const rule top[] = {
+        {"shared.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"encoder.final_layer_norm.weight", "enc.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"decoder.final_layer_norm.weight", "dec.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "enc.blk.0.attn_rel_b.weight",
+         AS_HF_AS_IS, 0, 2, B, NH, "[relative_attention_num_buckets, num_heads]", false},
+        {"decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "dec.blk.0.attn_rel_b.weight",
+         AS_HF_AS_IS, 0, 2, B, NH, "[relative_attention_num_buckets, num_heads]", false},
+    };
+#define ATT(stack, hfstack, sub, site, gsite)                                                                        \
+    {hfstack ".block.%d.layer." sub "." site ".q.weight", stack ".blk.%d." gsite "_q.weight", AS_HF_AS_IS, 0, 2, Q, \
+     D, "[num_heads x d_kv, d_model]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub "." site ".k.weight", stack ".blk.%d." gsite "_k.weight", AS_HF_AS_IS, 0, 2, Q, \
+     D, "[num_heads x d_kv, d_model]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub "." site ".v.weight", stack ".blk.%d." gsite "_v.weight", AS_HF_AS_IS, 0, 2, Q, \
+     D, "[num_heads x d_kv, d_model]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub "." site ".o.weight", stack ".blk.%d." gsite "_o.weight", AS_HF_AS_IS, 0, 2, D, \
+     Q, "[d_model, num_heads x d_kv]", false},                                                                    \
+    {hfstack ".block.%d.layer." sub ".layer_norm.weight", stack ".blk.%d." gsite "_norm.weight", AS_HF_AS_IS, 0, 1, \
+     D, 0, "[d_model]", false}
+#define FFN(stack, hfstack, sub)                                                                                     \
+    {hfstack ".block.%d.layer." sub ".layer_norm.weight", stack ".blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, \
+     "[d_model]", false},                                                                                         \
+    {hfstack ".block.%d.layer." sub ".DenseReluDense.wo.weight", stack ".blk.%d.ffn_down.weight", AS_HF_AS_IS, 0,   \
+     2, D, F, "[d_model, d_ff]", false},                                                                          \
+    {gated ? hfstack ".block.%d.layer." sub ".DenseReluDense.wi_0.weight"                                          \
+           : hfstack ".block.%d.layer." sub ".DenseReluDense.wi.weight",                                           \
+     gated ? stack ".blk.%d.ffn_gate.weight" : stack ".blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,             \
+     "[d_ff, d_model]", false},                                                                                   \
+    {hfstack ".block.%d.layer." sub ".DenseReluDense.wi_1.weight", stack ".blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, \
+     2, F, D, "[d_ff, d_model]", !gated}
+    const rule enc[] = {ATT("enc", "encoder", "0", "SelfAttention", "attn"), FFN("enc", "encoder", "1")};
+    const rule dec[] = {ATT("dec", "decoder", "0", "SelfAttention", "attn"),
+                        ATT("dec", "decoder", "1", "EncDecAttention", "cross_attn"), FFN("dec", "decoder", "2")};
+#undef ATT
+#undef FFN
+    if (!gated && as_hf_find(h, "encoder.block.0.layer.1.DenseReluDense.wi_1.weight"))
+        return as_error_set(err, "%s: feed_forward_proj is 'relu' but the checkpoint has wi_1 (a gated MLP)",
+                            h->config_path);
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++)
+        if (add_rules(h, enc, sizeof enc / sizeof enc[0] - (gated ? 0 : 1), l, err))
+            return AS_ERR;
+    for (int l = 0; l < (int)Ld; l++)
+        if (add_rules(h, dec, sizeof dec / sizeof dec[0] - (gated ? 0 : 1), l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+/* The embedding's tied copies in each stack (T5Model stores them). */
+static bool t5_ignored(const char *name)
+{
+    return !strcmp(name, "encoder.embed_tokens.weight") || !strcmp(name, "decoder.embed_tokens.weight");
+}
+
+/* ---------------------------------------------------------------- ViT */
+
+/* preprocessor_config.json (ViTImageProcessor): mean and std per channel,
+ * the size images are resized to (which must be config.json's
+ * image_size), bilinear or nearest resampling, rescaling by 1/255. Absent:
+ * ViTImageProcessor's defaults (0.5, 0.5, bilinear). */
+static int vit_preprocessor(as_hf *h, long long channels, long long size, as_error *err)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/preprocessor_config.json", h->dir);
+    float mean[3] = {0.5f, 0.5f, 0.5f}, stdv[3] = {0.5f, 0.5f, 0.5f};
+    const char *resize = "bilinear";
+    FILE *f = fopen(path, "r");
+    json_t *j = NULL;
+    if (f) {
+        fclose(f);
+        if (!(j = as_hf_load_json(path, err)))
+            return AS_ERR;
+        int rc = AS_OK;
+        const char *keys[2] = {"image_mean", "image_std"};
+        float *dst[2] = {mean, stdv};
+        bool normalize = !json_is_false(json_object_get(j, "do_normalize"));
+        for (int k = 0; k < 2 && rc == AS_OK; k++) {
+            json_t *a = json_object_get(j, keys[k]);
+            if (!normalize) {
+                for (int c = 0; c < 3; c++)
+                    dst[k][c] = k ? 1.0f : 0.0f;
+                continue;
+            }
+            if (!a)
+                continue;
+            if (!json_is_array(a) || (long long)json_array_size(a) != channels)
+                rc = as_error_set(err, "%s: %s must hold %lld numbers (one per channel)", path, keys[k], channels);
+            for (long long c = 0; rc == AS_OK && c < channels; c++) {
+                json_t *v = json_array_get(a, (size_t)c);
+                double x = json_is_number(v) ? json_number_value(v) : NAN;
+                if (!isfinite(x) || (k && x <= 0))
+                    rc = as_error_set(err, "%s: %s[%lld] is not a %s", path, keys[k], c,
+                                      k ? "positive number" : "number");
+                dst[k][c] = (float)x;
+            }
+        }
+        json_t *sz = json_object_get(j, "size"), *r = json_object_get(j, "resample"),
+               *rf = json_object_get(j, "rescale_factor");
+        long long hgt = json_is_integer(sz) ? json_integer_value(sz) : json_integer_value(json_object_get(sz, "height"));
+        long long wid = json_is_integer(sz) ? json_integer_value(sz) : json_integer_value(json_object_get(sz, "width"));
+        if (rc == AS_OK && sz && !json_is_false(json_object_get(j, "do_resize")) && (hgt != size || wid != size))
+            rc = as_error_set(err, "%s: size %lld x %lld is not config.json's image_size %lld", path, hgt, wid, size);
+        if (rc == AS_OK && r && !(json_is_integer(r) && (json_integer_value(r) == 0 || json_integer_value(r) == 2)))
+            rc = as_error_set(err, "%s: resample must be 2 (bilinear) or 0 (nearest)", path);
+        if (rc == AS_OK && r && json_integer_value(r) == 0)
+            resize = "nearest";
+        if (rc == AS_OK && !json_is_false(json_object_get(j, "do_rescale")) && rf &&
+            !(json_is_number(rf) && fabs(json_number_value(rf) * 255.0 - 1.0) < 1e-6))
+            rc = as_error_set(err, "%s: rescale_factor must be 1/255 (attnscope reads 8-bit images)", path);
+        if (rc == AS_OK && json_is_false(json_object_get(j, "do_rescale")))
+            rc = as_error_set(err, "%s: do_rescale false is not read (attnscope scales 8-bit pixels by 1/255)", path);
+        json_decref(j);
+        if (rc != AS_OK)
+            return AS_ERR;
+    }
+    if (!as_hf_kv_f32s(h, "clip.vision.image_mean", mean, (uint64_t)channels) ||
+        !as_hf_kv_f32s(h, "clip.vision.image_std", stdv, (uint64_t)channels) ||
+        !as_hf_kv_str(h, "clip.vision.resize", resize))
+        return oom(h, err);
+    return AS_OK;
+}
+
+/* id2label {"0": name, ...}: the class names, every id 0..n-1 once. */
+static int vit_classes(as_hf *h, long long *n_out, as_error *err)
+{
+    json_t *map = json_object_get(h->config, "id2label");
+    size_t n = json_object_size(map);
+    if (!json_is_object(map) || !n || n > (1u << 20))
+        return as_error_set(err, "%s: id2label must name the classifier's classes ({\"0\": name, ...})",
+                            h->config_path);
+    const char **names = calloc(n, sizeof *names);
+    if (!names)
+        return oom(h, err);
+    const char *k;
+    json_t *v;
+    int rc = AS_OK;
+    json_object_foreach(map, k, v) {
+        char *end;
+        long id = strtol(k, &end, 10);
+        if (*k == 0 || *end || id < 0 || (size_t)id >= n || names[id] || !json_is_string(v)) {
+            rc = as_error_set(err, "%s: id2label: key '%.20s' is not an id in 0..%zu given once with a name",
+                              h->config_path, k, n - 1);
+            break;
+        }
+        names[id] = json_string_value(v);
+    }
+    if (rc == AS_OK && !as_hf_kv_strs(h, "clip.vision.class_names", names, n))
+        rc = oom(h, err);
+    free(names);
+    *n_out = (long long)n;
+    return rc;
+}
+
+/* ViTForImageClassification (ViTConfig's keys) as arch vit's `v.*`
+ * tensors: HF's query/key/value/dense are nn.Linear's [out, in] as
+ * llama.cpp's are; cls_token [1, 1, d] and position_embeddings
+ * [1, 1 + patches, d] lose their leading ones. */
+static int vit_map(as_hf *h, as_error *err)
+{
+    long long d, L, H, ff, size, patch, ch, n_class = 0;
+    double eps;
+    bool qkv_bias;
+    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 1024, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 1024, &H, err) ||
+        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "image_size", false, 224, 1, 1 << 14, &size, err) ||
+        as_hf_cfg_int(h, "patch_size", false, 16, 1, 1 << 10, &patch, err) ||
+        as_hf_cfg_int(h, "num_channels", false, 3, 1, 3, &ch, err) ||
+        as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) ||
+        as_hf_cfg_bool(h, "qkv_bias", true, &qkv_bias, err))
+        return AS_ERR;
+    json_t *act = json_object_get(h->config, "hidden_act");
+    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu")))
+        return as_error_set(err, "%s: hidden_act '%.30s' is not read (gelu: the exact erf GELU arch vit runs)",
+                            h->config_path, json_is_string(act) ? json_string_value(act) : "?");
+    if (!qkv_bias)
+        return as_error_set(err, "%s: qkv_bias false is not read (arch vit's q, k, v have biases)", h->config_path);
+    if (ch == 2)
+        return as_error_set(err, "%s: num_channels 2: attnscope reads grey (1) or RGB (3) images", h->config_path);
+    if (size % patch || d % H)
+        return as_error_set(err, "%s: image_size %lld must be a multiple of patch_size %lld and hidden_size %lld of "
+                            "num_attention_heads %lld", h->config_path, size, patch, d, H);
+    if (vit_classes(h, &n_class, err) || vit_preprocessor(h, ch, size, err))
+        return AS_ERR;
+    if (!as_hf_kv_u32(h, "clip.vision.image_size", (uint32_t)size) ||
+        !as_hf_kv_u32(h, "clip.vision.patch_size", (uint32_t)patch) ||
+        !as_hf_kv_u32(h, "clip.vision.embedding_length", (uint32_t)d) ||
+        !as_hf_kv_u32(h, "clip.vision.feed_forward_length", (uint32_t)ff) ||
+        !as_hf_kv_u32(h, "clip.vision.block_count", (uint32_t)L) ||
+        !as_hf_kv_u32(h, "clip.vision.attention.head_count", (uint32_t)H) ||
+        !as_hf_kv_f32(h, "clip.vision.attention.layer_norm_epsilon", (float)eps) ||
+        !as_hf_kv_u32(h, "clip.vision.channels", (uint32_t)ch) || !as_hf_kv_bool(h, "clip.has_vision_encoder", true))
+        return oom(h, err);
+    h->alt_prefix = "vit."; /* ViTForImageClassification's names; ViTModel's have none */
+    uint64_t D = (uint64_t)d, F = (uint64_t)ff, grid = (uint64_t)(size / patch), C = (uint64_t)n_class;
+    uint64_t cls[3] = {1, 1, D}, pos[3] = {1, 1 + grid * grid, D}, conv[4] = {D, (uint64_t)ch, (uint64_t)patch,
+                                                                              (uint64_t)patch};
+    if (as_hf_add(h, "embeddings.cls_token", "v.class_embd", AS_HF_SQUEEZE, 0, 3, cls, "[1, 1, hidden_size]", false,
+                  NULL, err) ||
+        as_hf_add(h, "embeddings.position_embeddings", "v.position_embd.weight", AS_HF_SQUEEZE, 0, 3, pos,
+                  "[1, 1 + (image_size / patch_size)^2, hidden_size]", false, NULL, err) ||
+        as_hf_add(h, "embeddings.patch_embeddings.projection.weight", "v.patch_embd.weight", AS_HF_AS_IS, 0, 4, conv,
+                  "[hidden_size, num_channels, patch_size, patch_size]", false, NULL, err))
+        return AS_ERR;
+    const rule top[] = {
+        {"embeddings.patch_embeddings.projection.bias", "v.patch_embd.bias", AS_HF_AS_IS, 0, 1, D, 0,
+         "[hidden_size]", false},
+        {"layernorm.weight", "v.post_ln.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"layernorm.bias", "v.post_ln.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"classifier.weight", "v.head.weight", AS_HF_AS_IS, 0, 2, C, D, "[len(id2label), hidden_size]", false},
+        {"classifier.bias", "v.head.bias", AS_HF_AS_IS, 0, 1, C, 0, "[len(id2label)]", false},
+    };
+#define LIN(hf, gg, o, i, w)                                                                                         \
+    {"encoder.layer.%d." hf ".weight", "v.blk.%d." gg ".weight", AS_HF_AS_IS, 0, 2, o, i, w, false},                \
+    {"encoder.layer.%d." hf ".bias", "v.blk.%d." gg ".bias", AS_HF_AS_IS, 0, 1, o, 0, "[out]", false}
+    const rule blk[] = {
+        LIN("layernorm_before", "ln1", D, 0, "[hidden_size]"), LIN("layernorm_after", "ln2", D, 0, "[hidden_size]"),
+    };
+    const rule blk2[] = {
+        LIN("attention.attention.query", "attn_q", D, D, "[hidden_size, hidden_size]"),
+        LIN("attention.attention.key", "attn_k", D, D, "[hidden_size, hidden_size]"),
+        LIN("attention.attention.value", "attn_v", D, D, "[hidden_size, hidden_size]"),
+        LIN("attention.output.dense", "attn_out", D, D, "[hidden_size, hidden_size]"),
+        LIN("intermediate.dense", "ffn_up", F, D, "[intermediate_size, hidden_size]"),
+        LIN("output.dense", "ffn_down", D, F, "[hidden_size, intermediate_size]"),
+    };
+#undef LIN
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+        return AS_ERR;
+    for (int l = 0; l < (int)L; l++) {
+        /* a LayerNorm's weight is a vector: the rule's second dimension is unused */
+        rule nb[4];
+        memcpy(nb, blk, sizeof nb);
+        for (int i = 0; i < 4; i++)
+            nb[i].n_dims = 1;
+        if (add_rules(h, nb, 4, l, err) || add_rules(h, blk2, sizeof blk2 / sizeof blk2[0], l, err))
+            return AS_ERR;
+    }
+    return AS_OK;
+}
+
+/* ViTModel's pooler (ViTForImageClassification reads [CLS] instead). */
+static bool vit_ignored(const char *name)
+{
+    return strstr(name, "pooler.dense.") != NULL;
+}
+
 /* ---------------------------------------------------------------- the table */
 
 static const as_hf_family FAMILIES[] = {
-    {"gpt2", "gpt2", gpt2_map, gpt2_ignored},
-    {"llama", "llama", llama_map, llama_ignored},
-    {"mistral", "llama", llama_map, llama_ignored}, /* as llama.cpp converts it */
-    {"qwen2", "qwen2", qwen2_map, llama_ignored},
-    {"qwen3", "qwen3", qwen3_map, llama_ignored},
-    {"bert", "bert", bert_map, bert_ignored},
-    {"gemma3_text", "gemma3", gemma3_map, llama_ignored},
+    {"gpt2", "gpt2", gpt2_map, gpt2_ignored, false},
+    {"llama", "llama", llama_map, llama_ignored, false},
+    {"mistral", "llama", llama_map, llama_ignored, false}, /* as llama.cpp converts it */
+    {"qwen2", "qwen2", qwen2_map, llama_ignored, false},
+    {"qwen3", "qwen3", qwen3_map, llama_ignored, false},
+    {"bert", "bert", bert_map, bert_ignored, false},
+    {"gemma3_text", "gemma3", gemma3_map, llama_ignored, false},
+    {"t5", "t5", t5_map, t5_ignored, false},
+    {"vit", "vit", vit_map, vit_ignored, true},
 };
 
 const as_hf_family *as_hf_family_find(const char *model_type)

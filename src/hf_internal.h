@@ -44,6 +44,7 @@ typedef struct as_hf {
     void **bufs;             /* converted tensors and metadata arrays the view points into */
     size_t n_bufs;
     as_gguf *g;              /* the view being built */
+    char llama_note[320];    /* what llama.cpp will compute otherwise than the directory says ("": nothing) */
     uint64_t tensor_cap;
 } as_hf;
 
@@ -64,6 +65,9 @@ bool as_hf_kv_u32(as_hf *h, const char *key, uint32_t v);
 bool as_hf_kv_f32(as_hf *h, const char *key, float v);
 bool as_hf_kv_str(as_hf *h, const char *key, const char *s);
 bool as_hf_kv_bool(as_hf *h, const char *key, bool v);
+bool as_hf_kv_f32s(as_hf *h, const char *key, const float *v, uint64_t n);
+/* n strings, copied. */
+bool as_hf_kv_strs(as_hf *h, const char *key, const char *const *s, uint64_t n);
 
 /* ---- the view's tensors */
 typedef enum as_hf_xform {
@@ -71,6 +75,7 @@ typedef enum as_hf_xform {
     AS_HF_TRANSPOSE,  /* a 2-D [a, b] stored as [b, a] (GPT-2's Conv1D) */
     AS_HF_PAIRS,      /* rows of `heads` heads from rotate-half order to adjacent pairs */
     AS_HF_PLUS_ONE,   /* a norm weight stored as w for 1 + w (Gemma), as float32 1 + w */
+    AS_HF_SQUEEZE,    /* in place, its leading dimensions of 1 dropped (ViT's [1, 1, d] cls_token) */
 } as_hf_xform;
 
 /* The HF tensor hf_name (or alt_prefix + hf_name), NULL when absent. */
@@ -90,6 +95,7 @@ typedef struct as_hf_family {
     const char *arch;                       /* general.architecture of the view */
     int (*map)(as_hf *h, as_error *err);    /* hyperparameters and tensors */
     bool (*ignored)(const char *hf_name);   /* buffers a checkpoint may hold and nothing reads */
+    bool no_tokenizer;                      /* reads no tokenizer.json (an image model: its labels are the vocabulary) */
 } as_hf_family;
 
 const as_hf_family *as_hf_family_find(const char *model_type);

@@ -21,7 +21,17 @@
 
 static void feed_fixture_tokens(as_session *s, const char *name)
 {
-    char path[256];
+    char path[256], cmd[512];
+    /* an image model's fixture: its image */
+    snprintf(path, sizeof path, "fixtures/%s/image.png", name);
+    if (access(path, R_OK) == 0) {
+        snprintf(cmd, sizeof cmd, "image %s; finish", path);
+        run_ok(s, cmd);
+        return;
+    }
+    /* an encoder-decoder's fixture: its source first */
+    snprintf(path, sizeof path, "fixtures/%s/source.npy", name);
+    run_npy_ids(s, "source-ids", path, true);
     snprintf(path, sizeof path, "fixtures/%s/tokens.npy", name);
     run_npy_ids(s, "prompt-ids", path, false);
     /* an encoder's fixture is a sentence pair: its token types too */
@@ -106,6 +116,13 @@ Test(hf, bert_directory_runs_as_its_gguf) { same_as_gguf("tiny-bert"); }
 /* Gemma 3: norms stored as w for 1 + w, q/k norms, post-norms, local layers with their own rotary base,
  * linear scaling on the global ones */
 Test(hf, gemma3_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma3"); }
+/* T5ForConditionalGeneration: Flan-T5's gated GELU (the tied output stored
+ * as lm_head.weight), T5's ReLU with an encoder deeper than the decoder */
+Test(hf, t5_directory_runs_as_its_gguf) { same_as_gguf("tiny-t5"); }
+Test(hf, t5_relu_directory_runs_as_its_gguf) { same_as_gguf("tiny-t5-relu"); }
+/* ViTForImageClassification with preprocessor_config.json: the same image
+ * gives every hook of the GGUF twin and torchvision's logits */
+Test(hf, vit_directory_runs_as_its_gguf) { same_as_gguf("tiny-vit"); }
 
 /* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
 static void same_ids(const char *name)
@@ -436,7 +453,7 @@ static void converts(const char *name)
     close(fd);
     snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
     as_error err = {{0}};
-    cr_assert_eq(as_hf_to_gguf(dir, out, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_hf_to_gguf(dir, out, NULL, 0, &err), AS_OK, "%s", err.msg);
     same_as_gguf_at(name, out);
     unlink(out);
 }
@@ -444,6 +461,316 @@ static void converts(const char *name)
 Test(hf, converted_gpt2_runs_as_its_gguf) { converts("tiny-gpt2"); }
 Test(hf, converted_sharded_llama_runs_as_its_gguf) { converts("tiny-llama"); }
 Test(hf, converted_bert_runs_as_its_gguf) { converts("tiny-bert"); }
+
+/* hidden_act "gelu" (BERT's usual exact erf GELU; tiny-bert's weights):
+ * the MLP's and the masked-LM head's GELU are the erf form, so the hooks
+ * after them and the logits equal PyTorch's F.gelu pass (the recipe's
+ * tiny-bert-erf.ref/, itself held to nn.TransformerEncoderLayer with
+ * activation=F.gelu) within 1e-5, where the tanh form (the GGUF fixture)
+ * differs by more than 100 times that. */
+static void erf_matches_pytorch(const char *model)
+{
+    static const char *const hooks[] = {
+        "blocks.0.mlp.hook_pre", "blocks.0.mlp.hook_post", "blocks.0.hook_mlp_out", "blocks.0.ln2.hook_normalized",
+        "blocks.1.mlp.hook_post", "blocks.1.ln2.hook_normalized", "pooler.hook_out", "mlm_head.hook_post",
+        "mlm_head.ln.hook_normalized", "unembed.hook_out"};
+    as_session *s = open_session(model, 64);
+    feed_fixture_tokens(s, "hf/tiny-bert-erf.ref");
+    for (size_t k = 0; k < sizeof hooks / sizeof hooks[0]; k++) {
+        char path[256];
+        snprintf(path, sizeof path, "fixtures/hf/tiny-bert-erf.ref/%s.npy", hooks[k]);
+        int h = -1;
+        for (int i = 0; i < s->prog->n_hooks; i++)
+            if (!strcmp(s->prog->hooks[i].name, hooks[k]))
+                h = i;
+        cr_assert_geq(h, 0, "%s: no hook %s", model, hooks[k]);
+        npy ref;
+        cr_assert_eq(npy_read(path, &ref), 0, "cannot read %s", path);
+        size_t n;
+        float *got = values(s, h, &n);
+        cr_assert_eq(n, ref.count, "%s: %zu values, PyTorch %zu", hooks[k], n, ref.count);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++)
+            worst = fmax(worst, fabs((double)got[i] - ref.f[i]));
+        cr_assert_leq(worst, 1e-5, "%s: %s differs from PyTorch's erf GELU pass by %.3g", model, hooks[k], worst);
+        cr_log_info("%s: %s within %.2g of PyTorch's", model, hooks[k], worst);
+        free(got);
+        npy_free(&ref);
+    }
+    close_session(s);
+}
+
+Test(hf, bert_erf_gelu_directory_matches_pytorch)
+{
+    erf_matches_pytorch("fixtures/hf/tiny-bert-erf");
+    /* the test tells the two GELUs apart: the tanh pass's logits are far from the erf pass's */
+    npy a, b;
+    cr_assert_eq(npy_read("fixtures/tiny-bert/unembed.hook_out.npy", &a), 0);
+    cr_assert_eq(npy_read("fixtures/hf/tiny-bert-erf.ref/unembed.hook_out.npy", &b), 0);
+    cr_assert_eq(a.count, b.count);
+    double apart = 0;
+    for (size_t i = 0; i < a.count; i++)
+        apart = fmax(apart, fabs((double)a.f[i] - b.f[i]));
+    cr_assert_geq(apart, 1e-3, "tanh and erf logits differ by only %.3g", apart);
+    npy_free(&a);
+    npy_free(&b);
+}
+
+/* convert keeps the erf GELU in our key (attnscope's pass over the GGUF is
+ * PyTorch's) and says llama.cpp will not follow it; a tanh directory has
+ * nothing to say. */
+Test(hf, converted_erf_bert_keeps_its_gelu_and_says_llama_cpp_does_not)
+{
+    char out[] = "/tmp/attnscope-hf-convert-XXXXXX.gguf", note[512];
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-bert-erf", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(note, "llama.cpp") && strstr(note, "tanh") && strstr(note, "erf"), "note: '%s'", note);
+    erf_matches_pytorch(out);
+    cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-bert", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(note, "");
+    unlink(out);
+}
+
+/* hidden_act other than the three GELUs, or not a string, is refused by
+ * file and key; our GGUF key with a value it does not know likewise. */
+Test(hf, bert_unknown_hidden_act_is_refused_by_name)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    set_config(&t, "\"hidden_act\": \"gelu_new\"", "\"hidden_act\": \"relu\"");
+    refused(&t, "config.json", "hidden_act 'relu'", NULL);
+    set_config(&t, "\"hidden_act\": \"relu\"", "\"hidden_act\": 7");
+    refused(&t, "config.json", "hidden_act", "string");
+    remove_copy(&t);
+    as_gguf *g;
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-bert.gguf", NULL, NULL, &g);
+    as_gguf_writer_set_str(w, "bert.attnscope.gelu", "sigmoid");
+    char msg[512];
+    load_refused(w, g, msg, sizeof msg);
+    cr_assert(strstr(msg, "bert.attnscope.gelu") && strstr(msg, "sigmoid"), "%s", msg);
+}
+
+/* T5 configurations attnscope does not run as transformers does are
+ * refused by file and key: a tied output (transformers rescales it), an
+ * MLP other than relu / gated-gelu, another bucket distance. */
+Test(hf, t5_unread_configs_are_refused_by_name)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-t5", true);
+    set_config(&t, "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+    refused(&t, "config.json", "tie_word_embeddings", "d_model^-0.5");
+    set_config(&t, "\"tie_word_embeddings\": true", "\"tie_word_embeddings\": false");
+    set_config(&t, "\"gated-gelu\"", "\"gated-silu\"");
+    refused(&t, "config.json", "feed_forward_proj 'gated-silu'", NULL);
+    set_config(&t, "\"gated-silu\"", "\"relu\"");
+    refused(&t, "config.json", "wi_1", NULL);
+    set_config(&t, "\"relu\"", "\"gated-gelu\"");
+    set_config(&t, "\"relative_attention_max_distance\": 128", "\"relative_attention_max_distance\": 64");
+    refused(&t, "config.json", "relative_attention_max_distance 64", NULL);
+    remove_copy(&t);
+}
+
+/* A Unigram tokenizer.json (T5's layout: Precompiled charsmap, Strip,
+ * Replace " {2,}", Metaspace, $A </s>), made by the recipe from
+ * fixtures/t5-ugm.gguf's SentencePiece vocabulary: read as llama.cpp's
+ * "t5" tokenizer, its ids equal SentencePiece's own on the 1,200 strings
+ * of fixtures/t5-ugm.spm.txt (the strings where llama.cpp and
+ * SentencePiece agree), every one; with special tokens it ends in </s>. */
+Test(hf, unigram_tokenizer_gives_sentencepiece_ids)
+{
+    as_gguf *g;
+    as_tokenizer *t;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_open(&g, "fixtures/hf/t5-ugm", &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_tokenizer_from_gguf(&t, g, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_tokenizer_kind(t), AS_TOK_T5);
+    FILE *f = fopen("fixtures/t5-ugm.spm.txt", "r");
+    cr_assert(f);
+    static char line[1 << 16], text[1 << 15];
+    size_t total = 0, same = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        cr_assert(tab);
+        size_t n = 0;
+        for (char *h = line; h + 1 < tab; h += 2) {
+            unsigned b;
+            cr_assert_eq(sscanf(h, "%2x", &b), 1);
+            text[n++] = (char)b;
+        }
+        int32_t want[4096];
+        size_t nw = 0;
+        for (char *p = tab + 1, *end; nw < 4096; p = end) {
+            long v = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            want[nw++] = (int32_t)v;
+        }
+        int32_t *ids;
+        size_t ni;
+        cr_assert_eq(as_tokenizer_tokenize(t, text, n, 0, &ids, &ni, &err), AS_OK, "%s", err.msg);
+        bool ok = ni == nw && !memcmp(ids, want, ni * sizeof *ids);
+        if (!ok && total - same < 3)
+            fprintf(stderr, "t5-ugm directory: line %zu differs from SentencePiece\n", total + 1);
+        same += ok;
+        total++;
+        free(ids);
+    }
+    fclose(f);
+    cr_assert_geq(total, 1000);
+    cr_assert_eq(same, total, "%zu of %zu strings give SentencePiece's ids", same, total);
+    int32_t *ids;
+    size_t ni;
+    cr_assert_eq(as_tokenizer_tokenize(t, "Haus", 4, AS_TOK_ADD_SPECIAL, &ids, &ni, &err), AS_OK, "%s", err.msg);
+    cr_assert(ni >= 2 && ids[ni - 1] == 1, "no </s> at the end");
+    free(ids);
+    as_tokenizer_free(t);
+    as_gguf_close(g);
+}
+
+/* Broken Unigram files are refused by file and what: a vocab entry that is
+ * not [piece, score], an added token whose id holds another piece, a
+ * charsmap that is not base64, an unknown normalizer. */
+Test(hf, broken_unigram_tokenizer_is_refused_by_name)
+{
+    static const struct { const char *from, *to, *want; } cases[] = {
+        {"[\n        \"<pad>\",\n        0.0\n      ]", "[\"<pad>\"]", "model.vocab[0]"},
+        {"\"content\": \"</s>\"", "\"content\": \"<s>\"", "added_tokens[1]"},
+        {"\"precompiled_charsmap\": \"", "\"precompiled_charsmap\": \"*", "base64"},
+        {"\"type\": \"Strip\"", "\"type\": \"NFKC\"", "normalizer 'NFKC'"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tmpdir t;
+        make_copy(&t, "t5-ugm", true);
+        char p[256];
+        snprintf(p, sizeof p, "%s/tokenizer.json", t.path);
+        FILE *f = fopen(p, "rb");
+        cr_assert(f);
+        fseek(f, 0, SEEK_END);
+        long n = ftell(f);
+        rewind(f);
+        char *buf = malloc((size_t)n + 1), *out = malloc((size_t)n + 64);
+        cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+        fclose(f);
+        buf[n] = 0;
+        char *at = strstr(buf, cases[c].from);
+        cr_assert(at, "tokenizer.json has no '%s'", cases[c].from);
+        int k = snprintf(out, (size_t)n + 64, "%.*s%s%s", (int)(at - buf), buf, cases[c].to, at + strlen(cases[c].from));
+        write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+        refused(&t, "tokenizer.json", cases[c].want, NULL);
+        free(buf);
+        free(out);
+        remove_copy(&t);
+    }
+}
+
+/* A ViT directory's labels and preprocessing: id2label's names label the
+ * classes; a gap in id2label, a preprocessor size other than image_size,
+ * and an activation other than the erf GELU are refused by file and key. */
+Test(hf, vit_labels_and_broken_configs)
+{
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_load(&m, "fixtures/hf/tiny-vit", &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(m->cfg.n_vocab, 10);
+    as_model_free(m);
+    tmpdir t;
+    make_copy(&t, "tiny-vit", true);
+    char from[256], to[256];
+    snprintf(from, sizeof from, "fixtures/hf/tiny-vit/preprocessor_config.json");
+    snprintf(to, sizeof to, "%s/preprocessor_config.json", t.path);
+    copy_file(from, to, -1);
+    set_config(&t, "\"3\": \"three\"", "\"30\": \"three\"");
+    refused(&t, "config.json", "id2label", "'30'");
+    set_config(&t, "\"30\": \"three\"", "\"3\": \"three\"");
+    set_config(&t, "\"hidden_act\": \"gelu\"", "\"hidden_act\": \"gelu_new\"");
+    refused(&t, "config.json", "hidden_act 'gelu_new'", NULL);
+    set_config(&t, "\"hidden_act\": \"gelu_new\"", "\"hidden_act\": \"gelu\"");
+    set_config(&t, "\"image_size\": 28", "\"image_size\": 14");
+    refused(&t, "preprocessor_config.json", "size 28 x 28", "image_size 14");
+    remove_copy(&t);
+}
+
+static as_tokenizer *tokenizer_of(const char *path, as_gguf **g)
+{
+    as_tokenizer *t;
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_open_any(g, path, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_tokenizer_from_gguf(&t, *g, &err), AS_OK, "%s", err.msg);
+    return t;
+}
+
+/* StarCoder's pre-tokenizer, Digits(individual_digits) then ByteLevel:
+ * read as llama.cpp's "starcoder" (\p{N}, then GPT-2's regex), so a
+ * directory's ids equal those of the GGUF tokenizer with that pre type
+ * (held to llama.cpp's by tests/test_tok_llama.c); Digits keeping runs of
+ * digits together is refused. */
+Test(hf, digits_then_byte_level_reads_as_starcoder)
+{
+    static const char *const texts[] = {"in 2024, 365 days", "x1y22z333", " 7 8  9\n10", "no digits here"};
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", true);
+    char p[256];
+    snprintf(p, sizeof p, "%s/tokenizer.json", t.path);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f);
+    static char buf[1 << 20], out[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *from = "\"pre_tokenizer\": {\n    \"type\": \"ByteLevel\",\n    \"add_prefix_space\": false,\n"
+                       "    \"trim_offsets\": true,\n    \"use_regex\": true\n  },";
+    char *at = strstr(buf, from);
+    cr_assert(at, "tiny-gpt2's tokenizer.json has no ByteLevel pre_tokenizer as expected");
+    const char *digits = "\"pre_tokenizer\": {\"type\": \"Sequence\", \"pretokenizers\": [{\"type\": \"Digits\", "
+                         "\"individual_digits\": %s}, {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                         "\"trim_offsets\": true, \"use_regex\": true}]},";
+    char seq[512];
+    snprintf(seq, sizeof seq, digits, "true");
+    int k = snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, seq, at + strlen(from));
+    write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+
+    as_gguf *gd, *gp, *gs;
+    as_tokenizer *dir = tokenizer_of(t.path, &gd), *plain = tokenizer_of("fixtures/hf/tiny-gpt2", &gp);
+    /* the GGUF fixture's vocabulary with llama.cpp's starcoder pre type */
+    as_gguf *g0;
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-gpt2.gguf", "tokenizer.ggml.pre", NULL, &g0);
+    as_gguf_writer_set_str(w, "tokenizer.ggml.pre", "starcoder");
+    char path[] = "/tmp/attnscope-starcoder-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g0);
+    as_tokenizer *star = tokenizer_of(path, &gs);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int32_t *a, *b, *c;
+        size_t na, nb, nc;
+        size_t len = strlen(texts[i]);
+        cr_assert_eq(as_tokenizer_tokenize(dir, texts[i], len, 0, &a, &na, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(star, texts[i], len, 0, &b, &nb, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(plain, texts[i], len, 0, &c, &nc, &err), AS_OK, "%s", err.msg);
+        cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "'%s': the directory's ids differ from starcoder's",
+                  texts[i]);
+        free(a), free(b), free(c);
+    }
+    /* tiny-gpt2's vocabulary has no merge across digits, so the ids alone cannot tell the pre types apart */
+    const char *pre = NULL;
+    cr_assert_eq(as_gguf_get_str(gd, "tokenizer.ggml.pre", &pre, &err), AS_OK, "%s", err.msg);
+    cr_assert_str_eq(pre, "starcoder");
+    as_tokenizer_free(dir), as_tokenizer_free(plain), as_tokenizer_free(star);
+    as_gguf_close(gd), as_gguf_close(gp), as_gguf_close(gs);
+    unlink(path);
+    snprintf(seq, sizeof seq, digits, "false");
+    k = snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, seq, at + strlen(from));
+    write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+    refused(&t, "tokenizer.json", "individual_digits", NULL);
+    remove_copy(&t);
+}
 
 Test(hf, convert_to_an_unwritable_path_is_refused)
 {

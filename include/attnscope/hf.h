@@ -39,8 +39,11 @@ int as_hf_load(as_model **out, const char *dir, as_error *err);
 /* Writes the view as a GGUF file (keys, tokenizer and tensors as the view
  * has them, each tensor in its stored type): what llama.cpp's converter
  * would write, so llama.cpp loads it. Written beside gguf_path and renamed
- * into place: nothing half-written. */
-int as_hf_to_gguf(const char *dir, const char *gguf_path, as_error *err);
+ * into place: nothing half-written. When note is not NULL it receives
+ * (note_cap bytes at most) what llama.cpp will compute otherwise than the
+ * directory says (the directory's semantics kept in keys of ours that
+ * llama.cpp ignores), or "" when nothing. */
+int as_hf_to_gguf(const char *dir, const char *gguf_path, char *note, size_t note_cap, as_error *err);
 /* Opens path as a GGUF view if it is a directory, else as a GGUF file. */
 int as_hf_open_any(as_gguf **out, const char *path, as_error *err);
 

@@ -13,6 +13,16 @@ tiny-llama-yarn/, tiny-mistral/ and tiny-qwen3/ (the decoder fixtures
 of those names: YaRN, a window with linear scaling, q/k norms with NEOX
 rotary), tiny-gemma3/ (norms as w for 1 + w, local layers' rotary base),
 tiny-bert/ (BertForMaskedLM's names, WordPiece, 1_Pooling),
+tiny-t5/ and tiny-t5-relu/ (T5ForConditionalGeneration's names: Flan-T5's
+gated GELU and T5's ReLU, the tied output stored as lm_head.weight),
+tiny-vit/ (ViTForImageClassification's names, id2label, a
+preprocessor_config.json; no tokenizer.json),
+t5-ugm/ (a Unigram tokenizer.json made from t5-ugm.gguf's SentencePiece
+vocabulary, around a T5 just large enough to carry it),
+tiny-bert-erf/ (tiny-bert's weights with hidden_act "gelu", BERT's usual
+exact erf GELU, which no GGUF fixture has: tiny-bert-erf.ref/ beside it
+holds every hook of the PyTorch pass with F.gelu, checked here against
+PyTorch's own nn.TransformerEncoderLayer(activation=F.gelu)),
 and the same weights stored as F16 (tiny-gpt2-f16/) and BF16
 (tiny-llama-bf16/), each with NAME.logits.npy beside it: the float64
 PyTorch pass over the weights so rounded, on the fixture's tokens; and
@@ -43,6 +53,7 @@ tokenizer.json, as the tokenizers library writes it:
 """
 
 import argparse
+import dataclasses
 import json
 import math
 import os
@@ -280,7 +291,8 @@ def bert_dir(model, cfg, tok, dtype="F32", sharded=False):
     config = {
         "architectures": ["BertForMaskedLM"], "model_type": "bert", "vocab_size": cfg.vocab,
         "hidden_size": cfg.d_model, "num_hidden_layers": cfg.n_layer, "num_attention_heads": cfg.n_head,
-        "intermediate_size": cfg.d_ff, "hidden_act": "gelu_new", "max_position_embeddings": cfg.ctx,
+        "intermediate_size": cfg.d_ff, "hidden_act": "gelu" if cfg.gelu_erf else "gelu_new",
+        "max_position_embeddings": cfg.ctx,
         "type_vocab_size": cfg.n_types, "layer_norm_eps": cfg.eps, "position_embedding_type": "absolute",
         "pad_token_id": 0,
     }
@@ -355,6 +367,147 @@ def gemma3_dir(model, cfg, tok, dtype="F32", sharded=False):
     return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
 
 
+def t5_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """T5ForConditionalGeneration's names and T5Config's keys. The
+    reference (like llama.cpp) unembeds with the token embedding unscaled
+    where tied; transformers scales a tied T5's output by d_model^-0.5, so
+    the directory stores the embedding again as lm_head.weight with
+    tie_word_embeddings false: the same computation in HF's terms."""
+    t = [("shared.weight", f32(model.embd.weight))]
+    for stack, layers in (("encoder", model.enc), ("decoder", model.dec)):
+        for L, b in enumerate(layers):
+            p = "%s.block.%d.layer." % (stack, L)
+            sites = [("0", "SelfAttention", b.attn_norm, (b.q, b.k, b.v, b.o))]
+            if stack == "decoder":
+                sites.append(("1", "EncDecAttention", b.cross_norm, (b.cq, b.ck, b.cv, b.co)))
+            for sub, site, norm, lins in sites:
+                for n_, lin in zip("qkvo", lins):
+                    t.append((p + "%s.%s.%s.weight" % (sub, site, n_), f32(lin.weight)))
+                t.append((p + sub + ".layer_norm.weight", f32(norm)))
+            if L == 0:
+                rel = model.enc_rel if stack == "encoder" else model.dec_rel
+                t.append((p + "0.SelfAttention.relative_attention_bias.weight", f32(rel)))
+            f = "2" if stack == "decoder" else "1"
+            if b.gate is not None:
+                t += [(p + f + ".DenseReluDense.wi_0.weight", f32(b.gate.weight)),
+                      (p + f + ".DenseReluDense.wi_1.weight", f32(b.up.weight))]
+            else:
+                t.append((p + f + ".DenseReluDense.wi.weight", f32(b.up.weight)))
+            t += [(p + f + ".DenseReluDense.wo.weight", f32(b.down.weight)),
+                  (p + f + ".layer_norm.weight", f32(b.ffn_norm))]
+    t += [("encoder.final_layer_norm.weight", f32(model.enc_norm)),
+          ("decoder.final_layer_norm.weight", f32(model.dec_norm)),
+          ("lm_head.weight", f32(model.embd.weight if model.out is None else model.out.weight))]
+    config = {
+        "architectures": ["T5ForConditionalGeneration"], "model_type": "t5", "vocab_size": cfg.vocab,
+        "d_model": cfg.d_model, "d_kv": cfg.d_head, "d_ff": cfg.d_ff, "num_layers": cfg.n_enc,
+        "num_decoder_layers": cfg.n_dec, "num_heads": cfg.n_head, "relative_attention_num_buckets": cfg.buckets,
+        "relative_attention_max_distance": cfg.max_distance, "layer_norm_epsilon": cfg.eps,
+        "feed_forward_proj": "gated-gelu" if cfg.gated else "relu", "is_encoder_decoder": True,
+        "tie_word_embeddings": False, "decoder_start_token_id": cfg.start, "n_positions": cfg.ctx,
+        "eos_token_id": tok["eos_token_id"], "pad_token_id": 0,
+    }
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok) if "tokens" in tok else None
+
+
+def unigram_tokenizer(gguf_path):
+    """tokenizer.json of a Unigram model as transformers' SpmConverter
+    writes it for T5, from the vocabulary llama.cpp's converter wrote as
+    GGUF (tests/fixtures/t5-ugm.gguf, t5_vocab.py): model.vocab the
+    [piece, score] pairs in id order, unk_id; the normalizer Precompiled
+    (the charsmap, base64) then Strip (right) and Replace(" {2,}", "▁")
+    (remove_extra_whitespaces); Metaspace with prepend_scheme "always"
+    (add_space_prefix); control and unknown pieces as special added
+    tokens, user-defined ones as non-special; the template $A </s>."""
+    import base64
+    kv, _ = MF.read_gguf(gguf_path)
+    arr = lambda k: [v[1] if isinstance(v, tuple) else v for v in kv[k][1][1]]
+    toks, scores, types = arr("tokenizer.ggml.tokens"), arr("tokenizer.ggml.scores"), arr("tokenizer.ggml.token_type")
+    charsmap = bytes(arr("tokenizer.ggml.precompiled_charsmap"))
+    assert MF.kval(kv, "tokenizer.ggml.remove_extra_whitespaces") and MF.kval(kv, "tokenizer.ggml.add_space_prefix")
+    unk = MF.kval(kv, "tokenizer.ggml.unknown_token_id")
+    eos = toks[MF.kval(kv, "tokenizer.ggml.eos_token_id")]
+    added = [{"id": i, "content": toks[i], "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": types[i] == 4, "special": types[i] != 4}
+             for i in range(len(toks)) if types[i] in (2, 3, 4)]
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Precompiled", "precompiled_charsmap": base64.b64encode(charsmap).decode()},
+            {"type": "Strip", "strip_left": False, "strip_right": True},
+            {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": "\u2581"}]},
+        "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+        "post_processor": {"type": "TemplateProcessing",
+                           "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                                      {"SpecialToken": {"id": eos, "type_id": 0}}],
+                           "pair": [{"Sequence": {"id": "A", "type_id": 0}},
+                                    {"SpecialToken": {"id": eos, "type_id": 0}},
+                                    {"Sequence": {"id": "B", "type_id": 0}},
+                                    {"SpecialToken": {"id": eos, "type_id": 0}}],
+                           "special_tokens": {eos: {"id": eos, "ids": [toks.index(eos)], "tokens": [eos]}}},
+        "decoder": {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True},
+        "model": {"type": "Unigram", "unk_id": unk, "vocab": [[t, float(sc)] for t, sc in zip(toks, scores)],
+                  "byte_fallback": False},
+    }
+    return tokenizer, len(toks)
+
+
+def ugm_dir():
+    """t5-ugm/: the Unigram tokenizer.json above in a directory around a
+    T5 small enough to carry its 2,000-piece vocabulary (d_model 8, one
+    layer each side, seeded weights nothing checks: the directory exists
+    for its tokenizer, held to SentencePiece's ids by tests/test_hf.c)."""
+    tokenizer, V = unigram_tokenizer(os.path.join(MF.FIXTURES, "t5-ugm.gguf"))
+    cfg = MF.R.T5Config(vocab=V, d_model=8, n_enc=1, n_dec=1, n_head=2, d_head=4, d_ff=8, ctx=64, buckets=8,
+                        gated=False, tied=False, start=0)
+    model = MF.make_t5(cfg, 5099)
+    tok = {"eos_token_id": 1}
+    files, config, _ = t5_dir(model, cfg, tok)
+    return files, config, tokenizer
+
+
+def vit_dir():
+    """tiny-vit/ as ViTForImageClassification's names and ViTConfig's keys
+    (torchvision's weights of vit_fixtures.make_vit, float32 as the GGUF
+    stores them): in_proj split into query/key/value, cls_token [1, 1, d],
+    position_embeddings [1, 17, d]; id2label the class names;
+    preprocessor_config.json with the fixture's mean and std, its size,
+    bilinear resampling (2), rescaling by 1/255."""
+    import vit_fixtures as VF
+    m = VF.make_vit(torch.float32)
+    sd = m.state_dict()
+    c = VF.VIT_CFG
+    d = c["d"]
+    t = [("vit.embeddings.cls_token", f32(sd["class_token"])),
+         ("vit.embeddings.position_embeddings", f32(sd["encoder.pos_embedding"])),
+         ("vit.embeddings.patch_embeddings.projection.weight", f32(sd["conv_proj.weight"])),
+         ("vit.embeddings.patch_embeddings.projection.bias", f32(sd["conv_proj.bias"]))]
+    for L in range(c["layers"]):
+        p, q = "encoder.layers.encoder_layer_%d." % L, "vit.encoder.layer.%d." % L
+        inw, inb = sd[p + "self_attention.in_proj_weight"], sd[p + "self_attention.in_proj_bias"]
+        for i, n in enumerate(("query", "key", "value")):
+            t += [(q + "attention.attention.%s.weight" % n, f32(inw[i * d:(i + 1) * d])),
+                  (q + "attention.attention.%s.bias" % n, f32(inb[i * d:(i + 1) * d]))]
+        for hf, tv in (("attention.output.dense", "self_attention.out_proj"), ("layernorm_before", "ln_1"),
+                       ("layernorm_after", "ln_2"), ("intermediate.dense", "mlp.0"), ("output.dense", "mlp.3")):
+            t += [(q + hf + ".weight", f32(sd[p + tv + ".weight"])), (q + hf + ".bias", f32(sd[p + tv + ".bias"]))]
+    t += [("vit.layernorm.weight", f32(sd["encoder.ln.weight"])), ("vit.layernorm.bias", f32(sd["encoder.ln.bias"])),
+          ("classifier.weight", f32(sd["heads.head.weight"])), ("classifier.bias", f32(sd["heads.head.bias"]))]
+    config = {
+        "architectures": ["ViTForImageClassification"], "model_type": "vit", "hidden_size": d,
+        "num_hidden_layers": c["layers"], "num_attention_heads": c["heads"], "intermediate_size": c["mlp"],
+        "hidden_act": "gelu", "layer_norm_eps": 1e-6, "image_size": c["image_size"], "patch_size": c["patch"],
+        "num_channels": 1, "qkv_bias": True,
+        "id2label": {str(i): n for i, n in enumerate(VF.VIT_CLASSES)},
+        "label2id": {n: i for i, n in enumerate(VF.VIT_CLASSES)},
+    }
+    pre = {"do_normalize": True, "do_rescale": True, "do_resize": True, "image_mean": VF.VIT_MEAN,
+           "image_std": VF.VIT_STD, "image_processor_type": "ViTImageProcessor", "resample": 2,
+           "rescale_factor": 1 / 255, "size": {"height": c["image_size"], "width": c["image_size"]}}
+    return {"model.safetensors": safetensors_bytes(t, "F32"),
+            "preprocessor_config.json": (json.dumps(pre, indent=2) + "\n").encode()}, config
+
+
 # directory -> (fixture whose weights it holds, dtype, sharded)
 DIRS = {
     "tiny-gpt2": ("tiny-gpt2", "F32", False),
@@ -365,7 +518,12 @@ DIRS = {
     "tiny-mistral": ("tiny-mistral", "F32", False),
     "tiny-qwen3": ("tiny-qwen3", "F32", False),
     "tiny-bert": ("tiny-bert", "F32", False),
+    "tiny-bert-erf": ("tiny-bert", "F32", False),
     "tiny-gemma3": ("tiny-gemma3", "F32", False),
+    "tiny-t5": ("tiny-t5", "F32", False),
+    "tiny-t5-relu": ("tiny-t5-relu", "F32", False),
+    "t5-ugm": ("t5-ugm", "F32", False),
+    "tiny-vit": ("tiny-vit", "F32", False),
 }
 TORCH_DTYPE = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 
@@ -388,11 +546,25 @@ def npy_bytes(a):
 
 def build_dir(name):
     which, dtype, sharded = DIRS[name]
+    if which == "tiny-vit":
+        files, config = vit_dir()
+        files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
+        return files
+    if which == "t5-ugm":
+        files, config, tokenizer = ugm_dir()
+        files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
+        files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
+        return files
     if which in MF.ENCODERS:
         cfg, seed = MF.ENCODERS[which]
+        if name.endswith("-erf"):
+            cfg = dataclasses.replace(cfg, gelu_erf=True)
         tok, ids, text = MF.encoder_input(which)
         model = MF.make_encoder(cfg, seed)
         make = bert_dir
+    elif which in MF.T5S:
+        cfg, model, tok, src, tgt, text = MF.build_t5(which)
+        make = t5_dir
     else:
         _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
         make = gpt2_dir if which == "tiny-gpt2" else gemma3_dir if which == "tiny-gemma3" else llama_dir
@@ -402,6 +574,13 @@ def build_dir(name):
     files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
     if dtype != "F32":  # beside the directory, not in it
         files["../%s.logits.npy" % name] = npy_bytes(reference_logits(model, ids, dtype))
+    if which in MF.ENCODERS and cfg.gelu_erf:  # no GGUF twin: PyTorch's hooks beside it
+        hooks = MF.run_encoder_hooks(model, ids, MF.ENC_TYPES)
+        print(MF.check_bert_block_against_torch(model, cfg, hooks, torch.nn.functional.gelu))
+        for k, v in hooks.items():
+            files["../%s.ref/%s.npy" % (name, k)] = npy_bytes(np.ascontiguousarray(v, dtype=np.float32))
+        files["../%s.ref/tokens.npy" % name] = npy_bytes(np.array(ids, dtype=np.int32))
+        files["../%s.ref/types.npy" % name] = npy_bytes(np.array(MF.ENC_TYPES, dtype=np.int32))
     return files
 
 

@@ -538,16 +538,16 @@ def write_encoder_fixture(outdir, which):
     np.save(os.path.join(outdir, which, "types.npy"), np.array(ENC_TYPES, dtype=np.int32))
 
 
-def check_bert_block_against_torch(model, cfg, H):
+def check_bert_block_against_torch(model, cfg, H, act=None):
     """PyTorch's own Post-LN layer (nn.TransformerEncoderLayer with
     norm_first=False) given a bert block's weights maps the block's input
     to its output (float64, the reference's own hooks): the reference's
     block is the standard one. Its activation is the tanh GELU the
-    reference (and llama.cpp) use."""
+    reference (and llama.cpp) use, or `act` (F.gelu for a gelu_erf model)."""
     worst = 0.0
     for L, blk in enumerate(model.blocks):
         layer = torch.nn.TransformerEncoderLayer(
-            cfg.d_model, cfg.n_head, cfg.d_ff, dropout=0.0, activation=R.gelu_tanh, layer_norm_eps=cfg.eps,
+            cfg.d_model, cfg.n_head, cfg.d_ff, dropout=0.0, activation=act or R.gelu_tanh, layer_norm_eps=cfg.eps,
             batch_first=True, norm_first=False, dtype=torch.float64).eval()
         with torch.no_grad():
             layer.self_attn.in_proj_weight.copy_(torch.cat((blk.q.weight, blk.k.weight, blk.v.weight)))

@@ -845,7 +845,9 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
 # nomic-embed-text: rotary on the halves of each head, SwiGLU, no biases),
 # independently of the C engine.  Float64; hooks named as TransformerLens's
 # HookedEncoder names them.  GELU is the tanh form, as llama.cpp's
-# ggml_gelu computes it (BERT's own is the erf form: they differ by < 1e-3).
+# ggml_gelu computes it (BERT's own is the erf form: they differ by < 1e-3),
+# or with gelu_erf PyTorch's exact F.gelu (a Hugging Face config's
+# hidden_act "gelu", which attnscope reads from a directory).
 # ---------------------------------------------------------------------------
 
 @dataclass
@@ -862,6 +864,7 @@ class EncoderConfig:
     pooling: int = 1           # 0 none, 1 mean, 2 cls, 3 last (llama.cpp's pooling_type)
     mlm: bool = True           # the masked-LM head (mlm.* tensors)
     rope_base: float = 10000.0
+    gelu_erf: bool = False     # the exact erf GELU (F.gelu) in the MLP and the masked-LM head
 
     @property
     def d_head(self):
@@ -959,7 +962,7 @@ class Encoder(nn.Module):
         else:
             pre = blk.up(x)
             _rec(hooks, p + "hook_pre", pre)
-            post = gelu_tanh(pre)
+            post = F.gelu(pre) if self.c.gelu_erf else gelu_tanh(pre)
         _rec(hooks, p + "hook_post", post)
         return blk.down(post)
 
@@ -1008,7 +1011,7 @@ class Encoder(nn.Module):
         if c.mlm:
             pre = self.mlm_dense(x)
             _rec(hooks, "mlm_head.hook_pre", pre)
-            post = gelu_tanh(pre)
+            post = F.gelu(pre) if c.gelu_erf else gelu_tanh(pre)
             _rec(hooks, "mlm_head.hook_post", post)
             n = self._ln(post, self.mlm_ln_w, self.mlm_ln_b, "mlm_head.ln", hooks)
             logits = n @ self.tok_embd.weight.t() + self.mlm_out_b              # tied
