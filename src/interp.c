@@ -340,6 +340,20 @@ static void op_rope(as_interp *it, const as_op *op)
     }
     for (int i = 0; i < st->n; i++) {
         const float *cs = it->rope + 2 * (size_t)i * (size_t)r->dim;
+        if (r->offset > 0) { /* the rotated dims after the others, in each head */
+            const float *x = span_row(it, op->in[0], i);
+            float *y = span_row(it, op->out, i);
+            int dh = out->dims[1];
+            memcpy(y, x, (size_t)out->width * sizeof(float));
+            for (int h = 0; h < out->dims[0]; h++) {
+                size_t o = (size_t)h * (size_t)dh + (size_t)r->offset;
+                if (r->mode == AS_ROPE_HALVES)
+                    as_rope_apply_halves(x + o, y + o, 1, r->dim, r->dim, cs);
+                else
+                    as_rope_apply(x + o, y + o, 1, r->dim, r->dim, cs);
+            }
+            continue;
+        }
         if (r->mode == AS_ROPE_HALVES)
             as_rope_apply_halves(span_row(it, op->in[0], i), span_row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
         else
@@ -694,6 +708,30 @@ static void exec(as_interp *it, const as_op *op)
         float *y = span_row(it, op->out, 0);
         for (long j = 0; j < span; j++)
             y[j] = 1.0f / (1.0f + expf(-x[j]));
+        break;
+    }
+    case AS_OP_SLICE: {
+        const as_hook *x = &it->prog->hooks[op->in[0]];
+        int G = out->dims[0], w = out->dims[1], wx = x->width / G;
+        for (int i = 0; i < st->n; i++) {
+            const float *a = span_row(it, op->in[0], i);
+            float *y = span_row(it, op->out, i);
+            for (int g = 0; g < G; g++)
+                memcpy(y + (size_t)g * w, a + (size_t)g * wx + op->col0, (size_t)w * sizeof(float));
+        }
+        break;
+    }
+    case AS_OP_CONCAT: {
+        const as_hook *ha = &it->prog->hooks[op->in[0]], *hb = &it->prog->hooks[op->in[1]];
+        int G = out->dims[0], wa = ha->width / G, Gb = hb->n_dims > 1 ? hb->dims[0] : 1, wb = hb->width / Gb;
+        for (int i = 0; i < st->n; i++) {
+            const float *a = span_row(it, op->in[0], i), *b = span_row(it, op->in[1], i);
+            float *y = span_row(it, op->out, i);
+            for (int g = 0; g < G; g++) {
+                memcpy(y + (size_t)g * (wa + wb), a + (size_t)g * wa, (size_t)wa * sizeof(float));
+                memcpy(y + (size_t)g * (wa + wb) + wa, b + (size_t)(Gb > 1 ? g : 0) * wb, (size_t)wb * sizeof(float));
+            }
+        }
         break;
     }
     case AS_OP_GATED_ADD: {

@@ -84,6 +84,17 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_SHARED_OUT] = "mlp.shared.hook_out",
     [AS_HK_SHARED_GATE_LOGIT] = "mlp.shared.hook_gate_logit",
     [AS_HK_SHARED_GATE] = "mlp.shared.hook_gate",
+    /* multi-head latent attention: TransformerLens has none; the same grammar, the
+     * latents and norms named after llama.cpp's tensors (attn_q_a_norm, attn_kv_a_norm) */
+    [AS_HK_Q_LATENT] = "attn.hook_q_latent",
+    [AS_HK_Q_A_NORM_SCALE] = "attn.q_a_norm.hook_scale",
+    [AS_HK_Q_A_NORM_NORMALIZED] = "attn.q_a_norm.hook_normalized",
+    [AS_HK_KV_LATENT] = "attn.hook_kv_latent",
+    [AS_HK_KV_A_NORM_SCALE] = "attn.kv_a_norm.hook_scale",
+    [AS_HK_KV_A_NORM_NORMALIZED] = "attn.kv_a_norm.hook_normalized",
+    [AS_HK_K_PE] = "attn.hook_k_pe",
+    [AS_HK_KV] = "attn.hook_kv",
+    [AS_HK_K_NOPE] = "attn.hook_k_nope",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -144,6 +155,8 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
     case AS_HK_ATTN_SCORES: case AS_HK_PATTERN: case AS_HK_Z:
     case AS_HK_Q_NORM_SCALE: case AS_HK_Q_NORM_NORMALIZED: case AS_HK_K_NORM_SCALE: case AS_HK_K_NORM_NORMALIZED:
     case AS_HK_ATTN_RESULT: case AS_HK_ATTN_BIAS:
+    case AS_HK_Q_LATENT: case AS_HK_Q_A_NORM_SCALE: case AS_HK_Q_A_NORM_NORMALIZED: case AS_HK_KV_LATENT:
+    case AS_HK_KV_A_NORM_SCALE: case AS_HK_KV_A_NORM_NORMALIZED: case AS_HK_K_PE: case AS_HK_KV: case AS_HK_K_NOPE:
         return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
     case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST: case AS_HK_MLP_RESULT:
         return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
@@ -260,8 +273,33 @@ int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_cla
     int h = as_program_add_hook(p, kind, layer, klass, 2, x->dims[0], x->dims[1]);
     as_op *op = as_program_add_op(p, AS_OP_ROPE, layer, h, in, -1, text);
     op->rope = *rope;
-    if (rope->dim <= 0 || rope->dim % 2 || rope->dim > x->dims[1])
+    if (rope->dim <= 0 || rope->dim % 2 || rope->offset < 0 || rope->offset + rope->dim > x->dims[1])
         p->failed = true; /* a builder's mistake, caught by the tests */
+    return h;
+}
+
+int as_program_add_slice(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                         int col0, int width, const char *text)
+{
+    int wx = p->hooks[in].width; /* read before adding a hook moves the array */
+    int h = as_program_add_hook(p, kind, layer, klass, 2, groups, width);
+    as_op *op = as_program_add_op(p, AS_OP_SLICE, layer, h, in, -1, text);
+    op->col0 = col0;
+    if (groups < 1 || wx % groups || col0 < 0 || col0 + width > wx / groups)
+        p->failed = true; /* a builder's mistake, caught by the tests */
+    return h;
+}
+
+int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int a, int b,
+                          const char *text)
+{
+    const as_hook *ha = &p->hooks[a], *hb = &p->hooks[b];
+    int G = ha->n_dims > 1 ? ha->dims[0] : 1, Gb = hb->n_dims > 1 ? hb->dims[0] : 1;
+    int w = ha->width / G + hb->width / Gb;
+    int h = as_program_add_hook(p, kind, layer, klass, 2, G, w);
+    as_program_add_op(p, AS_OP_CONCAT, layer, h, a, b, text);
+    if (Gb != 1 && Gb != G)
+        p->failed = true;
     return h;
 }
 

@@ -64,6 +64,16 @@ typedef enum as_hook_kind {
      * sigmoid gate (logit and value, one a position) */
     AS_HK_ROUTED_OUT, AS_HK_SHARED_PRE, AS_HK_SHARED_PRE_LINEAR, AS_HK_SHARED_POST, AS_HK_SHARED_OUT,
     AS_HK_SHARED_GATE_LOGIT, AS_HK_SHARED_GATE,
+    /* multi-head latent attention (DeepSeek-V2/V3): q's low-rank latent
+     * and its RMSNorm; the compressed key-value latent [kv_lora] and its
+     * RMSNorm; the rotary key shared by every head [1, rope dims]; the
+     * latent expanded per head [head, nope + d_v] and the keys' part
+     * without rotary [head, nope]. hook_k is then [k_nope, k_pe] per
+     * head, hook_rot_q / hook_rot_k the same with the last rope dims
+     * rotated. */
+    AS_HK_Q_LATENT, AS_HK_Q_A_NORM_SCALE, AS_HK_Q_A_NORM_NORMALIZED,
+    AS_HK_KV_LATENT, AS_HK_KV_A_NORM_SCALE, AS_HK_KV_A_NORM_NORMALIZED,
+    AS_HK_K_PE, AS_HK_KV, AS_HK_K_NOPE,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -198,6 +208,8 @@ typedef enum as_op_kind {
     AS_OP_EXPERT_SUM, /* out = Σ_j in1[j] · in0[slot j] (the gated sum of the experts' outputs) */
     AS_OP_SIGMOID,    /* out = 1 / (1 + exp(-in0)) */
     AS_OP_GATED_ADD,  /* out = in0 + in[2][0] · in1 (a shared expert's output under its gate) */
+    AS_OP_SLICE,      /* each of out's dims[0] groups = columns [col0, col0 + dims[1]) of in0's group */
+    AS_OP_CONCAT,     /* each of out's groups = in0's group, then in1's (in1's one group, when it has one, to all) */
 } as_op_kind;
 
 /* T5's relative position buckets (llama.cpp's llama_relative_position_bucket):
@@ -244,6 +256,7 @@ typedef struct as_op {
     int n_expert, k;      /* routed ops: experts, and experts chosen per position;
                            * EXPERT_LINEAR: w stacks the experts' matrices of n_out rows each */
     bool renorm;          /* GATES: the chosen weights divided by their sum (Mixtral) */
+    int col0;             /* SLICE: the first column taken of each group */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -389,6 +402,15 @@ int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, 
 int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
                                  const as_weight *gate_inp, const as_weight *gate, const as_weight *up,
                                  const as_weight *down);
+/* A hook of kind `kind` [groups, width] holding columns [col0, col0 +
+ * width) of each of `in`'s groups (in's dims[0] of them, or one when it
+ * is 1-D). Returns it. */
+int as_program_add_slice(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                         int col0, int width, const char *text);
+/* A hook of kind `kind` [groups of a, groups of b]: each group of a
+ * followed by b's group (b's one group repeated when b has one). */
+int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int a, int b,
+                          const char *text);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

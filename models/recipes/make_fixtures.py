@@ -432,6 +432,82 @@ def check_decoder(fixdir, which, fresh_dir):
 
 
 # ---------------------------------------------------------------------------
+# DeepSeek-V2's multi-head latent attention (reference.DeepSeek2), legacy
+# attn_kv_b, dense MLPs; the same vocabulary and prompt as tiny-llama
+# ---------------------------------------------------------------------------
+
+DEEPSEEK2S = {
+    # q straight from the stream; heads of q/k 8 + 4 rotary, values 6, latent 12
+    "tiny-deepseek2": (dict(), 2101),
+    # q through its own latent of 16 and RMSNorm (V2's attn_q_a / attn_q_b)
+    "tiny-deepseek2-qlora": (dict(q_lora=16), 2102),
+}
+
+
+def make_deepseek2(cfg, seed):
+    """As make_decoder: O(1) activations, float32-exact weights in a float64 model."""
+    model = R.DeepSeek2(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(*p.shape, generator=g, dtype=torch.float64)
+            if name.endswith("_w"):
+                p.copy_(1.0 + 0.1 * r)
+            elif name == "tok_embd.weight":
+                p.copy_(r)
+            elif name.endswith(("q.weight", "q_b.weight", "kv_b.weight")):
+                p.copy_(r * 1.5 / math.sqrt(p.shape[1]))     # peaked attention
+            elif name == "out.weight":
+                p.copy_(0.4 * r)
+            else:
+                p.copy_(r / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def build_deepseek2(which):
+    kw, seed = DEEPSEEK2S[which]
+    tok, ids, text = llama_tokenizer()
+    cfg = R.DeepSeek2Config(vocab=len(tok["tokens"]), **kw)
+    return which, cfg, make_deepseek2(cfg, seed), tok, ids, text
+
+
+def write_deepseek2_fixture(outdir, which):
+    name, cfg, model, tok, ids, text = build_deepseek2(which)
+    R.export_deepseek2_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name, tok)
+    hooks = run_hooks(model, ids)
+    save_hooks(outdir, name, cfg, tok, ids, text, hooks, list(hooks))
+
+
+def check_deepseek2(fixdir, which, fresh_dir):
+    """Determinism, the causal mask, softmax rows, and a float32 pass
+    within 1e-4 of the float64 fixtures."""
+    name, cfg, model, tok, ids, text = build_deepseek2(which)
+    for rel in [name + ".gguf"] + [os.path.join(name, f) for f in sorted(os.listdir(os.path.join(fresh_dir, name)))]:
+        expect(open(os.path.join(fixdir, rel), "rb").read() == open(os.path.join(fresh_dir, rel), "rb").read(),
+               "%s differs from a fresh build" % rel)
+    H = {k[:-4]: np.load(os.path.join(fixdir, name, k)) for k in os.listdir(os.path.join(fixdir, name))
+         if k.endswith(".npy") and k != "tokens.npy"}
+    n = len(ids)
+    hidden = np.arange(n)[None, :] > np.arange(n)[:, None]
+    for L in range(cfg.n_layer):
+        sc, pat = H["blocks.%d.attn.hook_attn_scores" % L], H["blocks.%d.attn.hook_pattern" % L]
+        expect(np.all(np.isneginf(sc[:, hidden])) and np.all(pat[:, hidden] == 0), "layer %d mask" % L)
+        expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "layer %d softmax sums" % L)
+        k = H["blocks.%d.attn.hook_k" % L]
+        expect(np.all(k[:, 1:, cfg.d_nope:] == k[:, :1, cfg.d_nope:]), "layer %d: one rotary key for all heads" % L)
+    m32 = make_deepseek2(cfg, DEEPSEEK2S[which][1]).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([ids]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    return ["%d hooks; mask, softmax rows, shared rotary key; float32 torch pass within %.1e (at %s)"
+            % (len(H), d32[0], d32[1])]
+
+
+# ---------------------------------------------------------------------------
 # the BERT family of encoders (reference.Encoder), each with a sentence
 # pair's token types (0 for the first 9 positions, 1 after). tiny-bert
 # reads text: a small WordPiece vocabulary (tokenizer "bert"); tiny-nomic-bert
@@ -1364,6 +1440,8 @@ def check(fixdir):
             write_fixture(fresh, which)
         for which in DECODERS:
             write_decoder_fixture(fresh, which)
+        for which in DEEPSEEK2S:
+            write_deepseek2_fixture(fresh, which)
         for which in ENCODERS:
             write_encoder_fixture(fresh, which)
         for which in ENCDECS:
@@ -1388,6 +1466,13 @@ def check(fixdir):
         for which in DECODERS:
             try:
                 for line in check_decoder(fixdir, which, fresh):
+                    print("%s: %s" % (which, line))
+            except (CheckError, OSError, KeyError) as e:
+                print("FAIL %s: %s" % (which, e))
+                ok = False
+        for which in DEEPSEEK2S:
+            try:
+                for line in check_deepseek2(fixdir, which, fresh):
                     print("%s: %s" % (which, line))
             except (CheckError, OSError, KeyError) as e:
                 print("FAIL %s: %s" % (which, e))
@@ -1438,6 +1523,9 @@ def main():
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in DECODERS:
             write_decoder_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in DEEPSEEK2S:
+            write_deepseek2_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in ENCODERS:
             write_encoder_fixture(args.out, which)

@@ -838,6 +838,204 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
 
 
 # ---------------------------------------------------------------------------
+# DeepSeek-V2's multi-head latent attention (DeepSeek-AI 2024, section 2.1:
+# "Multi-Head Latent Attention"), as llama.cpp lays out its tensors for
+# general.architecture "deepseek2" (the legacy attn_kv_b): q = W_Q h (or
+# W_QB RMSNorm(W_QA h)); [c_KV, k_R] = W_KVA h, the latent c_KV normed;
+# [k_C, v] per head = W_KVB c_KV; each head's q = [q_C, RoPE(q_R)] and
+# k = [k_C, RoPE(k_R)] (one k_R for every head); softmax(q k^T /
+# sqrt(d_nope + d_rope)) v. Rotary on adjacent pairs (llama.cpp's NORM
+# mode for deepseek2). Dense SwiGLU MLPs (every layer "leading dense").
+# Float64; written from the paper, independently of the C engine.
+# ---------------------------------------------------------------------------
+
+@dataclass
+class DeepSeek2Config:
+    vocab: int
+    d_model: int = 32
+    n_layer: int = 2
+    n_head: int = 4
+    d_nope: int = 8
+    d_rope: int = 4
+    d_v: int = 6
+    kv_lora: int = 12
+    q_lora: int = 0          # 0: q straight from the stream (attn_q)
+    d_ff: int = 64
+    ctx: int = 32
+    eps: float = 1e-6
+    rope_base: float = 10000.0
+    arch: str = "deepseek2"
+
+
+class DeepSeek2Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d, H = c.d_model, c.n_head
+        dk = c.d_nope + c.d_rope
+        self.ln1_w = nn.Parameter(torch.ones(d))
+        if c.q_lora:
+            self.q_a = nn.Linear(d, c.q_lora, bias=False)
+            self.q_a_norm_w = nn.Parameter(torch.ones(c.q_lora))
+            self.q_b = nn.Linear(c.q_lora, H * dk, bias=False)
+        else:
+            self.q = nn.Linear(d, H * dk, bias=False)
+        self.kv_a = nn.Linear(d, c.kv_lora + c.d_rope, bias=False)
+        self.kv_a_norm_w = nn.Parameter(torch.ones(c.kv_lora))
+        self.kv_b = nn.Linear(c.kv_lora, H * (c.d_nope + c.d_v), bias=False)
+        self.o = nn.Linear(H * c.d_v, d, bias=False)
+        self.ln2_w = nn.Parameter(torch.ones(d))
+        self.gate = nn.Linear(d, c.d_ff, bias=False)
+        self.up = nn.Linear(d, c.d_ff, bias=False)
+        self.down = nn.Linear(c.d_ff, d, bias=False)
+
+
+class DeepSeek2(nn.Module):
+    """forward(ids [B,T] long, hooks=None) -> logits [B,T,V]."""
+
+    def __init__(self, c: DeepSeek2Config):
+        super().__init__()
+        self.cfg = c
+        self.tok_embd = nn.Embedding(c.vocab, c.d_model)
+        self.blocks = nn.ModuleList(DeepSeek2Block(c) for _ in range(c.n_layer))
+        self.lnf_w = nn.Parameter(torch.ones(c.d_model))
+        self.out = nn.Linear(c.d_model, c.vocab, bias=False)
+
+    def _rms(self, x, w, prefix, hooks):
+        scale = torch.sqrt((x * x).mean(-1, keepdim=True) + self.cfg.eps)
+        out = x / scale * w
+        _rec(hooks, prefix + ".hook_scale", scale)
+        _rec(hooks, prefix + ".hook_normalized", out)
+        return out
+
+    def _rope(self, x):
+        """x [B,T,h,d_rope]: pair (2i, 2i+1) rotated by pos * base^(-2i/d_rope)."""
+        c = self.cfg
+        T = x.shape[1]
+        i = torch.arange(c.d_rope // 2, dtype=torch.float64)
+        theta = torch.arange(T, dtype=torch.float64)[:, None] * (c.rope_base ** (-2.0 * i / c.d_rope))[None, :]
+        cos, sin = torch.cos(theta).to(x.dtype)[None, :, None, :], torch.sin(theta).to(x.dtype)[None, :, None, :]
+        xr = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
+        a, b = xr[..., 0], xr[..., 1]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).reshape(x.shape)
+
+    def _attn(self, blk, x, L, hooks):
+        c = self.cfg
+        B, T, _ = x.shape
+        H, dn, dr, dv = c.n_head, c.d_nope, c.d_rope, c.d_v
+        p = "blocks.%d.attn." % L
+        if c.q_lora:
+            ql = blk.q_a(x)
+            _rec(hooks, p + "hook_q_latent", ql)
+            q = blk.q_b(self._rms(ql, blk.q_a_norm_w, p + "q_a_norm", hooks))
+        else:
+            q = blk.q(x)
+        q = q.view(B, T, H, dn + dr)
+        _rec(hooks, p + "hook_q", q)
+        kva = blk.kv_a(x)
+        latent, k_r = kva[..., :c.kv_lora], kva[..., c.kv_lora:].reshape(B, T, 1, dr)
+        _rec(hooks, p + "hook_kv_latent", latent)
+        _rec(hooks, p + "hook_k_pe", k_r)
+        latent = self._rms(latent, blk.kv_a_norm_w, p + "kv_a_norm", hooks)
+        kv = blk.kv_b(latent).view(B, T, H, dn + dv)
+        _rec(hooks, p + "hook_kv", kv)
+        k_c, v = kv[..., :dn], kv[..., dn:]
+        _rec(hooks, p + "hook_k_nope", k_c)
+        _rec(hooks, p + "hook_v", v)
+        k = torch.cat((k_c, k_r.expand(B, T, H, dr)), dim=-1)
+        _rec(hooks, p + "hook_k", k)
+        q = torch.cat((q[..., :dn], self._rope(q[..., dn:])), dim=-1)
+        k = torch.cat((k[..., :dn], self._rope(k[..., dn:])), dim=-1)
+        _rec(hooks, p + "hook_rot_q", q)
+        _rec(hooks, p + "hook_rot_k", k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(dn + dr)
+        hidden = torch.arange(T)[None, :] > torch.arange(T)[:, None]
+        scores = scores.masked_fill(hidden, float("-inf"))
+        _rec(hooks, p + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, p + "hook_pattern", pattern)
+        z = (pattern @ v).transpose(1, 2)
+        _rec(hooks, p + "hook_z", z)
+        out = blk.o(z.reshape(B, T, H * dv))
+        _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
+        return out
+
+    def forward(self, ids, hooks=None):
+        x = self.tok_embd(ids)
+        _rec(hooks, "hook_embed", x)
+        for L, blk in enumerate(self.blocks):
+            _rec(hooks, "blocks.%d.hook_resid_pre" % L, x)
+            h = self._rms(x, blk.ln1_w, "blocks.%d.ln1" % L, hooks)
+            x = x + self._attn(blk, h, L, hooks)
+            _rec(hooks, "blocks.%d.hook_resid_mid" % L, x)
+            h = self._rms(x, blk.ln2_w, "blocks.%d.ln2" % L, hooks)
+            p = "blocks.%d.mlp." % L
+            pre = blk.gate(h)
+            _rec(hooks, p + "hook_pre", pre)
+            lin = blk.up(h)
+            _rec(hooks, p + "hook_pre_linear", lin)
+            post = F.silu(pre) * lin
+            _rec(hooks, p + "hook_post", post)
+            out = blk.down(post)
+            _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
+            x = x + out
+            _rec(hooks, "blocks.%d.hook_resid_post" % L, x)
+        x = self._rms(x, self.lnf_w, "ln_final", hooks)
+        logits = self.out(x)
+        _rec(hooks, "unembed.hook_out", logits)
+        return logits
+
+
+def export_deepseek2_gguf(model, c, path, name, tokenizer):
+    """A GGUF of a DeepSeek2 with the keys and tensor names llama.cpp
+    reads for deepseek2 (src/llama-model.cpp, src/llama-arch.cpp), F32."""
+    a = c.arch
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", a)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", 0)
+    for key, val in (("context_length", c.ctx), ("embedding_length", c.d_model), ("block_count", c.n_layer),
+                     ("feed_forward_length", c.d_ff), ("attention.head_count", c.n_head),
+                     ("attention.head_count_kv", c.n_head), ("rope.dimension_count", c.d_rope),
+                     ("attention.key_length", c.d_nope + c.d_rope), ("attention.value_length", c.d_v),
+                     ("attention.kv_lora_rank", c.kv_lora), ("vocab_size", c.vocab),
+                     # every layer dense: llama.cpp still reads the routing keys
+                     ("leading_dense_block_count", c.n_layer), ("expert_feed_forward_length", c.d_ff),
+                     ("expert_count", 0), ("expert_used_count", 0), ("expert_shared_count", 0)):
+        w.add_uint32("%s.%s" % (a, key), val)
+    w.add_uint32(a + ".attention.q_lora_rank", c.q_lora)   # 0: attn_q (llama.cpp reads the key either way)
+    w.add_float32(a + ".expert_weights_scale", 1.0)
+    w.add_float32(a + ".attention.layer_norm_rms_epsilon", c.eps)
+    w.add_float32(a + ".rope.freq_base", c.rope_base)
+    _add_tokenizer(w, tokenizer)
+
+    def t(tname, x):
+        w.add_tensor(tname, _np(x), "F32")
+
+    t("token_embd.weight", model.tok_embd.weight)
+    for L, blk in enumerate(model.blocks):
+        b = "blk.%d." % L
+        t(b + "attn_norm.weight", blk.ln1_w)
+        if c.q_lora:
+            t(b + "attn_q_a.weight", blk.q_a.weight)
+            t(b + "attn_q_a_norm.weight", blk.q_a_norm_w)
+            t(b + "attn_q_b.weight", blk.q_b.weight)
+        else:
+            t(b + "attn_q.weight", blk.q.weight)
+        t(b + "attn_kv_a_mqa.weight", blk.kv_a.weight)
+        t(b + "attn_kv_a_norm.weight", blk.kv_a_norm_w)
+        t(b + "attn_kv_b.weight", blk.kv_b.weight)
+        t(b + "attn_output.weight", blk.o.weight)
+        t(b + "ffn_norm.weight", blk.ln2_w)
+        t(b + "ffn_gate.weight", blk.gate.weight)
+        t(b + "ffn_up.weight", blk.up.weight)
+        t(b + "ffn_down.weight", blk.down.weight)
+    t("output_norm.weight", model.lnf_w)
+    t("output.weight", model.out.weight)
+    return w.write()
+
+
+# ---------------------------------------------------------------------------
 # The BERT family of encoders as llama.cpp runs them (src/models/bert.cpp):
 # bert and nomic-bert.  Written from the definitions (Devlin et al. 2018:
 # Post-LN blocks, learned positions, token types, the embedding LayerNorm,
