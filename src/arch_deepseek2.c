@@ -8,12 +8,20 @@
  * "nope" part) and its values. Each head's q and k are [nope, rope]: the
  * rope part rotated (pairs), the keys' rope part the shared one. Head
  * sizes attention.key_length (nope + rope) and value_length differ;
- * scores scaled by 1/sqrt(key_length). The MLPs are SwiGLU.
+ * scores scaled by 1/sqrt(key_length).
  *
- * Not yet: the routed layers after leading_dense_block_count (refused by
- * name), the split attn_k_b / attn_v_b of newer converters (refused),
- * rotary scaling (YaRN and its mscale: refused). The KV cache holds the
- * expanded keys and values, not the latent. */
+ * The first leading_dense_block_count layers have a SwiGLU MLP; the others
+ * route among expert_count experts (ffn_gate_inp, the 3-D ffn_*_exps):
+ * softmax or sigmoid weights (expert_gating_func 1 or 2; absent: softmax),
+ * a selection bias exp_probs_b added for choosing only, group-limited
+ * choice (expert_group_count, expert_group_used_count), the chosen weights
+ * normalised (expert_weights_norm) and scaled (expert_weights_scale), and
+ * expert_shared_count shared experts as one SwiGLU of that many times
+ * expert_feed_forward_length (ffn_*_shexp), added without a gate.
+ *
+ * Not yet: the split attn_k_b / attn_v_b of newer converters (refused by
+ * name), rotary scaling (YaRN and its mscale: refused). The KV cache
+ * holds the expanded keys and values, not the latent. */
 #include "attnscope/model.h"
 #include "attnscope/program.h"
 
@@ -30,11 +38,17 @@ typedef struct ds2_layer {
     as_weight wkv_b;              /* [n_head · (nope + d_v)][kv_lora] */
     as_weight wo;                 /* [d_model][n_head · d_v] */
     const float *ffn_norm_w;
-    as_weight w_gate, w_up, w_down;
+    as_weight w_gate, w_up, w_down;  /* a dense layer's MLP */
+    as_weight router, gate_exps, up_exps, down_exps; /* a routed layer's */
+    const float *exp_probs_b;        /* the selection bias [n_expert], or NULL */
+    as_weight sh_gate, sh_up, sh_down; /* its shared experts, one SwiGLU of n_shared · d_expert */
 } ds2_layer;
 
 typedef struct ds2_weights {
     int q_lora, kv_lora, d_v, nope;
+    int n_dense;                /* leading dense layers; the rest routed */
+    as_moe_spec moe;
+    int d_expert, n_shared;
     as_weight tok_embd, output;
     const float *out_norm_w;
     ds2_layer layers[];
@@ -103,8 +117,23 @@ static int load_layer(as_model *m, ds2_weights *W, int l, as_error *err)
                             "supported yet (attnscope reads the legacy attn_kv_b)", m->path, n);
     if (as_model_matrix(m, N("attn_kv_b.weight"), kl, H * (dk - r + dv), false, &L->wkv_b, err) ||
         as_model_matrix(m, N("attn_output.weight"), H * dv, d, false, &L->wo, err) ||
-        as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err) ||
-        as_model_matrix(m, N("ffn_gate.weight"), d, (uint64_t)c->d_ff, false, &L->w_gate, err) ||
+        as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err))
+        return AS_ERR;
+    if (l >= W->n_dense) {
+        uint64_t E = (uint64_t)W->moe.n_expert, f = (uint64_t)W->d_expert, fs = f * (uint64_t)W->n_shared;
+        if (as_model_matrix(m, N("ffn_gate_inp.weight"), d, E, false, &L->router, err) ||
+            as_model_vector(m, N("exp_probs_b.bias"), E, true, &L->exp_probs_b, err) ||
+            as_model_expert_matrix(m, N("ffn_gate_exps.weight"), d, f, E, false, &L->gate_exps, err) ||
+            as_model_expert_matrix(m, N("ffn_up_exps.weight"), d, f, E, false, &L->up_exps, err) ||
+            as_model_expert_matrix(m, N("ffn_down_exps.weight"), f, d, E, false, &L->down_exps, err))
+            return AS_ERR;
+        if (W->n_shared == 0)
+            return AS_OK;
+        return as_model_matrix(m, N("ffn_gate_shexp.weight"), d, fs, false, &L->sh_gate, err) ||
+               as_model_matrix(m, N("ffn_up_shexp.weight"), d, fs, false, &L->sh_up, err) ||
+               as_model_matrix(m, N("ffn_down_shexp.weight"), fs, d, false, &L->sh_down, err);
+    }
+    if (as_model_matrix(m, N("ffn_gate.weight"), d, (uint64_t)c->d_ff, false, &L->w_gate, err) ||
         as_model_matrix(m, N("ffn_up.weight"), d, (uint64_t)c->d_ff, false, &L->w_up, err) ||
         as_model_matrix(m, N("ffn_down.weight"), (uint64_t)c->d_ff, d, false, &L->w_down, err))
         return AS_ERR;
@@ -112,6 +141,44 @@ static int load_layer(as_model *m, ds2_weights *W, int l, as_error *err)
 }
 
 #undef N
+
+/* The routed layers' keys, as llama.cpp reads them for deepseek2. */
+static int read_moe(const as_model *m, as_moe_spec *s, uint32_t *d_expert, uint32_t *n_shared, as_error *err)
+{
+    const as_gguf *g = m->gguf;
+    static const char *const need[] = {"expert_count", "expert_used_count", "expert_feed_forward_length"};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++) {
+        char key[128];
+        snprintf(key, sizeof key, "deepseek2.%s", need[i]);
+        if (!as_gguf_find(g, key))
+            return as_error_set(err, "%s: %s is missing (leading_dense_block_count < block_count: the later "
+                                "layers route among experts)", m->path, key);
+    }
+    uint32_t E = 0, k = 0, gating = 0, groups = 0, groups_used = 0;
+    bool norm = false;
+    float scale = 1.0f;
+    if (read_u32(g, "expert_count", &E, 1, AS_MAX_EXPERTS, err) ||
+        read_u32(g, "expert_used_count", &k, 1, E, err) ||
+        read_u32(g, "expert_feed_forward_length", d_expert, 1, 1u << 20, err) ||
+        read_u32(g, "expert_shared_count", n_shared, 0, 64, err) ||
+        read_u32(g, "expert_gating_func", &gating, 0, 2, err) ||
+        read_u32(g, "expert_group_count", &groups, 0, E, err) ||
+        read_u32(g, "expert_group_used_count", &groups_used, 0, groups, err) ||
+        as_gguf_get_bool_opt(g, "deepseek2.expert_weights_norm", &norm, err) ||
+        as_gguf_get_f32_opt(g, "deepseek2.expert_weights_scale", &scale, err))
+        return AS_ERR;
+    if (!(scale >= 0 && scale < 1e6f))
+        return as_error_set(err, "%s: deepseek2.expert_weights_scale = %g is out of range (0..1e6)", m->path, scale);
+    if (groups > 1 && (E % groups || E / groups < 2 || groups_used < 1 || k > groups_used * (E / groups)))
+        return as_error_set(err, "%s: deepseek2.expert_group_count = %u and expert_group_used_count = %u do not fit "
+                            "%u experts, %u chosen (groups of at least 2 that divide them, enough used to choose "
+                            "from)", m->path, groups, groups_used, E, k);
+    /* llama.cpp: no gating function (0) is softmax, DeepSeek-V2's */
+    *s = (as_moe_spec){.n_expert = (int)E, .k = (int)k, .renorm = norm, .sigmoid = gating == 2,
+                       .n_group = groups > 1 ? (int)groups : 0, .group_used = groups > 1 ? (int)groups_used : 0,
+                       .scale = scale};
+    return AS_OK;
+}
 
 static int load(as_model *m, as_error *err)
 {
@@ -129,16 +196,17 @@ static int load(as_model *m, as_error *err)
     if (c->rope_dim >= c->d_head)
         return as_error_set(err, "%s: deepseek2.rope.dimension_count = %d leaves no part without rotary in "
                             "attention.key_length = %d", m->path, c->rope_dim, c->d_head);
-    if (dense < (uint32_t)c->n_layer)
-        return as_error_set(err, "%s: deepseek2.leading_dense_block_count = %u < block_count %d: the routed "
-                            "(mixture-of-experts) layers of deepseek2 are not supported yet", m->path, dense,
-                            c->n_layer);
+    as_moe_spec moe = {0};
+    uint32_t d_expert = 0, n_shared = 0;
+    if (dense < (uint32_t)c->n_layer && read_moe(m, &moe, &d_expert, &n_shared, err))
+        return AS_ERR;
     if (as_model_check_vocab(m, "token_embd.weight", err))
         return AS_ERR;
     ds2_weights *W = calloc(1, sizeof *W + (size_t)c->n_layer * sizeof W->layers[0]);
     if (!W)
         return as_error_set(err, "%s: out of memory", m->path);
     m->weights = W;
+    W->n_dense = (int)dense, W->moe = moe, W->d_expert = (int)d_expert, W->n_shared = (int)n_shared;
     W->q_lora = (int)q_lora, W->kv_lora = (int)kv_lora, W->d_v = (int)dv, W->nope = c->d_head - c->rope_dim;
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
     if (as_model_matrix(m, "token_embd.weight", d, v, false, &W->tok_embd, err) ||
@@ -203,6 +271,16 @@ static int block(as_program *p, int l, int pre)
                                    "attn_out = z · W_O");
     int mid = as_program_add_sum(p, AS_HK_RESID_MID, l, pre, ao, "resid_mid = resid_pre + attn_out");
     int n2 = as_program_add_norm(p, AS_HK_LN2_SCALE, l, mid, L->ffn_norm_w, NULL, AS_NORM_RMS, c->eps, "ln2");
+    if (l >= W->n_dense) {
+        as_moe_spec spec = W->moe;
+        spec.bias = L->exp_probs_b;
+        bool shared = W->n_shared > 0;
+        int r = as_program_add_moe_spec(p, shared ? AS_HK_ROUTED_OUT : AS_HK_MLP_OUT, l, n2, &L->router,
+                                        &L->gate_exps, &L->up_exps, &L->down_exps, &spec);
+        if (shared)
+            r = as_program_add_shared_mlp(p, AS_HK_MLP_OUT, l, n2, r, &L->sh_gate, &L->sh_up, &L->sh_down);
+        return as_program_add_sum(p, AS_HK_RESID_POST, l, mid, r, "resid_post = resid_mid + mlp_out");
+    }
     int gate = as_program_add_linear(p, AS_HK_MLP_PRE, l, AS_CLASS_MLP, n2, &L->w_gate, NULL, 1, f, 0,
                                      "mlp pre = ln2 · W_gate");
     int up = as_program_add_linear(p, AS_HK_MLP_PRE_LINEAR, l, AS_CLASS_MLP, n2, &L->w_up, NULL, 1, f, 0,

@@ -432,25 +432,47 @@ int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, 
                        const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
                        bool renorm)
 {
-    int E = n_expert, d = p->hooks[in].width, f = n_expert > 0 ? gate->rows / n_expert : 0;
-    if (E < 1 || k < 1 || k > E || router->rows != E || router->cols != d || gate->rows != E * f ||
-        up->rows != E * f || gate->cols != d || up->cols != d || down->rows != E * d || down->cols != f) {
+    as_moe_spec spec = {.n_expert = n_expert, .k = k, .renorm = renorm};
+    return as_program_add_moe_spec(p, out_kind, layer, in, router, gate, up, down, &spec);
+}
+
+int as_program_add_moe_spec(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
+                            const as_weight *gate, const as_weight *up, const as_weight *down,
+                            const as_moe_spec *spec)
+{
+    int E = spec->n_expert, k = spec->k, d = p->hooks[in].width, f = E > 0 ? gate->rows / E : 0;
+    bool renorm = spec->renorm, grouped = spec->n_group > 1;
+    if (E < 1 || E > AS_MAX_EXPERTS || k < 1 || k > E || router->rows != E || router->cols != d ||
+        gate->rows != E * f || up->rows != E * f || gate->cols != d || up->cols != d || down->rows != E * d ||
+        down->cols != f || (grouped && (E % spec->n_group || E / spec->n_group < 2 || spec->group_used < 1 ||
+                     spec->group_used > spec->n_group || k > spec->group_used * (E / spec->n_group)))) {
         p->failed = true; /* a builder's mistake, caught by the tests */
         return 0;
     }
     int lg = as_program_add_linear(p, AS_HK_ROUTER_LOGITS, layer, AS_CLASS_ESSENTIAL, in, router, NULL, 1, E, 0,
                                    "router logits = ln2 · W_router");
     int w = as_program_add_hook(p, AS_HK_EXPERT_WEIGHTS, layer, AS_CLASS_ESSENTIAL, 1, E, 0);
-    as_op *op = as_program_add_op(p, AS_OP_ROUTE, layer, w, lg, -1, "expert weights = softmax(router logits)");
+    as_op *op = spec->sigmoid
+                    ? as_program_add_op(p, AS_OP_SIGMOID, layer, w, lg, -1, "expert weights = sigmoid(router logits)")
+                    : as_program_add_op(p, AS_OP_ROUTE, layer, w, lg, -1, "expert weights = softmax(router logits)");
     op->n_expert = E, op->k = k, op->n_in = op->n_out = E;
     int ix = as_program_add_hook(p, AS_HK_EXPERT_INDICES, layer, AS_CLASS_ESSENTIAL, 1, k, 0);
     p->hooks[ix].dtype = AS_DT_I32;
-    op = as_program_add_op(p, AS_OP_TOPK, layer, ix, w, -1, "expert indices = top k of the weights");
-    op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k;
+    op = as_program_add_op(p, AS_OP_TOPK, layer, ix, w, -1,
+                           grouped ? (spec->bias ? "expert indices = top k of weights + bias, in the best groups"
+                                                 : "expert indices = top k of the weights, in the best groups")
+                                   : (spec->bias ? "expert indices = top k of weights + bias"
+                                                 : "expert indices = top k of the weights"));
+    op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k, op->b = spec->bias;
+    op->n_group = grouped ? spec->n_group : 0, op->group_used = grouped ? spec->group_used : 0;
     int g = as_program_add_hook(p, AS_HK_EXPERT_GATES, layer, AS_CLASS_ESSENTIAL, 1, k, 0);
+    bool scaled = spec->scale != 0 && spec->scale != 1;
     op = as_program_add_op(p, AS_OP_GATES, layer, g, w, ix,
-                           renorm ? "expert gates = chosen weights / their sum" : "expert gates = chosen weights");
+                           renorm ? (scaled ? "expert gates = chosen weights / their sum · scale"
+                                            : "expert gates = chosen weights / their sum")
+                                  : (scaled ? "expert gates = chosen weights · scale" : "expert gates = chosen weights"));
     op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k, op->renorm = renorm;
+    op->scale = scaled ? spec->scale : 0;
     static const struct { as_hook_kind kind; const char *text; } lin[] = {
         {AS_HK_EXPERTS_PRE, "experts pre = ln2 · W_gate[expert]"},
         {AS_HK_EXPERTS_PRE_LINEAR, "experts pre_linear = ln2 · W_in[expert]"},
@@ -472,6 +494,25 @@ int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, 
                                                         : "mlp_out = Σ gate · experts out");
     op->n_expert = E, op->k = k, op->n_in = d, op->n_out = d;
     return out;
+}
+
+int as_program_add_shared_mlp(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
+                              const as_weight *gate, const as_weight *up, const as_weight *down)
+{
+    int d = p->hooks[in].width, f = gate->rows;
+    if (up->rows != f || gate->cols != d || up->cols != d || down->rows != d || down->cols != f) {
+        p->failed = true;
+        return 0;
+    }
+    int pre = as_program_add_linear(p, AS_HK_SHARED_PRE, layer, AS_CLASS_MLP, in, gate, NULL, 1, f, 0,
+                                    "shared pre = ln2 · W_gate_shexp");
+    int lin = as_program_add_linear(p, AS_HK_SHARED_PRE_LINEAR, layer, AS_CLASS_MLP, in, up, NULL, 1, f, 0,
+                                    "shared pre_linear = ln2 · W_up_shexp");
+    int post = as_program_add_hook(p, AS_HK_SHARED_POST, layer, AS_CLASS_MLP, 1, f, 0);
+    as_program_add_op(p, AS_OP_SWIGLU, layer, post, pre, lin, "shared post = silu(pre) * pre_linear");
+    int so = as_program_add_linear(p, AS_HK_SHARED_OUT, layer, AS_CLASS_RESID, post, down, NULL, 1, d, 0,
+                                   "shared out = post · W_down_shexp");
+    return as_program_add_sum(p, out_kind, layer, routed, so, "mlp_out = routed out + shared out");
 }
 
 int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,

@@ -202,8 +202,9 @@ typedef enum as_op_kind {
     AS_OP_REL_BIAS,   /* out[head][q][k] = W[bucket(k - q)][head], as op->rel says (T5) */
     /* a routed MLP (op->n_expert experts, op->k chosen per position) */
     AS_OP_ROUTE,      /* out = softmax(in0) over the experts (router weights) */
-    AS_OP_TOPK,       /* out = the k experts of largest in0, largest first (ties: the lower index) */
-    AS_OP_GATES,      /* out[j] = in0[in1[j]], divided by their sum when op->renorm */
+    AS_OP_TOPK,       /* out = the k experts of largest in0 (+ op->b, for choosing only, when set),
+                       * largest first (ties: the lower index), within the best groups when op->n_group > 1 */
+    AS_OP_GATES,      /* out[j] = in0[in1[j]], divided by their sum when op->renorm, times op->scale when not 0 */
     AS_OP_EXPERT_LINEAR, /* out[j] = expert in1[j]'s rows of W · (in0, or in0's slot j when it has k slots) */
     AS_OP_EXPERT_SUM, /* out = Σ_j in1[j] · in0[slot j] (the gated sum of the experts' outputs) */
     AS_OP_SIGMOID,    /* out = 1 / (1 + exp(-in0)) */
@@ -257,6 +258,8 @@ typedef struct as_op {
                            * EXPERT_LINEAR: w stacks the experts' matrices of n_out rows each */
     bool renorm;          /* GATES: the chosen weights divided by their sum (Mixtral) */
     int col0;             /* SLICE: the first column taken of each group */
+    int n_group, group_used; /* TOPK: > 1 groups of experts, of which only the group_used of largest
+                              * score (the sum of a group's two largest) are chosen from (DeepSeek-V3) */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -394,6 +397,30 @@ int as_program_add_rel_bias(as_program *p, int layer, int n_head, const as_weigh
 int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
                        const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
                        bool renorm);
+/* How a routed MLP chooses and weighs its experts, beyond Mixtral's
+ * (softmax, top k, renorm): sigmoid weights instead of softmax; a bias
+ * per expert added to the weights for choosing only (DeepSeek-V3's
+ * exp_probs_b); group-limited choice (n_group > 1 groups of consecutive
+ * experts, only the group_used of largest score, the sum of a group's two
+ * largest biased weights, chosen from); the gates times scale (0 or 1:
+ * none). */
+#define AS_MAX_EXPERTS 512 /* llama.cpp's LLAMA_MAX_EXPERTS */
+typedef struct as_moe_spec {
+    int n_expert, k;
+    bool renorm, sigmoid;
+    const float *bias;
+    int n_group, group_used;
+    float scale;
+} as_moe_spec;
+/* as_program_add_moe with those choices. */
+int as_program_add_moe_spec(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
+                            const as_weight *gate, const as_weight *up, const as_weight *down,
+                            const as_moe_spec *spec);
+/* Shared experts without a gate (DeepSeek): a SwiGLU MLP over `in`
+ * (hooks blocks.L.mlp.shared.*) whose output is added to `routed` (of
+ * kind AS_HK_ROUTED_OUT), giving a hook of `out_kind`. Returns it. */
+int as_program_add_shared_mlp(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
+                              const as_weight *gate, const as_weight *up, const as_weight *down);
 /* A shared expert beside a routed MLP (Qwen-MoE): a SwiGLU MLP over
  * `in` (gate, up: d_shared rows; down: d_model rows) whose output is
  * multiplied by sigmoid(in · gate_inp) (gate_inp: one row) and added to

@@ -441,6 +441,13 @@ DEEPSEEK2S = {
     "tiny-deepseek2": (dict(), 2101),
     # q through its own latent of 16 and RMSNorm (V2's attn_q_a / attn_q_b)
     "tiny-deepseek2-qlora": (dict(q_lora=16), 2102),
+    # DeepSeek-V3's routing: layer 0 dense, layers 1-2 among 8 experts of 16, 2 chosen by sigmoid
+    # affinities plus a selection bias, only from the better of 2 groups of 4; gates normalised, times 2.5;
+    # one shared expert; q through its latent
+    "tiny-deepseek2-v3moe": (dict(q_lora=16, n_layer=3, n_dense=1, n_expert=8, n_expert_used=2, n_shared=1,
+                                  sigmoid=True, bias=True, n_group=2, group_used=1, norm=True, scale=2.5), 2103),
+    # DeepSeek-V2(-Lite)'s: softmax, no bias nor groups, gates as they are; two shared experts; q direct
+    "tiny-deepseek2-v2moe": (dict(n_layer=3, n_dense=1, n_expert=6, n_expert_used=2, n_shared=2), 2104),
 }
 
 
@@ -453,6 +460,10 @@ def make_deepseek2(cfg, seed):
             r = torch.randn(*p.shape, generator=g, dtype=torch.float64)
             if name.endswith("_w"):
                 p.copy_(1.0 + 0.1 * r)
+            elif name.endswith("exp_probs_b"):                   # large enough to change choices
+                p.copy_(0.3 * r)
+            elif name.endswith("_exps"):                         # [E, rows, cols]: each expert as a Linear
+                p.copy_(r / math.sqrt(p.shape[2]))
             elif name == "tok_embd.weight":
                 p.copy_(r)
             elif name.endswith(("q.weight", "q_b.weight", "kv_b.weight")):
@@ -503,8 +514,26 @@ def check_deepseek2(fixdir, which, fresh_dir):
         m32(torch.tensor([ids]), h32)
     d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
     expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
-    return ["%d hooks; mask, softmax rows, shared rotary key; float32 torch pass within %.1e (at %s)"
-            % (len(H), d32[0], d32[1])]
+    lines = ["%d hooks; mask, softmax rows, shared rotary key; float32 torch pass within %.1e (at %s)"
+             % (len(H), d32[0], d32[1])]
+    for L in range(cfg.n_layer):
+        if cfg.dense(L):
+            continue
+        # the experts chosen: the float32 pass's equal the fixture's; the closest call between the
+        # k-th and the next biased weight among the allowed groups (the reference's choice), and ties
+        ix = H["blocks.%d.mlp.hook_expert_indices" % L]
+        expect(np.array_equal(h32["blocks.%d.mlp.hook_expert_indices" % L].numpy(), ix),
+               "layer %d: float32 pass chooses other experts" % L)
+        w = H["blocks.%d.mlp.hook_expert_weights" % L].astype(np.float64)
+        sel = w + (model.blocks[L].exp_probs_b.detach().numpy() if cfg.bias else 0)
+        s_ = -np.sort(-sel, axis=-1)
+        gap = s_[:, cfg.n_expert_used - 1] - s_[:, cfg.n_expert_used]
+        unbiased = np.argsort(-w, axis=-1, kind="stable")[:, :cfg.n_expert_used]
+        lines.append("layer %d experts: closest call %.2e (ignoring groups); ties at positions %s; "
+                     "%d of %d positions choose otherwise than by the weights alone"
+                     % (L, gap[gap > 0].min(), [int(i) for i in np.nonzero(gap == 0)[0]],
+                        int(np.sum(np.any(np.sort(unbiased, -1) != np.sort(ix, -1), -1))), n))
+    return lines
 
 
 # ---------------------------------------------------------------------------

@@ -865,10 +865,25 @@ class DeepSeek2Config:
     eps: float = 1e-6
     rope_base: float = 10000.0
     arch: str = "deepseek2"
+    # DeepSeekMoE after the first n_dense layers (n_dense None: every layer dense)
+    n_dense: Optional[int] = None
+    n_expert: int = 0
+    n_expert_used: int = 0
+    d_expert: int = 16
+    n_shared: int = 0            # shared experts: one SwiGLU of n_shared * d_expert, no gate
+    sigmoid: bool = False        # V3: sigmoid affinities; V2: softmax
+    bias: bool = False           # V3's selection bias (exp_probs_b), for choosing only
+    n_group: int = 0             # > 1: group-limited routing, group_used groups chosen from
+    group_used: int = 0
+    norm: bool = False           # chosen weights divided by their sum
+    scale: float = 1.0           # then multiplied by it
+
+    def dense(self, L):
+        return self.n_dense is None or L < self.n_dense
 
 
 class DeepSeek2Block(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, dense=True):
         super().__init__()
         d, H = c.d_model, c.n_head
         dk = c.d_nope + c.d_rope
@@ -884,6 +899,19 @@ class DeepSeek2Block(nn.Module):
         self.kv_b = nn.Linear(c.kv_lora, H * (c.d_nope + c.d_v), bias=False)
         self.o = nn.Linear(H * c.d_v, d, bias=False)
         self.ln2_w = nn.Parameter(torch.ones(d))
+        if not dense:
+            E, Fe = c.n_expert, c.d_expert
+            self.router = nn.Linear(d, E, bias=False)
+            if c.bias:
+                self.exp_probs_b = nn.Parameter(torch.zeros(E))
+            self.gate_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.up_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.down_exps = nn.Parameter(torch.empty(E, d, Fe))
+            if c.n_shared:
+                self.gate_shexp = nn.Linear(d, c.n_shared * Fe, bias=False)
+                self.up_shexp = nn.Linear(d, c.n_shared * Fe, bias=False)
+                self.down_shexp = nn.Linear(c.n_shared * Fe, d, bias=False)
+            return
         self.gate = nn.Linear(d, c.d_ff, bias=False)
         self.up = nn.Linear(d, c.d_ff, bias=False)
         self.down = nn.Linear(c.d_ff, d, bias=False)
@@ -896,7 +924,7 @@ class DeepSeek2(nn.Module):
         super().__init__()
         self.cfg = c
         self.tok_embd = nn.Embedding(c.vocab, c.d_model)
-        self.blocks = nn.ModuleList(DeepSeek2Block(c) for _ in range(c.n_layer))
+        self.blocks = nn.ModuleList(DeepSeek2Block(c, c.dense(L)) for L in range(c.n_layer))
         self.lnf_w = nn.Parameter(torch.ones(c.d_model))
         self.out = nn.Linear(c.d_model, c.vocab, bias=False)
 
@@ -960,6 +988,60 @@ class DeepSeek2(nn.Module):
         _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
         return out
 
+    def _moe(self, blk, x, L, hooks):
+        """DeepSeekMoE (DeepSeek-AI 2024, V2 section 2.2; V3 section 2.1.2):
+        affinities s = softmax or sigmoid of the router's logits; the top k
+        of s + b (b: V3's bias, for choosing only; a stable descending sort,
+        of equal ones the lower index) among the experts of the group_used
+        groups whose two largest s + b sum highest; gates g = s of the
+        chosen, over their sum when normalised, times the scale; output
+        sum_j g_j FFN_j(x) plus the shared experts' FFN(x)."""
+        c = self.cfg
+        p = "blocks.%d.mlp." % L
+        B, T, _ = x.shape
+        logits = blk.router(x)
+        _rec(hooks, p + "hook_router_logits", logits)
+        s = torch.sigmoid(logits) if c.sigmoid else torch.softmax(logits, dim=-1)
+        _rec(hooks, p + "hook_expert_weights", s)
+        sel = s + blk.exp_probs_b if c.bias else s
+        if c.n_group > 1:
+            per = c.n_expert // c.n_group
+            grp = sel.reshape(B, T, c.n_group, per)
+            top2 = torch.sort(grp, dim=-1, descending=True, stable=True).values[..., :2].sum(-1)  # [B,T,G]
+            keep = torch.sort(top2, dim=-1, descending=True, stable=True).indices[..., :c.group_used]
+            mask = torch.zeros(B, T, c.n_group, dtype=torch.bool).scatter_(-1, keep, True)
+            sel = sel.masked_fill(~mask.repeat_interleave(per, dim=-1), float("-inf"))
+        idx = torch.sort(sel, dim=-1, descending=True, stable=True).indices[..., :c.n_expert_used]
+        _rec(hooks, p + "hook_expert_indices", idx.to(torch.int32))
+        g = torch.gather(s, -1, idx)
+        if c.norm:
+            g = g / g.sum(-1, keepdim=True)
+        if c.scale not in (0.0, 1.0):
+            g = g * c.scale
+        _rec(hooks, p + "hook_expert_gates", g)
+        pre = torch.einsum("btkfd,btd->btkf", blk.gate_exps[idx], x)
+        _rec(hooks, p + "experts.hook_pre", pre)
+        lin = torch.einsum("btkfd,btd->btkf", blk.up_exps[idx], x)
+        _rec(hooks, p + "experts.hook_pre_linear", lin)
+        post = F.silu(pre) * lin
+        _rec(hooks, p + "experts.hook_post", post)
+        out = torch.einsum("btkdf,btkf->btkd", blk.down_exps[idx], post)
+        _rec(hooks, p + "experts.hook_out", out)
+        out = (g[..., None] * out).sum(dim=2)
+        if c.n_shared:
+            _rec(hooks, p + "hook_routed_out", out)
+            pre = blk.gate_shexp(x)
+            _rec(hooks, p + "shared.hook_pre", pre)
+            lin = blk.up_shexp(x)
+            _rec(hooks, p + "shared.hook_pre_linear", lin)
+            post = F.silu(pre) * lin
+            _rec(hooks, p + "shared.hook_post", post)
+            shared = blk.down_shexp(post)
+            _rec(hooks, p + "shared.hook_out", shared)
+            out = out + shared
+        _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
+        return out
+
     def forward(self, ids, hooks=None):
         x = self.tok_embd(ids)
         _rec(hooks, "hook_embed", x)
@@ -970,6 +1052,10 @@ class DeepSeek2(nn.Module):
             _rec(hooks, "blocks.%d.hook_resid_mid" % L, x)
             h = self._rms(x, blk.ln2_w, "blocks.%d.ln2" % L, hooks)
             p = "blocks.%d.mlp." % L
+            if not self.cfg.dense(L):
+                x = x + self._moe(blk, h, L, hooks)
+                _rec(hooks, "blocks.%d.hook_resid_post" % L, x)
+                continue
             pre = blk.gate(h)
             _rec(hooks, p + "hook_pre", pre)
             lin = blk.up(h)
@@ -999,12 +1085,20 @@ def export_deepseek2_gguf(model, c, path, name, tokenizer):
                      ("attention.head_count_kv", c.n_head), ("rope.dimension_count", c.d_rope),
                      ("attention.key_length", c.d_nope + c.d_rope), ("attention.value_length", c.d_v),
                      ("attention.kv_lora_rank", c.kv_lora), ("vocab_size", c.vocab),
-                     # every layer dense: llama.cpp still reads the routing keys
-                     ("leading_dense_block_count", c.n_layer), ("expert_feed_forward_length", c.d_ff),
-                     ("expert_count", 0), ("expert_used_count", 0), ("expert_shared_count", 0)):
+                     # llama.cpp reads the routing keys even when every layer is dense
+                     ("leading_dense_block_count", c.n_layer if c.n_dense is None else c.n_dense),
+                     ("expert_feed_forward_length", c.d_expert if c.n_expert else c.d_ff),
+                     ("expert_count", c.n_expert), ("expert_used_count", c.n_expert_used),
+                     ("expert_shared_count", c.n_shared)):
         w.add_uint32("%s.%s" % (a, key), val)
+    if c.n_expert:
+        w.add_uint32(a + ".expert_gating_func", 2 if c.sigmoid else 1)
+        w.add_bool(a + ".expert_weights_norm", c.norm)
+        if c.n_group > 1:
+            w.add_uint32(a + ".expert_group_count", c.n_group)
+            w.add_uint32(a + ".expert_group_used_count", c.group_used)
     w.add_uint32(a + ".attention.q_lora_rank", c.q_lora)   # 0: attn_q (llama.cpp reads the key either way)
-    w.add_float32(a + ".expert_weights_scale", 1.0)
+    w.add_float32(a + ".expert_weights_scale", c.scale)
     w.add_float32(a + ".attention.layer_norm_rms_epsilon", c.eps)
     w.add_float32(a + ".rope.freq_base", c.rope_base)
     _add_tokenizer(w, tokenizer)
@@ -1027,6 +1121,18 @@ def export_deepseek2_gguf(model, c, path, name, tokenizer):
         t(b + "attn_kv_b.weight", blk.kv_b.weight)
         t(b + "attn_output.weight", blk.o.weight)
         t(b + "ffn_norm.weight", blk.ln2_w)
+        if not c.dense(L):   # llama.cpp's ffn_gate_inp, exp_probs_b and the 3-D ffn_*_exps
+            t(b + "ffn_gate_inp.weight", blk.router.weight)
+            if c.bias:
+                t(b + "exp_probs_b.bias", blk.exp_probs_b)
+            t(b + "ffn_gate_exps.weight", blk.gate_exps)
+            t(b + "ffn_up_exps.weight", blk.up_exps)
+            t(b + "ffn_down_exps.weight", blk.down_exps)
+            if c.n_shared:
+                t(b + "ffn_gate_shexp.weight", blk.gate_shexp.weight)
+                t(b + "ffn_up_shexp.weight", blk.up_shexp.weight)
+                t(b + "ffn_down_shexp.weight", blk.down_shexp.weight)
+            continue
         t(b + "ffn_gate.weight", blk.gate.weight)
         t(b + "ffn_up.weight", blk.up.weight)
         t(b + "ffn_down.weight", blk.down.weight)
