@@ -19,9 +19,14 @@
  * expert_shared_count shared experts as one SwiGLU of that many times
  * expert_feed_forward_length (ffn_*_shexp), added without a gate.
  *
- * Not yet: the split attn_k_b / attn_v_b of newer converters (refused by
- * name), rotary scaling (YaRN and its mscale: refused). The KV cache
- * holds the expanded keys and values, not the latent. */
+ * Files of newer converters split attn_kv_b into attn_k_b and attn_v_b
+ * (attention.key_length_mla and value_length_mla then give the heads'
+ * sizes, key_length and value_length the one key-value head's): they run
+ * as llama.cpp runs them, the KV cache holding the normed latent and the
+ * rotated shared key (hook_k / hook_rot_k [1, kv_lora + rope], hook_v
+ * [1, kv_lora]); the legacy layout caches the expanded keys and values.
+ *
+ * Not yet: rotary scaling (YaRN and its mscale: refused). */
 #include "attnscope/model.h"
 #include "attnscope/program.h"
 
@@ -35,7 +40,8 @@ typedef struct ds2_layer {
     const float *q_a_norm_w;
     as_weight wkv_latent, wk_pe;  /* the rows of attn_kv_a_mqa: latent's, then the rotary key's */
     const float *kv_a_norm_w;
-    as_weight wkv_b;              /* [n_head · (nope + d_v)][kv_lora] */
+    as_weight wkv_b;              /* [n_head · (nope + d_v)][kv_lora] (legacy) */
+    as_weight wk_b, wv_b;         /* absorbed: per head [kv_lora][nope] and [d_v][kv_lora], stacked */
     as_weight wo;                 /* [d_model][n_head · d_v] */
     const float *ffn_norm_w;
     as_weight w_gate, w_up, w_down;  /* a dense layer's MLP */
@@ -46,6 +52,7 @@ typedef struct ds2_layer {
 
 typedef struct ds2_weights {
     int q_lora, kv_lora, d_v, nope;
+    bool absorbed;              /* attn_k_b / attn_v_b (attention.key_length_mla given) */
     int n_dense;                /* leading dense layers; the rest routed */
     as_moe_spec moe;
     int d_expert, n_shared;
@@ -74,6 +81,11 @@ static int read_config(as_config *c, const as_gguf *g, as_error *err)
         return as_error_set(err, "%s: deepseek2.attention.key_length is missing (the head size of q and k: "
                             "their part without rotary plus the rotary part)", g->path);
     if (read_u32(g, "attention.key_length", &k, 2, 65536, err))
+        return AS_ERR;
+    /* the absorbed layout: key_length is the one key-value head's (latent + rope), key_length_mla the
+     * heads' own (nope + rope), which is what attnscope's head size means */
+    if (as_gguf_find(g, "deepseek2.attention.key_length_mla") &&
+        read_u32(g, "attention.key_length_mla", &k, 2, 65536, err))
         return AS_ERR;
     c->d_head = (int)k;
     if (as_config_read_rope(c, g, "deepseek2", err))
@@ -109,14 +121,11 @@ static int load_layer(as_model *m, ds2_weights *W, int l, as_error *err)
         return AS_ERR;
     L->wkv_latent = as_weight_rows(&kva, 0, (int)kl);
     L->wk_pe = as_weight_rows(&kva, (int)kl, (int)r);
-    as_weight kb;
-    if (as_model_matrix(m, N("attn_k_b.weight"), dk - r, kl, true, &kb, err))
+    if (W->absorbed ? as_model_expert_matrix(m, N("attn_k_b.weight"), dk - r, kl, H, false, &L->wk_b, err) ||
+                          as_model_expert_matrix(m, N("attn_v_b.weight"), kl, dv, H, false, &L->wv_b, err)
+                    : as_model_matrix(m, N("attn_kv_b.weight"), kl, H * (dk - r + dv), false, &L->wkv_b, err))
         return AS_ERR;
-    if (kb.data)
-        return as_error_set(err, "%s: %s: the split attn_k_b / attn_v_b layout of newer converters is not "
-                            "supported yet (attnscope reads the legacy attn_kv_b)", m->path, n);
-    if (as_model_matrix(m, N("attn_kv_b.weight"), kl, H * (dk - r + dv), false, &L->wkv_b, err) ||
-        as_model_matrix(m, N("attn_output.weight"), H * dv, d, false, &L->wo, err) ||
+    if (as_model_matrix(m, N("attn_output.weight"), H * dv, d, false, &L->wo, err) ||
         as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err))
         return AS_ERR;
     if (l >= W->n_dense) {
@@ -185,12 +194,13 @@ static int load(as_model *m, as_error *err)
     const as_config *c = &m->cfg;
     const as_gguf *g = m->gguf;
     uint32_t q_lora = 0, kv_lora = 0, dv = (uint32_t)c->d_head, dense = (uint32_t)c->n_layer;
+    bool absorbed = as_gguf_find(g, "deepseek2.attention.key_length_mla") != NULL;
     if (!as_gguf_find(g, "deepseek2.attention.kv_lora_rank"))
         return as_error_set(err, "%s: deepseek2.attention.kv_lora_rank is missing (the width of the compressed "
                             "key-value latent)", m->path);
     if (read_u32(g, "attention.q_lora_rank", &q_lora, 0, 1u << 20, err) ||
         read_u32(g, "attention.kv_lora_rank", &kv_lora, 1, 1u << 20, err) ||
-        read_u32(g, "attention.value_length", &dv, 1, 65536, err) ||
+        read_u32(g, absorbed ? "attention.value_length_mla" : "attention.value_length", &dv, 1, 65536, err) ||
         read_u32(g, "leading_dense_block_count", &dense, 0, (uint32_t)c->n_layer, err))
         return AS_ERR;
     if (c->rope_dim >= c->d_head)
@@ -208,6 +218,7 @@ static int load(as_model *m, as_error *err)
     m->weights = W;
     W->n_dense = (int)dense, W->moe = moe, W->d_expert = (int)d_expert, W->n_shared = (int)n_shared;
     W->q_lora = (int)q_lora, W->kv_lora = (int)kv_lora, W->d_v = (int)dv, W->nope = c->d_head - c->rope_dim;
+    W->absorbed = absorbed;
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
     if (as_model_matrix(m, "token_embd.weight", d, v, false, &W->tok_embd, err) ||
         as_model_vector(m, "output_norm.weight", d, false, &W->out_norm_w, err) ||
@@ -245,12 +256,36 @@ static int attention(as_program *p, int l, int x)
                                     "k_pe = ln1 · W_KVA[rope]");
     int kvn = as_program_add_norm(p, AS_HK_KV_A_NORM_SCALE, l, kvl, L->kv_a_norm_w, NULL, AS_NORM_RMS, c->eps,
                                   "kv_a_norm");
+    as_rope_spec rope = c->rope;
+    if (W->absorbed) {
+        /* llama.cpp's MLA: q's part without rotary taken into the latent's space per head (attn_k_b), one
+         * key-value head [latent, rotated k_pe] and the latent as its value, the mix per head turned into
+         * d_v by attn_v_b: the same scores and z as the expanded form, the cache holding the latent */
+        rope.offset = nope;
+        int rq = as_program_add_rope(p, AS_HK_ROT_Q, l, AS_CLASS_HEADS, q, &rope, "rot_q = rotate(q[:, nope:])");
+        int qa = as_program_add_head_linear(p, AS_HK_Q_ABSORBED, l, AS_CLASS_HEADS, rq, H, &L->wk_b, W->kv_lora, 0,
+                                            "q_absorbed = W_KB[head] · q[:, :nope]");
+        int qpe = as_program_add_slice(p, AS_HK_Q_PE, l, AS_CLASS_HEADS, rq, H, nope, r, "rot_q_pe = rot_q[:, nope:]");
+        int qm = as_program_add_concat(p, AS_HK_Q_MQA, l, AS_CLASS_HEADS, qa, qpe, "q_mqa = [q_absorbed, rot_q_pe]");
+        int k = as_program_add_concat(p, AS_HK_K, l, AS_CLASS_HEADS, kvn, kpe, "k = [kv_a_norm, k_pe]");
+        rope.offset = W->kv_lora;
+        int rk = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, &rope, "rot_k = rotate(k[latent:])");
+        int v = as_program_add_slice(p, AS_HK_V, l, AS_CLASS_ESSENTIAL, kvn, 1, 0, W->kv_lora, "v = kv_a_norm");
+        as_attn site = {.layer = l, .q = qm, .k = rk, .v = v, .n_head = H, .n_head_kv = 1,
+                        .d_qk = W->kv_lora + r, .d_v = W->kv_lora, .scale = 1.0f / sqrtf((float)dk),
+                        .mask = AS_MASK_CAUSAL, .bias = -1};
+        int zl = as_program_add_attention(p, &site, "scores = q_mqa · rot_kᵀ / sqrt(nope + rope), causal");
+        if (p->failed)
+            return zl;
+        as_program_set_kind(p, zl, AS_HK_Z_LATENT);
+        return as_program_add_head_linear(p, AS_HK_Z, l, AS_CLASS_HEADS, zl, H, &L->wv_b, dv, 0,
+                                          "z = W_VB[head] · z_latent");
+    }
     int kv = as_program_add_linear(p, AS_HK_KV, l, AS_CLASS_HEADS, kvn, &L->wkv_b, NULL, 2, H, nope + dv,
                                    "kv = kv_a_norm · W_KVB");
     int kn = as_program_add_slice(p, AS_HK_K_NOPE, l, AS_CLASS_HEADS, kv, H, 0, nope, "k_nope = kv[:, :nope]");
     int v = as_program_add_slice(p, AS_HK_V, l, AS_CLASS_ESSENTIAL, kv, H, nope, dv, "v = kv[:, nope:]");
     int k = as_program_add_concat(p, AS_HK_K, l, AS_CLASS_HEADS, kn, kpe, "k = [k_nope, k_pe] per head");
-    as_rope_spec rope = c->rope;
     rope.offset = nope;
     int rq = as_program_add_rope(p, AS_HK_ROT_Q, l, AS_CLASS_HEADS, q, &rope, "rot_q = rotate(q[:, nope:])");
     int rk = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, &rope, "rot_k = rotate(k[:, nope:])");

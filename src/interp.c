@@ -772,6 +772,17 @@ static void exec(as_interp *it, const as_op *op)
         }
         break;
     }
+    case AS_OP_HEAD_LINEAR: {
+        int G = out->dims[0], n = out->dims[1], wx = it->prog->hooks[op->in[0]].width / G;
+        for (int i = 0; i < st->n; i++) {
+            const float *x = span_row(it, op->in[0], i);
+            float *y = span_row(it, op->out, i);
+            for (int g = 0; g < G; g++)
+                for (int r = 0; r < n; r++)
+                    y[(size_t)g * n + r] = as_weight_dot(&op->w, g * n + r, x + (size_t)g * wx + op->col0);
+        }
+        break;
+    }
     case AS_OP_GATED_ADD: {
         int d = out->width;
         for (int i = 0; i < st->n; i++) {

@@ -95,6 +95,10 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_K_PE] = "attn.hook_k_pe",
     [AS_HK_KV] = "attn.hook_kv",
     [AS_HK_K_NOPE] = "attn.hook_k_nope",
+    [AS_HK_Q_ABSORBED] = "attn.hook_q_absorbed",
+    [AS_HK_Q_PE] = "attn.hook_rot_q_pe",
+    [AS_HK_Q_MQA] = "attn.hook_q_mqa",
+    [AS_HK_Z_LATENT] = "attn.hook_z_latent",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -157,6 +161,7 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
     case AS_HK_ATTN_RESULT: case AS_HK_ATTN_BIAS:
     case AS_HK_Q_LATENT: case AS_HK_Q_A_NORM_SCALE: case AS_HK_Q_A_NORM_NORMALIZED: case AS_HK_KV_LATENT:
     case AS_HK_KV_A_NORM_SCALE: case AS_HK_KV_A_NORM_NORMALIZED: case AS_HK_K_PE: case AS_HK_KV: case AS_HK_K_NOPE:
+    case AS_HK_Q_ABSORBED: case AS_HK_Q_PE: case AS_HK_Q_MQA: case AS_HK_Z_LATENT:
         return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
     case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST: case AS_HK_MLP_RESULT:
         return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
@@ -301,6 +306,29 @@ int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_c
     if (Gb != 1 && Gb != G)
         p->failed = true;
     return h;
+}
+
+int as_program_add_head_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                               const as_weight *w, int n_out, int col0, const char *text)
+{
+    int wx = p->hooks[in].width;
+    int h = as_program_add_hook(p, kind, layer, klass, 2, groups, n_out);
+    as_op *op = as_program_add_op(p, AS_OP_HEAD_LINEAR, layer, h, in, -1, text);
+    op->w = *w, op->n_in = w->cols, op->n_out = n_out, op->col0 = col0;
+    if (groups < 1 || wx % groups || col0 < 0 || col0 + w->cols > wx / groups || w->rows != groups * n_out)
+        p->failed = true; /* a builder's mistake, caught by the tests */
+    return h;
+}
+
+void as_program_set_kind(as_program *p, int hook, as_hook_kind kind)
+{
+    as_hook *h = &p->hooks[hook];
+    h->kind = kind;
+    const char *cross = h->site == AS_SITE_CROSS_ATTN && !strncmp(hook_suffix[kind], "attn.", 5) ? "cross_" : "";
+    if (p->scope[0])
+        snprintf(h->name, sizeof h->name, "%s.%s%s", p->scope, cross, hook_suffix[kind]);
+    else
+        snprintf(h->name, sizeof h->name, "%s%s", cross, hook_suffix[kind]);
 }
 
 int as_program_add_attention(as_program *p, const as_attn *site, const char *scores_text)

@@ -74,6 +74,12 @@ typedef enum as_hook_kind {
     AS_HK_Q_LATENT, AS_HK_Q_A_NORM_SCALE, AS_HK_Q_A_NORM_NORMALIZED,
     AS_HK_KV_LATENT, AS_HK_KV_A_NORM_SCALE, AS_HK_KV_A_NORM_NORMALIZED,
     AS_HK_K_PE, AS_HK_KV, AS_HK_K_NOPE,
+    /* MLA in its absorbed form (attn_k_b, attn_v_b; one key-value head
+     * holding the latent): q's part without rotary taken into the latent
+     * space per head [head, kv_lora], the rotated part [head, rope], the
+     * two side by side [head, kv_lora + rope], and the mix over the latent
+     * [head, kv_lora] that attn_v_b turns into hook_z */
+    AS_HK_Q_ABSORBED, AS_HK_Q_PE, AS_HK_Q_MQA, AS_HK_Z_LATENT,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -211,6 +217,7 @@ typedef enum as_op_kind {
     AS_OP_GATED_ADD,  /* out = in0 + in[2][0] · in1 (a shared expert's output under its gate) */
     AS_OP_SLICE,      /* each of out's dims[0] groups = columns [col0, col0 + dims[1]) of in0's group */
     AS_OP_CONCAT,     /* each of out's groups = in0's group, then in1's (in1's one group, when it has one, to all) */
+    AS_OP_HEAD_LINEAR,/* out's group h = rows [h·n, (h+1)·n) of W · in0's group h from column col0 (n: out's dims[1]) */
 } as_op_kind;
 
 /* T5's relative position buckets (llama.cpp's llama_relative_position_bucket):
@@ -438,6 +445,14 @@ int as_program_add_slice(as_program *p, as_hook_kind kind, int layer, as_hook_cl
  * followed by b's group (b's one group repeated when b has one). */
 int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int a, int b,
                           const char *text);
+/* A hook of kind `kind` [groups, n_out]: group h is matrix h of w (w
+ * stacks one matrix of n_out rows per group) times w->cols values of
+ * in's group h from column col0. Returns it. */
+int as_program_add_head_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                               const as_weight *w, int n_out, int col0, const char *text);
+/* Gives a hook another kind, and the name that kind has in its scope
+ * (the mix of an attention site whose z is not hook_z). */
+void as_program_set_kind(as_program *p, int hook, as_hook_kind kind);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

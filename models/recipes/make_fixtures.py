@@ -448,6 +448,11 @@ DEEPSEEK2S = {
                                   sigmoid=True, bias=True, n_group=2, group_used=1, norm=True, scale=2.5), 2103),
     # DeepSeek-V2(-Lite)'s: softmax, no bias nor groups, gates as they are; two shared experts; q direct
     "tiny-deepseek2-v2moe": (dict(n_layer=3, n_dense=1, n_expert=6, n_expert_used=2, n_shared=2), 2104),
+    # the absorbed layout of newer converters (attn_k_b, attn_v_b; *_mla head sizes), with V3's routing
+    # of tiny-deepseek2-v3moe: the same weights, the MQA form (the cache holding the latent)
+    "tiny-deepseek2-absorbed": (dict(q_lora=16, n_layer=3, n_dense=1, n_expert=8, n_expert_used=2, n_shared=1,
+                                     sigmoid=True, bias=True, n_group=2, group_used=1, norm=True, scale=2.5,
+                                     absorbed=True), 2103),
 }
 
 
@@ -506,8 +511,9 @@ def check_deepseek2(fixdir, which, fresh_dir):
         sc, pat = H["blocks.%d.attn.hook_attn_scores" % L], H["blocks.%d.attn.hook_pattern" % L]
         expect(np.all(np.isneginf(sc[:, hidden])) and np.all(pat[:, hidden] == 0), "layer %d mask" % L)
         expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "layer %d softmax sums" % L)
-        k = H["blocks.%d.attn.hook_k" % L]
-        expect(np.all(k[:, 1:, cfg.d_nope:] == k[:, :1, cfg.d_nope:]), "layer %d: one rotary key for all heads" % L)
+        if not cfg.absorbed:
+            k = H["blocks.%d.attn.hook_k" % L]
+            expect(np.all(k[:, 1:, cfg.d_nope:] == k[:, :1, cfg.d_nope:]), "layer %d: one rotary key for all heads" % L)
     m32 = make_deepseek2(cfg, DEEPSEEK2S[which][1]).float()
     h32 = {}
     with torch.no_grad():
@@ -516,6 +522,18 @@ def check_deepseek2(fixdir, which, fresh_dir):
     expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
     lines = ["%d hooks; mask, softmax rows, shared rotary key; float32 torch pass within %.1e (at %s)"
              % (len(H), d32[0], d32[1])]
+    if cfg.absorbed:   # the MQA form gives the expanded form's scores, z and logits on the same weights
+        expanded = R.DeepSeek2(R.DeepSeek2Config(**{**cfg.__dict__, "absorbed": False})).double()
+        expanded.load_state_dict(model.state_dict())
+        he, ha = {}, {}
+        with torch.no_grad():
+            expanded(torch.tensor([ids]), he)
+            model(torch.tensor([ids]), ha)   # float64 both (the fixtures are float32)
+        common = [k for k in ha if k in he and ("scores" in k or "pattern" in k or k.endswith("hook_z") or "unembed" in k)]
+        de = max((max_diff(he[k].numpy(), ha[k].numpy()), k) for k in common)
+        expect(de[0] < 1e-9, "absorbed and expanded forms differ by %g at %s" % de)
+        lines.append("absorbed = expanded form within %.1e at scores, patterns, z, logits (%d hooks)"
+                     % (de[0], len(common)))
     for L in range(cfg.n_layer):
         if cfg.dense(L):
             continue

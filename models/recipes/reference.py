@@ -865,6 +865,7 @@ class DeepSeek2Config:
     eps: float = 1e-6
     rope_base: float = 10000.0
     arch: str = "deepseek2"
+    absorbed: bool = False       # newer converters' attn_k_b / attn_v_b: MLA computed as llama.cpp's MQA form
     # DeepSeekMoE after the first n_dense layers (n_dense None: every layer dense)
     n_dense: Optional[int] = None
     n_expert: int = 0
@@ -964,6 +965,8 @@ class DeepSeek2(nn.Module):
         _rec(hooks, p + "hook_kv_latent", latent)
         _rec(hooks, p + "hook_k_pe", k_r)
         latent = self._rms(latent, blk.kv_a_norm_w, p + "kv_a_norm", hooks)
+        if c.absorbed:
+            return self._attn_absorbed(blk, q, latent, k_r, L, hooks)
         kv = blk.kv_b(latent).view(B, T, H, dn + dv)
         _rec(hooks, p + "hook_kv", kv)
         k_c, v = kv[..., :dn], kv[..., dn:]
@@ -983,6 +986,43 @@ class DeepSeek2(nn.Module):
         pattern = torch.softmax(scores, dim=-1)
         _rec(hooks, p + "hook_pattern", pattern)
         z = (pattern @ v).transpose(1, 2)
+        _rec(hooks, p + "hook_z", z)
+        out = blk.o(z.reshape(B, T, H * dv))
+        _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
+        return out
+
+    def _attn_absorbed(self, blk, q, latent, k_r, L, hooks):
+        """The same attention with W_UK absorbed into q and W_UV applied
+        after the mix (V2 section 2.1.3): scores = [W_UK^T q_C, RoPE(q_R)] .
+        [c_KV, RoPE(k_R)], one key-value head for all; z = W_UV (pattern c_KV)."""
+        c = self.cfg
+        B, T = q.shape[:2]
+        H, dn, dr, dv, kl = c.n_head, c.d_nope, c.d_rope, c.d_v, c.kv_lora
+        p = "blocks.%d.attn." % L
+        kvb = blk.kv_b.weight.view(H, dn + dv, kl)
+        w_uk, w_uv = kvb[:, :dn, :], kvb[:, dn:, :]
+        q_rot = torch.cat((q[..., :dn], self._rope(q[..., dn:])), dim=-1)
+        _rec(hooks, p + "hook_rot_q", q_rot)
+        q_abs = torch.einsum("bthj,hjc->bthc", q[..., :dn], w_uk)
+        _rec(hooks, p + "hook_q_absorbed", q_abs)
+        _rec(hooks, p + "hook_rot_q_pe", q_rot[..., dn:])
+        q_mqa = torch.cat((q_abs, q_rot[..., dn:]), dim=-1)
+        _rec(hooks, p + "hook_q_mqa", q_mqa)
+        k = torch.cat((latent, k_r.reshape(B, T, dr)), dim=-1).view(B, T, 1, kl + dr)
+        _rec(hooks, p + "hook_k", k)
+        k = torch.cat((k[..., :kl], self._rope(k[..., kl:])), dim=-1)
+        _rec(hooks, p + "hook_rot_k", k)
+        v = latent.view(B, T, 1, kl)
+        _rec(hooks, p + "hook_v", v)
+        scores = (q_mqa.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)) / math.sqrt(dn + dr)  # [B,H,T,T]
+        hidden = torch.arange(T)[None, :] > torch.arange(T)[:, None]
+        scores = scores.masked_fill(hidden, float("-inf"))
+        _rec(hooks, p + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, p + "hook_pattern", pattern)
+        z_lat = (pattern @ v.transpose(1, 2)).transpose(1, 2)   # [B,T,H,kl]
+        _rec(hooks, p + "hook_z_latent", z_lat)
+        z = torch.einsum("bthc,hvc->bthv", z_lat, w_uv)
         _rec(hooks, p + "hook_z", z)
         out = blk.o(z.reshape(B, T, H * dv))
         _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
@@ -1082,8 +1122,10 @@ def export_deepseek2_gguf(model, c, path, name, tokenizer):
     w.add_uint32("general.file_type", 0)
     for key, val in (("context_length", c.ctx), ("embedding_length", c.d_model), ("block_count", c.n_layer),
                      ("feed_forward_length", c.d_ff), ("attention.head_count", c.n_head),
-                     ("attention.head_count_kv", c.n_head), ("rope.dimension_count", c.d_rope),
-                     ("attention.key_length", c.d_nope + c.d_rope), ("attention.value_length", c.d_v),
+                     ("attention.head_count_kv", 1 if c.absorbed else c.n_head), ("rope.dimension_count", c.d_rope),
+                     # absorbed: key_length / value_length the one key-value head's, *_mla the heads'
+                     ("attention.key_length", c.kv_lora + c.d_rope if c.absorbed else c.d_nope + c.d_rope),
+                     ("attention.value_length", c.kv_lora if c.absorbed else c.d_v),
                      ("attention.kv_lora_rank", c.kv_lora), ("vocab_size", c.vocab),
                      # llama.cpp reads the routing keys even when every layer is dense
                      ("leading_dense_block_count", c.n_layer if c.n_dense is None else c.n_dense),
@@ -1091,6 +1133,9 @@ def export_deepseek2_gguf(model, c, path, name, tokenizer):
                      ("expert_count", c.n_expert), ("expert_used_count", c.n_expert_used),
                      ("expert_shared_count", c.n_shared)):
         w.add_uint32("%s.%s" % (a, key), val)
+    if c.absorbed:
+        w.add_uint32(a + ".attention.key_length_mla", c.d_nope + c.d_rope)
+        w.add_uint32(a + ".attention.value_length_mla", c.d_v)
     if c.n_expert:
         w.add_uint32(a + ".expert_gating_func", 2 if c.sigmoid else 1)
         w.add_bool(a + ".expert_weights_norm", c.norm)
@@ -1118,7 +1163,12 @@ def export_deepseek2_gguf(model, c, path, name, tokenizer):
             t(b + "attn_q.weight", blk.q.weight)
         t(b + "attn_kv_a_mqa.weight", blk.kv_a.weight)
         t(b + "attn_kv_a_norm.weight", blk.kv_a_norm_w)
-        t(b + "attn_kv_b.weight", blk.kv_b.weight)
+        if c.absorbed:   # ne = [nope, kv_lora, head] and [kv_lora, d_v, head]
+            kvb = blk.kv_b.weight.view(c.n_head, c.d_nope + c.d_v, c.kv_lora)
+            t(b + "attn_k_b.weight", kvb[:, :c.d_nope, :].transpose(1, 2).contiguous())
+            t(b + "attn_v_b.weight", kvb[:, c.d_nope:, :].contiguous())
+        else:
+            t(b + "attn_kv_b.weight", blk.kv_b.weight)
         t(b + "attn_output.weight", blk.o.weight)
         t(b + "ffn_norm.weight", blk.ln2_w)
         if not c.dense(L):   # llama.cpp's ffn_gate_inp, exp_probs_b and the 3-D ffn_*_exps
