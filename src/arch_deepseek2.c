@@ -273,7 +273,7 @@ static int attention(as_program *p, int l, int x)
         int v = as_program_add_slice(p, AS_HK_V, l, AS_CLASS_ESSENTIAL, kvn, 1, 0, W->kv_lora, "v = kv_a_norm");
         as_attn site = {.layer = l, .q = qm, .k = rk, .v = v, .n_head = H, .n_head_kv = 1,
                         .d_qk = W->kv_lora + r, .d_v = W->kv_lora, .scale = 1.0f / sqrtf((float)dk),
-                        .mask = AS_MASK_CAUSAL, .bias = -1};
+                        .mask = AS_MASK_CAUSAL, .bias = -1, .plain_kv = H * (dk + dv)};
         int zl = as_program_add_attention(p, &site, "scores = q_mqa · rot_kᵀ / sqrt(nope + rope), causal");
         if (p->failed)
             return zl;
@@ -290,7 +290,7 @@ static int attention(as_program *p, int l, int x)
     int rq = as_program_add_rope(p, AS_HK_ROT_Q, l, AS_CLASS_HEADS, q, &rope, "rot_q = rotate(q[:, nope:])");
     int rk = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, &rope, "rot_k = rotate(k[:, nope:])");
     as_attn site = {.layer = l, .q = rq, .k = rk, .v = v, .n_head = H, .n_head_kv = H, .d_qk = dk, .d_v = dv,
-                    .scale = 1.0f / sqrtf((float)dk), .mask = AS_MASK_CAUSAL, .bias = -1};
+                    .scale = 1.0f / sqrtf((float)dk), .mask = AS_MASK_CAUSAL, .bias = -1, .plain_kv = H * (dk + dv)};
     return as_program_add_attention(p, &site, "scores = rot_q · rot_kᵀ / sqrt(d_qk), causal");
 }
 

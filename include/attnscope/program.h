@@ -182,6 +182,9 @@ typedef struct as_attn {
     int bias;            /* hook added to the scores ([head, n_q, n_k] like them), or -1 */
     float softcap;       /* > 0: scores = softcap * tanh(scores / softcap) */
     int scores, pattern, z; /* hooks it fills */
+    int plain_kv;        /* > 0: values a position a plain multi-head cache of its heads would hold
+                          * (MLA's n_head · (d_qk + d_v)), against its k and v hooks' widths, which
+                          * it caches (`info` compares them); 0: not said */
 } as_attn;
 
 typedef enum as_op_kind {
