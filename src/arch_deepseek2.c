@@ -26,7 +26,10 @@
  * rotated shared key (hook_k / hook_rot_k [1, kv_lora + rope], hook_v
  * [1, kv_lora]); the legacy layout caches the expanded keys and values.
  *
- * Not yet: rotary scaling (YaRN and its mscale: refused). */
+ * YaRN as llama.cpp applies it for deepseek2: the rotary part's angles
+ * scaled, cos and sin not, and the scores times mscale² (mscale = 1 +
+ * rope.scaling.yarn_log_multiplier · ln(factor)); linear scaling and a
+ * rope.scaling.attn_factor other than 1 are refused by name. */
 #include "attnscope/model.h"
 #include "attnscope/program.h"
 
@@ -56,6 +59,7 @@ typedef struct ds2_weights {
     int n_dense;                /* leading dense layers; the rest routed */
     as_moe_spec moe;
     int d_expert, n_shared;
+    float kq_scale;             /* mscale² / sqrt(key_length): mscale = 1 + yarn_log_multiplier · ln(factor) */
     as_weight tok_embd, output;
     const float *out_norm_w;
     ds2_layer layers[];
@@ -90,9 +94,17 @@ static int read_config(as_config *c, const as_gguf *g, as_error *err)
     c->d_head = (int)k;
     if (as_config_read_rope(c, g, "deepseek2", err))
         return AS_ERR;
-    if (c->rope.freq_scale != 1.0f || c->rope.ext_factor != 0.0f || c->rope.attn_factor != 1.0f)
-        return as_error_set(err, "%s: deepseek2 with rotary scaling (YaRN and its attention mscale) is not "
-                            "supported yet", g->path);
+    as_rope_spec *r = &c->rope;
+    if (r->freq_scale == 1.0f && r->attn_factor == 1.0f)
+        return AS_OK;
+    if (r->ext_factor == 0.0f)
+        return as_error_set(err, "%s: deepseek2 with linear rotary scaling is not supported (YaRN is)", g->path);
+    if (r->attn_factor != 1.0f)
+        return as_error_set(err, "%s: deepseek2.rope.scaling.attn_factor = %g: only 1 is supported with YaRN",
+                            g->path, r->attn_factor);
+    /* llama.cpp's deepseek2 graph: cos and sin unscaled (YaRN's own magnitude cancelled), the attention
+     * scale carrying its mscale instead (see the load) */
+    r->attn_factor = 1.0f / (1.0f + 0.1f * logf(1.0f / r->freq_scale));
     return AS_OK;
 }
 
@@ -219,6 +231,14 @@ static int load(as_model *m, as_error *err)
     W->n_dense = (int)dense, W->moe = moe, W->d_expert = (int)d_expert, W->n_shared = (int)n_shared;
     W->q_lora = (int)q_lora, W->kv_lora = (int)kv_lora, W->d_v = (int)dv, W->nope = c->d_head - c->rope_dim;
     W->absorbed = absorbed;
+    float log_mul = 0;
+    if (as_gguf_get_f32_opt(g, "deepseek2.rope.scaling.yarn_log_multiplier", &log_mul, err))
+        return AS_ERR;
+    if (!(log_mul >= 0 && log_mul < 100))
+        return as_error_set(err, "%s: deepseek2.rope.scaling.yarn_log_multiplier = %g is out of range (0..100)",
+                            m->path, log_mul);
+    float mscale = c->rope.ext_factor > 0 ? 1.0f + log_mul * logf(1.0f / c->rope.freq_scale) : 1.0f;
+    W->kq_scale = mscale * mscale / sqrtf((float)c->d_head);
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
     if (as_model_matrix(m, "token_embd.weight", d, v, false, &W->tok_embd, err) ||
         as_model_vector(m, "output_norm.weight", d, false, &W->out_norm_w, err) ||
@@ -272,9 +292,9 @@ static int attention(as_program *p, int l, int x)
         int rk = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, &rope, "rot_k = rotate(k[latent:])");
         int v = as_program_add_slice(p, AS_HK_V, l, AS_CLASS_ESSENTIAL, kvn, 1, 0, W->kv_lora, "v = kv_a_norm");
         as_attn site = {.layer = l, .q = qm, .k = rk, .v = v, .n_head = H, .n_head_kv = 1,
-                        .d_qk = W->kv_lora + r, .d_v = W->kv_lora, .scale = 1.0f / sqrtf((float)dk),
+                        .d_qk = W->kv_lora + r, .d_v = W->kv_lora, .scale = W->kq_scale,
                         .mask = AS_MASK_CAUSAL, .bias = -1, .plain_kv = H * (dk + dv)};
-        int zl = as_program_add_attention(p, &site, "scores = q_mqa · rot_kᵀ / sqrt(nope + rope), causal");
+        int zl = as_program_add_attention(p, &site, "scores = q_mqa · rot_kᵀ · mscale² / sqrt(nope + rope), causal");
         if (p->failed)
             return zl;
         as_program_set_kind(p, zl, AS_HK_Z_LATENT);
@@ -290,8 +310,8 @@ static int attention(as_program *p, int l, int x)
     int rq = as_program_add_rope(p, AS_HK_ROT_Q, l, AS_CLASS_HEADS, q, &rope, "rot_q = rotate(q[:, nope:])");
     int rk = as_program_add_rope(p, AS_HK_ROT_K, l, AS_CLASS_ESSENTIAL, k, &rope, "rot_k = rotate(k[:, nope:])");
     as_attn site = {.layer = l, .q = rq, .k = rk, .v = v, .n_head = H, .n_head_kv = H, .d_qk = dk, .d_v = dv,
-                    .scale = 1.0f / sqrtf((float)dk), .mask = AS_MASK_CAUSAL, .bias = -1, .plain_kv = H * (dk + dv)};
-    return as_program_add_attention(p, &site, "scores = rot_q · rot_kᵀ / sqrt(d_qk), causal");
+                    .scale = W->kq_scale, .mask = AS_MASK_CAUSAL, .bias = -1, .plain_kv = H * (dk + dv)};
+    return as_program_add_attention(p, &site, "scores = rot_q · rot_kᵀ · mscale² / sqrt(d_qk), causal");
 }
 
 static int block(as_program *p, int l, int pre)

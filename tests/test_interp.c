@@ -22,6 +22,7 @@ static const char *models[] = {
     "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-mixtral",
     "fixtures/tiny-mixtral-tie", "fixtures/tiny-qwen2moe", "fixtures/tiny-deepseek2", "fixtures/tiny-deepseek2-qlora",
     "fixtures/tiny-deepseek2-v3moe", "fixtures/tiny-deepseek2-v2moe", "fixtures/tiny-deepseek2-absorbed",
+    "fixtures/tiny-deepseek2-yarn",
     "fixtures/tiny-bert",
     "fixtures/tiny-nomic-bert", "fixtures/tiny-transformer", "fixtures/tiny-transformer-sep", "fixtures/tiny-vit",
     "fixtures/tiny-t5", "fixtures/tiny-t5-relu", "fixtures/tiny-t5encoder",

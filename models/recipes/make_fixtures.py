@@ -453,6 +453,9 @@ DEEPSEEK2S = {
     "tiny-deepseek2-absorbed": (dict(q_lora=16, n_layer=3, n_dense=1, n_expert=8, n_expert_used=2, n_shared=1,
                                      sigmoid=True, bias=True, n_group=2, group_used=1, norm=True, scale=2.5,
                                      absorbed=True), 2103),
+    # YaRN (factor 4 over a trained context of 8; yarn_log_multiplier 0.0707, V2's 0.1 * mscale_all_dim):
+    # the rotary part's slow dimensions stretched, the scores times mscale^2 = (1 + 0.0707 ln 4)^2
+    "tiny-deepseek2-yarn": (dict(yarn=(4.0, 8, 0.0707)), 2105),
 }
 
 

@@ -866,6 +866,9 @@ class DeepSeek2Config:
     rope_base: float = 10000.0
     arch: str = "deepseek2"
     absorbed: bool = False       # newer converters' attn_k_b / attn_v_b: MLA computed as llama.cpp's MQA form
+    # YaRN as DeepSeek-V2 applies it (HF's DeepseekV2YarnRotaryEmbedding with mscale = mscale_all_dim):
+    # (factor, original context, yarn_log_multiplier = 0.1 * mscale_all_dim); None: no scaling
+    yarn: Optional[tuple] = None
     # DeepSeekMoE after the first n_dense layers (n_dense None: every layer dense)
     n_dense: Optional[int] = None
     n_expert: int = 0
@@ -941,11 +944,25 @@ class DeepSeek2(nn.Module):
         c = self.cfg
         T = x.shape[1]
         i = torch.arange(c.d_rope // 2, dtype=torch.float64)
-        theta = torch.arange(T, dtype=torch.float64)[:, None] * (c.rope_base ** (-2.0 * i / c.d_rope))[None, :]
+        inv = c.rope_base ** (-2.0 * i / c.d_rope)
+        if c.yarn is not None:   # the slow dimensions' frequencies divided by the factor, a linear ramp between
+            factor, orig, dim = c.yarn[0], c.yarn[1], c.d_rope
+            def corr(rot):
+                return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(c.rope_base))
+            low, high = max(math.floor(corr(32.0)), 0), min(math.ceil(corr(1.0)), dim - 1)
+            ramp = ((i - low) / max(high - low, 0.001)).clamp(0, 1)
+            inv = (inv / factor) * ramp + inv * (1.0 - ramp)
+        theta = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
         cos, sin = torch.cos(theta).to(x.dtype)[None, :, None, :], torch.sin(theta).to(x.dtype)[None, :, None, :]
         xr = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
         a, b = xr[..., 0], xr[..., 1]
         return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).reshape(x.shape)
+
+    def _scale(self):
+        """1/sqrt(d_nope + d_rope), times mscale^2 under YaRN (mscale = 1 + log_mul ln factor)."""
+        c = self.cfg
+        m = 1.0 + c.yarn[2] * math.log(c.yarn[0]) if c.yarn is not None else 1.0
+        return m * m / math.sqrt(c.d_nope + c.d_rope)
 
     def _attn(self, blk, x, L, hooks):
         c = self.cfg
@@ -979,7 +996,7 @@ class DeepSeek2(nn.Module):
         _rec(hooks, p + "hook_rot_q", q)
         _rec(hooks, p + "hook_rot_k", k)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
-        scores = (q @ k.transpose(-1, -2)) / math.sqrt(dn + dr)
+        scores = (q @ k.transpose(-1, -2)) * self._scale()
         hidden = torch.arange(T)[None, :] > torch.arange(T)[:, None]
         scores = scores.masked_fill(hidden, float("-inf"))
         _rec(hooks, p + "hook_attn_scores", scores)
@@ -1014,7 +1031,7 @@ class DeepSeek2(nn.Module):
         _rec(hooks, p + "hook_rot_k", k)
         v = latent.view(B, T, 1, kl)
         _rec(hooks, p + "hook_v", v)
-        scores = (q_mqa.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)) / math.sqrt(dn + dr)  # [B,H,T,T]
+        scores = (q_mqa.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)) * self._scale()  # [B,H,T,T]
         hidden = torch.arange(T)[None, :] > torch.arange(T)[:, None]
         scores = scores.masked_fill(hidden, float("-inf"))
         _rec(hooks, p + "hook_attn_scores", scores)
@@ -1146,6 +1163,11 @@ def export_deepseek2_gguf(model, c, path, name, tokenizer):
     w.add_float32(a + ".expert_weights_scale", c.scale)
     w.add_float32(a + ".attention.layer_norm_rms_epsilon", c.eps)
     w.add_float32(a + ".rope.freq_base", c.rope_base)
+    if c.yarn is not None:
+        w.add_string(a + ".rope.scaling.type", "yarn")
+        w.add_float32(a + ".rope.scaling.factor", c.yarn[0])
+        w.add_uint32(a + ".rope.scaling.original_context_length", c.yarn[1])
+        w.add_float32(a + ".rope.scaling.yarn_log_multiplier", c.yarn[2])
     _add_tokenizer(w, tokenizer)
 
     def t(tname, x):
