@@ -7,12 +7,14 @@
 extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3, as_arch_phi3, as_arch_gemma2,
     as_arch_gemma3, as_arch_bert, as_arch_nomic_bert, as_arch_transformer, as_arch_t5, as_arch_t5encoder, as_arch_vit;
 extern const as_arch as_arch_qwen2moe;
+extern const as_arch as_arch_deepseek2;
 
 static const as_arch *const registry[] = {
     &as_arch_gpt2,
     &as_arch_llama,
     &as_arch_qwen2,
     &as_arch_qwen2moe,
+    &as_arch_deepseek2,
     &as_arch_qwen3,
     &as_arch_phi3,
     &as_arch_gemma2,

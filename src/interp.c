@@ -340,6 +340,20 @@ static void op_rope(as_interp *it, const as_op *op)
     }
     for (int i = 0; i < st->n; i++) {
         const float *cs = it->rope + 2 * (size_t)i * (size_t)r->dim;
+        if (r->offset > 0) { /* the rotated dims after the others, in each head */
+            const float *x = span_row(it, op->in[0], i);
+            float *y = span_row(it, op->out, i);
+            int dh = out->dims[1];
+            memcpy(y, x, (size_t)out->width * sizeof(float));
+            for (int h = 0; h < out->dims[0]; h++) {
+                size_t o = (size_t)h * (size_t)dh + (size_t)r->offset;
+                if (r->mode == AS_ROPE_HALVES)
+                    as_rope_apply_halves(x + o, y + o, 1, r->dim, r->dim, cs);
+                else
+                    as_rope_apply(x + o, y + o, 1, r->dim, r->dim, cs);
+            }
+            continue;
+        }
         if (r->mode == AS_ROPE_HALVES)
             as_rope_apply_halves(span_row(it, op->in[0], i), span_row(it, op->out, i), out->dims[0], out->dims[1], r->dim, cs);
         else
@@ -483,27 +497,62 @@ static void op_route(as_interp *it, const as_op *op)
     }
 }
 
-/* The k largest weights, largest first; of equal weights the lower index
- * first (a strict comparison keeps the earlier one). */
+/* The k largest weights (plus the op's bias, for choosing only), largest
+ * first; of equal ones the lower index first (a strict comparison keeps
+ * the earlier one). With groups, only experts of the group_used groups
+ * of largest score (the sum of a group's two largest; of equal scores the
+ * lower group) are chosen from. Experts `off` marks are not chosen (nor
+ * counted in a group's score); a slot with none left gets -1. */
+static void choose_experts(const as_op *op, const float *w, const bool *off, float *out)
+{
+    int E = op->n_expert, G = op->n_group > 1 ? op->n_group : 1, per = E / G;
+    float sel[AS_MAX_EXPERTS];
+    bool allowed[AS_MAX_EXPERTS];
+    for (int e = 0; e < E; e++) {
+        sel[e] = op->b ? w[e] + op->b[e] : w[e];
+        allowed[e] = !(off && off[e]);
+    }
+    if (G > 1) {
+        float score[AS_MAX_EXPERTS];
+        bool group_in[AS_MAX_EXPERTS] = {false};
+        for (int g = 0; g < G; g++) {
+            int a = -1, b = -1;
+            for (int e = g * per; e < (g + 1) * per; e++) {
+                if (!allowed[e])
+                    continue;
+                if (a < 0 || sel[e] > sel[a])
+                    b = a, a = e;
+                else if (b < 0 || sel[e] > sel[b])
+                    b = e;
+            }
+            score[g] = a < 0 ? -INFINITY : b < 0 ? sel[a] : sel[a] + sel[b];
+        }
+        for (int j = 0; j < op->group_used; j++) {
+            int best = -1;
+            for (int g = 0; g < G; g++)
+                if (!group_in[g] && (best < 0 || score[g] > score[best]))
+                    best = g;
+            group_in[best] = true;
+        }
+        for (int e = 0; e < E; e++)
+            allowed[e] = allowed[e] && group_in[e / per];
+    }
+    for (int j = 0; j < op->k; j++) {
+        int best = -1;
+        for (int e = 0; e < E; e++)
+            if (allowed[e] && (best < 0 || sel[e] > sel[best]))
+                best = e;
+        if (best >= 0)
+            allowed[best] = false;
+        out[j] = (float)best;
+    }
+}
+
 static void op_topk(as_interp *it, const as_op *op)
 {
     const as_stream_state *st = span_of(it, op->out);
-    int E = op->n_expert;
-    for (int i = 0; i < st->n; i++) {
-        const float *w = span_row(it, op->in[0], i);
-        float *out = span_row(it, op->out, i);
-        for (int j = 0; j < op->k; j++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                bool taken = false;
-                for (int t = 0; t < j && !taken; t++)
-                    taken = (int)out[t] == e;
-                if (!taken && (best < 0 || w[e] > w[best]))
-                    best = e;
-            }
-            out[j] = (float)best;
-        }
-    }
+    for (int i = 0; i < st->n; i++)
+        choose_experts(op, span_row(it, op->in[0], i), NULL, span_row(it, op->out, i));
 }
 
 static void op_gates(as_interp *it, const as_op *op)
@@ -521,6 +570,9 @@ static void op_gates(as_interp *it, const as_op *op)
         if (op->renorm && sum != 0)
             for (int j = 0; j < op->k; j++)
                 g[j] /= sum;
+        if (op->scale != 0)
+            for (int j = 0; j < op->k; j++)
+                g[j] *= op->scale;
     }
 }
 
@@ -696,6 +748,41 @@ static void exec(as_interp *it, const as_op *op)
             y[j] = 1.0f / (1.0f + expf(-x[j]));
         break;
     }
+    case AS_OP_SLICE: {
+        const as_hook *x = &it->prog->hooks[op->in[0]];
+        int G = out->dims[0], w = out->dims[1], wx = x->width / G;
+        for (int i = 0; i < st->n; i++) {
+            const float *a = span_row(it, op->in[0], i);
+            float *y = span_row(it, op->out, i);
+            for (int g = 0; g < G; g++)
+                memcpy(y + (size_t)g * w, a + (size_t)g * wx + op->col0, (size_t)w * sizeof(float));
+        }
+        break;
+    }
+    case AS_OP_CONCAT: {
+        const as_hook *ha = &it->prog->hooks[op->in[0]], *hb = &it->prog->hooks[op->in[1]];
+        int G = out->dims[0], wa = ha->width / G, Gb = hb->n_dims > 1 ? hb->dims[0] : 1, wb = hb->width / Gb;
+        for (int i = 0; i < st->n; i++) {
+            const float *a = span_row(it, op->in[0], i), *b = span_row(it, op->in[1], i);
+            float *y = span_row(it, op->out, i);
+            for (int g = 0; g < G; g++) {
+                memcpy(y + (size_t)g * (wa + wb), a + (size_t)g * wa, (size_t)wa * sizeof(float));
+                memcpy(y + (size_t)g * (wa + wb) + wa, b + (size_t)(Gb > 1 ? g : 0) * wb, (size_t)wb * sizeof(float));
+            }
+        }
+        break;
+    }
+    case AS_OP_HEAD_LINEAR: {
+        int G = out->dims[0], n = out->dims[1], wx = it->prog->hooks[op->in[0]].width / G;
+        for (int i = 0; i < st->n; i++) {
+            const float *x = span_row(it, op->in[0], i);
+            float *y = span_row(it, op->out, i);
+            for (int g = 0; g < G; g++)
+                for (int r = 0; r < n; r++)
+                    y[(size_t)g * n + r] = as_weight_dot(&op->w, g * n + r, x + (size_t)g * wx + op->col0);
+        }
+        break;
+    }
     case AS_OP_GATED_ADD: {
         int d = out->width;
         for (int i = 0; i < st->n; i++) {
@@ -778,21 +865,13 @@ static void apply_expert_rule(as_interp *it, const as_rule *r)
                     memset(y + (size_t)j * (size_t)op->n_out, 0, (size_t)op->n_out * sizeof *y);
             continue;
         }
-        const float *w = span_row(it, op->in[0], i);
-        for (int j = 0; j < k; j++) {
-            int best = -1;
-            for (int e = 0; e < E; e++) {
-                bool skip = false;
-                for (int t = 0; t < j && !skip; t++)
-                    skip = (int)y[t] == e;
-                for (int q = 0; q < it->n_rules && !skip; q++)
-                    skip = it->rules[q].kind == AS_RULE_ROUTE_OFF && it->rules[q].hook == r->hook &&
-                           it->rules[q].head == e;
-                if (!skip && (best < 0 || w[e] > w[best]))
-                    best = e;
-            }
-            y[j] = (float)best; /* -1 when too few are left: the slot contributes nothing */
-        }
+        bool off[AS_MAX_EXPERTS] = {false};
+        for (int q = 0; q < it->n_rules; q++)
+            if (it->rules[q].kind == AS_RULE_ROUTE_OFF && it->rules[q].hook == r->hook && it->rules[q].head >= 0 &&
+                it->rules[q].head < E)
+                off[it->rules[q].head] = true;
+        /* -1 when too few are left: the slot contributes nothing */
+        choose_experts(op, span_row(it, op->in[0], i), off, y);
     }
 }
 

@@ -84,6 +84,21 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_SHARED_OUT] = "mlp.shared.hook_out",
     [AS_HK_SHARED_GATE_LOGIT] = "mlp.shared.hook_gate_logit",
     [AS_HK_SHARED_GATE] = "mlp.shared.hook_gate",
+    /* multi-head latent attention: TransformerLens has none; the same grammar, the
+     * latents and norms named after llama.cpp's tensors (attn_q_a_norm, attn_kv_a_norm) */
+    [AS_HK_Q_LATENT] = "attn.hook_q_latent",
+    [AS_HK_Q_A_NORM_SCALE] = "attn.q_a_norm.hook_scale",
+    [AS_HK_Q_A_NORM_NORMALIZED] = "attn.q_a_norm.hook_normalized",
+    [AS_HK_KV_LATENT] = "attn.hook_kv_latent",
+    [AS_HK_KV_A_NORM_SCALE] = "attn.kv_a_norm.hook_scale",
+    [AS_HK_KV_A_NORM_NORMALIZED] = "attn.kv_a_norm.hook_normalized",
+    [AS_HK_K_PE] = "attn.hook_k_pe",
+    [AS_HK_KV] = "attn.hook_kv",
+    [AS_HK_K_NOPE] = "attn.hook_k_nope",
+    [AS_HK_Q_ABSORBED] = "attn.hook_q_absorbed",
+    [AS_HK_Q_PE] = "attn.hook_rot_q_pe",
+    [AS_HK_Q_MQA] = "attn.hook_q_mqa",
+    [AS_HK_Z_LATENT] = "attn.hook_z_latent",
 };
 
 /* Room for one more element of an array that grows by doubling; false
@@ -144,6 +159,9 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
     case AS_HK_ATTN_SCORES: case AS_HK_PATTERN: case AS_HK_Z:
     case AS_HK_Q_NORM_SCALE: case AS_HK_Q_NORM_NORMALIZED: case AS_HK_K_NORM_SCALE: case AS_HK_K_NORM_NORMALIZED:
     case AS_HK_ATTN_RESULT: case AS_HK_ATTN_BIAS:
+    case AS_HK_Q_LATENT: case AS_HK_Q_A_NORM_SCALE: case AS_HK_Q_A_NORM_NORMALIZED: case AS_HK_KV_LATENT:
+    case AS_HK_KV_A_NORM_SCALE: case AS_HK_KV_A_NORM_NORMALIZED: case AS_HK_K_PE: case AS_HK_KV: case AS_HK_K_NOPE:
+    case AS_HK_Q_ABSORBED: case AS_HK_Q_PE: case AS_HK_Q_MQA: case AS_HK_Z_LATENT:
         return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
     case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST: case AS_HK_MLP_RESULT:
         return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
@@ -260,9 +278,57 @@ int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_cla
     int h = as_program_add_hook(p, kind, layer, klass, 2, x->dims[0], x->dims[1]);
     as_op *op = as_program_add_op(p, AS_OP_ROPE, layer, h, in, -1, text);
     op->rope = *rope;
-    if (rope->dim <= 0 || rope->dim % 2 || rope->dim > x->dims[1])
+    if (rope->dim <= 0 || rope->dim % 2 || rope->offset < 0 || rope->offset + rope->dim > x->dims[1])
         p->failed = true; /* a builder's mistake, caught by the tests */
     return h;
+}
+
+int as_program_add_slice(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                         int col0, int width, const char *text)
+{
+    int wx = p->hooks[in].width; /* read before adding a hook moves the array */
+    int h = as_program_add_hook(p, kind, layer, klass, 2, groups, width);
+    as_op *op = as_program_add_op(p, AS_OP_SLICE, layer, h, in, -1, text);
+    op->col0 = col0;
+    if (groups < 1 || wx % groups || col0 < 0 || col0 + width > wx / groups)
+        p->failed = true; /* a builder's mistake, caught by the tests */
+    return h;
+}
+
+int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int a, int b,
+                          const char *text)
+{
+    const as_hook *ha = &p->hooks[a], *hb = &p->hooks[b];
+    int G = ha->n_dims > 1 ? ha->dims[0] : 1, Gb = hb->n_dims > 1 ? hb->dims[0] : 1;
+    int w = ha->width / G + hb->width / Gb;
+    int h = as_program_add_hook(p, kind, layer, klass, 2, G, w);
+    as_program_add_op(p, AS_OP_CONCAT, layer, h, a, b, text);
+    if (Gb != 1 && Gb != G)
+        p->failed = true;
+    return h;
+}
+
+int as_program_add_head_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                               const as_weight *w, int n_out, int col0, const char *text)
+{
+    int wx = p->hooks[in].width;
+    int h = as_program_add_hook(p, kind, layer, klass, 2, groups, n_out);
+    as_op *op = as_program_add_op(p, AS_OP_HEAD_LINEAR, layer, h, in, -1, text);
+    op->w = *w, op->n_in = w->cols, op->n_out = n_out, op->col0 = col0;
+    if (groups < 1 || wx % groups || col0 < 0 || col0 + w->cols > wx / groups || w->rows != groups * n_out)
+        p->failed = true; /* a builder's mistake, caught by the tests */
+    return h;
+}
+
+void as_program_set_kind(as_program *p, int hook, as_hook_kind kind)
+{
+    as_hook *h = &p->hooks[hook];
+    h->kind = kind;
+    const char *cross = h->site == AS_SITE_CROSS_ATTN && !strncmp(hook_suffix[kind], "attn.", 5) ? "cross_" : "";
+    if (p->scope[0])
+        snprintf(h->name, sizeof h->name, "%s.%s%s", p->scope, cross, hook_suffix[kind]);
+    else
+        snprintf(h->name, sizeof h->name, "%s%s", cross, hook_suffix[kind]);
 }
 
 int as_program_add_attention(as_program *p, const as_attn *site, const char *scores_text)
@@ -394,25 +460,47 @@ int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, 
                        const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
                        bool renorm)
 {
-    int E = n_expert, d = p->hooks[in].width, f = n_expert > 0 ? gate->rows / n_expert : 0;
-    if (E < 1 || k < 1 || k > E || router->rows != E || router->cols != d || gate->rows != E * f ||
-        up->rows != E * f || gate->cols != d || up->cols != d || down->rows != E * d || down->cols != f) {
+    as_moe_spec spec = {.n_expert = n_expert, .k = k, .renorm = renorm};
+    return as_program_add_moe_spec(p, out_kind, layer, in, router, gate, up, down, &spec);
+}
+
+int as_program_add_moe_spec(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
+                            const as_weight *gate, const as_weight *up, const as_weight *down,
+                            const as_moe_spec *spec)
+{
+    int E = spec->n_expert, k = spec->k, d = p->hooks[in].width, f = E > 0 ? gate->rows / E : 0;
+    bool renorm = spec->renorm, grouped = spec->n_group > 1;
+    if (E < 1 || E > AS_MAX_EXPERTS || k < 1 || k > E || router->rows != E || router->cols != d ||
+        gate->rows != E * f || up->rows != E * f || gate->cols != d || up->cols != d || down->rows != E * d ||
+        down->cols != f || (grouped && (E % spec->n_group || E / spec->n_group < 2 || spec->group_used < 1 ||
+                     spec->group_used > spec->n_group || k > spec->group_used * (E / spec->n_group)))) {
         p->failed = true; /* a builder's mistake, caught by the tests */
         return 0;
     }
     int lg = as_program_add_linear(p, AS_HK_ROUTER_LOGITS, layer, AS_CLASS_ESSENTIAL, in, router, NULL, 1, E, 0,
                                    "router logits = ln2 · W_router");
     int w = as_program_add_hook(p, AS_HK_EXPERT_WEIGHTS, layer, AS_CLASS_ESSENTIAL, 1, E, 0);
-    as_op *op = as_program_add_op(p, AS_OP_ROUTE, layer, w, lg, -1, "expert weights = softmax(router logits)");
+    as_op *op = spec->sigmoid
+                    ? as_program_add_op(p, AS_OP_SIGMOID, layer, w, lg, -1, "expert weights = sigmoid(router logits)")
+                    : as_program_add_op(p, AS_OP_ROUTE, layer, w, lg, -1, "expert weights = softmax(router logits)");
     op->n_expert = E, op->k = k, op->n_in = op->n_out = E;
     int ix = as_program_add_hook(p, AS_HK_EXPERT_INDICES, layer, AS_CLASS_ESSENTIAL, 1, k, 0);
     p->hooks[ix].dtype = AS_DT_I32;
-    op = as_program_add_op(p, AS_OP_TOPK, layer, ix, w, -1, "expert indices = top k of the weights");
-    op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k;
+    op = as_program_add_op(p, AS_OP_TOPK, layer, ix, w, -1,
+                           grouped ? (spec->bias ? "expert indices = top k of weights + bias, in the best groups"
+                                                 : "expert indices = top k of the weights, in the best groups")
+                                   : (spec->bias ? "expert indices = top k of weights + bias"
+                                                 : "expert indices = top k of the weights"));
+    op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k, op->b = spec->bias;
+    op->n_group = grouped ? spec->n_group : 0, op->group_used = grouped ? spec->group_used : 0;
     int g = as_program_add_hook(p, AS_HK_EXPERT_GATES, layer, AS_CLASS_ESSENTIAL, 1, k, 0);
+    bool scaled = spec->scale != 0 && spec->scale != 1;
     op = as_program_add_op(p, AS_OP_GATES, layer, g, w, ix,
-                           renorm ? "expert gates = chosen weights / their sum" : "expert gates = chosen weights");
+                           renorm ? (scaled ? "expert gates = chosen weights / their sum · scale"
+                                            : "expert gates = chosen weights / their sum")
+                                  : (scaled ? "expert gates = chosen weights · scale" : "expert gates = chosen weights"));
     op->n_expert = E, op->k = k, op->n_in = E, op->n_out = k, op->renorm = renorm;
+    op->scale = scaled ? spec->scale : 0;
     static const struct { as_hook_kind kind; const char *text; } lin[] = {
         {AS_HK_EXPERTS_PRE, "experts pre = ln2 · W_gate[expert]"},
         {AS_HK_EXPERTS_PRE_LINEAR, "experts pre_linear = ln2 · W_in[expert]"},
@@ -434,6 +522,25 @@ int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, 
                                                         : "mlp_out = Σ gate · experts out");
     op->n_expert = E, op->k = k, op->n_in = d, op->n_out = d;
     return out;
+}
+
+int as_program_add_shared_mlp(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
+                              const as_weight *gate, const as_weight *up, const as_weight *down)
+{
+    int d = p->hooks[in].width, f = gate->rows;
+    if (up->rows != f || gate->cols != d || up->cols != d || down->rows != d || down->cols != f) {
+        p->failed = true;
+        return 0;
+    }
+    int pre = as_program_add_linear(p, AS_HK_SHARED_PRE, layer, AS_CLASS_MLP, in, gate, NULL, 1, f, 0,
+                                    "shared pre = ln2 · W_gate_shexp");
+    int lin = as_program_add_linear(p, AS_HK_SHARED_PRE_LINEAR, layer, AS_CLASS_MLP, in, up, NULL, 1, f, 0,
+                                    "shared pre_linear = ln2 · W_up_shexp");
+    int post = as_program_add_hook(p, AS_HK_SHARED_POST, layer, AS_CLASS_MLP, 1, f, 0);
+    as_program_add_op(p, AS_OP_SWIGLU, layer, post, pre, lin, "shared post = silu(pre) * pre_linear");
+    int so = as_program_add_linear(p, AS_HK_SHARED_OUT, layer, AS_CLASS_RESID, post, down, NULL, 1, d, 0,
+                                   "shared out = post · W_down_shexp");
+    return as_program_add_sum(p, out_kind, layer, routed, so, "mlp_out = routed out + shared out");
 }
 
 int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,

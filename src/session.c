@@ -1070,6 +1070,21 @@ static int cmd_info(cmd_ctx *c)
         as_gguf_print_info(m->gguf, c->s->out);
     fprintf(c->s->out, "capture: %zu MB budget, %zu MB allocated%s%s\n", c->s->capture_mb, c->s->cap->used >> 20,
             c->s->cap->dropped[0] ? "; " : "", c->s->cap->dropped);
+    /* a cache smaller than a plain multi-head one (MLA's latent): both, when the program says */
+    const as_program *p = c->s->prog;
+    long cached = 0, plain = 0;
+    bool said = false;
+    for (int a = 0; a < p->n_attn; a++) {
+        const as_attn *s = &p->attn[a];
+        long w = (long)p->hooks[s->k].width + p->hooks[s->v].width;
+        cached += w;
+        plain += s->plain_kv > 0 ? s->plain_kv : w;
+        said = said || s->plain_kv > 0;
+    }
+    if (said)
+        fprintf(c->s->out, "KV cache: %ld values a position over %d attention layers (%.1f KiB a token in float32); "
+                "a plain multi-head cache of the same heads: %ld (%.1fx)\n", cached, p->n_attn, cached * 4 / 1024.0,
+                plain, cached ? (double)plain / (double)cached : 0.0);
     return AS_OK;
 }
 

@@ -103,6 +103,8 @@ typedef struct as_rope_spec {
     float beta_fast, beta_slow; /* YaRN's ramp, in rotations over n_ctx_orig */
     int n_ctx_orig;     /* YaRN: the context the model was trained on */
     const float *freqs; /* [dim/2] divisors of theta_i (llama 3's rope_freqs), or NULL */
+    int offset;         /* the rotated dims start here in each head (DeepSeek's MLA: after the
+                         * nope part); the others are copied */
 } as_rope_spec;
 /* No scaling: freq_scale 1, attn_factor 1, YaRN off, pairs. */
 as_rope_spec as_rope_plain(int dim, float base);

@@ -64,6 +64,22 @@ typedef enum as_hook_kind {
      * sigmoid gate (logit and value, one a position) */
     AS_HK_ROUTED_OUT, AS_HK_SHARED_PRE, AS_HK_SHARED_PRE_LINEAR, AS_HK_SHARED_POST, AS_HK_SHARED_OUT,
     AS_HK_SHARED_GATE_LOGIT, AS_HK_SHARED_GATE,
+    /* multi-head latent attention (DeepSeek-V2/V3): q's low-rank latent
+     * and its RMSNorm; the compressed key-value latent [kv_lora] and its
+     * RMSNorm; the rotary key shared by every head [1, rope dims]; the
+     * latent expanded per head [head, nope + d_v] and the keys' part
+     * without rotary [head, nope]. hook_k is then [k_nope, k_pe] per
+     * head, hook_rot_q / hook_rot_k the same with the last rope dims
+     * rotated. */
+    AS_HK_Q_LATENT, AS_HK_Q_A_NORM_SCALE, AS_HK_Q_A_NORM_NORMALIZED,
+    AS_HK_KV_LATENT, AS_HK_KV_A_NORM_SCALE, AS_HK_KV_A_NORM_NORMALIZED,
+    AS_HK_K_PE, AS_HK_KV, AS_HK_K_NOPE,
+    /* MLA in its absorbed form (attn_k_b, attn_v_b; one key-value head
+     * holding the latent): q's part without rotary taken into the latent
+     * space per head [head, kv_lora], the rotated part [head, rope], the
+     * two side by side [head, kv_lora + rope], and the mix over the latent
+     * [head, kv_lora] that attn_v_b turns into hook_z */
+    AS_HK_Q_ABSORBED, AS_HK_Q_PE, AS_HK_Q_MQA, AS_HK_Z_LATENT,
     AS_HK_COUNT
 } as_hook_kind;
 
@@ -166,6 +182,9 @@ typedef struct as_attn {
     int bias;            /* hook added to the scores ([head, n_q, n_k] like them), or -1 */
     float softcap;       /* > 0: scores = softcap * tanh(scores / softcap) */
     int scores, pattern, z; /* hooks it fills */
+    int plain_kv;        /* > 0: values a position a plain multi-head cache of its heads would hold
+                          * (MLA's n_head · (d_qk + d_v)), against its k and v hooks' widths, which
+                          * it caches (`info` compares them); 0: not said */
 } as_attn;
 
 typedef enum as_op_kind {
@@ -192,12 +211,16 @@ typedef enum as_op_kind {
     AS_OP_REL_BIAS,   /* out[head][q][k] = W[bucket(k - q)][head], as op->rel says (T5) */
     /* a routed MLP (op->n_expert experts, op->k chosen per position) */
     AS_OP_ROUTE,      /* out = softmax(in0) over the experts (router weights) */
-    AS_OP_TOPK,       /* out = the k experts of largest in0, largest first (ties: the lower index) */
-    AS_OP_GATES,      /* out[j] = in0[in1[j]], divided by their sum when op->renorm */
+    AS_OP_TOPK,       /* out = the k experts of largest in0 (+ op->b, for choosing only, when set),
+                       * largest first (ties: the lower index), within the best groups when op->n_group > 1 */
+    AS_OP_GATES,      /* out[j] = in0[in1[j]], divided by their sum when op->renorm, times op->scale when not 0 */
     AS_OP_EXPERT_LINEAR, /* out[j] = expert in1[j]'s rows of W · (in0, or in0's slot j when it has k slots) */
     AS_OP_EXPERT_SUM, /* out = Σ_j in1[j] · in0[slot j] (the gated sum of the experts' outputs) */
     AS_OP_SIGMOID,    /* out = 1 / (1 + exp(-in0)) */
     AS_OP_GATED_ADD,  /* out = in0 + in[2][0] · in1 (a shared expert's output under its gate) */
+    AS_OP_SLICE,      /* each of out's dims[0] groups = columns [col0, col0 + dims[1]) of in0's group */
+    AS_OP_CONCAT,     /* each of out's groups = in0's group, then in1's (in1's one group, when it has one, to all) */
+    AS_OP_HEAD_LINEAR,/* out's group h = rows [h·n, (h+1)·n) of W · in0's group h from column col0 (n: out's dims[1]) */
 } as_op_kind;
 
 /* T5's relative position buckets (llama.cpp's llama_relative_position_bucket):
@@ -244,6 +267,9 @@ typedef struct as_op {
     int n_expert, k;      /* routed ops: experts, and experts chosen per position;
                            * EXPERT_LINEAR: w stacks the experts' matrices of n_out rows each */
     bool renorm;          /* GATES: the chosen weights divided by their sum (Mixtral) */
+    int col0;             /* SLICE: the first column taken of each group */
+    int n_group, group_used; /* TOPK: > 1 groups of experts, of which only the group_used of largest
+                              * score (the sum of a group's two largest) are chosen from (DeepSeek-V3) */
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
@@ -381,6 +407,30 @@ int as_program_add_rel_bias(as_program *p, int layer, int n_head, const as_weigh
 int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
                        const as_weight *gate, const as_weight *up, const as_weight *down, int n_expert, int k,
                        bool renorm);
+/* How a routed MLP chooses and weighs its experts, beyond Mixtral's
+ * (softmax, top k, renorm): sigmoid weights instead of softmax; a bias
+ * per expert added to the weights for choosing only (DeepSeek-V3's
+ * exp_probs_b); group-limited choice (n_group > 1 groups of consecutive
+ * experts, only the group_used of largest score, the sum of a group's two
+ * largest biased weights, chosen from); the gates times scale (0 or 1:
+ * none). */
+#define AS_MAX_EXPERTS 512 /* llama.cpp's LLAMA_MAX_EXPERTS */
+typedef struct as_moe_spec {
+    int n_expert, k;
+    bool renorm, sigmoid;
+    const float *bias;
+    int n_group, group_used;
+    float scale;
+} as_moe_spec;
+/* as_program_add_moe with those choices. */
+int as_program_add_moe_spec(as_program *p, as_hook_kind out_kind, int layer, int in, const as_weight *router,
+                            const as_weight *gate, const as_weight *up, const as_weight *down,
+                            const as_moe_spec *spec);
+/* Shared experts without a gate (DeepSeek): a SwiGLU MLP over `in`
+ * (hooks blocks.L.mlp.shared.*) whose output is added to `routed` (of
+ * kind AS_HK_ROUTED_OUT), giving a hook of `out_kind`. Returns it. */
+int as_program_add_shared_mlp(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
+                              const as_weight *gate, const as_weight *up, const as_weight *down);
 /* A shared expert beside a routed MLP (Qwen-MoE): a SwiGLU MLP over
  * `in` (gate, up: d_shared rows; down: d_model rows) whose output is
  * multiplied by sigmoid(in · gate_inp) (gate_inp: one row) and added to
@@ -389,6 +439,23 @@ int as_program_add_moe(as_program *p, as_hook_kind out_kind, int layer, int in, 
 int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer, int in, int routed,
                                  const as_weight *gate_inp, const as_weight *gate, const as_weight *up,
                                  const as_weight *down);
+/* A hook of kind `kind` [groups, width] holding columns [col0, col0 +
+ * width) of each of `in`'s groups (in's dims[0] of them, or one when it
+ * is 1-D). Returns it. */
+int as_program_add_slice(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                         int col0, int width, const char *text);
+/* A hook of kind `kind` [groups of a, groups of b]: each group of a
+ * followed by b's group (b's one group repeated when b has one). */
+int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int a, int b,
+                          const char *text);
+/* A hook of kind `kind` [groups, n_out]: group h is matrix h of w (w
+ * stacks one matrix of n_out rows per group) times w->cols values of
+ * in's group h from column col0. Returns it. */
+int as_program_add_head_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in, int groups,
+                               const as_weight *w, int n_out, int col0, const char *text);
+/* Gives a hook another kind, and the name that kind has in its scope
+ * (the mix of an attention site whose z is not hook_z). */
+void as_program_set_kind(as_program *p, int hook, as_hook_kind kind);
 /* The final norm and the unembedding (with its bias, or NULL, and its
  * soft-cap, or 0); returns the logits hook. */
 int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const float *norm_b,

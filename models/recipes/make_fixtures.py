@@ -432,6 +432,132 @@ def check_decoder(fixdir, which, fresh_dir):
 
 
 # ---------------------------------------------------------------------------
+# DeepSeek-V2's multi-head latent attention (reference.DeepSeek2), legacy
+# attn_kv_b, dense MLPs; the same vocabulary and prompt as tiny-llama
+# ---------------------------------------------------------------------------
+
+DEEPSEEK2S = {
+    # q straight from the stream; heads of q/k 8 + 4 rotary, values 6, latent 12
+    "tiny-deepseek2": (dict(), 2101),
+    # q through its own latent of 16 and RMSNorm (V2's attn_q_a / attn_q_b)
+    "tiny-deepseek2-qlora": (dict(q_lora=16), 2102),
+    # DeepSeek-V3's routing: layer 0 dense, layers 1-2 among 8 experts of 16, 2 chosen by sigmoid
+    # affinities plus a selection bias, only from the better of 2 groups of 4; gates normalised, times 2.5;
+    # one shared expert; q through its latent
+    "tiny-deepseek2-v3moe": (dict(q_lora=16, n_layer=3, n_dense=1, n_expert=8, n_expert_used=2, n_shared=1,
+                                  sigmoid=True, bias=True, n_group=2, group_used=1, norm=True, scale=2.5), 2103),
+    # DeepSeek-V2(-Lite)'s: softmax, no bias nor groups, gates as they are; two shared experts; q direct
+    "tiny-deepseek2-v2moe": (dict(n_layer=3, n_dense=1, n_expert=6, n_expert_used=2, n_shared=2), 2104),
+    # the absorbed layout of newer converters (attn_k_b, attn_v_b; *_mla head sizes), with V3's routing
+    # of tiny-deepseek2-v3moe: the same weights, the MQA form (the cache holding the latent)
+    "tiny-deepseek2-absorbed": (dict(q_lora=16, n_layer=3, n_dense=1, n_expert=8, n_expert_used=2, n_shared=1,
+                                     sigmoid=True, bias=True, n_group=2, group_used=1, norm=True, scale=2.5,
+                                     absorbed=True), 2103),
+    # YaRN (factor 4 over a trained context of 8; yarn_log_multiplier 0.0707, V2's 0.1 * mscale_all_dim):
+    # the rotary part's slow dimensions stretched, the scores times mscale^2 = (1 + 0.0707 ln 4)^2
+    "tiny-deepseek2-yarn": (dict(yarn=(4.0, 8, 0.0707)), 2105),
+}
+
+
+def make_deepseek2(cfg, seed):
+    """As make_decoder: O(1) activations, float32-exact weights in a float64 model."""
+    model = R.DeepSeek2(cfg).double()
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            r = torch.randn(*p.shape, generator=g, dtype=torch.float64)
+            if name.endswith("_w"):
+                p.copy_(1.0 + 0.1 * r)
+            elif name.endswith("exp_probs_b"):                   # large enough to change choices
+                p.copy_(0.3 * r)
+            elif name.endswith("_exps"):                         # [E, rows, cols]: each expert as a Linear
+                p.copy_(r / math.sqrt(p.shape[2]))
+            elif name == "tok_embd.weight":
+                p.copy_(r)
+            elif name.endswith(("q.weight", "q_b.weight", "kv_b.weight")):
+                p.copy_(r * 1.5 / math.sqrt(p.shape[1]))     # peaked attention
+            elif name == "out.weight":
+                p.copy_(0.4 * r)
+            else:
+                p.copy_(r / math.sqrt(p.shape[1]))
+        for p in model.parameters():
+            p.copy_(p.float().double())
+    return model
+
+
+def build_deepseek2(which):
+    kw, seed = DEEPSEEK2S[which]
+    tok, ids, text = llama_tokenizer()
+    cfg = R.DeepSeek2Config(vocab=len(tok["tokens"]), **kw)
+    return which, cfg, make_deepseek2(cfg, seed), tok, ids, text
+
+
+def write_deepseek2_fixture(outdir, which):
+    name, cfg, model, tok, ids, text = build_deepseek2(which)
+    R.export_deepseek2_gguf(model, cfg, os.path.join(outdir, name + ".gguf"), name, tok)
+    hooks = run_hooks(model, ids)
+    save_hooks(outdir, name, cfg, tok, ids, text, hooks, list(hooks))
+
+
+def check_deepseek2(fixdir, which, fresh_dir):
+    """Determinism, the causal mask, softmax rows, and a float32 pass
+    within 1e-4 of the float64 fixtures."""
+    name, cfg, model, tok, ids, text = build_deepseek2(which)
+    for rel in [name + ".gguf"] + [os.path.join(name, f) for f in sorted(os.listdir(os.path.join(fresh_dir, name)))]:
+        expect(open(os.path.join(fixdir, rel), "rb").read() == open(os.path.join(fresh_dir, rel), "rb").read(),
+               "%s differs from a fresh build" % rel)
+    H = {k[:-4]: np.load(os.path.join(fixdir, name, k)) for k in os.listdir(os.path.join(fixdir, name))
+         if k.endswith(".npy") and k != "tokens.npy"}
+    n = len(ids)
+    hidden = np.arange(n)[None, :] > np.arange(n)[:, None]
+    for L in range(cfg.n_layer):
+        sc, pat = H["blocks.%d.attn.hook_attn_scores" % L], H["blocks.%d.attn.hook_pattern" % L]
+        expect(np.all(np.isneginf(sc[:, hidden])) and np.all(pat[:, hidden] == 0), "layer %d mask" % L)
+        expect(float(np.max(np.abs(pat.sum(-1) - 1))) < 1e-6, "layer %d softmax sums" % L)
+        if not cfg.absorbed:
+            k = H["blocks.%d.attn.hook_k" % L]
+            expect(np.all(k[:, 1:, cfg.d_nope:] == k[:, :1, cfg.d_nope:]), "layer %d: one rotary key for all heads" % L)
+    m32 = make_deepseek2(cfg, DEEPSEEK2S[which][1]).float()
+    h32 = {}
+    with torch.no_grad():
+        m32(torch.tensor([ids]), h32)
+    d32 = max((max_diff(h32[k].numpy(), H[k]), k) for k in H)
+    expect(d32[0] < 1e-4, "float32 pass differs by %g at %s" % d32)
+    lines = ["%d hooks; mask, softmax rows, shared rotary key; float32 torch pass within %.1e (at %s)"
+             % (len(H), d32[0], d32[1])]
+    if cfg.absorbed:   # the MQA form gives the expanded form's scores, z and logits on the same weights
+        expanded = R.DeepSeek2(R.DeepSeek2Config(**{**cfg.__dict__, "absorbed": False})).double()
+        expanded.load_state_dict(model.state_dict())
+        he, ha = {}, {}
+        with torch.no_grad():
+            expanded(torch.tensor([ids]), he)
+            model(torch.tensor([ids]), ha)   # float64 both (the fixtures are float32)
+        common = [k for k in ha if k in he and ("scores" in k or "pattern" in k or k.endswith("hook_z") or "unembed" in k)]
+        de = max((max_diff(he[k].numpy(), ha[k].numpy()), k) for k in common)
+        expect(de[0] < 1e-9, "absorbed and expanded forms differ by %g at %s" % de)
+        lines.append("absorbed = expanded form within %.1e at scores, patterns, z, logits (%d hooks)"
+                     % (de[0], len(common)))
+    for L in range(cfg.n_layer):
+        if cfg.dense(L):
+            continue
+        # the experts chosen: the float32 pass's equal the fixture's; the closest call between the
+        # k-th and the next biased weight among the allowed groups (the reference's choice), and ties
+        ix = H["blocks.%d.mlp.hook_expert_indices" % L]
+        expect(np.array_equal(h32["blocks.%d.mlp.hook_expert_indices" % L].numpy(), ix),
+               "layer %d: float32 pass chooses other experts" % L)
+        w = H["blocks.%d.mlp.hook_expert_weights" % L].astype(np.float64)
+        sel = w + (model.blocks[L].exp_probs_b.detach().numpy() if cfg.bias else 0)
+        s_ = -np.sort(-sel, axis=-1)
+        gap = s_[:, cfg.n_expert_used - 1] - s_[:, cfg.n_expert_used]
+        unbiased = np.argsort(-w, axis=-1, kind="stable")[:, :cfg.n_expert_used]
+        lines.append("layer %d experts: closest call %.2e (ignoring groups); ties at positions %s; "
+                     "%d of %d positions choose otherwise than by the weights alone"
+                     % (L, gap[gap > 0].min(), [int(i) for i in np.nonzero(gap == 0)[0]],
+                        int(np.sum(np.any(np.sort(unbiased, -1) != np.sort(ix, -1), -1))), n))
+    return lines
+
+
+# ---------------------------------------------------------------------------
 # the BERT family of encoders (reference.Encoder), each with a sentence
 # pair's token types (0 for the first 9 positions, 1 after). tiny-bert
 # reads text: a small WordPiece vocabulary (tokenizer "bert"); tiny-nomic-bert
@@ -1364,6 +1490,8 @@ def check(fixdir):
             write_fixture(fresh, which)
         for which in DECODERS:
             write_decoder_fixture(fresh, which)
+        for which in DEEPSEEK2S:
+            write_deepseek2_fixture(fresh, which)
         for which in ENCODERS:
             write_encoder_fixture(fresh, which)
         for which in ENCDECS:
@@ -1381,7 +1509,8 @@ def check(fixdir):
         # each family's fixtures and its check (CheckError, OSError and
         # KeyError name the fixture and go on to the next)
         families = [(("tiny-gpt2", "tiny-llama"), check_one), (DECODERS, check_decoder),
-                    (ENCODERS, check_encoder), (ENCDECS, check_encdec), (T5S, check_t5)]
+                    (DEEPSEEK2S, check_deepseek2), (ENCODERS, check_encoder), (ENCDECS, check_encdec),
+                    (T5S, check_t5)]
         for names, check_fn in families:
             for which in names:
                 try:
@@ -1415,6 +1544,9 @@ def main():
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in DECODERS:
             write_decoder_fixture(args.out, which)
+            print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
+        for which in DEEPSEEK2S:
+            write_deepseek2_fixture(args.out, which)
             print("wrote", os.path.join(args.out, which + ".gguf"), "and", os.path.join(args.out, which) + "/")
         for which in ENCODERS:
             write_encoder_fixture(args.out, which)

@@ -838,6 +838,382 @@ def export_decoder_gguf(model, c, path, name, tokenizer):
 
 
 # ---------------------------------------------------------------------------
+# DeepSeek-V2's multi-head latent attention (DeepSeek-AI 2024, section 2.1:
+# "Multi-Head Latent Attention"), as llama.cpp lays out its tensors for
+# general.architecture "deepseek2" (the legacy attn_kv_b): q = W_Q h (or
+# W_QB RMSNorm(W_QA h)); [c_KV, k_R] = W_KVA h, the latent c_KV normed;
+# [k_C, v] per head = W_KVB c_KV; each head's q = [q_C, RoPE(q_R)] and
+# k = [k_C, RoPE(k_R)] (one k_R for every head); softmax(q k^T /
+# sqrt(d_nope + d_rope)) v. Rotary on adjacent pairs (llama.cpp's NORM
+# mode for deepseek2). Dense SwiGLU MLPs (every layer "leading dense").
+# Float64; written from the paper, independently of the C engine.
+# ---------------------------------------------------------------------------
+
+@dataclass
+class DeepSeek2Config:
+    vocab: int
+    d_model: int = 32
+    n_layer: int = 2
+    n_head: int = 4
+    d_nope: int = 8
+    d_rope: int = 4
+    d_v: int = 6
+    kv_lora: int = 12
+    q_lora: int = 0          # 0: q straight from the stream (attn_q)
+    d_ff: int = 64
+    ctx: int = 32
+    eps: float = 1e-6
+    rope_base: float = 10000.0
+    arch: str = "deepseek2"
+    absorbed: bool = False       # newer converters' attn_k_b / attn_v_b: MLA computed as llama.cpp's MQA form
+    # YaRN as DeepSeek-V2 applies it (HF's DeepseekV2YarnRotaryEmbedding with mscale = mscale_all_dim):
+    # (factor, original context, yarn_log_multiplier = 0.1 * mscale_all_dim); None: no scaling
+    yarn: Optional[tuple] = None
+    # DeepSeekMoE after the first n_dense layers (n_dense None: every layer dense)
+    n_dense: Optional[int] = None
+    n_expert: int = 0
+    n_expert_used: int = 0
+    d_expert: int = 16
+    n_shared: int = 0            # shared experts: one SwiGLU of n_shared * d_expert, no gate
+    sigmoid: bool = False        # V3: sigmoid affinities; V2: softmax
+    bias: bool = False           # V3's selection bias (exp_probs_b), for choosing only
+    n_group: int = 0             # > 1: group-limited routing, group_used groups chosen from
+    group_used: int = 0
+    norm: bool = False           # chosen weights divided by their sum
+    scale: float = 1.0           # then multiplied by it
+
+    def dense(self, L):
+        return self.n_dense is None or L < self.n_dense
+
+
+class DeepSeek2Block(nn.Module):
+    def __init__(self, c, dense=True):
+        super().__init__()
+        d, H = c.d_model, c.n_head
+        dk = c.d_nope + c.d_rope
+        self.ln1_w = nn.Parameter(torch.ones(d))
+        if c.q_lora:
+            self.q_a = nn.Linear(d, c.q_lora, bias=False)
+            self.q_a_norm_w = nn.Parameter(torch.ones(c.q_lora))
+            self.q_b = nn.Linear(c.q_lora, H * dk, bias=False)
+        else:
+            self.q = nn.Linear(d, H * dk, bias=False)
+        self.kv_a = nn.Linear(d, c.kv_lora + c.d_rope, bias=False)
+        self.kv_a_norm_w = nn.Parameter(torch.ones(c.kv_lora))
+        self.kv_b = nn.Linear(c.kv_lora, H * (c.d_nope + c.d_v), bias=False)
+        self.o = nn.Linear(H * c.d_v, d, bias=False)
+        self.ln2_w = nn.Parameter(torch.ones(d))
+        if not dense:
+            E, Fe = c.n_expert, c.d_expert
+            self.router = nn.Linear(d, E, bias=False)
+            if c.bias:
+                self.exp_probs_b = nn.Parameter(torch.zeros(E))
+            self.gate_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.up_exps = nn.Parameter(torch.empty(E, Fe, d))
+            self.down_exps = nn.Parameter(torch.empty(E, d, Fe))
+            if c.n_shared:
+                self.gate_shexp = nn.Linear(d, c.n_shared * Fe, bias=False)
+                self.up_shexp = nn.Linear(d, c.n_shared * Fe, bias=False)
+                self.down_shexp = nn.Linear(c.n_shared * Fe, d, bias=False)
+            return
+        self.gate = nn.Linear(d, c.d_ff, bias=False)
+        self.up = nn.Linear(d, c.d_ff, bias=False)
+        self.down = nn.Linear(c.d_ff, d, bias=False)
+
+
+class DeepSeek2(nn.Module):
+    """forward(ids [B,T] long, hooks=None) -> logits [B,T,V]."""
+
+    def __init__(self, c: DeepSeek2Config):
+        super().__init__()
+        self.cfg = c
+        self.tok_embd = nn.Embedding(c.vocab, c.d_model)
+        self.blocks = nn.ModuleList(DeepSeek2Block(c, c.dense(L)) for L in range(c.n_layer))
+        self.lnf_w = nn.Parameter(torch.ones(c.d_model))
+        self.out = nn.Linear(c.d_model, c.vocab, bias=False)
+
+    def _rms(self, x, w, prefix, hooks):
+        scale = torch.sqrt((x * x).mean(-1, keepdim=True) + self.cfg.eps)
+        out = x / scale * w
+        _rec(hooks, prefix + ".hook_scale", scale)
+        _rec(hooks, prefix + ".hook_normalized", out)
+        return out
+
+    def _rope(self, x):
+        """x [B,T,h,d_rope]: pair (2i, 2i+1) rotated by pos * base^(-2i/d_rope)."""
+        c = self.cfg
+        T = x.shape[1]
+        i = torch.arange(c.d_rope // 2, dtype=torch.float64)
+        inv = c.rope_base ** (-2.0 * i / c.d_rope)
+        if c.yarn is not None:   # the slow dimensions' frequencies divided by the factor, a linear ramp between
+            factor, orig, dim = c.yarn[0], c.yarn[1], c.d_rope
+            def corr(rot):
+                return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(c.rope_base))
+            low, high = max(math.floor(corr(32.0)), 0), min(math.ceil(corr(1.0)), dim - 1)
+            ramp = ((i - low) / max(high - low, 0.001)).clamp(0, 1)
+            inv = (inv / factor) * ramp + inv * (1.0 - ramp)
+        theta = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+        cos, sin = torch.cos(theta).to(x.dtype)[None, :, None, :], torch.sin(theta).to(x.dtype)[None, :, None, :]
+        xr = x.reshape(*x.shape[:-1], x.shape[-1] // 2, 2)
+        a, b = xr[..., 0], xr[..., 1]
+        return torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).reshape(x.shape)
+
+    def _scale(self):
+        """1/sqrt(d_nope + d_rope), times mscale^2 under YaRN (mscale = 1 + log_mul ln factor)."""
+        c = self.cfg
+        m = 1.0 + c.yarn[2] * math.log(c.yarn[0]) if c.yarn is not None else 1.0
+        return m * m / math.sqrt(c.d_nope + c.d_rope)
+
+    def _attn(self, blk, x, L, hooks):
+        c = self.cfg
+        B, T, _ = x.shape
+        H, dn, dr, dv = c.n_head, c.d_nope, c.d_rope, c.d_v
+        p = "blocks.%d.attn." % L
+        if c.q_lora:
+            ql = blk.q_a(x)
+            _rec(hooks, p + "hook_q_latent", ql)
+            q = blk.q_b(self._rms(ql, blk.q_a_norm_w, p + "q_a_norm", hooks))
+        else:
+            q = blk.q(x)
+        q = q.view(B, T, H, dn + dr)
+        _rec(hooks, p + "hook_q", q)
+        kva = blk.kv_a(x)
+        latent, k_r = kva[..., :c.kv_lora], kva[..., c.kv_lora:].reshape(B, T, 1, dr)
+        _rec(hooks, p + "hook_kv_latent", latent)
+        _rec(hooks, p + "hook_k_pe", k_r)
+        latent = self._rms(latent, blk.kv_a_norm_w, p + "kv_a_norm", hooks)
+        if c.absorbed:
+            return self._attn_absorbed(blk, q, latent, k_r, L, hooks)
+        kv = blk.kv_b(latent).view(B, T, H, dn + dv)
+        _rec(hooks, p + "hook_kv", kv)
+        k_c, v = kv[..., :dn], kv[..., dn:]
+        _rec(hooks, p + "hook_k_nope", k_c)
+        _rec(hooks, p + "hook_v", v)
+        k = torch.cat((k_c, k_r.expand(B, T, H, dr)), dim=-1)
+        _rec(hooks, p + "hook_k", k)
+        q = torch.cat((q[..., :dn], self._rope(q[..., dn:])), dim=-1)
+        k = torch.cat((k[..., :dn], self._rope(k[..., dn:])), dim=-1)
+        _rec(hooks, p + "hook_rot_q", q)
+        _rec(hooks, p + "hook_rot_k", k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        scores = (q @ k.transpose(-1, -2)) * self._scale()
+        hidden = torch.arange(T)[None, :] > torch.arange(T)[:, None]
+        scores = scores.masked_fill(hidden, float("-inf"))
+        _rec(hooks, p + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, p + "hook_pattern", pattern)
+        z = (pattern @ v).transpose(1, 2)
+        _rec(hooks, p + "hook_z", z)
+        out = blk.o(z.reshape(B, T, H * dv))
+        _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
+        return out
+
+    def _attn_absorbed(self, blk, q, latent, k_r, L, hooks):
+        """The same attention with W_UK absorbed into q and W_UV applied
+        after the mix (V2 section 2.1.3): scores = [W_UK^T q_C, RoPE(q_R)] .
+        [c_KV, RoPE(k_R)], one key-value head for all; z = W_UV (pattern c_KV)."""
+        c = self.cfg
+        B, T = q.shape[:2]
+        H, dn, dr, dv, kl = c.n_head, c.d_nope, c.d_rope, c.d_v, c.kv_lora
+        p = "blocks.%d.attn." % L
+        kvb = blk.kv_b.weight.view(H, dn + dv, kl)
+        w_uk, w_uv = kvb[:, :dn, :], kvb[:, dn:, :]
+        q_rot = torch.cat((q[..., :dn], self._rope(q[..., dn:])), dim=-1)
+        _rec(hooks, p + "hook_rot_q", q_rot)
+        q_abs = torch.einsum("bthj,hjc->bthc", q[..., :dn], w_uk)
+        _rec(hooks, p + "hook_q_absorbed", q_abs)
+        _rec(hooks, p + "hook_rot_q_pe", q_rot[..., dn:])
+        q_mqa = torch.cat((q_abs, q_rot[..., dn:]), dim=-1)
+        _rec(hooks, p + "hook_q_mqa", q_mqa)
+        k = torch.cat((latent, k_r.reshape(B, T, dr)), dim=-1).view(B, T, 1, kl + dr)
+        _rec(hooks, p + "hook_k", k)
+        k = torch.cat((k[..., :kl], self._rope(k[..., kl:])), dim=-1)
+        _rec(hooks, p + "hook_rot_k", k)
+        v = latent.view(B, T, 1, kl)
+        _rec(hooks, p + "hook_v", v)
+        scores = (q_mqa.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)) * self._scale()  # [B,H,T,T]
+        hidden = torch.arange(T)[None, :] > torch.arange(T)[:, None]
+        scores = scores.masked_fill(hidden, float("-inf"))
+        _rec(hooks, p + "hook_attn_scores", scores)
+        pattern = torch.softmax(scores, dim=-1)
+        _rec(hooks, p + "hook_pattern", pattern)
+        z_lat = (pattern @ v.transpose(1, 2)).transpose(1, 2)   # [B,T,H,kl]
+        _rec(hooks, p + "hook_z_latent", z_lat)
+        z = torch.einsum("bthc,hvc->bthv", z_lat, w_uv)
+        _rec(hooks, p + "hook_z", z)
+        out = blk.o(z.reshape(B, T, H * dv))
+        _rec(hooks, "blocks.%d.hook_attn_out" % L, out)
+        return out
+
+    def _moe(self, blk, x, L, hooks):
+        """DeepSeekMoE (DeepSeek-AI 2024, V2 section 2.2; V3 section 2.1.2):
+        affinities s = softmax or sigmoid of the router's logits; the top k
+        of s + b (b: V3's bias, for choosing only; a stable descending sort,
+        of equal ones the lower index) among the experts of the group_used
+        groups whose two largest s + b sum highest; gates g = s of the
+        chosen, over their sum when normalised, times the scale; output
+        sum_j g_j FFN_j(x) plus the shared experts' FFN(x)."""
+        c = self.cfg
+        p = "blocks.%d.mlp." % L
+        B, T, _ = x.shape
+        logits = blk.router(x)
+        _rec(hooks, p + "hook_router_logits", logits)
+        s = torch.sigmoid(logits) if c.sigmoid else torch.softmax(logits, dim=-1)
+        _rec(hooks, p + "hook_expert_weights", s)
+        sel = s + blk.exp_probs_b if c.bias else s
+        if c.n_group > 1:
+            per = c.n_expert // c.n_group
+            grp = sel.reshape(B, T, c.n_group, per)
+            top2 = torch.sort(grp, dim=-1, descending=True, stable=True).values[..., :2].sum(-1)  # [B,T,G]
+            keep = torch.sort(top2, dim=-1, descending=True, stable=True).indices[..., :c.group_used]
+            mask = torch.zeros(B, T, c.n_group, dtype=torch.bool).scatter_(-1, keep, True)
+            sel = sel.masked_fill(~mask.repeat_interleave(per, dim=-1), float("-inf"))
+        idx = torch.sort(sel, dim=-1, descending=True, stable=True).indices[..., :c.n_expert_used]
+        _rec(hooks, p + "hook_expert_indices", idx.to(torch.int32))
+        g = torch.gather(s, -1, idx)
+        if c.norm:
+            g = g / g.sum(-1, keepdim=True)
+        if c.scale not in (0.0, 1.0):
+            g = g * c.scale
+        _rec(hooks, p + "hook_expert_gates", g)
+        pre = torch.einsum("btkfd,btd->btkf", blk.gate_exps[idx], x)
+        _rec(hooks, p + "experts.hook_pre", pre)
+        lin = torch.einsum("btkfd,btd->btkf", blk.up_exps[idx], x)
+        _rec(hooks, p + "experts.hook_pre_linear", lin)
+        post = F.silu(pre) * lin
+        _rec(hooks, p + "experts.hook_post", post)
+        out = torch.einsum("btkdf,btkf->btkd", blk.down_exps[idx], post)
+        _rec(hooks, p + "experts.hook_out", out)
+        out = (g[..., None] * out).sum(dim=2)
+        if c.n_shared:
+            _rec(hooks, p + "hook_routed_out", out)
+            pre = blk.gate_shexp(x)
+            _rec(hooks, p + "shared.hook_pre", pre)
+            lin = blk.up_shexp(x)
+            _rec(hooks, p + "shared.hook_pre_linear", lin)
+            post = F.silu(pre) * lin
+            _rec(hooks, p + "shared.hook_post", post)
+            shared = blk.down_shexp(post)
+            _rec(hooks, p + "shared.hook_out", shared)
+            out = out + shared
+        _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
+        return out
+
+    def forward(self, ids, hooks=None):
+        x = self.tok_embd(ids)
+        _rec(hooks, "hook_embed", x)
+        for L, blk in enumerate(self.blocks):
+            _rec(hooks, "blocks.%d.hook_resid_pre" % L, x)
+            h = self._rms(x, blk.ln1_w, "blocks.%d.ln1" % L, hooks)
+            x = x + self._attn(blk, h, L, hooks)
+            _rec(hooks, "blocks.%d.hook_resid_mid" % L, x)
+            h = self._rms(x, blk.ln2_w, "blocks.%d.ln2" % L, hooks)
+            p = "blocks.%d.mlp." % L
+            if not self.cfg.dense(L):
+                x = x + self._moe(blk, h, L, hooks)
+                _rec(hooks, "blocks.%d.hook_resid_post" % L, x)
+                continue
+            pre = blk.gate(h)
+            _rec(hooks, p + "hook_pre", pre)
+            lin = blk.up(h)
+            _rec(hooks, p + "hook_pre_linear", lin)
+            post = F.silu(pre) * lin
+            _rec(hooks, p + "hook_post", post)
+            out = blk.down(post)
+            _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
+            x = x + out
+            _rec(hooks, "blocks.%d.hook_resid_post" % L, x)
+        x = self._rms(x, self.lnf_w, "ln_final", hooks)
+        logits = self.out(x)
+        _rec(hooks, "unembed.hook_out", logits)
+        return logits
+
+
+def export_deepseek2_gguf(model, c, path, name, tokenizer):
+    """A GGUF of a DeepSeek2 with the keys and tensor names llama.cpp
+    reads for deepseek2 (src/llama-model.cpp, src/llama-arch.cpp), F32."""
+    a = c.arch
+    w = GGUFWriter(path)
+    w.add_string("general.architecture", a)
+    w.add_string("general.name", name)
+    w.add_uint32("general.file_type", 0)
+    for key, val in (("context_length", c.ctx), ("embedding_length", c.d_model), ("block_count", c.n_layer),
+                     ("feed_forward_length", c.d_ff), ("attention.head_count", c.n_head),
+                     ("attention.head_count_kv", 1 if c.absorbed else c.n_head), ("rope.dimension_count", c.d_rope),
+                     # absorbed: key_length / value_length the one key-value head's, *_mla the heads'
+                     ("attention.key_length", c.kv_lora + c.d_rope if c.absorbed else c.d_nope + c.d_rope),
+                     ("attention.value_length", c.kv_lora if c.absorbed else c.d_v),
+                     ("attention.kv_lora_rank", c.kv_lora), ("vocab_size", c.vocab),
+                     # llama.cpp reads the routing keys even when every layer is dense
+                     ("leading_dense_block_count", c.n_layer if c.n_dense is None else c.n_dense),
+                     ("expert_feed_forward_length", c.d_expert if c.n_expert else c.d_ff),
+                     ("expert_count", c.n_expert), ("expert_used_count", c.n_expert_used),
+                     ("expert_shared_count", c.n_shared)):
+        w.add_uint32("%s.%s" % (a, key), val)
+    if c.absorbed:
+        w.add_uint32(a + ".attention.key_length_mla", c.d_nope + c.d_rope)
+        w.add_uint32(a + ".attention.value_length_mla", c.d_v)
+    if c.n_expert:
+        w.add_uint32(a + ".expert_gating_func", 2 if c.sigmoid else 1)
+        w.add_bool(a + ".expert_weights_norm", c.norm)
+        if c.n_group > 1:
+            w.add_uint32(a + ".expert_group_count", c.n_group)
+            w.add_uint32(a + ".expert_group_used_count", c.group_used)
+    w.add_uint32(a + ".attention.q_lora_rank", c.q_lora)   # 0: attn_q (llama.cpp reads the key either way)
+    w.add_float32(a + ".expert_weights_scale", c.scale)
+    w.add_float32(a + ".attention.layer_norm_rms_epsilon", c.eps)
+    w.add_float32(a + ".rope.freq_base", c.rope_base)
+    if c.yarn is not None:
+        w.add_string(a + ".rope.scaling.type", "yarn")
+        w.add_float32(a + ".rope.scaling.factor", c.yarn[0])
+        w.add_uint32(a + ".rope.scaling.original_context_length", c.yarn[1])
+        w.add_float32(a + ".rope.scaling.yarn_log_multiplier", c.yarn[2])
+    _add_tokenizer(w, tokenizer)
+
+    def t(tname, x):
+        w.add_tensor(tname, _np(x), "F32")
+
+    t("token_embd.weight", model.tok_embd.weight)
+    for L, blk in enumerate(model.blocks):
+        b = "blk.%d." % L
+        t(b + "attn_norm.weight", blk.ln1_w)
+        if c.q_lora:
+            t(b + "attn_q_a.weight", blk.q_a.weight)
+            t(b + "attn_q_a_norm.weight", blk.q_a_norm_w)
+            t(b + "attn_q_b.weight", blk.q_b.weight)
+        else:
+            t(b + "attn_q.weight", blk.q.weight)
+        t(b + "attn_kv_a_mqa.weight", blk.kv_a.weight)
+        t(b + "attn_kv_a_norm.weight", blk.kv_a_norm_w)
+        if c.absorbed:   # ne = [nope, kv_lora, head] and [kv_lora, d_v, head]
+            kvb = blk.kv_b.weight.view(c.n_head, c.d_nope + c.d_v, c.kv_lora)
+            t(b + "attn_k_b.weight", kvb[:, :c.d_nope, :].transpose(1, 2).contiguous())
+            t(b + "attn_v_b.weight", kvb[:, c.d_nope:, :].contiguous())
+        else:
+            t(b + "attn_kv_b.weight", blk.kv_b.weight)
+        t(b + "attn_output.weight", blk.o.weight)
+        t(b + "ffn_norm.weight", blk.ln2_w)
+        if not c.dense(L):   # llama.cpp's ffn_gate_inp, exp_probs_b and the 3-D ffn_*_exps
+            t(b + "ffn_gate_inp.weight", blk.router.weight)
+            if c.bias:
+                t(b + "exp_probs_b.bias", blk.exp_probs_b)
+            t(b + "ffn_gate_exps.weight", blk.gate_exps)
+            t(b + "ffn_up_exps.weight", blk.up_exps)
+            t(b + "ffn_down_exps.weight", blk.down_exps)
+            if c.n_shared:
+                t(b + "ffn_gate_shexp.weight", blk.gate_shexp.weight)
+                t(b + "ffn_up_shexp.weight", blk.up_shexp.weight)
+                t(b + "ffn_down_shexp.weight", blk.down_shexp.weight)
+            continue
+        t(b + "ffn_gate.weight", blk.gate.weight)
+        t(b + "ffn_up.weight", blk.up.weight)
+        t(b + "ffn_down.weight", blk.down.weight)
+    t("output_norm.weight", model.lnf_w)
+    t("output.weight", model.out.weight)
+    return w.write()
+
+
+# ---------------------------------------------------------------------------
 # The BERT family of encoders as llama.cpp runs them (src/models/bert.cpp):
 # bert and nomic-bert.  Written from the definitions (Devlin et al. 2018:
 # Post-LN blocks, learned positions, token types, the embedding LayerNorm,
