@@ -173,19 +173,24 @@ int as_cmd_export_load(cmd_ctx *c)
         return as_error_set(c->err, "%s has no routed MLPs (no layer has experts)", s->model->cfg.name);
     if (as_cmd_require_tokens(s, c->err))
         return AS_ERR;
-    float *v = malloc((size_t)L * (size_t)E * sizeof *v);
-    if (!v)
+    float *v = calloc((size_t)L * (size_t)E, sizeof *v);
+    unsigned char *dense = calloc((size_t)L * (size_t)E, 1);
+    if (!v || !dense) {
+        free(v);
+        free(dense);
         return as_error_set(c->err, "out of memory");
+    }
     int n = 0;
     for (int l = 0; l < L; l++) {
         float *r = v + (size_t)l * (size_t)E;
-        for (int e = 0; e < E; e++)
-            r[e] = NAN;
         int ne, np;
-        if (as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, l, s->prog->out_stream) < 0)
+        if (as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, l, s->prog->out_stream) < 0) {
+            memset(dense + (size_t)l * (size_t)E, 1, (size_t)E); /* grey, named in the legend */
             continue;
+        }
         if (as_cmd_expert_load(s, l, r, &ne, &np, c->err)) {
             free(v);
+            free(dense);
             return AS_ERR;
         }
         n = np;
@@ -194,8 +199,10 @@ int as_cmd_export_load(cmd_ctx *c)
     snprintf(note, sizeof note, "share of %d tokens routed to each expert", n);
     const char *notes[] = {note};
     as_table_fig t = {.v = v, .rows = L, .cols = E, .n_mats = 1, .col_axis = "expert", .title = "Expert load",
-                      .cbar_label = "load (share of tokens)", .what = "expert load", .notes = notes, .n_notes = 1};
+                      .cbar_label = "load (share of tokens)", .what = "expert load", .notes = notes, .n_notes = 1,
+                      .masked = dense, .masked_label = "dense layer"};
     int rc = as_cmd_export_table(c, c->argv[2], 3, &t);
     free(v);
+    free(dense);
     return rc;
 }

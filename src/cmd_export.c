@@ -543,7 +543,7 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     as_fig_heat h = {m, mk_n, (const char *const *)labels, (const char *const *)key_labels,
                      cross ? "target position (decoder)" : o.site == AS_PICK_SOURCE ? "source query position" : "query position",
                      cross ? "source position (encoder)" : o.site == AS_PICK_SOURCE ? "source key position" : "key position",
-                     "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
+                     "attention weight", n_mats, mats, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0, NULL};
     char what[96], kind[48] = "";
     if (o.site != AS_PICK_SELF)
         snprintf(kind, sizeof kind, " \xC2\xB7 %s", pick_name[o.site]);
@@ -712,11 +712,12 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
             (!t->col_labels && snprintf(cols[j], 16, "%d", j) < 0))
             goto oom;
     for (int i = 0; i < n_mats; i++)
-        mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols, NULL, NULL};
+        mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols,
+                                  t->masked ? t->masked + (size_t)i * (size_t)t->rows * (size_t)t->cols : NULL, NULL};
     as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols, "layer",
                      t->col_axis ? t->col_axis : t->by_position ? "position" : "head", t->cbar_label, n_mats, mats,
                      t->mat_titles, n_mats > 1 ? 0 : 1, n_mats > 1 ? 0 : 1, NULL, NULL, NULL, NULL,
-                     t->diverging ? (float)-a : 0, t->diverging ? (float)a : 0};
+                     t->diverging ? (float)-a : 0, t->diverging ? (float)a : 0, t->masked_label};
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
     caption_init(&cp, s, &o, "%s", t->title);
@@ -921,7 +922,7 @@ static int export_routing(cmd_ctx *c)
         goto out;
     as_fig_matrix mat = {v, NULL, mk};
     as_fig_heat h = {R, E, (const char *const *)rows, (const char *const *)cols, "token", "expert",
-                     "router weight; load", 1, &mat, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
+                     "router weight; load", 1, &mat, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0, NULL};
     /* A few experts across the width would make cells the size of a
      * column's quarter: unless a height is given, the figure is as tall
      * as rows of about 13 pt need (the cells then fit the height). */

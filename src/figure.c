@@ -1042,7 +1042,8 @@ static float heat_fit(lay *L, const as_fig_heat *h, const cbar *cb, const as_fig
     if (!g->horiz_cbar) {
         g->right = PT(L, 6) + cbar_extent(L, cb);
         if (masks)
-            g->right = fmaxf(g->right, PT(L, 6 + 6 + 2 + 6) + tw(L, "masked", L->small));
+            g->right = fmaxf(g->right, PT(L, 6 + 6 + 2 + 6) +
+                                           tw(L, h->masked_label ? h->masked_label : "masked", L->small));
     }
     float avail = L->W - g->left - g->right - PT(L, MARGIN_PT);
     if (h->grid_cols > 0)
@@ -1243,7 +1244,7 @@ static const char **heat_notes(const as_fig_heat *h, const heat_geom *g, const a
 /* The colour bar beside the panels (or under them, from y down) and the
  * masked and NaN swatches; returns the y below everything drawn. */
 static float heat_cbar(lay *L, cbar *cb, const heat_geom *g, int gx0, int gy0, float grid_w, float grid_h, float y,
-                       bool masked, bool nan)
+                       bool masked, bool nan, const char *masked_label)
 {
     float lx, ly, sm = lineh(L, L->small);
     if (cb->horiz) {
@@ -1261,7 +1262,7 @@ static float heat_cbar(lay *L, cbar *cb, const heat_geom *g, int gx0, int gy0, f
     uint8_t mrgb[3];
     as_masked_rgb(L->st->cmap, mrgb);
     if (masked)
-        lx = legend_swatch(L, lx, ly, mrgb, "masked");
+        lx = legend_swatch(L, lx, ly, mrgb, masked_label ? masked_label : "masked");
     if (nan)
         legend_swatch(L, cb->horiz ? lx : cb->x, cb->horiz || !masked ? ly : ly + sm, NANC, "NaN");
     if (masked || nan)
@@ -1322,7 +1323,7 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
         cl_bottom += PT(&L, 2) + lineh(&L, L.body);
         text(&L, (float)gx0 + (float)grid_w / 2, cl_bottom - PT(&L, 2), L.body, false, AL_MIDDLE, INK, h->col_axis);
     }
-    cl_bottom = heat_cbar(&L, &cb, &g, gx0, gy0, grid_w, grid_h, cl_bottom, any_masked, any_nan);
+    cl_bottom = heat_cbar(&L, &cb, &g, gx0, gy0, grid_w, grid_h, cl_bottom, any_masked, any_nan, h->masked_label);
     char note0[256];
     int n_notes;
     const char **notes = heat_notes(h, &g, cap, note0, sizeof note0, &n_notes);

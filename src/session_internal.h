@@ -58,6 +58,8 @@ typedef struct as_table_fig {
     const char *what;     /* for the "wrote" line */
     const char *const *notes; /* [n_notes] under the figure: the metric, the values it is built on */
     int n_notes;
+    const unsigned char *masked; /* n_mats × [rows][cols], nonzero: no value there (grey), or NULL */
+    const char *masked_label;     /* what such a cell is, in the legend ("dense layer"); NULL: "masked" */
 } as_table_fig;
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
 /* A token as figures label it: its text with spaces as '·' and control

@@ -430,7 +430,7 @@ static void one_hot_make(one_hot *o, int n, int hot_r, int hot_c, const char *co
     }
     o->m = (as_fig_matrix){o->v, o->mk, NULL};
     o->h = (as_fig_heat){n, n, (const char *const *)o->labels, (const char *const *)o->labels, "query position",
-                         "key position", "attention weight", 1, &o->m, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
+                         "key position", "attention weight", 1, &o->m, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0, NULL};
 }
 
 static void one_hot_free(one_hot *o)
@@ -710,7 +710,7 @@ static int make_kind(int kind, kinds_data *d, as_fig_ctx *ctx, const as_fig_styl
         static const char *const rows[] = {"0", "1"};
         as_fig_matrix m = {d->table, NULL, NULL};
         as_fig_heat t = {2, 6, rows, d->tcols, "layer", "component", "contribution to the logit", 1, &m, NULL, 1, 1,
-                         NULL, NULL, NULL, NULL, -2, 2};
+                         NULL, NULL, NULL, NULL, -2, 2, NULL};
         return as_fig_heatmap(f, ctx, st, &cap, &t, err);
     }
     case K_LINES:
@@ -1159,7 +1159,7 @@ Test(figure, short_ticks_read_across_long_labels_turn)
     snprintf(path, sizeof path, "%s/t.pdf", dir);
     for (int round = 0; round < 2; round++) {
         const char *const *cols = round ? words : digits;
-        as_fig_heat h = {4, 8, digits, cols, "layer", "head", "score", 1, &m, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0};
+        as_fig_heat h = {4, 8, digits, cols, "layer", "head", "score", 1, &m, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0, NULL};
         as_fig_style st;
         as_fig_style_default(&st);
         as_figure *f;
@@ -1820,6 +1820,24 @@ static int mixtral_ref(char *prompt, size_t cap, float load[2][4])
  * tokens the PyTorch reference routed to that expert (exact counts, so
  * the colours are exact up to 1 level of rounding). The heatmap is found
  * from the pixels: the longest run of the expected colours. */
+/* A dense layer among routed ones (DeepSeek's leading layer) is a grey
+ * row named in the legend, not a NaN. */
+Test(figure, expert_load_names_a_dense_layer)
+{
+    as_session *s = open_session("fixtures/tiny-deepseek2-v3moe.gguf", 64);
+    run_ok(s, "prompt-ids 1 5 9 20 33 7 3 2; finish");
+    char *dir = make_tmpdir(), cmd[512], msg[1024], path[256];
+    snprintf(path, sizeof path, "%s/load.pdf", dir);
+    snprintf(cmd, sizeof cmd, "export load %s", path);
+    cr_assert_eq(run_cmd(s, cmd, msg, sizeof msg), AS_OK, "%s", msg);
+    char *t = pdf_text(path);
+    cr_assert(strstr(t, "dense layer") && !strstr(t, "NaN"), "%s", t);
+    free(t);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}
+
 Test(figure, expert_load_cells_are_the_reference_shares)
 {
     char prompt[512], out[512], msg[512], cmd[600];

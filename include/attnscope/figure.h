@@ -116,6 +116,7 @@ typedef struct as_fig_heat {
     const char *grid_row_axis, *grid_col_axis; /* what the headers number: "layer", "head" */
     float vmin, vmax;                    /* linear colour scale when vmax > vmin (signed
                                           * tables); both 0: attention's 0-1 */
+    const char *masked_label;            /* the legend's name for masked cells; NULL: "masked" */
 } as_fig_heat;
 
 int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
