@@ -178,7 +178,7 @@ e2e: $(PROG) fig-tools
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 
-test: unit e2e fuzz-replay tui-stress llama-compare
+test: unit e2e fuzz-replay tui-stress llama-compare hf-tokref
 
 # attnscope's logits against llama.cpp's (its C API) on every fixture
 # model, within 1e-3 of the largest logit at every position; llama.cpp as

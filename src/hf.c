@@ -835,6 +835,29 @@ static int tok_byte_level(tok_read *r, const json_t *pre, const char **pre_name,
         *pre_name = "starcoder";
         return AS_OK;
     }
+    /* Several Splits (each match its own piece), then ByteLevel without its
+     * regex: a pre-tokenizer llama.cpp knows by those regexes (DeepSeek-V3's) */
+    size_t n_split = json_array_size(l) > 2 ? json_array_size(l) - 1 : 0;
+    if (n_split > 0 && n_split <= 8 && json_array_get(l, n_split) == bl && use && !json_is_true(use)) {
+        const char *rx[8];
+        size_t k = 0;
+        for (; k < n_split; k++) {
+            const json_t *sp = json_array_get(l, k);
+            const json_t *p = json_object_get(json_object_get(sp, "pattern"), "Regex");
+            const char *behavior = json_string_value(json_object_get(sp, "behavior"));
+            if (!is_type(sp, "Split") || !json_is_string(p) || !behavior || strcmp(behavior, "Isolated") ||
+                json_is_true(json_object_get(sp, "invert")))
+                break;
+            rx[k] = json_string_value(p);
+        }
+        const char *name = k == n_split ? as_tokenizer_pre_for_splits(rx, n_split) : NULL;
+        if (!name)
+            return as_error_set(err, "%s: pre_tokenizer: a Sequence of %zu Splits then ByteLevel that is no "
+                                "pre-tokenizer attnscope knows (each Split isolated, by a regex of llama.cpp's)",
+                                r->path, n_split);
+        *pre_name = name;
+        return AS_OK;
+    }
     const json_t *pat = is_type(split, "Split") ? json_object_get(json_object_get(split, "pattern"), "Regex") : NULL;
     if (!json_is_string(pat) || json_is_true(use) || json_array_get(l, 1) != bl)
         return as_error_set(err, "%s: pre_tokenizer: only ByteLevel, a Split regex then ByteLevel, or Digits then "
@@ -1202,7 +1225,9 @@ static int tok_read_all(tok_read *r, as_error *err)
     const char *pre_name = NULL;
     if (byte_level) {
         /* NFC is left out as llama.cpp leaves it out (text already in NFC is unchanged by it) */
-        if (nz && !json_is_null(nz) && !is_type(nz, "NFC"))
+        /* an empty Sequence (DeepSeek-V3's) normalizes nothing */
+        bool empty = is_type(nz, "Sequence") && json_array_size(json_object_get(nz, "normalizers")) == 0;
+        if (nz && !json_is_null(nz) && !is_type(nz, "NFC") && !empty)
             rc = as_error_set(err, "%s: a byte-level BPE with a normalizer (other than NFC) is not read yet", r->path);
         else
             rc = tok_byte_level(r, pre, &pre_name, err);

