@@ -43,6 +43,15 @@ static int add_rules(as_hf *h, const rule *r, size_t n, int layer, as_error *err
     return AS_OK;
 }
 
+/* The same rules for each of n_layer blocks. */
+static int add_layer_rules(as_hf *h, const rule *r, size_t n, int n_layer, as_error *err)
+{
+    for (int l = 0; l < n_layer; l++)
+        if (add_rules(h, r, n, l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
 static int oom(as_hf *h, as_error *err)
 {
     return as_error_set(err, "%s: out of memory", h->dir);
@@ -112,10 +121,7 @@ static int gpt2_map(as_hf *h, as_error *err)
     };
     if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
         return AS_ERR;
-    for (int l = 0; l < (int)L; l++)
-        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
-            return AS_ERR;
-    return AS_OK;
+    return add_layer_rules(h, blk, sizeof blk / sizeof blk[0], (int)L, err);
 }
 
 /* The causal-mask buffers older GPT-2 checkpoints carry. */
@@ -443,10 +449,7 @@ static int gemma3_map(as_hf *h, as_error *err)
     };
     if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
         return AS_ERR;
-    for (int l = 0; l < (int)L; l++)
-        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
-            return AS_ERR;
-    return AS_OK;
+    return add_layer_rules(h, blk, sizeof blk / sizeof blk[0], (int)L, err);
 }
 
 /* ---------------------------------------------------------------- BERT */
@@ -585,10 +588,7 @@ static int bert_map(as_hf *h, as_error *err)
         return AS_ERR;
     if (as_hf_find(h, mlm[0].hf) && add_rules(h, mlm, sizeof mlm / sizeof mlm[0], 0, err))
         return AS_ERR;
-    for (int l = 0; l < (int)L; l++)
-        if (add_rules(h, blk, sizeof blk / sizeof blk[0], l, err))
-            return AS_ERR;
-    return AS_OK;
+    return add_layer_rules(h, blk, sizeof blk / sizeof blk[0], (int)L, err);
 }
 
 /* What attnscope does not run: the pooler's dense layer and the
@@ -694,15 +694,10 @@ static int t5_map(as_hf *h, as_error *err)
     if (!gated && as_hf_find(h, "encoder.block.0.layer.1.DenseReluDense.wi_1.weight"))
         return as_error_set(err, "%s: feed_forward_proj is 'relu' but the checkpoint has wi_1 (a gated MLP)",
                             h->config_path);
-    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err) ||
+        add_layer_rules(h, enc, sizeof enc / sizeof enc[0] - (gated ? 0 : 1), (int)L, err))
         return AS_ERR;
-    for (int l = 0; l < (int)L; l++)
-        if (add_rules(h, enc, sizeof enc / sizeof enc[0] - (gated ? 0 : 1), l, err))
-            return AS_ERR;
-    for (int l = 0; l < (int)Ld; l++)
-        if (add_rules(h, dec, sizeof dec / sizeof dec[0] - (gated ? 0 : 1), l, err))
-            return AS_ERR;
-    return AS_OK;
+    return add_layer_rules(h, dec, sizeof dec / sizeof dec[0] - (gated ? 0 : 1), (int)Ld, err);
 }
 
 /* The embedding's tied copies in each stack (T5Model stores them). */
