@@ -458,6 +458,20 @@ static float dot_qk45(const uint8_t *w, const float *x, int n, bool five, const 
     return hsum(acc) - mins;
 }
 
+/* Bytes shifted through 16-bit lanes (x86 has no byte shifts: GCC builds
+ * a byte << 4 from four adds). Bits cross into the neighbouring byte, so
+ * callers mask what they keep; shr16's top 4 bits come from the next byte
+ * and are masked here. */
+typedef uint16_t vu16b __attribute__((vector_size(VL)));
+static inline vu8 shl16(vu8 v, int k)
+{
+    return (vu8)((vu16b)v << k);
+}
+static inline vu8 shr16(vu8 v, int k)
+{
+    return (vu8)((vu16b)v >> k) & (uint8_t)(0xFF >> k);
+}
+
 /* Q6_K (210 bytes per 256): 128 bytes of low nibbles ql, 64 of 2-bit high
  * parts qh, 16 int8 scales, d. In each half of 128: element l (l < 32) is
  * ql[l] low | qh[l] bits 0-1; l+32: ql[l+32] low | bits 2-3; l+64: ql[l]
@@ -477,10 +491,10 @@ static float dot_q6_k(const uint8_t *w, const float *x, int n)
                 vfloat p0 = {0}, p1 = {0}, p2 = {0}, p3 = {0};
                 for (int j = l; j < l + 16; j += VL) {
                     vu8 a = vload_u8(ql + j), c = vload_u8(ql + 32 + j), h = vload_u8(qh + j);
-                    p0 = vfma(vcvt_u8_minus((a & 0xF) | ((h & 3) << 4), 32), vload(x + j), p0);
-                    p1 = vfma(vcvt_u8_minus((c & 0xF) | (((h >> 2) & 3) << 4), 32), vload(x + 32 + j), p1);
-                    p2 = vfma(vcvt_u8_minus((a >> 4) | (((h >> 4) & 3) << 4), 32), vload(x + 64 + j), p2);
-                    p3 = vfma(vcvt_u8_minus((c >> 4) | (((h >> 6) & 3) << 4), 32), vload(x + 96 + j), p3);
+                    p0 = vfma(vcvt_u8_minus((a & 0xF) | (shl16(h, 4) & 0x30), 32), vload(x + j), p0);
+                    p1 = vfma(vcvt_u8_minus((c & 0xF) | (shl16(h, 2) & 0x30), 32), vload(x + 32 + j), p1);
+                    p2 = vfma(vcvt_u8_minus(shr16(a, 4) | (h & 0x30), 32), vload(x + 64 + j), p2);
+                    p3 = vfma(vcvt_u8_minus(shr16(c, 4) | (shr16(h, 2) & 0x30), 32), vload(x + 96 + j), p3);
                 }
                 int is = l / 16;
                 acc = vfma(p0, (vfloat){0} + d * (float)sc[is], acc);
