@@ -733,12 +733,13 @@ static void simd_weight_row(const as_weight *w, int r, float *out)
                 for (int l = 0; l < 32; l += VL) {
                     vu8 a = vload_u8(ql + l), c = vload_u8(ql + 32 + l), hb = vload_u8(qh + l);
                     const int8_t *s16 = sc + 8 * h + l / 16; /* VL <= 16: one scale per vector */
-                    vstore(o + l, vcvt_u8_minus((a & 0xF) | ((hb & 3) << 4), 32) * ((vfloat){0} + d * (float)s16[0]));
-                    vstore(o + 32 + l, vcvt_u8_minus((c & 0xF) | (((hb >> 2) & 3) << 4), 32) *
+                    vstore(o + l, vcvt_u8_minus((a & 0xF) | (shl16(hb, 4) & 0x30), 32) *
+                                      ((vfloat){0} + d * (float)s16[0]));
+                    vstore(o + 32 + l, vcvt_u8_minus((c & 0xF) | (shl16(hb, 2) & 0x30), 32) *
                                            ((vfloat){0} + d * (float)s16[2]));
-                    vstore(o + 64 + l, vcvt_u8_minus((a >> 4) | (((hb >> 4) & 3) << 4), 32) *
+                    vstore(o + 64 + l, vcvt_u8_minus(shr16(a, 4) | (hb & 0x30), 32) *
                                            ((vfloat){0} + d * (float)s16[4]));
-                    vstore(o + 96 + l, vcvt_u8_minus((c >> 4) | (((hb >> 6) & 3) << 4), 32) *
+                    vstore(o + 96 + l, vcvt_u8_minus(shr16(c, 4) | (shr16(hb, 2) & 0x30), 32) *
                                            ((vfloat){0} + d * (float)s16[6]));
                 }
             }
