@@ -387,10 +387,18 @@ static float dot_q5(const uint8_t *w, const float *x, int n, bool offset)
         vfloat qx = {0};
         for (int j = 0; j < 16; j += VL) {
             vu8 q = vload_u8(qs + j), h0, h1;
+#ifdef HAVE_LUT16
+            /* the fifth bits as byte masks: one masked move each, not 16 scalar inserts */
+            __m128i m0 = _mm_maskz_mov_epi8((__mmask16)(qh >> j), _mm_set1_epi8(16));
+            __m128i m1 = _mm_maskz_mov_epi8((__mmask16)(qh >> (j + 16)), _mm_set1_epi8(16));
+            memcpy(&h0, &m0, sizeof h0);
+            memcpy(&h1, &m1, sizeof h1);
+#else
             for (int k = 0; k < VL; k++) {
                 h0[k] = (uint8_t)(((qh >> (j + k)) & 1) << 4);
                 h1[k] = (uint8_t)(((qh >> (j + k + 16)) & 1) << 4);
             }
+#endif
             qx = vfma(vcvt_u8_minus((q & 0xF) | h0, offset ? 0 : 16), vload(x + j), qx);
             qx = vfma(vcvt_u8_minus((q >> 4) | h1, offset ? 0 : 16), vload(x + 16 + j), qx);
         }
