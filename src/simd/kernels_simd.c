@@ -452,8 +452,21 @@ static float dot_qk45(const uint8_t *w, const float *x, int n, bool five, const 
                 vu8 q = vload_u8(qs + j), lo = q & 0xF, hi = q >> 4;
                 if (five) {
                     vu8 h = vload_u8(qh + j);
+#ifdef HAVE_LUT16
+                    /* bit s of each byte as a mask, then 16 where set: no byte shifts */
+                    __m128i hb, b0, b1;
+                    memcpy(&hb, &h, sizeof hb);
+                    b0 = _mm_maskz_mov_epi8(_mm_test_epi8_mask(hb, _mm_set1_epi8((char)(1 << s))), _mm_set1_epi8(16));
+                    b1 = _mm_maskz_mov_epi8(_mm_test_epi8_mask(hb, _mm_set1_epi8((char)(2 << s))), _mm_set1_epi8(16));
+                    vu8 f0, f1;
+                    memcpy(&f0, &b0, sizeof f0);
+                    memcpy(&f1, &b1, sizeof f1);
+                    lo |= f0;
+                    hi |= f1;
+#else
                     lo |= ((h >> s) & 1) << 4;
                     hi |= ((h >> (s + 1)) & 1) << 4;
+#endif
                 }
                 qx0 = vfma(vcvt_u8(lo), vload(x + j), qx0);
                 qx1 = vfma(vcvt_u8(hi), vload(x + 32 + j), qx1);
