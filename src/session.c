@@ -728,6 +728,7 @@ static int cmd_gen(cmd_ctx *c)
         return AS_ERR;
     int start = s->it->out->n_tokens;
     const char *why = NULL;
+    bool eos = false;
     for (long i = 0; i < n && !why; i++) {
         int st = settle(s, &why, c->err);
         if (st < 0)
@@ -743,10 +744,15 @@ static int cmd_gen(cmd_ctx *c)
             break;
         }
         as_interp_append(s->it, tok, c->err);
-        if (tok == as_tokenizer_eos(s->model->tok))
+        if (tok == as_tokenizer_eos(s->model->tok)) {
             why = "stopped: end-of-sequence token";
+            eos = true;
+        }
     }
-    if (!why && settle(s, &why, c->err) < 0)
+    /* The last token is computed like any other, the end-of-sequence token
+     * too: the view then shows its attention rather than a position with
+     * nothing computed yet. */
+    if ((!why || eos) && settle(s, &why, c->err) < 0)
         return AS_ERR;
     char *text = NULL;
     size_t len = 0;

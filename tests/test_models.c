@@ -86,7 +86,8 @@ Test(models, de_en_matches_its_recipe)
 /* de-en's greedy translations: for each source of de-en.greedy.tsv
  * ("German<TAB>ids", PyTorch's greedy decoding in train_deen.py, up to
  * </s>), attnscope's own tokenizer (`source TEXT`), the start token and
- * `gen 24` at temperature 0 give the same ids. */
+ * `gen 24` at temperature 0 give the same ids; a `gen` that stops at </s>
+ * has computed that position as well. */
 Test(models, de_en_translates_as_its_recipe)
 {
     FILE *f = fopen("fixtures/models/de-en.greedy.tsv", "r");
@@ -108,8 +109,12 @@ Test(models, de_en_translates_as_its_recipe)
         run_ok(s, "gen 24");
         const int32_t *got = s->it->out->tokens;
         int n_got = s->it->out->n_tokens - 1; /* after the start token */
-        if (n_got > 0 && got[n_got] == eos)
+        if (n_got > 0 && got[n_got] == eos) {
             n_got--;
+            /* the end-of-sequence token is computed too (the view selects it) */
+            cr_assert_eq(s->it->out->n_done, s->it->out->n_tokens, "%s: gen stopped at </s> with %d of %d positions computed",
+                         line, s->it->out->n_done, s->it->out->n_tokens);
+        }
         cr_assert_eq(n_got, n_want, "%s: attnscope generated %d tokens, PyTorch %d", line, n_got, n_want);
         for (int i = 0; i < n_want; i++)
             cr_assert_eq(got[1 + i], want[i], "%s: token %d is %d, PyTorch's %d", line, i, got[1 + i], want[i]);
