@@ -1060,16 +1060,23 @@ static bool run_op(as_interp *it)
     return fired;
 }
 
-/* This pass's spans: a causal stream's new positions, all of any other
- * stream whose input changed; false when no stream has anything new. */
-static bool next_spans(const as_interp *it, as_pass *ps)
+/* This pass's spans: a causal stream's new positions (at most `chunk` of
+ * them when chunk > 0; *capped says whether any were left for later), all
+ * of any other stream whose input changed; false when no stream has
+ * anything new. */
+static bool next_spans(const as_interp *it, as_pass *ps, int chunk, bool *capped)
 {
     bool any = false;
+    *capped = false;
     for (int s = 0; s < it->prog->n_streams; s++) {
         const as_stream_state *st = &it->st[s];
-        bool pending = st->n_done < st->n_tokens;
-        ps->p0[s] = it->prog->streams[s].causal || !pending ? st->n_done : 0;
+        bool pending = st->n_done < st->n_tokens, causal = it->prog->streams[s].causal;
+        ps->p0[s] = causal || !pending ? st->n_done : 0;
         ps->n[s] = pending ? st->n_tokens - ps->p0[s] : 0;
+        if (causal && chunk > 0 && ps->n[s] > chunk) {
+            ps->n[s] = chunk;
+            *capped = true;
+        }
         any |= pending;
     }
     return any;
@@ -1098,19 +1105,34 @@ static int check_kv_streams(const as_interp *it, const as_pass *ps, as_error *er
     return AS_OK;
 }
 
+/* Begins a pass over the pending positions, if any (*started says). A
+ * run to the end with nothing captured takes them AS_PROMPT_CHUNK at a time. */
+static int start_pass(as_interp *it, as_run_mode mode, bool *started, as_error *err)
+{
+    as_pass ps;
+    bool to_end = mode == AS_RUN_FINISH || mode == AS_RUN_CONTINUE;
+    *started = false;
+    if (!next_spans(it, &ps, to_end && it->cap->budget == 0 ? AS_PROMPT_CHUNK : 0, &it->pass_capped))
+        return AS_OK;
+    if (check_kv_streams(it, &ps, err))
+        return AS_ERR;
+    if (it->n_passes == it->cap_passes)
+        return as_error_set(err, "too many passes over this input (%d)", it->n_passes);
+    if (begin_pass(it, &ps, err))
+        return AS_ERR;
+    *started = true;
+    return AS_OK;
+}
+
 int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     *stop = AS_STOP_IDLE;
     if (!it->in_pass) {
-        as_pass ps;
-        if (!next_spans(it, &ps))
+        bool started;
+        if (start_pass(it, mode, &started, err))
+            return AS_ERR;
+        if (!started)
             return AS_OK;
-        if (check_kv_streams(it, &ps, err))
-            return AS_ERR;
-        if (it->n_passes == it->cap_passes)
-            return as_error_set(err, "too many passes over this input (%d)", it->n_passes);
-        if (begin_pass(it, &ps, err))
-            return AS_ERR;
         if (!it->in_pass) {
             *stop = AS_STOP_PASS_END;
             return AS_OK;
@@ -1135,6 +1157,13 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
             return AS_OK;
         }
         if (!it->in_pass) {
+            /* a chunk of a longer prompt: on to the next, as one run */
+            bool started = false;
+            if (it->pass_capped && (mode == AS_RUN_FINISH || mode == AS_RUN_CONTINUE) &&
+                start_pass(it, mode, &started, err))
+                return AS_ERR;
+            if (started && it->in_pass)
+                continue;
             *stop = AS_STOP_PASS_END;
             return AS_OK;
         }

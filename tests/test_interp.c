@@ -342,6 +342,75 @@ Test(interp, capture_off_gives_the_same_logits)
     close_session(b);
 }
 
+static size_t widest_scratch(const as_interp *it)
+{
+    size_t w = 0;
+    for (int k = 0; k < AS_HK_COUNT; k++)
+        w = it->scratch_cap[0][k] > w ? it->scratch_cap[0][k] : w;
+    return w;
+}
+
+/* With nothing captured, a long prompt runs AS_PROMPT_CHUNK positions a
+ * pass (the working buffers then scale with the chunk): the same bits as
+ * feeding the same chunks by hand (the KV-cached continuation), and
+ * within 1e-5 of the largest logit of one captured pass over the whole
+ * prompt (float32 sums of another shape). Stepping keeps one pass.
+ * austen-llama: a context of 256, the prompt 200 tokens. */
+Test(interp, a_long_prompt_without_capture_runs_in_chunks)
+{
+    enum { N = 200 };
+    int32_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = i == 0 ? 1 : 3 + (i * 37) % 2000;
+    const char *m = "../models/austen-llama.gguf";
+    as_session *one = open_session(m, 64), *chunked = open_session(m, 0), *by_hand = open_session(m, 0);
+    as_error err;
+    cr_assert_eq(as_interp_set_tokens(one->it, ids, N, &err), AS_OK);
+    run_ok(one, "finish");
+    cr_assert_eq(one->it->n_passes, 1, "captured: one pass");
+    cr_assert_eq(as_interp_set_tokens(chunked->it, ids, N, &err), AS_OK);
+    run_ok(chunked, "finish");
+    cr_assert_eq(chunked->it->n_passes, (N + AS_PROMPT_CHUNK - 1) / AS_PROMPT_CHUNK);
+    cr_assert_eq(chunked->it->out->n_done, N);
+    /* the widest span buffer: a chunk's logits (64 x 2048), not the prompt's */
+    size_t widest = (size_t)AS_PROMPT_CHUNK * (size_t)chunked->model->cfg.n_vocab;
+    cr_assert_leq(widest_scratch(chunked->it), widest, "a buffer of %zu floats", widest_scratch(chunked->it));
+    for (int p0 = 0; p0 < N; p0 += AS_PROMPT_CHUNK) {
+        int n = N - p0 < AS_PROMPT_CHUNK ? N - p0 : AS_PROMPT_CHUNK;
+        cr_assert_eq(as_interp_set_tokens(by_hand->it, ids, p0 + n, &err), AS_OK);
+        run_ok(by_hand, "finish");
+    }
+    int v = one->model->cfg.n_vocab;
+    const float *lo = as_interp_logits(one->it), *lc = as_interp_logits(chunked->it),
+                *lh = as_interp_logits(by_hand->it);
+    cr_assert(lo && lc && lh);
+    cr_assert_eq(memcmp(lc, lh, (size_t)v * sizeof *lc), 0, "chunked != the same chunks fed by hand");
+    float big = 0, worst = 0;
+    for (int i = 0; i < v; i++) {
+        big = fmaxf(big, fabsf(lo[i]));
+        worst = fmaxf(worst, fabsf(lo[i] - lc[i]));
+    }
+    cr_assert_leq(worst, 1e-5f * big, "chunked vs one pass: %g (largest logit %g)", worst, big);
+    /* generating on from the chunked prompt: one position a pass, as always */
+    run_ok(chunked, "gen 3");
+    cr_assert_eq(chunked->it->out->n_done, N + 3);
+    /* stepping a fresh prompt with nothing captured keeps one pass */
+    as_session *stepped = open_session(m, 0);
+    cr_assert_eq(as_interp_set_tokens(stepped->it, ids, N, &err), AS_OK);
+    run_ok(stepped, "step 5; finish");
+    cr_assert_eq(stepped->it->n_passes, 1);
+    cr_assert_geq(widest_scratch(stepped->it), (size_t)N * (size_t)v, "one pass holds every position's logits");
+    const float *ls = as_interp_logits(stepped->it);
+    float off = 0;
+    for (int i = 0; i < v; i++)
+        off = fmaxf(off, fabsf(ls[i] - lo[i]));
+    cr_assert_leq(off, 1e-5f * big, "stepped without capture vs captured: %g", off);
+    close_session(one);
+    close_session(chunked);
+    close_session(by_hand);
+    close_session(stepped);
+}
+
 Test(interp, budget_drops_residual_copies_before_patterns)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);

@@ -122,7 +122,17 @@ typedef struct as_interp {
     int rope_stream;   /* the stream and rotary spec whose angles rope holds; -1: none */
     as_rope_spec rope_spec;
     int ready_until;   /* ops [pc, ready_until) have their outputs computed already */
+    bool pass_capped;  /* this pass holds only a chunk of its causal streams' new positions */
 } as_interp;
+
+/* With nothing captured (a budget of 0), a run to the end (FINISH,
+ * CONTINUE) takes a long prompt's positions this many at a time, pass
+ * after pass, as decoding would: the working buffers then scale with the
+ * chunk, not with the prompt (a 256-token prompt on a 2048-wide model:
+ * ~75 MB -> ~19 MB). The values are the KV-cached continuation's, which
+ * the tests hold equal to one pass. Stepping (STEP, NEXT) and any capture
+ * keep the whole prompt in one pass. */
+#define AS_PROMPT_CHUNK 64
 
 int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err);
 void as_interp_free(as_interp *it);
