@@ -195,12 +195,12 @@ void as_capture_prepare(as_capture *c, const int *ends)
         int end = ends[h->stream];
         if (!c->store[i] || c->committed[i] >= end)
             continue;
-        /* Ahead by about 256 KB per hook (at least 8 positions): a few
+        /* Ahead by about 64 KB per hook (at least 8 positions): a few
          * calls per hook over a whole context, little committed in vain.
          * An attention head's rows grow with the position, so its share
          * is counted in the triangle's floats: rows [end, to) hold
          * (to(to+1) - end(end+1))/2 of them. */
-        size_t budget = (256u << 10) / sizeof(float) / (size_t)(h->width > 0 ? h->width : 1);
+        size_t budget = (64u << 10) / sizeof(float) / (size_t)(h->width > 0 ? h->width : 1);
         double want;
         bool tri = h->is_attn && triangle(&p->attn[h->attn]);
         if (tri)
