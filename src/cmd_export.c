@@ -932,6 +932,11 @@ static int export_routing(cmd_ctx *c)
         goto out;
     caption_init(&cp, s, &o, "Layer %d routing: %d of %d experts per token", layer, op->k, E);
     caption_note(&cp, "Cells: the router's weight of each expert for each token; dots: the %d it chose.", op->k);
+    /* op is the choice (TOPK): a selection bias or group limit lets it pass over a larger weight */
+    if (op->b || op->n_group > 1)
+        caption_note(&cp, "The choice is made on the weights%s%s, so a dot may sit on a darker cell than one "
+                     "left out.", op->b ? " plus a per-expert selection bias (which balances the load)" : "",
+                     op->n_group > 1 ? " within the best groups of experts" : "");
     char loads[512];
     size_t lo = 0;
     for (int e = 0; e < E && lo < sizeof loads - 16; e++)
