@@ -30,7 +30,7 @@ if [ ! -f work/wordpiece.json ]; then
     $PY wordpiece.py train --vocab 5000 --out work/wordpiece.json work/corpus_train.txt
 fi
 
-models="${*:-austen-gpt2 induction austen-llama austen-bert vit-fashion de-en}"
+models="${*:-austen-gpt2 induction austen-llama austen-bert vit-fashion de-en austen-moe}"
 for m in $models; do
     echo "== $m (log: models/recipes/work/$m.log)"
     case "$m" in
@@ -51,6 +51,10 @@ for m in $models; do
         if [ -x ../../build/attnscope ]; then
             $PY deen_check.py >> "work/$m.log" 2>&1
         fi ;;
+    austen-moe)
+        # DeepSeek-style MoE (MLA, 1 dense + 3 routed layers): training,
+        # routing statistics, GGUF and the every-hook fixture
+        nice -n 10 $PY train_moe.py > "work/$m.log" 2>&1 ;;
     *)
         nice -n 10 $PY train.py --model "$m" > "work/$m.log" 2>&1 ;;
     esac
