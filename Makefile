@@ -181,7 +181,7 @@ e2e: $(PROG) fig-tools
 test: unit e2e fuzz-replay tui-stress llama-compare hf-tokref
 
 # attnscope's logits against llama.cpp's (its C API) on every fixture
-# model, within 1e-3 of the largest logit at every position; llama.cpp as
+# model and the shipped austen-moe, within 1e-3 of the largest logit at every position; llama.cpp as
 # llama-ref installs it, skipped with a banner where it could not be.
 # Under the sanitizers it is left out (said so): libllama is not built with
 # them, and the comparison's numbers are checked by the plain run.
@@ -191,7 +191,7 @@ llama-compare: $(LIB) $(PROG) llama-ref
 ifeq ($(SAN),)
 	CC="$(CC)" LIB="$(LIB)" LIB_DEPS="$(LIB_DEPS)" CFLAGS="$(WARN) $(PKG_CFLAGS)" BUILD="$(BUILD)" \
 	  LLAMA_REF="$(abspath $(LLAMA_REF))" \
-	  LLAMA_COMPARE_FIXTURES="$$(ls tests/fixtures/*.gguf | sed 's/\.gguf$$//') $$(sh tests/peer/hf_convert.sh $(PROG) $(BUILD))" \
+	  LLAMA_COMPARE_FIXTURES="$$(ls tests/fixtures/*.gguf | sed 's/\.gguf$$//') tests/fixtures/models/austen-moe $$(sh tests/peer/hf_convert.sh $(PROG) $(BUILD))" \
 	  sh tests/peer/llama_compare.sh
 else
 	@echo "llama-compare: not run under the sanitizers (libllama is not instrumented); make test runs it"
@@ -242,8 +242,9 @@ screenshot: $(PROG) $(BUILD)/ansi2png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) sh tests/e2e/tui_screenshot.sh assets/screenshot.png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=80x24 FONT=22 LESSON=heads STEP=3 \
 	  sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
-	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=120x35 AS_TUI_MODEL=tests/fixtures/tiny-mixtral.gguf \
-	  PROMPT='the cat sat on the mat' GEN=3 ROUTE=1 sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=160x48 AS_TUI_MODEL=models/austen-moe.gguf \
+	  PROMPT='My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let at last?' \
+	  GEN=4 ROUTE=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
 
 $(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@
