@@ -65,3 +65,13 @@ if [ -f "$DEEN" ]; then
     "$BIN" -m "$DEEN" -e "source Hauswasserpumpen; prompt \"domestic water pumps\"; finish;
         export attn 2 2 $OUT/deen-cross-L2H2.png site=cross; export grid all $OUT/deen-cross-grid.png site=cross"
 fi
+
+# A mixture of experts: austen-moe's last layer, tokens by its 8 routed
+# experts with the 2 chosen dotted (what each expert takes, on a passage
+# from Pride and Prejudice), and the load of every layer and expert
+# (models/README.md, austen-moe's card).
+MOE=$ROOT/models/austen-moe.gguf
+if [ -f "$MOE" ]; then
+    "$BIN" -m "$MOE" -e "prompt \"My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let at last? Mr. Bennet replied that he had not.\";
+        finish; export routing 3 $OUT/moe-routing-L3.png; export routing 1 $OUT/moe-routing-L1.png; export load $OUT/moe-load.png"
+fi

@@ -10,7 +10,7 @@
 # 14). Usage (or `make screenshot`, which makes the README's):
 #   AS_BIN=build/attnscope ANSI2PNG=build/ansi2png sh tests/e2e/tui_screenshot.sh assets/screenshot.png
 #   SIZE=80x24 FONT=22 LESSON=heads STEP=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
-#   SIZE=120x35 AS_TUI_MODEL=tests/fixtures/tiny-mixtral.gguf PROMPT='the cat sat on the mat' GEN=3 ROUTE=1 \
+#   AS_TUI_MODEL=models/austen-moe.gguf PROMPT='My dear Mr. Bennet, ...' GEN=4 ROUTE=3 \
 #     sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
 set -eu
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
