@@ -772,6 +772,105 @@ Test(hf, digits_then_byte_level_reads_as_starcoder)
     remove_copy(&t);
 }
 
+/* t's tokenizer.json with each from replaced by its to (every one must occur). */
+static void edit_tokenizer(const tmpdir *t, const char *const *from, const char *const *to, size_t n)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/tokenizer.json", t->path);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f);
+    static char buf[1 << 20], out[1 << 20];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *at = strstr(buf, from[i]);
+        cr_assert(at, "tokenizer.json has no '%s'", from[i]);
+        snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, to[i], at + strlen(from[i]));
+        memcpy(buf, out, strlen(out) + 1);
+    }
+    write_bytes(t, "tokenizer.json", buf, strlen(buf), NULL, 0);
+}
+
+/* Gemma 3's layout of a SentencePiece-style BPE (held to @lenml/tokenizers
+ * on its real file by make hf-tokref): a Replace " " -> "▁" normalizer
+ * without Prepend, a Split at " " (nothing left to split at), an added
+ * token past config.json's vocab_size. tiny-llama's vocabulary so laid out
+ * reads as llama.cpp's SPM without the space prefix: the ids of the GGUF
+ * fixture with add_space_prefix false; the extra token is left out. A
+ * normalizer or pre-tokenizer this does not cover is refused by name. */
+Test(hf, gemma3_sentencepiece_layout_reads_without_space_prefix)
+{
+    static const char *const texts[] = {"the cat sat", " the  mat\n", "x", "<s> the é"};
+    static const char *const from[] = {
+        "{\n        \"type\": \"Prepend\",\n        \"prepend\": \"\xE2\x96\x81\"\n      },",
+        "\"pre_tokenizer\": null",
+        "\"added_tokens\": [",
+    };
+    static const char *const to[] = {
+        "",
+        "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
+        "\"MergedWithPrevious\", \"invert\": false}",
+        "\"added_tokens\": [{\"id\": 289, \"content\": \"<image_soft_token>\", \"single_word\": false, "
+        "\"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true},",
+    };
+    tmpdir t;
+    make_copy(&t, "tiny-llama", true);
+    edit_tokenizer(&t, from, to, 3);
+    as_gguf *gd, *g0, *gs;
+    as_tokenizer *dir = tokenizer_of(t.path, &gd);
+    cr_assert_eq(as_tokenizer_vocab_size(dir), 289, "the token past the embedding was kept");
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-llama.gguf", "tokenizer.ggml.add_space_prefix", NULL, &g0);
+    as_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
+    char path[] = "/tmp/attnscope-noprefix-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g0);
+    as_tokenizer *ref = tokenizer_of(path, &gs);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int32_t *a, *b;
+        size_t na, nb, len = strlen(texts[i]);
+        cr_assert_eq(as_tokenizer_tokenize(dir, texts[i], len, AS_TOK_PARSE_SPECIAL, &a, &na, &err), AS_OK, "%s",
+                     err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(ref, texts[i], len, AS_TOK_PARSE_SPECIAL, &b, &nb, &err), AS_OK, "%s",
+                     err.msg);
+        cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "'%s': the directory's ids differ", texts[i]);
+        if (i == 0) /* "▁the" is a token: with a prefix, it would come first */
+            cr_assert(na > 0 && a[0] != as_tokenizer_find(dir, "\xE2\x96\x81the"), "'%s' got a space prefix",
+                      texts[i]);
+        free(a), free(b);
+    }
+    as_tokenizer_free(dir), as_tokenizer_free(ref);
+    as_gguf_close(gd), as_gguf_close(gs);
+    unlink(path);
+    remove_copy(&t);
+
+    static const struct { const char *from, *to, *want; } bad[] = {
+        {"\"type\": \"Replace\"", "\"type\": \"NFKC\"", "normalizer 'NFKC'"},
+        {"\"content\": \"\xE2\x96\x81\"\n      }\n    ]", "\"content\": \"_\"\n      }\n    ]", "normalizer 'Replace'"},
+        {"\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}", "pre_tokenizer other than"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        make_copy(&t, "tiny-llama", true);
+        edit_tokenizer(&t, &bad[c].from, &bad[c].to, 1);
+        refused(&t, "tokenizer.json", bad[c].want, NULL);
+        remove_copy(&t);
+    }
+    /* Prepend alone: spaces stay spaces, which llama.cpp's SPM does not do */
+    make_copy(&t, "tiny-llama", true);
+    const char *f2[] = {"      {\n        \"type\": \"Replace\",\n        \"pattern\": {\n          \"String\": \" \"\n"
+                        "        },\n        \"content\": \"\xE2\x96\x81\"\n      }\n",
+                        "\"prepend\": \"\xE2\x96\x81\"\n      },"},
+               *t2[] = {"", "\"prepend\": \"\xE2\x96\x81\"\n      }"};
+    edit_tokenizer(&t, f2, t2, 2);
+    refused(&t, "tokenizer.json", "spaces stay spaces", NULL);
+    remove_copy(&t);
+}
+
 Test(hf, convert_to_an_unwritable_path_is_refused)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 16);
