@@ -1185,6 +1185,40 @@ int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, u
                       n_ids, err);
 }
 
+int as_tokenizer_tokenize_pair(const as_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                               unsigned flags, int32_t **ids, int32_t **types, size_t *n_ids, size_t *n_a,
+                               as_error *err)
+{
+    if (!t || !ids || !types || !n_ids || !n_a || (!a && alen) || (!b && blen))
+        return as_error_set(err, "tokenizer: tokenize_pair called with a NULL argument");
+    *ids = *types = NULL, *n_ids = *n_a = 0;
+    int32_t sep = as_tokenizer_find(t, "[SEP]");
+    if (sep < 0)
+        return as_error_set(err, "a sentence pair needs a [SEP] token to end each segment, and this vocabulary "
+                            "has none");
+    unsigned parse = flags & AS_TOK_PARSE_SPECIAL;
+    int32_t *ia = NULL, *ib = NULL;
+    size_t na = 0, nb = 0;
+    int rc = as_tokenizer_tokenize(t, a ? a : "", alen, AS_TOK_ADD_SPECIAL | parse, &ia, &na, err) ||
+             as_tokenizer_tokenize(t, b ? b : "", blen, parse, &ib, &nb, err);
+    size_t n = na + nb + 1;
+    if (rc == AS_OK && (!(*ids = malloc(n * sizeof **ids)) || !(*types = malloc(n * sizeof **types)))) {
+        free(*ids);
+        *ids = NULL;
+        rc = as_tok_oom(err);
+    }
+    if (rc == AS_OK) {
+        memcpy(*ids, ia, na * sizeof **ids);
+        memcpy(*ids + na, ib, nb * sizeof **ids);
+        (*ids)[n - 1] = sep;
+        for (size_t i = 0; i < n; i++)
+            (*types)[i] = i < na ? 0 : 1;
+        *n_ids = n, *n_a = na;
+    }
+    free(ia), free(ib);
+    return rc ? AS_ERR : AS_OK;
+}
+
 int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len, size_t **ends,
                            size_t *n_ends, as_error *err)
 {

