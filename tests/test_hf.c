@@ -462,6 +462,83 @@ Test(hf, converted_gpt2_runs_as_its_gguf) { converts("tiny-gpt2"); }
 Test(hf, converted_sharded_llama_runs_as_its_gguf) { converts("tiny-llama"); }
 Test(hf, converted_bert_runs_as_its_gguf) { converts("tiny-bert"); }
 
+/* Every hook of the model at path against the recipe's PyTorch pass
+ * (fixtures/hf/REF/HOOK.npy, one file per hook) within 1e-5, masked
+ * entries masked in both; every file of REF is met. */
+static void matches_pytorch_at_every_hook(const char *path, const char *ref)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "hf/%s", ref);
+    as_session *s = open_session(path, 64);
+    feed_fixture_tokens(s, dir);
+    int checked = 0;
+    for (int h = 0; h < s->prog->n_hooks; h++) {
+        char file[512];
+        snprintf(file, sizeof file, "fixtures/hf/%s/%s.npy", ref, s->prog->hooks[h].name);
+        if (access(file, R_OK) != 0)
+            continue;
+        npy r;
+        cr_assert_eq(npy_read(file, &r), 0, "cannot read %s", file);
+        size_t n;
+        float *got = values(s, h, &n);
+        cr_assert_eq(n, r.count, "%s: %zu values, PyTorch %zu", s->prog->hooks[h].name, n, r.count);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (isinf(r.f[i])) {
+                cr_assert(isinf(got[i]), "%s[%zu]: masked in PyTorch's pass, %g here", s->prog->hooks[h].name, i,
+                          got[i]);
+                continue;
+            }
+            worst = fmax(worst, fabs((double)got[i] - r.f[i]));
+        }
+        cr_expect_leq(worst, 1e-5, "%s: %s differs from PyTorch's pass by %.3g", path, s->prog->hooks[h].name,
+                      worst);
+        free(got);
+        npy_free(&r);
+        checked++;
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "ls fixtures/hf/%s/*.npy | grep -vc /tokens.npy", ref);
+    FILE *p = popen(cmd, "r");
+    int files = 0;
+    cr_assert(p && fscanf(p, "%d", &files) == 1);
+    pclose(p);
+    cr_assert_eq(checked, files, "%s: %d hooks compared, %d files in %s", path, checked, files, ref);
+    cr_log_info("%s: %d hooks within 1e-5 of PyTorch's", path, checked);
+    close_session(s);
+}
+
+/* Gemma 2 (tiny-gemma2's weights, one rotary base as Gemma2Config has):
+ * soft-capped scores and logits, every other layer windowed, post-norms,
+ * 1 + w norms, sqrt(d) embedding scale: every hook of the directory and
+ * of the GGUF convert writes from it is PyTorch's (1e-5). A config the
+ * arch cannot follow is refused by key. */
+Test(hf, gemma2_directory_matches_pytorch_at_every_hook)
+{
+    matches_pytorch_at_every_hook("fixtures/hf/tiny-gemma2-hf", "tiny-gemma2-hf.ref");
+    char out[] = "/tmp/attnscope-hf-gemma2-XXXXXX.gguf", note[512];
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-gemma2-hf", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    matches_pytorch_at_every_hook(out, "tiny-gemma2-hf.ref");
+    unlink(out);
+    static const struct { const char *from, *to, *want; } bad[] = {
+        {"\"final_logit_softcapping\": 5.0", "\"final_logit_softcapping\": null", "final_logit_softcapping null"},
+        {"\"query_pre_attn_scalar\": 16", "\"query_pre_attn_scalar\": 144", "query_pre_attn_scalar 144"},
+        {"\"rope_theta\": 1000000.0", "\"rope_theta\": 1000000.0, \"rope_scaling\": {\"rope_type\": \"linear\", "
+         "\"factor\": 2.0}", "rope_scaling"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        tmpdir t;
+        make_copy(&t, "tiny-gemma2-hf", true);
+        set_config(&t, bad[c].from, bad[c].to);
+        refused(&t, "config.json", bad[c].want, NULL);
+        remove_copy(&t);
+    }
+}
+
 /* hidden_act "gelu" (BERT's usual exact erf GELU; tiny-bert's weights):
  * the MLP's and the masked-LM head's GELU are the erf form, so the hooks
  * after them and the logits equal PyTorch's F.gelu pass (the recipe's
