@@ -115,6 +115,8 @@ Test(hf, qwen3_directory_runs_as_its_gguf) { same_as_gguf("tiny-qwen3"); }
 Test(hf, bert_directory_runs_as_its_gguf) { same_as_gguf("tiny-bert"); }
 /* Gemma 3: norms stored as w for 1 + w, q/k norms, post-norms, local layers with their own rotary base,
  * linear scaling on the global ones */
+/* Gemma 1: norms stored as w, post_attention_layernorm the MLP's, multi-query attention */
+Test(hf, gemma_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma"); }
 Test(hf, gemma3_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma3"); }
 /* T5ForConditionalGeneration: Flan-T5's gated GELU (the tied output stored
  * as lm_head.weight), T5's ReLU with an encoder deeper than the decoder */
