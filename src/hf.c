@@ -1311,7 +1311,6 @@ static int tok_read_all(tok_read *r, as_error *err)
     float *scores = NULL;
     const char *pre_name = NULL;
     if (byte_level) {
-        /* NFC is left out as llama.cpp leaves it out (text already in NFC is unchanged by it) */
         /* an empty Sequence (DeepSeek-V3's) normalizes nothing */
         bool empty = is_type(nz, "Sequence") && json_array_size(json_object_get(nz, "normalizers")) == 0;
         if (nz && !json_is_null(nz) && !is_type(nz, "NFC") && !empty)
@@ -1344,6 +1343,15 @@ static int tok_read_all(tok_read *r, as_error *err)
         ok = kv_strs(h, "tokenizer.ggml.merges", merges, mlens, n_merges); /* takes them in any case */
         merges = NULL, mlens = NULL;
         ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "gpt2") && as_hf_kv_str(h, "tokenizer.ggml.pre", pre_name);
+        /* NFC, as the library applies it; our key, which llama.cpp does not read (convert says so) */
+        if (ok && is_type(nz, "NFC")) {
+            ok = as_hf_kv_bool(h, "tokenizer.attnscope.nfc", true);
+            size_t used = strlen(h->llama_note);
+            snprintf(h->llama_note + used, sizeof h->llama_note - used,
+                     "%sllama.cpp ignores tokenizer.attnscope.nfc: its %s tokenizer does not normalise, so text not "
+                     "in Unicode NFC gets other ids there than here and in the tokenizers library", used ? "; " : "",
+                     pre_name);
+        }
     } else if (ok) {
         bool prefix = normalizer_prepends(nz) || is_type(pre, "Metaspace");
         ok = as_hf_kv_str(h, "tokenizer.ggml.model", "llama") &&

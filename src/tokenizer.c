@@ -506,6 +506,7 @@ static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_sp
     t->add_bos = sp->add_bos;
     t->add_eos = sp->add_eos;
     t->add_space_prefix = algo->space_prefix && sp->add_space_prefix;
+    t->nfc = sp->nfc && algo->kind != AS_TOK_NONE;
     t->off = malloc(t->n * sizeof *t->off);
     t->len = malloc(t->n * sizeof *t->len);
     t->score = malloc(t->n * sizeof *t->score);
@@ -700,7 +701,8 @@ static int gguf_flags(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_sp
         gguf_special(g, "tokenizer.ggml.unknown_token_id", algo->unk, sp->n_tokens, &sp->unk_id, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_bos_token", &sp->add_bos, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_eos_token", &sp->add_eos, err) ||
-        as_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, err))
+        as_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, err) ||
+        as_gguf_get_bool_opt(g, "tokenizer.attnscope.nfc", &sp->nfc, err))
         return AS_ERR;
     return AS_OK;
 }
@@ -1118,12 +1120,30 @@ static int partition(const as_tokenizer *t, const char *text, size_t len, bool p
 
 /* ---------------------------------------------------------------- encode */
 
+/* A raw fragment goes to the algorithm, in NFC first where the
+ * tokenizer asks (not for pretokens, whose ends are offsets into the text
+ * as given). */
 static int encode_fragment(const as_tokenizer *t, const char *text, const frag *f, work *w,
                            as_error *err)
 {
     if (f->id >= 0)
         return w->ends_only ? as_tok_push_end(w, f->off + f->len, err) : as_tok_push_id(w, f->id, err);
-    return t->algo->encode(t, text + f->off, f->len, f->off, w, err);
+    if (!t->nfc || w->ends_only)
+        return t->algo->encode(t, text + f->off, f->len, f->off, w, err);
+    char *norm;
+    size_t n;
+    if (as_tok_nfc(text + f->off, f->len, &norm, &n, err))
+        return AS_ERR;
+    int rc = t->algo->encode(t, norm, n, f->off, w, err);
+    free(norm);
+    return rc;
+}
+
+int as_tokenizer_nfc(const char *s, size_t n, char **out, size_t *out_n, as_error *err)
+{
+    if ((!s && n) || !out || !out_n)
+        return as_error_set(err, "tokenizer: nfc called with a NULL argument");
+    return as_tok_nfc(s ? s : "", n, out, out_n, err);
 }
 
 static int run(const as_tokenizer *t, const char *text, size_t len, bool parse_special, work *w,

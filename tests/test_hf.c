@@ -8,6 +8,7 @@
  * tokenizer's ids. Broken directories, written to a temporary folder, are
  * refused by name. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -947,6 +948,95 @@ Test(hf, gemma3_sentencepiece_layout_reads_without_space_prefix)
                *t2[] = {"", "\"prepend\": \"\xE2\x96\x81\"\n      }"};
     edit_tokenizer(&t, f2, t2, 2);
     refused(&t, "tokenizer.json", "spaces stay spaces", NULL);
+    remove_copy(&t);
+}
+
+/* NFC (the tokenizers library's NFC normalizer, Qwen's) equals python3's
+ * unicodedata.normalize("NFC") on every string of
+ * fixtures/unicode-nfc.json (written by gen_unicode_tables.py --nfc from
+ * unicodedata: each primary composite decomposed, every decomposable code
+ * point, Hangul jamo, marks out of order, exclusions, random mixes); an
+ * invalid byte is kept. */
+Test(hf, nfc_equals_unicodedata)
+{
+    json_t *cases = json_load_file("fixtures/unicode-nfc.json", 0, NULL);
+    cr_assert(json_is_array(cases) && json_array_size(cases) > 3000);
+    size_t i, changed = 0;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        json_t *in = json_array_get(c, 0), *want = json_array_get(c, 1);
+        char *got;
+        size_t n;
+        as_error err = {{0}};
+        cr_assert_eq(as_tokenizer_nfc(json_string_value(in), json_string_length(in), &got, &n, &err), AS_OK, "%s",
+                     err.msg);
+        cr_assert(n == json_string_length(want) && !memcmp(got, json_string_value(want), n),
+                  "case %zu: NFC of '%s' is '%s', unicodedata's '%s'", i, json_string_value(in), got,
+                  json_string_value(want));
+        changed += strcmp(json_string_value(in), json_string_value(want)) != 0;
+        free(got);
+    }
+    cr_assert_gt(changed, 1000, "only %zu cases change under NFC", changed);
+    json_decref(cases);
+    char *got;
+    size_t n;
+    as_error err = {{0}};
+    cr_assert_eq(as_tokenizer_nfc("e\xCC\x81\xFF", 4, &got, &n, &err), AS_OK);
+    cr_assert(n == 3 && !memcmp(got, "\xC3\xA9\xFF", 3), "an invalid byte after a composition");
+    free(got);
+}
+
+/* A byte-level tokenizer.json with an NFC normalizer: text not in NFC
+ * gets the ids of its NFC form (as the library gives), and convert keeps
+ * it in our key and says llama.cpp will not follow it. */
+Test(hf, nfc_normalizer_is_applied_and_convert_says_llama_cpp_does_not)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", true);
+    const char *from[] = {"\"normalizer\": null"}, *to[] = {"\"normalizer\": {\"type\": \"NFC\"}"};
+    edit_tokenizer(&t, from, to, 1);
+    as_gguf *gd, *gp;
+    as_tokenizer *dir = tokenizer_of(t.path, &gd), *plain = tokenizer_of("fixtures/hf/tiny-gpt2", &gp);
+    static const char *const pairs[][2] = {
+        {"the cafe\xCC\x81 <|endoftext|>e\xCC\x81", "the caf\xC3\xA9 <|endoftext|>\xC3\xA9"},
+        {"\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB x", "\xED\x95\x9C x"}, /* Hangul jamo -> the syllable */
+        {"q\xCC\xA3\xCC\x87", "q\xCC\xA3\xCC\x87"},                   /* already NFC: unchanged */
+    };
+    as_error err = {{0}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        int32_t *a, *b, *c;
+        size_t na, nb, nc;
+        cr_assert_eq(as_tokenizer_tokenize(dir, pairs[i][0], strlen(pairs[i][0]), AS_TOK_PARSE_SPECIAL, &a, &na,
+                                           &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(plain, pairs[i][1], strlen(pairs[i][1]), AS_TOK_PARSE_SPECIAL, &b, &nb,
+                                           &err), AS_OK, "%s", err.msg);
+        cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "pair %zu: not the ids of the NFC form", i);
+        cr_assert_eq(as_tokenizer_tokenize(plain, pairs[i][0], strlen(pairs[i][0]), AS_TOK_PARSE_SPECIAL, &c, &nc,
+                                           &err), AS_OK, "%s", err.msg);
+        if (i < 2) /* without NFC the ids differ: the test tells */
+            cr_assert(na != nc || memcmp(a, c, na * sizeof *a), "pair %zu: NFC changed nothing", i);
+        free(a), free(b), free(c);
+    }
+    as_tokenizer_free(dir), as_tokenizer_free(plain);
+    as_gguf_close(gd), as_gguf_close(gp);
+    char out[] = "/tmp/attnscope-hf-nfc-XXXXXX.gguf", note[640];
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(as_hf_to_gguf(t.path, out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(note, "llama.cpp") && strstr(note, "NFC") && strstr(note, "gpt-2"), "note: '%s'", note);
+    as_gguf *gc;
+    as_tokenizer *conv = tokenizer_of(out, &gc);
+    plain = tokenizer_of("fixtures/hf/tiny-gpt2", &gp);
+    int32_t *a, *b;
+    size_t na, nb;
+    cr_assert_eq(as_tokenizer_tokenize(conv, "e\xCC\x81", 3, 0, &a, &na, &err), AS_OK);
+    cr_assert_eq(as_tokenizer_tokenize(plain, "\xC3\xA9", 2, 0, &b, &nb, &err), AS_OK);
+    cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "the converted file does not normalise");
+    free(a), free(b);
+    as_tokenizer_free(conv), as_tokenizer_free(plain);
+    as_gguf_close(gc), as_gguf_close(gp);
+    unlink(out);
     remove_copy(&t);
 }
 

@@ -57,6 +57,11 @@ typedef struct as_tokenizer_spec {
     const uint8_t *charsmap;
     size_t charsmap_len;
     bool remove_extra_whitespaces;
+    /* Any kind but none: raw text is put in Unicode NFC before the
+     * algorithm sees it (after special tokens are cut out), as the
+     * tokenizers library's NFC normalizer does (Qwen's tokenizer.json);
+     * GGUF key tokenizer.attnscope.nfc, ours: llama.cpp does not. */
+    bool nfc;
 } as_tokenizer_spec;
 
 /* A vocabulary of names without text: ids 0..n-1 labelled by the names
@@ -127,6 +132,9 @@ int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, u
 int as_tokenizer_tokenize_pair(const as_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
                                unsigned flags, int32_t **ids, int32_t **types, size_t *n_ids, size_t *n_a,
                                as_error *err);
+/* s[0, n) in Unicode Normalization Form C (UAX #15; bytes that are not
+ * UTF-8 kept as they are). *out is malloc'd and NUL-terminated. */
+int as_tokenizer_nfc(const char *s, size_t n, char **out, size_t *out_n, as_error *err);
 /* The text as plain text (no control token read from it), with BOS in
  * front when add_bos is true and the tokenizer has one (never an EOS). */
 int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, bool add_bos,
