@@ -272,19 +272,22 @@ int as_cmd_prompt_pair(cmd_ctx *c, bool raw)
     if (types_n < 2)
         return as_error_set(c->err, "a sentence pair needs token types 0 and 1, and %s has %s (one quoted text is a "
                             "prompt)", s->model->cfg.name, types_n ? "one type only" : "no token-type embedding");
-    if (as_tokenizer_find(t, "[SEP]") < 0)
-        return as_error_set(c->err, "a sentence pair needs a [SEP] token to end each segment, and this "
-                            "vocabulary has none (one quoted text is a prompt)");
     int32_t *ids = NULL, *types = NULL;
-    size_t n = 0, na = 0;
+    size_t n = 0, na = 0, zero = 0;
     int rc = as_tokenizer_tokenize_pair(t, c->argv[1], strlen(c->argv[1]), c->argv[2], strlen(c->argv[2]),
                                         raw ? 0 : AS_TOK_PARSE_SPECIAL, &ids, &types, &n, &na, c->err);
+    for (size_t i = 0; rc == AS_OK && i < n; i++) {
+        zero += types[i] == 0;
+        if (types[i] >= types_n)
+            rc = as_error_set(c->err, "the pair template gives token type %d, and %s has %d", types[i],
+                              s->model->cfg.name, types_n);
+    }
     if (rc == AS_OK)
         rc = as_interp_set_tokens(s->it, ids, (int)n, c->err) ||
              as_interp_set_types(s->it, s->prog->out_stream, types, (int)n, c->err);
     if (rc == AS_OK)
         fprintf(s->out, "context: %zu tokens, a pair: %zu of type 0, %zu of type 1 (nothing computed yet: step, "
-                "next or finish)\n", n, na, n - na);
+                "next or finish)\n", n, zero, n - zero);
     free(ids), free(types);
     return rc ? AS_ERR : AS_OK;
 }

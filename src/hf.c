@@ -1377,6 +1377,62 @@ static int tok_read_all(tok_read *r, as_error *err)
     return rc;
 }
 
+/* The post-processor's pair template (TemplateProcessing's "pair"; in a
+ * Sequence too) as our key tokenizer.attnscope.pair: "ID:T" for a special
+ * token's id (each of its ids), "$A:T" / "$B:T" for the sequences, T the
+ * type id, space-separated. BertProcessing's pair is the default the
+ * tokenizer builds without the key (RobertaProcessing is not read: no
+ * family here has it). A broken template is refused by name. */
+static int tok_pair(tok_read *r, as_error *err)
+{
+    const json_t *tp = find_type(json_object_get(r->root, "post_processor"), "processors", "TemplateProcessing");
+    const json_t *pair = tp ? json_object_get(tp, "pair") : NULL;
+    if (!json_is_array(pair) || !json_array_size(pair))
+        return AS_OK;
+    const json_t *specials = json_object_get(tp, "special_tokens");
+    char buf[512];
+    size_t len = 0, i;
+    json_t *e;
+    bool a = false, b = false;
+    json_array_foreach(pair, i, e) {
+        const json_t *st = json_object_get(e, "SpecialToken"), *sq = json_object_get(e, "Sequence");
+        const json_t *item = st ? st : sq, *ty = json_object_get(item, "type_id"), *id = json_object_get(item, "id");
+        if (!json_is_object(item) || !json_is_string(id) || !json_is_integer(ty) || json_integer_value(ty) < 0 ||
+            json_integer_value(ty) > 1023)
+            return as_error_set(err, "%s: post_processor: pair[%zu] is neither a SpecialToken nor a Sequence with "
+                                "an id and a type_id in 0..1023", r->path, i);
+        int t = (int)json_integer_value(ty);
+        if (sq) {
+            const char *which = json_string_value(id);
+            if (strcmp(which, "A") && strcmp(which, "B"))
+                return as_error_set(err, "%s: post_processor: pair[%zu] names sequence '%.8s' (A or B)", r->path, i,
+                                    which);
+            a |= which[0] == 'A', b |= which[0] == 'B';
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s$%s:%d", len ? " " : "", which, t);
+        } else {
+            const json_t *ids = json_object_get(json_object_get(specials, json_string_value(id)), "ids");
+            size_t k;
+            json_t *v;
+            if (!json_array_size(ids))
+                return as_error_set(err, "%s: post_processor: pair[%zu]: special token '%.40s' has no ids in "
+                                    "special_tokens", r->path, i, json_string_value(id));
+            json_array_foreach(ids, k, v) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t)json_integer_value(v) >= r->n)
+                    return as_error_set(err, "%s: post_processor: special token '%.40s' has an id outside the "
+                                        "vocabulary", r->path, json_string_value(id));
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld:%d", len ? " " : "",
+                                        (long long)json_integer_value(v), t);
+            }
+        }
+        if (len >= sizeof buf - 1)
+            return as_error_set(err, "%s: post_processor: the pair template is too long", r->path);
+    }
+    if (!a || !b)
+        return as_error_set(err, "%s: post_processor: the pair template needs $A and $B", r->path);
+    return as_hf_kv_str(r->h, "tokenizer.attnscope.pair", buf) ? AS_OK
+                                                               : as_error_set(err, "%s: out of memory", r->path);
+}
+
 static int read_tokenizer(as_hf *h, as_error *err)
 {
     tok_read r = {.h = h};
@@ -1389,6 +1445,8 @@ static int read_tokenizer(as_hf *h, as_error *err)
     r.vocab = json_object_get(r.model, "vocab");
     r.added = json_object_get(r.root, "added_tokens");
     int rc = tok_read_all(&r, err);
+    if (rc == AS_OK)
+        rc = tok_pair(&r, err);
     for (size_t i = 0; r.tokens && i < r.n; i++)
         free(r.tokens[i]);
     free(r.tokens), free(r.lens), free(r.types);

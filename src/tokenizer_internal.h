@@ -74,6 +74,10 @@ struct as_tokenizer {
     int32_t bos, eos, unk;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
     bool nfc; /* raw fragments put in NFC first (tokenizer.attnscope.nfc) */
+    /* the pair template: n_pair items, each a token id or -1 ($A) / -2
+     * ($B), with its type id (none: BERT's) */
+    int32_t *pair_item, *pair_type;
+    size_t n_pair;
     /* bert: [SEP] (appended with [CLS] in front when special tokens are
      * added), [PAD], [MASK] (-1 when absent); the normalizer's switches;
      * the distinct lengths of the non-empty tokens, longest first (the

@@ -1040,6 +1040,90 @@ Test(hf, nfc_normalizer_is_applied_and_convert_says_llama_cpp_does_not)
     remove_copy(&t);
 }
 
+/* The post-processor's pair template becomes our key
+ * tokenizer.attnscope.pair, which as_tokenizer_tokenize_pair follows
+ * (held to the library's text_pair by make hf-tokref, BERT's layout and
+ * RoBERTa's); by hand here: a second [SEP] between the texts and every
+ * type 0 gives [CLS] A [SEP] [SEP] B [SEP], types all 0. A template naming
+ * another sequence, a special token without ids, and a key that is no
+ * template are refused by name. */
+Test(hf, pair_template_is_followed_and_broken_ones_are_refused)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    const char *from[] = {"\"Sequence\": {\n          \"id\": \"B\",\n          \"type_id\": 1",
+                          "\"id\": \"[SEP]\",\n          \"type_id\": 1"},
+               *to[] = {"\"Sequence\": {\n          \"id\": \"B\",\n          \"type_id\": 0",
+                        "\"id\": \"[SEP]\",\n          \"type_id\": 0"};
+    edit_tokenizer(&t, from, to, 2);
+    const char *f2[] = {"\"pair\": [\n      {\n        \"SpecialToken\": {\n          \"id\": \"[CLS]\",\n"
+                        "          \"type_id\": 0\n        }\n      },"},
+               *t2[] = {"\"pair\": [\n      {\"SpecialToken\": {\"id\": \"[CLS]\", \"type_id\": 0}}, {\"Sequence\": "
+                        "{\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"[SEP]\", \"type_id\": 0}}, "
+                        "{\"SpecialToken\": {\"id\": \"[SEP]\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"B\", "
+                        "\"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"[SEP]\", \"type_id\": 0}}], \"unused\": ["
+                        "\n      {\n        \"SpecialToken\": {\n          \"id\": \"[CLS]\",\n"
+                        "          \"type_id\": 0\n        }\n      },"};
+    edit_tokenizer(&t, f2, t2, 1);
+    as_gguf *g;
+    as_tokenizer *tok = tokenizer_of(t.path, &g);
+    int32_t cls = as_tokenizer_find(tok, "[CLS]"), sep = as_tokenizer_find(tok, "[SEP]");
+    int32_t *a, *b, *ids, *types;
+    size_t na, nb, n, n_a;
+    as_error err = {{0}};
+    cr_assert_eq(as_tokenizer_tokenize(tok, "the cat", 7, 0, &a, &na, &err), AS_OK);
+    cr_assert_eq(as_tokenizer_tokenize(tok, "sat on", 6, 0, &b, &nb, &err), AS_OK);
+    cr_assert_eq(as_tokenizer_tokenize_pair(tok, "the cat", 7, "sat on", 6, 0, &ids, &types, &n, &n_a, &err), AS_OK,
+                 "%s", err.msg);
+    cr_assert_eq(n, na + nb + 4);
+    cr_assert(ids[0] == cls && !memcmp(ids + 1, a, na * sizeof *a) && ids[na + 1] == sep && ids[na + 2] == sep &&
+              !memcmp(ids + na + 3, b, nb * sizeof *b) && ids[n - 1] == sep, "not [CLS] A [SEP] [SEP] B [SEP]");
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(types[i], 0, "type %zu is %d", i, types[i]);
+    free(a), free(b), free(ids), free(types);
+    as_tokenizer_free(tok);
+    as_gguf_close(g);
+    remove_copy(&t);
+
+    static const struct { const char *from, *to, *want; } bad[] = {
+        {"\"id\": \"B\",", "\"id\": \"C\",", "names sequence 'C'"},
+        {"\"id\": \"[CLS]\",\n          \"type_id\": 0\n        }\n      },\n      {\n        \"Sequence\"",
+         "\"id\": \"[NOPE]\",\n          \"type_id\": 0\n        }\n      },\n      {\n        \"Sequence\"",
+         "'[NOPE]' has no ids"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        make_copy(&t, "tiny-bert", true);
+        const char *f = bad[c].from; /* edited inside the pair template (the single one comes first) */
+        char p[256];
+        snprintf(p, sizeof p, "%s/tokenizer.json", t.path);
+        FILE *fp = fopen(p, "rb");
+        static char buf[1 << 20], out[1 << 20];
+        size_t len = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[len] = 0;
+        char *pair = strstr(buf, "\"pair\":"), *at = pair ? strstr(pair, f) : NULL;
+        cr_assert(at, "no '%s' in the pair template", f);
+        int k = snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, bad[c].to, at + strlen(f));
+        write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+        refused(&t, "tokenizer.json", bad[c].want, NULL);
+        remove_copy(&t);
+    }
+    as_gguf *g0;
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-bert.gguf", NULL, NULL, &g0);
+    as_gguf_writer_set_str(w, "tokenizer.attnscope.pair", "2:0 $A:0 3:x");
+    char path[] = "/tmp/attnscope-pair-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g0);
+    as_model *m = NULL;
+    cr_assert_neq(as_model_load(&m, path, &err), AS_OK);
+    cr_assert(strstr(err.msg, "tokenizer.attnscope.pair") && strstr(err.msg, "ID:TYPE"), "message '%s'", err.msg);
+    unlink(path);
+}
+
 Test(hf, convert_to_an_unwritable_path_is_refused)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 16);

