@@ -135,7 +135,7 @@ llama-ref:
 # against @lenml/tokenizers, an independent JavaScript implementation of the
 # tokenizers library, on 2000 mixed strings each (tests/hfref/run.sh; the
 # packages come from npm into build/hfref; skipped, saying so, without npm).
-hf-tokref: $(LIB)
+hf-tokref: $(LIB) $(PROG)
 	sh tests/hfref/run.sh $(BUILD) $(LIB) "$(CC) $(SAN)" "$(LIB_DEPS)"
 
 # Under the sanitizers, Criterion ignores how a test's process ends, so a

@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3, as_arch_phi3, as_arch_gemma2,
-    as_arch_gemma3, as_arch_bert, as_arch_nomic_bert, as_arch_transformer, as_arch_t5, as_arch_t5encoder, as_arch_vit;
+extern const as_arch as_arch_gpt2, as_arch_llama, as_arch_qwen2, as_arch_qwen3, as_arch_phi3, as_arch_gemma,
+    as_arch_gemma2, as_arch_gemma3, as_arch_bert, as_arch_nomic_bert, as_arch_transformer, as_arch_t5, as_arch_t5encoder, as_arch_vit;
 extern const as_arch as_arch_qwen2moe;
 extern const as_arch as_arch_deepseek2;
 
@@ -17,6 +17,7 @@ static const as_arch *const registry[] = {
     &as_arch_deepseek2,
     &as_arch_qwen3,
     &as_arch_phi3,
+    &as_arch_gemma,
     &as_arch_gemma2,
     &as_arch_gemma3,
     &as_arch_bert,

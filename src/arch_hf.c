@@ -336,13 +336,21 @@ static bool llama_ignored(const char *name)
     return ends_with(name, ".rotary_emb.inv_freq");
 }
 
-/* ---------------------------------------------------------------- Gemma 3 */
+/* ---------------------------------------------------------------- Gemma 2 and 3 */
 
-/* Gemma 3's text model: every norm stored as w for 1 + w; q/k norms; NEOX
- * rotary (HF's own order); windowed layers but every n-th, with their own
- * rotary base; the embeddings scaled by sqrt(hidden_size) (arch gemma3's own). */
-static int gemma3_map(as_hf *h, as_error *err)
+/* Gemma 1's, Gemma 2's and Gemma 3's text models: every norm stored as w for 1 + w;
+ * NEOX rotary (HF's own order); windowed layers but every n-th (Gemma 2:
+ * every other, from layer 0); the embeddings scaled by sqrt(hidden_size)
+ * (the archs' own). Gemma 3: q/k norms, the windowed layers' own rotary
+ * base, rope_scaling on the full layers, no soft-capping. Gemma 2: scores
+ * and logits soft-capped (attn_logit_softcapping, final_logit_softcapping;
+ * Gemma2Config's 50 and 30 when absent, none is not read), one rotary base,
+ * no rope_scaling. Gemma 1: Gemma 2's without post-norms, caps or window. */
+static int gemma_map(as_hf *h, int version, as_error *err)
 {
+    const char *arch = version == 1 ? "gemma" : version == 2 ? "gemma2" : "gemma3";
+    char key[96];
+#define GKEY(k) (snprintf(key, sizeof key, "%s.%s", arch, k), key)
     long long d, L, H, Hk, ff, V, ctx, dh, window, pattern;
     double eps, base, base_local, qscale;
     bool tied;
@@ -355,24 +363,40 @@ static int gemma3_map(as_hf *h, as_error *err)
         as_hf_cfg_int(h, "max_position_embeddings", false, 131072, 1, BIG, &ctx, err) ||
         as_hf_cfg_int(h, "head_dim", false, 256, 2, 65536, &dh, err) ||
         as_hf_cfg_int(h, "sliding_window", false, 4096, 1, BIG, &window, err) ||
-        as_hf_cfg_int(h, "sliding_window_pattern", false, 6, 1, 4096, &pattern, err) ||
+        as_hf_cfg_int(h, "sliding_window_pattern", false, version == 2 ? 2 : 6, 1, 4096, &pattern, err) ||
         as_hf_cfg_num(h, "rms_norm_eps", false, 1e-6, 0, 1, &eps, err) ||
-        as_hf_cfg_num(h, "rope_theta", false, 1000000.0, 1.0000001, 1e30, &base, err) ||
-        as_hf_cfg_num(h, "rope_local_base_freq", false, 10000.0, 1.0000001, 1e30, &base_local, err) ||
+        as_hf_cfg_num(h, "rope_theta", false, version < 3 ? 10000.0 : 1000000.0, 1.0000001, 1e30, &base, err) ||
+        as_hf_cfg_num(h, "rope_local_base_freq", false, version < 3 ? base : 10000.0, 1.0000001, 1e30, &base_local,
+                      err) ||
         as_hf_cfg_num(h, "query_pre_attn_scalar", false, (double)dh, 0, 1e30, &qscale, err) ||
         as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err))
         return AS_ERR;
+    /* null or absent: transformers runs gelu_pytorch_tanh (Gemma 1's files have hidden_act "gelu" beside it) */
     json_t *act = json_object_get(h->config, "hidden_activation");
-    if (act && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
+    if (act && !json_is_null(act) && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
         return as_error_set(err, "%s: hidden_activation '%.30s' is not read (gelu_pytorch_tanh)", h->config_path,
                             json_is_string(act) ? json_string_value(act) : "?");
-    if (qscale != (double)dh)
-        return as_error_set(err, "%s: query_pre_attn_scalar %g other than head_dim %lld is not read yet",
-                            h->config_path, qscale, dh);
+    /* arch gemma2 scales by 1/sqrt(hidden_size / heads) for the 46-layer 27B, as llama.cpp does */
+    bool big = version == 2 && L == 46;
+    double want = big ? (double)(d / H) : (double)dh;
+    if (qscale != want)
+        return as_error_set(err, "%s: query_pre_attn_scalar %g other than %s %g is not read yet", h->config_path,
+                            qscale, big ? "hidden_size / num_attention_heads" : "head_dim", want);
     static const char *const caps[] = {"attn_logit_softcapping", "final_logit_softcapping"};
-    for (int i = 0; i < 2; i++)
-        if (as_hf_cfg_obj(h, caps[i]))
-            return as_error_set(err, "%s: %s is not read for gemma3 (Gemma 3 has none)", h->config_path, caps[i]);
+    double cap[2] = {50.0, 30.0};
+    for (int i = 0; i < 2; i++) {
+        const json_t *c = json_object_get(h->config, caps[i]);
+        if (version != 2 && as_hf_cfg_obj(h, caps[i]))
+            return as_error_set(err, "%s: %s is not read for %s (Gemma %d has none)", h->config_path, caps[i], arch,
+                                version);
+        if (version == 2 && c && json_is_null(c))
+            return as_error_set(err, "%s: %s null (no cap) is not read for gemma2 (its arch always caps)",
+                                h->config_path, caps[i]);
+        if (version == 2 && as_hf_cfg_num(h, caps[i], false, cap[i], 1e-6, 1e30, &cap[i], err))
+            return AS_ERR;
+    }
+    if (version < 3 && as_hf_cfg_obj(h, "rope_scaling"))
+        return as_error_set(err, "%s: rope_scaling is not read for %s", h->config_path, arch);
     /* transformers' newer files list each layer's kind: one full layer in every n */
     const json_t *types = as_hf_cfg_obj(h, "layer_types");
     if (types) {
@@ -393,24 +417,26 @@ static int gemma3_map(as_hf *h, as_error *err)
     if (H % Hk || dh % 2)
         return as_error_set(err, "%s: num_attention_heads %lld must be a multiple of num_key_value_heads %lld, "
                             "head_dim %lld even", h->config_path, H, Hk, dh);
-    if (!as_hf_kv_u32(h, "gemma3.context_length", (uint32_t)ctx) ||
-        !as_hf_kv_u32(h, "gemma3.embedding_length", (uint32_t)d) ||
-        !as_hf_kv_u32(h, "gemma3.block_count", (uint32_t)L) ||
-        !as_hf_kv_u32(h, "gemma3.feed_forward_length", (uint32_t)ff) ||
-        !as_hf_kv_u32(h, "gemma3.attention.head_count", (uint32_t)H) ||
-        !as_hf_kv_u32(h, "gemma3.attention.head_count_kv", (uint32_t)Hk) ||
-        !as_hf_kv_u32(h, "gemma3.rope.dimension_count", (uint32_t)dh) ||
-        !as_hf_kv_u32(h, "gemma3.vocab_size", (uint32_t)V) ||
-        !as_hf_kv_u32(h, "gemma3.attention.key_length", (uint32_t)dh) ||
-        !as_hf_kv_u32(h, "gemma3.attention.value_length", (uint32_t)dh) ||
-        !as_hf_kv_f32(h, "gemma3.attention.layer_norm_rms_epsilon", (float)eps) ||
-        !as_hf_kv_f32(h, "gemma3.rope.freq_base", (float)base) ||
-        !as_hf_kv_u32(h, "gemma3.attention.sliding_window", (uint32_t)window) ||
-        !as_hf_kv_u32(h, "gemma3.attention.sliding_window_pattern", (uint32_t)pattern) ||
-        !as_hf_kv_f32(h, "gemma3.rope.freq_base_swa", (float)base_local))
+    if (!as_hf_kv_u32(h, GKEY("context_length"), (uint32_t)ctx) ||
+        !as_hf_kv_u32(h, GKEY("embedding_length"), (uint32_t)d) ||
+        !as_hf_kv_u32(h, GKEY("block_count"), (uint32_t)L) ||
+        !as_hf_kv_u32(h, GKEY("feed_forward_length"), (uint32_t)ff) ||
+        !as_hf_kv_u32(h, GKEY("attention.head_count"), (uint32_t)H) ||
+        !as_hf_kv_u32(h, GKEY("attention.head_count_kv"), (uint32_t)Hk) ||
+        !as_hf_kv_u32(h, GKEY("rope.dimension_count"), (uint32_t)dh) ||
+        !as_hf_kv_u32(h, GKEY("vocab_size"), (uint32_t)V) ||
+        !as_hf_kv_u32(h, GKEY("attention.key_length"), (uint32_t)dh) ||
+        !as_hf_kv_u32(h, GKEY("attention.value_length"), (uint32_t)dh) ||
+        !as_hf_kv_f32(h, GKEY("attention.layer_norm_rms_epsilon"), (float)eps) ||
+        !as_hf_kv_f32(h, GKEY("rope.freq_base"), (float)base) ||
+        (version > 1 && !(as_hf_kv_u32(h, GKEY("attention.sliding_window"), (uint32_t)window) &&
+                          as_hf_kv_u32(h, GKEY("attention.sliding_window_pattern"), (uint32_t)pattern) &&
+                          as_hf_kv_f32(h, GKEY("rope.freq_base_swa"), (float)base_local))) ||
+        (version == 2 && !(as_hf_kv_f32(h, GKEY("attn_logit_softcapping"), (float)cap[0]) &&
+                           as_hf_kv_f32(h, GKEY("final_logit_softcapping"), (float)cap[1]))))
         return oom(h, err);
     /* rope_scaling (linear) applies to the full layers, as arch gemma3 applies it */
-    if (rope_scaling(h, "gemma3", (int)dh, base, err))
+    if (rope_scaling(h, arch, (int)dh, base, err))
         return AS_ERR;
     uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
     const rule top[] = {
@@ -428,10 +454,6 @@ static int gemma3_map(as_hf *h, as_error *err)
          "[num_key_value_heads x head_dim, hidden_size]", false},
         {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
-         "[head_dim]", false},
-        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
-         "[head_dim]", false},
         {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
          "[hidden_size, num_attention_heads x head_dim]", false},
         {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight", AS_HF_PLUS_ONE, 0, 1,
@@ -447,10 +469,30 @@ static int gemma3_map(as_hf *h, as_error *err)
         {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
     };
-    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
+    /* Gemma 1: a norm before attention and one before the MLP (post_attention_layernorm, as Llama names it) */
+    const rule blk1[] = {
+        blk[0], blk[1], blk[2], blk[3], blk[4],
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+         "[hidden_size]", false},
+        blk[8], blk[9], blk[10],
+    };
+    const rule qk[] = {
+        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+         "[head_dim]", false},
+        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+         "[head_dim]", false},
+    };
+#undef GKEY
+    if (add_rules(h, top, sizeof top / sizeof top[0], 0, err) ||
+        (version == 1 ? add_layer_rules(h, blk1, sizeof blk1 / sizeof blk1[0], (int)L, err)
+                      : add_layer_rules(h, blk, sizeof blk / sizeof blk[0], (int)L, err)))
         return AS_ERR;
-    return add_layer_rules(h, blk, sizeof blk / sizeof blk[0], (int)L, err);
+    return version == 3 ? add_layer_rules(h, qk, 2, (int)L, err) : AS_OK;
 }
+
+static int gemma1_map(as_hf *h, as_error *err) { return gemma_map(h, 1, err); }
+static int gemma2_map(as_hf *h, as_error *err) { return gemma_map(h, 2, err); }
+static int gemma3_map(as_hf *h, as_error *err) { return gemma_map(h, 3, err); }
 
 /* ---------------------------------------------------------------- BERT */
 
@@ -909,6 +951,8 @@ static const as_hf_family FAMILIES[] = {
     {"qwen2", "qwen2", qwen2_map, llama_ignored, false},
     {"qwen3", "qwen3", qwen3_map, llama_ignored, false},
     {"bert", "bert", bert_map, bert_ignored, false},
+    {"gemma", "gemma", gemma1_map, llama_ignored, false},
+    {"gemma2", "gemma2", gemma2_map, llama_ignored, false},
     {"gemma3_text", "gemma3", gemma3_map, llama_ignored, false},
     {"t5", "t5", t5_map, t5_ignored, false},
     {"vit", "vit", vit_map, vit_ignored, true},
@@ -924,5 +968,5 @@ const as_hf_family *as_hf_family_find(const char *model_type)
 
 const char *as_hf_family_names(void)
 {
-    return "gpt2, llama, mistral, qwen2, qwen3, gemma3_text, bert";
+    return "gpt2, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, bert, t5, vit";
 }

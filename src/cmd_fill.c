@@ -260,13 +260,11 @@ int as_cmd_token_types(cmd_ctx *c)
 }
 
 /* [CLS] A [SEP] B [SEP] as llama.cpp's tokenizer and BERT's pairs make
- * it: A with the added specials, B without, then [SEP]; types 0, then 1. */
+ * it (as_tokenizer_tokenize_pair): types 0, then 1. */
 int as_cmd_prompt_pair(cmd_ctx *c, bool raw)
 {
     as_session *s = c->s;
     const as_tokenizer *t = s->model->tok;
-    int32_t sep = as_tokenizer_find(t, "[SEP]");
-    unsigned parse = raw ? 0 : AS_TOK_PARSE_SPECIAL;
     int types_n = 0;
     for (int o = 0; o < s->prog->n_ops; o++)
         if (s->prog->ops[o].kind == AS_OP_TYPE_EMBED)
@@ -274,28 +272,22 @@ int as_cmd_prompt_pair(cmd_ctx *c, bool raw)
     if (types_n < 2)
         return as_error_set(c->err, "a sentence pair needs token types 0 and 1, and %s has %s (one quoted text is a "
                             "prompt)", s->model->cfg.name, types_n ? "one type only" : "no token-type embedding");
-    if (sep < 0)
-        return as_error_set(c->err, "a sentence pair needs a [SEP] token to end each segment, and this "
-                            "vocabulary has none (one quoted text is a prompt)");
-    int32_t *a = NULL, *b = NULL, *ids = NULL, *types = NULL;
-    size_t na = 0, nb = 0;
-    int rc = as_tokenizer_tokenize(t, c->argv[1], strlen(c->argv[1]), AS_TOK_ADD_SPECIAL | parse, &a, &na, c->err) ||
-             as_tokenizer_tokenize(t, c->argv[2], strlen(c->argv[2]), parse, &b, &nb, c->err);
-    size_t n = na + nb + 1;
-    if (rc == AS_OK && (!(ids = malloc(n * sizeof *ids)) || !(types = malloc(n * sizeof *types))))
-        rc = as_error_set(c->err, "out of memory");
-    if (rc == AS_OK) {
-        memcpy(ids, a, na * sizeof *ids);
-        memcpy(ids + na, b, nb * sizeof *ids);
-        ids[n - 1] = sep;
-        for (size_t i = 0; i < n; i++)
-            types[i] = i < na ? 0 : 1;
-        rc = as_interp_set_tokens(s->it, ids, (int)n, c->err) ||
-             as_interp_set_types(s->it, s->prog->out_stream, types, (int)n, c->err);
+    int32_t *ids = NULL, *types = NULL;
+    size_t n = 0, na = 0, zero = 0;
+    int rc = as_tokenizer_tokenize_pair(t, c->argv[1], strlen(c->argv[1]), c->argv[2], strlen(c->argv[2]),
+                                        raw ? 0 : AS_TOK_PARSE_SPECIAL, &ids, &types, &n, &na, c->err);
+    for (size_t i = 0; rc == AS_OK && i < n; i++) {
+        zero += types[i] == 0;
+        if (types[i] >= types_n)
+            rc = as_error_set(c->err, "the pair template gives token type %d, and %s has %d", types[i],
+                              s->model->cfg.name, types_n);
     }
     if (rc == AS_OK)
+        rc = as_interp_set_tokens(s->it, ids, (int)n, c->err) ||
+             as_interp_set_types(s->it, s->prog->out_stream, types, (int)n, c->err);
+    if (rc == AS_OK)
         fprintf(s->out, "context: %zu tokens, a pair: %zu of type 0, %zu of type 1 (nothing computed yet: step, "
-                "next or finish)\n", n, na, nb + 1);
-    free(a), free(b), free(ids), free(types);
+                "next or finish)\n", n, zero, n - zero);
+    free(ids), free(types);
     return rc ? AS_ERR : AS_OK;
 }

@@ -665,7 +665,35 @@ static long long token_id(tok_read *r, const char *content)
     return -1;
 }
 
-/* Every id 0..n-1 from model.vocab and added_tokens, each once. */
+/* Only U+2581 ('▁'), at least once. */
+static bool all_spaces(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s += 3)
+        if (strncmp(s, "\xE2\x96\x81", 3))
+            return false;
+    return true;
+}
+
+/* An added token past config.json's vocab_size (Gemma 3's
+ * <image_soft_token>, id 262144 of an embedding of 262144 rows) has no
+ * row: left out, as llama.cpp's converter leaves it out. */
+static bool past_embedding(tok_read *r, const json_t *id)
+{
+    long long want;
+    as_error ignored;
+    return !as_hf_cfg_int(r->h, "vocab_size", false, 0, 1, 1 << 24, &want, &ignored) && want > 0 &&
+           json_integer_value(id) >= want;
+}
+
+/* Every id 0..n-1 from model.vocab and added_tokens, each once. A
+ * non-special added token is user-defined (cut out of the raw text), but
+ * one made of '▁' only that model.vocab holds is normal: it is what a run
+ * of spaces becomes after a SentencePiece-style normalizer (Gemma 3's
+ * "▁▁"...), and the tokenizers library's BPE reaches it by merging
+ * (a '▁' typed literally in the text is the one difference: the library
+ * would cut it out first). */
 static int tok_table(tok_read *r, as_error *err)
 {
     long long max = -1;
@@ -684,6 +712,8 @@ static int tok_table(tok_read *r, as_error *err)
             !json_is_string(c))
             return as_error_set(err, "%s: added_tokens[%zu] needs an id in 0..%d and a content", r->path, i,
                                 (1 << 24) - 1);
+        if (past_embedding(r, id) && !json_object_get(r->vocab, json_string_value(c)))
+            continue;
         if (json_integer_value(id) > max)
             max = json_integer_value(id);
     }
@@ -708,13 +738,17 @@ static int tok_table(tok_read *r, as_error *err)
         size_t id = (size_t)json_integer_value(json_object_get(v, "id"));
         json_t *c = json_object_get(v, "content");
         const char *s = json_string_value(c);
+        if (id >= r->n)
+            continue; /* past the embedding */
         if (r->tokens[id] && strcmp(r->tokens[id], s))
             return as_error_set(err, "%s: added_tokens[%zu]: id %zu is '%.40s' in model.vocab", r->path, i, id,
                                 r->tokens[id]);
         if (!r->tokens[id] && !(r->tokens[id] = strdup(s)))
             return as_error_set(err, "%s: out of memory", r->path);
         r->lens[id] = json_string_length(c);
-        r->types[id] = json_is_true(json_object_get(v, "special")) ? 3 : 4; /* control : user-defined */
+        bool special = json_is_true(json_object_get(v, "special"));
+        bool spaces = !special && json_object_get(r->vocab, s) && all_spaces(s);
+        r->types[id] = special ? 3 : spaces ? 1 : 4; /* control : normal : user-defined */
     }
     for (size_t id = 0; id < r->n; id++)
         if (!r->tokens[id])
@@ -912,6 +946,59 @@ static bool normalizer_prepends(const json_t *nz)
 {
     const json_t *p = find_type(nz, "normalizers", "Prepend");
     return p && json_is_string(json_object_get(p, "prepend"));
+}
+
+static bool is_string_pattern(const json_t *o, const char *s)
+{
+    const json_t *p = json_object_get(json_object_get(o, "pattern"), "String");
+    return json_is_string(p) && !strcmp(json_string_value(p), s);
+}
+
+/* A SentencePiece-style BPE's normalizer: Prepend("▁") (Llama 2's) and
+ * Replace(" " -> "▁") (Llama 2's, Gemma 3's), alone or in a Sequence --
+ * what llama.cpp's SPM tokenizer does with add_space_prefix and its own
+ * escaping of spaces. Another member is refused by name. *replaces: spaces
+ * become '▁' here (else only a Metaspace pre-tokenizer would make them). */
+static int spm_normalizer(tok_read *r, const json_t *nz, bool *replaces, as_error *err)
+{
+    *replaces = false;
+    if (!nz || json_is_null(nz))
+        return AS_OK;
+    const json_t *list = is_type(nz, "Sequence") ? json_object_get(nz, "normalizers") : NULL;
+    size_t n = list ? json_array_size(list) : 1;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *e = list ? json_array_get(list, i) : nz, *c = json_object_get(e, "content"),
+                     *pp = json_object_get(e, "prepend");
+        if (is_type(e, "Prepend") && json_is_string(pp) && !strcmp(json_string_value(pp), "\xE2\x96\x81"))
+            continue;
+        if (is_type(e, "Replace") && is_string_pattern(e, " ") && json_is_string(c) &&
+            !strcmp(json_string_value(c), "\xE2\x96\x81")) {
+            *replaces = true;
+            continue;
+        }
+        const json_t *ty = json_object_get(e, "type");
+        return as_error_set(err, "%s: a SentencePiece-style BPE's normalizer '%.30s' is not read yet (Prepend "
+                            "\"\xE2\x96\x81\" and Replace \" \" -> \"\xE2\x96\x81\" are)", r->path,
+                            json_is_string(ty) ? json_string_value(ty) : "?");
+    }
+    return AS_OK;
+}
+
+/* Its pre-tokenizer: none, Metaspace, or (Gemma 3's) a Split at the
+ * string " " after a normalizer that has made every space '▁' -- a split
+ * that finds nothing to split at, whatever its behavior. */
+static int spm_pre_tokenizer(tok_read *r, const json_t *pre, bool replaces, as_error *err)
+{
+    if (!pre || json_is_null(pre) || is_type(pre, "Metaspace"))
+        return replaces || is_type(pre, "Metaspace")
+                   ? AS_OK
+                   : as_error_set(err, "%s: a SentencePiece-style BPE whose spaces stay spaces (neither a Replace "
+                                  "\" \" -> \"\xE2\x96\x81\" normalizer nor Metaspace) is not read yet", r->path);
+    if (is_type(pre, "Split") && is_string_pattern(pre, " ") && !json_is_true(json_object_get(pre, "invert")) &&
+        replaces)
+        return AS_OK;
+    return as_error_set(err, "%s: a SentencePiece-style BPE with a pre_tokenizer other than Metaspace (or a Split "
+                        "at \" \" after spaces became \"\xE2\x96\x81\") is not read yet", r->path);
 }
 
 /* A special token's id from BertProcessing's ["[CLS]", 101], else the text's. */
@@ -1224,14 +1311,14 @@ static int tok_read_all(tok_read *r, as_error *err)
     float *scores = NULL;
     const char *pre_name = NULL;
     if (byte_level) {
-        /* NFC is left out as llama.cpp leaves it out (text already in NFC is unchanged by it) */
         /* an empty Sequence (DeepSeek-V3's) normalizes nothing */
         bool empty = is_type(nz, "Sequence") && json_array_size(json_object_get(nz, "normalizers")) == 0;
         if (nz && !json_is_null(nz) && !is_type(nz, "NFC") && !empty)
             rc = as_error_set(err, "%s: a byte-level BPE with a normalizer (other than NFC) is not read yet", r->path);
         else
             rc = tok_byte_level(r, pre, &pre_name, err);
-    } else if (json_is_true(json_object_get(r->model, "byte_fallback")) || normalizer_prepends(nz)) {
+    } else if (json_is_true(json_object_get(r->model, "byte_fallback")) || normalizer_prepends(nz) ||
+               find_type(nz, "normalizers", "Replace")) {
         json_t *u = json_object_get(r->model, "unk_token");
         unk = json_is_string(u) ? token_id(r, json_string_value(u)) : -1;
         for (size_t i = 0; i < r->n; i++) {
@@ -1241,9 +1328,10 @@ static int tok_read_all(tok_read *r, as_error *err)
             else if (r->types[i] == 1 && r->lens[i] == 6 && !strncmp(t, "<0x", 3) && t[5] == '>')
                 r->types[i] = 6; /* byte */
         }
-        if (pre && !json_is_null(pre) && !is_type(pre, "Metaspace"))
-            rc = as_error_set(err, "%s: a SentencePiece-style BPE with a pre_tokenizer other than Metaspace is not "
-                              "read yet", r->path);
+        bool replaces;
+        rc = spm_normalizer(r, nz, &replaces, err);
+        if (rc == AS_OK)
+            rc = spm_pre_tokenizer(r, pre, replaces, err);
         if (rc == AS_OK)
             rc = tok_scores(r, merges, n_merges, &scores, err);
     } else {
@@ -1255,6 +1343,15 @@ static int tok_read_all(tok_read *r, as_error *err)
         ok = kv_strs(h, "tokenizer.ggml.merges", merges, mlens, n_merges); /* takes them in any case */
         merges = NULL, mlens = NULL;
         ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "gpt2") && as_hf_kv_str(h, "tokenizer.ggml.pre", pre_name);
+        /* NFC, as the library applies it; our key, which llama.cpp does not read (convert says so) */
+        if (ok && is_type(nz, "NFC")) {
+            ok = as_hf_kv_bool(h, "tokenizer.attnscope.nfc", true);
+            size_t used = strlen(h->llama_note);
+            snprintf(h->llama_note + used, sizeof h->llama_note - used,
+                     "%sllama.cpp ignores tokenizer.attnscope.nfc: its %s tokenizer does not normalise, so text not "
+                     "in Unicode NFC gets other ids there than here and in the tokenizers library", used ? "; " : "",
+                     pre_name);
+        }
     } else if (ok) {
         bool prefix = normalizer_prepends(nz) || is_type(pre, "Metaspace");
         ok = as_hf_kv_str(h, "tokenizer.ggml.model", "llama") &&
@@ -1280,6 +1377,62 @@ static int tok_read_all(tok_read *r, as_error *err)
     return rc;
 }
 
+/* The post-processor's pair template (TemplateProcessing's "pair"; in a
+ * Sequence too) as our key tokenizer.attnscope.pair: "ID:T" for a special
+ * token's id (each of its ids), "$A:T" / "$B:T" for the sequences, T the
+ * type id, space-separated. BertProcessing's pair is the default the
+ * tokenizer builds without the key (RobertaProcessing is not read: no
+ * family here has it). A broken template is refused by name. */
+static int tok_pair(tok_read *r, as_error *err)
+{
+    const json_t *tp = find_type(json_object_get(r->root, "post_processor"), "processors", "TemplateProcessing");
+    const json_t *pair = tp ? json_object_get(tp, "pair") : NULL;
+    if (!json_is_array(pair) || !json_array_size(pair))
+        return AS_OK;
+    const json_t *specials = json_object_get(tp, "special_tokens");
+    char buf[512];
+    size_t len = 0, i;
+    json_t *e;
+    bool a = false, b = false;
+    json_array_foreach(pair, i, e) {
+        const json_t *st = json_object_get(e, "SpecialToken"), *sq = json_object_get(e, "Sequence");
+        const json_t *item = st ? st : sq, *ty = json_object_get(item, "type_id"), *id = json_object_get(item, "id");
+        if (!json_is_object(item) || !json_is_string(id) || !json_is_integer(ty) || json_integer_value(ty) < 0 ||
+            json_integer_value(ty) > 1023)
+            return as_error_set(err, "%s: post_processor: pair[%zu] is neither a SpecialToken nor a Sequence with "
+                                "an id and a type_id in 0..1023", r->path, i);
+        int t = (int)json_integer_value(ty);
+        if (sq) {
+            const char *which = json_string_value(id);
+            if (strcmp(which, "A") && strcmp(which, "B"))
+                return as_error_set(err, "%s: post_processor: pair[%zu] names sequence '%.8s' (A or B)", r->path, i,
+                                    which);
+            a |= which[0] == 'A', b |= which[0] == 'B';
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%s$%s:%d", len ? " " : "", which, t);
+        } else {
+            const json_t *ids = json_object_get(json_object_get(specials, json_string_value(id)), "ids");
+            size_t k;
+            json_t *v;
+            if (!json_array_size(ids))
+                return as_error_set(err, "%s: post_processor: pair[%zu]: special token '%.40s' has no ids in "
+                                    "special_tokens", r->path, i, json_string_value(id));
+            json_array_foreach(ids, k, v) {
+                if (!json_is_integer(v) || json_integer_value(v) < 0 || (size_t)json_integer_value(v) >= r->n)
+                    return as_error_set(err, "%s: post_processor: special token '%.40s' has an id outside the "
+                                        "vocabulary", r->path, json_string_value(id));
+                len += (size_t)snprintf(buf + len, sizeof buf - len, "%s%lld:%d", len ? " " : "",
+                                        (long long)json_integer_value(v), t);
+            }
+        }
+        if (len >= sizeof buf - 1)
+            return as_error_set(err, "%s: post_processor: the pair template is too long", r->path);
+    }
+    if (!a || !b)
+        return as_error_set(err, "%s: post_processor: the pair template needs $A and $B", r->path);
+    return as_hf_kv_str(r->h, "tokenizer.attnscope.pair", buf) ? AS_OK
+                                                               : as_error_set(err, "%s: out of memory", r->path);
+}
+
 static int read_tokenizer(as_hf *h, as_error *err)
 {
     tok_read r = {.h = h};
@@ -1292,6 +1445,8 @@ static int read_tokenizer(as_hf *h, as_error *err)
     r.vocab = json_object_get(r.model, "vocab");
     r.added = json_object_get(r.root, "added_tokens");
     int rc = tok_read_all(&r, err);
+    if (rc == AS_OK)
+        rc = tok_pair(&r, err);
     for (size_t i = 0; r.tokens && i < r.n; i++)
         free(r.tokens[i]);
     free(r.tokens), free(r.lens), free(r.types);

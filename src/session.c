@@ -1128,7 +1128,7 @@ static int cmd_convert(cmd_ctx *c)
         return as_error_set(c->err, "usage: convert DIR OUT.gguf");
     if (!as_hf_is_dir(c->argv[1]))
         return as_error_set(c->err, "%s: not a directory (convert reads a Hugging Face model directory)", c->argv[1]);
-    char note[512];
+    char note[640];
     if (as_hf_to_gguf(c->argv[1], c->argv[2], note, sizeof note, c->err))
         return AS_ERR;
     fprintf(c->s->out, "wrote %s\n", c->argv[2]);

@@ -494,6 +494,44 @@ static int choose_pre(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *er
     return as_tok_pre_compile(t, err);
 }
 
+/* spec.pair: "ID:T", "$A:T", "$B:T" items, space-separated, each text once. */
+static int parse_pair(as_tokenizer *t, const char *s, as_error *err)
+{
+    if (!s)
+        return AS_OK;
+    size_t cap = strlen(s) / 2 + 1, n = 0;
+    bool a = false, b = false;
+    if (!(t->pair_item = malloc(cap * sizeof *t->pair_item)) || !(t->pair_type = malloc(cap * sizeof *t->pair_type)))
+        return as_tok_oom(err);
+    for (const char *p = s; *p;) {
+        while (*p == ' ')
+            p++;
+        if (!*p)
+            break;
+        long item, ty;
+        char *end;
+        if (p[0] == '$' && (p[1] == 'A' || p[1] == 'B')) {
+            item = p[1] == 'A' ? -1 : -2;
+            if ((item == -1 && a) || (item == -2 && b))
+                return as_error_set(err, "tokenizer.attnscope.pair '%.60s': $%c twice", s, p[1]);
+            a |= item == -1, b |= item == -2;
+            end = (char *)p + 2;
+        } else {
+            item = strtol(p, &end, 10);
+            if (end == p || item < 0 || (size_t)item >= t->n)
+                return as_error_set(err, "tokenizer.attnscope.pair '%.60s': '%.12s' is no token id", s, p);
+        }
+        if (*end != ':' || (ty = strtol(end + 1, &end, 10), ty < 0 || ty > 1023) || (*end && *end != ' ') || n >= cap)
+            return as_error_set(err, "tokenizer.attnscope.pair '%.60s': expected ID:TYPE or $A:TYPE items", s);
+        t->pair_item[n] = (int32_t)item, t->pair_type[n++] = (int32_t)ty;
+        p = end;
+    }
+    if (!a || !b)
+        return as_error_set(err, "tokenizer.attnscope.pair '%.60s': needs $A and $B", s);
+    t->n_pair = n;
+    return AS_OK;
+}
+
 static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_spec *sp,
                  as_error *err)
 {
@@ -506,6 +544,7 @@ static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_sp
     t->add_bos = sp->add_bos;
     t->add_eos = sp->add_eos;
     t->add_space_prefix = algo->space_prefix && sp->add_space_prefix;
+    t->nfc = sp->nfc && algo->kind != AS_TOK_NONE;
     t->off = malloc(t->n * sizeof *t->off);
     t->len = malloc(t->n * sizeof *t->len);
     t->score = malloc(t->n * sizeof *t->score);
@@ -520,7 +559,7 @@ static int build(as_tokenizer *t, const as_tok_algo *algo, const as_tokenizer_sp
     find_byte_tokens(t);
     if (algo->build && algo->build(t, sp, err))
         return AS_ERR;
-    if (choose_pre(t, sp, err))
+    if (choose_pre(t, sp, err) || parse_pair(t, sp->pair, err))
         return AS_ERR;
     return collect_special_tokens(t, err);
 }
@@ -569,6 +608,8 @@ void as_tokenizer_free(as_tokenizer *t)
     free(t->special);
     free(t->strip);
     free(t->lens_desc);
+    free(t->pair_item);
+    free(t->pair_type);
     as_tok_pre_free(t);
     as_tok_ugm_free(t->ugm);
     free(t);
@@ -700,7 +741,9 @@ static int gguf_flags(const as_gguf *g, const as_tok_algo *algo, as_tokenizer_sp
         gguf_special(g, "tokenizer.ggml.unknown_token_id", algo->unk, sp->n_tokens, &sp->unk_id, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_bos_token", &sp->add_bos, err) ||
         as_gguf_get_bool_opt(g, "tokenizer.ggml.add_eos_token", &sp->add_eos, err) ||
-        as_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, err))
+        as_gguf_get_bool_opt(g, "tokenizer.ggml.add_space_prefix", &sp->add_space_prefix, err) ||
+        as_gguf_get_bool_opt(g, "tokenizer.attnscope.nfc", &sp->nfc, err) ||
+        gguf_str_opt(g, "tokenizer.attnscope.pair", &sp->pair, err))
         return AS_ERR;
     return AS_OK;
 }
@@ -1118,12 +1161,30 @@ static int partition(const as_tokenizer *t, const char *text, size_t len, bool p
 
 /* ---------------------------------------------------------------- encode */
 
+/* A raw fragment goes to the algorithm, in NFC first where the
+ * tokenizer asks (not for pretokens, whose ends are offsets into the text
+ * as given). */
 static int encode_fragment(const as_tokenizer *t, const char *text, const frag *f, work *w,
                            as_error *err)
 {
     if (f->id >= 0)
         return w->ends_only ? as_tok_push_end(w, f->off + f->len, err) : as_tok_push_id(w, f->id, err);
-    return t->algo->encode(t, text + f->off, f->len, f->off, w, err);
+    if (!t->nfc || w->ends_only)
+        return t->algo->encode(t, text + f->off, f->len, f->off, w, err);
+    char *norm;
+    size_t n;
+    if (as_tok_nfc(text + f->off, f->len, &norm, &n, err))
+        return AS_ERR;
+    int rc = t->algo->encode(t, norm, n, f->off, w, err);
+    free(norm);
+    return rc;
+}
+
+int as_tokenizer_nfc(const char *s, size_t n, char **out, size_t *out_n, as_error *err)
+{
+    if ((!s && n) || !out || !out_n)
+        return as_error_set(err, "tokenizer: nfc called with a NULL argument");
+    return as_tok_nfc(s ? s : "", n, out, out_n, err);
 }
 
 static int run(const as_tokenizer *t, const char *text, size_t len, bool parse_special, work *w,
@@ -1183,6 +1244,75 @@ int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, u
     bool special = flags & AS_TOK_ADD_SPECIAL;
     return encode_all(t, text, len, t && special && t->add_bos, flags & AS_TOK_PARSE_SPECIAL, special, ids,
                       n_ids, err);
+}
+
+/* The pair as the tokenizer's template makes it. */
+static int template_pair(const as_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                         unsigned parse, int32_t **ids, int32_t **types, size_t *n_ids, size_t *n_a, as_error *err)
+{
+    int32_t *ia = NULL, *ib = NULL;
+    size_t na = 0, nb = 0;
+    if (as_tokenizer_tokenize(t, a ? a : "", alen, parse, &ia, &na, err) ||
+        as_tokenizer_tokenize(t, b ? b : "", blen, parse, &ib, &nb, err)) {
+        free(ia);
+        return AS_ERR;
+    }
+    size_t n = na + nb + t->n_pair, k = 0;
+    *ids = malloc(n * sizeof **ids);
+    *types = malloc(n * sizeof **types);
+    if (!*ids || !*types) {
+        free(*ids), free(*types), free(ia), free(ib);
+        *ids = *types = NULL;
+        return as_tok_oom(err);
+    }
+    for (size_t i = 0; i < t->n_pair; i++) {
+        int32_t it = t->pair_item[i];
+        const int32_t *src = it == -1 ? ia : it == -2 ? ib : &t->pair_item[i];
+        size_t m = it == -1 ? na : it == -2 ? nb : 1;
+        if (it == -2)
+            *n_a = k;
+        for (size_t j = 0; j < m; j++)
+            (*ids)[k] = src[j], (*types)[k++] = t->pair_type[i];
+    }
+    *n_ids = k;
+    free(ia), free(ib);
+    return AS_OK;
+}
+
+int as_tokenizer_tokenize_pair(const as_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                               unsigned flags, int32_t **ids, int32_t **types, size_t *n_ids, size_t *n_a,
+                               as_error *err)
+{
+    if (!t || !ids || !types || !n_ids || !n_a || (!a && alen) || (!b && blen))
+        return as_error_set(err, "tokenizer: tokenize_pair called with a NULL argument");
+    *ids = *types = NULL, *n_ids = *n_a = 0;
+    if (t->n_pair)
+        return template_pair(t, a, alen, b, blen, flags & AS_TOK_PARSE_SPECIAL, ids, types, n_ids, n_a, err);
+    int32_t sep = as_tokenizer_find(t, "[SEP]");
+    if (sep < 0)
+        return as_error_set(err, "a sentence pair needs a [SEP] token to end each segment, and this vocabulary "
+                            "has none (one quoted text is a prompt)");
+    unsigned parse = flags & AS_TOK_PARSE_SPECIAL;
+    int32_t *ia = NULL, *ib = NULL;
+    size_t na = 0, nb = 0;
+    int rc = as_tokenizer_tokenize(t, a ? a : "", alen, AS_TOK_ADD_SPECIAL | parse, &ia, &na, err) ||
+             as_tokenizer_tokenize(t, b ? b : "", blen, parse, &ib, &nb, err);
+    size_t n = na + nb + 1;
+    if (rc == AS_OK && (!(*ids = malloc(n * sizeof **ids)) || !(*types = malloc(n * sizeof **types)))) {
+        free(*ids);
+        *ids = NULL;
+        rc = as_tok_oom(err);
+    }
+    if (rc == AS_OK) {
+        memcpy(*ids, ia, na * sizeof **ids);
+        memcpy(*ids + na, ib, nb * sizeof **ids);
+        (*ids)[n - 1] = sep;
+        for (size_t i = 0; i < n; i++)
+            (*types)[i] = i < na ? 0 : 1;
+        *n_ids = n, *n_a = na;
+    }
+    free(ia), free(ib);
+    return rc ? AS_ERR : AS_OK;
 }
 
 int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len, size_t **ends,

@@ -73,6 +73,11 @@ struct as_tokenizer {
     uint64_t pair_seen[1024];
     int32_t bos, eos, unk;
     bool add_bos, add_eos, add_space_prefix, ignore_merges;
+    bool nfc; /* raw fragments put in NFC first (tokenizer.attnscope.nfc) */
+    /* the pair template: n_pair items, each a token id or -1 ($A) / -2
+     * ($B), with its type id (none: BERT's) */
+    int32_t *pair_item, *pair_type;
+    size_t n_pair;
     /* bert: [SEP] (appended with [CLS] in front when special tokens are
      * added), [PAD], [MASK] (-1 when absent); the normalizer's switches;
      * the distinct lengths of the non-empty tokens, longest first (the
@@ -256,6 +261,8 @@ int as_tok_regex_search(const as_tok_regex *re, const uint32_t *sym, size_t from
 /* ---------------------------------------------------------------- shared helpers (tokenizer.c) */
 
 int as_tok_oom(as_error *err);
+/* tok_nfc.c: s[0, n) in NFC, malloc'd (as_tokenizer_nfc). */
+int as_tok_nfc(const char *s, size_t n, char **out, size_t *out_n, as_error *err);
 /* Length of the well-formed UTF-8 character at s, or 0 if the byte at s
  * does not start one. */
 size_t as_tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);

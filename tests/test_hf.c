@@ -8,6 +8,7 @@
  * tokenizer's ids. Broken directories, written to a temporary folder, are
  * refused by name. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,6 +116,8 @@ Test(hf, qwen3_directory_runs_as_its_gguf) { same_as_gguf("tiny-qwen3"); }
 Test(hf, bert_directory_runs_as_its_gguf) { same_as_gguf("tiny-bert"); }
 /* Gemma 3: norms stored as w for 1 + w, q/k norms, post-norms, local layers with their own rotary base,
  * linear scaling on the global ones */
+/* Gemma 1: norms stored as w, post_attention_layernorm the MLP's, multi-query attention */
+Test(hf, gemma_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma"); }
 Test(hf, gemma3_directory_runs_as_its_gguf) { same_as_gguf("tiny-gemma3"); }
 /* T5ForConditionalGeneration: Flan-T5's gated GELU (the tied output stored
  * as lm_head.weight), T5's ReLU with an encoder deeper than the decoder */
@@ -462,6 +465,83 @@ Test(hf, converted_gpt2_runs_as_its_gguf) { converts("tiny-gpt2"); }
 Test(hf, converted_sharded_llama_runs_as_its_gguf) { converts("tiny-llama"); }
 Test(hf, converted_bert_runs_as_its_gguf) { converts("tiny-bert"); }
 
+/* Every hook of the model at path against the recipe's PyTorch pass
+ * (fixtures/hf/REF/HOOK.npy, one file per hook) within 1e-5, masked
+ * entries masked in both; every file of REF is met. */
+static void matches_pytorch_at_every_hook(const char *path, const char *ref)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "hf/%s", ref);
+    as_session *s = open_session(path, 64);
+    feed_fixture_tokens(s, dir);
+    int checked = 0;
+    for (int h = 0; h < s->prog->n_hooks; h++) {
+        char file[512];
+        snprintf(file, sizeof file, "fixtures/hf/%s/%s.npy", ref, s->prog->hooks[h].name);
+        if (access(file, R_OK) != 0)
+            continue;
+        npy r;
+        cr_assert_eq(npy_read(file, &r), 0, "cannot read %s", file);
+        size_t n;
+        float *got = values(s, h, &n);
+        cr_assert_eq(n, r.count, "%s: %zu values, PyTorch %zu", s->prog->hooks[h].name, n, r.count);
+        double worst = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (isinf(r.f[i])) {
+                cr_assert(isinf(got[i]), "%s[%zu]: masked in PyTorch's pass, %g here", s->prog->hooks[h].name, i,
+                          got[i]);
+                continue;
+            }
+            worst = fmax(worst, fabs((double)got[i] - r.f[i]));
+        }
+        cr_expect_leq(worst, 1e-5, "%s: %s differs from PyTorch's pass by %.3g", path, s->prog->hooks[h].name,
+                      worst);
+        free(got);
+        npy_free(&r);
+        checked++;
+    }
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "ls fixtures/hf/%s/*.npy | grep -vc /tokens.npy", ref);
+    FILE *p = popen(cmd, "r");
+    int files = 0;
+    cr_assert(p && fscanf(p, "%d", &files) == 1);
+    pclose(p);
+    cr_assert_eq(checked, files, "%s: %d hooks compared, %d files in %s", path, checked, files, ref);
+    cr_log_info("%s: %d hooks within 1e-5 of PyTorch's", path, checked);
+    close_session(s);
+}
+
+/* Gemma 2 (tiny-gemma2's weights, one rotary base as Gemma2Config has):
+ * soft-capped scores and logits, every other layer windowed, post-norms,
+ * 1 + w norms, sqrt(d) embedding scale: every hook of the directory and
+ * of the GGUF convert writes from it is PyTorch's (1e-5). A config the
+ * arch cannot follow is refused by key. */
+Test(hf, gemma2_directory_matches_pytorch_at_every_hook)
+{
+    matches_pytorch_at_every_hook("fixtures/hf/tiny-gemma2-hf", "tiny-gemma2-hf.ref");
+    char out[] = "/tmp/attnscope-hf-gemma2-XXXXXX.gguf", note[512];
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-gemma2-hf", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    matches_pytorch_at_every_hook(out, "tiny-gemma2-hf.ref");
+    unlink(out);
+    static const struct { const char *from, *to, *want; } bad[] = {
+        {"\"final_logit_softcapping\": 5.0", "\"final_logit_softcapping\": null", "final_logit_softcapping null"},
+        {"\"query_pre_attn_scalar\": 16", "\"query_pre_attn_scalar\": 144", "query_pre_attn_scalar 144"},
+        {"\"rope_theta\": 1000000.0", "\"rope_theta\": 1000000.0, \"rope_scaling\": {\"rope_type\": \"linear\", "
+         "\"factor\": 2.0}", "rope_scaling"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        tmpdir t;
+        make_copy(&t, "tiny-gemma2-hf", true);
+        set_config(&t, bad[c].from, bad[c].to);
+        refused(&t, "config.json", bad[c].want, NULL);
+        remove_copy(&t);
+    }
+}
+
 /* hidden_act "gelu" (BERT's usual exact erf GELU; tiny-bert's weights):
  * the MLP's and the masked-LM head's GELU are the erf form, so the hooks
  * after them and the logits equal PyTorch's F.gelu pass (the recipe's
@@ -770,6 +850,278 @@ Test(hf, digits_then_byte_level_reads_as_starcoder)
     write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
     refused(&t, "tokenizer.json", "individual_digits", NULL);
     remove_copy(&t);
+}
+
+/* t's tokenizer.json with each from replaced by its to (every one must occur). */
+static void edit_tokenizer(const tmpdir *t, const char *const *from, const char *const *to, size_t n)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/tokenizer.json", t->path);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f);
+    static char buf[1 << 20], out[1 << 20];
+    size_t len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *at = strstr(buf, from[i]);
+        cr_assert(at, "tokenizer.json has no '%s'", from[i]);
+        snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, to[i], at + strlen(from[i]));
+        memcpy(buf, out, strlen(out) + 1);
+    }
+    write_bytes(t, "tokenizer.json", buf, strlen(buf), NULL, 0);
+}
+
+/* Gemma 3's layout of a SentencePiece-style BPE (held to @lenml/tokenizers
+ * on its real file by make hf-tokref): a Replace " " -> "▁" normalizer
+ * without Prepend, a Split at " " (nothing left to split at), an added
+ * token past config.json's vocab_size. tiny-llama's vocabulary so laid out
+ * reads as llama.cpp's SPM without the space prefix: the ids of the GGUF
+ * fixture with add_space_prefix false; the extra token is left out. A
+ * normalizer or pre-tokenizer this does not cover is refused by name. */
+Test(hf, gemma3_sentencepiece_layout_reads_without_space_prefix)
+{
+    static const char *const texts[] = {"the cat sat", " the  mat\n", "x", "<s> the é"};
+    static const char *const from[] = {
+        "{\n        \"type\": \"Prepend\",\n        \"prepend\": \"\xE2\x96\x81\"\n      },",
+        "\"pre_tokenizer\": null",
+        "\"added_tokens\": [",
+    };
+    static const char *const to[] = {
+        "",
+        "\"pre_tokenizer\": {\"type\": \"Split\", \"pattern\": {\"String\": \" \"}, \"behavior\": "
+        "\"MergedWithPrevious\", \"invert\": false}",
+        "\"added_tokens\": [{\"id\": 289, \"content\": \"<image_soft_token>\", \"single_word\": false, "
+        "\"lstrip\": false, \"rstrip\": false, \"normalized\": false, \"special\": true},",
+    };
+    tmpdir t;
+    make_copy(&t, "tiny-llama", true);
+    edit_tokenizer(&t, from, to, 3);
+    as_gguf *gd, *g0, *gs;
+    as_tokenizer *dir = tokenizer_of(t.path, &gd);
+    cr_assert_eq(as_tokenizer_vocab_size(dir), 289, "the token past the embedding was kept");
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-llama.gguf", "tokenizer.ggml.add_space_prefix", NULL, &g0);
+    as_gguf_writer_set_bool(w, "tokenizer.ggml.add_space_prefix", false);
+    char path[] = "/tmp/attnscope-noprefix-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g0);
+    as_tokenizer *ref = tokenizer_of(path, &gs);
+    for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+        int32_t *a, *b;
+        size_t na, nb, len = strlen(texts[i]);
+        cr_assert_eq(as_tokenizer_tokenize(dir, texts[i], len, AS_TOK_PARSE_SPECIAL, &a, &na, &err), AS_OK, "%s",
+                     err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(ref, texts[i], len, AS_TOK_PARSE_SPECIAL, &b, &nb, &err), AS_OK, "%s",
+                     err.msg);
+        cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "'%s': the directory's ids differ", texts[i]);
+        if (i == 0) /* "▁the" is a token: with a prefix, it would come first */
+            cr_assert(na > 0 && a[0] != as_tokenizer_find(dir, "\xE2\x96\x81the"), "'%s' got a space prefix",
+                      texts[i]);
+        free(a), free(b);
+    }
+    as_tokenizer_free(dir), as_tokenizer_free(ref);
+    as_gguf_close(gd), as_gguf_close(gs);
+    unlink(path);
+    remove_copy(&t);
+
+    static const struct { const char *from, *to, *want; } bad[] = {
+        {"\"type\": \"Replace\"", "\"type\": \"NFKC\"", "normalizer 'NFKC'"},
+        {"\"content\": \"\xE2\x96\x81\"\n      }\n    ]", "\"content\": \"_\"\n      }\n    ]", "normalizer 'Replace'"},
+        {"\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}", "pre_tokenizer other than"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        make_copy(&t, "tiny-llama", true);
+        edit_tokenizer(&t, &bad[c].from, &bad[c].to, 1);
+        refused(&t, "tokenizer.json", bad[c].want, NULL);
+        remove_copy(&t);
+    }
+    /* Prepend alone: spaces stay spaces, which llama.cpp's SPM does not do */
+    make_copy(&t, "tiny-llama", true);
+    const char *f2[] = {"      {\n        \"type\": \"Replace\",\n        \"pattern\": {\n          \"String\": \" \"\n"
+                        "        },\n        \"content\": \"\xE2\x96\x81\"\n      }\n",
+                        "\"prepend\": \"\xE2\x96\x81\"\n      },"},
+               *t2[] = {"", "\"prepend\": \"\xE2\x96\x81\"\n      }"};
+    edit_tokenizer(&t, f2, t2, 2);
+    refused(&t, "tokenizer.json", "spaces stay spaces", NULL);
+    remove_copy(&t);
+}
+
+/* NFC (the tokenizers library's NFC normalizer, Qwen's) equals python3's
+ * unicodedata.normalize("NFC") on every string of
+ * fixtures/unicode-nfc.json (written by gen_unicode_tables.py --nfc from
+ * unicodedata: each primary composite decomposed, every decomposable code
+ * point, Hangul jamo, marks out of order, exclusions, random mixes); an
+ * invalid byte is kept. */
+Test(hf, nfc_equals_unicodedata)
+{
+    json_t *cases = json_load_file("fixtures/unicode-nfc.json", 0, NULL);
+    cr_assert(json_is_array(cases) && json_array_size(cases) > 3000);
+    size_t i, changed = 0;
+    json_t *c;
+    json_array_foreach(cases, i, c) {
+        json_t *in = json_array_get(c, 0), *want = json_array_get(c, 1);
+        char *got;
+        size_t n;
+        as_error err = {{0}};
+        cr_assert_eq(as_tokenizer_nfc(json_string_value(in), json_string_length(in), &got, &n, &err), AS_OK, "%s",
+                     err.msg);
+        cr_assert(n == json_string_length(want) && !memcmp(got, json_string_value(want), n),
+                  "case %zu: NFC of '%s' is '%s', unicodedata's '%s'", i, json_string_value(in), got,
+                  json_string_value(want));
+        changed += strcmp(json_string_value(in), json_string_value(want)) != 0;
+        free(got);
+    }
+    cr_assert_gt(changed, 1000, "only %zu cases change under NFC", changed);
+    json_decref(cases);
+    char *got;
+    size_t n;
+    as_error err = {{0}};
+    cr_assert_eq(as_tokenizer_nfc("e\xCC\x81\xFF", 4, &got, &n, &err), AS_OK);
+    cr_assert(n == 3 && !memcmp(got, "\xC3\xA9\xFF", 3), "an invalid byte after a composition");
+    free(got);
+}
+
+/* A byte-level tokenizer.json with an NFC normalizer: text not in NFC
+ * gets the ids of its NFC form (as the library gives), and convert keeps
+ * it in our key and says llama.cpp will not follow it. */
+Test(hf, nfc_normalizer_is_applied_and_convert_says_llama_cpp_does_not)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-gpt2", true);
+    const char *from[] = {"\"normalizer\": null"}, *to[] = {"\"normalizer\": {\"type\": \"NFC\"}"};
+    edit_tokenizer(&t, from, to, 1);
+    as_gguf *gd, *gp;
+    as_tokenizer *dir = tokenizer_of(t.path, &gd), *plain = tokenizer_of("fixtures/hf/tiny-gpt2", &gp);
+    static const char *const pairs[][2] = {
+        {"the cafe\xCC\x81 <|endoftext|>e\xCC\x81", "the caf\xC3\xA9 <|endoftext|>\xC3\xA9"},
+        {"\xE1\x84\x92\xE1\x85\xA1\xE1\x86\xAB x", "\xED\x95\x9C x"}, /* Hangul jamo -> the syllable */
+        {"q\xCC\xA3\xCC\x87", "q\xCC\xA3\xCC\x87"},                   /* already NFC: unchanged */
+    };
+    as_error err = {{0}};
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        int32_t *a, *b, *c;
+        size_t na, nb, nc;
+        cr_assert_eq(as_tokenizer_tokenize(dir, pairs[i][0], strlen(pairs[i][0]), AS_TOK_PARSE_SPECIAL, &a, &na,
+                                           &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_tokenizer_tokenize(plain, pairs[i][1], strlen(pairs[i][1]), AS_TOK_PARSE_SPECIAL, &b, &nb,
+                                           &err), AS_OK, "%s", err.msg);
+        cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "pair %zu: not the ids of the NFC form", i);
+        cr_assert_eq(as_tokenizer_tokenize(plain, pairs[i][0], strlen(pairs[i][0]), AS_TOK_PARSE_SPECIAL, &c, &nc,
+                                           &err), AS_OK, "%s", err.msg);
+        if (i < 2) /* without NFC the ids differ: the test tells */
+            cr_assert(na != nc || memcmp(a, c, na * sizeof *a), "pair %zu: NFC changed nothing", i);
+        free(a), free(b), free(c);
+    }
+    as_tokenizer_free(dir), as_tokenizer_free(plain);
+    as_gguf_close(gd), as_gguf_close(gp);
+    char out[] = "/tmp/attnscope-hf-nfc-XXXXXX.gguf", note[640];
+    int fd = mkstemps(out, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(as_hf_to_gguf(t.path, out, note, sizeof note, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(note, "llama.cpp") && strstr(note, "NFC") && strstr(note, "gpt-2"), "note: '%s'", note);
+    as_gguf *gc;
+    as_tokenizer *conv = tokenizer_of(out, &gc);
+    plain = tokenizer_of("fixtures/hf/tiny-gpt2", &gp);
+    int32_t *a, *b;
+    size_t na, nb;
+    cr_assert_eq(as_tokenizer_tokenize(conv, "e\xCC\x81", 3, 0, &a, &na, &err), AS_OK);
+    cr_assert_eq(as_tokenizer_tokenize(plain, "\xC3\xA9", 2, 0, &b, &nb, &err), AS_OK);
+    cr_assert(na == nb && !memcmp(a, b, na * sizeof *a), "the converted file does not normalise");
+    free(a), free(b);
+    as_tokenizer_free(conv), as_tokenizer_free(plain);
+    as_gguf_close(gc), as_gguf_close(gp);
+    unlink(out);
+    remove_copy(&t);
+}
+
+/* The post-processor's pair template becomes our key
+ * tokenizer.attnscope.pair, which as_tokenizer_tokenize_pair follows
+ * (held to the library's text_pair by make hf-tokref, BERT's layout and
+ * RoBERTa's); by hand here: a second [SEP] between the texts and every
+ * type 0 gives [CLS] A [SEP] [SEP] B [SEP], types all 0. A template naming
+ * another sequence, a special token without ids, and a key that is no
+ * template are refused by name. */
+Test(hf, pair_template_is_followed_and_broken_ones_are_refused)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    const char *from[] = {"\"Sequence\": {\n          \"id\": \"B\",\n          \"type_id\": 1",
+                          "\"id\": \"[SEP]\",\n          \"type_id\": 1"},
+               *to[] = {"\"Sequence\": {\n          \"id\": \"B\",\n          \"type_id\": 0",
+                        "\"id\": \"[SEP]\",\n          \"type_id\": 0"};
+    edit_tokenizer(&t, from, to, 2);
+    const char *f2[] = {"\"pair\": [\n      {\n        \"SpecialToken\": {\n          \"id\": \"[CLS]\",\n"
+                        "          \"type_id\": 0\n        }\n      },"},
+               *t2[] = {"\"pair\": [\n      {\"SpecialToken\": {\"id\": \"[CLS]\", \"type_id\": 0}}, {\"Sequence\": "
+                        "{\"id\": \"A\", \"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"[SEP]\", \"type_id\": 0}}, "
+                        "{\"SpecialToken\": {\"id\": \"[SEP]\", \"type_id\": 0}}, {\"Sequence\": {\"id\": \"B\", "
+                        "\"type_id\": 0}}, {\"SpecialToken\": {\"id\": \"[SEP]\", \"type_id\": 0}}], \"unused\": ["
+                        "\n      {\n        \"SpecialToken\": {\n          \"id\": \"[CLS]\",\n"
+                        "          \"type_id\": 0\n        }\n      },"};
+    edit_tokenizer(&t, f2, t2, 1);
+    as_gguf *g;
+    as_tokenizer *tok = tokenizer_of(t.path, &g);
+    int32_t cls = as_tokenizer_find(tok, "[CLS]"), sep = as_tokenizer_find(tok, "[SEP]");
+    int32_t *a, *b, *ids, *types;
+    size_t na, nb, n, n_a;
+    as_error err = {{0}};
+    cr_assert_eq(as_tokenizer_tokenize(tok, "the cat", 7, 0, &a, &na, &err), AS_OK);
+    cr_assert_eq(as_tokenizer_tokenize(tok, "sat on", 6, 0, &b, &nb, &err), AS_OK);
+    cr_assert_eq(as_tokenizer_tokenize_pair(tok, "the cat", 7, "sat on", 6, 0, &ids, &types, &n, &n_a, &err), AS_OK,
+                 "%s", err.msg);
+    cr_assert_eq(n, na + nb + 4);
+    cr_assert(ids[0] == cls && !memcmp(ids + 1, a, na * sizeof *a) && ids[na + 1] == sep && ids[na + 2] == sep &&
+              !memcmp(ids + na + 3, b, nb * sizeof *b) && ids[n - 1] == sep, "not [CLS] A [SEP] [SEP] B [SEP]");
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(types[i], 0, "type %zu is %d", i, types[i]);
+    free(a), free(b), free(ids), free(types);
+    as_tokenizer_free(tok);
+    as_gguf_close(g);
+    remove_copy(&t);
+
+    static const struct { const char *from, *to, *want; } bad[] = {
+        {"\"id\": \"B\",", "\"id\": \"C\",", "names sequence 'C'"},
+        {"\"id\": \"[CLS]\",\n          \"type_id\": 0\n        }\n      },\n      {\n        \"Sequence\"",
+         "\"id\": \"[NOPE]\",\n          \"type_id\": 0\n        }\n      },\n      {\n        \"Sequence\"",
+         "'[NOPE]' has no ids"},
+    };
+    for (size_t c = 0; c < sizeof bad / sizeof bad[0]; c++) {
+        make_copy(&t, "tiny-bert", true);
+        const char *f = bad[c].from; /* edited inside the pair template (the single one comes first) */
+        char p[256];
+        snprintf(p, sizeof p, "%s/tokenizer.json", t.path);
+        FILE *fp = fopen(p, "rb");
+        static char buf[1 << 20], out[1 << 20];
+        size_t len = fread(buf, 1, sizeof buf - 1, fp);
+        fclose(fp);
+        buf[len] = 0;
+        char *pair = strstr(buf, "\"pair\":"), *at = pair ? strstr(pair, f) : NULL;
+        cr_assert(at, "no '%s' in the pair template", f);
+        int k = snprintf(out, sizeof out, "%.*s%s%s", (int)(at - buf), buf, bad[c].to, at + strlen(f));
+        write_bytes(&t, "tokenizer.json", out, (size_t)k, NULL, 0);
+        refused(&t, "tokenizer.json", bad[c].want, NULL);
+        remove_copy(&t);
+    }
+    as_gguf *g0;
+    as_gguf_writer *w = edit_gguf("fixtures/tiny-bert.gguf", NULL, NULL, &g0);
+    as_gguf_writer_set_str(w, "tokenizer.attnscope.pair", "2:0 $A:0 3:x");
+    char path[] = "/tmp/attnscope-pair-XXXXXX.gguf";
+    int fd = mkstemps(path, 5);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g0);
+    as_model *m = NULL;
+    cr_assert_neq(as_model_load(&m, path, &err), AS_OK);
+    cr_assert(strstr(err.msg, "tokenizer.attnscope.pair") && strstr(err.msg, "ID:TYPE"), "message '%s'", err.msg);
+    unlink(path);
 }
 
 Test(hf, convert_to_an_unwritable_path_is_refused)

@@ -19,7 +19,7 @@
 static const char *models[] = {
     "fixtures/tiny-gpt2", "fixtures/tiny-llama", "fixtures/tiny-qwen2", "fixtures/tiny-llama-yarn",
     "fixtures/tiny-llama3", "fixtures/tiny-mistral", "fixtures/tiny-qwen3",
-    "fixtures/tiny-phi3", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-mixtral",
+    "fixtures/tiny-phi3", "fixtures/tiny-gemma", "fixtures/tiny-gemma2", "fixtures/tiny-gemma3", "fixtures/tiny-mixtral",
     "fixtures/tiny-mixtral-tie", "fixtures/tiny-qwen2moe", "fixtures/tiny-deepseek2", "fixtures/tiny-deepseek2-qlora",
     "fixtures/tiny-deepseek2-v3moe", "fixtures/tiny-deepseek2-v2moe", "fixtures/tiny-deepseek2-absorbed",
     "fixtures/tiny-deepseek2-yarn",

@@ -57,6 +57,16 @@ typedef struct as_tokenizer_spec {
     const uint8_t *charsmap;
     size_t charsmap_len;
     bool remove_extra_whitespaces;
+    /* Any kind but none: raw text is put in Unicode NFC before the
+     * algorithm sees it (after special tokens are cut out), as the
+     * tokenizers library's NFC normalizer does (Qwen's tokenizer.json);
+     * GGUF key tokenizer.attnscope.nfc, ours: llama.cpp does not. */
+    bool nfc;
+    /* A sentence pair's template (GGUF key tokenizer.attnscope.pair, ours,
+     * from a tokenizer.json's post-processor): "ID:T" a token id, "$A:T" /
+     * "$B:T" the texts, T the type id, space-separated. NULL: BERT's
+     * [CLS] $A [SEP] $B:1 [SEP]:1. */
+    const char *pair;
 } as_tokenizer_spec;
 
 /* A vocabulary of names without text: ids 0..n-1 labelled by the names
@@ -119,6 +129,19 @@ enum {
  * *ids is malloc'd. */
 int as_tokenizer_tokenize(const as_tokenizer *t, const char *text, size_t len, unsigned flags,
                           int32_t **ids, size_t *n_ids, as_error *err);
+/* A sentence pair as the tokenizer's pair template makes it (spec.pair:
+ * each text without specials, the template's tokens and type ids around
+ * them), else as BERT's template [CLS] $A [SEP] $B:1 [SEP]:1 makes it: a
+ * with AS_TOK_ADD_SPECIAL, b without, then [SEP] (found by its text);
+ * *types 0 for a's part, 1 for the rest; *n_a: the ids up to b's first.
+ * flags: AS_TOK_PARSE_SPECIAL or 0. Without a template, a vocabulary
+ * without [SEP] is refused. *ids and *types are malloc'd. */
+int as_tokenizer_tokenize_pair(const as_tokenizer *t, const char *a, size_t alen, const char *b, size_t blen,
+                               unsigned flags, int32_t **ids, int32_t **types, size_t *n_ids, size_t *n_a,
+                               as_error *err);
+/* s[0, n) in Unicode Normalization Form C (UAX #15; bytes that are not
+ * UTF-8 kept as they are). *out is malloc'd and NUL-terminated. */
+int as_tokenizer_nfc(const char *s, size_t n, char **out, size_t *out_n, as_error *err);
 /* The text as plain text (no control token read from it), with BOS in
  * front when add_bos is true and the tokenizer has one (never an EOS). */
 int as_tokenizer_encode(const as_tokenizer *t, const char *text, size_t len, bool add_bos,

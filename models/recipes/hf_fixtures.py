@@ -367,6 +367,68 @@ def gemma3_dir(model, cfg, tok, dtype="F32", sharded=False):
     return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
 
 
+def gemma1_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """GemmaForCausalLM's names and GemmaConfig's keys: norms stored as w
+    (used as 1 + w), post_attention_layernorm the MLP's norm (as Llama's),
+    NEOX rotary (rows as they are), multi-query attention."""
+    assert not (cfg.post_norms or cfg.window or cfg.attn_softcap or cfg.final_softcap or cfg.qk_norm)
+    t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "model.layers.%d." % L
+        t += [(p + "input_layernorm.weight", f32(b.ln1_w)),
+              (p + "self_attn.q_proj.weight", f32(b.q.weight)),
+              (p + "self_attn.k_proj.weight", f32(b.k.weight)),
+              (p + "self_attn.v_proj.weight", f32(b.v.weight)),
+              (p + "self_attn.o_proj.weight", f32(b.o.weight)),
+              (p + "post_attention_layernorm.weight", f32(b.ln2_w)),
+              (p + "mlp.gate_proj.weight", f32(b.gate.weight)),
+              (p + "mlp.up_proj.weight", f32(b.up.weight)),
+              (p + "mlp.down_proj.weight", f32(b.down.weight))]
+    t.append(("model.norm.weight", f32(model.lnf_w)))
+    config = {
+        "architectures": ["GemmaForCausalLM"], "model_type": "gemma", "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
+        "num_attention_heads": cfg.n_head, "num_key_value_heads": cfg.n_kv_head, "head_dim": cfg.d_head,
+        "max_position_embeddings": cfg.ctx, "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base,
+        "hidden_act": "gelu", "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+        "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
+    }
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
+
+
+def gemma2_dir(model, cfg, tok, dtype="F32", sharded=False):
+    """Gemma2ForCausalLM's names and Gemma2Config's keys: Gemma 3's layout
+    without q/k norms, scores and logits soft-capped, every other layer
+    windowed from layer 0 (Gemma 2's fixed pattern), one rotary base."""
+    assert cfg.window_pattern == 2 and not cfg.rope_base_window and not cfg.qk_norm
+    t = [("model.embed_tokens.weight", f32(model.tok_embd.weight))]
+    for L, b in enumerate(model.blocks):
+        p = "model.layers.%d." % L
+        t += [(p + "input_layernorm.weight", f32(b.ln1_w)),
+              (p + "self_attn.q_proj.weight", f32(b.q.weight)),
+              (p + "self_attn.k_proj.weight", f32(b.k.weight)),
+              (p + "self_attn.v_proj.weight", f32(b.v.weight)),
+              (p + "self_attn.o_proj.weight", f32(b.o.weight)),
+              (p + "post_attention_layernorm.weight", f32(b.ln1_post_w)),
+              (p + "pre_feedforward_layernorm.weight", f32(b.ln2_w)),
+              (p + "post_feedforward_layernorm.weight", f32(b.ln2_post_w)),
+              (p + "mlp.gate_proj.weight", f32(b.gate.weight)),
+              (p + "mlp.up_proj.weight", f32(b.up.weight)),
+              (p + "mlp.down_proj.weight", f32(b.down.weight))]
+    t.append(("model.norm.weight", f32(model.lnf_w)))
+    config = {
+        "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "vocab_size": cfg.vocab,
+        "hidden_size": cfg.d_model, "intermediate_size": cfg.d_ff, "num_hidden_layers": cfg.n_layer,
+        "num_attention_heads": cfg.n_head, "num_key_value_heads": cfg.n_kv_head, "head_dim": cfg.d_head,
+        "max_position_embeddings": cfg.ctx, "rms_norm_eps": cfg.eps, "rope_theta": cfg.rope_base,
+        "sliding_window": cfg.window, "query_pre_attn_scalar": cfg.d_head,
+        "attn_logit_softcapping": cfg.attn_softcap, "final_logit_softcapping": cfg.final_softcap,
+        "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+        "bos_token_id": tok["bos_token_id"], "eos_token_id": tok["eos_token_id"],
+    }
+    return {"model.safetensors": safetensors_bytes(t, dtype)}, config, spm_tokenizer(tok)
+
+
 def t5_dir(model, cfg, tok, dtype="F32", sharded=False):
     """T5ForConditionalGeneration's names and T5Config's keys. The
     reference (like llama.cpp) unembeds with the token embedding unscaled
@@ -519,7 +581,11 @@ DIRS = {
     "tiny-qwen3": ("tiny-qwen3", "F32", False),
     "tiny-bert": ("tiny-bert", "F32", False),
     "tiny-bert-erf": ("tiny-bert", "F32", False),
+    "tiny-gemma": ("tiny-gemma", "F32", False),
     "tiny-gemma3": ("tiny-gemma3", "F32", False),
+    # tiny-gemma2's weights with one rotary base for every layer (Gemma2Config
+    # has no other): no GGUF twin, PyTorch's hooks beside it (tiny-gemma2-hf.ref/)
+    "tiny-gemma2-hf": ("tiny-gemma2", "F32", False),
     "tiny-t5": ("tiny-t5", "F32", False),
     "tiny-t5-relu": ("tiny-t5-relu", "F32", False),
     "t5-ugm": ("t5-ugm", "F32", False),
@@ -567,13 +633,20 @@ def build_dir(name):
         make = t5_dir
     else:
         _, cfg, model, tok, ids, text = (MF.build if which in MF.SEEDS else MF.build_decoder)(which)
-        make = gpt2_dir if which == "tiny-gpt2" else gemma3_dir if which == "tiny-gemma3" else llama_dir
+        make = {"tiny-gpt2": gpt2_dir, "tiny-gemma": gemma1_dir, "tiny-gemma3": gemma3_dir}.get(which, llama_dir)
+        if which == "tiny-gemma2":
+            cfg = dataclasses.replace(cfg, rope_base_window=None)
+            model, make = MF.make_decoder(cfg, MF.DECODERS[which][1]), gemma2_dir
     files, config, tokenizer = make(model, cfg, tok, dtype, sharded)
     config["torch_dtype"] = TORCH_DTYPE[dtype]
     files["config.json"] = (json.dumps(config, indent=2) + "\n").encode()
     files["tokenizer.json"] = (json.dumps(tokenizer, indent=2, ensure_ascii=False) + "\n").encode()
     if dtype != "F32":  # beside the directory, not in it
         files["../%s.logits.npy" % name] = npy_bytes(reference_logits(model, ids, dtype))
+    if which == "tiny-gemma2":  # no GGUF twin: PyTorch's hooks beside it
+        for k, v in MF.run_hooks(model, ids).items():
+            files["../%s.ref/%s.npy" % (name, k)] = npy_bytes(np.ascontiguousarray(v, dtype=np.float32))
+        files["../%s.ref/tokens.npy" % name] = npy_bytes(np.array(ids, dtype=np.int32))
     if which in MF.ENCODERS and cfg.gelu_erf:  # no GGUF twin: PyTorch's hooks beside it
         hooks = MF.run_encoder_hooks(model, ids, MF.ENC_TYPES)
         print(MF.check_bert_block_against_torch(model, cfg, hooks, torch.nn.functional.gelu))

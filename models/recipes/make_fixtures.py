@@ -332,6 +332,10 @@ DECODERS = {
     # token: whenever they are 3rd and 4th the choice is a tie (the lower index is taken, as
     # llama.cpp's argsort does: its logits agree)
     "tiny-mixtral-tie": (_dec("llama", n_expert=5, n_expert_used=3, router_tie=True), 2010),
+    # Gemma (the first): embeddings times sqrt(32), norms as 1 + w, GEGLU (tanh), NEOX
+    # rotary, multi-query attention (one kv head), heads of 16; no post-norms, caps or window
+    "tiny-gemma": (_dec("gemma", d_head=16, n_kv_head=1, neox=True, gemma_norm=True, embed_scale=True, gelu=True,
+                        tie_embeddings=True), 2012),
     # Qwen-MoE: qwen2's attention; 4 experts of 16, 2 chosen, weights not renormalised; a shared
     # expert of d_ff (64, the default: no key) under a sigmoid gate
     "tiny-qwen2moe": (_dec("qwen2moe", neox=True, qkv_bias=True, rope_base=1000000.0, n_expert=4,

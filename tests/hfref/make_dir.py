@@ -1,7 +1,8 @@
 """A model directory around a real tokenizer.json, for comparing tokenizers:
-    make_dir.py TOKENIZER.json MODEL_TYPE OUT_DIR
+    make_dir.py TOKENIZER.json MODEL_TYPE OUT_DIR [VOCAB_SIZE]
 config.json with the vocabulary size the tokenizer implies (rounded up to a
-multiple of 128, as Qwen's embeddings are padded, for model_type qwen3),
+multiple of 128, as Qwen's embeddings are padded, for model_type qwen3), or
+VOCAB_SIZE (Gemma 3's 262144: its last added token has no embedding row),
 and a one-layer model of width 8 with random BF16 weights (safetensors
 written as hf_fixtures.py writes them). Only the tokenizer is of interest."""
 import json
@@ -18,6 +19,8 @@ tok_path, model_type, out = sys.argv[1:4]
 tok = json.load(open(tok_path, encoding="utf-8"))
 n = 1 + max([*tok["model"]["vocab"].values(), *(a["id"] for a in tok.get("added_tokens", []))])
 V = (n + 127) // 128 * 128 if model_type == "qwen3" else n
+if len(sys.argv) > 4:
+    V = int(sys.argv[4])
 os.makedirs(out, exist_ok=True)
 shutil.copy(tok_path, os.path.join(out, "tokenizer.json"))
 D, rng = 8, np.random.default_rng(0)

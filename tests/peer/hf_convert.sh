@@ -11,9 +11,13 @@ prog=$1 out=$2/hf-converted
 mkdir -p "$out"
 for d in tests/fixtures/hf/*/; do
     n=$(basename "$d")
-    [ -d "tests/fixtures/$n" ] || continue  # the F16/BF16 copies have no GGUF twin to compare tokens with
+    # the tokens of its GGUF twin's fixture, else of PyTorch's pass beside it (tiny-gemma2-hf.ref/); the
+    # F16/BF16 copies have neither
+    fix=tests/fixtures/$n
+    [ -d "$fix" ] || fix=tests/fixtures/hf/$n.ref
+    [ -d "$fix" ] || continue
     rm -f "$out/$n.gguf"
     "$prog" -e "convert $d $out/$n.gguf" >/dev/null || echo "hf_convert: $d was not converted" >&2
-    ln -sfn "$(pwd)/tests/fixtures/$n" "$out/$n"
+    ln -sfn "$(pwd)/$fix" "$out/$n"
     echo "$out/$n"
 done

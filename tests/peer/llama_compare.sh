@@ -25,7 +25,8 @@ EXCEPT="tiny-mistral: llama.cpp runs arch llama without attention.sliding_window
 tiny-transformer: llama.cpp has no graph for the original encoder-decoder Transformer (its t5 graph is pre-norm RMSNorm with relative position buckets); nn.Transformer is its reference
 tiny-transformer-sep: as tiny-transformer
 tiny-vit: libllama runs no vision tower (llama.cpp's CLIP graph lives in tools/mtmd, outside libllama); torchvision is its reference
-t5-ugm: a vocabulary without weights, the t5 tokenizer's fixture (tests/test_tok_llama.c holds its ids to llama.cpp's)"
+t5-ugm: a vocabulary without weights, the t5 tokenizer's fixture (tests/test_tok_llama.c holds its ids to llama.cpp's)
+tiny-bert-erf: llama.cpp runs every bert with the tanh GELU (convert's note says so); PyTorch's erf pass is its reference"
 
 skip() {
     echo "################################################################################"
