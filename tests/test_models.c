@@ -197,6 +197,92 @@ Test(models, austen_bert_embed_and_fill_match_its_recipe)
     close_session(s);
 }
 
+/* austen-moe: every hook of its fixture passage, the chosen experts
+ * exactly, is held to the float64 reference in test_interp.c
+ * (fixtures/models/austen-moe/, made by models/recipes/train_moe.py);
+ * here what a user reads off it. `experts` on the same tokens prints,
+ * for each routed layer, how often each expert was chosen: those counts
+ * equal the reference's blocks.L.mlp.hook_expert_indices counted per
+ * expert, each load is that count over the tokens, and the first token
+ * an expert lists occurs there as often as the reference routed it the
+ * most frequent (an exact count; ties only reorder equal counts). The
+ * dense layer 0 has no table. */
+Test(models, austen_moe_experts_count_the_reference_choices)
+{
+    const char *dir = "fixtures/models/austen-moe";
+    char path[256];
+    as_session *s = open_session("../models/austen-moe.gguf", 64);
+    snprintf(path, sizeof path, "%s/tokens.npy", dir);
+    run_npy_ids(s, "prompt-ids", path, false);
+    run_ok(s, "finish");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len), *old = s->out;
+    s->out = mem;
+    run_ok(s, "experts");
+    s->out = old;
+    fclose(mem);
+    cr_assert_null(strstr(text, "layer 0:"), "the dense layer has a table: %s", text);
+    int routed = 0;
+    for (int L = 0; L < s->model->cfg.n_layer; L++) {
+        npy ix, tok;
+        snprintf(path, sizeof path, "%s/blocks.%d.mlp.hook_expert_indices.npy", dir, L);
+        if (npy_read(path, &ix))
+            continue;
+        routed++;
+        snprintf(path, sizeof path, "%s/tokens.npy", dir);
+        cr_assert_eq(npy_read(path, &tok), 0);
+        cr_assert_eq(ix.ndim, 2);
+        size_t n = ix.shape[0], k = ix.shape[1];
+        cr_assert_eq(n, tok.count);
+        char head[32];
+        snprintf(head, sizeof head, "layer %d:", L);
+        const char *at = strstr(text, head);
+        cr_assert(at, "no table for routed layer %d: %s", L, text);
+        int E = 0;
+        cr_assert_eq(sscanf(at, "layer %*d: %d experts", &E), 1);
+        for (int e = 0; e < E; e++) {
+            int count = 0, best = 0;
+            for (size_t p = 0; p < n; p++)
+                for (size_t j = 0; j < k; j++)
+                    count += (int)ix.f[p * k + j] == e;
+            /* the reference's most frequent token among this expert's */
+            for (size_t p = 0; p < n; p++) {
+                int c = 0;
+                for (size_t q = 0; q < n; q++)
+                    for (size_t j = 0; j < k; j++)
+                        c += tok.i[q] == tok.i[p] && (int)ix.f[q * k + j] == e;
+                best = c > best ? c : best;
+            }
+            char row[16];
+            snprintf(row, sizeof row, "\n  %6d ", e);
+            const char *r = strstr(at, row);
+            cr_assert(r, "layer %d has no row for expert %d: %s", L, e, at);
+            float load;
+            int chosen, first;
+            cr_assert_eq(sscanf(r + strlen(row), "%f%% %d", &load, &chosen), 2, "%.80s", r);
+            cr_assert_eq(chosen, count, "layer %d expert %d chosen %d times, the reference %d", L, e, chosen,
+                         count);
+            cr_assert_float_eq(load, 100.0 * count / (double)n, 0.051, "layer %d expert %d load %.1f%%", L, e,
+                               load);
+            const char *x = strstr(r + 1, "\xc3\x97"), *eol = strchr(r + 1, '\n');
+            if (count == 0) {
+                cr_assert(!x || (eol && x > eol), "expert %d took nothing but lists a token", e);
+                continue;
+            }
+            cr_assert(x && (!eol || x < eol), "layer %d expert %d lists no token: %.80s", L, e, r);
+            cr_assert_eq(sscanf(x + 2, "%d", &first), 1);
+            cr_assert_eq(first, best, "layer %d expert %d's first token %d times, the reference's most %d", L, e,
+                         first, best);
+        }
+        npy_free(&ix);
+        npy_free(&tok);
+    }
+    cr_assert_eq(routed, 3, "austen-moe routes layers 1-3; the fixture has %d", routed);
+    free(text);
+    close_session(s);
+}
+
 /* Max abs difference of two files' logits over a recipe's tokens (a
  * prompt pass: panels of decoded rows into sgemm), and, when decode is
  * set, over 8 greedy tokens generated after them (one position at a
