@@ -177,13 +177,7 @@ Test(models, austen_bert_embed_and_fill_match_its_recipe)
     for (size_t v = 1; v < V; v++)
         if (logits.f[(size_t)mask * V + v] > logits.f[(size_t)mask * V + best])
             best = v;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len), *old = s->out;
-    s->out = mem;
-    run_ok(s, "fill 1");
-    s->out = old;
-    fclose(mem);
+    char *text = run_output(s, "fill 1");
     const char *line = strstr(text, "\n1\t");
     int id = -1;
     cr_assert(line && sscanf(line + 1, "1\t%d", &id) == 1, "fill 1 printed: %s", text);
@@ -215,13 +209,7 @@ Test(models, austen_moe_experts_count_the_reference_choices)
     snprintf(path, sizeof path, "%s/tokens.npy", dir);
     run_npy_ids(s, "prompt-ids", path, false);
     run_ok(s, "finish");
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len), *old = s->out;
-    s->out = mem;
-    run_ok(s, "experts");
-    s->out = old;
-    fclose(mem);
+    char *text = run_output(s, "experts");
     cr_assert_null(strstr(text, "layer 0:"), "the dense layer has a table: %s", text);
     int routed = 0;
     for (int L = 0; L < s->model->cfg.n_layer; L++) {
