@@ -271,6 +271,70 @@ Test(models, austen_moe_experts_count_the_reference_choices)
     close_session(s);
 }
 
+/* austen-moe's validation loss is compared with austen-llama's on the same
+ * tokens (its card): so its file holds austen-llama's tokenizer exactly.
+ * Every tokenizer.* key of either file is in the other with the same type
+ * and value (the 2,048 pieces, their scores and types, the special ids),
+ * read with attnscope's GGUF reader; and both tokenize the card's passage
+ * to the same ids. */
+Test(models, austen_moe_has_austen_llamas_tokenizer)
+{
+    as_gguf *g[2];
+    const char *path[2] = {"../models/austen-moe.gguf", "../models/austen-llama.gguf"};
+    for (int i = 0; i < 2; i++) {
+        as_error err = {0};
+        cr_assert_eq(as_gguf_open(&g[i], path[i], &err), AS_OK, "%s", err.msg);
+    }
+    int keys = 0;
+    for (int i = 0; i < 2; i++)
+        for (uint64_t k = 0; k < g[i]->n_kv; k++) {
+            const as_gguf_kv *a = &g[i]->kvs[k];
+            if (strncmp(a->key, "tokenizer.", 10))
+                continue;
+            keys++;
+            const as_gguf_kv *b = as_gguf_find(g[1 - i], a->key);
+            cr_assert(b, "%s has %s, %s has not", path[i], a->key, path[1 - i]);
+            cr_assert_eq(a->type, b->type, "%s", a->key);
+            if (a->type == AS_GGUF_STRING)
+                cr_assert(a->str_len == b->str_len && !memcmp(a->str, b->str, a->str_len), "%s", a->key);
+            else if (a->type != AS_GGUF_ARRAY)
+                cr_assert(!memcmp(&a->v, &b->v, sizeof a->v), "%s", a->key);
+            else {
+                cr_assert(a->arr_type == b->arr_type && a->arr_len == b->arr_len, "%s", a->key);
+                for (uint64_t j = 0; j < a->arr_len; j++)
+                    if (a->arr_type == AS_GGUF_STRING)
+                        cr_assert(a->str_lens[j] == b->str_lens[j] && !memcmp(a->strs[j], b->strs[j], a->str_lens[j]),
+                                  "%s[%llu]", a->key, (unsigned long long)j);
+                    else
+                        cr_assert_eq(as_gguf_arr_f64(a, j), as_gguf_arr_f64(b, j), "%s[%llu]", a->key,
+                                     (unsigned long long)j);
+            }
+        }
+    cr_assert_geq(keys, 2 * 4, "only %d tokenizer keys", keys);
+    const as_gguf_kv *tok = as_gguf_find(g[0], "tokenizer.ggml.tokens");
+    cr_assert(tok && tok->arr_len == 2048, "austen-moe's vocabulary is not 2,048 pieces");
+    as_gguf_close(g[0]);
+    as_gguf_close(g[1]);
+    const char *text = "My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let "
+                       "at last?";
+    as_session *s[2];
+    const int32_t *ids[2];
+    int n[2];
+    for (int i = 0; i < 2; i++) {
+        char cmd[256];
+        s[i] = open_session(path[i], 64);
+        snprintf(cmd, sizeof cmd, "prompt \"%s\"", text);
+        run_ok(s[i], cmd);
+        ids[i] = s[i]->it->out->tokens;
+        n[i] = s[i]->it->out->n_tokens;
+    }
+    cr_assert_eq(n[0], n[1]);
+    cr_assert_geq(n[0], 20);
+    cr_assert(!memcmp(ids[0], ids[1], (size_t)n[0] * sizeof *ids[0]), "the two tokenize the passage differently");
+    close_session(s[0]);
+    close_session(s[1]);
+}
+
 /* Max abs difference of two files' logits over a recipe's tokens (a
  * prompt pass: panels of decoded rows into sgemm), and, when decode is
  * set, over 8 greedy tokens generated after them (one position at a
