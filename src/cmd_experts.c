@@ -40,6 +40,45 @@ int as_cmd_expert_load(as_session *s, int layer, float *load, int *n_expert, int
     return AS_OK;
 }
 
+/* The distinct tokens expert e took over positions [0, n) of the
+ * hook_expert_indices hook h, into ids/cnt (room for n each), the `top`
+ * most frequent first (the earlier in the context among equals); the
+ * times it was chosen in *chosen (may be NULL). Returns how many distinct. */
+int as_cmd_expert_tokens(const as_session *s, int h, int e, int n, int top, int32_t *ids, int *cnt, int *chosen)
+{
+    const as_op *op = as_program_producer(s->prog, h);
+    const int32_t *tokens = s->it->out->tokens;
+    int nd = 0, times = 0;
+    for (int p = 0; p < n; p++) {
+        const float *ix = as_capture_row(s->cap, h, p);
+        for (int j = 0; j < op->k; j++) {
+            if ((int)ix[j] != e)
+                continue;
+            times++;
+            int d = 0;
+            while (d < nd && ids[d] != tokens[p])
+                d++;
+            if (d == nd)
+                ids[nd] = tokens[p], cnt[nd++] = 0;
+            cnt[d]++;
+        }
+    }
+    for (int t = 0; t < top && t < nd; t++) {
+        int best = t;
+        for (int d = t + 1; d < nd; d++)
+            if (cnt[d] > cnt[best])
+                best = d;
+        int32_t bi = ids[best];
+        int bc = cnt[best];
+        memmove(ids + t + 1, ids + t, (size_t)(best - t) * sizeof *ids);
+        memmove(cnt + t + 1, cnt + t, (size_t)(best - t) * sizeof *cnt);
+        ids[t] = bi, cnt[t] = bc;
+    }
+    if (chosen)
+        *chosen = times;
+    return nd;
+}
+
 /* The largest expert count over the routed layers; 0: none route. */
 static int max_experts(const as_session *s)
 {
@@ -70,50 +109,24 @@ static int layer_table(as_session *s, int layer, as_error *err)
     if (as_cmd_expert_load(s, layer, load, &E, &n, err))
         goto out;
     bool gates = hg >= 0 && as_capture_has(s->cap, hg) && s->cap->filled[hg] >= n;
-    const int32_t *tokens = s->it->out->tokens;
     fprintf(s->out, "layer %d: %d experts, %d chosen per token, over %d tokens\n", layer, E, op->k, n);
     fprintf(s->out, "  %6s %6s %6s %6s  %s\n", "expert", "load", "chosen", "gate", "tokens taken most often");
     for (int e = 0; e < E; e++) {
-        /* distinct tokens this expert took, with their counts, in context order */
-        int nd = 0;
         double gsum = 0;
-        for (int p = 0; p < n; p++) {
-            const float *ix = as_capture_row(s->cap, h, p);
-            for (int j = 0; j < op->k; j++) {
-                if ((int)ix[j] != e)
-                    continue;
-                if (gates)
+        for (int p = 0; gates && p < n; p++)
+            for (int j = 0; j < op->k; j++)
+                if ((int)as_capture_row(s->cap, h, p)[j] == e)
                     gsum += as_capture_row(s->cap, hg, p)[j];
-                int d = 0;
-                while (d < nd && ids[d] != tokens[p])
-                    d++;
-                if (d == nd) {
-                    ids[nd] = tokens[p];
-                    cnt[nd++] = 0;
-                }
-                cnt[d]++;
-            }
-        }
+        int nd = as_cmd_expert_tokens(s, h, e, n, EXPERT_TOP, ids, cnt, NULL);
         int chosen = (int)lroundf(load[e] * (float)n);
         char gate[16] = "-";
         if (gates && chosen > 0)
             snprintf(gate, sizeof gate, "%.3f", gsum / chosen);
         fprintf(s->out, "  %6d %5.1f%% %6d %6s ", e, 100.0 * load[e], chosen, gate);
-        /* the most frequent first, the earlier in the context among equals */
         for (int t = 0; t < EXPERT_TOP && t < nd; t++) {
-            int best = t;
-            for (int d = t + 1; d < nd; d++)
-                if (cnt[d] > cnt[best])
-                    best = d;
-            int32_t bi = ids[best];
-            int bc = cnt[best];
-            memmove(ids + t + 1, ids + t, (size_t)(best - t) * sizeof *ids);
-            memmove(cnt + t + 1, cnt + t, (size_t)(best - t) * sizeof *cnt);
-            ids[t] = bi;
-            cnt[t] = bc;
             char piece[48];
-            as_cmd_label(s, bi, 12, piece, sizeof piece);
-            fprintf(s->out, " %s×%d", piece, bc);
+            as_cmd_label(s, ids[t], 12, piece, sizeof piece);
+            fprintf(s->out, " %s×%d", piece, cnt[t]);
         }
         fputc('\n', s->out);
     }

@@ -1253,11 +1253,13 @@ out:
     return rc;
 }
 
+static int export_experts(cmd_ctx *c);
+
 int as_cmd_export(cmd_ctx *c)
 {
     static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export lines "
                                 "LAYER HEAD|all FILE | export norms LAYER|final FILE | export probs FILE | export "
-                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export routing LAYER FILE | export load FILE  (FILE .png, .svg "
+                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export routing LAYER FILE | export load FILE | export experts LAYER FILE  (FILE .png, .svg "
                                 "or .pdf, then key=value options)";
     if (c->argc < 2)
         return as_error_set(c->err, "%s", usage);
@@ -1280,9 +1282,108 @@ int as_cmd_export(cmd_ctx *c)
         return as_cmd_export_load(c);
     if (!strcmp(what, "routing"))
         return export_routing(c);
+    if (!strcmp(what, "experts"))
+        return export_experts(c);
     return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay, "
-                        "routing, load)",
+                        "routing, load, experts)",
                         what);
+}
+
+/* export experts LAYER FILE: one column per routed expert, the tokens
+ * it took most often over the context (hook_expert_indices), each with a
+ * bar for its share of that expert's choices. */
+#define EXPERT_FIG_ROWS 8
+static int export_experts(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    if (c->argc < 4)
+        return as_error_set(c->err, "usage: export experts LAYER FILE.png|FILE.svg|FILE.pdf [key=value ...]");
+    const char *path = c->argv[3];
+    export_opts o;
+    as_fig_format fmt;
+    int layer;
+    if (parse_layer(s, c->argv[2], &layer, c->err))
+        return AS_ERR;
+    int out = s->prog->out_stream, hi = as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, layer, out);
+    const as_op *op = hi >= 0 ? as_program_producer(s->prog, hi) : NULL;
+    if (!op)
+        return as_error_set(c->err, "layer %d of %s has no experts (its MLP is dense)", layer, s->model->cfg.name);
+    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 4, OPT_FIG, &o))
+        return AS_ERR;
+    int n = as_cmd_hook_positions(s, hi, c->err);
+    if (n < 0)
+        return AS_ERR;
+    int E = op->n_expert, R = EXPERT_FIG_ROWS, rows = 0;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    int *cnt = malloc((size_t)n * sizeof *cnt);
+    as_fig_expert_col *cols = calloc((size_t)E, sizeof *cols);
+    char **labels = calloc((size_t)E * (size_t)R, sizeof *labels), **titles = calloc((size_t)E, sizeof *titles);
+    float *share = calloc((size_t)E * (size_t)R, sizeof *share), full = 0;
+    int *counts = calloc((size_t)E * (size_t)R, sizeof *counts);
+    as_fig_ctx *ctx = NULL;
+    as_figure *f = NULL;
+    caption cp;
+    int rc = AS_ERR;
+    if (!ids || !cnt || !cols || !labels || !titles || !share || !counts) {
+        as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int e = 0; e < E; e++) {
+        int chosen, nd = as_cmd_expert_tokens(s, hi, e, n, R, ids, cnt, &chosen);
+        int shown = nd < R ? nd : R;
+        for (int t = 0; t < shown; t++) {
+            int32_t bi = ids[t];
+            int bc = cnt[t];
+            char piece[48];
+            as_cmd_label(s, bi, 12, piece, sizeof piece);
+            if (!(labels[e * R + t] = malloc(64))) {
+                as_error_set(c->err, "out of memory");
+                goto out;
+            }
+            snprintf(labels[e * R + t], 64, "%s", piece);
+            counts[e * R + t] = bc;
+            share[e * R + t] = (float)bc / (float)chosen;
+            full = fmaxf(full, share[e * R + t]);
+        }
+        if (!(titles[e] = malloc(32))) {
+            as_error_set(c->err, "out of memory");
+            goto out;
+        }
+        snprintf(titles[e], 32, "%d: %.0f%%", e, n ? 100.0 * chosen / n : 0.0);
+        cols[e] = (as_fig_expert_col){titles[e], shown, (const char *const *)labels + e * R, counts + e * R,
+                                      share + e * R};
+        rows = shown > rows ? shown : rows;
+    }
+    as_fig_experts ex = {E, rows > 0 ? rows : 1, full > 0 ? full : 1, cols};
+    if (as_fig_ctx_new(&ctx, NULL, c->err))
+        goto out;
+    caption_init(&cp, s, &o, "Layer %d: the tokens each expert takes most often", layer);
+    caption_note(&cp, "Columns: the %d routed experts, each headed by its load (the share of the %d tokens that "
+                 "chose it; %d chosen per token).", E, n, op->k);
+    caption_note(&cp, "Lines: a token and how many times the expert took it, the most frequent first (at most %d); "
+                 "bars: that count's share of the expert's choices (a column's width is %.0f%%).", R, 100.0 * ex.full);
+    if (as_fig_expert_tokens(&f, ctx, &o.st, &cp.c, &ex, c->err))
+        goto out;
+    char val[16], what[64];
+    snprintf(val, sizeof val, "%d", layer);
+    if (as_figure_add_meta(f, "Layer", val, c->err))
+        goto out;
+    snprintf(what, sizeof what, "experts layer %d", layer);
+    rc = finish(c, f, &o, 0, n, path, fmt, what);
+    f = NULL;
+out:
+    as_figure_free(f);
+    as_fig_ctx_free(ctx);
+    if (labels)
+        free_labels(labels, E * R);
+    if (titles)
+        free_labels(titles, E);
+    free(cols);
+    free(share);
+    free(counts);
+    free(ids);
+    free(cnt);
+    return rc;
 }
 
 /* ---- dump all ---- */

@@ -1913,6 +1913,55 @@ int as_fig_prob_bars(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, c
     return lay_end(&L, H, out, err);
 }
 
+/* The columns of as_fig_expert_tokens: each row a label line and a bar
+ * under it; the bars' scale (0–1) spans a column's inner width. */
+int as_fig_expert_tokens(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
+                         const as_fig_experts *ex, as_error *err)
+{
+    lay L;
+    int E = ex->n_expert, R = ex->rows;
+    if (E < 1 || R < 1 || !(ex->full > 0))
+        return as_error_set(err, "expert figure: no experts to draw");
+    if (lay_begin(&L, out, ctx, st, cap, err))
+        return AS_ERR;
+    float m = PT(&L, MARGIN_PT), gap = PT(&L, 4), lw = PT(&L, FRAME_PT);
+    float colw = (L.W - 2 * m - (float)(E - 1) * gap) / (float)E;
+    float sm = lineh(&L, L.small), barh = fmaxf(PT(&L, 3), 2), rowh = sm + barh + PT(&L, 2);
+    float head = title_height(&L, cap), hb = lineh(&L, L.body);
+    if (colw < PT(&L, 24))
+        return too_small(&L, "a column per expert", err);
+    float top = head + hb + PT(&L, 2);
+    for (int e = 0; e < E; e++) {
+        const as_fig_expert_col *c = &ex->cols[e];
+        float x = m + (float)e * (colw + gap);
+        text(&L, x + colw / 2, head + caph(&L, L.body), L.small, false, AL_MIDDLE, INK, c->title);
+        line(&L, x, top - PT(&L, 1), x + colw, top - PT(&L, 1), INK, lw);
+        if (c->n == 0)
+            text_vc(&L, x + colw / 2, top + sm / 2, L.small, AL_MIDDLE, GREYTXT, "none");
+        for (int i = 0; i < c->n && i < R; i++) {
+            float y = top + (float)i * rowh;
+            char lab[64], num[24];
+            snprintf(num, sizeof num, "\xc3\x97%d", c->count[i]);
+            float nw = tw(&L, num, L.small) + PT(&L, 2);
+            /* a token's text is cut to what the column holds beside its count */
+            snprintf(lab, sizeof lab, "%s", c->labels[i]);
+            for (size_t n = strlen(lab); n > 1 && tw(&L, lab, L.small) > colw - nw; n--) {
+                while (n > 1 && ((unsigned char)lab[n - 1] & 0xC0) == 0x80)
+                    n--;
+                lab[n - 1] = 0;
+            }
+            text_vc(&L, x, y + sm / 2, L.small, AL_START, INK, lab);
+            text_vc(&L, x + colw, y + sm / 2, L.small, AL_END, GREYTXT, num);
+            float sh = isfinite(c->share[i]) ? fminf(1, fmaxf(0, c->share[i] / ex->full)) : 0;
+            rect(&L, x, roundf(y + sm), roundf(sh * colw), roundf(barh), SERIES[0], NULL, 0);
+            line(&L, x, y + sm, x, y + sm + barh, INK, lw);
+        }
+    }
+    float H = draw_notes(&L, cap, top + (float)R * rowh + PT(&L, 2)) + m;
+    draw_title(&L, cap);
+    return lay_end(&L, H, out, err);
+}
+
 /* Black or white, whichever reads better on rgb. */
 static const uint8_t *contrast(const uint8_t *rgb)
 {

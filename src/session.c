@@ -1207,7 +1207,7 @@ static const command commands[] = {
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
       "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
-      "overlay L H|mean|rollout|all | routing L | load  FILE.png|FILE.svg|FILE.pdf [key=value]",
+      "overlay L H|mean|rollout|all | routing L | load | experts L  FILE.png|FILE.svg|FILE.pdf [key=value]",
       "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
       "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export},

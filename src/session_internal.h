@@ -144,6 +144,7 @@ int as_cmd_heads(cmd_ctx *c);
 int as_cmd_experts(cmd_ctx *c);
 int as_cmd_export_load(cmd_ctx *c);
 int as_cmd_expert_load(as_session *s, int layer, float *load, int *n_expert, int *n_pos, as_error *err);
+int as_cmd_expert_tokens(const as_session *s, int h, int e, int n, int top, int32_t *ids, int *cnt, int *chosen);
 int as_cmd_watch(cmd_ctx *c);
 int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);

@@ -106,6 +106,19 @@ void run_ok(as_session *s, const char *cmds)
     as_free_commands(list, n);
 }
 
+char *run_output(as_session *s, const char *cmds)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len), *old = s->out;
+    cr_assert(mem);
+    s->out = mem;
+    run_ok(s, cmds);
+    s->out = old;
+    fclose(mem);
+    return text;
+}
+
 float rand_unit(uint64_t *s)
 {
     *s = *s * 6364136223846793005ull + 1442695040888963407ull;

@@ -28,6 +28,8 @@ as_session *open_session(const char *model, size_t capture_mb);
 void close_session(as_session *s);
 /* Runs commands (';'-separated) and asserts each succeeds. */
 void run_ok(as_session *s, const char *cmds);
+/* run_ok, returning what the commands printed (malloc'd; free it). */
+char *run_output(as_session *s, const char *cmds);
 /* Runs one command, returns its status, copies the error message to msg. */
 int run_cmd(as_session *s, const char *cmd, char *msg, size_t cap);
 

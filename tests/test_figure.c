@@ -1986,3 +1986,127 @@ Test(figure, routing_figure_marks_the_reference_choices)
     remove_tree(dir);
     free(dir);
 }
+
+/* export experts: a column per expert, its most frequent tokens with a bar
+ * for each one's share of the expert's choices, the widest bar the largest
+ * share. The reference counts come from the PyTorch reference's chosen
+ * experts (hook_expert_indices, which attnscope's equal exactly) over the
+ * fixture's tokens. Found from the pixels: each bar is a run of the bar
+ * colour; columns by the bars' left edges, left to right. Each column's
+ * top bar is its most frequent token's share, scaled so the longest bar
+ * is the largest share (2 px), and a column has a bar for each distinct
+ * token up to 8. A dense layer, a layer past the last, and an
+ * unwritable path: one message each, no file. */
+Test(figure, expert_tokens_bars_are_the_reference_shares)
+{
+    char prompt[512], out[512], msg[512], cmd[600];
+    float load[2][4];
+    int n = mixtral_ref(prompt, sizeof prompt, load);
+    as_session *s = open_session("fixtures/tiny-mixtral.gguf", 64);
+    run_ok(s, prompt);
+    run_ok(s, "finish");
+    char *dir = make_tmpdir(), path[256];
+    const int L = 1, E = 4;
+    snprintf(path, sizeof path, "%s/experts.png", dir);
+    snprintf(cmd, sizeof cmd, "export experts %d %s", L, path);
+    cr_assert_eq(run_captured(s, cmd, out, sizeof out, msg, sizeof msg), AS_OK, "%s", msg);
+    cr_assert(strstr(out, "experts layer 1"), "%s", out);
+    npy t, ix;
+    cr_assert_eq(npy_read(MIXTRAL_REF "/tokens.npy", &t), 0);
+    cr_assert_eq(npy_read(MIXTRAL_REF "/blocks.1.mlp.hook_expert_indices.npy", &ix), 0);
+    int k = (int)ix.shape[ix.ndim - 1];
+    double top[4] = {0}, full = 0;
+    int distinct[4] = {0};
+    for (int e = 0; e < E; e++) {
+        int chosen = 0, best = 0;
+        for (int p = 0; p < n; p++) {
+            int c = 0, earlier = 0;
+            for (int q = 0; q < n; q++)
+                for (int j = 0; j < k; j++)
+                    if ((int)ix.f[q * k + j] == e && t.i[q] == t.i[p]) {
+                        c++;
+                        earlier |= q < p;
+                    }
+            for (int j = 0; j < k; j++)
+                chosen += (int)ix.f[p * k + j] == e;
+            distinct[e] += c > 0 && !earlier;
+            best = c > best ? c : best;
+        }
+        top[e] = chosen ? (double)best / chosen : 0;
+        full = fmax(full, top[e]);
+        if (distinct[e] > 8)
+            distinct[e] = 8;
+    }
+    png_img im;
+    png_load(path, &im);
+    static const uint8_t BAR[3] = {0x1F, 0x77, 0xB4};
+#define IS_BAR(p) (abs((p)[0] - BAR[0]) <= 2 && abs((p)[1] - BAR[1]) <= 2 && abs((p)[2] - BAR[2]) <= 2)
+    /* bars by left edge: the top bar's length and how many bars (runs of rows) */
+    int x0s[8], len0[8], bars[8], last_y[8], nc = 0, longest = 0;
+    for (int y = 0; y < im.h; y++)
+        for (int x = 0; x < im.w; x++) {
+            if (!IS_BAR(px(im.rgb, im.w, x, y)) || (x > 0 && IS_BAR(px(im.rgb, im.w, x - 1, y))))
+                continue;
+            int len = 0;
+            while (x + len < im.w && IS_BAR(px(im.rgb, im.w, x + len, y)))
+                len++;
+            longest = len > longest ? len : longest;
+            int c = 0;
+            while (c < nc && abs(x0s[c] - x) > 1)
+                c++;
+            if (c == nc) {
+                cr_assert_lt(nc, 8, "more bar columns than experts");
+                x0s[nc] = x, len0[nc] = len, bars[nc] = 0, last_y[nc++] = -2;
+            }
+            if (last_y[c] != y - 1)
+                bars[c]++;
+            last_y[c] = y;
+        }
+#undef IS_BAR
+    int want_cols = 0;
+    for (int e = 0; e < E; e++)
+        want_cols += top[e] > 0;
+    cr_assert_eq(nc, want_cols, "%d columns of bars, the reference's experts that took tokens %d", nc, want_cols);
+    cr_assert_geq(longest, 40, "the longest bar is %d px", longest);
+    /* columns left to right */
+    for (int a = 0; a < nc; a++)
+        for (int b = a + 1; b < nc; b++)
+            if (x0s[b] < x0s[a]) {
+                int tx = x0s[a], tl = len0[a], tb = bars[a];
+                x0s[a] = x0s[b], len0[a] = len0[b], bars[a] = bars[b];
+                x0s[b] = tx, len0[b] = tl, bars[b] = tb;
+            }
+    for (int e = 0, c = 0; e < E; e++) {
+        if (top[e] == 0)
+            continue;
+        double want = top[e] / full * longest;
+        cr_assert(fabs(len0[c] - want) <= 2, "expert %d's top bar %d px, the reference's share %.3f of %.3f: %.1f px",
+                  e, len0[c], top[e], full, want);
+        cr_assert_eq(bars[c], distinct[e], "expert %d: %d bars, the reference's distinct tokens %d", e, bars[c],
+                     distinct[e]);
+        c++;
+    }
+    png_free_img(&im);
+    npy_free(&t);
+    npy_free(&ix);
+    /* bad requests: a message naming what, and nothing written */
+    const char *bad[][2] = {{"export experts 2 %s", "layer"}, {"export experts 1 /nonexistent-dir/x.png", "/nonexistent-dir"}};
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/bad%d.png", dir, i);
+        snprintf(cmd, sizeof cmd, bad[i][0], path);
+        cr_assert_eq(run_captured(s, cmd, out, sizeof out, msg, sizeof msg), AS_ERR, "%s", cmd);
+        cr_assert(strstr(msg, bad[i][1]), "%s: %s", cmd, msg);
+        cr_assert_neq(access(path, F_OK), 0, "%s was written", path);
+    }
+    as_session *d = open_session("fixtures/tiny-deepseek2-v3moe.gguf", 64);
+    run_ok(d, "prompt the cat sat; finish");
+    snprintf(path, sizeof path, "%s/dense.png", dir);
+    snprintf(cmd, sizeof cmd, "export experts 0 %s", path);
+    cr_assert_eq(run_captured(d, cmd, out, sizeof out, msg, sizeof msg), AS_ERR);
+    cr_assert(strstr(msg, "dense"), "%s", msg);
+    cr_assert_neq(access(path, F_OK), 0, "%s was written", path);
+    close_session(d);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}

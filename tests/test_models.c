@@ -177,13 +177,7 @@ Test(models, austen_bert_embed_and_fill_match_its_recipe)
     for (size_t v = 1; v < V; v++)
         if (logits.f[(size_t)mask * V + v] > logits.f[(size_t)mask * V + best])
             best = v;
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len), *old = s->out;
-    s->out = mem;
-    run_ok(s, "fill 1");
-    s->out = old;
-    fclose(mem);
+    char *text = run_output(s, "fill 1");
     const char *line = strstr(text, "\n1\t");
     int id = -1;
     cr_assert(line && sscanf(line + 1, "1\t%d", &id) == 1, "fill 1 printed: %s", text);
@@ -195,6 +189,150 @@ Test(models, austen_bert_embed_and_fill_match_its_recipe)
     npy_free(&logits);
     npy_free(&got);
     close_session(s);
+}
+
+/* austen-moe: every hook of its fixture passage, the chosen experts
+ * exactly, is held to the float64 reference in test_interp.c
+ * (fixtures/models/austen-moe/, made by models/recipes/train_moe.py);
+ * here what a user reads off it. `experts` on the same tokens prints,
+ * for each routed layer, how often each expert was chosen: those counts
+ * equal the reference's blocks.L.mlp.hook_expert_indices counted per
+ * expert, each load is that count over the tokens, and the first token
+ * an expert lists occurs there as often as the reference routed it the
+ * most frequent (an exact count; ties only reorder equal counts). The
+ * dense layer 0 has no table. */
+Test(models, austen_moe_experts_count_the_reference_choices)
+{
+    const char *dir = "fixtures/models/austen-moe";
+    char path[256];
+    as_session *s = open_session("../models/austen-moe.gguf", 64);
+    snprintf(path, sizeof path, "%s/tokens.npy", dir);
+    run_npy_ids(s, "prompt-ids", path, false);
+    run_ok(s, "finish");
+    char *text = run_output(s, "experts");
+    cr_assert_null(strstr(text, "layer 0:"), "the dense layer has a table: %s", text);
+    int routed = 0;
+    for (int L = 0; L < s->model->cfg.n_layer; L++) {
+        npy ix, tok;
+        snprintf(path, sizeof path, "%s/blocks.%d.mlp.hook_expert_indices.npy", dir, L);
+        if (npy_read(path, &ix))
+            continue;
+        routed++;
+        snprintf(path, sizeof path, "%s/tokens.npy", dir);
+        cr_assert_eq(npy_read(path, &tok), 0);
+        cr_assert_eq(ix.ndim, 2);
+        size_t n = ix.shape[0], k = ix.shape[1];
+        cr_assert_eq(n, tok.count);
+        char head[32];
+        snprintf(head, sizeof head, "layer %d:", L);
+        const char *at = strstr(text, head);
+        cr_assert(at, "no table for routed layer %d: %s", L, text);
+        int E = 0;
+        cr_assert_eq(sscanf(at, "layer %*d: %d experts", &E), 1);
+        for (int e = 0; e < E; e++) {
+            int count = 0, best = 0;
+            for (size_t p = 0; p < n; p++)
+                for (size_t j = 0; j < k; j++)
+                    count += (int)ix.f[p * k + j] == e;
+            /* the reference's most frequent token among this expert's */
+            for (size_t p = 0; p < n; p++) {
+                int c = 0;
+                for (size_t q = 0; q < n; q++)
+                    for (size_t j = 0; j < k; j++)
+                        c += tok.i[q] == tok.i[p] && (int)ix.f[q * k + j] == e;
+                best = c > best ? c : best;
+            }
+            char row[16];
+            snprintf(row, sizeof row, "\n  %6d ", e);
+            const char *r = strstr(at, row);
+            cr_assert(r, "layer %d has no row for expert %d: %s", L, e, at);
+            float load;
+            int chosen, first;
+            cr_assert_eq(sscanf(r + strlen(row), "%f%% %d", &load, &chosen), 2, "%.80s", r);
+            cr_assert_eq(chosen, count, "layer %d expert %d chosen %d times, the reference %d", L, e, chosen,
+                         count);
+            cr_assert_float_eq(load, 100.0 * count / (double)n, 0.051, "layer %d expert %d load %.1f%%", L, e,
+                               load);
+            const char *x = strstr(r + 1, "\xc3\x97"), *eol = strchr(r + 1, '\n');
+            if (count == 0) {
+                cr_assert(!x || (eol && x > eol), "expert %d took nothing but lists a token", e);
+                continue;
+            }
+            cr_assert(x && (!eol || x < eol), "layer %d expert %d lists no token: %.80s", L, e, r);
+            cr_assert_eq(sscanf(x + 2, "%d", &first), 1);
+            cr_assert_eq(first, best, "layer %d expert %d's first token %d times, the reference's most %d", L, e,
+                         first, best);
+        }
+        npy_free(&ix);
+        npy_free(&tok);
+    }
+    cr_assert_eq(routed, 3, "austen-moe routes layers 1-3; the fixture has %d", routed);
+    free(text);
+    close_session(s);
+}
+
+/* austen-moe's validation loss is compared with austen-llama's on the same
+ * tokens (its card): so its file holds austen-llama's tokenizer exactly.
+ * Every tokenizer.* key of either file is in the other with the same type
+ * and value (the 2,048 pieces, their scores and types, the special ids),
+ * read with attnscope's GGUF reader; and both tokenize the card's passage
+ * to the same ids. */
+Test(models, austen_moe_has_austen_llamas_tokenizer)
+{
+    as_gguf *g[2];
+    const char *path[2] = {"../models/austen-moe.gguf", "../models/austen-llama.gguf"};
+    for (int i = 0; i < 2; i++) {
+        as_error err = {0};
+        cr_assert_eq(as_gguf_open(&g[i], path[i], &err), AS_OK, "%s", err.msg);
+    }
+    int keys = 0;
+    for (int i = 0; i < 2; i++)
+        for (uint64_t k = 0; k < g[i]->n_kv; k++) {
+            const as_gguf_kv *a = &g[i]->kvs[k];
+            if (strncmp(a->key, "tokenizer.", 10))
+                continue;
+            keys++;
+            const as_gguf_kv *b = as_gguf_find(g[1 - i], a->key);
+            cr_assert(b, "%s has %s, %s has not", path[i], a->key, path[1 - i]);
+            cr_assert_eq(a->type, b->type, "%s", a->key);
+            if (a->type == AS_GGUF_STRING)
+                cr_assert(a->str_len == b->str_len && !memcmp(a->str, b->str, a->str_len), "%s", a->key);
+            else if (a->type != AS_GGUF_ARRAY)
+                cr_assert(!memcmp(&a->v, &b->v, sizeof a->v), "%s", a->key);
+            else {
+                cr_assert(a->arr_type == b->arr_type && a->arr_len == b->arr_len, "%s", a->key);
+                for (uint64_t j = 0; j < a->arr_len; j++)
+                    if (a->arr_type == AS_GGUF_STRING)
+                        cr_assert(a->str_lens[j] == b->str_lens[j] && !memcmp(a->strs[j], b->strs[j], a->str_lens[j]),
+                                  "%s[%llu]", a->key, (unsigned long long)j);
+                    else
+                        cr_assert_eq(as_gguf_arr_f64(a, j), as_gguf_arr_f64(b, j), "%s[%llu]", a->key,
+                                     (unsigned long long)j);
+            }
+        }
+    cr_assert_geq(keys, 2 * 4, "only %d tokenizer keys", keys);
+    const as_gguf_kv *tok = as_gguf_find(g[0], "tokenizer.ggml.tokens");
+    cr_assert(tok && tok->arr_len == 2048, "austen-moe's vocabulary is not 2,048 pieces");
+    as_gguf_close(g[0]);
+    as_gguf_close(g[1]);
+    const char *text = "My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let "
+                       "at last?";
+    as_session *s[2];
+    const int32_t *ids[2];
+    int n[2];
+    for (int i = 0; i < 2; i++) {
+        char cmd[256];
+        s[i] = open_session(path[i], 64);
+        snprintf(cmd, sizeof cmd, "prompt \"%s\"", text);
+        run_ok(s[i], cmd);
+        ids[i] = s[i]->it->out->tokens;
+        n[i] = s[i]->it->out->n_tokens;
+    }
+    cr_assert_eq(n[0], n[1]);
+    cr_assert_geq(n[0], 20);
+    cr_assert(!memcmp(ids[0], ids[1], (size_t)n[0] * sizeof *ids[0]), "the two tokenize the passage differently");
+    close_session(s[0]);
+    close_session(s[1]);
 }
 
 /* Max abs difference of two files' logits over a recipe's tokens (a

@@ -74,4 +74,9 @@ MOE=$ROOT/models/austen-moe.gguf
 if [ -f "$MOE" ]; then
     "$BIN" -m "$MOE" -e "prompt \"My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let at last? Mr. Bennet replied that he had not.\";
         finish; export routing 3 $OUT/moe-routing-L3.png; export routing 1 $OUT/moe-routing-L1.png; export load $OUT/moe-load.png"
+    # what each expert of layers 1 and 3 takes over the opening of Pride and
+    # Prejudice's first chapter (about 200 tokens), two columns wide
+    P1="It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a wife. However little known the feelings or views of such a man may be on his first entering a neighbourhood, this truth is so well fixed in the minds of the surrounding families, that he is considered the rightful property of some one or other of their daughters. My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let at last? Mr. Bennet replied that he had not. But it is, returned she; for Mrs. Long has just been here, and she told me all about it. Mr. Bennet made no answer. Do you not want to know who has taken it? cried his wife impatiently. You want to tell me, and I have no objection to hearing it."
+    "$BIN" -m "$MOE" -e "prompt \"$P1\"; finish;
+        export experts 3 $OUT/moe-experts-L3.png width=7in; export experts 1 $OUT/moe-experts-L1.png width=7in"
 fi

@@ -198,6 +198,31 @@ typedef struct as_fig_probs {
 int as_fig_prob_bars(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
                      const as_fig_probs *pr, as_error *err);
 
+/* ---- what a routed layer's experts take ---- */
+
+/* One column per expert, headed by its title ("3: 14%"): the tokens it
+ * took most often, the most frequent first, each a line (the token, cut
+ * to fit, and its count at the right) over a bar for its share of the
+ * expert's choices, 0 at the column's left edge to `full` at its right
+ * (the same scale in every column). An expert that took nothing shows
+ * "none". */
+typedef struct as_fig_expert_col {
+    const char *title;
+    int n;                      /* tokens listed, at most the figure's rows */
+    const char *const *labels;  /* [n] the tokens' text */
+    const int *count;           /* [n] times taken */
+    const float *share;         /* [n] 0–full */
+} as_fig_expert_col;
+
+typedef struct as_fig_experts {
+    int n_expert, rows;         /* columns; lines a column has room for */
+    float full;                 /* the share a bar across the column stands for, > 0 */
+    const as_fig_expert_col *cols;
+} as_fig_experts;
+
+int as_fig_expert_tokens(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, const as_fig_caption *cap,
+                         const as_fig_experts *ex, as_error *err);
+
 /* For each generated token: its probability when it was sampled and the
  * top-k alternatives, as a line chart above a table of the candidates. */
 typedef struct as_fig_trace {

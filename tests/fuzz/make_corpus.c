@@ -537,7 +537,8 @@ static void session_seeds(void)
     CMD("moe", 2 + 3 * 5, "prompt the cat sat; finish; gen 3; dump blocks.0.mlp.hook_expert_indices i.npy; "
                           "ablate expert 0.1; route 1.2 off; route 1.9 off; ablate expert 7.0; ablations; compare; "
                           "unablate; hooks blocks.1.mlp.*; experts; experts 1; experts 9; export load l.png; "
-                          "export routing 1 r.svg; export routing 7 r.png; dump all d");
+                          "export routing 1 r.svg; export routing 7 r.png; export experts 1 x.svg; export experts 7 x.png; "
+                          "dump all d");
     CMD("t5", 2 + 3 * 4, "source the cat; finish; gen 2; export attn 0 0 t.png site=cross; norms 0; embed; "
                          "stats decoder.0.attn.hook_position_bias; dump all d");
 }
