@@ -863,6 +863,21 @@ out:
 
 /* ---- a routed MLP ---- */
 
+/* A routed layer's figure over the context's n tokens, written with its
+ * layer in the provenance ("routing layer 3"); f is freed either way. */
+static int finish_layer(cmd_ctx *c, as_figure *f, const export_opts *o, int n, const char *path, as_fig_format fmt,
+                        const char *kind, int layer)
+{
+    char val[16], what[64];
+    snprintf(val, sizeof val, "%d", layer);
+    if (as_figure_add_meta(f, "Layer", val, c->err)) {
+        as_figure_free(f);
+        return AS_ERR;
+    }
+    snprintf(what, sizeof what, "%s layer %d", kind, layer);
+    return finish(c, f, o, 0, n, path, fmt, what);
+}
+
 /* export routing LAYER FILE: tokens × experts, the router's weights
  * (hook_expert_weights) with the k chosen (hook_expert_indices) dotted,
  * and under them a row of each expert's load (the share of the tokens
@@ -945,12 +960,7 @@ static int export_routing(cmd_ctx *c)
     caption_note(&cp, "Bottom row, load: the share of the %d tokens that chose each expert (%s).", n, loads);
     if (as_fig_heatmap(&f, ctx, &o.st, &cp.c, &h, c->err))
         goto out;
-    char val[16], what[64];
-    snprintf(val, sizeof val, "%d", layer);
-    if (as_figure_add_meta(f, "Layer", val, c->err))
-        goto out;
-    snprintf(what, sizeof what, "routing layer %d", layer);
-    rc = finish(c, f, &o, 0, n, path, fmt, what);
+    rc = finish_layer(c, f, &o, n, path, fmt, "routing", layer);
     f = NULL;
 out:
     as_figure_free(f);
@@ -1364,12 +1374,7 @@ static int export_experts(cmd_ctx *c)
                  "bars: that count's share of the expert's choices (a column's width is %.0f%%).", R, 100.0 * ex.full);
     if (as_fig_expert_tokens(&f, ctx, &o.st, &cp.c, &ex, c->err))
         goto out;
-    char val[16], what[64];
-    snprintf(val, sizeof val, "%d", layer);
-    if (as_figure_add_meta(f, "Layer", val, c->err))
-        goto out;
-    snprintf(what, sizeof what, "experts layer %d", layer);
-    rc = finish(c, f, &o, 0, n, path, fmt, what);
+    rc = finish_layer(c, f, &o, n, path, fmt, "experts", layer);
     f = NULL;
 out:
     as_figure_free(f);
