@@ -863,6 +863,24 @@ out:
 
 /* ---- a routed MLP ---- */
 
+/* export routing|experts LAYER FILE [key=value ...]: the layer, its
+ * chosen-experts hook and the op that chooses them (the routing hooks of
+ * a layer come together), the format and options; a dense layer refused. */
+static int routed_figure_args(cmd_ctx *c, const char *kind, int *layer, int *hi, const as_op **op, export_opts *o,
+                              as_fig_format *fmt)
+{
+    as_session *s = c->s;
+    if (c->argc < 4)
+        return as_error_set(c->err, "usage: export %s LAYER FILE.png|FILE.svg|FILE.pdf [key=value ...]", kind);
+    if (parse_layer(s, c->argv[2], layer, c->err))
+        return AS_ERR;
+    *hi = as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, *layer, s->prog->out_stream);
+    *op = *hi >= 0 ? as_program_producer(s->prog, *hi) : NULL;
+    if (!*op)
+        return as_error_set(c->err, "layer %d of %s has no experts (its MLP is dense)", *layer, s->model->cfg.name);
+    return as_fig_format_of(c->argv[3], fmt, c->err) || parse_opts(c, 4, OPT_FIG, o) ? AS_ERR : AS_OK;
+}
+
 /* A routed layer's figure over the context's n tokens, written with its
  * layer in the provenance ("routing layer 3"); f is freed either way. */
 static int finish_layer(cmd_ctx *c, as_figure *f, const export_opts *o, int n, const char *path, as_fig_format fmt,
@@ -885,22 +903,14 @@ static int finish_layer(cmd_ctx *c, as_figure *f, const export_opts *o, int n, c
 static int export_routing(cmd_ctx *c)
 {
     as_session *s = c->s;
-    if (c->argc < 4)
-        return as_error_set(c->err, "usage: export routing LAYER FILE.png|FILE.svg|FILE.pdf [key=value ...]");
-    const char *path = c->argv[3];
     export_opts o;
     as_fig_format fmt;
-    int layer;
-    if (parse_layer(s, c->argv[2], &layer, c->err))
+    int layer, hi;
+    const as_op *op;
+    if (routed_figure_args(c, "routing", &layer, &hi, &op, &o, &fmt))
         return AS_ERR;
-    int out = s->prog->out_stream;
-    int hw = as_program_hook_in(s->prog, AS_HK_EXPERT_WEIGHTS, layer, out);
-    int hi = as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, layer, out);
-    const as_op *op = hi >= 0 ? as_program_producer(s->prog, hi) : NULL;
-    if (hw < 0 || !op)
-        return as_error_set(c->err, "layer %d of %s has no experts (its MLP is dense)", layer, s->model->cfg.name);
-    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 4, OPT_FIG, &o))
-        return AS_ERR;
+    const char *path = c->argv[3];
+    int hw = as_program_hook_in(s->prog, AS_HK_EXPERT_WEIGHTS, layer, s->prog->out_stream);
     int n = as_cmd_hook_positions(s, hi, c->err), nw = n < 0 ? -1 : as_cmd_hook_positions(s, hw, c->err);
     if (n < 0 || nw < 0)
         return AS_ERR;
@@ -1306,20 +1316,13 @@ int as_cmd_export(cmd_ctx *c)
 static int export_experts(cmd_ctx *c)
 {
     as_session *s = c->s;
-    if (c->argc < 4)
-        return as_error_set(c->err, "usage: export experts LAYER FILE.png|FILE.svg|FILE.pdf [key=value ...]");
-    const char *path = c->argv[3];
     export_opts o;
     as_fig_format fmt;
-    int layer;
-    if (parse_layer(s, c->argv[2], &layer, c->err))
+    int layer, hi;
+    const as_op *op;
+    if (routed_figure_args(c, "experts", &layer, &hi, &op, &o, &fmt))
         return AS_ERR;
-    int out = s->prog->out_stream, hi = as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, layer, out);
-    const as_op *op = hi >= 0 ? as_program_producer(s->prog, hi) : NULL;
-    if (!op)
-        return as_error_set(c->err, "layer %d of %s has no experts (its MLP is dense)", layer, s->model->cfg.name);
-    if (as_fig_format_of(path, &fmt, c->err) || parse_opts(c, 4, OPT_FIG, &o))
-        return AS_ERR;
+    const char *path = c->argv[3];
     int n = as_cmd_hook_positions(s, hi, c->err);
     if (n < 0)
         return AS_ERR;

@@ -1061,22 +1061,18 @@ static bool run_op(as_interp *it)
 }
 
 /* This pass's spans: a causal stream's new positions (at most `chunk` of
- * them when chunk > 0; *capped says whether any were left for later), all
- * of any other stream whose input changed; false when no stream has
- * anything new. */
-static bool next_spans(const as_interp *it, as_pass *ps, int chunk, bool *capped)
+ * them when chunk > 0), all of any other stream whose input changed;
+ * false when no stream has anything new. */
+static bool next_spans(const as_interp *it, as_pass *ps, int chunk)
 {
     bool any = false;
-    *capped = false;
     for (int s = 0; s < it->prog->n_streams; s++) {
         const as_stream_state *st = &it->st[s];
         bool pending = st->n_done < st->n_tokens, causal = it->prog->streams[s].causal;
         ps->p0[s] = causal || !pending ? st->n_done : 0;
         ps->n[s] = pending ? st->n_tokens - ps->p0[s] : 0;
-        if (causal && chunk > 0 && ps->n[s] > chunk) {
+        if (causal && chunk > 0 && ps->n[s] > chunk)
             ps->n[s] = chunk;
-            *capped = true;
-        }
         any |= pending;
     }
     return any;
@@ -1112,7 +1108,7 @@ static int start_pass(as_interp *it, as_run_mode mode, bool *started, as_error *
     as_pass ps;
     bool to_end = mode == AS_RUN_FINISH || mode == AS_RUN_CONTINUE;
     *started = false;
-    if (!next_spans(it, &ps, to_end && it->cap->budget == 0 ? AS_PROMPT_CHUNK : 0, &it->pass_capped))
+    if (!next_spans(it, &ps, to_end && it->cap->budget == 0 ? AS_PROMPT_CHUNK : 0))
         return AS_OK;
     if (check_kv_streams(it, &ps, err))
         return AS_ERR;
@@ -1157,9 +1153,10 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
             return AS_OK;
         }
         if (!it->in_pass) {
-            /* a chunk of a longer prompt: on to the next, as one run */
+            /* a chunk of a longer prompt: on to the next, as one run (a
+             * pass that took every new position leaves none pending) */
             bool started = false;
-            if (it->pass_capped && (mode == AS_RUN_FINISH || mode == AS_RUN_CONTINUE) &&
+            if (it->cap->budget == 0 && (mode == AS_RUN_FINISH || mode == AS_RUN_CONTINUE) &&
                 start_pass(it, mode, &started, err))
                 return AS_ERR;
             if (started && it->in_pass)

@@ -122,7 +122,6 @@ typedef struct as_interp {
     int rope_stream;   /* the stream and rotary spec whose angles rope holds; -1: none */
     as_rope_spec rope_spec;
     int ready_until;   /* ops [pc, ready_until) have their outputs computed already */
-    bool pass_capped;  /* this pass holds only a chunk of its causal streams' new positions */
 } as_interp;
 
 /* With nothing captured (a budget of 0), a run to the end (FINISH,
