@@ -74,6 +74,34 @@ def _rec(hooks, name, t):
         hooks[name] = t[0].detach().clone()
 
 
+def _routed_experts(blk, x, idx, gates, p, hooks):
+    """The chosen experts' SwiGLUs (each token's k experts gathered from
+    the 3-D gate/up/down tensors), summed under their gates; hooks in slot
+    layout [pos, k, ...] under p ("blocks.L.mlp.")."""
+    pre = torch.einsum("btkfd,btd->btkf", blk.gate_exps[idx], x)   # [B,T,k,F]
+    _rec(hooks, p + "experts.hook_pre", pre)
+    lin = torch.einsum("btkfd,btd->btkf", blk.up_exps[idx], x)
+    _rec(hooks, p + "experts.hook_pre_linear", lin)
+    post = F.silu(pre) * lin
+    _rec(hooks, p + "experts.hook_post", post)
+    out = torch.einsum("btkdf,btkf->btkd", blk.down_exps[idx], post)
+    _rec(hooks, p + "experts.hook_out", out)
+    return (gates[..., None] * out).sum(dim=2)
+
+
+def _shared_expert(blk, x, p, hooks):
+    """The shared expert every token takes: a SwiGLU (ffn_*_shexp), hooks mlp.shared.*."""
+    pre = blk.gate_shexp(x)
+    _rec(hooks, p + "shared.hook_pre", pre)
+    lin = blk.up_shexp(x)
+    _rec(hooks, p + "shared.hook_pre_linear", lin)
+    post = F.silu(pre) * lin
+    _rec(hooks, p + "shared.hook_post", post)
+    shared = blk.down_shexp(post)
+    _rec(hooks, p + "shared.hook_out", shared)
+    return shared
+
+
 class Block(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -665,30 +693,14 @@ class Decoder(nn.Module):
         if c.expert_renorm:
             gates = gates / gates.sum(-1, keepdim=True)
         _rec(hooks, p + "hook_expert_gates", gates)
-        pre = torch.einsum("btkfd,btd->btkf", blk.gate_exps[idx], x)   # [B,T,k,F]
-        _rec(hooks, p + "experts.hook_pre", pre)
-        lin = torch.einsum("btkfd,btd->btkf", blk.up_exps[idx], x)
-        _rec(hooks, p + "experts.hook_pre_linear", lin)
-        post = F.silu(pre) * lin
-        _rec(hooks, p + "experts.hook_post", post)
-        out = torch.einsum("btkdf,btkf->btkd", blk.down_exps[idx], post)
-        _rec(hooks, p + "experts.hook_out", out)
-        out = (gates[..., None] * out).sum(dim=2)
+        out = _routed_experts(blk, x, idx, gates, p, hooks)
         if c.d_shared:
             _rec(hooks, p + "hook_routed_out", out)
             logit = blk.shexp_gate_inp(x)
             _rec(hooks, p + "shared.hook_gate_logit", logit)
             gate = torch.sigmoid(logit)
             _rec(hooks, p + "shared.hook_gate", gate)
-            pre = blk.gate_shexp(x)
-            _rec(hooks, p + "shared.hook_pre", pre)
-            lin = blk.up_shexp(x)
-            _rec(hooks, p + "shared.hook_pre_linear", lin)
-            post = F.silu(pre) * lin
-            _rec(hooks, p + "shared.hook_post", post)
-            shared = blk.down_shexp(post)
-            _rec(hooks, p + "shared.hook_out", shared)
-            out = out + gate * shared
+            out = out + gate * _shared_expert(blk, x, p, hooks)
         _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
         return out
 
@@ -1076,26 +1088,10 @@ class DeepSeek2(nn.Module):
         if c.scale not in (0.0, 1.0):
             g = g * c.scale
         _rec(hooks, p + "hook_expert_gates", g)
-        pre = torch.einsum("btkfd,btd->btkf", blk.gate_exps[idx], x)
-        _rec(hooks, p + "experts.hook_pre", pre)
-        lin = torch.einsum("btkfd,btd->btkf", blk.up_exps[idx], x)
-        _rec(hooks, p + "experts.hook_pre_linear", lin)
-        post = F.silu(pre) * lin
-        _rec(hooks, p + "experts.hook_post", post)
-        out = torch.einsum("btkdf,btkf->btkd", blk.down_exps[idx], post)
-        _rec(hooks, p + "experts.hook_out", out)
-        out = (g[..., None] * out).sum(dim=2)
+        out = _routed_experts(blk, x, idx, g, p, hooks)
         if c.n_shared:
             _rec(hooks, p + "hook_routed_out", out)
-            pre = blk.gate_shexp(x)
-            _rec(hooks, p + "shared.hook_pre", pre)
-            lin = blk.up_shexp(x)
-            _rec(hooks, p + "shared.hook_pre_linear", lin)
-            post = F.silu(pre) * lin
-            _rec(hooks, p + "shared.hook_post", post)
-            shared = blk.down_shexp(post)
-            _rec(hooks, p + "shared.hook_out", shared)
-            out = out + shared
+            out = out + _shared_expert(blk, x, p, hooks)
         _rec(hooks, "blocks.%d.hook_mlp_out" % L, out)
         return out
 
