@@ -536,8 +536,10 @@ static float dot_q6_k(const uint8_t *w, const float *x, int n)
  * (subtract, sign-extend, convert) with one instruction, and the weights
  * come out exactly as the reference decoders give them, so the dot is the
  * float dot of the decoded row. Measured on the bench machine (one core,
- * a 768 x 2048 Q4_0 matrix in cache): 16.1 -> 18.0-18.5 G weights/s (the FP pipes are
- * the bound: about three 512-bit operations per 16 weights either way). */
+ * a 768 x 2048 Q4_0 matrix in cache): 16.1 -> 18.0-18.5 G weights/s.
+ * Q4_0 and Q4_K now go through the mask kernels below (faster still, but
+ * they need x laid out per product); the tables remain for Q4_1, the IQ4
+ * types, Q4_0's last blocks and rows wider than XP_COLS_MAX. */
 #ifdef HAVE_LUT16
 static const float iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 

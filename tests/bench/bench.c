@@ -12,6 +12,7 @@
  * engines take turns, run after run, and every figure is the median.
  * Before the models, the typed kernels are timed alone (kernels.c); --only
  * kernels runs just that, --only NAME just that model. */
+#include <cblas.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -61,6 +62,7 @@ typedef struct model {
     char typed[2][1024];     /* the GGUF's F16 and Q8_0 copies */
     char shape[160];
     double bytes, typed_bytes[2];
+    double macs; /* multiply-adds of the weight matrices per position (llama shapes; 0 if not known) */
     int n_ctx, n_vocab;
     row rows[MAX_ROWS];
     int n_rows;
@@ -306,6 +308,37 @@ static void ratio_cell(FILE *f, double a, double b)
         fprintf(f, "      - |");
 }
 
+/* Float32 matrix products at their fastest here: OpenBLAS's sgemm on
+ * 2048 x 2048 x 2048 with the engines' thread count, best of 3. A prompt
+ * that multiplies float32 activations by float32 (decoded) weights cannot
+ * go faster, so it bounds attnscope's prompt speed; llama.cpp's quantized
+ * prompts multiply 8-bit integers and are not bound by it. */
+static double sgemm_gflops;
+
+static void measure_sgemm(int threads)
+{
+    enum { N = 2048 };
+    float *a = malloc((size_t)N * N * sizeof *a), *b = malloc((size_t)N * N * sizeof *b);
+    float *c = malloc((size_t)N * N * sizeof *c);
+    if (!a || !b || !c) {
+        free(a), free(b), free(c);
+        return;
+    }
+    for (size_t i = 0; i < (size_t)N * N; i++)
+        a[i] = (float)(i % 97) * 0.01f, b[i] = (float)(i % 89) * 0.02f;
+    openblas_set_num_threads(threads);
+    for (int k = 0; k < 4; k++) { /* the first warms up */
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, N, N, 1.0f, a, N, b, N, 0.0f, c, N);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double g = 2.0 * N * N * (double)N / ((double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / 1e9;
+        if (k && g > sgemm_gflops)
+            sgemm_gflops = g;
+    }
+    free(a), free(b), free(c);
+}
+
 static void print_table(FILE *f, const model *m)
 {
     const row *rc = find_row(m, E_RUNC), *lc = find_row(m, E_LLAMA);
@@ -328,6 +361,13 @@ static void print_table(FILE *f, const model *m)
         ratio_cell(f, r->prompt_tps, ours && lc ? lc->prompt_tps : 0);
         fputc('\n', f);
     }
+    const row *off = find_row(m, E_ATTN_OFF);
+    if (m->quant && m->macs > 0 && sgemm_gflops > 0 && off && off->n_ok && lc && lc->n_ok)
+        fprintf(f, "\nPrompt arithmetic (the weight matrices' 2 flops per weight per position): attnscope %.0f GFLOP/s, "
+                   "llama.cpp %.0f GFLOP/s; this machine's float32 ceiling, OpenBLAS sgemm on 2048^3, %.0f GFLOP/s "
+                   "(llama.cpp at %.2fx of it).\n",
+                2 * m->macs * off->prompt_tps / 1e9, 2 * m->macs * lc->prompt_tps / 1e9, sgemm_gflops,
+                2 * m->macs * lc->prompt_tps / 1e9 / sgemm_gflops);
 }
 
 /* ---------------------------------------------------------------- do the engines agree? */
@@ -540,6 +580,9 @@ static int setup_llama(model *m, const opts *o, const bench_llama_shape *s)
     snprintf(m->shape, sizeof m->shape, "llama2.c checkpoint, dim %d, %d layers, %d heads (%d KV heads), hidden %d, "
              "vocab %d, context %d", s->dim, s->layers, s->heads, s->kv_heads, s->hidden, s->vocab, s->seq_len);
     m->bytes = file_bytes(m->bin);
+    int kv = s->dim / s->heads * s->kv_heads;
+    m->macs = (double)s->layers * ((double)s->dim * (2.0 * s->dim + 2.0 * kv) + 3.0 * s->dim * s->hidden) +
+              (double)s->dim * s->vocab;
     if (s->quant_only)
         return 0; /* the base of llama.cpp's quantizations, timed in none of its own rows */
     add_row(m, E_ATTN_OFF), add_row(m, E_ATTN_FULL), add_row(m, E_ATTN_GGUF);
@@ -566,7 +609,7 @@ static int setup_quant(model *m, const opts *o, const model *base, const char *f
 {
     if (!o->llama_peer)
         return -1;
-    *m = (model){.kind = base->kind, .n_ctx = base->n_ctx, .n_vocab = base->n_vocab, .quant = true};
+    *m = (model){.kind = base->kind, .n_ctx = base->n_ctx, .n_vocab = base->n_vocab, .quant = true, .macs = base->macs};
     snprintf(m->label, sizeof m->label, "%s %s", base->name, ftype_name);
     m->name = m->label;
     snprintf(m->gguf, sizeof m->gguf, "%s/%s.%s.gguf", o->dir, base->name, ftype_name);
@@ -693,6 +736,12 @@ int main(int argc, char **argv)
         }
     if ((!o.only || !strcmp(o.only, "gpt2-124M")) && setup_gpt2(&ms[n], &o) == 0)
         n++;
+    for (int i = 0; i < n; i++)
+        if (ms[i].quant) {
+            fprintf(stderr, "bench: float32 sgemm ceiling\n");
+            measure_sgemm(o.threads);
+            break;
+        }
     for (int i = 0; i < n; i++)
         for (int run = 0; run < o.runs; run++)
             for (int r = 0; r < ms[i].n_rows; r++) {
