@@ -22,8 +22,8 @@
 #define COLD_BYTES (256u << 20) /* copies of a matrix: 8x the 32 MB L3 of the machine in RESULTS.md */
 
 static const as_ggml_type bench_types[] = {AS_GGML_F32,  AS_GGML_F16,  AS_GGML_BF16, AS_GGML_Q8_0,
-                                           AS_GGML_Q4_0, AS_GGML_Q4_K, AS_GGML_Q6_K};
-#define N_BENCH_TYPES 7
+                                           AS_GGML_Q4_0, AS_GGML_Q4_K, AS_GGML_Q5_K, AS_GGML_Q6_K};
+#define N_BENCH_TYPES 8
 
 static uint64_t rng(uint64_t *s)
 {
@@ -63,7 +63,7 @@ static uint8_t *encode(as_ggml_type type, int rows, int cols)
             uint8_t *blk = out + b * tr->block_bytes;
             uint16_t d = as_f32_to_f16(0.001f + (float)(b % 7) * 0.0003f);
             memcpy(blk + (type == AS_GGML_Q6_K ? 208 : 0), &d, 2); /* d */
-            if (type == AS_GGML_Q4_K)
+            if (type == AS_GGML_Q4_K || type == AS_GGML_Q5_K)
                 memcpy(blk + 2, &d, 2); /* dmin */
         }
     } else
@@ -263,7 +263,7 @@ int bench_kernels(FILE *f, int threads)
                "one copy again and again (from cache when it fits). Read: a plain streaming read of the same cold "
                "bytes (as_all_finite), the bandwidth this machine gives the access. Time vs F32: a product's time "
                "over F32's on the same shape, cold (bandwidth-bound kernels go as their bytes: F16 and BF16 0.50, "
-               "Q8_0 0.27, Q4_0 and Q4_K 0.14, Q6_K 0.21). Medians of 9 rounds, the types taking turns in each; ratios are medians of per-round "
+               "Q8_0 0.27, Q4_0 and Q4_K 0.14, Q5_K 0.17, Q6_K 0.21). Medians of 9 rounds, the types taking turns in each; ratios are medians of per-round "
                "ratios.\n\n",
             COLD_BYTES >> 20);
     fprintf(f, "| type | shape | MB | cold, 1 thread | cold, %d threads | hot, 1 thread | hot, %d threads | read, 1 "
