@@ -890,6 +890,18 @@ static float dot_q4_k_mask(const uint8_t *w, const float *xp, int n)
     return k_total(tot, mins);
 }
 
+/* e and o (even and odd k) hold a value in bits 8p.. of each lane under
+ * mask << 8p; each taken by one AND as q·2^(8p), times xp's vector k
+ * (laid out scaled by 2^(-8p)), into a0 (even) and a1 (odd). */
+static inline void byte_values(__m512i e, __m512i o, unsigned mask, const float *xp, __m512 *a0, __m512 *a1)
+{
+    for (int p = 0; p < 4; p++) {
+        __m512i m = _mm512_set1_epi32((int)(mask << (8 * p)));
+        *a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e, m)), _mm512_loadu_ps(xp + 32 * p), *a0);
+        *a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(o, m)), _mm512_loadu_ps(xp + 32 * p + 16), *a1);
+    }
+}
+
 /* Q5_K: Q4_K's lanes, with each value's fifth bit from qh (32 bytes, in
  * both halves of a load: lane L's dword is qh bytes 4(L mod 8)..+3, and
  * the bit for sub-block j is bit j of its byte). Merged per load into e
@@ -916,13 +928,8 @@ static float dot_q5_k_mask(const uint8_t *w, const float *xp, int n)
             /* 0xE4: low4 ? the nibble : the fifth bit */
             __m512i e = _mm512_ternarylogic_epi32(v, _mm512_and_si512(he, bit4), low4, 0xE4);
             __m512i o = _mm512_ternarylogic_epi32(_mm512_srli_epi32(v, 4), _mm512_and_si512(ho, bit4), low4, 0xE4);
-            const float *xz = xp + 128 * z;
             __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-            for (int p = 0; p < 4; p++) {
-                __m512i m = _mm512_set1_epi32((int)(0x1Fu << (8 * p)));
-                a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e, m)), _mm512_loadu_ps(xz + 32 * p), a0);
-                a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(o, m)), _mm512_loadu_ps(xz + 32 * p + 16), a1);
-            }
+            byte_values(e, o, 0x1F, xp + 128 * z, &a0, &a1);
             tot = k_scaled(a0, a1, scales, z, tot);
         }
     }
@@ -955,11 +962,7 @@ static float dot_q6_k_mask(const uint8_t *w, const float *xp, int n)
                                                   _mm512_and_si512(_mm512_srlv_epi32(qh, down), high2), low4, 0xE4);
             const float *xh = xp + 128 * h;
             __m512 a0 = _mm512_loadu_ps(xp + 256 + 32 * h), a1 = _mm512_loadu_ps(xp + 256 + 32 * h + 16);
-            for (int p = 0; p < 4; p++) {
-                __m512i m = _mm512_set1_epi32((int)(0x3Fu << (8 * p)));
-                a0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(e, m)), _mm512_loadu_ps(xh + 32 * p), a0);
-                a1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(o, m)), _mm512_loadu_ps(xh + 32 * p + 16), a1);
-            }
+            byte_values(e, o, 0x3F, xh, &a0, &a1);
             __m512i i0 = _mm512_add_epi32(quad, _mm512_set1_epi32(8 * h));
             tot = _mm512_fmadd_ps(a0, _mm512_permutexvar_ps(i0, scales), tot);
             tot = _mm512_fmadd_ps(a1, _mm512_permutexvar_ps(_mm512_add_epi32(i0, _mm512_set1_epi32(4)), scales), tot);
