@@ -718,8 +718,8 @@ static inline __m512 pow2_neg(int e)
 /* x laid out for `type` in xp; false when the type has no mask kernel or
  * the row is wider than XP_COLS_MAX. Per 4 blocks of Q4_0 (128 x): 8
  * vectors (value k of each lane; k = 7 unscaled, the kernel shifts it down)
- * and one of -8·Σx, lane 4b of block b. Per Q4_K super-block: 2 x 8
- * vectors, then the 8 sub-blocks' Σx. Per Q6_K super-block: for each half
+ * and one of -8·Σx spread over the 4 lanes of each block. Per Q4_K and
+ * Q5_K super-block: 2 x 8 vectors, then the 8 sub-blocks' Σx. Per Q6_K super-block: for each half
  * of 128, 8 vectors (byte p of each lane, scaled 2^(-8p)), then 2 of
  * -32·Σx spread over the 4 lanes of each sub-block of 16. */
 static bool xp_prepare(as_ggml_type type, const float *x, int n, float *xp)
@@ -743,27 +743,16 @@ static bool xp_prepare(as_ggml_type type, const float *x, int n, float *xp)
         }
         return true;
     case AS_GGML_Q4_K:
+    case AS_GGML_Q5_K: /* the same lanes; Q4_K scaled by nibble (k = 7 left for the shift), Q5_K by byte */
         for (int s = 0; s < n / 256; s++, x += 256, xp += 264) {
             for (int z = 0; z < 2; z++)
                 for (int nb = 0; nb < 2; nb++) {
                     const float *r = x + 16 * (8 * z + 2 * nb);
                     stride4(r, r + 16, r + 64, r + 80, o);
                     for (int p = 0; p < 4; p++) {
-                        int k = 2 * p + nb;
-                        _mm512_storeu_ps(xp + 128 * z + 16 * k, k == 7 ? o[p] : _mm512_mul_ps(o[p], pow2_neg(4 * k)));
+                        int k = 2 * p + nb, e = type == AS_GGML_Q5_K ? 8 * p : k == 7 ? 0 : 4 * k;
+                        _mm512_storeu_ps(xp + 128 * z + 16 * k, _mm512_mul_ps(o[p], pow2_neg(e)));
                     }
-                }
-            block_sums(x, 256, xp + 256);
-        }
-        return true;
-    case AS_GGML_Q5_K: /* Q4_K's lanes, scaled by byte (2^(-8p) for k = 2p, 2p + 1) */
-        for (int s = 0; s < n / 256; s++, x += 256, xp += 264) {
-            for (int z = 0; z < 2; z++)
-                for (int nb = 0; nb < 2; nb++) {
-                    const float *r = x + 16 * (8 * z + 2 * nb);
-                    stride4(r, r + 16, r + 64, r + 80, o);
-                    for (int p = 0; p < 4; p++)
-                        _mm512_storeu_ps(xp + 128 * z + 16 * (2 * p + nb), _mm512_mul_ps(o[p], pow2_neg(8 * p)));
                 }
             block_sums(x, 256, xp + 256);
         }

@@ -14,6 +14,15 @@
 #include "attnscope/model.h"
 #include "attnscope/tokenizer.h"
 
+/* ids as a JSON array */
+static void print_ids(const int32_t *ids, size_t n)
+{
+    printf("[");
+    for (size_t k = 0; k < n; k++)
+        printf("%s%d", k ? "," : "", ids[k]);
+    printf("]");
+}
+
 int main(int argc, char **argv)
 {
     as_model *m;
@@ -48,13 +57,11 @@ int main(int argc, char **argv)
                 fprintf(stderr, "pair %zu: %s\n", i, err.msg);
                 return 1;
             }
-            printf("%s[[", i ? "," : "");
-            for (size_t k = 0; k < n; k++)
-                printf("%s%d", k ? "," : "", ids[k]);
-            printf("],[");
-            for (size_t k = 0; k < n; k++)
-                printf("%s%d", k ? "," : "", types[k]);
-            printf("]]");
+            printf("%s[", i ? "," : "");
+            print_ids(ids, n);
+            printf(",");
+            print_ids(types, n);
+            printf("]");
             free(ids), free(types);
             continue;
         }
@@ -65,10 +72,8 @@ int main(int argc, char **argv)
             fprintf(stderr, "string %zu: %s\n", i, err.msg);
             return 1;
         }
-        printf("%s[", i ? "," : "");
-        for (size_t k = 0; k < n; k++)
-            printf("%s%d", k ? "," : "", ids[k]);
-        printf("]");
+        printf("%s", i ? "," : "");
+        print_ids(ids, n);
         free(ids);
     }
     printf("]\n");
