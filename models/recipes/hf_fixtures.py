@@ -30,11 +30,8 @@ llama3-rope-factors.npy: the rotary divisors transformers computes for
 LLAMA3_SCALING on tiny-llama's rotary (the test puts that rope_scaling in a
 copy of tiny-llama's config.json and reads attnscope's rope_freqs).
 
-safetensors, from the format's specification (no `safetensors` package):
-an unsigned little-endian 64-bit header length N, N bytes of JSON
-{name: {"dtype", "shape", "data_offsets": [begin, end]}} (offsets relative
-to the byte after the header, padded here with spaces to a multiple of 8 as
-HF's writer does), then the tensors' bytes, C order.
+safetensors files are written by safetensors_writer.py (NumPy only, from
+the format's specification; no `safetensors` package).
 
 The layouts HF uses and llama.cpp's converter undoes:
   - GPT-2's Conv1D weights are [in, out]: the transpose of nn.Linear's;
@@ -57,7 +54,6 @@ import dataclasses
 import json
 import math
 import os
-import struct
 import sys
 
 import numpy as np
@@ -66,32 +62,9 @@ import torch
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import make_fixtures as MF  # noqa: E402
+from safetensors_writer import safetensors_bytes  # noqa: E402,F401  (tests/hfref/make_dir.py writes with it too)
 
 OUT = os.path.join(MF.FIXTURES, "hf")
-
-
-def to_bytes(a, dtype):
-    """float32 array -> its bytes as dtype (F32, F16: IEEE round to nearest
-    even by numpy; BF16: by PyTorch)."""
-    a = np.ascontiguousarray(a, dtype="<f4")
-    if dtype == "F32":
-        return a.tobytes()
-    if dtype == "F16":
-        return a.astype("<f2").tobytes()
-    return torch.from_numpy(a.copy()).bfloat16().view(torch.int16).numpy().astype("<i2").tobytes()
-
-
-def safetensors_bytes(tensors, dtype="F32"):
-    """tensors: list of (name, float32 array) in file order -> bytes."""
-    header, blobs, off = {}, [], 0
-    for name, a in tensors:
-        b = to_bytes(a, dtype)
-        header[name] = {"dtype": dtype, "shape": list(np.shape(a)), "data_offsets": [off, off + len(b)]}
-        blobs.append(b)
-        off += len(b)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
 
 
 def f32(t):

@@ -4,7 +4,8 @@ config.json with the vocabulary size the tokenizer implies (rounded up to a
 multiple of 128, as Qwen's embeddings are padded, for model_type qwen3), or
 VOCAB_SIZE (Gemma 3's 262144: its last added token has no embedding row),
 and a one-layer model of width 8 with random BF16 weights (safetensors
-written as hf_fixtures.py writes them). Only the tokenizer is of interest."""
+written by models/recipes/safetensors_writer.py, NumPy only: this helper runs
+in `make test`, which does not need PyTorch). Only the tokenizer is of interest."""
 import json
 import os
 import shutil
@@ -13,7 +14,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "recipes"))
-import hf_fixtures as H  # noqa: E402
+import safetensors_writer as ST  # noqa: E402
 
 tok_path, model_type, out = sys.argv[1:4]
 tok = json.load(open(tok_path, encoding="utf-8"))
@@ -34,7 +35,7 @@ if model_type == "qwen3":
 t += [("model.layers.0." + k, rng.standard_normal(s).astype(np.float32)) for k, s in shapes]
 t.append(("model.norm.weight", np.ones(D, np.float32)))
 with open(os.path.join(out, "model.safetensors"), "wb") as f:
-    f.write(H.safetensors_bytes(t, "BF16"))
+    f.write(ST.safetensors_bytes(t, "BF16"))
 cfg = {"model_type": model_type, "vocab_size": V, "hidden_size": D, "intermediate_size": 8, "num_hidden_layers": 1,
        "num_attention_heads": 2, "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-6,
        "tie_word_embeddings": True}
