@@ -141,8 +141,10 @@ bool use_kernels(int isa)
         cr_assert_str_eq(as_kernels_isa(), kernel_isas[isa], "the kernels in use are not the ones chosen");
         return true;
     }
-    cr_log_warn("**** SKIP: no %s kernels in this build or on this CPU (running %s): NOT CHECKED ****",
-                kernel_isas[isa], as_kernels_isa());
+    /* Loud, but not a Criterion warning: those fail the whole run, and a
+     * CPU without AVX-512 is no failure. */
+    fprintf(stderr, "**** SKIP: no %s kernels in this build or on this CPU (running %s): NOT CHECKED ****\n",
+            kernel_isas[isa], as_kernels_isa());
     return false;
 }
 
