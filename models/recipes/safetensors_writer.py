@@ -15,7 +15,9 @@ import numpy as np
 
 def bf16_bits(a):
     """float32 array -> its bfloat16 bit patterns (uint16), rounded to
-    nearest even as PyTorch's .bfloat16() rounds; NaN -> 0x7fc0 as there."""
+    nearest even: PyTorch's .bfloat16() bit for bit on every non-NaN float32
+    (2M random values and the edge cases checked); a NaN becomes the quiet
+    NaN 0x7fc0 (PyTorch keeps other NaN bits; no fixture holds a NaN)."""
     u = np.ascontiguousarray(a, dtype="<f4").view("<u4").astype(np.uint64)
     r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
     return np.where(np.isnan(np.asarray(a, dtype=np.float32)), np.uint16(0x7FC0), r)

@@ -37,19 +37,7 @@ REPLAY_BINS   = $(FUZZ_TARGETS:%=$(REPLAY_DIR)/fuzz_%)
 # ---- libFuzzer builds (clang) ----
 
 fuzz-deps:
-	@missing=""; \
-	command -v $(FUZZ_CC) >/dev/null 2>&1 || missing="$$missing clang"; \
-	ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || \
-	  ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 || \
-	  missing="$$missing libclang-rt-14-dev"; \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "attnscope: installing for make fuzz:$$missing"; \
-	    (apt-get install -y $$missing || (apt-get update && apt-get install -y $$missing)) >&2 || exit 1; \
-	  else \
-	    echo "attnscope: make fuzz needs:$$missing. Run:"; echo "  sudo apt-get install -y$$missing"; exit 1; \
-	  fi; \
-	fi
+	@$(call need,make fuzz,$(FUZZ_NEEDS),hard)
 
 $(FUZZ_BUILD)/src/%.o: src/%.c $(BUILD)/config.mk | fuzz-deps
 	@mkdir -p $(dir $@)
@@ -125,9 +113,10 @@ fuzz-corpus: $(BUILD)/make-corpus
 # ---- valgrind, and the full-screen view under stress ----
 
 valgrind:
+	@$(call need,make valgrind,$(VALGRIND_NEEDS),hard)
 	sh tests/valgrind.sh
 
-tui-stress: $(PROG)
+tui-stress: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/test_reliability_tui.sh
 
 -include $(FUZZ_LIB_OBJS:.o=.d)
