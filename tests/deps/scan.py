@@ -197,7 +197,7 @@ class Scan:
         if not re.search(r"\.(sh|py)$", w):
             return
         w = re.sub(r"^\$\{?(here|HERE)\}?/", os.path.dirname(path) + "/", w)
-        w = re.sub(r"^\$\{?(root|ROOT)\}?/", self.root + "/", w)
+        w = re.sub(r"^\$\{?(root|ROOT|repo)\}?/", self.root + "/", w)
         if "$" in w:
             return
         for base in (os.path.dirname(path), self.root):
