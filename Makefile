@@ -78,7 +78,7 @@ BUILD_NEEDS = pc/ncursesw:libncurses-dev pc/readline:libreadline-dev pc/openblas
 TEST_NEEDS  = cmd/tmux:tmux cmd/infocmp:ncurses-bin cmd/python3:python3 py/numpy:python3-numpy \
               cmd/git:git cmd/node:nodejs cmd/npm:npm \
               cmd/pdfinfo:poppler-utils cmd/pdftotext:poppler-utils cmd/pdftoppm:poppler-utils \
-              cmd/rsvg-convert:librsvg2-bin
+              cmd/rsvg-convert:librsvg2-bin file//usr/share/i18n/locales/en_US:locales
 FUZZ_NEEDS  = cmd/$(FUZZ_CC):clang \
               file//usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a:libclang-rt-14-dev
 VALGRIND_NEEDS = cmd/valgrind:valgrind
@@ -304,6 +304,7 @@ install: $(PROG)
 	install -m 644 assets/lessons/*.txt $(DESTDIR)$(DATADIR)/lessons/
 
 clean:
+	@sh tests/fresh/run.sh --unmount || { echo "make clean: build/fresh/root is still mounted; not deleting build"; exit 1; }
 	rm -rf build attnscope
 
 -include $(LIB_OBJS:.o=.d) $(UI_OBJS:.o=.d) $(TEST_OBJS:.o=.d) $(BENCH_OBJS:.o=.d)

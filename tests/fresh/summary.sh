@@ -16,7 +16,7 @@ norm() {
         -e 's/ *([0-9.]* *m\{0,1\}s)//g' -e 's/ in [0-9.]* *m\{0,1\}s\b//g' -e 's/[[:space:]]*$//' "$log"
 }
 {
-    norm | grep -E 'Synthesis:|: [0-9]+ passed|[0-9]+/[0-9]+ (strings|checks|files|positions|models)|within [0-9.e+-]+ of|replayed [0-9]+ inputs|^deps-scan: [0-9]|^hf-tokref [a-z0-9_]+: |^not compared '
+    norm | grep -E 'Synthesis:|: [0-9]+ passed|[0-9]+/[0-9]+ (strings|checks|files|positions|models)|within [0-9.e+-]+ of|replayed [0-9]+ inputs|^deps-scan: [0-9]|^hf-tokref [a-z0-9_]+: |^not compared |^locales: |^tiny: |^no_color: '
     # llama-compare: which files were compared (its figures are floating point, from two builds)
     norm | grep -E '^(ok|FAIL) +[^ ]+: ' | sed 's/^\(ok\|FAIL\) *\([^ ]*\): \([^,]*\),.*/\1 \2: \3/'
 } | grep -v SKIP | sed 's/^/count /' | sort
