@@ -198,7 +198,7 @@ class Scan:
             return
         w = re.sub(r"^\$\{?(here|HERE)\}?/", os.path.dirname(path) + "/", w)
         w = re.sub(r"^\$\{?(root|ROOT|repo)\}?/", self.root + "/", w)
-        if "$" in w:
+        if "$" in w or w.startswith("/"):      # not the project's (test-fresh's /root/steps.sh is the root's)
             return
         for base in (os.path.dirname(path), self.root):
             p = os.path.join(base, w)
