@@ -196,9 +196,11 @@ class Scan:
         w = word.strip("\"'")
         if not re.search(r"\.(sh|py)$", w):
             return
+        if w.startswith("/"):      # not the project's (test-fresh's /root/steps.sh is the root's)
+            return
         w = re.sub(r"^\$\{?(here|HERE)\}?/", os.path.dirname(path) + "/", w)
         w = re.sub(r"^\$\{?(root|ROOT|repo)\}?/", self.root + "/", w)
-        if "$" in w or w.startswith("/"):      # not the project's (test-fresh's /root/steps.sh is the root's)
+        if "$" in w:
             return
         for base in (os.path.dirname(path), self.root):
             p = os.path.join(base, w)
