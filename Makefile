@@ -1,14 +1,12 @@
-# attnscope — build, run, test. Dependencies come from Debian; when a
-# pkg-config check fails we install them (as root) or print the command.
+# attnscope — build, run, test. Dependencies come from Debian: each part
+# lists what it needs (BUILD_NEEDS, TEST_NEEDS, ...), installed as root or
+# printed as the apt-get command (the need macro below).
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 CC      ?= cc
 DATADIR  = $(PREFIX)/share/attnscope
-
-DEB_PKGS = libncurses-dev libreadline-dev libopenblas-dev libpng-dev \
-           libcriterion-dev libfreetype-dev libcairo2-dev libjansson-dev fonts-dejavu-core pkg-config tmux
 
 WARN    = -Wall -Wextra -Wshadow -Wno-unused-parameter
 ifeq ($(CI),true)

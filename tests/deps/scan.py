@@ -42,8 +42,7 @@ SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "{", "}", "$(", "`", "then", 
               "if", "while", "until", "!", "time", ";;"}
 
 
-def stdlib_modules():
-    return set(sys.stdlib_module_names) | {"__future__"}
+STDLIB = set(sys.stdlib_module_names) | {"__future__"}
 
 
 class Scan:
@@ -85,7 +84,6 @@ class Scan:
         for m in re.finditer(r"^.*sys\.path\.insert\(.*__file__.*$", text, re.M):
             parts = re.findall(r'"([^"]+)"', m.group(0))
             dirs.append(os.path.normpath(os.path.join(os.path.dirname(path), *parts)))
-        std = stdlib_modules()
         for node in ast.walk(tree):
             names = []
             if isinstance(node, ast.Import):
@@ -99,7 +97,7 @@ class Scan:
                 if local:
                     self.file(local[0])
                     continue
-                if top in std:
+                if top in STDLIB:
                     continue
                 self.uses += 1
                 if top not in self.mods:

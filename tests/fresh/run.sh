@@ -34,7 +34,6 @@ dir=$repo/build/fresh
 base=$dir/base-$suite.tar
 R=$dir/root
 log=$dir/test.log
-mounted=""
 
 say() { echo "test-fresh: $*"; }
 die() {
@@ -133,7 +132,7 @@ fi
 git clone -q --no-hardlinks "$repo" "$R/root/attnscope" || die "cannot clone $repo"
 say "root ready in $(( $(date +%s) - t0 )) s: $(cd "$repo" && git log -1 --format='%h %s' | cut -c1-80)"
 
-mount -t proc proc "$R/proc" && mounted=1 &&
+mount -t proc proc "$R/proc" &&
     mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts "$R/dev/pts" &&
     { [ -e "$R/dev/ptmx" ] || touch "$R/dev/ptmx"; } && mount --bind "$R/dev/pts/ptmx" "$R/dev/ptmx" &&
     mount -t tmpfs -o mode=1777 tmpfs "$R/tmp" &&
@@ -157,7 +156,7 @@ echo "== ./attnscope -e 'prompt It is a truth universally acknowledged; finish; 
 echo "== make test"
 make test; rc=$?
 dpkg-query -W -f '${Package}\n' | sort > /root/pkgs.after
-echo "== git status --porcelain --ignored"
+echo "== git status --porcelain"
 git status --porcelain > /root/status
 cat /root/status
 exit $rc
