@@ -237,9 +237,20 @@ static int dec_map(as_hf *h, const dec_opts *o, as_error *err)
         return as_error_set(err, "%s: attention_bias / mlp_bias true is not read yet", h->config_path);
     /* Mistral's window (Qwen's only when use_sliding_window is true) */
     bool use_window = true;
+    long long mwl = L;
     if (as_hf_cfg_bool(h, "use_sliding_window", !o->qkv_bias && !o->qk_norm, &use_window, err) ||
         (use_window && as_hf_cfg_int(h, "sliding_window", false, 0, 0, BIG, &window, err)))
         return AS_ERR;
+    /* Qwen windows only the layers from max_window_layers on (transformers' layer_types); the arch windows all */
+    if (use_window && window > 0 && (o->qkv_bias || o->qk_norm) &&
+        as_hf_cfg_int(h, "max_window_layers", false, 28, 0, BIG, &mwl, err))
+        return AS_ERR;
+    if (use_window && window > 0 && (o->qkv_bias || o->qk_norm) && mwl >= L)
+        window = 0;
+    else if (use_window && window > 0 && (o->qkv_bias || o->qk_norm) && mwl > 0)
+        return as_error_set(err, "%s: use_sliding_window true with max_window_layers %lld (a window on layers %lld "
+                            "and later only) is not read (%s windows every layer or none)", h->config_path, mwl, mwl,
+                            o->arch);
     if (H % Hk || dh % 2)
         return as_error_set(err, "%s: num_attention_heads %lld must be a multiple of num_key_value_heads %lld, "
                             "head_dim %lld even", h->config_path, H, Hk, dh);
@@ -353,13 +364,15 @@ static int gemma_map(as_hf *h, int version, as_error *err)
 #define GKEY(k) (snprintf(key, sizeof key, "%s.%s", arch, k), key)
     long long d, L, H, Hk, ff, V, ctx, dh, window, pattern;
     double eps, base, base_local, qscale;
-    bool tied;
-    if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
-        as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
-        as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
-        as_hf_cfg_int(h, "num_key_value_heads", false, H, 1, H, &Hk, err) ||
-        as_hf_cfg_int(h, "intermediate_size", true, 0, 1, BIG, &ff, err) ||
-        as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
+    bool tied, bidir;
+    /* Gemma 3: Gemma3TextConfig's defaults, which gemma-3-4b-it and larger leave their text_config to */
+    bool req = version < 3;
+    if (as_hf_cfg_int(h, "hidden_size", req, 2304, 1, BIG, &d, err) ||
+        as_hf_cfg_int(h, "num_hidden_layers", req, 26, 1, 4096, &L, err) ||
+        as_hf_cfg_int(h, "num_attention_heads", req, 8, 1, 4096, &H, err) ||
+        as_hf_cfg_int(h, "num_key_value_heads", false, req ? H : 4, 1, H, &Hk, err) ||
+        as_hf_cfg_int(h, "intermediate_size", req, 9216, 1, BIG, &ff, err) ||
+        as_hf_cfg_int(h, "vocab_size", req, 262208, 1, BIG, &V, err) ||
         as_hf_cfg_int(h, "max_position_embeddings", false, 131072, 1, BIG, &ctx, err) ||
         as_hf_cfg_int(h, "head_dim", false, 256, 2, 65536, &dh, err) ||
         as_hf_cfg_int(h, "sliding_window", false, 4096, 1, BIG, &window, err) ||
@@ -368,9 +381,14 @@ static int gemma_map(as_hf *h, int version, as_error *err)
         as_hf_cfg_num(h, "rope_theta", false, version < 3 ? 10000.0 : 1000000.0, 1.0000001, 1e30, &base, err) ||
         as_hf_cfg_num(h, "rope_local_base_freq", false, version < 3 ? base : 10000.0, 1.0000001, 1e30, &base_local,
                       err) ||
-        as_hf_cfg_num(h, "query_pre_attn_scalar", false, (double)dh, 0, 1e30, &qscale, err) ||
-        as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err))
+        as_hf_cfg_num(h, "query_pre_attn_scalar", false, version < 3 ? (double)dh : 256.0, 0, 1e30, &qscale, err) ||
+        as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err) ||
+        as_hf_cfg_bool(h, "use_bidirectional_attention", false, &bidir, err))
         return AS_ERR;
+    h->vocab_default = version < 3 ? 0 : 262208;
+    if (bidir)
+        return as_error_set(err, "%s: use_bidirectional_attention true (an embedding model's unmasked attention) is "
+                            "not read for %s (its arch is causal)", h->config_path, arch);
     /* null or absent: transformers runs gelu_pytorch_tanh (Gemma 1's files have hidden_act "gelu" beside it) */
     json_t *act = json_object_get(h->config, "hidden_activation");
     if (act && !json_is_null(act) && !(json_is_string(act) && !strcmp(json_string_value(act), "gelu_pytorch_tanh")))
@@ -958,6 +976,30 @@ static const as_hf_family FAMILIES[] = {
     {"vit", "vit", vit_map, vit_ignored, true},
 };
 
+/* ---------------------------------------------------------------- multimodal wrappers */
+
+/* Gemma3ForConditionalGeneration's SigLIP tower and projector, as the hub's
+ * files name them and as transformers >= 4.52 saves them. */
+static bool gemma3_other(const char *name)
+{
+    return !strncmp(name, "vision_tower.", 13) || !strncmp(name, "multi_modal_projector.", 22) ||
+           !strncmp(name, "model.vision_tower.", 19) || !strncmp(name, "model.multi_modal_projector.", 28);
+}
+
+static const as_hf_wrapper WRAPPERS[] = {
+    {"gemma3", "gemma3_text", "language_model.", "model.language_model.", gemma3_other,
+     "Hugging Face directory: config.json's text_config, safetensors, tokenizer.json: the language model of a "
+     "Gemma 3 with vision (its vision tower is not read)"},
+};
+
+const as_hf_wrapper *as_hf_wrapper_find(const char *model_type)
+{
+    for (size_t i = 0; model_type && i < sizeof WRAPPERS / sizeof WRAPPERS[0]; i++)
+        if (!strcmp(WRAPPERS[i].model_type, model_type))
+            return &WRAPPERS[i];
+    return NULL;
+}
+
 const as_hf_family *as_hf_family_find(const char *model_type)
 {
     for (size_t i = 0; i < sizeof FAMILIES / sizeof FAMILIES[0]; i++)
@@ -968,5 +1010,6 @@ const as_hf_family *as_hf_family_find(const char *model_type)
 
 const char *as_hf_family_names(void)
 {
-    return "gpt2, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, bert, t5, vit";
+    return "gpt2, llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3_text, gemma3 (its language model), bert, t5, "
+           "vit";
 }

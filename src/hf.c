@@ -38,6 +38,7 @@ static void hf_release(void *owner)
     free(h->t);
     free(h->bufs);
     json_decref(h->config);
+    json_decref(h->root);
     json_decref(h->names);
     free(h->dir);
     free(h);
@@ -465,11 +466,12 @@ static int read_weights(as_hf *h, as_error *err)
 as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name)
 {
     json_t *i = json_object_get(h->names, hf_name);
-    if (!i && h->alt_prefix) {
-        char name[512];
-        if ((size_t)snprintf(name, sizeof name, "%s%s", h->alt_prefix, hf_name) < sizeof name)
-            i = json_object_get(h->names, name);
-    }
+    char name[512];
+    if (!i && h->alt_prefix && (size_t)snprintf(name, sizeof name, "%s%s", h->alt_prefix, hf_name) < sizeof name)
+        i = json_object_get(h->names, name);
+    if (!i && h->model_prefix && !strncmp(hf_name, "model.", 6) &&
+        (size_t)snprintf(name, sizeof name, "%s%s", h->model_prefix, hf_name + 6) < sizeof name)
+        i = json_object_get(h->names, name);
     return i ? &h->t[json_integer_value(i)] : NULL;
 }
 
@@ -683,7 +685,7 @@ static bool past_embedding(tok_read *r, const json_t *id)
 {
     long long want;
     as_error ignored;
-    return !as_hf_cfg_int(r->h, "vocab_size", false, 0, 1, 1 << 24, &want, &ignored) && want > 0 &&
+    return !as_hf_cfg_int(r->h, "vocab_size", false, r->h->vocab_default, 0, 1 << 24, &want, &ignored) && want > 0 &&
            json_integer_value(id) >= want;
 }
 
@@ -764,7 +766,8 @@ static int tok_pad(tok_read *r, as_error *err)
 {
     long long want;
     as_error ignored;
-    if (as_hf_cfg_int(r->h, "vocab_size", false, 0, 0, 1 << 24, &want, &ignored) || want <= (long long)r->n)
+    if (as_hf_cfg_int(r->h, "vocab_size", false, r->h->vocab_default, 0, 1 << 24, &want, &ignored) ||
+        want <= (long long)r->n)
         return AS_OK;
     size_t n = (size_t)want;
     char **t = realloc(r->tokens, n * sizeof *t);
@@ -1465,10 +1468,40 @@ bool as_hf_is_dir(const char *path)
 /* Tensors no rule took: refused, unless the family knows them as buffers. */
 static int check_unused(as_hf *h, const as_hf_family *fam, as_error *err)
 {
+    const as_hf_wrapper *w = h->root ? as_hf_wrapper_find(json_string_value(json_object_get(h->root, "model_type")))
+                                     : NULL;
     for (size_t i = 0; i < h->n; i++)
-        if (!h->t[i].used && !(fam->ignored && fam->ignored(h->t[i].name)))
+        if (!h->t[i].used && !(fam->ignored && fam->ignored(h->t[i].name)) && !(w && w->other(h->t[i].name)))
             return as_error_set(err, "%s: tensor '%s' is not one attnscope maps for model_type %s", h->t[i].file,
                                 h->t[i].name, h->model_type);
+    return AS_OK;
+}
+
+/* A multimodal config.json (model_type gemma3): the view is of its
+ * language model, read from text_config (messages name it) and from the
+ * checkpoint's prefixed names; the other towers are left unread. */
+static int unwrap(as_hf *h, as_error *err)
+{
+    const as_hf_wrapper *w = as_hf_wrapper_find(h->model_type);
+    if (!w)
+        return AS_OK;
+    json_t *text = json_object_get(h->config, "text_config");
+    if (!json_is_object(text))
+        return as_error_set(err, "%s: model_type '%s' needs a text_config object (its language model's settings)",
+                            h->config_path, h->model_type);
+    json_t *tt = json_object_get(text, "model_type");
+    if (tt && !(json_is_string(tt) && !strcmp(json_string_value(tt), w->text_type)))
+        return as_error_set(err, "%s: text_config.model_type '%.40s' is not read for model_type %s (%s)",
+                            h->config_path, json_is_string(tt) ? json_string_value(tt) : "?", h->model_type,
+                            w->text_type);
+    h->root = h->config;
+    h->config = json_incref(text);
+    h->model_type = w->text_type;
+    h->alt_prefix = w->prefix;
+    h->model_prefix = w->model_prefix;
+    h->g->view_of = w->view_of;
+    size_t n = strlen(h->config_path);
+    snprintf(h->config_path + n, sizeof h->config_path - n, ", text_config");
     return AS_OK;
 }
 
@@ -1484,6 +1517,8 @@ static int open_dir(as_hf *h, as_error *err)
         return as_error_set(err, "%s: key 'model_type' is missing (attnscope reads %s)", h->config_path,
                             as_hf_family_names());
     h->model_type = json_string_value(mt);
+    if (unwrap(h, err))
+        return AS_ERR;
     const as_hf_family *fam = as_hf_family_find(h->model_type);
     if (!fam)
         return as_error_set(err, "%s: model_type '%.40s' is not one attnscope reads (%s)", h->config_path,

@@ -33,9 +33,12 @@ typedef struct as_hf_file {
 typedef struct as_hf {
     char *dir;
     char config_path[4200];
-    json_t *config;
+    json_t *config;          /* config.json, or its text_config for a multimodal wrapper */
+    json_t *root;            /* config.json when config is its text_config, else NULL */
     const char *model_type;
     const char *alt_prefix;  /* tried before a name when the name is absent ("transformer.") */
+    const char *model_prefix; /* tried instead of a name's leading "model." ("model.language_model.") */
+    long long vocab_default;  /* the family's vocab_size when config.json gives none (0: none) */
     as_hf_tensor *t;
     size_t n, cap;
     json_t *names;           /* tensor name -> index into t (Jansson's hash table) */
@@ -99,6 +102,21 @@ typedef struct as_hf_family {
 } as_hf_family;
 
 const as_hf_family *as_hf_family_find(const char *model_type);
+
+/* A multimodal model whose language model is one of the families: its
+ * config.json nests that model's settings in text_config, its checkpoint
+ * prefixes that model's tensors, and the other towers' tensors are left
+ * unread (the view is of the language model alone). */
+typedef struct as_hf_wrapper {
+    const char *model_type;                 /* config.json's ("gemma3") */
+    const char *text_type;                  /* text_config's model_type, which it may leave out ("gemma3_text") */
+    const char *prefix;                     /* the language model's names as the hub's files have them ("language_model.") */
+    const char *model_prefix;               /* ... as newer transformers save them, for "model." ("model.language_model.") */
+    bool (*other)(const char *hf_name);     /* the other towers' tensors */
+    const char *view_of;                    /* what the view is, for `info` */
+} as_hf_wrapper;
+
+const as_hf_wrapper *as_hf_wrapper_find(const char *model_type);
 /* "gpt2, llama, mistral", for messages. */
 const char *as_hf_family_names(void);
 

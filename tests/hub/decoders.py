@@ -76,6 +76,11 @@ CASES = [
          shrink=dict(hidden_size=64, num_hidden_layers=7, intermediate_size=96),
          vision=dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2,
                      image_size=28, patch_size=14)),
+    # the same saved by transformers >= 4.52: model.language_model.*, model.vision_tower.*
+    dict(name="gemma-3-4b-it-newer-names", corpus="gemma-3-4b-it", pkg="gemma3", kind="gemma3", newer=True,
+         shrink=dict(hidden_size=64, num_hidden_layers=7, intermediate_size=96),
+         vision=dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2,
+                     image_size=28, patch_size=14)),
 ]
 
 # Gemma3TextConfig's defaults (transformers' configuration_gemma3.py), for keys a text_config leaves out
@@ -238,7 +243,11 @@ def make_dir(case, out, lenml):
         inv = (1.0 / t["rope_theta"] ** (np.arange(0, dh, 2) / dh)).astype(np.float32)
         files += [("model.layers.%d.self_attn.rotary_emb.inv_freq" % i, inv, "F32")
                   for i in range(t["num_hidden_layers"])]
-    if "text_config" in cfg:  # Gemma3ForConditionalGeneration's names as the hub's files have them
+    if "text_config" in cfg and case.get("newer"):  # as transformers >= 4.52 saves Gemma3ForConditionalGeneration
+        files = [(k if k == "lm_head.weight" else "model.language_model." + k[len("model."):], a, dt)
+                 for k, a, dt in files]
+        files += [("model." + k, a, "BF16") for k, a in vision_weights(cfg, rng).items()]
+    elif "text_config" in cfg:  # Gemma3ForConditionalGeneration's names as the hub's files have them
         files = [("language_model." + k, a, dt) for k, a, dt in files]
         files += [(k, a, "BF16") for k, a in vision_weights(cfg, rng).items()]
     write_safetensors(os.path.join(d, "model.safetensors"), files)
