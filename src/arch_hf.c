@@ -150,6 +150,30 @@ static void llama3_freqs(float *out, int half, double base, double factor, doubl
     }
 }
 
+/* transformers 5 writes rope_theta and rope_scaling's keys together as
+ * rope_parameters, per layer type where the types differ (Gemma 3:
+ * full_attention, sliding_attention): the object for layer_type, NULL when
+ * the file has none. */
+static const json_t *rope_params(as_hf *h, const char *layer_type)
+{
+    const json_t *rp = as_hf_cfg_obj(h, "rope_parameters");
+    const json_t *typed = json_object_get(rp, layer_type);
+    return json_is_object(typed) ? typed : json_is_object(rp) && !json_object_get(rp, "full_attention") ? rp : NULL;
+}
+
+/* rope_theta, or rope_parameters' for layer_type (key: for messages) */
+static int rope_base(as_hf *h, const char *key, const char *layer_type, double def, double *out, as_error *err)
+{
+    const json_t *rp = rope_params(h, layer_type), *b = json_object_get(rp, "rope_theta");
+    if (as_hf_cfg_obj(h, key) || !b)
+        return as_hf_cfg_num(h, key, false, def, 1.0000001, 1e30, out, err);
+    if (!json_is_number(b) || !(json_number_value(b) > 1.0000001 && json_number_value(b) < 1e30))
+        return as_error_set(err, "%s: rope_parameters (%s): rope_theta must be a number above 1", h->config_path,
+                            layer_type);
+    *out = json_number_value(b);
+    return AS_OK;
+}
+
 static int rope_scaling(as_hf *h, const char *arch, int dh, double base, as_error *err)
 {
     char ty_key[96], f_key[96], o_key[96];
@@ -157,6 +181,8 @@ static int rope_scaling(as_hf *h, const char *arch, int dh, double base, as_erro
     snprintf(f_key, sizeof f_key, "%s.rope.scaling.factor", arch);
     snprintf(o_key, sizeof o_key, "%s.rope.scaling.original_context_length", arch);
     const json_t *rs = as_hf_cfg_obj(h, "rope_scaling");
+    if (!rs)
+        rs = rope_params(h, "full_attention");
     if (!rs)
         return AS_OK;
     json_t *ty = json_object_get(rs, "rope_type");
@@ -225,7 +251,7 @@ static int dec_map(as_hf *h, const dec_opts *o, as_error *err)
         as_hf_cfg_int(h, "max_position_embeddings", false, 2048, 1, BIG, &ctx, err) ||
         as_hf_cfg_int(h, "head_dim", false, d / H, 2, 65536, &dh, err) ||
         as_hf_cfg_num(h, "rms_norm_eps", false, 1e-6, 0, 1, &eps, err) ||
-        as_hf_cfg_num(h, "rope_theta", false, 10000.0, 1.0000001, 1e30, &base, err) ||
+        rope_base(h, "rope_theta", "full_attention", 10000.0, &base, err) ||
         as_hf_cfg_bool(h, "tie_word_embeddings", false, &tied, err) ||
         as_hf_cfg_bool(h, "attention_bias", false, &abias, err) || as_hf_cfg_bool(h, "mlp_bias", false, &mbias, err))
         return AS_ERR;
@@ -378,9 +404,8 @@ static int gemma_map(as_hf *h, int version, as_error *err)
         as_hf_cfg_int(h, "sliding_window", false, 4096, 1, BIG, &window, err) ||
         as_hf_cfg_int(h, "sliding_window_pattern", false, version == 2 ? 2 : 6, 1, 4096, &pattern, err) ||
         as_hf_cfg_num(h, "rms_norm_eps", false, 1e-6, 0, 1, &eps, err) ||
-        as_hf_cfg_num(h, "rope_theta", false, version < 3 ? 10000.0 : 1000000.0, 1.0000001, 1e30, &base, err) ||
-        as_hf_cfg_num(h, "rope_local_base_freq", false, version < 3 ? base : 10000.0, 1.0000001, 1e30, &base_local,
-                      err) ||
+        rope_base(h, "rope_theta", "full_attention", version < 3 ? 10000.0 : 1000000.0, &base, err) ||
+        rope_base(h, "rope_local_base_freq", "sliding_attention", version < 3 ? base : 10000.0, &base_local, err) ||
         as_hf_cfg_num(h, "query_pre_attn_scalar", false, version < 3 ? (double)dh : 256.0, 0, 1e30, &qscale, err) ||
         as_hf_cfg_bool(h, "tie_word_embeddings", true, &tied, err) ||
         as_hf_cfg_bool(h, "use_bidirectional_attention", false, &bidir, err))
@@ -413,8 +438,13 @@ static int gemma_map(as_hf *h, int version, as_error *err)
         if (version == 2 && as_hf_cfg_num(h, caps[i], false, cap[i], 1e-6, 1e30, &cap[i], err))
             return AS_ERR;
     }
-    if (version < 3 && as_hf_cfg_obj(h, "rope_scaling"))
+    const char *full_type = json_string_value(json_object_get(rope_params(h, "full_attention"), "rope_type"));
+    const char *local_type = json_string_value(json_object_get(rope_params(h, "sliding_attention"), "rope_type"));
+    if (version < 3 && (as_hf_cfg_obj(h, "rope_scaling") || (full_type && strcmp(full_type, "default"))))
         return as_error_set(err, "%s: rope_scaling is not read for %s", h->config_path, arch);
+    if (local_type && strcmp(local_type, "default") && rope_params(h, "sliding_attention") != rope_params(h, "full_attention"))
+        return as_error_set(err, "%s: rope_parameters.sliding_attention.rope_type '%.20s' is not read (%s scales only "
+                            "the full layers' rotary)", h->config_path, local_type, arch);
     /* transformers' newer files list each layer's kind: one full layer in every n */
     const json_t *types = as_hf_cfg_obj(h, "layer_types");
     if (types) {

