@@ -438,17 +438,20 @@ def check_tokens(case, d, out, tools, texts):
         if r.returncode:
             return "FAIL: make_dir.py: " + r.stderr[-300:]
     ids = {}
-    for key, dd in (("real", d), ("pkg", pkg_dir)):
-        r = run([tokids, dd, texts])
-        if r.returncode:
-            return "FAIL: tokids on %s: %s" % (dd, (r.stdout + r.stderr)[-400:])
-        ids[key] = json.loads(r.stdout)
     env = dict(os.environ, NODE_PATH=node_modules)
-    for key, tj in (("js-real", os.path.join(d, "tokenizer.json")), ("js-pkg", pkg_json)):
-        r = run(["node", os.path.join(out, "tok.js"), tj, texts], env=env)
+    for key, args in (("real", [tokids, d]), ("pkg", [tokids, pkg_dir]),
+                      ("js-real", ["node", os.path.join(out, "tok.js"), os.path.join(d, "tokenizer.json")]),
+                      ("js-pkg", ["node", os.path.join(out, "tok.js"), pkg_json])):
+        memo = os.path.join(out, "ids-%s-%s.json" % (key, case["pkg"]))  # the package's ids, once per run
+        if key.endswith("pkg") and os.path.exists(memo):
+            ids[key] = json.load(open(memo))
+            continue
+        r = run(args + [texts], env=env)
         if r.returncode:
-            return "FAIL: node: " + r.stderr[-400:]
+            return "FAIL: %s: %s" % (" ".join(args), (r.stdout + r.stderr)[-400:])
         ids[key] = json.loads(r.stdout)
+        if key.endswith("pkg"):
+            json.dump(ids[key], open(memo, "w"))
     n = len(ids["pkg"])
     bad_as = [i for i in range(n) if ids["real"][i] != ids["pkg"][i]]
     bad_js = [i for i in range(n) if ids["js-real"][i] != ids["js-pkg"][i]]
@@ -474,6 +477,42 @@ console.log(JSON.stringify(texts.map((t) => tok.encode(t, { add_special_tokens: 
 """
 
 
+# Configs attnscope must refuse with a message naming what and where: (case, change to config.json, words the
+# message holds). Each is checked by loading the directory (--info).
+def no_text_config(c):
+    del c["text_config"]
+
+
+REFUSED = [
+    ("gemma-3-4b-it", no_text_config, "needs a text_config object"),
+    ("gemma-3-4b-it", lambda c: c["text_config"].update(model_type="gemma2"), "text_config.model_type 'gemma2'"),
+    ("gemma-3-1b-it", lambda c: c.update(use_bidirectional_attention=True), "use_bidirectional_attention true"),
+    # Qwen 2.5's layers from max_window_layers on windowed, the others not
+    ("qwen2.5-0.5b", lambda c: c.update(use_sliding_window=True, max_window_layers=1, sliding_window=4),
+     "max_window_layers 1"),
+    ("gemma-3-1b-it", lambda c: c.update(rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                                          "sliding_attention": {"rope_type": "linear", "factor": 2.0,
+                                                                                "rope_theta": 1e4}}),
+     "sliding_attention.rope_type 'linear'"),
+]
+
+
+def check_refused(out, attnscope, lenml):
+    lines = []
+    for name, change, words in REFUSED:
+        case = next(c for c in CASES if c["name"] == name)
+        d = make_dir(dict(case, name="refused"), out, lenml)[0]
+        cfg = json.load(open(os.path.join(d, "config.json")))
+        change(cfg)
+        json.dump(cfg, open(os.path.join(d, "config.json"), "w"), indent=2)
+        r = run([attnscope, "--info", d])
+        said = (r.stdout + r.stderr).strip().split("\n")[-1]
+        ok = r.returncode != 0 and words in said and "config.json" in said
+        lines.append("%s: %s, changed: refused with %r" % ("ok" if ok else "FAIL", name, said[-300:]))
+    shutil.rmtree(os.path.join(out, "refused"), ignore_errors=True)
+    return lines
+
+
 def main():
     build, attnscope, tokids, node_modules = (os.path.abspath(a) for a in sys.argv[1:5])
     only = set(sys.argv[5:])
@@ -495,6 +534,9 @@ def main():
         f.write(run([sys.executable, os.path.join(ROOT, "tests", "hfref", "texts.py"), "400", "29"]).stdout)
     with open(os.path.join(out, "tok.js"), "w") as f:
         f.write(TOK_JS)
+    for f in os.listdir(out):
+        if f.startswith("ids-"):
+            os.remove(os.path.join(out, f))
     failed = 0
     for case in CASES:
         if only and case["name"] not in only:
@@ -510,6 +552,10 @@ def main():
             print("hub-ref %s: %s" % (case["name"], line))
             failed += line.startswith("FAIL")
         shutil.rmtree(os.path.join(out, case["name"] + "-capture"), ignore_errors=True)
+    if not only:
+        for line in check_refused(out, attnscope, lenml):
+            print("hub-ref refused: %s" % line)
+            failed += line.startswith("FAIL")
     return 1 if failed else 0
 
 
