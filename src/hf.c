@@ -1610,7 +1610,17 @@ int as_hf_to_gguf(const char *dir, const char *gguf_path, char *note, size_t not
     int rc = AS_OK;
     for (uint64_t i = 0; i < g->n_tensors && rc == AS_OK; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
-        rc = as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, err);
+        /* vectors (norms, biases) as F32, as llama.cpp's converter writes them: its CPU kernels add and
+         * multiply no F32 row by a BF16 one (a BF16 checkpoint's norms would stop llama.cpp) */
+        if (t->n_dims != 1 || t->type == AS_GGML_F32) {
+            rc = as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, err);
+            continue;
+        }
+        float *f = malloc((size_t)t->n_elements * sizeof *f);
+        rc = !f ? as_error_set(err, "%s: out of memory", gguf_path) : as_tensor_to_f32(t, f, err);
+        if (rc == AS_OK)
+            rc = as_gguf_writer_add_tensor(w, t->name, AS_GGML_F32, 1, t->ne, f, err);
+        free(f);
     }
     if (rc == AS_OK)
         rc = as_gguf_writer_write(w, gguf_path, err);

