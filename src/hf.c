@@ -1468,10 +1468,8 @@ bool as_hf_is_dir(const char *path)
 /* Tensors no rule took: refused, unless the family knows them as buffers. */
 static int check_unused(as_hf *h, const as_hf_family *fam, as_error *err)
 {
-    const as_hf_wrapper *w = h->root ? as_hf_wrapper_find(json_string_value(json_object_get(h->root, "model_type")))
-                                     : NULL;
     for (size_t i = 0; i < h->n; i++)
-        if (!h->t[i].used && !(fam->ignored && fam->ignored(h->t[i].name)) && !(w && w->other(h->t[i].name)))
+        if (!h->t[i].used && !(fam->ignored && fam->ignored(h->t[i].name)))
             return as_error_set(err, "%s: tensor '%s' is not one attnscope maps for model_type %s", h->t[i].file,
                                 h->t[i].name, h->model_type);
     return AS_OK;
@@ -1527,6 +1525,11 @@ static int open_dir(as_hf *h, as_error *err)
     base = base && base[1] ? base + 1 : h->dir;
     if (read_weights(h, err))
         return AS_ERR;
+    /* a multimodal model's other towers: taken as read, so no rule needs them */
+    const as_hf_wrapper *w = h->root ? as_hf_wrapper_find(json_string_value(json_object_get(h->root, "model_type")))
+                                     : NULL;
+    for (size_t i = 0; w && i < h->n; i++)
+        h->t[i].used |= w->other(h->t[i].name);
     if (!as_hf_kv_str(h, "general.architecture", fam->arch) || !as_hf_kv_str(h, "general.name", base))
         return as_error_set(err, "%s: out of memory", h->dir);
     if (fam->no_tokenizer)
