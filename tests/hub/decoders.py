@@ -37,7 +37,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, os.path.join(ROOT, "models", "recipes"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "recipes"))
 import safetensors_writer as ST  # noqa: E402
 
 TOL = 1e-4  # of the largest |logit|: float32 arithmetic against float64
