@@ -175,12 +175,12 @@ int as_cmd_embed(cmd_ctx *c)
 
 /* A side run's capture keeps the classes up to the logits: the pooled
  * vector is of that class. */
-static size_t side_budget(const as_program *p)
+static size_t side_budget(const as_program *p, int n)
 {
     size_t b = 0;
     for (int h = 0; h < p->n_hooks; h++)
         if (p->hooks[h].klass <= AS_CLASS_LOGITS)
-            b += as_capture_hook_bytes(p, h);
+            b += as_capture_hook_bytes(p, h, n);
     return b;
 }
 
@@ -194,7 +194,7 @@ static int embed_text(as_session *s, const char *text, float *out, int *n_tok, a
                               &n, err))
         return AS_ERR;
     int rc = n == 0 ? as_error_set(err, "\"%s\" has no tokens", text)
-                    : as_cmd_side_run_new(s, ids, (int)n, side_budget(s->prog), &r, err);
+                    : as_cmd_side_run_new(s, ids, (int)n, side_budget(s->prog, (int)n), &r, err);
     if (n > 0) {
         const float *v = rc ? NULL : pooled_of(s, r.cap, r.it->out, err);
         if (v)

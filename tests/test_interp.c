@@ -422,14 +422,25 @@ Test(interp, a_long_prompt_without_capture_runs_in_chunks)
 Test(interp, budget_drops_residual_copies_before_patterns)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    enum { N = 20 };
     size_t by_class[AS_CLASS_RESID + 1] = {0};
     for (int h = 0; h < s->prog->n_hooks; h++)
-        by_class[s->prog->hooks[h].klass] += as_capture_hook_bytes(s->prog, h);
-    /* Room for patterns and scores, not quite for the logits. */
+        by_class[s->prog->hooks[h].klass] += as_capture_hook_bytes(s->prog, h, N);
+    /* Room for patterns and scores at N positions, not quite for the logits. */
     size_t budget = by_class[AS_CLASS_PATTERN] + by_class[AS_CLASS_SCORES] + by_class[AS_CLASS_LOGITS] - 1;
     as_capture *c;
+    as_interp *it;
     as_error err;
     cr_assert_eq(as_capture_new(&c, s->prog, budget, &err), AS_OK);
+    for (int h = 0; h < s->prog->n_hooks; h++)
+        cr_assert(as_capture_has(c, h), "nothing is dropped before a position is in use: %s", c->dropped);
+    int32_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = 5 + i;
+    as_stop stop;
+    cr_assert_eq(as_interp_new(&it, s->prog, c, &err), AS_OK);
+    cr_assert_eq(as_interp_set_tokens(it, ids, N, &err), AS_OK);
+    cr_assert_eq(as_interp_run(it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
     for (int h = 0; h < s->prog->n_hooks; h++) {
         const as_hook *hk = &s->prog->hooks[h];
         bool kept = hk->klass <= AS_CLASS_SCORES;
@@ -437,6 +448,18 @@ Test(interp, budget_drops_residual_copies_before_patterns)
     }
     cr_assert(strstr(c->dropped, "residual-stream copies") && strstr(c->dropped, "logits"), "%s", c->dropped);
     cr_assert(!strstr(c->dropped, "patterns"), "%s", c->dropped);
+    /* the message names a budget that keeps everything at these positions, and it does */
+    const char *fig = strstr(c->dropped, "--capture-mb ");
+    cr_assert(fig && strstr(c->dropped, "20 positions"), "%s", c->dropped);
+    size_t mb = strtoul(fig + 13, NULL, 10);
+    as_interp_free(it);
+    as_capture_free(c);
+    cr_assert_eq(as_capture_new(&c, s->prog, mb << 20, &err), AS_OK);
+    cr_assert_eq(as_interp_new(&it, s->prog, c, &err), AS_OK);
+    cr_assert_eq(as_interp_set_tokens(it, ids, N, &err), AS_OK);
+    cr_assert_eq(as_interp_run(it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(c->n_dropped, 0, "--capture-mb %zu: %s", mb, c->dropped);
+    as_interp_free(it);
     as_capture_free(c);
     close_session(s);
 }

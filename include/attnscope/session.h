@@ -29,6 +29,7 @@ struct as_session {
     as_interp *it;
     as_sampler sampler;
     size_t capture_mb;
+    int ctx;           /* `set ctx N` / --ctx: the context a user works in (0: the model's window) */
     float *probs;      /* vocab-sized scratch */
     int *order;
     FILE *out;         /* results */
