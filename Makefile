@@ -206,6 +206,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/figures.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 
 # The suite's output also goes to $(BUILD)/test.log, ending with its exit
 # status: make test-fresh holds the fresh machine's run to this one's.

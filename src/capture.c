@@ -168,71 +168,97 @@ static int grow(as_capture *c, const int *ends, as_error *err)
 }
 
 /* Which classes the budget keeps at pos[s] positions, lowest class first
- * while they fit; a class that does not fit is dropped whole with every
- * class after it, so what remains is coherent. A dropped class stays
- * dropped for the rest of the context (its earlier positions are gone);
- * fresh (nothing computed yet) decides anew. */
+ * while they fit: returns the first class dropped (-1: none). A class that
+ * does not fit is dropped whole with every class after it, so what remains
+ * is coherent; one dropped before (from) stays dropped, its earlier
+ * positions being gone (-1: nothing computed yet, decide anew). need[]
+ * gets each class's bytes, *used those kept. */
+static int plan(const as_capture *c, const int *pos, int from, size_t *need, size_t *used)
+{
+    const as_program *p = c->prog;
+    memset(need, 0, (AS_CLASS_RESID + 1) * sizeof *need);
+    for (int i = 0; i < p->n_hooks; i++)
+        need[p->hooks[i].klass] += bytes_at(p, i, pos);
+    size_t droppable = 0; /* the KV cache and norm scales are not the budget's to drop */
+    *used = need[AS_CLASS_ESSENTIAL];
+    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++) {
+        bool keep = c->budget > 0 && (from < 0 || klass < from) && droppable + need[klass] <= c->budget;
+        if (!keep)
+            return klass;
+        droppable += need[klass];
+        *used += need[klass];
+    }
+    return -1;
+}
+
+/* What plan() decided, in words: "" when everything is kept. */
+static void describe(const as_capture *c, const int *pos, int from, const size_t *need, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (from < 0)
+        return;
+    int n = 0;
+    for (int s = 0; s < c->prog->n_streams; s++)
+        n = pos[s] > n ? pos[s] : n;
+    size_t off = (size_t)snprintf(buf, size, "capture budget %.1f MB at %d position%s: not keeping",
+                                  (double)c->budget / (1 << 20), n, n == 1 ? "" : "s");
+    for (int klass = AS_CLASS_RESID; klass >= from && off < size; klass--)
+        off += (size_t)snprintf(buf + off, size - off, "%s %s", klass == AS_CLASS_RESID ? "" : ",", class_name[klass]);
+    /* what would keep them: every droppable class at these positions */
+    size_t all = 0;
+    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
+        all += need[klass];
+    if (off < size)
+        snprintf(buf + off, size - off, " (--capture-mb %zu keeps them at %d positions)",
+                 (all + (1u << 20) - 1) >> 20, n);
+}
+
+/* Applies plan() at pos: frees the classes dropped, allocates (at the
+ * present capacity) those kept that have no storage yet. */
 static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
 {
     const as_program *p = c->prog;
-    size_t need[AS_CLASS_RESID + 1] = {0}, all = 0;
-    for (int i = 0; i < p->n_hooks; i++) {
-        need[p->hooks[i].klass] += bytes_at(p, i, pos);
-        all += bytes_at(p, i, pos);
-    }
-    if (fresh)
-        c->dropped_from = -1;
-    size_t used = 0, droppable = 0; /* the KV cache and norm scales are not the budget's to drop */
-    for (int klass = AS_CLASS_ESSENTIAL; klass <= AS_CLASS_RESID; klass++) {
-        bool keep = klass == AS_CLASS_ESSENTIAL ||
-                    (c->budget > 0 && (c->dropped_from < 0 || klass < c->dropped_from) &&
-                     droppable + need[klass] <= c->budget);
-        if (!keep && (c->dropped_from < 0 || klass < c->dropped_from))
-            c->dropped_from = klass;
-        for (int i = 0; i < p->n_hooks; i++) {
-            if ((int)p->hooks[i].klass != klass)
-                continue;
-            if (!keep) {
-                free(c->store[i]);
-                c->store[i] = NULL;
-                c->filled[i] = 0;
-                continue;
-            }
-            if (c->store[i])
-                continue;
-            size_t bytes = bytes_at(p, i, c->capacity);
-            c->store[i] = calloc(1, bytes ? bytes : 1);
-            c->committed[i] = 0;
-            if (!c->store[i])
-                return as_error_set(err, "out of memory capturing %s (%zu bytes at %d positions)", p->hooks[i].name,
-                                    bytes, c->capacity[p->hooks[i].stream]);
-        }
-        if (keep) {
-            used += need[klass];
-            droppable += klass == AS_CLASS_ESSENTIAL ? 0 : need[klass];
-        }
-    }
-    c->used = used;
+    size_t need[AS_CLASS_RESID + 1];
+    c->dropped_from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &c->used);
+    c->essential = need[AS_CLASS_ESSENTIAL];
     c->n_dropped = 0;
-    c->dropped[0] = '\0';
-    if (c->dropped_from < 0)
-        return AS_OK;
-    int n = 0;
-    for (int s = 0; s < p->n_streams; s++)
-        n = pos[s] > n ? pos[s] : n;
-    size_t off = (size_t)snprintf(c->dropped, sizeof c->dropped, "capture budget %.1f MB at %d position%s: not keeping",
-                                  (double)c->budget / (1 << 20), n, n == 1 ? "" : "s");
-    for (int klass = AS_CLASS_RESID; klass >= c->dropped_from && off < sizeof c->dropped; klass--)
-        off += (size_t)snprintf(c->dropped + off, sizeof c->dropped - off, "%s %s",
-                                klass == AS_CLASS_RESID ? "" : ",", class_name[klass]);
-    /* what would keep them: every droppable class at these positions */
-    size_t keep_all = all - need[AS_CLASS_ESSENTIAL];
-    if (off < sizeof c->dropped)
-        snprintf(c->dropped + off, sizeof c->dropped - off, " (--capture-mb %zu keeps them at %d positions)",
-                 (keep_all + (1u << 20) - 1) >> 20, n);
-    for (int i = 0; i < p->n_hooks; i++)
-        c->n_dropped += c->store[i] == NULL;
+    for (int i = 0; i < p->n_hooks; i++) {
+        const as_hook *h = &p->hooks[i];
+        if (c->dropped_from >= 0 && (int)h->klass >= c->dropped_from) {
+            free(c->store[i]);
+            c->store[i] = NULL;
+            c->filled[i] = 0;
+            c->n_dropped++;
+            continue;
+        }
+        if (c->store[i])
+            continue;
+        size_t bytes = bytes_at(p, i, c->capacity);
+        c->store[i] = calloc(1, bytes ? bytes : 1);
+        c->committed[i] = 0;
+        if (!c->store[i])
+            return as_error_set(err, "out of memory capturing %s (%zu bytes at %d positions)", h->name, bytes,
+                                c->capacity[h->stream]);
+    }
+    describe(c, pos, c->dropped_from, need, c->dropped, sizeof c->dropped);
     return AS_OK;
+}
+
+void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size)
+{
+    size_t need[AS_CLASS_RESID + 1], used;
+    bool fresh = true;
+    for (int i = 0; i < c->prog->n_hooks && fresh; i++)
+        fresh = c->filled[i] == 0;
+    int from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &used);
+    describe(c, pos, from, need, buf, size);
+}
+
+size_t as_capture_default_mb(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t half = pages > 0 && page > 0 ? (size_t)pages / 2 * (size_t)page >> 20 : 0;
+    return half > 1024 ? half : 1024;
 }
 
 int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err)

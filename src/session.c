@@ -1093,9 +1093,20 @@ static int cmd_info(cmd_ctx *c)
     int in_use = 0;
     for (int st = 0; st < c->s->prog->n_streams; st++)
         in_use = it->st[st].n_tokens > in_use ? it->st[st].n_tokens : in_use;
-    fprintf(c->s->out, "capture: %zu MB budget, %.1f MB in use at %d position%s (storage grows with the positions "
-            "in use)%s%s\n", c->s->capture_mb, (double)cap->used / (1 << 20), in_use, in_use == 1 ? "" : "s",
-            cap->dropped[0] ? "; " : "", cap->dropped);
+    /* computed so far, and what the budget keeps for the whole context as it stands */
+    int done = 0, pos[AS_MAX_STREAMS];
+    for (int st = 0; st < c->s->prog->n_streams; st++) {
+        done = it->st[st].n_done > done ? it->st[st].n_done : done;
+        pos[st] = it->st[st].n_tokens;
+    }
+    fprintf(c->s->out, "capture: %zu MB budget, %.1f MB in use at %d computed position%s (%.1f MB of it the KV cache "
+            "and norm statistics, which the budget does not count; storage grows with the positions in use)\n",
+            c->s->capture_mb, (double)cap->used / (1 << 20), done, done == 1 ? "" : "s",
+            (double)cap->essential / (1 << 20));
+    char plan[512];
+    as_capture_plan(cap, pos, plan, sizeof plan);
+    fprintf(c->s->out, "capture at the context's %d position%s: %s\n", in_use, in_use == 1 ? "" : "s",
+            plan[0] ? plan : "everything kept");
     fprintf(c->s->out, "context: %d of %d positions%s\n", it->out->n_tokens, it->n_ctx,
             it->n_ctx < c->s->prog->streams[c->s->prog->out_stream].n_ctx ? " (set ctx; the model's window is larger)"
                                                                           : " (the model's window)");

@@ -53,9 +53,9 @@ static void usage(FILE *f)
             "  -e \"CMDS\"        run commands separated by ';' and exit (0 if all succeeded)\n"
             "  -x FILE          run commands from FILE, one a line, and exit\n"
             "  --info FILE      print the model card of a GGUF file (or HF directory) and exit\n"
-            "  --capture-mb N   memory budget for captured activations (default 1024; 0 keeps only\n"
-            "                   what the computation needs); what it holds grows with the positions\n"
-            "                   in use, never with the model's declared context window\n"
+            "  --capture-mb N   memory budget for captured activations (default: half of this machine's\n"
+            "                   memory, %zu MB here; 0 keeps only what the computation needs); what it\n"
+            "                   holds grows with the positions in use, never with the model's window\n"
             "  --ctx N          work in a context of at most N positions (default: the model's window;\n"
             "                   `set ctx N` later)\n"
             "  --threads N      compute threads (default: one per core, at most 16)\n"
@@ -65,7 +65,7 @@ static void usage(FILE *f)
             "  --version, --help\n"
             "\n"
             "Type `help` at the prompt for the commands.\n",
-            DEFAULT_MODEL);
+            DEFAULT_MODEL, as_capture_default_mb());
 }
 
 static int parse_num(const char *s, long lo, long hi, long *out)
@@ -81,7 +81,7 @@ static int parse_num(const char *s, long lo, long hi, long *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    o->capture_mb = 1024;
+    o->capture_mb = (long)as_capture_default_mb();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;

@@ -26,6 +26,7 @@ typedef struct as_capture {
     int capacity[AS_MAX_STREAMS]; /* positions the storage holds per stream (grows) */
     size_t budget;      /* bytes allowed for droppable hooks */
     size_t used;        /* bytes the kept hooks need at the positions in use (KV cache included) */
+    size_t essential;   /* of which the KV cache and norm scales, which the budget does not count */
     float **store;      /* per hook: storage for capacity positions, or NULL if dropped */
     as_norm_stat **stats; /* per NORM_SCALE hook: [capacity][groups] statistics (always kept) */
     int *filled;        /* per hook: positions [0, filled) hold current values */
@@ -51,6 +52,12 @@ void as_capture_free(as_capture *c);
  * support (MADV_POPULATE_WRITE, Linux 5.14) the pages fault in as before. */
 int as_capture_prepare(as_capture *c, const int *ends, as_error *err); /* per stream */
 
+/* What the budget would keep at pos[stream] positions, in the words of
+ * `dropped` ("" when everything): before a prompt is run. */
+void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size);
+/* The default budget in MB: half of this machine's memory, at least 1024
+ * (storage is committed only as positions are written). */
+size_t as_capture_default_mb(void);
 /* Bytes a hook needs when each stream holds n_pos positions (at most its
  * window; attention: a triangle or a rectangle per head). */
 size_t as_capture_hook_bytes(const as_program *p, int hook, int n_pos);
