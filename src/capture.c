@@ -191,6 +191,11 @@ static int plan(const as_capture *c, const int *pos, int from, size_t *need, siz
     return -1;
 }
 
+static size_t mb_up(size_t bytes)
+{
+    return (bytes + (1u << 20) - 1) >> 20;
+}
+
 /* What plan() decided, in words: "" when everything is kept. */
 static void describe(const as_capture *c, const int *pos, int from, const size_t *need, char *buf, size_t size)
 {
@@ -209,8 +214,7 @@ static void describe(const as_capture *c, const int *pos, int from, const size_t
     for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
         all += need[klass];
     if (off < size)
-        snprintf(buf + off, size - off, " (--capture-mb %zu keeps them at %d positions)",
-                 (all + (1u << 20) - 1) >> 20, n);
+        snprintf(buf + off, size - off, " (--capture-mb %zu keeps them at %d positions)", mb_up(all), n);
 }
 
 /* Applies plan() at pos: frees the classes dropped, allocates (at the
@@ -221,6 +225,10 @@ static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
     size_t need[AS_CLASS_RESID + 1];
     c->dropped_from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &c->used);
     c->essential = need[AS_CLASS_ESSENTIAL];
+    c->keep_mb = 0;
+    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
+        c->keep_mb += need[klass];
+    c->keep_mb = mb_up(c->keep_mb);
     c->n_dropped = 0;
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];

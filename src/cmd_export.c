@@ -1072,8 +1072,7 @@ static int export_probs_trace(cmd_ctx *c)
         return as_error_set(c->err, "no generated tokens yet: `gen N` produces some to trace");
     int hl = as_program_hook(s->prog, AS_HK_LOGITS, -1);
     if (!as_capture_has(s->cap, hl))
-        return as_error_set(c->err, "probs-trace needs the logits of every step, but %s is not captured: %s (raise "
-                                    "--capture-mb)",
+        return as_error_set(c->err, "probs-trace needs the logits of every step, but %s is not captured: %s",
                             s->prog->hooks[hl].name, s->cap->dropped[0] ? s->cap->dropped : "it was dropped");
     int filled = s->cap->filled[hl], a = first, b = it->out->n_tokens;
     if (o.window) {

@@ -46,7 +46,8 @@ static int patch_values(as_session *s, const as_side_run *r, int hook, float **v
         return as_error_set(err, "%s: patching attention patterns is not supported (patch hook_z or the residual stream)",
                             h->name);
     if (!as_capture_has(r->cap, hook))
-        return as_error_set(err, "%s is not captured (raise --capture-mb)", h->name);
+        return as_error_set(err, "%s is not captured in the side run: %s", h->name,
+                            r->cap->dropped[0] ? r->cap->dropped : "it was dropped");
     *vals = calloc((size_t)rule_rows(s, hook) * (size_t)h->width, sizeof **vals);
     if (!*vals)
         return as_error_set(err, "out of memory");

@@ -33,6 +33,7 @@ typedef struct as_capture {
     int *committed;     /* per hook: positions whose pages as_capture_prepare committed */
     int n_dropped;
     int dropped_from;   /* the first class dropped, -1 if none */
+    size_t keep_mb;     /* when dropping: the budget (MB) that keeps every class at the positions in use */
     char dropped[512];  /* human summary of what was dropped, "" if nothing */
 } as_capture;
 
