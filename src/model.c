@@ -173,16 +173,24 @@ static void read_name(as_config *c, const as_gguf *g)
 
 /* In a survey (as_model_check) a missing or misshapen tensor is noted and
  * loading goes on, so every one is named; otherwise it stops the load. */
+/* Problems a survey lists before it stops: a file claiming millions of
+ * blocks without their tensors would otherwise be surveyed block by block
+ * for minutes (found by fuzz_gguf). */
+enum { SURVEY_LINES = 64 };
+
 static int survey_note(as_model *m, as_error *err)
 {
     if (!m->survey)
         return AS_ERR;
-    size_t had = m->problems ? strlen(m->problems) : 0, add = strlen(err->msg) + 2;
+    if (m->n_problems++ >= SURVEY_LINES)
+        return as_error_set(err, "the check stops after %d missing or misshapen tensors", SURVEY_LINES);
+    size_t had = m->problems_len, add = strlen(err->msg) + 2;
     char *p = realloc(m->problems, had + add);
     if (!p)
         return AS_ERR;
     snprintf(p + had, add, "%s\n", err->msg);
     m->problems = p;
+    m->problems_len = had + add - 1;
     return AS_OK;
 }
 
