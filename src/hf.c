@@ -1126,10 +1126,9 @@ static int tok_wordpiece(tok_read *r, as_error *err)
     if (ok) {
         size_t used = strlen(h->llama_note);
         snprintf(h->llama_note + used, sizeof h->llama_note - used,
-                 "%sllama.cpp ignores tokenizer.attnscope.normalizer and max_word_chars: its WordPiece keeps only the "
-                 "first code point of a character's decomposition (a Hangul syllable's first jamo), so such text, "
-                 "and words over %u characters, get other ids there than here and in the tokenizers library",
-                 used ? "; " : "", max_chars);
+                 "%sllama.cpp ignores tokenizer.attnscope.normalizer: its WordPiece keeps a character's first "
+                 "decomposed code point only (a Hangul syllable's first jamo) and words over %u characters, so such "
+                 "text gets other ids there than here and in the tokenizers library", used ? "; " : "", max_chars);
     }
     return ok ? AS_OK : as_error_set(err, "%s: out of memory", r->path);
 }
