@@ -14,7 +14,8 @@
 # Each directory is also written out by `convert` and llama.cpp's tokenizer
 # (BUILD/llama-ref/llama-tokenize, or $LLAMA_TOKENIZE) run on the GGUF, its
 # ids held to the library's likewise (skipped, saying so, without it). Then
-# sentence pairs (below).
+# WordPiece's normalisation on real BERT files from tests/hub, and sentence
+# pairs (below).
 # Needs npm and node (Debian's npm package) and the registry; without them it
 # says so and exits 0 (skipped). Exits 1 when any string's ids differ.
 set -u
