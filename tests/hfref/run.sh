@@ -114,8 +114,9 @@ sys.exit(1 if bad or bad_ll else 0)
 PY
 done
 # WordPiece from Hugging Face directories, normalised as the tokenizers
-# library does (tokenizer.attnscope.normalizer): the real bert-base-uncased
-# and all-MiniLM-L6-v2 tokenizer.json files (tests/hub), and two variants of
+# library does (tokenizer.attnscope.normalizer): the real bert-base-uncased,
+# all-MiniLM-L6-v2 and (cased) bert-base-chinese tokenizer.json files
+# (tests/hub), and two variants of
 # bert-base-uncased's made here (its normalizer with case and accents kept;
 # a Sequence of NFD, Lowercase, StripAccents), on N strings with more
 # scripts (texts.py ... scripts). llama.cpp does not read our key, so its
@@ -123,7 +124,7 @@ done
 /usr/bin/python3 "$here/texts.py" "$n" 22 scripts > "$out/texts-wpm.json" || exit 1
 cp "$here/encfile.js" "$out/encfile.js"
 hub=$root/tests/hub/bert-base-uncased/tokenizer.json
-for w in bert-base-uncased all-MiniLM-L6-v2 bert-keep-case bert-nfd-seq; do
+for w in bert-base-uncased all-MiniLM-L6-v2 bert-base-chinese bert-keep-case bert-nfd-seq; do
   src=$root/tests/hub/$w/tokenizer.json
   case $w in bert-keep-case|bert-nfd-seq) src=$hub ;; esac
   if [ ! -f "$src" ]; then
