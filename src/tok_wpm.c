@@ -26,7 +26,8 @@
  * that is a prefix of what is left, then again from its end; if some
  * position has no token, the whole word is [UNK]. llama.cpp puts no limit
  * on a word's length (Hugging Face's BERT makes a word over 100 characters
- * [UNK]; llama.cpp does not, and neither does this file).
+ * [UNK]; llama.cpp does not, and neither does this file outside the
+ * library's normalisation below).
  *
  * A tokenizer from a Hugging Face directory normalises as the tokenizers
  * library does instead (tokenizer.attnscope.normalizer, ours: its
