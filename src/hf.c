@@ -1010,6 +1010,54 @@ static long long bert_special(tok_read *r, const json_t *pair, const char *text)
     return token_id(r, text);
 }
 
+/* A WordPiece model's normalizer as the library's steps (tok_wpm.c,
+ * tokenizer.attnscope.normalizer): BertNormalizer's (clean_text,
+ * handle_chinese_chars, accents stripped -- strip_accents, or lowercase
+ * when null -- and lowercase, in the library's order), or a Sequence of
+ * NFD, Lowercase and StripAccents; and llama.cpp's two switches. */
+static int wpm_steps(tok_read *r, const json_t *nz, char steps[64], bool *lower, bool *strip, as_error *err)
+{
+    steps[0] = '\0';
+    *lower = *strip = false;
+    if (!nz || json_is_null(nz))
+        return AS_OK;
+    if (is_type(nz, "BertNormalizer")) {
+        json_t *lc = json_object_get(nz, "lowercase"), *sa = json_object_get(nz, "strip_accents");
+        json_t *ct = json_object_get(nz, "clean_text"), *cj = json_object_get(nz, "handle_chinese_chars");
+        *lower = !lc || json_is_true(lc);
+        *strip = sa && !json_is_null(sa) ? json_is_true(sa) : *lower;
+        snprintf(steps, 64, "%s%s%s%s", !ct || json_is_true(ct) ? "clean " : "", !cj || json_is_true(cj) ? "cjk " : "",
+                 *strip ? "strip-mn " : "", *lower ? "lower " : "");
+    } else if (is_type(nz, "Sequence")) {
+        const json_t *list = json_object_get(nz, "normalizers");
+        size_t i, n = json_array_size(list);
+        if (n > 8)
+            return as_error_set(err, "%s: a WordPiece model's Sequence normalizer of %zu members (8 at most) is not "
+                                "read yet", r->path, n);
+        for (i = 0; i < n; i++) {
+            const json_t *m = json_array_get(list, i);
+            const char *name = is_type(m, "NFD") ? "nfd " : is_type(m, "Lowercase") ? "lower "
+                             : is_type(m, "StripAccents") ? "strip-marks " : NULL;
+            if (!name) {
+                const char *ty = json_string_value(json_object_get(m, "type"));
+                return as_error_set(err, "%s: a WordPiece model's normalizer '%.30s' is not read yet (BertNormalizer, "
+                                    "or a Sequence of NFD, Lowercase, StripAccents)", r->path, ty ? ty : "?");
+            }
+            *lower |= is_type(m, "Lowercase");
+            *strip |= is_type(m, "StripAccents");
+            strcat(steps, name);
+        }
+    } else {
+        const char *ty = json_string_value(json_object_get(nz, "type"));
+        return as_error_set(err, "%s: a WordPiece model's normalizer '%.30s' is not read yet (BertNormalizer, or a "
+                            "Sequence of NFD, Lowercase, StripAccents)", r->path, ty ? ty : "?");
+    }
+    size_t len = strlen(steps);
+    if (len)
+        steps[len - 1] = '\0'; /* the last space */
+    return AS_OK;
+}
+
 /* WordPiece (BERT): pieces stored as llama.cpp's converter stores them (a
  * word's first piece with '▁' in front, a continuation without its '##',
  * [BRACKETED] specials as they are), BertNormalizer's options, [CLS] and
@@ -1022,13 +1070,17 @@ static int tok_wordpiece(tok_read *r, as_error *err)
     if (!is_type(pre, "BertPreTokenizer"))
         return as_error_set(err, "%s: a WordPiece model with a pre_tokenizer other than BertPreTokenizer is not read "
                             "yet", r->path);
-    if (!is_type(nz, "BertNormalizer"))
-        return as_error_set(err, "%s: a WordPiece model with a normalizer other than BertNormalizer is not read yet",
-                            r->path);
     if (prefix && !(json_is_string(prefix) && !strcmp(json_string_value(prefix), "##")))
         return as_error_set(err, "%s: continuing_subword_prefix other than '##' is not read yet", r->path);
-    json_t *lc = json_object_get(nz, "lowercase"), *sa = json_object_get(nz, "strip_accents");
-    bool lower = !lc || json_is_true(lc), strip = sa && !json_is_null(sa) ? json_is_true(sa) : lower;
+    char steps[64];
+    bool lower, strip;
+    if (wpm_steps(r, nz, steps, &lower, &strip, err))
+        return AS_ERR;
+    json_t *mx = json_object_get(r->model, "max_input_chars_per_word");
+    if (mx && !json_is_null(mx) && !(json_is_integer(mx) && json_integer_value(mx) >= 0 &&
+                                     json_integer_value(mx) <= UINT32_MAX))
+        return as_error_set(err, "%s: model.max_input_chars_per_word: expected a count", r->path);
+    uint32_t max_chars = json_is_integer(mx) ? (uint32_t)json_integer_value(mx) : 100; /* the library's default */
     for (size_t i = 0; i < r->n; i++) {
         const char *t = r->tokens[i];
         size_t len = r->lens[i];
@@ -1068,7 +1120,16 @@ static int tok_wordpiece(tok_read *r, as_error *err)
               (pad < 0 || as_hf_kv_u32(h, "tokenizer.ggml.padding_token_id", (uint32_t)pad)) &&
               (mask < 0 || as_hf_kv_u32(h, "tokenizer.ggml.mask_token_id", (uint32_t)mask)) &&
               as_hf_kv_bool(h, "tokenizer.ggml.normalizer.lowercase", lower) &&
-              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.strip_accents", strip);
+              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.strip_accents", strip) &&
+              as_hf_kv_str(h, "tokenizer.attnscope.normalizer", steps) &&
+              as_hf_kv_u32(h, "tokenizer.attnscope.max_word_chars", max_chars);
+    if (ok) {
+        size_t used = strlen(h->llama_note);
+        snprintf(h->llama_note + used, sizeof h->llama_note - used,
+                 "%sllama.cpp ignores tokenizer.attnscope.normalizer: its WordPiece keeps a character's first "
+                 "decomposed code point only (a Hangul syllable's first jamo) and words over %u characters, so such "
+                 "text gets other ids there than here and in the tokenizers library", used ? "; " : "", max_chars);
+    }
     return ok ? AS_OK : as_error_set(err, "%s: out of memory", r->path);
 }
 
@@ -1272,14 +1333,23 @@ static int tok_read_all(tok_read *r, as_error *err)
 {
     as_hf *h = r->h;
     json_t *type = json_object_get(r->model, "type");
-    if (!json_is_object(r->model) || !json_is_string(type))
+    if (!json_is_object(r->model))
+        return as_error_set(err, "%s: 'model' needs to be an object", r->path);
+    /* Older files (bert-base-uncased's) have no type: told apart as the
+     * library does, by the fields there are */
+    const char *ty = json_string_value(type);
+    if (!ty && json_is_array(r->vocab))
+        ty = "Unigram";
+    else if (!ty && json_object_get(r->model, "continuing_subword_prefix") && json_object_get(r->model, "unk_token"))
+        ty = json_object_get(r->model, "merges") ? "BPE" : "WordPiece";
+    if (!ty)
         return as_error_set(err, "%s: 'model' needs a 'type'", r->path);
-    bool wordpiece = !strcmp(json_string_value(type), "WordPiece");
-    if (!strcmp(json_string_value(type), "Unigram"))
+    bool wordpiece = !strcmp(ty, "WordPiece");
+    if (!strcmp(ty, "Unigram"))
         return tok_unigram(r, err);
-    if (strcmp(json_string_value(type), "BPE") && !wordpiece)
+    if (strcmp(ty, "BPE") && !wordpiece)
         return as_error_set(err, "%s: model type '%.20s' is not read (BPE, byte-level and SentencePiece-style, "
-                            "WordPiece and Unigram are)", r->path, json_string_value(type));
+                            "WordPiece and Unigram are)", r->path, ty);
     if (!json_is_object(r->vocab) || (r->added && !json_is_array(r->added)))
         return as_error_set(err, "%s: model.vocab must be an object and added_tokens an array", r->path);
     if (tok_table(r, err) || tok_pad(r, err))

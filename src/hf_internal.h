@@ -44,7 +44,7 @@ typedef struct as_hf {
     void **bufs;             /* converted tensors and metadata arrays the view points into */
     size_t n_bufs;
     as_gguf *g;              /* the view being built */
-    char llama_note[448];    /* what llama.cpp will compute otherwise than the directory says ("": nothing) */
+    char llama_note[640];    /* what llama.cpp will compute otherwise than the directory says ("": nothing) */
     uint64_t tensor_cap;
 } as_hf;
 

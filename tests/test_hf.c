@@ -598,7 +598,8 @@ Test(hf, bert_erf_gelu_directory_matches_pytorch)
 
 /* convert keeps the erf GELU in our key (attnscope's pass over the GGUF is
  * PyTorch's) and says llama.cpp will not follow it; a tanh directory has
- * nothing to say. */
+ * nothing to say of its GELU (only, as every WordPiece directory, of the
+ * library's normalisation, which llama.cpp does not follow either). */
 Test(hf, converted_erf_bert_keeps_its_gelu_and_says_llama_cpp_does_not)
 {
     char out[] = "/tmp/attnscope-hf-convert-XXXXXX.gguf", note[512];
@@ -610,7 +611,8 @@ Test(hf, converted_erf_bert_keeps_its_gelu_and_says_llama_cpp_does_not)
     cr_assert(strstr(note, "llama.cpp") && strstr(note, "tanh") && strstr(note, "erf"), "note: '%s'", note);
     erf_matches_pytorch(out);
     cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-bert", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
-    cr_assert_str_eq(note, "");
+    cr_assert(!strstr(note, "erf") && !strstr(note, "tanh") && strstr(note, "tokenizer.attnscope.normalizer"),
+              "note: '%s'", note);
     unlink(out);
 }
 
@@ -1134,4 +1136,62 @@ Test(hf, convert_to_an_unwritable_path_is_refused)
     cr_assert(strstr(msg, "not a directory"), "%s", msg);
     cr_assert_neq(access("out.gguf", F_OK), 0);
     close_session(s);
+}
+
+/* A WordPiece directory's normalizer becomes the library's steps
+ * (tokenizer.attnscope.normalizer, what tok_wpm.c runs; its ids held to
+ * @lenml/tokenizers on the real bert-base-uncased and all-MiniLM-L6-v2
+ * files by make hf-tokref): BertNormalizer's options in the library's
+ * order, strip_accents null following lowercase; a Sequence of NFD,
+ * Lowercase, StripAccents member by member; max_input_chars_per_word (100
+ * when absent). Another normalizer is refused by name. */
+Test(hf, wordpiece_normalizer_becomes_the_library_steps)
+{
+    static const struct {
+        const char *to, *steps;
+    } cases[] = {
+        {"\"clean_text\": true, \"handle_chinese_chars\": true, \"strip_accents\": null, \"lowercase\": true",
+         "clean cjk strip-mn lower"},
+        {"\"clean_text\": true, \"handle_chinese_chars\": true, \"strip_accents\": null, \"lowercase\": false",
+         "clean cjk"},
+        {"\"clean_text\": false, \"handle_chinese_chars\": false, \"strip_accents\": false, \"lowercase\": true",
+         "lower"},
+        {"\"clean_text\": true, \"handle_chinese_chars\": true, \"strip_accents\": true, \"lowercase\": false",
+         "clean cjk strip-mn"},
+    };
+    const char *bert = "\"type\": \"BertNormalizer\",\n    \"clean_text\": true,\n    \"handle_chinese_chars\": true,\n"
+                       "    \"strip_accents\": null,\n    \"lowercase\": true";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] + 2; i++) {
+        tmpdir t;
+        make_copy(&t, "tiny-bert", true);
+        char to[512];
+        const char *steps = "nfd lower strip-marks";
+        if (i < sizeof cases / sizeof cases[0]) {
+            snprintf(to, sizeof to, "\"type\": \"BertNormalizer\", %s", cases[i].to);
+            steps = cases[i].steps;
+        } else {
+            snprintf(to, sizeof to, "\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFD\"}, {\"type\": "
+                     "\"Lowercase\"}, {\"type\": \"%s\"}]", i == sizeof cases / sizeof cases[0] ? "StripAccents"
+                                                                                              : "NFKC");
+        }
+        const char *from[] = {bert}, *tos[] = {to};
+        edit_tokenizer(&t, from, tos, 1);
+        if (strstr(to, "NFKC")) {
+            refused(&t, "tokenizer.json", "normalizer 'NFKC'", NULL);
+            remove_copy(&t);
+            continue;
+        }
+        as_gguf *g;
+        as_tokenizer *tok = tokenizer_of(t.path, &g);
+        const char *s = NULL;
+        uint32_t mx = 0;
+        as_error err = {{0}};
+        cr_assert_eq(as_gguf_get_str(g, "tokenizer.attnscope.normalizer", &s, &err), AS_OK, "%s", err.msg);
+        cr_assert_str_eq(s, steps, "case %zu", i);
+        cr_assert_eq(as_gguf_get_u32(g, "tokenizer.attnscope.max_word_chars", &mx, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(mx, 100);
+        as_tokenizer_free(tok);
+        as_gguf_close(g);
+        remove_copy(&t);
+    }
 }
