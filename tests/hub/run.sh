@@ -3,15 +3,14 @@
 # small random weights in the real checkpoints' layouts, held to independent
 # references: float64 NumPy forward passes and @lenml/tokenizers' ids.
 #   sh tests/hub/run.sh BUILD_DIR LIB "CC" "LDLIBS"
-# Each script below is run as SCRIPT BUILD ATTNSCOPE TOKIDS NODE_PATH;
-# add a model family's script to the list. @lenml/tokenizers comes from npm
+# Each script below is run as SCRIPT BUILD ATTNSCOPE TOKIDS NODE_PATH, one
+# line each (so make deps-scan reads them): add a model family's line. @lenml/tokenizers comes from npm
 # into BUILD/hfref as make hf-tokref fetches it (or here, alone); without
 # npm/node or numpy the run says SKIPPED and exits 0. Exits 1 when a script fails.
 set -u
 build=$1 lib=$2 cc=$3 ldlibs=$4
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-scripts="encoders.py"
 mkdir -p "$build/hub" && build=$(cd "$build" && pwd)
 if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
   echo "*** hub-ref: npm/node missing (apt-get install npm): SKIPPED ***"; exit 0
@@ -27,7 +26,5 @@ fi
 $cc -std=c11 -D_GNU_SOURCE -I"$root/include" "$root/tests/hfref/tokids.c" "$lib" $ldlibs -o "$build/hub/tokids" ||
   exit 1
 rc=0
-for s in $scripts; do
-  /usr/bin/python3 "$here/$s" "$build" "$build/attnscope" "$build/hub/tokids" "$nm" || rc=1
-done
+/usr/bin/python3 "$here/encoders.py" "$build" "$build/attnscope" "$build/hub/tokids" "$nm" || rc=1
 exit $rc
