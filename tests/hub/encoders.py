@@ -1,7 +1,7 @@
 """Checkpoints as the Hugging Face hub ships them: GPT-2, bert-base-uncased
 and sentence-transformers/all-MiniLM-L6-v2 (issue #29).
 
-    encoders.py BUILD_DIR ATTNSCOPE TOKIDS NODE_PATH [N_STRINGS]
+    encoders.py BUILD_DIR ATTNSCOPE TOKIDS NODE_PATH [N_STRINGS (2000)]
 
 For each, tests/hub/NAME holds the real metadata files (SOURCE says from
 where); a directory is made in BUILD_DIR/hub/NAME around them with
@@ -22,7 +22,7 @@ Checked, each against an independent reference:
   written here from the models' definitions, run on the ids
   @lenml/tokenizers gives the sentence: within 1e-4 of the largest value;
 - attnscope's ids (TOKIDS, tests/hfref/tokids.c) equal @lenml/tokenizers'
-  on N mixed strings (tests/hfref/texts.py, seed 29), special-token texts
+  on N mixed strings (tests/hfref/texts.py: make hf-tokref's 2000, seed 21), special-token texts
   read as those tokens, no template. bert-base-uncased's and MiniLM's
   strings whose text Unicode NFD changes are counted apart (left to the
   wordpiece branch, which makes BERT's normalizer a full NFD), and so are
@@ -314,7 +314,7 @@ def run_model(build, binary, node_path, name, overrides, weights, check):
 
 def main():
     build, binary, tokids, node_path = sys.argv[1:5]
-    n_strings = int(sys.argv[5]) if len(sys.argv) > 5 else 1000
+    n_strings = int(sys.argv[5]) if len(sys.argv) > 5 else 2000
     build = os.path.abspath(build)
     check = Check()
     r = Rand(29)
@@ -360,7 +360,7 @@ def main():
     # the ids of mixed strings
     texts_path = os.path.join(build, "hub", "texts.json")
     with open(texts_path, "w", encoding="utf-8") as f:
-        subprocess.run([sys.executable, TEXTS_PY, str(n_strings), "29"], stdout=f, check=True)
+        subprocess.run([sys.executable, TEXTS_PY, str(n_strings), "21"], stdout=f, check=True)
     texts = json.load(open(texts_path, encoding="utf-8"))
     for name in ("gpt2", "bert-base-uncased", "all-MiniLM-L6-v2"):
         d = os.path.join(build, "hub", name)
@@ -372,16 +372,16 @@ def main():
             continue
         us = json.loads(r2.stdout)
         wordpiece = name != "gpt2"
-        nfd = {i for i, t in enumerate(texts) if wordpiece and unicodedata.normalize("NFD", t) != t}
         # attnscope's WordPiece stores a word's first piece with '▁' in front, as llama.cpp's converter
         # does, so a '▁' typed in the text reads as a word start (tests/hfref/run.sh counts it apart too)
-        typed = {i for i, t in enumerate(texts) if wordpiece and "\u2581" in t} - nfd
+        typed = {i for i, t in enumerate(texts) if wordpiece and "\u2581" in t}
+        nfd = {i for i, t in enumerate(texts) if wordpiece and unicodedata.normalize("NFD", t) != t} - typed
         bad = [i for i in range(len(texts)) if js[i] != us[i] and i not in nfd | typed]
         note = ""
         if wordpiece:
-            note = ("; %d whose text NFD changes counted apart, %d of them differ (left to the wordpiece branch); "
-                    "%d more holding a typed \u2581 counted apart, %d of them differ" %
-                    (len(nfd), sum(js[i] != us[i] for i in nfd), len(typed), sum(js[i] != us[i] for i in typed)))
+            note = ("; %d holding a typed \u2581 counted apart, %d of them differ; %d more whose text NFD changes "
+                    "counted apart (left to the wordpiece branch), %d of them differ" %
+                    (len(typed), sum(js[i] != us[i] for i in typed), len(nfd), sum(js[i] != us[i] for i in nfd)))
         print("hub-ref %s ids: %d strings, %d ids, %d differ%s" % (name, len(texts), sum(map(len, js)), len(bad),
                                                                  note))
         for i in bad[:3]:
