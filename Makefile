@@ -47,7 +47,7 @@ LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
-.PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref \
+.PHONY: hub-ref all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref \
         test-deps deps-scan test-fresh test-suite
 all: attnscope
 
@@ -171,6 +171,12 @@ llama-ref: test-deps
 hf-tokref: $(LIB) $(PROG) test-deps
 	sh tests/hfref/run.sh $(BUILD) $(LIB) "$(CC) $(SAN)" "$(LIB_DEPS)"
 
+# Checkpoints as the Hugging Face hub ships them (tests/hub: real metadata
+# files around small random weights in the real key layouts) against float64
+# NumPy forward passes and @lenml/tokenizers' ids (tests/hub/run.sh).
+hub-ref: $(LIB) $(PROG) test-deps
+	sh tests/hub/run.sh $(BUILD) $(LIB) "$(CC) $(SAN)" "$(LIB_DEPS)"
+
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run
 # unless the leak was Criterion's own (allocated in libcriterion itself).
@@ -215,7 +221,7 @@ test:
 	@{ $(MAKE) --no-print-directory test-suite 2>&1; echo "make-test: exit $$?"; } | tee $(BUILD)/test.log
 	@tail -n 1 $(BUILD)/test.log | grep -qx 'make-test: exit 0'
 
-test-suite: deps-scan unit e2e fuzz-replay tui-stress llama-compare hf-tokref
+test-suite: deps-scan unit e2e fuzz-replay tui-stress llama-compare hf-tokref hub-ref
 
 # The README's set-up on a fresh Debian bookworm root (debootstrap, chroot;
 # as root): make, a batch run, make test, which must pass there with the

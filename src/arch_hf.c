@@ -496,27 +496,99 @@ static int gemma3_map(as_hf *h, as_error *err) { return gemma_map(h, 3, err); }
 
 /* ---------------------------------------------------------------- BERT */
 
-/* sentence-transformers' 1_Pooling/config.json, as llama.cpp's converter
- * reads it: mean, CLS or last-token pooling (absent: none). */
-static int bert_pooling(as_hf *h, uint32_t *pooling, as_error *err)
+/* A sentence-transformers Pooling module's config.json: one mode, as
+ * sentence-transformers pools (mean and mean_sqrt_len over every token of
+ * the one sequence: its attention mask is all ones), mean, CLS and
+ * last-token as llama.cpp's pooling_type values, max and mean_sqrt_len in
+ * our key (*ours). Several modes (sentence-transformers concatenates them)
+ * or a weighted mean are refused by name. */
+static int pooling_config(as_hf *h, const char *path, uint32_t *pooling, const char **ours, as_error *err)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/1_Pooling/config.json", h->dir);
-    *pooling = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return AS_OK;
-    fclose(f);
     json_t *j = as_hf_load_json(path, err);
     if (!j)
         return AS_ERR;
-    static const struct { const char *key; uint32_t v; } modes[] = {
-        {"pooling_mode_mean_tokens", 1}, {"pooling_mode_cls_token", 2}, {"pooling_mode_lasttoken", 3}};
-    for (size_t i = 0; i < 3; i++)
-        if (json_is_true(json_object_get(j, modes[i].key)))
-            *pooling = modes[i].v;
+    static const struct {
+        const char *key;
+        uint32_t v;
+        const char *ours;
+    } modes[] = {{"pooling_mode_mean_tokens", 1, NULL},         {"pooling_mode_cls_token", 2, NULL},
+                 {"pooling_mode_lasttoken", 3, NULL},           {"pooling_mode_max_tokens", 0, "max"},
+                 {"pooling_mode_mean_sqrt_len_tokens", 0, "mean_sqrt_len"},
+                 {"pooling_mode_weightedmean_tokens", 0, "weightedmean"}};
+    const char *first = NULL;
+    int rc = AS_OK;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0] && rc == AS_OK; i++) {
+        if (!json_is_true(json_object_get(j, modes[i].key)))
+            continue;
+        if (first)
+            rc = as_error_set(err, "%s: %s and %s are both true (sentence-transformers concatenates the pooled "
+                              "vectors; attnscope pools one way)", path, first, modes[i].key);
+        else if (modes[i].ours && !strcmp(modes[i].ours, "weightedmean"))
+            rc = as_error_set(err, "%s: %s is not run (mean, cls, lasttoken, max, mean_sqrt_len are)", path,
+                              modes[i].key);
+        first = modes[i].key;
+        *pooling = modes[i].v;
+        *ours = modes[i].ours;
+    }
     json_decref(j);
-    return AS_OK;
+    (void)h;
+    return rc;
+}
+
+/* sentence-transformers' modules.json: the Transformer at the directory's
+ * top, then a Pooling module (its config.json) and optionally Normalize.
+ * Without modules.json: 1_Pooling/config.json when there, as llama.cpp's
+ * converter reads it (absent: no pooling). Another module (Dense, ...) is
+ * refused by name: its output would not be the one sentence-transformers
+ * gives. */
+static int bert_pooling(as_hf *h, uint32_t *pooling, const char **ours, bool *normalize, as_error *err)
+{
+    char path[4200];
+    *pooling = 0, *ours = NULL, *normalize = false;
+    snprintf(path, sizeof path, "%s/modules.json", h->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(path, sizeof path, "%s/1_Pooling/config.json", h->dir);
+        if (!(f = fopen(path, "r")))
+            return AS_OK;
+        fclose(f);
+        return pooling_config(h, path, pooling, ours, err);
+    }
+    fclose(f);
+    json_error_t je;
+    json_t *mods = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_array(mods)) {
+        json_decref(mods);
+        return as_error_set(err, "%s: %s", path, mods ? "not a JSON array of modules" : je.text);
+    }
+    size_t i;
+    json_t *m;
+    int rc = AS_OK;
+    json_array_foreach(mods, i, m) {
+        const char *type = json_string_value(json_object_get(m, "type")),
+                   *sub = json_string_value(json_object_get(m, "path"));
+        const char *dot = type ? strrchr(type, '.') : NULL, *name = dot ? dot + 1 : type;
+        if (!name || !sub || strlen(sub) > 200 || strstr(sub, "..")) {
+            rc = as_error_set(err, "%s: module %zu needs a type and a path inside the directory", path, i);
+        } else if (!strcmp(name, "Transformer")) {
+            if (i != 0 || sub[0])
+                rc = as_error_set(err, "%s: module %zu: the Transformer at '%s' (attnscope reads it from the "
+                                  "directory's top, module 0)", path, i, sub);
+        } else if (!strcmp(name, "Pooling")) {
+            char cfg[4200];
+            snprintf(cfg, sizeof cfg, "%s/%s/config.json", h->dir, sub);
+            rc = pooling_config(h, cfg, pooling, ours, err);
+        } else if (!strcmp(name, "Normalize")) {
+            *normalize = true;
+        } else {
+            rc = as_error_set(err, "%s: module %zu (%.80s) is not run (Transformer, Pooling, Normalize are): the "
+                              "embedding would not be sentence-transformers'", path, i, type);
+        }
+        if (rc)
+            break;
+    }
+    json_decref(mods);
+    return rc;
 }
 
 static int bert_map(as_hf *h, as_error *err)
@@ -524,6 +596,8 @@ static int bert_map(as_hf *h, as_error *err)
     long long d, L, H, ff, V, ctx, types;
     double eps;
     uint32_t pooling;
+    const char *ours;
+    bool normalize;
     if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
         as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
         as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
@@ -531,7 +605,8 @@ static int bert_map(as_hf *h, as_error *err)
         as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
         as_hf_cfg_int(h, "max_position_embeddings", false, 512, 1, BIG, &ctx, err) ||
         as_hf_cfg_int(h, "type_vocab_size", false, 2, 1, 1024, &types, err) ||
-        as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) || bert_pooling(h, &pooling, err))
+        as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) ||
+        bert_pooling(h, &pooling, &ours, &normalize, err))
         return AS_ERR;
     /* BertConfig's default and most checkpoints': "gelu", the exact erf form (transformers' GELUActivation);
      * "gelu_new" and "gelu_pytorch_tanh" are the tanh form llama.cpp runs for every bert */
@@ -568,6 +643,16 @@ static int bert_map(as_hf *h, as_error *err)
                  "llama.cpp ignores bert.attnscope.gelu and runs the tanh GELU where this model has the exact erf "
                  "one (hidden_act 'gelu'): each GELU output differs by up to 4.7e-4, so its figures will differ "
                  "from attnscope's and transformers'");
+    /* our keys: pooling llama.cpp has no value for, and sentence-transformers' Normalize (llama.cpp's
+     * embedding tools normalize on request) */
+    if ((ours && !as_hf_kv_str(h, "bert.attnscope.pooling", ours)) ||
+        (normalize && !as_hf_kv_bool(h, "bert.attnscope.normalize", true)))
+        return oom(h, err);
+    if (ours) {
+        size_t used = strlen(h->llama_note);
+        snprintf(h->llama_note + used, sizeof h->llama_note - used,
+                 "%sllama.cpp ignores bert.attnscope.pooling (%s): it pools nothing here", used ? "; " : "", ours);
+    }
     h->alt_prefix = "bert."; /* BertForMaskedLM's names; BertModel's have none */
     uint64_t D = (uint64_t)d, F = (uint64_t)ff;
     const rule top[] = {

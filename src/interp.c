@@ -429,15 +429,30 @@ static void op_pool(as_interp *it, const as_op *op)
     const as_stream_state *st = span_of(it, op->out);
     int d = op->n_out, n = st->n;
     float *first = span_row(it, op->out, 0);
-    if (op->pool == AS_POOL_MEAN) {
+    if (op->pool == AS_POOL_MEAN || op->pool == AS_POOL_MEAN_SQRT_LEN) {
         for (int j = 0; j < d; j++) {
             double sum = 0;
             for (int i = 0; i < n; i++)
                 sum += span_row(it, op->in[0], i)[j];
-            first[j] = (float)(sum / n);
+            first[j] = (float)(op->pool == AS_POOL_MEAN ? sum / n : sum / sqrt((double)n));
+        }
+    } else if (op->pool == AS_POOL_MAX) {
+        for (int j = 0; j < d; j++) {
+            float mx = span_row(it, op->in[0], 0)[j];
+            for (int i = 1; i < n; i++)
+                mx = fmaxf(mx, span_row(it, op->in[0], i)[j]);
+            first[j] = mx;
         }
     } else {
         memcpy(first, span_row(it, op->in[0], op->pool == AS_POOL_LAST ? n - 1 : 0), (size_t)d * sizeof *first);
+    }
+    if (op->pool_l2) {
+        double ss = 0;
+        for (int j = 0; j < d; j++)
+            ss += (double)first[j] * first[j];
+        double norm = fmax(sqrt(ss), 1e-12);
+        for (int j = 0; j < d; j++)
+            first[j] = (float)(first[j] / norm);
     }
     for (int i = 1; i < n; i++)
         memcpy(span_row(it, op->out, i), first, (size_t)d * sizeof *first);

@@ -434,7 +434,7 @@ static uint64_t count_nonfinite16(const uint8_t *p, uint64_t n, uint16_t exp_mas
 static void scan_nonfinite(as_model *m)
 {
     const as_gguf *g = m->gguf;
-    size_t used = 0;
+    size_t used = strlen(m->warnings), first = used; /* after the warnings before it */
     int found = 0;
     float *row = NULL;
     size_t row_cap = 0;
@@ -475,7 +475,8 @@ static void scan_nonfinite(as_model *m)
         }
         if (bad && used + 1 < sizeof m->warnings) {
             used += (size_t)snprintf(m->warnings + used, sizeof m->warnings - used, "%s%s (%llu%s)",
-                                     found++ ? ", " : "tensors holding NaN or Inf: ", t->name,
+                                     found++ ? ", " : first ? "; tensors holding NaN or Inf: "
+                                                             : "tensors holding NaN or Inf: ", t->name,
                                      (unsigned long long)bad, where);
             if (used >= sizeof m->warnings)
                 used = sizeof m->warnings - 1;
@@ -557,6 +558,8 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
     }
     if (m->arch->load(m, err) || check_blocks(m, err))
         goto fail;
+    if (g->view_note && g->view_note[0])
+        snprintf(m->warnings, sizeof m->warnings, "%s", g->view_note);
     note_unused(m);
     scan_nonfinite(m);
     note_vocabulary(m);
