@@ -48,7 +48,7 @@ PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
 .PHONY: all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref \
-        test-deps deps-scan test-fresh test-suite
+        hub-ref test-deps deps-scan test-fresh test-suite
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -171,6 +171,11 @@ llama-ref: test-deps
 hf-tokref: $(LIB) $(PROG) test-deps
 	sh tests/hfref/run.sh $(BUILD) $(LIB) "$(CC) $(SAN)" "$(LIB_DEPS)"
 
+# Real hub metadata (tests/hub/<name>/) around random weights, against
+# independent references (tests/hub/run.sh lists the scripts).
+hub-ref: $(PROG) test-deps
+	sh tests/hub/run.sh $(abspath $(PROG))
+
 # Under the sanitizers, Criterion ignores how a test's process ends, so a
 # leak LeakSanitizer reports there would pass: the report fails the run
 # unless the leak was Criterion's own (allocated in libcriterion itself).
@@ -214,7 +219,7 @@ test:
 	@{ $(MAKE) --no-print-directory test-suite 2>&1; echo "make-test: exit $$?"; } | tee $(BUILD)/test.log
 	@tail -n 1 $(BUILD)/test.log | grep -qx 'make-test: exit 0'
 
-test-suite: deps-scan unit e2e fuzz-replay tui-stress llama-compare hf-tokref
+test-suite: deps-scan unit e2e fuzz-replay tui-stress llama-compare hf-tokref hub-ref
 
 # The README's set-up on a fresh Debian bookworm root (debootstrap, chroot;
 # as root): make, a batch run, make test, which must pass there with the

@@ -718,35 +718,40 @@ void as_pil_resize_size(const as_pil_spec *pil, int w, int h, int *ow, int *oh)
     }
 }
 
-uint8_t *as_image_rgb8(const as_image *img, as_error *err)
+uint8_t *as_image_u8(const as_image *img, int channels, as_error *err)
 {
     size_t n = (size_t)img->width * (size_t)img->height;
-    uint8_t *rgb = malloc(n * 3);
-    if (!rgb) {
+    uint8_t *o = malloc(n * (size_t)channels);
+    if (!o) {
         as_error_set(err, "out of memory for a %d x %d image", img->width, img->height);
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        for (int c = 0; c < 3; c++) {
-            unsigned v = img->data[i * (size_t)img->channels + (size_t)(img->channels == 1 ? 0 : c)];
+        unsigned v[3];
+        for (int c = 0; c < img->channels; c++) {
+            v[c] = img->data[i * (size_t)img->channels + (size_t)c];
             if (img->maxval == 65535)
-                v >>= 8; /* PIL keeps a 16-bit sample's high byte */
+                v[c] >>= 8; /* PIL keeps a 16-bit sample's high byte */
             else if (img->maxval != 255)
-                v = (v * 255u + (unsigned)img->maxval / 2) / (unsigned)img->maxval;
-            rgb[i * 3 + (size_t)c] = (uint8_t)v;
+                v[c] = (v[c] * 255u + (unsigned)img->maxval / 2) / (unsigned)img->maxval;
         }
+        if (channels == 3)
+            for (int c = 0; c < 3; c++)
+                o[i * 3 + (size_t)c] = (uint8_t)v[img->channels == 1 ? 0 : c];
+        else /* PIL's convert("L"): ITU-R 601-2 in 16-bit fixed point, rounded */
+            o[i] = (uint8_t)(img->channels == 1 ? v[0] : (v[0] * 19595 + v[1] * 38470 + v[2] * 7471 + 0x8000) >> 16);
     }
-    return rgb;
+    return o;
 }
 
-/* transformers' ViTImageProcessor / CLIPImageProcessor: RGB, PIL's resize,
+/* transformers' ViTImageProcessor / CLIPImageProcessor: RGB (or PIL's
+ * grey for a one-channel model), PIL's resize,
  * center_crop (zeros around an image smaller than the crop), then in
  * float32 x * rescale, (x - mean) / std. */
 static int prepare_pil(const as_image *img, const as_image_spec *spec, float *out, as_error *err)
 {
     const as_pil_spec *pil = &spec->pil;
-    if (spec->channels != 3)
-        return as_error_set(err, "a preprocessor_config.json model wants 3 channels, not %d", spec->channels);
+    int K = spec->channels;
     int rw, rh;
     as_pil_resize_size(pil, img->width, img->height, &rw, &rh);
     int cw = pil->crop_w > 0 ? pil->crop_w : rw, chh = pil->crop_h > 0 ? pil->crop_h : rh;
@@ -757,22 +762,23 @@ static int prepare_pil(const as_image *img, const as_image_spec *spec, float *ou
     if ((long long)rw * rh > AS_IMAGE_MAX_PIXELS)
         return as_error_set(err, "resizing %d x %d to %d x %d is larger than attnscope reads", img->width,
                             img->height, rw, rh);
-    uint8_t *rgb = as_image_rgb8(img, err), *res = rgb ? malloc((size_t)rw * (size_t)rh * 3) : NULL;
+    uint8_t *rgb = as_image_u8(img, K, err), *res = rgb ? malloc((size_t)rw * (size_t)rh * (size_t)K) : NULL;
     if (!res) {
         free(rgb);
         return as_error_set(err, "out of memory for a %d x %d image", rw, rh);
     }
-    int rc = as_pil_resize(rgb, img->width, img->height, 3, res, rw, rh, pil->resample, err);
+    int rc = as_pil_resize(rgb, img->width, img->height, K, res, rw, rh, pil->resample, err);
     /* center_crop: top = (h - crop) // 2 (floor), or a zero pad of ceil((crop - h) / 2) */
     int top = rh >= chh ? (rh - chh) / 2 : -((chh - rh + 1) / 2);
     int left = rw >= cw ? (rw - cw) / 2 : -((cw - rw + 1) / 2);
     size_t S = (size_t)spec->size * (size_t)spec->size;
-    for (int c = 0; rc == AS_OK && c < 3; c++) {
+    for (int c = 0; rc == AS_OK && c < K; c++) {
         float mean = spec->mean[c], sd = spec->std[c];
         for (int y = 0; y < chh; y++) {
             for (int x = 0; x < cw; x++) {
                 int sy = y + top, sx = x + left;
-                float v = sy >= 0 && sy < rh && sx >= 0 && sx < rw ? res[((size_t)sy * (size_t)rw + (size_t)sx) * 3 + (size_t)c] : 0;
+                float v = sy >= 0 && sy < rh && sx >= 0 && sx < rw ? res[((size_t)sy * (size_t)rw + (size_t)sx) * (size_t)K + (size_t)c]
+                                                                     : 0;
                 float r = (float)((double)v * (double)pil->rescale);
                 out[(size_t)c * S + (size_t)y * (size_t)cw + (size_t)x] = (r - mean) / sd;
             }

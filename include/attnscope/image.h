@@ -77,9 +77,9 @@ void as_image_resize_plane(const float *in, int w, int h, float *out, int ow, in
 int as_pil_resize(const uint8_t *in, int w, int h, int ch, uint8_t *out, int ow, int oh, int filter, as_error *err);
 /* The size transformers resizes a w x h image to under `pil`. */
 void as_pil_resize_size(const as_pil_spec *pil, int w, int h, int *ow, int *oh);
-/* The image as PIL's 8-bit RGB (grey copied; 16-bit and other maxvals
- * scaled to 0..255): malloc'd [h][w][3]. */
-uint8_t *as_image_rgb8(const as_image *img, as_error *err);
+/* The image as PIL's 8-bit RGB (grey copied) or grey ("L": PIL's luma),
+ * 16-bit and other maxvals scaled to 0..255: malloc'd [h][w][channels]. */
+uint8_t *as_image_u8(const as_image *img, int channels, as_error *err);
 /* A JPEG APP1 segment's EXIF Orientation (1..8; 1 when absent or unreadable). */
 int as_exif_orientation(const uint8_t *app1, size_t n);
 
