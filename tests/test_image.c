@@ -425,6 +425,50 @@ Test(image, resize_equals_pils)
     pil_clean();
 }
 
+/* as_image_prepare with a preprocessor's spec equals transformers'
+ * preparation (pil_ref.py's, written from image_processing_vit.py and
+ * image_processing_clip.py: PIL resize to a square or CLIP's shortest
+ * edge, centre crop, float64 rescale cast to float32, float32 (x - mean)
+ * / std; a grey model's PIL "L"), bit for bit. */
+Test(image, pil_preparation_equals_transformers)
+{
+    if (!pil_ref())
+        return;
+    char mf[160], line[512];
+    snprintf(mf, sizeof mf, "%s/manifest.txt", pil_dir);
+    FILE *m = fopen(mf, "r");
+    cr_assert(m);
+    int cases = 0;
+    const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f}, sd[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    while (fgets(line, sizeof line, m)) {
+        char kind[16], file[128], ref[128];
+        int flt, rh, rw, edge, ch, cw, c;
+        if (sscanf(line, "%15s %127s %127s %d %d %d %d %d %d %d", kind, file, ref, &flt, &rh, &rw, &edge, &ch, &cw,
+                   &c) != 10 || strcmp(kind, "prep"))
+            continue;
+        int S = ch ? ch : rh;
+        as_image_spec spec = {.channels = c, .size = S, .pil = {1, flt, rh, rw, edge, ch, cw, 1.0 / 255}};
+        memcpy(spec.mean, mean, sizeof mean), memcpy(spec.std, sd, sizeof sd);
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", pil_dir, file);
+        as_image img;
+        as_error err;
+        cr_assert_eq(as_image_load(&img, p, &err), AS_OK, "%s", err.msg);
+        size_t n = (size_t)c * (size_t)S * (size_t)S;
+        float *got = malloc(n * sizeof *got), *want = (float *)read_raw(ref, n * sizeof *want);
+        cr_assert_eq(as_image_prepare(&img, &spec, got, &err), AS_OK, "%s", err.msg);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(got[i] == want[i], "%s (%s): value %zu is %.9g, transformers' %.9g", file, ref, i, got[i],
+                      want[i]);
+        free(got), free(want);
+        as_image_free(&img);
+        cases++;
+    }
+    fclose(m);
+    cr_assert_eq(cases, 5, "%d preparation cases", cases);
+    pil_clean();
+}
+
 /* What PIL refuses (a JPEG cut in half, cut in its header, with no frame)
  * gets one message naming the file; so does every cut of a real JPEG and
  * a JPEG claiming 65000 x 65000 pixels; nothing crashes or exits. */

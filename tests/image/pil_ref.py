@@ -9,6 +9,8 @@ and OUTDIR/manifest.txt, one case a line:
 
     decode  FILE.jpg  REF.raw  W H C          PIL's decode (RGB or L), after exif_transpose
     resize  SRC.raw W H  REF.raw OW OH FILTER  Image.resize(src, (OW, OH), FILTER) of an RGB image
+    prep    FILE.jpg REF.f32 FILTER RH RW EDGE CH CW C  transformers' preparation (float32 [C][S][S],
+                                               mean 0.5/std 0.25 per channel) as its slow image processors run it
     bad     FILE.jpg  WHAT                     a file PIL refuses to load
 
 The photos are "real-ish": smooth shading, edges, texture and sensor noise
@@ -99,6 +101,36 @@ def main():
                 name = f"res{i}_{ow}x{oh}_{flt}.raw"
                 raw(os.path.join(out, name), np.asarray(ref))
                 lines.append(f"resize {sp} {w} {h} {name} {ow} {oh} {flt}")
+
+    # transformers' preparation of photos: resize to a square, or CLIP's
+    # shortest edge then a centre crop (odd margins), rescale by 1/255 in
+    # float64 cast to float32, normalise in float32; a grey model's "L"
+    mean = np.array([0.48145466, 0.4578275, 0.40821073], np.float32)
+    std = np.array([0.26862954, 0.26130258, 0.27577711], np.float32)
+    for name, flt, rh, rw, edge, ch, cw, c in [("photo0.jpg", 2, 24, 24, 0, 0, 0, 3),
+                                               ("photo1.jpg", 3, 0, 0, 33, 31, 31, 3),
+                                               ("photo3.jpg", 3, 0, 0, 50, 49, 49, 3),
+                                               ("orient6.jpg", 1, 0, 0, 17, 17, 17, 3),
+                                               ("photo4.jpg", 2, 20, 20, 0, 0, 0, 1)]:
+        im = ImageOps.exif_transpose(Image.open(os.path.join(out, name))).convert("RGB" if c == 3 else "L")
+        if edge:
+            w, h = im.size
+            short, long = (w, h) if w <= h else (h, w)
+            ns, nl = edge, int(edge * long / short)
+            size = (ns, nl) if w <= h else (nl, ns)
+        else:
+            size = (rw, rh)
+        a = np.asarray(im.resize(size, resample=flt))
+        if a.ndim == 2:
+            a = a[:, :, None]
+        if ch:
+            top, left = (a.shape[0] - ch) // 2, (a.shape[1] - cw) // 2
+            a = a[top:top + ch, left:left + cw]
+        x = (a.astype(np.float64) * (1 / 255)).astype(np.float32)
+        x = (x - mean[:c]) / std[:c]
+        ref = f"prep-{name}-{flt}.f32"
+        np.ascontiguousarray(x.transpose(2, 0, 1), dtype="<f4").tofile(os.path.join(out, ref))
+        lines.append(f"prep {name} {ref} {flt} {rh} {rw} {edge} {ch} {cw} {c}")
 
     # bad files PIL refuses
     good = jpeg(base, quality=90)
