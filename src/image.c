@@ -121,7 +121,7 @@ static int read_png(FILE *f, const char *path, as_image *out, as_error *err)
     free(rows);
     free(row);
     png_destroy_read_struct(&png, &info, NULL);
-    *out = (as_image){(int)w, (int)h, ch, bits == 16 ? 65535 : 255, data};
+    *out = (as_image){(int)w, (int)h, ch, bits == 16 ? 65535 : 255, data, 0};
     return AS_OK;
 }
 
@@ -310,7 +310,7 @@ static int read_jpeg(FILE *f, const char *path, as_image *out, int *orientation,
     jpeg_finish_decompress(&cinfo);
     jpeg_destroy_decompress(&cinfo);
     free(row);
-    *out = (as_image){w, h, ch, 255, data};
+    *out = (as_image){w, h, ch, 255, data, 0};
     *orientation = o;
     if (orient(out, o, err)) {
         as_image_free(out);
@@ -389,7 +389,7 @@ static int read_pnm(FILE *f, const char *path, int kind, as_image *out, as_error
         }
         data[i] = (uint16_t)v;
     }
-    *out = (as_image){(int)w, (int)h, ch, (int)maxval, data};
+    *out = (as_image){(int)w, (int)h, ch, (int)maxval, data, 1};
     return AS_OK;
 }
 
@@ -730,8 +730,8 @@ uint8_t *as_image_u8(const as_image *img, int channels, as_error *err)
         unsigned v[3];
         for (int c = 0; c < img->channels; c++) {
             v[c] = img->data[i * (size_t)img->channels + (size_t)c];
-            if (img->maxval == 65535)
-                v[c] >>= 8; /* PIL keeps a 16-bit sample's high byte */
+            if (img->maxval == 65535 && !img->pnm)
+                v[c] >>= 8; /* PIL keeps a 16-bit PNG sample's high byte */
             else if (img->maxval != 255)
                 v[c] = (v[c] * 255u + (unsigned)img->maxval / 2) / (unsigned)img->maxval;
         }

@@ -425,6 +425,42 @@ Test(image, resize_equals_pils)
     pil_clean();
 }
 
+/* PGM/PPM of other maxvals (15, 1000, 65535) and a 16-bit RGB PNG become
+ * the 8-bit RGB PIL's convert("RGB") gives: what transformers prepares. */
+Test(image, eight_bit_rgb_equals_pils)
+{
+    if (!pil_ref())
+        return;
+    char mf[160], line[512];
+    snprintf(mf, sizeof mf, "%s/manifest.txt", pil_dir);
+    FILE *m = fopen(mf, "r");
+    cr_assert(m);
+    int cases = 0;
+    while (fgets(line, sizeof line, m)) {
+        char kind[16], file[128], ref[128];
+        int w, h;
+        if (sscanf(line, "%15s %127s %127s %d %d", kind, file, ref, &w, &h) != 5 || strcmp(kind, "rgb8"))
+            continue;
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", pil_dir, file);
+        as_image img;
+        as_error err;
+        cr_assert_eq(as_image_load(&img, p, &err), AS_OK, "%s", err.msg);
+        size_t n = (size_t)w * (size_t)h * 3;
+        uint8_t *got = as_image_u8(&img, 3, &err), *want = read_raw(ref, n);
+        cr_assert(got, "%s", err.msg);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(got[i], want[i], "%s: sample %zu (%d) is %d, PIL's %d", file, i,
+                         img.data[i / 3 * (size_t)img.channels + (img.channels == 3 ? i % 3 : 0)], got[i], want[i]);
+        free(got), free(want);
+        as_image_free(&img);
+        cases++;
+    }
+    fclose(m);
+    cr_assert_eq(cases, 4, "%d cases", cases);
+    pil_clean();
+}
+
 /* as_image_prepare with a preprocessor's spec equals transformers'
  * preparation (pil_ref.py's, written from image_processing_vit.py and
  * image_processing_clip.py: PIL resize to a square or CLIP's shortest

@@ -32,6 +32,7 @@ typedef struct as_image {
     int width, height, channels;
     int maxval;        /* 255 for 8-bit (and fewer bits, scaled up), 65535 for 16-bit */
     uint16_t *data;    /* height * width * channels */
+    int pnm;           /* read from PGM/PPM: PIL scales its samples to 8 bits by rounding (a PNG's 16-bit: the high byte) */
 } as_image;
 
 typedef enum as_resize { AS_RESIZE_BILINEAR, AS_RESIZE_NEAREST } as_resize;
@@ -77,8 +78,11 @@ void as_image_resize_plane(const float *in, int w, int h, float *out, int ow, in
 int as_pil_resize(const uint8_t *in, int w, int h, int ch, uint8_t *out, int ow, int oh, int filter, as_error *err);
 /* The size transformers resizes a w x h image to under `pil`. */
 void as_pil_resize_size(const as_pil_spec *pil, int w, int h, int *ow, int *oh);
-/* The image as PIL's 8-bit RGB (grey copied) or grey ("L": PIL's luma),
- * 16-bit and other maxvals scaled to 0..255: malloc'd [h][w][channels]. */
+/* The image as PIL's 8-bit RGB (grey copied) or grey ("L": PIL's luma):
+ * a 16-bit PNG's high byte, a PGM/PPM's v * 255 / maxval rounded, as PIL
+ * reads RGB ones (PIL reads 16-bit grey as 32-bit integers, which
+ * transformers does not prepare; here they are scaled the same way):
+ * malloc'd [h][w][channels]. */
 uint8_t *as_image_u8(const as_image *img, int channels, as_error *err);
 /* A JPEG APP1 segment's EXIF Orientation (1..8; 1 when absent or unreadable). */
 int as_exif_orientation(const uint8_t *app1, size_t n);

@@ -9,6 +9,7 @@ and OUTDIR/manifest.txt, one case a line:
 
     decode  FILE.jpg  REF.raw  W H C          PIL's decode (RGB or L), after exif_transpose
     resize  SRC.raw W H  REF.raw OW OH FILTER  Image.resize(src, (OW, OH), FILTER) of an RGB image
+    rgb8    FILE REF.raw W H                   PIL's convert("RGB") of a PPM/PGM of another maxval or a 16-bit PNG
     prep    FILE.jpg REF.f32 FILTER RH RW EDGE CH CW C  transformers' preparation (float32 [C][S][S],
                                                mean 0.5/std 0.25 per channel) as its slow image processors run it
     bad     FILE.jpg  WHAT                     a file PIL refuses to load
@@ -101,6 +102,31 @@ def main():
                 name = f"res{i}_{ow}x{oh}_{flt}.raw"
                 raw(os.path.join(out, name), np.asarray(ref))
                 lines.append(f"resize {sp} {w} {h} {name} {ow} {oh} {flt}")
+
+    # 8-bit RGB of samples of other depths, as PIL reads them
+    import struct
+    import zlib
+    rng = np.random.default_rng(3)
+
+    def chunk(t, d):
+        return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xFFFFFFFF)
+
+    for name, maxval, ch in [("c16.ppm", 65535, 3), ("c1000.ppm", 1000, 3), ("g15.pgm", 15, 1), ("c16.png", 65535, 3)]:
+        w, h = 61, 7
+        v = rng.integers(0, maxval + 1, (h, w, ch))
+        v.flat[:4] = [0, maxval, maxval // 2, 255 % (maxval + 1)]
+        if name.endswith(".png"):
+            rows = b"".join(b"\x00" + v[y].astype(">u2").tobytes() for y in range(h))
+            data = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 16, 2, 0, 0, 0)) +
+                    chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+        else:
+            dt = ">u2" if maxval > 255 else "u1"
+            data = f"P{6 if ch == 3 else 5}\n{w} {h}\n{maxval}\n".encode() + v.astype(dt).tobytes()
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+        a = np.asarray(Image.open(os.path.join(out, name)).convert("RGB"))
+        raw(os.path.join(out, name + ".raw"), a)
+        lines.append(f"rgb8 {name} {name}.raw {w} {h}")
 
     # transformers' preparation of photos: resize to a square, or CLIP's
     # shortest edge then a centre crop (odd margins), rescale by 1/255 in
