@@ -1148,6 +1148,7 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     s->model = fresh->model, s->prog = fresh->prog, s->cap = fresh->cap, s->it = fresh->it;
     s->probs = fresh->probs, s->order = fresh->order;
     s->has_metric = false;
+    s->image[0] = 0;
     s->it->interrupt = old.it->interrupt;
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
     fresh->probs = old.probs, fresh->order = old.order;
@@ -1205,8 +1206,10 @@ static const command commands[] = {
       "tokenize-raw \"<s>\""}, cmd_tokenize_raw},
     {{"token-types", "token-types T [T ...]", "Set each token's type (BERT's segments: 0, then 1), one per token.",
       "token-types 0 0 0 1 1"}, as_cmd_token_types},
-    {{"image", "image FILE", "Make an image (PNG, PGM, PPM) the input of a vision model, resized and normalised as "
-      "the model file says.", "image assets/fashion/sneaker.png"}, as_cmd_image},
+    {{"image", "image FILE", "Make an image (PNG, JPEG, PGM, PPM; a JPEG turned as its EXIF orientation says) the "
+      "input of a vision model, resized and normalised as the model file says (a Hugging Face directory's "
+      "preprocessor_config.json as transformers' PIL image processors do).", "image assets/fashion/sneaker.png"},
+     as_cmd_image},
     {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated (an image: CLS and its "
       "patches r0c0, r0c1, ...).", "tokens"},
      cmd_tokens},

@@ -781,6 +781,88 @@ Test(hf, vit_labels_and_broken_configs)
     remove_copy(&t);
 }
 
+static void write_text(const tmpdir *t, const char *name, const char *text)
+{
+    write_bytes(t, name, text, strlen(text), NULL, 0);
+}
+
+static const char *class_name(const as_model *m, int id)
+{
+    const char *p = as_tokenizer_piece(m->tok, id);
+    return p ? p : "(none)";
+}
+
+/* Fine-tuned checkpoints' id2label as the hub has them: integer names
+ * ("0": 60, the PlantNet fine-tune in tests/hub/plantnet-vit), keys in
+ * another order; what no class list can be (a class named twice, an id
+ * out of range, a name that is an object) is refused by key. */
+Test(hf, vit_id2label_names_may_be_numbers)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-vit", true);
+    set_config(&t, "\"3\": \"three\"", "\"3\": 60");
+    set_config(&t, "\"0\": \"zero\"", "\"0\": 2.5");
+    set_config(&t, "\"9\": \"nine\"", "\"9\": \"nine\", \"1\": \"one\"");
+    set_config(&t, "\"1\": \"one\",\n", "");
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(m->cfg.n_vocab, 10);
+    cr_assert_str_eq(class_name(m, 3), "60");
+    cr_assert_str_eq(class_name(m, 0), "2.5");
+    cr_assert_str_eq(class_name(m, 1), "one", "the last key given names class 1");
+    cr_assert_str_eq(class_name(m, 9), "nine");
+    as_model_free(m);
+    set_config(&t, "\"3\": 60", "\"3\": {\"name\": 60}");
+    refused(&t, "config.json", "id2label[\"3\"]", "string or a number");
+    set_config(&t, "\"3\": {\"name\": 60}", "\"3\": 60, \"03\": 60");
+    refused(&t, "config.json", "class 3 is named twice", NULL);
+    set_config(&t, "\"3\": 60, \"03\": 60", "\"10\": 60");
+    refused(&t, "config.json", "'10' is not a class id in 0..9", NULL);
+    remove_copy(&t);
+}
+
+/* preprocessor_config.json (of the grey tiny-vit: transformers' PIL
+ * preparation in PIL's "L") as transformers reads it: an integer size is a
+ * square for ViT and a shortest edge for CLIP (whose crop must then be
+ * image_size), legacy files lack do_rescale; what cannot give the model's
+ * square is refused by file and key. */
+Test(hf, vit_preprocessor_configs_as_transformers_reads_them)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-vit", true);
+    struct { const char *pp; int on, resample, rh, rw, edge, ch, cw; } ok[] = {
+        {"{\"feature_extractor_type\": \"ViTFeatureExtractor\", \"size\": 28, \"resample\": 2}", 1, 2, 28, 28, 0, 0, 0},
+        {"{\"image_processor_type\": \"CLIPImageProcessor\", \"size\": 32, \"crop_size\": 28}", 1, 3, 0, 0, 32, 28, 28},
+        {"{\"image_processor_type\": \"DeiTImageProcessor\", \"size\": {\"height\": 32, \"width\": 32}, "
+         "\"do_center_crop\": true, \"crop_size\": {\"height\": 28, \"width\": 28}, \"resample\": 1}", 1, 1, 32, 32, 0,
+         28, 28},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        write_text(&t, "preprocessor_config.json", ok[i].pp);
+        as_session *s = open_session(t.path, 16);
+        const as_pil_spec *p = &s->prog->streams[0].image.pil;
+        cr_assert(p->on == ok[i].on && p->resample == ok[i].resample && p->resize_h == ok[i].rh &&
+                  p->resize_w == ok[i].rw && p->shortest_edge == ok[i].edge && p->crop_h == ok[i].ch &&
+                  p->crop_w == ok[i].cw, "%s: on %d resample %d resize %d x %d edge %d crop %d x %d", ok[i].pp, p->on,
+                  p->resample, p->resize_h, p->resize_w, p->shortest_edge, p->crop_h, p->crop_w);
+        cr_assert_eq(p->rescale, 1.0 / 255, "%s: rescale %.17g", ok[i].pp, p->rescale);
+        close_session(s);
+    }
+    write_text(&t, "preprocessor_config.json", "{\"image_processor_type\": \"CLIPImageProcessor\", \"size\": 28, "
+                                                "\"do_center_crop\": false}");
+    refused(&t, "preprocessor_config.json", "shortest-edge resize without a centre crop", NULL);
+    write_text(&t, "preprocessor_config.json", "{\"size\": {\"height\": 28, \"width\": 30}}");
+    refused(&t, "preprocessor_config.json", "size 28 x 30", "image_size 28");
+    write_text(&t, "preprocessor_config.json", "{\"size\": 28, \"resample\": 6}");
+    refused(&t, "preprocessor_config.json", "resample must be one of PIL's filters", NULL);
+    write_text(&t, "preprocessor_config.json", "{\"size\": {\"shortest_edge\": 28, \"longest_edge\": 40}}");
+    refused(&t, "preprocessor_config.json", "size must be", NULL);
+    write_text(&t, "preprocessor_config.json", "{\"image_processor_type\": \"ConvNextImageProcessor\"}");
+    refused(&t, "preprocessor_config.json", "ConvNextImageProcessor is not read", NULL);
+    remove_copy(&t);
+}
+
 static as_tokenizer *tokenizer_of(const char *path, as_gguf **g)
 {
     as_tokenizer *t;
@@ -1435,11 +1517,6 @@ Test(hf, known_buffers_are_skipped_with_one_note)
  * hidden states themselves are held to PyTorch by bert_directory_runs_as_
  * its_gguf; tests/hub holds MiniLM's mean + Normalize to NumPy). A module
  * attnscope does not run, or two pooling modes at once, is refused by name. */
-static void write_text(const tmpdir *t, const char *file, const char *text)
-{
-    write_bytes(t, file, text, strlen(text), NULL, 0);
-}
-
 static void pooled_as_reduced(const char *dir, const char *mode, bool l2, const char *says)
 {
     as_session *s = open_session(dir, 16);

@@ -40,6 +40,7 @@ struct as_session {
     void *on_pass_ctx;
     int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report */
     bool has_metric;
+    char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
 };
 
 typedef struct as_command_info {
