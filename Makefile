@@ -65,7 +65,7 @@ CAIRO_PCS = cairo cairo-ft cairo-pdf cairo-svg
 # prints the exact `apt-get install` line, and stops make when HARD is set
 # (the build), or says in a box what will be skipped (the tests).
 BUILD_NEEDS = pc/ncursesw:libncurses-dev pc/readline:libreadline-dev pc/openblas:libopenblas-dev \
-              pc/libpng:libpng-dev pc/criterion:libcriterion-dev pc/freetype2:libfreetype-dev \
+              pc/libpng:libpng-dev pc/libjpeg:libjpeg-dev pc/criterion:libcriterion-dev pc/freetype2:libfreetype-dev \
               pc/cairo-ft:libcairo2-dev pc/cairo-pdf:libcairo2-dev pc/cairo-svg:libcairo2-dev \
               pc/jansson:libjansson-dev cmd/pkg-config:pkg-config \
               file//usr/share/fonts/truetype/dejavu/DejaVuSans.ttf:fonts-dejavu-core cmd/tmux:tmux
@@ -73,7 +73,7 @@ BUILD_NEEDS = pc/ncursesw:libncurses-dev pc/readline:libreadline-dev pc/openblas
 # module they use is here or on a fresh machine, tests/deps/fresh-commands).
 # PyTorch is not here: only the recipes and the fixture regeneration need it
 # (models/README.md); nothing `make test` runs imports it.
-TEST_NEEDS  = cmd/tmux:tmux cmd/infocmp:ncurses-bin cmd/python3:python3 py/numpy:python3-numpy \
+TEST_NEEDS  = cmd/tmux:tmux cmd/infocmp:ncurses-bin cmd/python3:python3 py/numpy:python3-numpy py/PIL:python3-pil \
               cmd/git:git cmd/node:nodejs cmd/npm:npm \
               cmd/pdfinfo:poppler-utils cmd/pdftotext:poppler-utils cmd/pdftoppm:poppler-utils \
               cmd/rsvg-convert:librsvg2-bin file//usr/share/i18n/locales/en_US:locales
@@ -112,9 +112,9 @@ endef
 $(BUILD)/config.mk: Makefile
 	@mkdir -p $(BUILD)
 	@$(call need,the build,$(BUILD_NEEDS),hard)
-	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS))"; \
-	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
-	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
+	@{ echo "PKG_CFLAGS := $$(pkg-config --cflags ncursesw readline openblas libpng libjpeg freetype2 jansson $(CAIRO_PCS))"; \
+	  echo "PKG_LIBS := $$(pkg-config --libs ncursesw readline openblas libpng libjpeg freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
+	  echo "LIB_DEPS := $$(pkg-config --libs openblas libpng libjpeg freetype2 jansson $(CAIRO_PCS)) -lm -lpthread"; \
 	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
 	  echo "CRIT_LIBS := $$(pkg-config --libs criterion)"; } > $@.tmp && mv $@.tmp $@
 
@@ -212,6 +212,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/figures.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 
 # The suite's output also goes to $(BUILD)/test.log, ending with its exit
 # status: make test-fresh holds the fresh machine's run to this one's.

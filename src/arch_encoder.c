@@ -127,7 +127,21 @@ static int read_pooling(as_model *m, as_enc_weights *W, as_error *err)
         return as_error_set(err, "%s: %s = %u: expected 0 (none), 1 (mean), 2 (cls), 3 (last) or 4 (rank)",
                             m->path, key, v);
     W->pooling = (as_pooling)v;
-    return AS_OK;
+    /* ours (a sentence-transformers directory's 1_Pooling and 2_Normalize): llama.cpp pools none of these */
+    const char *how;
+    snprintf(key, sizeof key, "%s.attnscope.pooling", m->arch->gguf_name);
+    if (as_gguf_find(m->gguf, key)) {
+        if (as_gguf_get_str(m->gguf, key, &how, err))
+            return AS_ERR;
+        if (!strcmp(how, "max"))
+            W->pooling = AS_POOL_MAX;
+        else if (!strcmp(how, "mean_sqrt_len"))
+            W->pooling = AS_POOL_MEAN_SQRT_LEN;
+        else
+            return as_error_set(err, "%s: %s = '%.30s': expected 'max' or 'mean_sqrt_len'", m->path, key, how);
+    }
+    snprintf(key, sizeof key, "%s.attnscope.normalize", m->arch->gguf_name);
+    return as_gguf_get_bool_opt(m->gguf, key, &W->pool_l2, err);
 }
 
 /* Our key, not llama.cpp's: which GELU the model was trained with (a
@@ -316,8 +330,9 @@ int as_enc_build(as_program *p, as_error *err)
         resid = block(p, l, pre);
     }
     as_program_scope(p, -1);
-    if (W->pooling == AS_POOL_MEAN || W->pooling == AS_POOL_CLS || W->pooling == AS_POOL_LAST)
-        as_program_add_pool(p, resid, W->pooling);
+    if (W->pooling == AS_POOL_MEAN || W->pooling == AS_POOL_CLS || W->pooling == AS_POOL_LAST ||
+        W->pooling == AS_POOL_MAX || W->pooling == AS_POOL_MEAN_SQRT_LEN)
+        as_program_add_pool_l2(p, resid, W->pooling, W->pool_l2);
     if (W->has_mlm)
         mlm_head(p, resid);
     p->no_dla = "this encoder normalizes after each residual add (Post-LN), so its residual stream is no sum of "

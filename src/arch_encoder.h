@@ -47,7 +47,8 @@ typedef struct as_enc_mlm {
 
 typedef struct as_enc_weights {
     as_enc_facts facts;
-    as_pooling pooling;         /* {arch}.pooling_type */
+    as_pooling pooling;         /* {arch}.pooling_type, or ours ({arch}.attnscope.pooling) */
+    bool pool_l2;               /* {arch}.attnscope.normalize: the pooled vector L2-normalized */
     as_weight tok_embd;         /* [vocab][d_model] */
     as_weight type_embd;        /* [types][d_model], or data NULL */
     as_weight pos_embd;         /* [n_ctx][d_model], or data NULL (rotary) */

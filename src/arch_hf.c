@@ -6,7 +6,9 @@
  * it names the architectures' tensors; nothing else outside arch_*.c does. */
 #include "hf_internal.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -544,27 +546,99 @@ static int gemma3_map(as_hf *h, as_error *err) { return gemma_map(h, 3, err); }
 
 /* ---------------------------------------------------------------- BERT */
 
-/* sentence-transformers' 1_Pooling/config.json, as llama.cpp's converter
- * reads it: mean, CLS or last-token pooling (absent: none). */
-static int bert_pooling(as_hf *h, uint32_t *pooling, as_error *err)
+/* A sentence-transformers Pooling module's config.json: one mode, as
+ * sentence-transformers pools (mean and mean_sqrt_len over every token of
+ * the one sequence: its attention mask is all ones), mean, CLS and
+ * last-token as llama.cpp's pooling_type values, max and mean_sqrt_len in
+ * our key (*ours). Several modes (sentence-transformers concatenates them)
+ * or a weighted mean are refused by name. */
+static int pooling_config(as_hf *h, const char *path, uint32_t *pooling, const char **ours, as_error *err)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/1_Pooling/config.json", h->dir);
-    *pooling = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return AS_OK;
-    fclose(f);
     json_t *j = as_hf_load_json(path, err);
     if (!j)
         return AS_ERR;
-    static const struct { const char *key; uint32_t v; } modes[] = {
-        {"pooling_mode_mean_tokens", 1}, {"pooling_mode_cls_token", 2}, {"pooling_mode_lasttoken", 3}};
-    for (size_t i = 0; i < 3; i++)
-        if (json_is_true(json_object_get(j, modes[i].key)))
-            *pooling = modes[i].v;
+    static const struct {
+        const char *key;
+        uint32_t v;
+        const char *ours;
+    } modes[] = {{"pooling_mode_mean_tokens", 1, NULL},         {"pooling_mode_cls_token", 2, NULL},
+                 {"pooling_mode_lasttoken", 3, NULL},           {"pooling_mode_max_tokens", 0, "max"},
+                 {"pooling_mode_mean_sqrt_len_tokens", 0, "mean_sqrt_len"},
+                 {"pooling_mode_weightedmean_tokens", 0, "weightedmean"}};
+    const char *first = NULL;
+    int rc = AS_OK;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0] && rc == AS_OK; i++) {
+        if (!json_is_true(json_object_get(j, modes[i].key)))
+            continue;
+        if (first)
+            rc = as_error_set(err, "%s: %s and %s are both true (sentence-transformers concatenates the pooled "
+                              "vectors; attnscope pools one way)", path, first, modes[i].key);
+        else if (modes[i].ours && !strcmp(modes[i].ours, "weightedmean"))
+            rc = as_error_set(err, "%s: %s is not run (mean, cls, lasttoken, max, mean_sqrt_len are)", path,
+                              modes[i].key);
+        first = modes[i].key;
+        *pooling = modes[i].v;
+        *ours = modes[i].ours;
+    }
     json_decref(j);
-    return AS_OK;
+    (void)h;
+    return rc;
+}
+
+/* sentence-transformers' modules.json: the Transformer at the directory's
+ * top, then a Pooling module (its config.json) and optionally Normalize.
+ * Without modules.json: 1_Pooling/config.json when there, as llama.cpp's
+ * converter reads it (absent: no pooling). Another module (Dense, ...) is
+ * refused by name: its output would not be the one sentence-transformers
+ * gives. */
+static int bert_pooling(as_hf *h, uint32_t *pooling, const char **ours, bool *normalize, as_error *err)
+{
+    char path[4200];
+    *pooling = 0, *ours = NULL, *normalize = false;
+    snprintf(path, sizeof path, "%s/modules.json", h->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(path, sizeof path, "%s/1_Pooling/config.json", h->dir);
+        if (!(f = fopen(path, "r")))
+            return AS_OK;
+        fclose(f);
+        return pooling_config(h, path, pooling, ours, err);
+    }
+    fclose(f);
+    json_error_t je;
+    json_t *mods = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!json_is_array(mods)) {
+        json_decref(mods);
+        return as_error_set(err, "%s: %s", path, mods ? "not a JSON array of modules" : je.text);
+    }
+    size_t i;
+    json_t *m;
+    int rc = AS_OK;
+    json_array_foreach(mods, i, m) {
+        const char *type = json_string_value(json_object_get(m, "type")),
+                   *sub = json_string_value(json_object_get(m, "path"));
+        const char *dot = type ? strrchr(type, '.') : NULL, *name = dot ? dot + 1 : type;
+        if (!name || !sub || strlen(sub) > 200 || strstr(sub, "..")) {
+            rc = as_error_set(err, "%s: module %zu needs a type and a path inside the directory", path, i);
+        } else if (!strcmp(name, "Transformer")) {
+            if (i != 0 || sub[0])
+                rc = as_error_set(err, "%s: module %zu: the Transformer at '%s' (attnscope reads it from the "
+                                  "directory's top, module 0)", path, i, sub);
+        } else if (!strcmp(name, "Pooling")) {
+            char cfg[4200];
+            snprintf(cfg, sizeof cfg, "%s/%s/config.json", h->dir, sub);
+            rc = pooling_config(h, cfg, pooling, ours, err);
+        } else if (!strcmp(name, "Normalize")) {
+            *normalize = true;
+        } else {
+            rc = as_error_set(err, "%s: module %zu (%.80s) is not run (Transformer, Pooling, Normalize are): the "
+                              "embedding would not be sentence-transformers'", path, i, type);
+        }
+        if (rc)
+            break;
+    }
+    json_decref(mods);
+    return rc;
 }
 
 static int bert_map(as_hf *h, as_error *err)
@@ -572,6 +646,8 @@ static int bert_map(as_hf *h, as_error *err)
     long long d, L, H, ff, V, ctx, types;
     double eps;
     uint32_t pooling;
+    const char *ours;
+    bool normalize;
     if (as_hf_cfg_int(h, "hidden_size", true, 0, 1, BIG, &d, err) ||
         as_hf_cfg_int(h, "num_hidden_layers", true, 0, 1, 4096, &L, err) ||
         as_hf_cfg_int(h, "num_attention_heads", true, 0, 1, 4096, &H, err) ||
@@ -579,7 +655,8 @@ static int bert_map(as_hf *h, as_error *err)
         as_hf_cfg_int(h, "vocab_size", true, 0, 1, BIG, &V, err) ||
         as_hf_cfg_int(h, "max_position_embeddings", false, 512, 1, BIG, &ctx, err) ||
         as_hf_cfg_int(h, "type_vocab_size", false, 2, 1, 1024, &types, err) ||
-        as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) || bert_pooling(h, &pooling, err))
+        as_hf_cfg_num(h, "layer_norm_eps", false, 1e-12, 0, 1, &eps, err) ||
+        bert_pooling(h, &pooling, &ours, &normalize, err))
         return AS_ERR;
     /* BertConfig's default and most checkpoints': "gelu", the exact erf form (transformers' GELUActivation);
      * "gelu_new" and "gelu_pytorch_tanh" are the tanh form llama.cpp runs for every bert */
@@ -616,6 +693,16 @@ static int bert_map(as_hf *h, as_error *err)
                  "llama.cpp ignores bert.attnscope.gelu and runs the tanh GELU where this model has the exact erf "
                  "one (hidden_act 'gelu'): each GELU output differs by up to 4.7e-4, so its figures will differ "
                  "from attnscope's and transformers'");
+    /* our keys: pooling llama.cpp has no value for, and sentence-transformers' Normalize (llama.cpp's
+     * embedding tools normalize on request) */
+    if ((ours && !as_hf_kv_str(h, "bert.attnscope.pooling", ours)) ||
+        (normalize && !as_hf_kv_bool(h, "bert.attnscope.normalize", true)))
+        return oom(h, err);
+    if (ours) {
+        size_t used = strlen(h->llama_note);
+        snprintf(h->llama_note + used, sizeof h->llama_note - used,
+                 "%sllama.cpp ignores bert.attnscope.pooling (%s): it pools nothing here", used ? "; " : "", ours);
+    }
     h->alt_prefix = "bert."; /* BertForMaskedLM's names; BertModel's have none */
     uint64_t D = (uint64_t)d, F = (uint64_t)ff;
     const rule top[] = {
@@ -798,73 +885,154 @@ static bool t5_ignored(const char *name)
 
 /* ---------------------------------------------------------------- ViT */
 
-/* preprocessor_config.json (ViTImageProcessor): mean and std per channel,
- * the size images are resized to (which must be config.json's
- * image_size), bilinear or nearest resampling, rescaling by 1/255. Absent:
- * ViTImageProcessor's defaults (0.5, 0.5, bilinear). */
+/* A size of preprocessor_config.json: an integer (a square, or CLIP's
+ * shortest edge), {height, width} or {shortest_edge}. */
+static int pp_size(const char *path, const char *key, json_t *v, bool int_is_edge, int *h, int *w, int *edge,
+                   as_error *err)
+{
+    json_t *hh = json_object_get(v, "height"), *ww = json_object_get(v, "width"),
+           *se = json_object_get(v, "shortest_edge");
+    long long a = -1, b = -1, e = -1;
+    if (json_is_integer(v) && int_is_edge)
+        e = json_integer_value(v);
+    else if (json_is_integer(v))
+        a = b = json_integer_value(v);
+    else if (json_is_integer(hh) && json_is_integer(ww))
+        a = json_integer_value(hh), b = json_integer_value(ww);
+    else if (json_is_integer(se) && json_object_size(v) == 1)
+        e = json_integer_value(se);
+    else
+        return as_error_set(err, "%s: %s must be a number, {\"height\": H, \"width\": W} or {\"shortest_edge\": S}",
+                            path, key);
+    if ((e != -1 && (e < 1 || e > 16384)) || (e == -1 && (a < 1 || a > 16384 || b < 1 || b > 16384)))
+        return as_error_set(err, "%s: %s is out of range (1..16384 pixels)", path, key);
+    *h = e == -1 ? (int)a : 0, *w = e == -1 ? (int)b : 0, *edge = e == -1 ? 0 : (int)e;
+    return AS_OK;
+}
+
+/* preprocessor_config.json as transformers' ViTImageProcessor (and
+ * ViTFeatureExtractor, DeiT's) or CLIPImageProcessor runs it: PIL's
+ * resize (resample in PIL's numbering) to `size`, the centre crop to
+ * `crop_size`, rescale, normalise; their defaults where a key is absent
+ * (CLIP: shortest edge 224, crop 224, bicubic; ViT: 224 x 224, bilinear,
+ * no crop; both rescale by 1/255 and normalise). What comes out must be
+ * config.json's image_size square. Absent file: ViTImageProcessor's
+ * mean and std (0.5) with the torch preparation of GGUF ViTs. */
 static int vit_preprocessor(as_hf *h, long long channels, long long size, as_error *err)
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/preprocessor_config.json", h->dir);
     float mean[3] = {0.5f, 0.5f, 0.5f}, stdv[3] = {0.5f, 0.5f, 0.5f};
-    const char *resize = "bilinear";
     FILE *f = fopen(path, "r");
-    json_t *j = NULL;
-    if (f) {
-        fclose(f);
-        if (!(j = as_hf_load_json(path, err)))
-            return AS_ERR;
-        int rc = AS_OK;
-        const char *keys[2] = {"image_mean", "image_std"};
-        float *dst[2] = {mean, stdv};
-        bool normalize = !json_is_false(json_object_get(j, "do_normalize"));
-        for (int k = 0; k < 2 && rc == AS_OK; k++) {
-            json_t *a = json_object_get(j, keys[k]);
-            if (!normalize) {
-                for (int c = 0; c < 3; c++)
-                    dst[k][c] = k ? 1.0f : 0.0f;
-                continue;
-            }
-            if (!a)
-                continue;
-            if (!json_is_array(a) || (long long)json_array_size(a) != channels)
-                rc = as_error_set(err, "%s: %s must hold %lld numbers (one per channel)", path, keys[k], channels);
-            for (long long c = 0; rc == AS_OK && c < channels; c++) {
-                json_t *v = json_array_get(a, (size_t)c);
-                double x = json_is_number(v) ? json_number_value(v) : NAN;
-                if (!isfinite(x) || (k && x <= 0))
-                    rc = as_error_set(err, "%s: %s[%lld] is not a %s", path, keys[k], c,
-                                      k ? "positive number" : "number");
-                dst[k][c] = (float)x;
-            }
-        }
-        json_t *sz = json_object_get(j, "size"), *r = json_object_get(j, "resample"),
-               *rf = json_object_get(j, "rescale_factor");
-        long long hgt = json_is_integer(sz) ? json_integer_value(sz) : json_integer_value(json_object_get(sz, "height"));
-        long long wid = json_is_integer(sz) ? json_integer_value(sz) : json_integer_value(json_object_get(sz, "width"));
-        if (rc == AS_OK && sz && !json_is_false(json_object_get(j, "do_resize")) && (hgt != size || wid != size))
-            rc = as_error_set(err, "%s: size %lld x %lld is not config.json's image_size %lld", path, hgt, wid, size);
-        if (rc == AS_OK && r && !(json_is_integer(r) && (json_integer_value(r) == 0 || json_integer_value(r) == 2)))
-            rc = as_error_set(err, "%s: resample must be 2 (bilinear) or 0 (nearest)", path);
-        if (rc == AS_OK && r && json_integer_value(r) == 0)
-            resize = "nearest";
-        if (rc == AS_OK && !json_is_false(json_object_get(j, "do_rescale")) && rf &&
-            !(json_is_number(rf) && fabs(json_number_value(rf) * 255.0 - 1.0) < 1e-6))
-            rc = as_error_set(err, "%s: rescale_factor must be 1/255 (attnscope reads 8-bit images)", path);
-        if (rc == AS_OK && json_is_false(json_object_get(j, "do_rescale")))
-            rc = as_error_set(err, "%s: do_rescale false is not read (attnscope scales 8-bit pixels by 1/255)", path);
-        json_decref(j);
-        if (rc != AS_OK)
-            return AS_ERR;
+    if (!f) {
+        if (!as_hf_kv_f32s(h, "clip.vision.image_mean", mean, (uint64_t)channels) ||
+            !as_hf_kv_f32s(h, "clip.vision.image_std", stdv, (uint64_t)channels) ||
+            !as_hf_kv_str(h, "clip.vision.resize", "bilinear"))
+            return oom(h, err);
+        return AS_OK;
     }
+    fclose(f);
+    json_t *j = as_hf_load_json(path, err);
+    if (!j)
+        return AS_ERR;
+    int rc = AS_OK;
+    const char *type = json_string_value(json_object_get(j, "image_processor_type"));
+    if (!type)
+        type = json_string_value(json_object_get(j, "feature_extractor_type"));
+    bool clip = type && !strncmp(type, "CLIP", 4);
+    if (type && !clip && strncmp(type, "ViT", 3) && strncmp(type, "DeiT", 4))
+        rc = as_error_set(err, "%s: image_processor_type %.40s is not read (attnscope runs ViTImageProcessor, "
+                          "DeiTImageProcessor and CLIPImageProcessor)", path, type);
+    const char *keys[2] = {"image_mean", "image_std"};
+    float *dst[2] = {mean, stdv};
+    if (clip) {
+        const float cm[3] = {0.48145466f, 0.4578275f, 0.40821073f}, cs[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+        memcpy(mean, cm, sizeof cm), memcpy(stdv, cs, sizeof cs);
+    }
+    bool normalize = !json_is_false(json_object_get(j, "do_normalize"));
+    for (int k = 0; k < 2 && rc == AS_OK; k++) {
+        json_t *a = json_object_get(j, keys[k]);
+        if (!normalize) {
+            for (int c = 0; c < 3; c++)
+                dst[k][c] = k ? 1.0f : 0.0f;
+            continue;
+        }
+        if (!a)
+            continue;
+        if (!json_is_array(a) || (long long)json_array_size(a) != channels)
+            rc = as_error_set(err, "%s: %s must hold %lld numbers (one per channel)", path, keys[k], channels);
+        for (long long c = 0; rc == AS_OK && c < channels; c++) {
+            json_t *v = json_array_get(a, (size_t)c);
+            double x = json_is_number(v) ? json_number_value(v) : NAN;
+            if (!isfinite(x) || (k && x <= 0))
+                rc = as_error_set(err, "%s: %s[%lld] is not a %s", path, keys[k], c, k ? "positive number" : "number");
+            dst[k][c] = (float)x;
+        }
+    }
+    int rh = 0, rw = 0, edge = 0, ch = 0, cw = 0, ce = 0;
+    json_t *sz = json_object_get(j, "size"), *r = json_object_get(j, "resample"),
+           *rf = json_object_get(j, "rescale_factor"), *cs = json_object_get(j, "crop_size");
+    bool do_resize = !json_is_false(json_object_get(j, "do_resize"));
+    json_t *dc = json_object_get(j, "do_center_crop");
+    bool do_crop = json_is_boolean(dc) ? json_is_true(dc) : clip;
+    if (rc == AS_OK && do_resize) {
+        if (sz)
+            rc = pp_size(path, "size", sz, clip, &rh, &rw, &edge, err);
+        else if (clip)
+            edge = 224;
+        else
+            rh = rw = 224;
+    }
+    if (rc == AS_OK && do_crop) {
+        if (cs)
+            rc = pp_size(path, "crop_size", cs, false, &ch, &cw, &ce, err);
+        else
+            ch = cw = 224;
+        if (rc == AS_OK && ce)
+            rc = as_error_set(err, "%s: crop_size must be a height and width, not a shortest edge", path);
+    }
+    long long resample = clip ? 3 : 2;
+    if (rc == AS_OK && r && !(json_is_integer(r) && (resample = json_integer_value(r)) >= 0 && resample <= 5))
+        rc = as_error_set(err, "%s: resample must be one of PIL's filters (0 nearest, 1 lanczos, 2 bilinear, "
+                          "3 bicubic, 4 box, 5 hamming)", path);
+    double factor = 1.0 / 255;
+    if (rc == AS_OK && json_is_false(json_object_get(j, "do_rescale")))
+        factor = 1.0;
+    else if (rc == AS_OK && rf && !(json_is_number(rf) && (factor = json_number_value(rf)) > 0 && isfinite(factor)))
+        rc = as_error_set(err, "%s: rescale_factor must be a positive number", path);
+    /* what comes out of resize and crop must be the model's square */
+    int oh = do_crop ? ch : rh, ow = do_crop ? cw : rw;
+    if (rc == AS_OK && !do_crop && edge)
+        rc = as_error_set(err, "%s: a shortest-edge resize without a centre crop gives images of any shape, not "
+                          "config.json's %lld x %lld", path, size, size);
+    else if (rc == AS_OK && (do_crop || do_resize) && (oh != size || ow != size))
+        rc = as_error_set(err, "%s: %s %d x %d is not config.json's image_size %lld", path,
+                          do_crop ? "crop_size" : "size", oh, ow, size);
+    else if (rc == AS_OK && !do_crop && !do_resize)
+        rc = as_error_set(err, "%s: do_resize and do_center_crop are false: images would have to be %lld x %lld "
+                          "already; attnscope does not read that", path, size, size);
+    json_decref(j);
+    if (rc != AS_OK)
+        return AS_ERR;
+    /* rescale_factor is kept in float32; 1/255 is recognised and used in full */
     if (!as_hf_kv_f32s(h, "clip.vision.image_mean", mean, (uint64_t)channels) ||
         !as_hf_kv_f32s(h, "clip.vision.image_std", stdv, (uint64_t)channels) ||
-        !as_hf_kv_str(h, "clip.vision.resize", resize))
+        !as_hf_kv_str(h, "clip.vision.resize", resample == 0 ? "nearest" : "bilinear") ||
+        !as_hf_kv_bool(h, "clip.vision.attnscope.pil", true) ||
+        !as_hf_kv_u32(h, "clip.vision.attnscope.resample", (uint32_t)resample) ||
+        !as_hf_kv_u32(h, "clip.vision.attnscope.resize_height", (uint32_t)rh) ||
+        !as_hf_kv_u32(h, "clip.vision.attnscope.resize_width", (uint32_t)rw) ||
+        !as_hf_kv_u32(h, "clip.vision.attnscope.shortest_edge", (uint32_t)edge) ||
+        !as_hf_kv_u32(h, "clip.vision.attnscope.crop_height", (uint32_t)ch) ||
+        !as_hf_kv_u32(h, "clip.vision.attnscope.crop_width", (uint32_t)cw) ||
+        !as_hf_kv_f32(h, "clip.vision.attnscope.rescale_factor", (float)factor))
         return oom(h, err);
     return AS_OK;
 }
 
-/* id2label {"0": name, ...}: the class names, every id 0..n-1 once. */
+/* id2label {"0": name, ...}: the class names, every id 0..n-1 once, in any
+ * order; a name may be a string or a number (fine-tuned checkpoints often
+ * store their dataset's integer labels: "0": 60), shown as written. */
 static int vit_classes(as_hf *h, long long *n_out, as_error *err)
 {
     json_t *map = json_object_get(h->config, "id2label");
@@ -873,24 +1041,44 @@ static int vit_classes(as_hf *h, long long *n_out, as_error *err)
         return as_error_set(err, "%s: id2label must name the classifier's classes ({\"0\": name, ...})",
                             h->config_path);
     const char **names = calloc(n, sizeof *names);
-    if (!names)
+    char *nums = calloc(n, 32);
+    if (!names || !nums) {
+        free(names), free(nums);
         return oom(h, err);
+    }
     const char *k;
     json_t *v;
     int rc = AS_OK;
     json_object_foreach(map, k, v) {
         char *end;
+        errno = 0;
         long id = strtol(k, &end, 10);
-        if (*k == 0 || *end || id < 0 || (size_t)id >= n || names[id] || !json_is_string(v)) {
-            rc = as_error_set(err, "%s: id2label: key '%.20s' is not an id in 0..%zu given once with a name",
-                              h->config_path, k, n - 1);
+        if (*k == 0 || *end || errno || id < 0 || (size_t)id >= n) {
+            rc = as_error_set(err, "%s: id2label: key '%.20s' is not a class id in 0..%zu (%zu classes)",
+                              h->config_path, k, n - 1, n);
             break;
         }
-        names[id] = json_string_value(v);
+        if (names[id]) {
+            rc = as_error_set(err, "%s: id2label: class %ld is named twice ('%.20s')", h->config_path, id, k);
+            break;
+        }
+        char *num = nums + (size_t)id * 32;
+        if (json_is_string(v))
+            names[id] = json_string_value(v);
+        else if (json_is_integer(v))
+            snprintf(num, 32, "%" JSON_INTEGER_FORMAT, json_integer_value(v)), names[id] = num;
+        else if (json_is_real(v))
+            snprintf(num, 32, "%.17g", json_real_value(v)), names[id] = num;
+        else {
+            rc = as_error_set(err, "%s: id2label[\"%.20s\"]: a class name must be a string or a number",
+                              h->config_path, k);
+            break;
+        }
     }
     if (rc == AS_OK && !as_hf_kv_strs(h, "clip.vision.class_names", names, n))
         rc = oom(h, err);
     free(names);
+    free(nums);
     *n_out = (long long)n;
     return rc;
 }

@@ -97,6 +97,38 @@ static int vocabulary(as_tokenizer **out, const as_gguf *g, as_error *err)
     return AS_OK;
 }
 
+/* A Hugging Face directory's preprocessor_config.json, as arch_hf.c put
+ * it in our keys (clip.vision.attnscope.*): transformers' preparation
+ * through PIL instead of torch's. */
+static int read_pil(const as_gguf *g, as_image_spec *im, as_error *err)
+{
+    bool on = false;
+    if (as_gguf_get_bool_opt(g, "clip.vision.attnscope.pil", &on, err))
+        return AS_ERR;
+    if (!on)
+        return AS_OK;
+    const char *keys[6] = {"resample", "resize_height", "resize_width", "shortest_edge", "crop_height", "crop_width"};
+    uint32_t v[6] = {2, 0, 0, 0, 0, 0};
+    float factor = 1.0f / 255;
+    for (int i = 0; i < 6; i++) {
+        char key[96];
+        snprintf(key, sizeof key, "clip.vision.attnscope.%s", keys[i]);
+        if (as_gguf_get_u32_opt(g, key, &v[i], err))
+            return AS_ERR;
+        if (v[i] > (i == 0 ? 5u : 16384u))
+            return as_error_set(err, "%s: %s = %u is out of range (0..%u)", g->path, key, v[i], i == 0 ? 5u : 16384u);
+    }
+    if (as_gguf_get_f32_opt(g, "clip.vision.attnscope.rescale_factor", &factor, err))
+        return AS_ERR;
+    if (!(factor > 0 && isfinite(factor)))
+        return as_error_set(err, "%s: clip.vision.attnscope.rescale_factor = %g is not a positive number", g->path,
+                            (double)factor);
+    /* float32 holds 1/255 inexactly: transformers multiplies by the double */
+    double f = fabs((double)factor * 255.0 - 1.0) < 1e-6 ? 1.0 / 255 : (double)factor;
+    im->pil = (as_pil_spec){1, (int)v[0], (int)v[1], (int)v[2], (int)v[3], (int)v[4], (int)v[5], f};
+    return AS_OK;
+}
+
 /* mean, std (one value per channel), channels and the resize mode. */
 static int read_image(as_model *m, weights *W, int grid, int patch, as_error *err)
 {
@@ -129,7 +161,7 @@ static int read_image(as_model *m, weights *W, int grid, int patch, as_error *er
         }
     }
     W->patch = (as_patch_spec){(int)ch, grid * patch, patch, grid};
-    return AS_OK;
+    return read_pil(g, &W->image, err);
 }
 
 #define N(suffix) (snprintf(n, sizeof n, "v.blk.%d.%s", l, suffix), n)

@@ -12,17 +12,11 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
-/* Positions a hook's stream holds. */
-static size_t hook_ctx(const as_program *p, const as_hook *h)
-{
-    return (size_t)p->streams[h->stream].n_ctx;
-}
-
-/* A site's keys come from its key/value stream. */
-static size_t key_ctx(const as_program *p, const as_attn *a)
-{
-    return (size_t)p->streams[a->kv_stream].n_ctx;
-}
+/* Storage is sized by the positions in use, never by the context window a
+ * file declares (131072 for Llama 3): each stream has a capacity in
+ * positions that grows (doubling, up to its window) when a pass needs
+ * more, and the budget is held to the bytes the positions in use need. */
+enum { FIRST_CAPACITY = 64 };
 
 /* Causal (and windowed) rows are stored as a triangle: row q holds keys
  * 0..q. Unmasked rows hold every key of the key stream. */
@@ -31,20 +25,37 @@ static bool triangle(const as_attn *a)
     return a->mask != AS_MASK_NONE;
 }
 
-/* Floats of one head's rows over a whole context. */
-static size_t head_floats(const as_program *p, const as_hook *h)
+/* Floats of one head's rows when the query stream holds nq positions and
+ * the key stream nk. */
+static size_t head_floats_at(const as_attn *a, size_t nq, size_t nk)
 {
-    const as_attn *a = &p->attn[h->attn];
-    size_t n = hook_ctx(p, h);
-    return triangle(a) ? n * (n + 1) / 2 : n * key_ctx(p, a);
+    return triangle(a) ? nq * (nq + 1) / 2 : nq * nk;
 }
 
-size_t as_capture_hook_bytes(const as_program *p, int hook)
+/* Bytes a hook needs when stream s holds pos[s] positions. */
+static size_t bytes_at(const as_program *p, int hook, const int *pos)
 {
     const as_hook *h = &p->hooks[hook];
-    if (h->is_attn)
-        return (size_t)h->width * head_floats(p, h) * sizeof(float);
-    return (size_t)h->width * hook_ctx(p, h) * sizeof(float);
+    size_t n = (size_t)pos[h->stream];
+    if (h->is_attn) {
+        const as_attn *a = &p->attn[h->attn];
+        return (size_t)h->width * head_floats_at(a, n, (size_t)pos[a->kv_stream]) * sizeof(float);
+    }
+    return (size_t)h->width * n * sizeof(float);
+}
+
+size_t as_capture_hook_bytes(const as_program *p, int hook, int n_pos)
+{
+    int pos[AS_MAX_STREAMS];
+    for (int s = 0; s < p->n_streams; s++)
+        pos[s] = n_pos < p->streams[s].n_ctx ? n_pos : p->streams[s].n_ctx;
+    return bytes_at(p, hook, pos);
+}
+
+static size_t head_floats(const as_capture *c, const as_hook *h)
+{
+    const as_attn *a = &c->prog->attn[h->attn];
+    return head_floats_at(a, (size_t)c->capacity[h->stream], (size_t)c->capacity[a->kv_stream]);
 }
 
 size_t as_capture_attn_offset(const as_capture *c, int hook, int head, int q)
@@ -52,8 +63,8 @@ size_t as_capture_attn_offset(const as_capture *c, int hook, int head, int q)
     const as_program *p = c->prog;
     const as_hook *h = &p->hooks[hook];
     const as_attn *a = &p->attn[h->attn];
-    size_t row = triangle(a) ? (size_t)q * ((size_t)q + 1) / 2 : (size_t)q * key_ctx(p, a);
-    return (size_t)head * head_floats(p, h) + row;
+    size_t row = triangle(a) ? (size_t)q * ((size_t)q + 1) / 2 : (size_t)q * (size_t)c->capacity[a->kv_stream];
+    return (size_t)head * head_floats(c, h) + row;
 }
 
 int as_capture_attn_keys(const as_capture *c, int hook, int q)
@@ -81,47 +92,181 @@ static const char *const class_name[] = {
     "q/k/v/z", "MLP activations", "residual-stream copies",
 };
 
-/* Keeps hooks class by class, lowest class first, while they fit; the
- * classes that did not fit are dropped whole so what remains is coherent. */
-static int allocate(as_capture *c, as_error *err)
+/* New storage for hook i (or its norm statistics) at capacities cap,
+ * holding what the old storage at c->capacity held. Attention rows move
+ * one by one (a head's share grows with both capacities). */
+static int restore_hook(as_capture *c, int i, const int *cap, as_error *err)
 {
     const as_program *p = c->prog;
-    size_t used = 0, droppable = 0; /* the KV cache and norm scales are not the budget's to drop */
-    int dropped_from = -1;
-    for (int klass = AS_CLASS_ESSENTIAL; klass <= AS_CLASS_RESID; klass++) {
-        size_t need = 0;
-        for (int i = 0; i < p->n_hooks; i++)
-            if ((int)p->hooks[i].klass == klass)
-                need += as_capture_hook_bytes(p, i);
-        bool keep = klass == AS_CLASS_ESSENTIAL || (dropped_from < 0 && droppable + need <= c->budget);
-        if (!keep) {
-            if (dropped_from < 0)
-                dropped_from = klass;
+    const as_hook *h = &p->hooks[i];
+    if (c->stats[i]) {
+        size_t w = (size_t)h->width;
+        as_norm_stat *st = calloc((size_t)cap[h->stream] * w, sizeof *st);
+        if (!st)
+            return as_error_set(err, "out of memory keeping the statistics of %s (%d positions)", h->name,
+                                cap[h->stream]);
+        memcpy(st, c->stats[i], (size_t)c->capacity[h->stream] * w * sizeof *st);
+        free(c->stats[i]);
+        c->stats[i] = st;
+    }
+    if (!c->store[i])
+        return AS_OK;
+    size_t bytes = bytes_at(p, i, cap);
+    float *s = calloc(1, bytes ? bytes : 1);
+    if (!s)
+        return as_error_set(err, "out of memory capturing %s (%zu bytes at %d positions; --capture-mb 0 keeps only "
+                            "what the computation needs)", h->name, bytes, cap[h->stream]);
+    if (!h->is_attn) {
+        memcpy(s, c->store[i], (size_t)c->capacity[h->stream] * (size_t)h->width * sizeof *s);
+    } else {
+        const as_attn *a = &p->attn[h->attn];
+        size_t oq = (size_t)c->capacity[h->stream], ok = (size_t)c->capacity[a->kv_stream];
+        size_t nq = (size_t)cap[h->stream], nk = (size_t)cap[a->kv_stream];
+        for (size_t head = 0; head < (size_t)h->width; head++) {
+            if (triangle(a)) { /* a head's triangle is one block */
+                memcpy(s + head * head_floats_at(a, nq, nk), c->store[i] + head * head_floats_at(a, oq, ok),
+                       head_floats_at(a, oq, ok) * sizeof *s);
+                continue;
+            }
+            for (size_t q = 0; q < oq; q++)
+                memcpy(s + head * nq * nk + q * nk, c->store[i] + head * oq * ok + q * ok, ok * sizeof *s);
+        }
+    }
+    free(c->store[i]);
+    c->store[i] = s;
+    return AS_OK;
+}
+
+/* Grows each stream's capacity to hold ends[s] positions (doubling, up to
+ * its window), moving the hooks that depend on it. */
+static int grow(as_capture *c, const int *ends, as_error *err)
+{
+    const as_program *p = c->prog;
+    int cap[AS_MAX_STREAMS];
+    bool any = false;
+    for (int s = 0; s < p->n_streams; s++) {
+        cap[s] = c->capacity[s];
+        if (ends[s] <= cap[s])
+            continue;
+        long want = 2L * cap[s] > ends[s] ? 2L * cap[s] : ends[s];
+        cap[s] = want > p->streams[s].n_ctx ? p->streams[s].n_ctx : (int)want;
+        any = true;
+    }
+    if (!any)
+        return AS_OK;
+    for (int i = 0; i < p->n_hooks; i++) {
+        const as_hook *h = &p->hooks[i];
+        bool moves = cap[h->stream] != c->capacity[h->stream] ||
+                     (h->is_attn && cap[p->attn[h->attn].kv_stream] != c->capacity[p->attn[h->attn].kv_stream]);
+        if (moves && restore_hook(c, i, cap, err))
+            return AS_ERR;
+        if (moves)
+            c->committed[i] = 0;
+    }
+    memcpy(c->capacity, cap, sizeof cap);
+    return AS_OK;
+}
+
+/* Which classes the budget keeps at pos[s] positions, lowest class first
+ * while they fit: returns the first class dropped (-1: none). A class that
+ * does not fit is dropped whole with every class after it, so what remains
+ * is coherent; one dropped before (from) stays dropped, its earlier
+ * positions being gone (-1: nothing computed yet, decide anew). need[]
+ * gets each class's bytes, *used those kept. */
+static int plan(const as_capture *c, const int *pos, int from, size_t *need, size_t *used)
+{
+    const as_program *p = c->prog;
+    memset(need, 0, (AS_CLASS_RESID + 1) * sizeof *need);
+    for (int i = 0; i < p->n_hooks; i++)
+        need[p->hooks[i].klass] += bytes_at(p, i, pos);
+    size_t droppable = 0; /* the KV cache and norm scales are not the budget's to drop */
+    *used = need[AS_CLASS_ESSENTIAL];
+    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++) {
+        bool keep = c->budget > 0 && (from < 0 || klass < from) && droppable + need[klass] <= c->budget;
+        if (!keep)
+            return klass;
+        droppable += need[klass];
+        *used += need[klass];
+    }
+    return -1;
+}
+
+static size_t mb_up(size_t bytes)
+{
+    return (bytes + (1u << 20) - 1) >> 20;
+}
+
+/* What plan() decided, in words: "" when everything is kept. */
+static void describe(const as_capture *c, const int *pos, int from, const size_t *need, char *buf, size_t size)
+{
+    buf[0] = '\0';
+    if (from < 0)
+        return;
+    int n = 0;
+    for (int s = 0; s < c->prog->n_streams; s++)
+        n = pos[s] > n ? pos[s] : n;
+    size_t off = (size_t)snprintf(buf, size, "capture budget %.1f MB at %d position%s: not keeping",
+                                  (double)c->budget / (1 << 20), n, n == 1 ? "" : "s");
+    for (int klass = AS_CLASS_RESID; klass >= from && off < size; klass--)
+        off += (size_t)snprintf(buf + off, size - off, "%s %s", klass == AS_CLASS_RESID ? "" : ",", class_name[klass]);
+    /* what would keep them: every droppable class at these positions */
+    size_t all = 0;
+    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
+        all += need[klass];
+    if (off < size)
+        snprintf(buf + off, size - off, " (--capture-mb %zu keeps them at %d positions)", mb_up(all), n);
+}
+
+/* Applies plan() at pos: frees the classes dropped, allocates (at the
+ * present capacity) those kept that have no storage yet. */
+static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
+{
+    const as_program *p = c->prog;
+    size_t need[AS_CLASS_RESID + 1];
+    c->dropped_from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &c->used);
+    c->essential = need[AS_CLASS_ESSENTIAL];
+    c->keep_mb = 0;
+    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
+        c->keep_mb += need[klass];
+    c->keep_mb = mb_up(c->keep_mb);
+    c->n_dropped = 0;
+    for (int i = 0; i < p->n_hooks; i++) {
+        const as_hook *h = &p->hooks[i];
+        if (c->dropped_from >= 0 && (int)h->klass >= c->dropped_from) {
+            free(c->store[i]);
+            c->store[i] = NULL;
+            c->filled[i] = 0;
+            c->n_dropped++;
             continue;
         }
-        for (int i = 0; i < p->n_hooks; i++) {
-            if ((int)p->hooks[i].klass != klass)
-                continue;
-            c->store[i] = calloc(1, as_capture_hook_bytes(p, i));
-            if (!c->store[i])
-                return as_error_set(err, "out of memory capturing %s (%zu bytes)", p->hooks[i].name,
-                                    as_capture_hook_bytes(p, i));
-        }
-        used += need;
-        droppable += klass == AS_CLASS_ESSENTIAL ? 0 : need;
+        if (c->store[i])
+            continue;
+        size_t bytes = bytes_at(p, i, c->capacity);
+        c->store[i] = calloc(1, bytes ? bytes : 1);
+        c->committed[i] = 0;
+        if (!c->store[i])
+            return as_error_set(err, "out of memory capturing %s (%zu bytes at %d positions)", h->name, bytes,
+                                c->capacity[h->stream]);
     }
-    c->used = used;
-    if (dropped_from >= 0) {
-        size_t off = 0;
-        off += (size_t)snprintf(c->dropped, sizeof c->dropped, "capture budget %.1f MB: not keeping",
-                                (double)c->budget / (1 << 20));
-        for (int klass = AS_CLASS_RESID; klass >= dropped_from && off < sizeof c->dropped; klass--)
-            off += (size_t)snprintf(c->dropped + off, sizeof c->dropped - off, "%s %s",
-                                    klass == AS_CLASS_RESID ? "" : ",", class_name[klass]);
-        for (int i = 0; i < p->n_hooks; i++)
-            c->n_dropped += c->store[i] == NULL;
-    }
+    describe(c, pos, c->dropped_from, need, c->dropped, sizeof c->dropped);
     return AS_OK;
+}
+
+void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size)
+{
+    size_t need[AS_CLASS_RESID + 1], used;
+    bool fresh = true;
+    for (int i = 0; i < c->prog->n_hooks && fresh; i++)
+        fresh = c->filled[i] == 0;
+    int from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &used);
+    describe(c, pos, from, need, buf, size);
+}
+
+size_t as_capture_default_mb(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    size_t half = pages > 0 && page > 0 ? (size_t)pages / 2 * (size_t)page >> 20 : 0;
+    return half > 1024 ? half : 1024;
 }
 
 int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err)
@@ -133,6 +278,7 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     c->prog = p;
     c->n_ctx = p->streams[p->out_stream].n_ctx;
     c->budget = budget;
+    c->dropped_from = -1;
     c->store = calloc((size_t)p->n_hooks, sizeof *c->store);
     c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
     c->filled = calloc((size_t)p->n_hooks, sizeof *c->filled);
@@ -141,17 +287,20 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
         as_capture_free(c);
         return as_error_set(err, "out of memory");
     }
+    for (int s = 0; s < p->n_streams; s++)
+        c->capacity[s] = p->streams[s].n_ctx < FIRST_CAPACITY ? p->streams[s].n_ctx : FIRST_CAPACITY;
     for (int o = 0; o < p->n_ops; o++) {
         if (p->ops[o].kind != AS_OP_NORM_SCALE)
             continue;
         int i = p->ops[o].out; /* one statistic per group (head) per position */
-        c->stats[i] = calloc(hook_ctx(p, &p->hooks[i]) * (size_t)p->hooks[i].width, sizeof **c->stats);
+        c->stats[i] = calloc((size_t)c->capacity[p->hooks[i].stream] * (size_t)p->hooks[i].width, sizeof **c->stats);
         if (!c->stats[i]) {
             as_capture_free(c);
             return as_error_set(err, "out of memory");
         }
     }
-    if (allocate(c, err)) {
+    int none[AS_MAX_STREAMS] = {0};
+    if (decide(c, none, true, err)) {
         as_capture_free(c);
         return AS_ERR;
     }
@@ -187,9 +336,14 @@ static void populate(float *base, size_t from, size_t to)
         (void)madvise((void *)a, b - a, MADV_POPULATE_WRITE); /* a hint: failure changes nothing */
 }
 
-void as_capture_prepare(as_capture *c, const int *ends)
+int as_capture_prepare(as_capture *c, const int *ends, as_error *err)
 {
     const as_program *p = c->prog;
+    bool fresh = true;
+    for (int i = 0; i < p->n_hooks && fresh; i++)
+        fresh = c->filled[i] == 0;
+    if (decide(c, ends, fresh, err) || grow(c, ends, err))
+        return AS_ERR;
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];
         int end = ends[h->stream];
@@ -206,10 +360,10 @@ void as_capture_prepare(as_capture *c, const int *ends)
         if (tri)
             want = ceil(sqrt(2.0 * (double)budget + (double)end * (end + 1) + 0.25) - 0.5);
         else
-            want = (double)end + (double)budget / (h->is_attn ? (double)key_ctx(p, &p->attn[h->attn]) : 1.0);
+            want = (double)end + (double)budget / (h->is_attn ? (double)c->capacity[p->attn[h->attn].kv_stream] : 1.0);
         if (want < end + 8.0)
             want = end + 8.0;
-        int n_ctx = (int)hook_ctx(p, h);
+        int n_ctx = c->capacity[h->stream];
         int to = want >= (double)n_ctx ? n_ctx : (int)want;
         int from = c->committed[i];
         if (h->is_attn)
@@ -219,6 +373,7 @@ void as_capture_prepare(as_capture *c, const int *ends)
             populate(c->store[i], (size_t)from * (size_t)h->width, (size_t)to * (size_t)h->width);
         c->committed[i] = to;
     }
+    return AS_OK;
 }
 
 bool as_capture_has(const as_capture *c, int hook)

@@ -268,6 +268,30 @@ static char *source_text(const as_session *s)
     return out;
 }
 
+/* An image model's input file and its predicted class ("tabby cat", its id
+ * and probability) once the pass has its logits; false for a token model. */
+static bool image_class(const as_session *s, char *cls, size_t cap, double *prob)
+{
+    const float *lg = s->image[0] ? as_interp_logits(s->it) : NULL;
+    int n = s->model->cfg.n_vocab, best = 0;
+    *cls = 0;
+    if (!s->image[0])
+        return false;
+    if (!lg)
+        return true;
+    double mx = lg[0], sum = 0;
+    for (int i = 1; i < n; i++)
+        if (lg[i] > lg[best])
+            best = i, mx = lg[i];
+    for (int i = 0; i < n; i++)
+        sum += exp((double)lg[i] - mx);
+    if (!isfinite(sum))
+        return true;
+    as_cmd_label(s, best, 0, cls, cap);
+    *prob = 1.0 / sum;
+    return true;
+}
+
 static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int a, int b, as_error *err)
 {
     char *prompt = context_text(s, 0, s->it->out->n_prompt);
@@ -286,6 +310,14 @@ static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int
     if (rc == AS_OK && source)
         rc = as_figure_add_meta(f, "Source", source, err);
     free(source);
+    char cls[256], val[320];
+    double p = 0;
+    if (rc == AS_OK && image_class(s, cls, sizeof cls, &p)) {
+        rc = as_figure_add_meta(f, "Image", s->image, err);
+        snprintf(val, sizeof val, "%s (probability %.4f)", cls, p);
+        if (rc == AS_OK && *cls)
+            rc = as_figure_add_meta(f, "Class", val, err);
+    }
     if (rc == AS_OK && s->it->out->n_tokens > s->it->out->n_prompt) {
         char *gen = context_text(s, s->it->out->n_prompt, s->it->out->n_tokens);
         rc = as_figure_add_meta(f, "Generated", gen ? gen : "", err);
@@ -307,6 +339,7 @@ typedef struct caption {
 
 static void caption_init(caption *cp, const as_session *s, const export_opts *o, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+static void caption_note(caption *cp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void caption_init(caption *cp, const as_session *s, const export_opts *o, const char *fmt, ...)
 {
@@ -320,7 +353,12 @@ static void caption_init(caption *cp, const as_session *s, const export_opts *o,
         va_end(ap);
     }
     char *prompt = context_text(s, 0, s->it->out->n_prompt), *source = source_text(s);
-    if (source && *source)
+    char cls[256];
+    double p = 0;
+    if (image_class(s, cls, sizeof cls, &p) && *cls)
+        snprintf(cp->subtitle, sizeof cp->subtitle, "model %s \xC2\xB7 class \xE2\x80\x9C%.160s\xE2\x80\x9D (%.0f%%)",
+                 s->model->cfg.name, cls, 100 * p);
+    else if (source && *source)
         snprintf(cp->subtitle, sizeof cp->subtitle, "model %s \xC2\xB7 source \xE2\x80\x9C%s\xE2\x80\x9D \xC2\xB7 "
                  "target \xE2\x80\x9C%s\xE2\x80\x9D", s->model->cfg.name, source, prompt ? prompt : "");
     else if (prompt && *prompt)
@@ -331,6 +369,8 @@ static void caption_init(caption *cp, const as_session *s, const export_opts *o,
     free(prompt);
     free(source);
     cp->c = (as_fig_caption){cp->title, cp->subtitle, cp->note_ptrs, 0};
+    if (s->image[0]) /* the file, in full, where a long class name cannot push it out */
+        caption_note(cp, "Input: %s%s", s->image, *cls ? "." : " (the pass is not finished: no class yet).");
 }
 
 static void caption_note(caption *cp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -1072,8 +1112,7 @@ static int export_probs_trace(cmd_ctx *c)
         return as_error_set(c->err, "no generated tokens yet: `gen N` produces some to trace");
     int hl = as_program_hook(s->prog, AS_HK_LOGITS, -1);
     if (!as_capture_has(s->cap, hl))
-        return as_error_set(c->err, "probs-trace needs the logits of every step, but %s is not captured: %s (raise "
-                                    "--capture-mb)",
+        return as_error_set(c->err, "probs-trace needs the logits of every step, but %s is not captured: %s",
                             s->prog->hooks[hl].name, s->cap->dropped[0] ? s->cap->dropped : "it was dropped");
     int filled = s->cap->filled[hl], a = first, b = it->out->n_tokens;
     if (o.window) {
@@ -1242,7 +1281,6 @@ int as_cmd_export_overlay(cmd_ctx *c)
         caption_init(&cp, s, &o, "Layer %d \xC2\xB7 mean of %d heads \xC2\xB7 %s's attention to the patches", layer, H, qn);
     else
         caption_init(&cp, s, &o, "Layer %d \xC2\xB7 head %ld \xC2\xB7 %s's attention to the patches", layer, head, qn);
-    snprintf(cp.subtitle, sizeof cp.subtitle, "model %s", s->model->cfg.name);
     caption_note(&cp, "Colour over each of the %d x %d patches: %s, on a scale from 0 to the largest shown (%.3g); "
                       "the weight on %s itself is not drawn%s.",
                  G, G, roll ? "its share of the rollout (Abnar & Zuidema: 0.5 x mean over heads + 0.5 x I per layer, "

@@ -143,9 +143,16 @@ static const float *pooled_of(const as_session *s, const as_capture *cap, const 
     return as_capture_row(cap, h, st->n_tokens - 1);
 }
 
-static const char *pooling_name(as_pooling p)
+static const char *pooling_name(const as_program *prog)
 {
-    return p == AS_POOL_MEAN ? "mean" : p == AS_POOL_CLS ? "cls (first position)" : "last position";
+    static const char *const names[][2] = {
+        [AS_POOL_MEAN] = {"mean", "mean, L2-normalized"},
+        [AS_POOL_CLS] = {"cls (first position)", "cls (first position), L2-normalized"},
+        [AS_POOL_LAST] = {"last position", "last position, L2-normalized"},
+        [AS_POOL_MAX] = {"max", "max, L2-normalized"},
+        [AS_POOL_MEAN_SQRT_LEN] = {"sum / sqrt(tokens)", "sum / sqrt(tokens), L2-normalized"}};
+    as_pooling p = prog->pooling;
+    return p >= AS_POOL_MEAN && p <= AS_POOL_MEAN_SQRT_LEN && p != AS_POOL_RANK ? names[p][prog->pooled_l2] : "?";
 }
 
 int as_cmd_embed(cmd_ctx *c)
@@ -167,7 +174,7 @@ int as_cmd_embed(cmd_ctx *c)
     for (int i = 0; i < d; i++)
         norm += (double)v[i] * v[i];
     fprintf(s->out, "pooled vector (%s over %d tokens), %d values, L2 norm %.6f:\n",
-            pooling_name(s->prog->pooling), s->it->out->n_tokens, d, sqrt(norm));
+            pooling_name(s->prog), s->it->out->n_tokens, d, sqrt(norm));
     for (int i = 0; i < d; i++)
         fprintf(s->out, "%.6f%c", v[i], i + 1 == d || i % 8 == 7 ? '\n' : ' ');
     return AS_OK;
@@ -175,12 +182,12 @@ int as_cmd_embed(cmd_ctx *c)
 
 /* A side run's capture keeps the classes up to the logits: the pooled
  * vector is of that class. */
-static size_t side_budget(const as_program *p)
+static size_t side_budget(const as_program *p, int n)
 {
     size_t b = 0;
     for (int h = 0; h < p->n_hooks; h++)
         if (p->hooks[h].klass <= AS_CLASS_LOGITS)
-            b += as_capture_hook_bytes(p, h);
+            b += as_capture_hook_bytes(p, h, n);
     return b;
 }
 
@@ -194,7 +201,7 @@ static int embed_text(as_session *s, const char *text, float *out, int *n_tok, a
                               &n, err))
         return AS_ERR;
     int rc = n == 0 ? as_error_set(err, "\"%s\" has no tokens", text)
-                    : as_cmd_side_run_new(s, ids, (int)n, side_budget(s->prog), &r, err);
+                    : as_cmd_side_run_new(s, ids, (int)n, side_budget(s->prog, (int)n), &r, err);
     if (n > 0) {
         const float *v = rc ? NULL : pooled_of(s, r.cap, r.it->out, err);
         if (v)
@@ -225,7 +232,7 @@ int as_cmd_similarity(cmd_ctx *c)
             dot += (double)a[i] * b[i], aa += (double)a[i] * a[i], bb += (double)b[i] * b[i];
         double cos = aa > 0 && bb > 0 ? dot / sqrt(aa * bb) : 0;
         fprintf(s->out, "cosine similarity %.6f (pooled vectors: %s; A %d tokens, B %d tokens)\n", cos,
-                pooling_name(s->prog->pooling), na, nb);
+                pooling_name(s->prog), na, nb);
     }
     free(a);
     return rc ? AS_ERR : AS_OK;

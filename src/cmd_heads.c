@@ -69,7 +69,7 @@ int as_cmd_heads(cmd_ctx *c)
         size_t patterns = 0;
         for (int h = 0; h < s->prog->n_hooks; h++)
             if (s->prog->hooks[h].kind == AS_HK_PATTERN)
-                patterns += as_capture_hook_bytes(s->prog, h);
+                patterns += as_capture_hook_bytes(s->prog, h, n);
         if (as_cmd_side_run_new(s, ids, n, patterns, &probe, c->err)) {
             as_cmd_side_run_free(&probe);
             free(ids);

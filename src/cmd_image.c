@@ -40,7 +40,7 @@ int as_cmd_image(cmd_ctx *c)
 {
     as_session *s = c->s;
     if (c->argc != 2)
-        return as_error_set(c->err, "usage: image FILE (PNG, PGM or PPM)");
+        return as_error_set(c->err, "usage: image FILE (PNG, JPEG, PGM or PPM)");
     int st = pixel_stream(s);
     if (st < 0)
         return as_error_set(c->err, "%s reads tokens, not images (`prompt TEXT` gives it its input)",
@@ -48,7 +48,8 @@ int as_cmd_image(cmd_ctx *c)
     const as_stream *str = &s->prog->streams[st];
     const as_image_spec *spec = &str->image;
     as_image img;
-    if (as_image_load(&img, c->argv[1], c->err))
+    int orientation;
+    if (as_image_load_ex(&img, c->argv[1], &orientation, c->err))
         return AS_ERR;
     size_t n = (size_t)spec->channels * (size_t)spec->size * (size_t)spec->size;
     float *px = malloc(n * sizeof *px);
@@ -56,14 +57,34 @@ int as_cmd_image(cmd_ctx *c)
     if (rc == AS_OK)
         rc = as_interp_set_pixels(s->it, st, px, (int)n, c->err);
     if (rc == AS_OK) {
-        bool resized = img.width != spec->size || img.height != spec->size;
+        const char *slash = strrchr(c->argv[1], '/');
+        snprintf(s->image, sizeof s->image, "%s", slash ? slash + 1 : c->argv[1]);
+        char how[160] = "", turned[48] = "";
+        if (orientation > 1)
+            snprintf(turned, sizeof turned, ", EXIF orientation %d applied", orientation);
+        if (spec->pil.on) {
+            int rw, rh;
+            as_pil_resize_size(&spec->pil, img.width, img.height, &rw, &rh);
+            int n_ = 0;
+            if (img.channels != spec->channels)
+                n_ = snprintf(how, sizeof how, "%s", spec->channels == 1 ? ", made grey (PIL's L)" : ", made RGB");
+            if (rw != img.width || rh != img.height)
+                n_ += snprintf(how + n_, sizeof how - (size_t)n_, ", resized to %d x %d (PIL %s)", rw, rh,
+                               as_pil_filter_name(spec->pil.resample));
+            if (spec->pil.crop_w > 0 && (spec->pil.crop_w != rw || spec->pil.crop_h != rh))
+                snprintf(how + n_, sizeof how - (size_t)n_, ", centre-cropped to %d x %d", spec->pil.crop_w,
+                         spec->pil.crop_h);
+        } else {
+            bool resized = img.width != spec->size || img.height != spec->size;
+            snprintf(how, sizeof how, "%s%s",
+                     img.channels != spec->channels ? (spec->channels == 1 ? ", made grey" : ", made RGB") : "",
+                     resized ? (spec->resize == AS_RESIZE_BILINEAR ? ", resized (bilinear)" : ", resized (nearest)")
+                             : "");
+        }
         char last[32];
         as_cmd_position_label(s, str->n_ctx - 1, last, sizeof last);
         fprintf(s->out, "image %s: %d x %d %s, %d-bit%s%s; %d positions: CLS, r0c0 .. %s\n", c->argv[1], img.width,
-                img.height, img.channels == 1 ? "grey" : "RGB", img.maxval == 65535 ? 16 : 8,
-                img.channels != spec->channels ? (spec->channels == 1 ? ", made grey" : ", made RGB") : "",
-                resized ? (spec->resize == AS_RESIZE_BILINEAR ? ", resized (bilinear)" : ", resized (nearest)")
-                        : "",
+                img.height, img.channels == 1 ? "grey" : "RGB", img.maxval == 65535 ? 16 : 8, turned, how,
                 str->n_ctx, last);
     }
     free(px);

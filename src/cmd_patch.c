@@ -31,6 +31,14 @@ static int run_other(as_session *s, const char *text, as_side_run *r, as_error *
     return rc;
 }
 
+/* Rows of a per-position rule's values: the tokens of the hook's stream
+ * (what the interpreter copies) and of the output stream (what is filled). */
+static int rule_rows(const as_session *s, int hook)
+{
+    int a = s->it->st[s->prog->hooks[hook].stream].n_tokens, b = s->it->out->n_tokens;
+    return (a > b ? a : b) + 1;
+}
+
 static int patch_values(as_session *s, const as_side_run *r, int hook, float **vals, as_error *err)
 {
     const as_hook *h = &s->prog->hooks[hook];
@@ -38,8 +46,9 @@ static int patch_values(as_session *s, const as_side_run *r, int hook, float **v
         return as_error_set(err, "%s: patching attention patterns is not supported (patch hook_z or the residual stream)",
                             h->name);
     if (!as_capture_has(r->cap, hook))
-        return as_error_set(err, "%s is not captured (raise --capture-mb)", h->name);
-    *vals = calloc((size_t)s->it->n_ctx * (size_t)h->width, sizeof **vals);
+        return as_error_set(err, "%s is not captured in the side run: %s", h->name,
+                            r->cap->dropped[0] ? r->cap->dropped : "it was dropped");
+    *vals = calloc((size_t)rule_rows(s, hook) * (size_t)h->width, sizeof **vals);
     if (!*vals)
         return as_error_set(err, "out of memory");
     memcpy(*vals, as_capture_row(r->cap, hook, 0), (size_t)s->it->out->n_tokens * (size_t)h->width * sizeof **vals);
@@ -108,7 +117,7 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
             /* A per-position patch: this hook's values from the other run. */
             as_rule probe = {.kind = AS_RULE_SET, .hook = hook, .head = heads ? j : -1, .pos = heads ? -1 : j};
             int len = as_rule_len(s->it, &probe), w = s->prog->hooks[hook].width;
-            float *pv = calloc((size_t)s->it->n_ctx * (size_t)len, sizeof *pv);
+            float *pv = calloc((size_t)rule_rows(s, hook) * (size_t)len, sizeof *pv);
             for (int p = 0; pv && p < s->it->out->n_tokens; p++)
                 memcpy(pv + (size_t)p * len, vals + (size_t)p * w + (heads ? j * len : 0), (size_t)len * 4);
             rc = pv ? as_cmd_add_rule(s, AS_RULE_SET, hook, probe.head, probe.pos, pv, true, "sweep", c->err)

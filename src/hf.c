@@ -202,16 +202,32 @@ bool as_hf_kv_strs(as_hf *h, const char *key, const char *const *s, uint64_t n)
 
 /* ---------------------------------------------------------------- safetensors */
 
-static int dtype_of(const char *s, as_ggml_type *type, size_t *esize)
+/* safetensors' dtypes: the float ones the kernels read, and the others a
+ * checkpoint holds as buffers (position_ids is I64), checked in size and
+ * place like any tensor, read by nothing. */
+static int dtype_of(const char *s, as_ggml_type *type, size_t *esize, bool *readable, const char **name)
 {
+    static const struct {
+        const char *name;
+        size_t size;
+    } other[] = {{"I64", 8}, {"U64", 8}, {"F64", 8}, {"I32", 4}, {"U32", 4}, {"I16", 2}, {"U16", 2},
+                 {"I8", 1},  {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+    *readable = true;
     if (!strcmp(s, "F32"))
-        *type = AS_GGML_F32, *esize = 4;
+        *type = AS_GGML_F32, *esize = 4, *name = "F32";
     else if (!strcmp(s, "F16"))
-        *type = AS_GGML_F16, *esize = 2;
+        *type = AS_GGML_F16, *esize = 2, *name = "F16";
     else if (!strcmp(s, "BF16"))
-        *type = AS_GGML_BF16, *esize = 2;
-    else
+        *type = AS_GGML_BF16, *esize = 2, *name = "BF16";
+    else {
+        *readable = false;
+        for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+            if (!strcmp(s, other[i].name)) {
+                *type = AS_GGML_F32, *esize = other[i].size, *name = other[i].name; /* type unused: never viewed */
+                return AS_OK;
+            }
         return AS_ERR;
+    }
     return AS_OK;
 }
 
@@ -234,8 +250,9 @@ static int parse_entry(as_hf_tensor *t, const char *path, const char *name, json
         json_array_size(off) != 2)
         return as_error_set(err, "%s: tensor '%s': the header entry needs dtype, shape and data_offsets [begin, end]",
                             path, name);
-    if (dtype_of(json_string_value(dt), &t->type, &t->esize))
-        return as_error_set(err, "%s: tensor '%s': dtype '%.20s' is not read (F32, F16, BF16)", path, name,
+    if (dtype_of(json_string_value(dt), &t->type, &t->esize, &t->readable, &t->dtype))
+        return as_error_set(err, "%s: tensor '%s': dtype '%.20s' is not a safetensors dtype attnscope knows (F32, "
+                            "F16, BF16 are read; I64, I32, U8, BOOL ... only as buffers it skips)", path, name,
                             json_string_value(dt));
     size_t nd = json_array_size(sh);
     if (nd > 4)
@@ -268,7 +285,7 @@ static int parse_entry(as_hf_tensor *t, const char *path, const char *name, json
                             "needs %llu", path, name, (unsigned long long)begin, (unsigned long long)end,
                             (unsigned long long)(end - begin), s, json_string_value(dt),
                             (unsigned long long)n * t->esize);
-    if ((data_at + begin) % t->esize)
+    if (t->readable && (data_at + begin) % t->esize)
         return as_error_set(err, "%s: tensor '%s': its data at byte %llu are not aligned to its %zu-byte "
                             "elements", path, name, (unsigned long long)(data_at + begin), t->esize);
     t->n_elements = n;
@@ -463,7 +480,7 @@ static int read_weights(as_hf *h, as_error *err)
 
 /* ---------------------------------------------------------------- tensors of the view */
 
-as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name)
+static as_hf_tensor *find_as_is(as_hf *h, const char *hf_name)
 {
     json_t *i = json_object_get(h->names, hf_name);
     char name[512];
@@ -473,6 +490,66 @@ as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name)
         (size_t)snprintf(name, sizeof name, "%s%s", h->model_prefix, hf_name + 6) < sizeof name)
         i = json_object_get(h->names, name);
     return i ? &h->t[json_integer_value(i)] : NULL;
+}
+
+/* transformers' _fix_state_dict_key_on_load renames a LayerNorm's
+ * TensorFlow-era "gamma" and "beta" to "weight" and "bias" (its older
+ * _load_state_dict_into_model did so for any key holding them): the same
+ * names are read here, as the suffixes of the name asked for. */
+as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name)
+{
+    as_hf_tensor *t = find_as_is(h, hf_name);
+    size_t n = strlen(hf_name);
+    const char *legacy = n > 7 && !strcmp(hf_name + n - 7, ".weight") ? "gamma"
+                         : n > 5 && !strcmp(hf_name + n - 5, ".bias") ? "beta" : NULL;
+    char name[512];
+    if (t || !legacy || n + 1 >= sizeof name)
+        return t;
+    size_t stem = n - (legacy[0] == 'g' ? 6 : 4);
+    snprintf(name, sizeof name, "%.*s%s", (int)stem, hf_name, legacy);
+    return find_as_is(h, name);
+}
+
+bool as_hf_known_buffer(const char *name)
+{
+    static const char *const suffixes[] = {"position_ids", ".rotary_emb.inv_freq", ".attn.masked_bias"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n >= k && !strcmp(name + n - k, suffixes[i]) && (n == k || name[n - k - 1] == '.' || suffixes[i][0] == '.'))
+            return true;
+    }
+    return false;
+}
+
+/* The file's tensor nearest a missing name: sharing the most of its
+ * prefix, at least all of its module (everything before its last '.'),
+ * one no rule took before the others. NULL when none shares the module. */
+static const as_hf_tensor *nearest(as_hf *h, const char *hf_name)
+{
+    const as_hf_tensor *best = NULL;
+    size_t best_len = 0;
+    const char *dot = strrchr(hf_name, '.');
+    size_t module = dot ? (size_t)(dot - hf_name) + 1 : 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *prefix = pass ? h->alt_prefix : "";
+        size_t pl = prefix ? strlen(prefix) : 0;
+        if (!prefix)
+            continue;
+        for (size_t i = 0; i < h->n; i++) {
+            const char *t = h->t[i].name;
+            if (strncmp(t, prefix, pl))
+                continue;
+            t += pl;
+            size_t k = 0;
+            while (t[k] && t[k] == hf_name[k])
+                k++;
+            bool better = k > best_len || (k == best_len && best && best->used && !h->t[i].used);
+            if (k >= module && module && better)
+                best = &h->t[i], best_len = k;
+        }
+    }
+    return best;
 }
 
 static as_gguf_tensor *view_tensor(as_hf *h, const char *gguf_name, as_error *err)
@@ -527,10 +604,18 @@ int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform 
     if (!t) {
         if (optional)
             return AS_OK;
-        return as_error_set(err, "%s: tensor '%s' is missing (model_type %s needs it%s)",
+        const as_hf_tensor *near = nearest(h, hf_name);
+        return as_error_set(err, "%s: tensor '%s' is missing (model_type %s needs it%s)%s%.200s%s",
                             h->n_files == 1 ? h->files[0].path : h->dir, hf_name, h->model_type,
-                            h->n_files == 1 ? "" : "; no shard holds it");
+                            h->n_files == 1 ? "" : "; no shard holds it", near ? " (the file has " : "",
+                            near ? near->name : "", near ? ")" : "");
     }
+    if (!t->readable)
+        return as_error_set(err, "%s: tensor '%s': dtype %s is not read (F32, F16, BF16 are)", t->file, t->name,
+                            t->dtype);
+    const char *last = strrchr(t->name, '.');
+    if (last && (!strcmp(last, ".gamma") || !strcmp(last, ".beta")) && !h->n_legacy++)
+        snprintf(h->legacy_example, sizeof h->legacy_example, "%.100s as %.50s", t->name, hf_name);
     char got[96], exp[96];
     shape_str(t->shape, t->n_dims, got, sizeof got);
     shape_str(want, n_dims, exp, sizeof exp);
@@ -1013,6 +1098,54 @@ static long long bert_special(tok_read *r, const json_t *pair, const char *text)
     return token_id(r, text);
 }
 
+/* A WordPiece model's normalizer as the library's steps (tok_wpm.c,
+ * tokenizer.attnscope.normalizer): BertNormalizer's (clean_text,
+ * handle_chinese_chars, accents stripped -- strip_accents, or lowercase
+ * when null -- and lowercase, in the library's order), or a Sequence of
+ * NFD, Lowercase and StripAccents; and llama.cpp's two switches. */
+static int wpm_steps(tok_read *r, const json_t *nz, char steps[64], bool *lower, bool *strip, as_error *err)
+{
+    steps[0] = '\0';
+    *lower = *strip = false;
+    if (!nz || json_is_null(nz))
+        return AS_OK;
+    if (is_type(nz, "BertNormalizer")) {
+        json_t *lc = json_object_get(nz, "lowercase"), *sa = json_object_get(nz, "strip_accents");
+        json_t *ct = json_object_get(nz, "clean_text"), *cj = json_object_get(nz, "handle_chinese_chars");
+        *lower = !lc || json_is_true(lc);
+        *strip = sa && !json_is_null(sa) ? json_is_true(sa) : *lower;
+        snprintf(steps, 64, "%s%s%s%s", !ct || json_is_true(ct) ? "clean " : "", !cj || json_is_true(cj) ? "cjk " : "",
+                 *strip ? "strip-mn " : "", *lower ? "lower " : "");
+    } else if (is_type(nz, "Sequence")) {
+        const json_t *list = json_object_get(nz, "normalizers");
+        size_t i, n = json_array_size(list);
+        if (n > 8)
+            return as_error_set(err, "%s: a WordPiece model's Sequence normalizer of %zu members (8 at most) is not "
+                                "read yet", r->path, n);
+        for (i = 0; i < n; i++) {
+            const json_t *m = json_array_get(list, i);
+            const char *name = is_type(m, "NFD") ? "nfd " : is_type(m, "Lowercase") ? "lower "
+                             : is_type(m, "StripAccents") ? "strip-marks " : NULL;
+            if (!name) {
+                const char *ty = json_string_value(json_object_get(m, "type"));
+                return as_error_set(err, "%s: a WordPiece model's normalizer '%.30s' is not read yet (BertNormalizer, "
+                                    "or a Sequence of NFD, Lowercase, StripAccents)", r->path, ty ? ty : "?");
+            }
+            *lower |= is_type(m, "Lowercase");
+            *strip |= is_type(m, "StripAccents");
+            strcat(steps, name);
+        }
+    } else {
+        const char *ty = json_string_value(json_object_get(nz, "type"));
+        return as_error_set(err, "%s: a WordPiece model's normalizer '%.30s' is not read yet (BertNormalizer, or a "
+                            "Sequence of NFD, Lowercase, StripAccents)", r->path, ty ? ty : "?");
+    }
+    size_t len = strlen(steps);
+    if (len)
+        steps[len - 1] = '\0'; /* the last space */
+    return AS_OK;
+}
+
 /* WordPiece (BERT): pieces stored as llama.cpp's converter stores them (a
  * word's first piece with '▁' in front, a continuation without its '##',
  * [BRACKETED] specials as they are), BertNormalizer's options, [CLS] and
@@ -1025,13 +1158,17 @@ static int tok_wordpiece(tok_read *r, as_error *err)
     if (!is_type(pre, "BertPreTokenizer"))
         return as_error_set(err, "%s: a WordPiece model with a pre_tokenizer other than BertPreTokenizer is not read "
                             "yet", r->path);
-    if (!is_type(nz, "BertNormalizer"))
-        return as_error_set(err, "%s: a WordPiece model with a normalizer other than BertNormalizer is not read yet",
-                            r->path);
     if (prefix && !(json_is_string(prefix) && !strcmp(json_string_value(prefix), "##")))
         return as_error_set(err, "%s: continuing_subword_prefix other than '##' is not read yet", r->path);
-    json_t *lc = json_object_get(nz, "lowercase"), *sa = json_object_get(nz, "strip_accents");
-    bool lower = !lc || json_is_true(lc), strip = sa && !json_is_null(sa) ? json_is_true(sa) : lower;
+    char steps[64];
+    bool lower, strip;
+    if (wpm_steps(r, nz, steps, &lower, &strip, err))
+        return AS_ERR;
+    json_t *mx = json_object_get(r->model, "max_input_chars_per_word");
+    if (mx && !json_is_null(mx) && !(json_is_integer(mx) && json_integer_value(mx) >= 0 &&
+                                     json_integer_value(mx) <= UINT32_MAX))
+        return as_error_set(err, "%s: model.max_input_chars_per_word: expected a count", r->path);
+    uint32_t max_chars = json_is_integer(mx) ? (uint32_t)json_integer_value(mx) : 100; /* the library's default */
     for (size_t i = 0; i < r->n; i++) {
         const char *t = r->tokens[i];
         size_t len = r->lens[i];
@@ -1071,7 +1208,16 @@ static int tok_wordpiece(tok_read *r, as_error *err)
               (pad < 0 || as_hf_kv_u32(h, "tokenizer.ggml.padding_token_id", (uint32_t)pad)) &&
               (mask < 0 || as_hf_kv_u32(h, "tokenizer.ggml.mask_token_id", (uint32_t)mask)) &&
               as_hf_kv_bool(h, "tokenizer.ggml.normalizer.lowercase", lower) &&
-              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.strip_accents", strip);
+              as_hf_kv_bool(h, "tokenizer.ggml.normalizer.strip_accents", strip) &&
+              as_hf_kv_str(h, "tokenizer.attnscope.normalizer", steps) &&
+              as_hf_kv_u32(h, "tokenizer.attnscope.max_word_chars", max_chars);
+    if (ok) {
+        size_t used = strlen(h->llama_note);
+        snprintf(h->llama_note + used, sizeof h->llama_note - used,
+                 "%sllama.cpp ignores tokenizer.attnscope.normalizer: its WordPiece keeps a character's first "
+                 "decomposed code point only (a Hangul syllable's first jamo) and words over %u characters, so such "
+                 "text gets other ids there than here and in the tokenizers library", used ? "; " : "", max_chars);
+    }
     return ok ? AS_OK : as_error_set(err, "%s: out of memory", r->path);
 }
 
@@ -1271,18 +1417,50 @@ static int tok_unigram(tok_read *r, as_error *err)
     return rc;
 }
 
+/* The type of a "model" object written without one (files of the
+ * tokenizers library before it wrote "type": bert-base-uncased's, GPT-2's),
+ * as the library's untagged deserializer infers it: the first of BPE,
+ * WordPiece, WordLevel, Unigram whose fields the object has (BPE: vocab
+ * and merges; WordPiece: vocab, unk_token, continuing_subword_prefix and
+ * max_input_chars_per_word; WordLevel: vocab and unk_token; Unigram: vocab
+ * as [piece, score] pairs). NULL: none of them. */
+const char *as_hf_model_type(const json_t *model)
+{
+    json_t *type = json_object_get(model, "type"), *vocab = json_object_get(model, "vocab");
+    if (json_is_string(type))
+        return json_string_value(type);
+    if (!json_is_object(model) || type)
+        return NULL;
+    if (json_is_object(vocab) && json_is_array(json_object_get(model, "merges")))
+        return "BPE";
+    bool unk = json_is_string(json_object_get(model, "unk_token"));
+    if (json_is_object(vocab) && unk && json_object_get(model, "continuing_subword_prefix") &&
+        json_object_get(model, "max_input_chars_per_word"))
+        return "WordPiece";
+    if (json_is_object(vocab) && unk)
+        return "WordLevel";
+    if (json_is_array(vocab))
+        return "Unigram";
+    return NULL;
+}
+
 static int tok_read_all(tok_read *r, as_error *err)
 {
     as_hf *h = r->h;
-    json_t *type = json_object_get(r->model, "type");
-    if (!json_is_object(r->model) || !json_is_string(type))
-        return as_error_set(err, "%s: 'model' needs a 'type'", r->path);
-    bool wordpiece = !strcmp(json_string_value(type), "WordPiece");
-    if (!strcmp(json_string_value(type), "Unigram"))
+    const char *type = as_hf_model_type(r->model);
+    if (!json_is_object(r->model))
+        return as_error_set(err, "%s: 'model' must be an object", r->path);
+    if (!type)
+        return as_error_set(err, "%s: 'model' has no 'type' (or one that is not a string) and is none the "
+                            "tokenizers library infers (BPE: vocab and merges; WordPiece: vocab, unk_token, "
+                            "continuing_subword_prefix, max_input_chars_per_word; WordLevel: vocab, unk_token; "
+                            "Unigram: vocab as [piece, score] pairs)", r->path);
+    bool wordpiece = !strcmp(type, "WordPiece");
+    if (!strcmp(type, "Unigram"))
         return tok_unigram(r, err);
-    if (strcmp(json_string_value(type), "BPE") && !wordpiece)
+    if (strcmp(type, "BPE") && !wordpiece)
         return as_error_set(err, "%s: model type '%.20s' is not read (BPE, byte-level and SentencePiece-style, "
-                            "WordPiece and Unigram are)", r->path, json_string_value(type));
+                            "WordPiece and Unigram are)", r->path, type);
     if (!json_is_object(r->vocab) || (r->added && !json_is_array(r->added)))
         return as_error_set(err, "%s: model.vocab must be an object and added_tokens an array", r->path);
     if (tok_table(r, err) || tok_pad(r, err))
@@ -1465,13 +1643,72 @@ bool as_hf_is_dir(const char *path)
     return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* Tensors no rule took: refused, unless the family knows them as buffers. */
+/* A tensor's name with each run of digits as N (h.N.attn.bias), for the note. */
+static void name_pattern(const char *name, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (const char *c = name; *c && o + 2 < cap; c++) {
+        if (*c >= '0' && *c <= '9') {
+            out[o++] = 'N';
+            while (c[1] >= '0' && c[1] <= '9')
+                c++;
+        } else {
+            out[o++] = *c;
+        }
+    }
+    out[o] = 0;
+}
+
+/* Tensors no rule took: refused, unless the family knows them (heads it
+ * does not run) or they are known buffers; those are named in the view's
+ * note, each pattern once with its count and any dtype that is not F32. */
 static int check_unused(as_hf *h, const as_hf_family *fam, as_error *err)
 {
-    for (size_t i = 0; i < h->n; i++)
-        if (!h->t[i].used && !(fam->ignored && fam->ignored(h->t[i].name)))
-            return as_error_set(err, "%s: tensor '%s' is not one attnscope maps for model_type %s", h->t[i].file,
-                                h->t[i].name, h->model_type);
+    char pats[24][96], dtypes[24][12];
+    int counts[24], n_pat = 0, more = 0;
+    for (size_t i = 0; i < h->n; i++) {
+        const as_hf_tensor *t = &h->t[i];
+        if (t->used)
+            continue;
+        if (!(fam->ignored && fam->ignored(t->name)) && !as_hf_known_buffer(t->name))
+            return as_error_set(err, "%s: tensor '%s' is not one attnscope maps for model_type %s", t->file, t->name,
+                                h->model_type);
+        char pat[96];
+        name_pattern(t->name, pat, sizeof pat);
+        int k = 0;
+        while (k < n_pat && strcmp(pats[k], pat))
+            k++;
+        if (k == n_pat && n_pat == 24) {
+            more++;
+            continue;
+        }
+        if (k == n_pat) {
+            snprintf(pats[k], sizeof pats[k], "%s", pat);
+            snprintf(dtypes[k], sizeof dtypes[k], "%s", strcmp(t->dtype, "F32") ? t->dtype : "");
+            counts[k] = 0, n_pat++;
+        }
+        counts[k]++;
+    }
+    size_t o = 0;
+    if (n_pat)
+        o = (size_t)snprintf(h->note, sizeof h->note, "skipped %s buffers and heads attnscope does not run: ",
+                             h->model_type);
+    for (int k = 0; k < n_pat && o < sizeof h->note; k++) {
+        char extra[48] = "";
+        if (dtypes[k][0] && counts[k] > 1)
+            snprintf(extra, sizeof extra, " (%.10s, %dx)", dtypes[k], counts[k]);
+        else if (dtypes[k][0])
+            snprintf(extra, sizeof extra, " (%.10s)", dtypes[k]);
+        else if (counts[k] > 1)
+            snprintf(extra, sizeof extra, " (%dx)", counts[k]);
+        o += (size_t)snprintf(h->note + o, sizeof h->note - o, "%s%s%s", k ? ", " : "", pats[k], extra);
+    }
+    if (more && o < sizeof h->note)
+        o += (size_t)snprintf(h->note + o, sizeof h->note - o, " and %d more", more);
+    if (h->n_legacy && o < sizeof h->note)
+        snprintf(h->note + o, sizeof h->note - o, "%s%d LayerNorm tensors read under their legacy names as "
+                 "transformers renames them (gamma -> weight, beta -> bias; e.g. %s)", o ? "; " : "", h->n_legacy,
+                 h->legacy_example);
     return AS_OK;
 }
 
@@ -1538,6 +1775,7 @@ static int open_dir(as_hf *h, as_error *err)
         return AS_ERR;
     for (size_t i = 0; i < h->n_files; i++)
         h->g->size += h->files[i].size;
+    h->g->view_note = h->note;
     return AS_OK;
 }
 

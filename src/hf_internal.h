@@ -21,6 +21,8 @@ typedef struct as_hf_tensor {
     uint64_t n_elements, n_bytes, offset; /* offset: in its file */
     const uint8_t *data;   /* into the file's map */
     const char *file;      /* the file's path, for messages */
+    const char *dtype;     /* as the header names it ("F32", "I64", ...) */
+    bool readable;         /* a float type the kernels read (F32, F16, BF16); others only as buffers to skip */
     bool used;
 } as_hf_tensor;
 
@@ -47,7 +49,10 @@ typedef struct as_hf {
     void **bufs;             /* converted tensors and metadata arrays the view points into */
     size_t n_bufs;
     as_gguf *g;              /* the view being built */
-    char llama_note[448];    /* what llama.cpp will compute otherwise than the directory says ("": nothing) */
+    char llama_note[640];    /* what llama.cpp will compute otherwise than the directory says ("": nothing) */
+    char note[600];          /* what the view skipped or renamed, for the model's load note ("": nothing) */
+    int n_legacy;            /* tensors found under a legacy name (LayerNorm gamma/beta) */
+    char legacy_example[160];
     uint64_t tensor_cap;
 } as_hf;
 
@@ -81,8 +86,18 @@ typedef enum as_hf_xform {
     AS_HF_SQUEEZE,    /* in place, its leading dimensions of 1 dropped (ViT's [1, 1, d] cls_token) */
 } as_hf_xform;
 
-/* The HF tensor hf_name (or alt_prefix + hf_name), NULL when absent. */
+/* The HF tensor hf_name (or alt_prefix + hf_name), NULL when absent. A
+ * name ending in .weight or .bias is also found under the legacy spelling
+ * transformers renames on load (.gamma, .beta: TensorFlow-era LayerNorms,
+ * bert-base-uncased's). */
 as_hf_tensor *as_hf_find(as_hf *h, const char *hf_name);
+/* A tensor no family maps that every family skips: a buffer PyTorch saved
+ * with the weights (position_ids, rotary inv_freq, GPT-2's causal-mask
+ * bias and masked_bias). */
+bool as_hf_known_buffer(const char *hf_name);
+/* The "type" of tokenizer.json's "model" object, given or (absent) inferred
+ * as the tokenizers library's untagged deserializer infers it; NULL: none. */
+const char *as_hf_model_type(const json_t *model);
 /* Adds hf_name to the view as gguf_name after checking its shape against
  * want (n_dims entries, HF order; `what` says where config.json's numbers
  * come from, e.g. "[n_embd, 3 x n_embd]"). Absent: an error naming the

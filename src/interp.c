@@ -107,6 +107,9 @@ int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as
     if (it->prog->streams[stream].input == AS_INPUT_PIXELS)
         return as_error_set(err, "%s reads an image, not token ids: give it one with `image FILE`",
                             it->model->cfg.name);
+    if (n > st->n_ctx && st->n_ctx < it->prog->streams[stream].n_ctx)
+        return as_error_set(err, "the prompt has %d tokens but the context is set to %d (set ctx %d or more; %s's "
+                            "window is %d)", n, st->n_ctx, n, it->model->cfg.name, it->prog->streams[stream].n_ctx);
     if (n > st->n_ctx && stream == it->prog->out_stream)
         return as_error_set(err, "the prompt has %d tokens but %s's context holds %d", n,
                             it->model->cfg.name, st->n_ctx);
@@ -122,6 +125,24 @@ int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as
      * (a context of 2^24 keeps its untouched pages unmapped). */
     memset(st->types, 0, (size_t)st->n_tokens * sizeof *st->types);
     st->n_tokens = st->n_prompt = n;
+    return AS_OK;
+}
+
+int as_interp_set_ctx(as_interp *it, int n, as_error *err)
+{
+    const as_program *p = it->prog;
+    for (int s = 0; s < p->n_streams; s++) {
+        int window = p->streams[s].n_ctx;
+        int want = p->streams[s].input != AS_INPUT_TOKENS || n <= 0 || n > window ? window : n;
+        if (it->st[s].n_tokens > want)
+            return as_error_set(err, "the %s holds %d tokens: a context of %d would cut them (a shorter prompt first)",
+                                s == p->out_stream ? "context" : p->streams[s].name, it->st[s].n_tokens, want);
+    }
+    for (int s = 0; s < p->n_streams; s++) {
+        int window = p->streams[s].n_ctx;
+        it->st[s].n_ctx = p->streams[s].input != AS_INPUT_TOKENS || n <= 0 || n > window ? window : n;
+    }
+    it->n_ctx = it->out->n_ctx;
     return AS_OK;
 }
 
@@ -304,7 +325,8 @@ static int enter_pass(as_interp *it, const as_pass *ps, as_error *err)
     it->ready_until = 0;
     it->nonfinite.found = false;
     setup_pool(it);
-    as_capture_prepare(it->cap, end);
+    if (as_capture_prepare(it->cap, end, err))
+        return AS_ERR;
     return setup_span(it, err);
 }
 
@@ -407,15 +429,30 @@ static void op_pool(as_interp *it, const as_op *op)
     const as_stream_state *st = span_of(it, op->out);
     int d = op->n_out, n = st->n;
     float *first = span_row(it, op->out, 0);
-    if (op->pool == AS_POOL_MEAN) {
+    if (op->pool == AS_POOL_MEAN || op->pool == AS_POOL_MEAN_SQRT_LEN) {
         for (int j = 0; j < d; j++) {
             double sum = 0;
             for (int i = 0; i < n; i++)
                 sum += span_row(it, op->in[0], i)[j];
-            first[j] = (float)(sum / n);
+            first[j] = (float)(op->pool == AS_POOL_MEAN ? sum / n : sum / sqrt((double)n));
+        }
+    } else if (op->pool == AS_POOL_MAX) {
+        for (int j = 0; j < d; j++) {
+            float mx = span_row(it, op->in[0], 0)[j];
+            for (int i = 1; i < n; i++)
+                mx = fmaxf(mx, span_row(it, op->in[0], i)[j]);
+            first[j] = mx;
         }
     } else {
         memcpy(first, span_row(it, op->in[0], op->pool == AS_POOL_LAST ? n - 1 : 0), (size_t)d * sizeof *first);
+    }
+    if (op->pool_l2) {
+        double ss = 0;
+        for (int j = 0; j < d; j++)
+            ss += (double)first[j] * first[j];
+        double norm = fmax(sqrt(ss), 1e-12);
+        for (int j = 0; j < d; j++)
+            first[j] = (float)(first[j] / norm);
     }
     for (int i = 1; i < n; i++)
         memcpy(span_row(it, op->out, i), first, (size_t)d * sizeof *first);
@@ -890,6 +927,8 @@ static void apply_rule(as_interp *it, const as_rule *r)
         float *dst = span_row(it, r->hook, i) + off;
         if (r->kind == AS_RULE_ZERO)
             memset(dst, 0, (size_t)len * sizeof *dst);
+        else if (r->per_position && pos >= r->n_pos) /* past the positions the values came from */
+            memset(dst, 0, (size_t)len * sizeof *dst);
         else
             memcpy(dst, r->values + (r->per_position ? (size_t)pos * (size_t)len : 0), (size_t)len * sizeof *dst);
     }
@@ -965,7 +1004,9 @@ int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *er
     *dst = *r;
     dst->values = NULL;
     if (r->values) {
-        size_t n = len * (r->per_position ? (size_t)span_of(it, r->hook)->n_ctx : 1);
+        if (r->per_position)
+            dst->n_pos = it->st[it->prog->hooks[r->hook].stream].n_tokens;
+        size_t n = len * (r->per_position ? (size_t)dst->n_pos : 1);
         dst->values = malloc(n * sizeof *dst->values);
         if (!dst->values)
             return as_error_set(err, "out of memory");

@@ -173,16 +173,24 @@ static void read_name(as_config *c, const as_gguf *g)
 
 /* In a survey (as_model_check) a missing or misshapen tensor is noted and
  * loading goes on, so every one is named; otherwise it stops the load. */
+/* Problems a survey lists before it stops: a file claiming millions of
+ * blocks without their tensors would otherwise be surveyed block by block
+ * for minutes (found by fuzz_gguf). */
+enum { SURVEY_LINES = 64 };
+
 static int survey_note(as_model *m, as_error *err)
 {
     if (!m->survey)
         return AS_ERR;
-    size_t had = m->problems ? strlen(m->problems) : 0, add = strlen(err->msg) + 2;
+    if (m->n_problems++ >= SURVEY_LINES)
+        return as_error_set(err, "the check stops after %d missing or misshapen tensors", SURVEY_LINES);
+    size_t had = m->problems_len, add = strlen(err->msg) + 2;
     char *p = realloc(m->problems, had + add);
     if (!p)
         return AS_ERR;
     snprintf(p + had, add, "%s\n", err->msg);
     m->problems = p;
+    m->problems_len = had + add - 1;
     return AS_OK;
 }
 
@@ -426,7 +434,7 @@ static uint64_t count_nonfinite16(const uint8_t *p, uint64_t n, uint16_t exp_mas
 static void scan_nonfinite(as_model *m)
 {
     const as_gguf *g = m->gguf;
-    size_t used = 0;
+    size_t used = strlen(m->warnings), first = used; /* after the warnings before it */
     int found = 0;
     float *row = NULL;
     size_t row_cap = 0;
@@ -467,7 +475,8 @@ static void scan_nonfinite(as_model *m)
         }
         if (bad && used + 1 < sizeof m->warnings) {
             used += (size_t)snprintf(m->warnings + used, sizeof m->warnings - used, "%s%s (%llu%s)",
-                                     found++ ? ", " : "tensors holding NaN or Inf: ", t->name,
+                                     found++ ? ", " : first ? "; tensors holding NaN or Inf: "
+                                                             : "tensors holding NaN or Inf: ", t->name,
                                      (unsigned long long)bad, where);
             if (used >= sizeof m->warnings)
                 used = sizeof m->warnings - 1;
@@ -549,6 +558,8 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
     }
     if (m->arch->load(m, err) || check_blocks(m, err))
         goto fail;
+    if (g->view_note && g->view_note[0])
+        snprintf(m->warnings, sizeof m->warnings, "%s", g->view_note);
     note_unused(m);
     scan_nonfinite(m);
     note_vocabulary(m);

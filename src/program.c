@@ -378,22 +378,30 @@ int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b
     return h;
 }
 
-int as_program_add_pool(as_program *p, int in, as_pooling how)
+int as_program_add_pool(as_program *p, int in, as_pooling how) { return as_program_add_pool_l2(p, in, how, false); }
+
+int as_program_add_pool_l2(as_program *p, int in, as_pooling how, bool l2)
 {
-    static const char *const text[] = {
-        [AS_POOL_MEAN] = "pooled = mean of the positions", [AS_POOL_CLS] = "pooled = first position (CLS)",
-        [AS_POOL_LAST] = "pooled = last position"};
+    static const char *const text[][2] = {
+        [AS_POOL_MEAN] = {"pooled = mean of the positions", "pooled = mean of the positions, L2-normalized"},
+        [AS_POOL_CLS] = {"pooled = first position (CLS)", "pooled = first position, L2-normalized"},
+        [AS_POOL_LAST] = {"pooled = last position", "pooled = last position, L2-normalized"},
+        [AS_POOL_MAX] = {"pooled = max over the positions", "pooled = max over positions, L2-normalized"},
+        [AS_POOL_MEAN_SQRT_LEN] = {"pooled = sum / sqrt(positions)", "pooled = sum / sqrt(n), L2-normalized"}};
     /* the model's output, like logits: kept before residual copies */
     int h = as_program_add_hook(p, AS_HK_POOLED, -1, AS_CLASS_LOGITS, 1, p->hooks[in].width, 0);
-    if (how != AS_POOL_MEAN && how != AS_POOL_CLS && how != AS_POOL_LAST) {
+    if (how != AS_POOL_MEAN && how != AS_POOL_CLS && how != AS_POOL_LAST && how != AS_POOL_MAX &&
+        how != AS_POOL_MEAN_SQRT_LEN) {
         p->failed = true; /* a builder's mistake: none and rank have no pooled vector here */
         return h;
     }
-    as_op *op = as_program_add_op(p, AS_OP_POOL, -1, h, in, -1, text[how]);
+    as_op *op = as_program_add_op(p, AS_OP_POOL, -1, h, in, -1, text[how][l2]);
     op->pool = how;
+    op->pool_l2 = l2;
     op->n_in = op->n_out = p->hooks[in].width;
     p->pooled = h;
     p->pooling = how;
+    p->pooled_l2 = l2;
     return h;
 }
 

@@ -358,7 +358,11 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
 
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
+    int was = s->cap->dropped_from;
     int rc = as_interp_run(s->it, mode, count, stop, err);
+    /* a class the budget no longer holds at these positions: said once */
+    if (s->cap->dropped_from >= 0 && s->cap->dropped_from != was && s->warn)
+        fprintf(s->warn, "note: %s\n", s->cap->dropped);
     if (rc == AS_OK)
         report_nonfinite(s);
     return rc;
@@ -391,7 +395,7 @@ int as_cmd_hook_positions(as_session *s, int h, as_error *err)
 {
     const as_hook *hk = &s->prog->hooks[h];
     if (!as_capture_has(s->cap, h))
-        return as_error_set(err, "%s is not captured: %s (raise --capture-mb)", hk->name,
+        return as_error_set(err, "%s is not captured: %s", hk->name,
                             s->cap->dropped[0] ? s->cap->dropped : "it was dropped");
     int n = s->cap->filled[h];
     if (n == 0)
@@ -780,10 +784,13 @@ static int cmd_set(cmd_ctx *c)
         fprintf(c->s->out, "temp = %g%s\ntopk = %d%s\ntopp = %g%s\nseed = %llu\nthreads = %d\n", (double)sm->temp,
                 sm->temp == 0 ? " (greedy: the most probable token)" : "", sm->top_k, sm->top_k ? "" : " (off)",
                 (double)sm->top_p, sm->top_p >= 1 ? " (off)" : "", (unsigned long long)sm->seed, as_get_threads());
+        fprintf(c->s->out, "ctx = %d%s\n", c->s->it->n_ctx,
+                c->s->ctx > 0 && c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
         return AS_OK;
     }
     if (c->argc != 3)
-        return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N");
+        return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N"
+                                    " | ctx N");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -805,8 +812,15 @@ static int cmd_set(cmd_ctx *c)
         if (as_cmd_parse_long(val, 1, 256, "threads", &k, c->err))
             return AS_ERR;
         as_set_threads((int)k);
+    } else if (!strcmp(key, "ctx")) {
+        if (as_cmd_parse_long(val, 0, 1L << 30, "ctx", &k, c->err) || as_interp_set_ctx(c->s->it, (int)k, c->err))
+            return AS_ERR;
+        c->s->ctx = (int)k;
+        fprintf(c->s->out, "ctx = %d%s\n", c->s->it->n_ctx,
+                c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
+        return AS_OK;
     } else {
-        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads)", key);
+        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx)", key);
     }
     fprintf(c->s->out, "%s = %s\n", key, val);
     return AS_OK;
@@ -1074,8 +1088,28 @@ static int cmd_info(cmd_ctx *c)
     const as_model *m = c->s->model;
     if (m->gguf)
         as_gguf_print_info(m->gguf, c->s->out);
-    fprintf(c->s->out, "capture: %zu MB budget, %zu MB allocated%s%s\n", c->s->capture_mb, c->s->cap->used >> 20,
-            c->s->cap->dropped[0] ? "; " : "", c->s->cap->dropped);
+    const as_capture *cap = c->s->cap;
+    const as_interp *it = c->s->it;
+    int in_use = 0;
+    for (int st = 0; st < c->s->prog->n_streams; st++)
+        in_use = it->st[st].n_tokens > in_use ? it->st[st].n_tokens : in_use;
+    /* computed so far, and what the budget keeps for the whole context as it stands */
+    int done = 0, pos[AS_MAX_STREAMS];
+    for (int st = 0; st < c->s->prog->n_streams; st++) {
+        done = it->st[st].n_done > done ? it->st[st].n_done : done;
+        pos[st] = it->st[st].n_tokens;
+    }
+    fprintf(c->s->out, "capture: %zu MB budget, %.1f MB in use at %d computed position%s (%.1f MB of it the KV cache "
+            "and norm statistics, which the budget does not count; storage grows with the positions in use)\n",
+            c->s->capture_mb, (double)cap->used / (1 << 20), done, done == 1 ? "" : "s",
+            (double)cap->essential / (1 << 20));
+    char plan[512];
+    as_capture_plan(cap, pos, plan, sizeof plan);
+    fprintf(c->s->out, "capture at the context's %d position%s: %s\n", in_use, in_use == 1 ? "" : "s",
+            plan[0] ? plan : "everything kept");
+    fprintf(c->s->out, "context: %d of %d positions%s\n", it->out->n_tokens, it->n_ctx,
+            it->n_ctx < c->s->prog->streams[c->s->prog->out_stream].n_ctx ? " (set ctx; the model's window is larger)"
+                                                                          : " (the model's window)");
     /* a cache smaller than a plain multi-head one (MLA's latent): both, when the program says */
     const as_program *p = c->s->prog;
     long cached = 0, plain = 0;
@@ -1106,10 +1140,15 @@ int as_session_load(as_session *s, const char *path, as_error *err)
         as_model_free(m);
         return AS_ERR;
     }
+    if (s->ctx > 0 && as_interp_set_ctx(fresh->it, s->ctx, err)) {
+        as_session_free(fresh);
+        return AS_ERR;
+    }
     as_session old = *s;
     s->model = fresh->model, s->prog = fresh->prog, s->cap = fresh->cap, s->it = fresh->it;
     s->probs = fresh->probs, s->order = fresh->order;
     s->has_metric = false;
+    s->image[0] = 0;
     s->it->interrupt = old.it->interrupt;
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
     fresh->probs = old.probs, fresh->order = old.order;
@@ -1167,8 +1206,10 @@ static const command commands[] = {
       "tokenize-raw \"<s>\""}, cmd_tokenize_raw},
     {{"token-types", "token-types T [T ...]", "Set each token's type (BERT's segments: 0, then 1), one per token.",
       "token-types 0 0 0 1 1"}, as_cmd_token_types},
-    {{"image", "image FILE", "Make an image (PNG, PGM, PPM) the input of a vision model, resized and normalised as "
-      "the model file says.", "image assets/fashion/sneaker.png"}, as_cmd_image},
+    {{"image", "image FILE", "Make an image (PNG, JPEG, PGM, PPM; a JPEG turned as its EXIF orientation says) the "
+      "input of a vision model, resized and normalised as the model file says (a Hugging Face directory's "
+      "preprocessor_config.json as transformers' PIL image processors do).", "image assets/fashion/sneaker.png"},
+     as_cmd_image},
     {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated (an image: CLS and its "
       "patches r0c0, r0c1, ...).", "tokens"},
      cmd_tokens},
@@ -1183,8 +1224,9 @@ static const command commands[] = {
     {{"unbreak", "unbreak HOOK", "Remove breakpoints matching HOOK.", "unbreak blocks.*"}, cmd_unbreak},
     {{"where", "where", "Show the op the interpreter stands at.", "where"}, cmd_where},
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, cmd_gen},
-    {{"set", "set [temp X | topk K | topp P | seed S | threads N]",
-      "Sampler and engine settings (temp 0 is greedy); `set` alone lists them.", "set temp 0.8"}, cmd_set},
+    {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N]",
+      "Sampler and engine settings (temp 0 is greedy; ctx caps the context you work in, 0 for the "
+      "model's window); `set` alone lists them.", "set temp 0.8"}, cmd_set},
     {{"top", "top [K] [POS]", "The next-token distribution: rank, id, piece, probability, logit (an encoder: "
       "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},
      cmd_top},

@@ -48,6 +48,31 @@ static const uint32_t *decomp_of(uint32_t cp, size_t *n)
     return NULL;
 }
 
+int as_tok_ccc(uint32_t cp)
+{
+    return ccc_of(cp);
+}
+
+size_t as_tok_nfd_cp(uint32_t cp, uint32_t out[4])
+{
+    size_t m;
+    const uint32_t *dec;
+    if (cp >= SBASE && cp < SBASE + SCOUNT) {
+        uint32_t si = cp - SBASE;
+        out[0] = LBASE + si / NCOUNT, out[1] = VBASE + si % NCOUNT / TCOUNT;
+        if (si % TCOUNT == 0)
+            return 2;
+        out[2] = TBASE + si % TCOUNT;
+        return 3;
+    }
+    if ((dec = decomp_of(cp, &m))) {
+        memcpy(out, dec, m * sizeof *out);
+        return m;
+    }
+    out[0] = cp;
+    return 1;
+}
+
 /* The primary composite of a then b, or 0. */
 static uint32_t compose(uint32_t a, uint32_t b)
 {

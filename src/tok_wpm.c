@@ -26,7 +26,20 @@
  * that is a prefix of what is left, then again from its end; if some
  * position has no token, the whole word is [UNK]. llama.cpp puts no limit
  * on a word's length (Hugging Face's BERT makes a word over 100 characters
- * [UNK]; llama.cpp does not, and neither does this file).
+ * [UNK]; llama.cpp does not, and neither does this file outside the
+ * library's normalisation below).
+ *
+ * A tokenizer from a Hugging Face directory normalises as the tokenizers
+ * library does instead (tokenizer.attnscope.normalizer, ours: its
+ * BertNormalizer or NFD/Lowercase/StripAccents steps, lib_step below):
+ * the whole fragment goes through each step in turn -- clean_text (NUL,
+ * U+FFFD, \p{C} but tab, LF, CR dropped; White_Space made ' '), spaces
+ * around CJK ideographs, full canonical NFD (recursive, Hangul syllables
+ * by formula, marks in canonical order) with Mn dropped when accents are
+ * stripped, lower case as Rust's char::to_lowercase (full: U+0130 ->
+ * "i\u0307") -- then BertPreTokenizer splits at White_Space and around
+ * punctuation (\p{P}, ASCII symbols); a word longer than
+ * max_input_chars_per_word code points is [UNK].
  *
  * Where this differs from llama.cpp, on purpose: an overlong or surrogate
  * UTF-8 sequence, or one past U+10FFFF, is invalid bytes here (dropped);
@@ -39,6 +52,7 @@
 
 #include "unicode_norm.h"
 #include "unicode_tables.h"
+#include "unicode_wpm.h"
 
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -48,6 +62,7 @@ enum { WORD_START_LEN = 3 };
 DEFINE_RESERVE(reserve_char, char)
 DEFINE_RESERVE(reserve_u32len, uint32_t)
 DEFINE_RESERVE(reserve_u64, uint64_t)
+DEFINE_RESERVE(reserve_cp, as_tok_cp)
 
 /* ---------------------------------------------------------------- normalizer data */
 
@@ -105,6 +120,99 @@ static size_t put_utf8(uint32_t cp, char *o)
            o[2] = (char)(0x80 | ((cp >> 6) & 0x3F)), o[3] = (char)(0x80 | (cp & 0x3F)), 4;
 }
 
+/* ---------------------------------------------------------------- the library's normalisation */
+
+/* The steps, as tokenizer.attnscope.normalizer names them. */
+enum { WPM_CLEAN = 1, WPM_CJK, WPM_STRIP_MN, WPM_NFD, WPM_LOWER, WPM_STRIP_MARKS, WPM_N_STEPS };
+static const char *const STEP_NAME[WPM_N_STEPS] = {"", "clean", "cjk", "strip-mn", "nfd", "lower", "strip-marks"};
+/* at most this many code points out of one in */
+static const unsigned STEP_GROWTH[WPM_N_STEPS] = {1, 1, 3, 4, 4, 2, 1};
+
+static bool nonspacing_mark(uint32_t cp)
+{
+    size_t lo = 0, hi = N_OF(as_uni_mn);
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (as_uni_mn[mid][1] < cp)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < N_OF(as_uni_mn) && as_uni_mn[lo][0] <= cp;
+}
+
+/* Rust's char::to_lowercase: the simple mapping but where the full one
+ * has two code points. */
+static size_t lower_full(uint32_t cp, uint32_t out[2])
+{
+    for (size_t i = 0; i < N_OF(as_uni_lower2); i++)
+        if (as_uni_lower2[i][0] == cp)
+            return out[0] = as_uni_lower2[i][1], out[1] = as_uni_lower2[i][2], 2;
+    return out[0] = lower(cp), 1;
+}
+
+/* Canonical ordering: each run of marks (class > 0) sorted by class, stably. */
+static void canonical_order(as_tok_cp *d, size_t k)
+{
+    for (size_t i = 1; i < k; i++) {
+        int ci = as_tok_ccc(d[i].cp);
+        if (!ci)
+            continue;
+        as_tok_cp x = d[i];
+        size_t j = i;
+        while (j > 0 && as_tok_ccc(d[j - 1].cp) > ci)
+            d[j] = d[j - 1], j--;
+        d[j] = x;
+    }
+}
+
+/* One step over in[0, n) into out (room for STEP_GROWTH[step] * n); each
+ * code point out keeps the byte offset of the one it came from. */
+static size_t lib_step(int step, const as_tok_cp *in, size_t n, as_tok_cp *out)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp = in[i].cp, d[4];
+        size_t m = 1;
+        d[0] = cp;
+        switch (step) {
+        case WPM_CLEAN:
+            if (cp == 0 || cp == 0xFFFD ||
+                (as_tok_uni_class(cp) == AS_UC_CONTROL && cp != '\t' && cp != '\n' && cp != '\r'))
+                m = 0;
+            else if (as_tok_uni_space(cp))
+                d[0] = ' ';
+            break;
+        case WPM_CJK:
+            if (cjk(cp))
+                d[0] = ' ', d[1] = cp, d[2] = ' ', m = 3;
+            break;
+        case WPM_NFD:
+        case WPM_STRIP_MN:
+            m = as_tok_nfd_cp(cp, d);
+            break;
+        case WPM_LOWER:
+            m = lower_full(cp, d);
+            break;
+        case WPM_STRIP_MARKS:
+            m = as_tok_uni_class(cp) == AS_UC_MARK ? 0 : 1;
+            break;
+        }
+        for (size_t j = 0; j < m; j++)
+            out[k++] = (as_tok_cp){.cp = d[j], .off = in[i].off};
+    }
+    if (step == WPM_NFD || step == WPM_STRIP_MN)
+        canonical_order(out, k);
+    if (step == WPM_STRIP_MN) { /* after the ordering, as the library filters its NFD */
+        size_t w = 0;
+        for (size_t i = 0; i < k; i++)
+            if (!nonspacing_mark(out[i].cp))
+                out[w++] = out[i];
+        k = w;
+    }
+    return k;
+}
+
 /* ---------------------------------------------------------------- matching a word */
 
 /* How many bytes from s[i] a token could cover: no more than the longest
@@ -145,10 +253,12 @@ static int32_t longest_piece(const as_tokenizer *t, work *w, size_t i, size_t le
  * all of them are taken back for [UNK] if some position has none. */
 static int match_word(const as_tokenizer *t, work *w, size_t len, size_t at, as_error *err)
 {
-    size_t first = w->nids, piece = 0;
+    size_t first = w->nids, piece = 0, chars = 0;
     if (!reserve_u64(&w->hash, &w->caphash, len + 1))
         return as_tok_oom(err);
-    for (size_t i = 0; i < len; i += piece) {
+    for (size_t i = WORD_START_LEN; t->max_word_chars && i < len; i++)
+        chars += ((uint8_t)w->esc[i] & 0xC0) != 0x80;
+    for (size_t i = 0; chars <= t->max_word_chars && i < len; i += piece) {
         int32_t id = longest_piece(t, w, i, len, &piece);
         if (id < 0) {
             w->nids = first;
@@ -221,6 +331,53 @@ static int wpm_cp(words *s, uint32_t cp, size_t at, as_error *err)
     return add_to_word(s, out, at, err);
 }
 
+/* One code point of the library's normalised fragment, as its
+ * BertPreTokenizer reads it. */
+static int lib_cp(words *s, uint32_t cp, size_t at, as_error *err)
+{
+    if (as_tok_uni_space(cp))
+        return end_word(s, err);
+    unsigned cls = as_tok_uni_class(cp);
+    if (cls == AS_UC_PUNCT || (cp < 0x7F && cls == AS_UC_SYMBOL))
+        return end_word(s, err) || add_to_word(s, cp, at, err) || end_word(s, err) ? AS_ERR : AS_OK;
+    return add_to_word(s, cp, at, err);
+}
+
+/* The fragment's code points w->cps[0, m) through the library's steps,
+ * then split into words. Bytes that are not UTF-8 are dropped first (the
+ * library never sees them: its input is a string). */
+static int lib_encode(const as_tokenizer *t, size_t m, size_t base, words *st, as_error *err)
+{
+    work *w = st->w;
+    as_tok_cp *a = NULL, *b = NULL;
+    size_t capa = 0, capb = 0, n = 0;
+    int rc = AS_ERR;
+    if (!reserve_cp(&a, &capa, m + 1))
+        goto oom;
+    for (size_t k = 0; k < m; k++)
+        if (w->cps[k].cp <= 0x10FFFF)
+            a[n++] = w->cps[k];
+    for (size_t i = 0; i < t->n_norm_step; i++) {
+        int step = t->norm_step[i];
+        if (!reserve_cp(&b, &capb, n * STEP_GROWTH[step] + 1))
+            goto oom;
+        n = lib_step(step, a, n, b);
+        as_tok_cp *x = a;
+        size_t cx = capa;
+        a = b, capa = capb, b = x, capb = cx;
+    }
+    rc = AS_OK;
+    for (size_t k = 0; k < n && rc == AS_OK; k++)
+        rc = lib_cp(st, a[k].cp, base + a[k].off, err);
+    free(a);
+    free(b);
+    return rc;
+oom:
+    free(a);
+    free(b);
+    return as_tok_oom(err);
+}
+
 static int wpm_encode(const as_tokenizer *t, const char *s, size_t n, size_t base, work *w,
                       as_error *err)
 {
@@ -231,9 +388,14 @@ static int wpm_encode(const as_tokenizer *t, const char *s, size_t n, size_t bas
         return as_tok_oom(err);
     memcpy(w->esc, WORD_START, WORD_START_LEN);
     words st = {t, w, WORD_START_LEN, 0, false};
-    for (size_t k = 0; k < m; k++)
-        if (wpm_cp(&st, w->cps[k].cp, base + w->cps[k].off, err))
+    if (t->lib_norm) {
+        if (lib_encode(t, m, base, &st, err))
             return AS_ERR;
+    } else {
+        for (size_t k = 0; k < m; k++)
+            if (wpm_cp(&st, w->cps[k].cp, base + w->cps[k].off, err))
+                return AS_ERR;
+    }
     if (end_word(&st, err))
         return AS_ERR;
     return w->ends_only ? as_tok_push_end(w, base + n, err) : AS_OK;
@@ -285,6 +447,34 @@ static int special_id(const char *what, int32_t id, const as_tokenizer *t, int32
     return AS_OK;
 }
 
+/* tokenizer.attnscope.normalizer: the library's steps, space-separated
+ * (none at all is the library's normalisation with no normalizer). */
+static int parse_steps(as_tokenizer *t, const char *s, as_error *err)
+{
+    t->lib_norm = true;
+    t->n_norm_step = 0;
+    for (const char *p = s; *p;) {
+        if (*p == ' ') {
+            p++;
+            continue;
+        }
+        size_t len = strcspn(p, " ");
+        int step = 0;
+        for (int k = 1; k < WPM_N_STEPS; k++)
+            if (strlen(STEP_NAME[k]) == len && !strncmp(p, STEP_NAME[k], len))
+                step = k;
+        if (!step)
+            return as_error_set(err, "tokenizer.attnscope.normalizer '%.60s': unknown step '%.*s' (known: clean, "
+                                     "cjk, strip-mn, nfd, lower, strip-marks)", s, (int)(len < 20 ? len : 20), p);
+        if (t->n_norm_step == N_OF(t->norm_step))
+            return as_error_set(err, "tokenizer.attnscope.normalizer '%.60s': more than %zu steps", s,
+                                N_OF(t->norm_step));
+        t->norm_step[t->n_norm_step++] = (uint8_t)step;
+        p += len;
+    }
+    return AS_OK;
+}
+
 /* Without token types, [SEP], [PAD] and [MASK] are control tokens too
  * (tokenizer.c makes BOS and EOS so): they decode to nothing, and their
  * texts in a prompt are those tokens only when special tokens are parsed. */
@@ -307,6 +497,9 @@ static int wpm_build(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err
     t->add_eos = false;
     t->lowercase = !sp->keep_case;
     t->strip_accents = !sp->keep_accents;
+    t->max_word_chars = sp->max_word_chars;
+    if (sp->normalizer && parse_steps(t, sp->normalizer, err))
+        return AS_ERR;
     return token_lengths(t, err);
 }
 

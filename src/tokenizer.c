@@ -771,7 +771,8 @@ static int gguf_t5(const as_gguf *g, as_tokenizer_spec *sp, as_error *err)
 
 /* bert: [SEP], [PAD] and [MASK] with llama.cpp's WPM defaults (BERT's own
  * ids), and its normalizer keys: lower-casing on unless the file says
- * otherwise, accent stripping as lower-casing unless the file says. */
+ * otherwise, accent stripping as lower-casing unless the file says; or
+ * ours, the tokenizers library's steps and word limit. */
 static int gguf_bert(const as_gguf *g, as_tokenizer_spec *sp, as_error *err)
 {
     sp->sep_id = sp->pad_id = sp->mask_id = -1;
@@ -784,7 +785,9 @@ static int gguf_bert(const as_gguf *g, as_tokenizer_spec *sp, as_error *err)
         as_gguf_get_bool_opt(g, "tokenizer.ggml.normalizer.lowercase", &lower, err))
         return AS_ERR;
     strip = lower;
-    if (as_gguf_get_bool_opt(g, "tokenizer.ggml.normalizer.strip_accents", &strip, err))
+    if (as_gguf_get_bool_opt(g, "tokenizer.ggml.normalizer.strip_accents", &strip, err) ||
+        gguf_str_opt(g, "tokenizer.attnscope.normalizer", &sp->normalizer, err) ||
+        as_gguf_get_u32_opt(g, "tokenizer.attnscope.max_word_chars", &sp->max_word_chars, err))
         return AS_ERR;
     sp->keep_case = !lower;
     sp->keep_accents = !strip;
@@ -1527,9 +1530,19 @@ static void card_bert(const as_gguf *g, FILE *out)
 {
     bool lower = kv_bool(g, "tokenizer.ggml.normalizer.lowercase", true);
     bool strip = kv_bool(g, "tokenizer.ggml.normalizer.strip_accents", lower);
-    fprintf(out, "wordpiece     %s, %s; punctuation and CJK split; a word no pieces spell is "
-                 "[UNK]\n",
-            lower ? "lower-cased" : "case kept", strip ? "accents stripped" : "accents kept");
+    const char *lib = kv_str(g, "tokenizer.attnscope.normalizer");
+    if (lib) {
+        const as_gguf_kv *mx = as_gguf_find(g, "tokenizer.attnscope.max_word_chars");
+        fprintf(out, "wordpiece     normalised as the tokenizers library does (steps: %s), not as llama.cpp; "
+                     "punctuation split; a word no pieces spell", *lib ? lib : "none");
+        if (mx && mx->type == AS_GGUF_UINT32 && mx->v.u64)
+            fprintf(out, " or of more than %llu characters", (unsigned long long)mx->v.u64);
+        fputs(" is [UNK]\n", out);
+    } else {
+        fprintf(out, "wordpiece     normalised as llama.cpp does (NFD's first code point): %s, %s; punctuation "
+                     "and CJK split; a word no pieces spell is [UNK]\n",
+                lower ? "lower-cased" : "case kept", strip ? "accents stripped" : "accents kept");
+    }
     fputs("special       ", out);
     card_token(g, "tokenizer.ggml.bos_token_id", 101, out);
     fputs(" in front, ", out);

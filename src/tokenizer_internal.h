@@ -84,6 +84,14 @@ struct as_tokenizer {
      * only lengths a greedy longest match needs to try). */
     int32_t sep, pad, mask;
     bool add_sep, lowercase, strip_accents;
+    /* bert: the tokenizers library's normalisation steps (WPM_* in
+     * tok_wpm.c, tokenizer.attnscope.normalizer), in order; none:
+     * llama.cpp's (lowercase, strip_accents above). max_word_chars: a
+     * longer word is [UNK] (0: no limit). */
+    uint8_t norm_step[8];
+    size_t n_norm_step;
+    bool lib_norm;
+    uint32_t max_word_chars;
     uint32_t *lens_desc;
     size_t n_lens;
     /* gpt2: the token of each byte's alphabet character; llama: the byte
@@ -263,6 +271,11 @@ int as_tok_regex_search(const as_tok_regex *re, const uint32_t *sym, size_t from
 int as_tok_oom(as_error *err);
 /* tok_nfc.c: s[0, n) in NFC, malloc'd (as_tokenizer_nfc). */
 int as_tok_nfc(const char *s, size_t n, char **out, size_t *out_n, as_error *err);
+/* tok_nfc.c: cp's full canonical decomposition (Hangul by formula) in
+ * out, its length (1: cp itself); a code point's canonical combining
+ * class. */
+size_t as_tok_nfd_cp(uint32_t cp, uint32_t out[4]);
+int as_tok_ccc(uint32_t cp);
 /* Length of the well-formed UTF-8 character at s, or 0 if the byte at s
  * does not start one. */
 size_t as_tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);

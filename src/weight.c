@@ -23,7 +23,8 @@ as_weight as_weight_f32(const float *data, int rows, int cols)
 as_weight as_weight_rows(const as_weight *w, int r0, int n)
 {
     as_weight s = *w;
-    s.data = (const char *)w->data + (size_t)r0 * w->row_bytes;
+    /* a tensor a survey (--info) found missing has no data: its slices have none either */
+    s.data = w->data ? (const char *)w->data + (size_t)r0 * w->row_bytes : NULL;
     s.rows = n;
     return s;
 }

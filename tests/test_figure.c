@@ -2110,3 +2110,35 @@ Test(figure, expert_tokens_bars_are_the_reference_shares)
     remove_tree(dir);
     free(dir);
 }
+
+/* An image model's figure says which image it shows and what the model
+ * made of it: the file's name (not its folder) and the class at [CLS]
+ * with its probability (the softmax of the logits, computed here) in the
+ * metadata. */
+Test(figure, image_figures_record_the_image_and_its_class)
+{
+    as_session *s = open_session("fixtures/tiny-vit.gguf", 64);
+    char *dir = make_tmpdir(), cmd[512], out[1024], msg[1024], path[256];
+    snprintf(path, sizeof path, "%s/ov.png", dir);
+    run_ok(s, "image fixtures/tiny-vit/image.png; finish");
+    snprintf(cmd, sizeof cmd, "export overlay 0 0 %s", path);
+    cr_assert_eq(run_captured(s, cmd, out, sizeof out, msg, sizeof msg), AS_OK, "%s", msg);
+    const float *lg = as_interp_logits(s->it);
+    cr_assert(lg);
+    int n = s->model->cfg.n_vocab, best = 0;
+    double sum = 0;
+    for (int i = 1; i < n; i++)
+        best = lg[i] > lg[best] ? i : best;
+    for (int i = 0; i < n; i++)
+        sum += exp((double)lg[i] - lg[best]);
+    char want[256];
+    snprintf(want, sizeof want, "%s (probability %.4f)", as_tokenizer_piece(s->model->tok, best), 1 / sum);
+    png_img im;
+    png_load(path, &im);
+    cr_assert_str_eq(text_chunk(&im, "Image"), "image.png");
+    cr_assert_str_eq(text_chunk(&im, "Class"), want);
+    png_free_img(&im);
+    close_session(s);
+    remove_tree(dir);
+    free(dir);
+}

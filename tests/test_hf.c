@@ -19,6 +19,7 @@
 #include "attnscope/hf.h"
 #include "attnscope/tokenizer.h"
 #include "helpers.h"
+#include "../src/hf_internal.h" /* as_hf_model_type */
 
 static void feed_fixture_tokens(as_session *s, const char *name)
 {
@@ -127,8 +128,9 @@ Test(hf, t5_relu_directory_runs_as_its_gguf) { same_as_gguf("tiny-t5-relu"); }
  * gives every hook of the GGUF twin and torchvision's logits */
 Test(hf, vit_directory_runs_as_its_gguf) { same_as_gguf("tiny-vit"); }
 
-/* tokenizer.json's ids against the GGUF tokenizer's, BOS as each adds it. */
-static void same_ids(const char *name)
+/* tokenizer.json's ids (of the directory `other`, default fixtures/hf/NAME)
+ * against the GGUF tokenizer's, BOS as each adds it. */
+static void same_ids_at(const char *name, const char *other)
 {
     static const char *const texts[] = {
         "the cat sat on the mat, the dog ate é!",
@@ -141,7 +143,9 @@ static void same_ids(const char *name)
     };
     char gguf[256], dir[256];
     snprintf(gguf, sizeof gguf, "fixtures/%s.gguf", name);
-    snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
+    snprintf(dir, sizeof dir, "%s", other ? other : "");
+    if (!other)
+        snprintf(dir, sizeof dir, "fixtures/hf/%s", name);
     as_session *a = open_session(gguf, 16), *b = open_session(dir, 16);
     const as_tokenizer *ta = a->model->tok, *tb = b->model->tok;
     cr_assert_eq(as_tokenizer_vocab_size(ta), as_tokenizer_vocab_size(tb));
@@ -163,6 +167,8 @@ static void same_ids(const char *name)
     close_session(a);
     close_session(b);
 }
+
+static void same_ids(const char *name) { same_ids_at(name, NULL); }
 
 Test(hf, byte_level_bpe_gives_the_gguf_ids) { same_ids("tiny-gpt2"); }
 Test(hf, sentencepiece_bpe_gives_the_gguf_ids) { same_ids("tiny-llama"); }
@@ -598,7 +604,8 @@ Test(hf, bert_erf_gelu_directory_matches_pytorch)
 
 /* convert keeps the erf GELU in our key (attnscope's pass over the GGUF is
  * PyTorch's) and says llama.cpp will not follow it; a tanh directory has
- * nothing to say. */
+ * nothing to say of its GELU (only, as every WordPiece directory, of the
+ * library's normalisation, which llama.cpp does not follow either). */
 Test(hf, converted_erf_bert_keeps_its_gelu_and_says_llama_cpp_does_not)
 {
     char out[] = "/tmp/attnscope-hf-convert-XXXXXX.gguf", note[512];
@@ -610,7 +617,8 @@ Test(hf, converted_erf_bert_keeps_its_gelu_and_says_llama_cpp_does_not)
     cr_assert(strstr(note, "llama.cpp") && strstr(note, "tanh") && strstr(note, "erf"), "note: '%s'", note);
     erf_matches_pytorch(out);
     cr_assert_eq(as_hf_to_gguf("fixtures/hf/tiny-bert", out, note, sizeof note, &err), AS_OK, "%s", err.msg);
-    cr_assert_str_eq(note, "");
+    cr_assert(!strstr(note, "erf") && !strstr(note, "tanh") && strstr(note, "tokenizer.attnscope.normalizer"),
+              "note: '%s'", note);
     unlink(out);
 }
 
@@ -770,6 +778,88 @@ Test(hf, vit_labels_and_broken_configs)
     set_config(&t, "\"hidden_act\": \"gelu_new\"", "\"hidden_act\": \"gelu\"");
     set_config(&t, "\"image_size\": 28", "\"image_size\": 14");
     refused(&t, "preprocessor_config.json", "size 28 x 28", "image_size 14");
+    remove_copy(&t);
+}
+
+static void write_text(const tmpdir *t, const char *name, const char *text)
+{
+    write_bytes(t, name, text, strlen(text), NULL, 0);
+}
+
+static const char *class_name(const as_model *m, int id)
+{
+    const char *p = as_tokenizer_piece(m->tok, id);
+    return p ? p : "(none)";
+}
+
+/* Fine-tuned checkpoints' id2label as the hub has them: integer names
+ * ("0": 60, the PlantNet fine-tune in tests/hub/plantnet-vit), keys in
+ * another order; what no class list can be (a class named twice, an id
+ * out of range, a name that is an object) is refused by key. */
+Test(hf, vit_id2label_names_may_be_numbers)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-vit", true);
+    set_config(&t, "\"3\": \"three\"", "\"3\": 60");
+    set_config(&t, "\"0\": \"zero\"", "\"0\": 2.5");
+    set_config(&t, "\"9\": \"nine\"", "\"9\": \"nine\", \"1\": \"one\"");
+    set_config(&t, "\"1\": \"one\",\n", "");
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(m->cfg.n_vocab, 10);
+    cr_assert_str_eq(class_name(m, 3), "60");
+    cr_assert_str_eq(class_name(m, 0), "2.5");
+    cr_assert_str_eq(class_name(m, 1), "one", "the last key given names class 1");
+    cr_assert_str_eq(class_name(m, 9), "nine");
+    as_model_free(m);
+    set_config(&t, "\"3\": 60", "\"3\": {\"name\": 60}");
+    refused(&t, "config.json", "id2label[\"3\"]", "string or a number");
+    set_config(&t, "\"3\": {\"name\": 60}", "\"3\": 60, \"03\": 60");
+    refused(&t, "config.json", "class 3 is named twice", NULL);
+    set_config(&t, "\"3\": 60, \"03\": 60", "\"10\": 60");
+    refused(&t, "config.json", "'10' is not a class id in 0..9", NULL);
+    remove_copy(&t);
+}
+
+/* preprocessor_config.json (of the grey tiny-vit: transformers' PIL
+ * preparation in PIL's "L") as transformers reads it: an integer size is a
+ * square for ViT and a shortest edge for CLIP (whose crop must then be
+ * image_size), legacy files lack do_rescale; what cannot give the model's
+ * square is refused by file and key. */
+Test(hf, vit_preprocessor_configs_as_transformers_reads_them)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-vit", true);
+    struct { const char *pp; int on, resample, rh, rw, edge, ch, cw; } ok[] = {
+        {"{\"feature_extractor_type\": \"ViTFeatureExtractor\", \"size\": 28, \"resample\": 2}", 1, 2, 28, 28, 0, 0, 0},
+        {"{\"image_processor_type\": \"CLIPImageProcessor\", \"size\": 32, \"crop_size\": 28}", 1, 3, 0, 0, 32, 28, 28},
+        {"{\"image_processor_type\": \"DeiTImageProcessor\", \"size\": {\"height\": 32, \"width\": 32}, "
+         "\"do_center_crop\": true, \"crop_size\": {\"height\": 28, \"width\": 28}, \"resample\": 1}", 1, 1, 32, 32, 0,
+         28, 28},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        write_text(&t, "preprocessor_config.json", ok[i].pp);
+        as_session *s = open_session(t.path, 16);
+        const as_pil_spec *p = &s->prog->streams[0].image.pil;
+        cr_assert(p->on == ok[i].on && p->resample == ok[i].resample && p->resize_h == ok[i].rh &&
+                  p->resize_w == ok[i].rw && p->shortest_edge == ok[i].edge && p->crop_h == ok[i].ch &&
+                  p->crop_w == ok[i].cw, "%s: on %d resample %d resize %d x %d edge %d crop %d x %d", ok[i].pp, p->on,
+                  p->resample, p->resize_h, p->resize_w, p->shortest_edge, p->crop_h, p->crop_w);
+        cr_assert_eq(p->rescale, 1.0 / 255, "%s: rescale %.17g", ok[i].pp, p->rescale);
+        close_session(s);
+    }
+    write_text(&t, "preprocessor_config.json", "{\"image_processor_type\": \"CLIPImageProcessor\", \"size\": 28, "
+                                                "\"do_center_crop\": false}");
+    refused(&t, "preprocessor_config.json", "shortest-edge resize without a centre crop", NULL);
+    write_text(&t, "preprocessor_config.json", "{\"size\": {\"height\": 28, \"width\": 30}}");
+    refused(&t, "preprocessor_config.json", "size 28 x 30", "image_size 28");
+    write_text(&t, "preprocessor_config.json", "{\"size\": 28, \"resample\": 6}");
+    refused(&t, "preprocessor_config.json", "resample must be one of PIL's filters", NULL);
+    write_text(&t, "preprocessor_config.json", "{\"size\": {\"shortest_edge\": 28, \"longest_edge\": 40}}");
+    refused(&t, "preprocessor_config.json", "size must be", NULL);
+    write_text(&t, "preprocessor_config.json", "{\"image_processor_type\": \"ConvNextImageProcessor\"}");
+    refused(&t, "preprocessor_config.json", "ConvNextImageProcessor is not read", NULL);
     remove_copy(&t);
 }
 
@@ -1134,4 +1224,369 @@ Test(hf, convert_to_an_unwritable_path_is_refused)
     cr_assert(strstr(msg, "not a directory"), "%s", msg);
     cr_assert_neq(access("out.gguf", F_OK), 0);
     close_session(s);
+}
+
+/* A WordPiece directory's normalizer becomes the library's steps
+ * (tokenizer.attnscope.normalizer, what tok_wpm.c runs; its ids held to
+ * @lenml/tokenizers on the real bert-base-uncased and all-MiniLM-L6-v2
+ * files by make hf-tokref): BertNormalizer's options in the library's
+ * order, strip_accents null following lowercase; a Sequence of NFD,
+ * Lowercase, StripAccents member by member; max_input_chars_per_word (100
+ * when absent). Another normalizer is refused by name. */
+Test(hf, wordpiece_normalizer_becomes_the_library_steps)
+{
+    static const struct {
+        const char *to, *steps;
+    } cases[] = {
+        {"\"clean_text\": true, \"handle_chinese_chars\": true, \"strip_accents\": null, \"lowercase\": true",
+         "clean cjk strip-mn lower"},
+        {"\"clean_text\": true, \"handle_chinese_chars\": true, \"strip_accents\": null, \"lowercase\": false",
+         "clean cjk"},
+        {"\"clean_text\": false, \"handle_chinese_chars\": false, \"strip_accents\": false, \"lowercase\": true",
+         "lower"},
+        {"\"clean_text\": true, \"handle_chinese_chars\": true, \"strip_accents\": true, \"lowercase\": false",
+         "clean cjk strip-mn"},
+    };
+    const char *bert = "\"type\": \"BertNormalizer\",\n    \"clean_text\": true,\n    \"handle_chinese_chars\": true,\n"
+                       "    \"strip_accents\": null,\n    \"lowercase\": true";
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0] + 2; i++) {
+        tmpdir t;
+        make_copy(&t, "tiny-bert", true);
+        char to[512];
+        const char *steps = "nfd lower strip-marks";
+        if (i < sizeof cases / sizeof cases[0]) {
+            snprintf(to, sizeof to, "\"type\": \"BertNormalizer\", %s", cases[i].to);
+            steps = cases[i].steps;
+        } else {
+            snprintf(to, sizeof to, "\"type\": \"Sequence\", \"normalizers\": [{\"type\": \"NFD\"}, {\"type\": "
+                     "\"Lowercase\"}, {\"type\": \"%s\"}]", i == sizeof cases / sizeof cases[0] ? "StripAccents"
+                                                                                              : "NFKC");
+        }
+        const char *from[] = {bert}, *tos[] = {to};
+        edit_tokenizer(&t, from, tos, 1);
+        if (strstr(to, "NFKC")) {
+            refused(&t, "tokenizer.json", "normalizer 'NFKC'", NULL);
+            remove_copy(&t);
+            continue;
+        }
+        as_gguf *g;
+        as_tokenizer *tok = tokenizer_of(t.path, &g);
+        const char *s = NULL;
+        uint32_t mx = 0;
+        as_error err = {{0}};
+        cr_assert_eq(as_gguf_get_str(g, "tokenizer.attnscope.normalizer", &s, &err), AS_OK, "%s", err.msg);
+        cr_assert_str_eq(s, steps, "case %zu", i);
+        cr_assert_eq(as_gguf_get_u32(g, "tokenizer.attnscope.max_word_chars", &mx, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(mx, 100);
+        as_tokenizer_free(tok);
+        as_gguf_close(g);
+        remove_copy(&t);
+    }
+}
+
+/* ---- checkpoints as the hub ships them (tests/hub holds real files of
+ * GPT-2, bert-base-uncased and all-MiniLM-L6-v2; make hub-ref runs them):
+ * the same traits here on the fixtures. */
+
+/* tokenizer.json's "model" without its "type" (bert-base-uncased's and
+ * GPT-2's files on the hub): inferred as the tokenizers library's untagged
+ * deserializer does, the GGUF fixture's ids as with the tagged file; an
+ * object that is none of BPE, WordPiece, WordLevel, Unigram is refused by
+ * name. */
+Test(hf, untagged_tokenizer_model_is_inferred_as_the_library_does)
+{
+    static const struct {
+        const char *name, *tagged;
+    } cases[] = {{"tiny-gpt2", "\"model\": {\n    \"type\": \"BPE\",\n"},
+                 {"tiny-bert", "\"model\": {\n    \"type\": \"WordPiece\",\n"}};
+    for (size_t i = 0; i < 2; i++) {
+        tmpdir t;
+        make_copy(&t, cases[i].name, true);
+        const char *from[] = {cases[i].tagged}, *to[] = {"\"model\": {\n"};
+        edit_tokenizer(&t, from, to, 1);
+        same_ids_at(cases[i].name, t.path);
+        remove_copy(&t);
+    }
+    /* WordPiece without max_input_chars_per_word is no model the library infers (it needs all four fields) */
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    const char *from[] = {"\"model\": {\n    \"type\": \"WordPiece\",\n", "\"max_input_chars_per_word\": 100,",
+                          "\"unk_token\": \"[UNK]\","},
+               *to[] = {"\"model\": {\n", "", ""};
+    edit_tokenizer(&t, from, to, 2);
+    refused(&t, "model type 'WordLevel' is not read", NULL, NULL); /* vocab and unk_token: the library's WordLevel */
+    edit_tokenizer(&t, from + 2, to + 2, 1);
+    refused(&t, "tokenizer.json: 'model' has no 'type'", "none the tokenizers library infers",
+            "WordPiece: vocab, unk_token, continuing_subword_prefix, max_input_chars_per_word");
+    remove_copy(&t);
+}
+
+/* tiny-bert's 1_Pooling/config.json into a copy (make_copy leaves it out) */
+static void copy_pooling(const tmpdir *t)
+{
+    char d[256];
+    snprintf(d, sizeof d, "%s/1_Pooling", t->path);
+    cr_assert_eq(mkdir(d, 0700), 0);
+    strcat(d, "/config.json");
+    copy_file("fixtures/hf/tiny-bert/1_Pooling/config.json", d, -1);
+}
+
+/* The model types as the library infers them, on hand-written objects. */
+Test(hf, model_type_inference_follows_the_untagged_order)
+{
+    static const struct {
+        const char *json, *want;
+    } cases[] = {
+        {"{\"type\": \"Unigram\", \"vocab\": {}}", "Unigram"},     /* a type given is taken as it is */
+        {"{\"vocab\": {\"a\": 0}, \"merges\": []}", "BPE"},        /* BPE first, even with WordPiece's fields */
+        {"{\"vocab\": {\"a\": 0}, \"merges\": [], \"unk_token\": \"a\", \"continuing_subword_prefix\": \"##\", "
+         "\"max_input_chars_per_word\": 100}", "BPE"},
+        {"{\"vocab\": {\"a\": 0}, \"unk_token\": \"a\", \"continuing_subword_prefix\": \"##\", "
+         "\"max_input_chars_per_word\": 100}", "WordPiece"},
+        {"{\"vocab\": {\"a\": 0}, \"unk_token\": \"a\"}", "WordLevel"}, /* a subset of WordPiece's fields */
+        {"{\"vocab\": [[\"a\", -1.0]], \"unk_id\": 0}", "Unigram"},
+        {"{\"vocab\": {\"a\": 0}}", NULL},
+        {"{\"type\": 3, \"vocab\": {\"a\": 0}, \"merges\": []}", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        json_t *j = json_loads(cases[i].json, 0, NULL);
+        cr_assert(j, "%s", cases[i].json);
+        const char *got = as_hf_model_type(j);
+        cr_assert((!got && !cases[i].want) || (got && cases[i].want && !strcmp(got, cases[i].want)),
+                  "%s: %s, want %s", cases[i].json, got ? got : "NULL", cases[i].want ? cases[i].want : "NULL");
+        json_decref(j);
+    }
+}
+
+/* Rewrites DIR/model.safetensors' header: each tensor named from[i] is
+ * renamed to[i] (to NULL: left as it is), and `extra` (a JSON object of
+ * entries whose data_offsets count from the end of the present data,
+ * zero bytes appended for them) is added. */
+static void rewrite_header(const tmpdir *t, const char *const *from, const char *const *to, size_t n,
+                           const char *extra)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/model.safetensors", t->path);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    size_t size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *raw = malloc(size);
+    cr_assert_eq(fread(raw, 1, size, f), size);
+    fclose(f);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--)
+        hl = hl << 8 | raw[i];
+    json_t *h = json_loadb((const char *)raw + 8, hl, 0, NULL), *out = json_object();
+    cr_assert(h);
+    const char *k;
+    json_t *v;
+    json_object_foreach(h, k, v) {
+        const char *name = k;
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(k, from[i]) && to[i])
+                name = to[i];
+        json_object_set(out, name, v);
+    }
+    size_t data = size - 8 - hl, added = 0;
+    json_t *x = extra ? json_loads(extra, 0, NULL) : NULL;
+    json_object_foreach(x, k, v) {
+        json_t *off = json_object_get(v, "data_offsets");
+        json_int_t b = json_integer_value(json_array_get(off, 0)), e = json_integer_value(json_array_get(off, 1));
+        json_array_set_new(off, 0, json_integer(b + (json_int_t)data));
+        json_array_set_new(off, 1, json_integer(e + (json_int_t)data));
+        added = (size_t)e > added ? (size_t)e : added;
+        json_object_set(out, k, v);
+    }
+    char *hs = json_dumps(out, JSON_COMPACT);
+    size_t len = strlen(hs), padded = (len + 7) / 8 * 8;
+    uint8_t *buf = calloc(1, 8 + padded + data + added);
+    for (int i = 0; i < 8; i++)
+        buf[i] = (uint8_t)((uint64_t)padded >> (8 * i));
+    memset(buf + 8, ' ', padded);
+    memcpy(buf + 8, hs, len);
+    memcpy(buf + 8 + padded, raw + 8 + hl, data);
+    write_bytes(t, "model.safetensors", buf, 8 + padded + data + added, NULL, 0);
+    free(buf), free(hs), free(raw);
+    json_decref(h), json_decref(out), json_decref(x);
+}
+
+/* bert-base-uncased's LayerNorms as TensorFlow named them (gamma, beta),
+ * which transformers renames on load: the directory runs as its GGUF twin
+ * at every hook, and the load note says the names were read so. */
+Test(hf, legacy_layernorm_names_are_read_as_transformers_renames_them)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    copy_pooling(&t);
+    static const char *const from[] = {
+        "bert.embeddings.LayerNorm.weight", "bert.embeddings.LayerNorm.bias",
+        "bert.encoder.layer.0.attention.output.LayerNorm.weight", "bert.encoder.layer.0.output.LayerNorm.bias",
+        "bert.encoder.layer.1.output.LayerNorm.weight", "cls.predictions.transform.LayerNorm.bias"};
+    static const char *const to[] = {
+        "bert.embeddings.LayerNorm.gamma", "bert.embeddings.LayerNorm.beta",
+        "bert.encoder.layer.0.attention.output.LayerNorm.gamma", "bert.encoder.layer.0.output.LayerNorm.beta",
+        "bert.encoder.layer.1.output.LayerNorm.gamma", "cls.predictions.transform.LayerNorm.beta"};
+    rewrite_header(&t, from, to, 6, NULL);
+    same_as_gguf_at("tiny-bert", t.path);
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(m->warnings, "6 LayerNorm tensors read under their legacy names as transformers renames them"),
+              "%s", m->warnings);
+    cr_assert(strstr(m->warnings, "bert.embeddings.LayerNorm.gamma as embeddings.LayerNorm.weight"), "%s",
+              m->warnings);
+    as_model_free(m);
+    remove_copy(&t);
+}
+
+/* A missing tensor's refusal names the tensor the file has in its place:
+ * the nearest name of the same module. */
+Test(hf, missing_tensor_refusal_names_the_one_the_file_has)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    static const char *const from[] = {"bert.encoder.layer.1.output.LayerNorm.weight"};
+    static const char *const to[] = {"bert.encoder.layer.1.output.LayerNorm.scale"};
+    rewrite_header(&t, from, to, 1, NULL);
+    refused(&t, "tensor 'encoder.layer.1.output.LayerNorm.weight' is missing",
+            "(the file has bert.encoder.layer.1.output.LayerNorm.scale)", "model.safetensors");
+    remove_copy(&t);
+    /* nothing of the module left: no guess */
+    make_copy(&t, "tiny-gpt2", true);
+    static const char *const from2[] = {"ln_f.weight", "ln_f.bias"};
+    static const char *const to2[] = {"final_norm.weight", "final_norm.bias"};
+    rewrite_header(&t, from2, to2, 2, NULL);
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_neq(as_model_load(&m, t.path, &err), AS_OK);
+    cr_assert(strstr(err.msg, "tensor 'ln_f.weight' is missing") && !strstr(err.msg, "the file has"), "%s",
+              err.msg);
+    remove_copy(&t);
+}
+
+/* Buffers PyTorch saved with the weights, of any dtype (the int64
+ * position_ids of older BERT and sentence-transformers checkpoints, GPT-2's
+ * causal-mask bias and masked_bias): skipped, and named once in the load
+ * note; the directory still runs as its GGUF twin. A tensor the model needs
+ * in a dtype it cannot read is refused by name. */
+Test(hf, known_buffers_are_skipped_with_one_note)
+{
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    copy_pooling(&t);
+    rewrite_header(&t, NULL, NULL, 0,
+                   "{\"bert.embeddings.position_ids\": {\"dtype\": \"I64\", \"shape\": [1, 64], "
+                   "\"data_offsets\": [0, 512]}}");
+    same_as_gguf_at("tiny-bert", t.path);
+    as_model *m = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(m->warnings, "skipped bert buffers and heads attnscope does not run: "
+                                  "bert.embeddings.position_ids (I64)"), "%s", m->warnings);
+    as_model_free(m);
+    remove_copy(&t);
+
+    make_copy(&t, "tiny-gpt2", true);
+    rewrite_header(&t, NULL, NULL, 0,
+                   "{\"h.0.attn.bias\": {\"dtype\": \"F32\", \"shape\": [1, 1, 4, 4], \"data_offsets\": [0, 64]},"
+                   " \"h.1.attn.bias\": {\"dtype\": \"F32\", \"shape\": [1, 1, 4, 4], \"data_offsets\": [64, 128]},"
+                   " \"h.0.attn.masked_bias\": {\"dtype\": \"F32\", \"shape\": [], \"data_offsets\": [128, 132]},"
+                   " \"h.1.attn.masked_bias\": {\"dtype\": \"F32\", \"shape\": [], \"data_offsets\": [132, 136]}}");
+    same_as_gguf_at("tiny-gpt2", t.path);
+    cr_assert_eq(as_model_load(&m, t.path, &err), AS_OK, "%s", err.msg);
+    cr_assert(strstr(m->warnings, "h.N.attn.bias (2x), h.N.attn.masked_bias (2x)"), "%s", m->warnings);
+    as_model_free(m);
+    remove_copy(&t);
+
+    /* an int64 tensor where a weight is needed */
+    make_copy(&t, "tiny-gpt2", true);
+    static const char *const from[] = {"wpe.weight"};
+    static const char *const to[] = {"wpe.unused"};
+    rewrite_header(&t, from, to, 1,
+                   "{\"wpe.weight\": {\"dtype\": \"I64\", \"shape\": [32, 32], \"data_offsets\": [0, 8192]}}");
+    refused(&t, "tensor 'wpe.weight': dtype I64 is not read (F32, F16, BF16 are)", NULL, NULL);
+    remove_copy(&t);
+}
+
+/* sentence-transformers' modules (modules.json: Transformer, Pooling,
+ * Normalize) give `embed` the vector sentence-transformers gives: each
+ * pooling mode of 1_Pooling and the L2 normalisation, held here to the same
+ * reduction computed in the test from the captured last hidden states (the
+ * hidden states themselves are held to PyTorch by bert_directory_runs_as_
+ * its_gguf; tests/hub holds MiniLM's mean + Normalize to NumPy). A module
+ * attnscope does not run, or two pooling modes at once, is refused by name. */
+static void pooled_as_reduced(const char *dir, const char *mode, bool l2, const char *says)
+{
+    as_session *s = open_session(dir, 16);
+    run_ok(s, "prompt \"the cat sat on the mat\"; finish");
+    int hp = s->prog->pooled, hh = as_program_hook(s->prog, AS_HK_LN2_NORMALIZED, s->model->cfg.n_layer - 1);
+    cr_assert(hp >= 0 && hh >= 0);
+    int n = s->it->out->n_tokens, d = s->model->cfg.d_model;
+    const float *got = as_capture_row(s->cap, hp, n - 1);
+    double want[256], norm = 0;
+    cr_assert_leq(d, 256);
+    for (int j = 0; j < d; j++) {
+        double acc = !strcmp(mode, "max") ? -INFINITY : 0;
+        for (int i = 0; i < n; i++) {
+            double x = as_capture_row(s->cap, hh, i)[j];
+            acc = !strcmp(mode, "max") ? fmax(acc, x) : acc + x;
+        }
+        want[j] = !strcmp(mode, "mean") ? acc / n : !strcmp(mode, "mean_sqrt_len") ? acc / sqrt(n) : acc;
+        norm += want[j] * want[j];
+    }
+    double worst = 0;
+    for (int j = 0; j < d; j++)
+        worst = fmax(worst, fabs(got[j] - (l2 ? want[j] / sqrt(norm) : want[j])));
+    cr_assert_leq(worst, 1e-6, "%s%s: pooled vector off by %.3g", mode, l2 ? " + Normalize" : "", worst);
+    char *out = run_output(s, "embed");
+    cr_assert(strstr(out, says), "embed says '%.200s', not '%s'", out, says);
+    free(out);
+    close_session(s);
+}
+
+Test(hf, sentence_transformers_modules_give_embed_its_pooling)
+{
+    static const char *const modules =
+        "[{\"idx\": 0, \"name\": \"0\", \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},"
+        " {\"idx\": 1, \"name\": \"1\", \"path\": \"1_Pooling\", \"type\": \"sentence_transformers.models.Pooling\"},"
+        " {\"idx\": 2, \"name\": \"2\", \"path\": \"2_Normalize\", \"type\": \"sentence_transformers.models.Normalize\"}]";
+    static const struct {
+        const char *key, *mode, *says;
+    } cases[] = {{"pooling_mode_mean_tokens", "mean", "pooled vector (mean, L2-normalized over"},
+                 {"pooling_mode_max_tokens", "max", "pooled vector (max, L2-normalized over"},
+                 {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len", "(sum / sqrt(tokens), L2-normalized over"}};
+    tmpdir t;
+    make_copy(&t, "tiny-bert", true);
+    copy_pooling(&t);
+    /* 1_Pooling alone (no modules.json): mean, not normalized, as before */
+    pooled_as_reduced(t.path, "mean", false, "pooled vector (mean over");
+    write_text(&t, "modules.json", modules);
+    for (size_t i = 0; i < 3; i++) {
+        char cfg[256];
+        snprintf(cfg, sizeof cfg, "{\"word_embedding_dimension\": 32, \"%s\": true}", cases[i].key);
+        write_text(&t, "1_Pooling/config.json", cfg);
+        pooled_as_reduced(t.path, cases[i].mode, true, cases[i].says);
+    }
+    /* without Normalize: max, as it is */
+    char two[1024];
+    snprintf(two, sizeof two, "%.*s]", (int)(strstr(modules, ", {\"idx\": 2") - modules), modules);
+    write_text(&t, "modules.json", two);
+    write_text(&t, "1_Pooling/config.json", "{\"pooling_mode_max_tokens\": true}");
+    pooled_as_reduced(t.path, "max", false, "pooled vector (max over");
+    /* refused by name */
+    write_text(&t, "1_Pooling/config.json", "{\"pooling_mode_cls_token\": true, \"pooling_mode_mean_tokens\": true}");
+    refused(&t, "1_Pooling/config.json: pooling_mode_mean_tokens and pooling_mode_cls_token are both true", NULL,
+            NULL);
+    write_text(&t, "1_Pooling/config.json", "{\"pooling_mode_weightedmean_tokens\": true}");
+    refused(&t, "pooling_mode_weightedmean_tokens is not run", NULL, NULL);
+    write_text(&t, "1_Pooling/config.json", "{\"pooling_mode_mean_tokens\": true}");
+    write_text(&t, "modules.json",
+               "[{\"idx\": 0, \"path\": \"\", \"type\": \"sentence_transformers.models.Transformer\"},"
+               " {\"idx\": 1, \"path\": \"2_Dense\", \"type\": \"sentence_transformers.models.Dense\"}]");
+    refused(&t, "modules.json: module 1 (sentence_transformers.models.Dense) is not run", NULL, NULL);
+    write_text(&t, "modules.json", "{\"not\": \"a list\"}");
+    refused(&t, "modules.json: not a JSON array of modules", NULL, NULL);
+    remove_copy(&t);
 }

@@ -302,3 +302,265 @@ Test(image, test_images_equal_libpngs_own_decode)
         as_image_free(&img);
     }
 }
+
+/* ---------------------------------------------------------------- against PIL */
+
+/* PIL's answers (tests/image/pil_ref.py, run now with Debian's
+ * python3-pil) in a fresh folder; false, after a loud SKIP, without it. */
+static char pil_dir[96];
+static bool pil_ref(void)
+{
+    snprintf(pil_dir, sizeof pil_dir, "/tmp/attnscope-pilref-%d", (int)getpid());
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 image/pil_ref.py %s 2>&1", pil_dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "**** SKIP: python3 with PIL (python3-pil) could not run image/pil_ref.py: the JPEG and "
+                        "resize checks against PIL are NOT CHECKED ****\n");
+        return false;
+    }
+    return true;
+}
+
+static void pil_clean(void)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", pil_dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static uint8_t *read_raw(const char *name, size_t n)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", pil_dir, name);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f, "%s", p);
+    uint8_t *b = malloc(n + 1);
+    cr_assert_eq(fread(b, 1, n + 1, f), n, "%s: not %zu bytes", p, n);
+    fclose(f);
+    return b;
+}
+
+/* Every JPEG (sizes, 4:4:4, 4:2:2, 4:2:0, progressive, grey, CMYK, EXIF
+ * orientations 1-8 little- and big-endian) decodes to PIL's pixels after
+ * ImageOps.exif_transpose: both decode with libjpeg-turbo, so exactly,
+ * CMYK through PIL's own conversion to RGB. */
+Test(image, jpeg_equals_pils_decode)
+{
+    if (!pil_ref())
+        return;
+    char mf[160], line[512];
+    snprintf(mf, sizeof mf, "%s/manifest.txt", pil_dir);
+    FILE *m = fopen(mf, "r");
+    cr_assert(m);
+    int cases = 0, turned = 0;
+    while (fgets(line, sizeof line, m)) {
+        char kind[16], file[128], ref[128];
+        int w, h, c;
+        if (sscanf(line, "%15s %127s %127s %d %d %d", kind, file, ref, &w, &h, &c) != 6 || strcmp(kind, "decode"))
+            continue;
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", pil_dir, file);
+        as_image img;
+        as_error err;
+        int o;
+        cr_assert_eq(as_image_load_ex(&img, p, &o, &err), AS_OK, "%s", err.msg);
+        cr_assert(img.width == w && img.height == h && img.channels == c && img.maxval == 255,
+                  "%s: %d x %d x %d, PIL's %d x %d x %d", file, img.width, img.height, img.channels, w, h, c);
+        int want_o = !strncmp(file, "orient", 6) ? file[6] - '0' : 1;
+        cr_assert_eq(o, want_o, "%s: orientation %d", file, o);
+        turned += o > 1;
+        size_t n = (size_t)w * (size_t)h * (size_t)c;
+        uint8_t *want = read_raw(ref, n);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(img.data[i], want[i], "%s: sample %zu (x %zu, y %zu) is %d, PIL's %d", file, i,
+                         i / (size_t)c % (size_t)w, i / (size_t)c / (size_t)w, img.data[i], want[i]);
+        free(want);
+        as_image_free(&img);
+        cases++;
+    }
+    fclose(m);
+    cr_assert_geq(cases, 19, "only %d decode cases", cases);
+    cr_assert_eq(turned, 8, "%d turned images", turned);
+    pil_clean();
+}
+
+/* as_pil_resize equals PIL's Image.resize on RGB photos (300 x 200,
+ * 97 x 131, 640 x 480, 50 x 37) to 224 x 224, 61 x 45, (w x 224) and
+ * 333 x 256, down and up, in every filter (nearest, lanczos, bilinear,
+ * bicubic, box, hamming): within one grey level, and the count of
+ * differing samples is reported (expected: none). */
+Test(image, resize_equals_pils)
+{
+    if (!pil_ref())
+        return;
+    char mf[160], line[512];
+    snprintf(mf, sizeof mf, "%s/manifest.txt", pil_dir);
+    FILE *m = fopen(mf, "r");
+    cr_assert(m);
+    int cases = 0;
+    size_t off = 0, total = 0;
+    while (fgets(line, sizeof line, m)) {
+        char kind[16], src[128], ref[128];
+        int w, h, ow, oh, flt;
+        if (sscanf(line, "%15s %127s %d %d %127s %d %d %d", kind, src, &w, &h, ref, &ow, &oh, &flt) != 8 ||
+            strcmp(kind, "resize"))
+            continue;
+        uint8_t *in = read_raw(src, (size_t)w * (size_t)h * 3), *want = read_raw(ref, (size_t)ow * (size_t)oh * 3);
+        uint8_t *got = malloc((size_t)ow * (size_t)oh * 3);
+        as_error err;
+        cr_assert_eq(as_pil_resize(in, w, h, 3, got, ow, oh, flt, &err), AS_OK, "%s", err.msg);
+        for (size_t i = 0; i < (size_t)ow * (size_t)oh * 3; i++) {
+            int d = abs((int)got[i] - (int)want[i]);
+            cr_assert_leq(d, 1, "%s (%s %d x %d -> %d x %d): sample %zu is %d, PIL's %d", ref, as_pil_filter_name(flt),
+                          w, h, ow, oh, i, got[i], want[i]);
+            off += d != 0;
+        }
+        total += (size_t)ow * (size_t)oh * 3;
+        free(in), free(want), free(got);
+        cases++;
+    }
+    fclose(m);
+    cr_assert_eq(cases, 96, "%d resize cases", cases);
+    fprintf(stderr, "resize vs PIL: %d cases, %zu of %zu samples differ (by 1)\n", cases, off, total);
+    pil_clean();
+}
+
+/* PGM/PPM of other maxvals (15, 1000, 65535) and a 16-bit RGB PNG become
+ * the 8-bit RGB PIL's convert("RGB") gives: what transformers prepares. */
+Test(image, eight_bit_rgb_equals_pils)
+{
+    if (!pil_ref())
+        return;
+    char mf[160], line[512];
+    snprintf(mf, sizeof mf, "%s/manifest.txt", pil_dir);
+    FILE *m = fopen(mf, "r");
+    cr_assert(m);
+    int cases = 0;
+    while (fgets(line, sizeof line, m)) {
+        char kind[16], file[128], ref[128];
+        int w, h;
+        if (sscanf(line, "%15s %127s %127s %d %d", kind, file, ref, &w, &h) != 5 || strcmp(kind, "rgb8"))
+            continue;
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", pil_dir, file);
+        as_image img;
+        as_error err;
+        cr_assert_eq(as_image_load(&img, p, &err), AS_OK, "%s", err.msg);
+        size_t n = (size_t)w * (size_t)h * 3;
+        uint8_t *got = as_image_u8(&img, 3, &err), *want = read_raw(ref, n);
+        cr_assert(got, "%s", err.msg);
+        for (size_t i = 0; i < n; i++)
+            cr_assert_eq(got[i], want[i], "%s: sample %zu (%d) is %d, PIL's %d", file, i,
+                         img.data[i / 3 * (size_t)img.channels + (img.channels == 3 ? i % 3 : 0)], got[i], want[i]);
+        free(got), free(want);
+        as_image_free(&img);
+        cases++;
+    }
+    fclose(m);
+    cr_assert_eq(cases, 4, "%d cases", cases);
+    pil_clean();
+}
+
+/* as_image_prepare with a preprocessor's spec equals transformers'
+ * preparation (pil_ref.py's, written from image_processing_vit.py and
+ * image_processing_clip.py: PIL resize to a square or CLIP's shortest
+ * edge, centre crop, float64 rescale cast to float32, float32 (x - mean)
+ * / std; a grey model's PIL "L"), bit for bit. */
+Test(image, pil_preparation_equals_transformers)
+{
+    if (!pil_ref())
+        return;
+    char mf[160], line[512];
+    snprintf(mf, sizeof mf, "%s/manifest.txt", pil_dir);
+    FILE *m = fopen(mf, "r");
+    cr_assert(m);
+    int cases = 0;
+    const float mean[3] = {0.48145466f, 0.4578275f, 0.40821073f}, sd[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+    while (fgets(line, sizeof line, m)) {
+        char kind[16], file[128], ref[128];
+        int flt, rh, rw, edge, ch, cw, c;
+        if (sscanf(line, "%15s %127s %127s %d %d %d %d %d %d %d", kind, file, ref, &flt, &rh, &rw, &edge, &ch, &cw,
+                   &c) != 10 || strcmp(kind, "prep"))
+            continue;
+        int S = ch ? ch : rh;
+        as_image_spec spec = {.channels = c, .size = S, .pil = {1, flt, rh, rw, edge, ch, cw, 1.0 / 255}};
+        memcpy(spec.mean, mean, sizeof mean), memcpy(spec.std, sd, sizeof sd);
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", pil_dir, file);
+        as_image img;
+        as_error err;
+        cr_assert_eq(as_image_load(&img, p, &err), AS_OK, "%s", err.msg);
+        size_t n = (size_t)c * (size_t)S * (size_t)S;
+        float *got = malloc(n * sizeof *got), *want = (float *)read_raw(ref, n * sizeof *want);
+        cr_assert_eq(as_image_prepare(&img, &spec, got, &err), AS_OK, "%s", err.msg);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(got[i] == want[i], "%s (%s): value %zu is %.9g, transformers' %.9g", file, ref, i, got[i],
+                      want[i]);
+        free(got), free(want);
+        as_image_free(&img);
+        cases++;
+    }
+    fclose(m);
+    cr_assert_eq(cases, 5, "%d preparation cases", cases);
+    pil_clean();
+}
+
+/* What PIL refuses (a JPEG cut in half, cut in its header, with no frame)
+ * gets one message naming the file; so does every cut of a real JPEG and
+ * a JPEG claiming 65000 x 65000 pixels; nothing crashes or exits. */
+Test(image, bad_jpegs_get_one_clear_message)
+{
+    if (!pil_ref())
+        return;
+    const char *bad[] = {"truncated.jpg", "header-only.jpg", "no-frame.jpg"};
+    for (int i = 0; i < 3; i++) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", pil_dir, bad[i]);
+        load_fails(p, "JPEG");
+    }
+    char p[256];
+    snprintf(p, sizeof p, "%s/photo0.jpg", pil_dir);
+    FILE *f = fopen(p, "rb");
+    cr_assert(f);
+    static unsigned char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    const char *path = tmp_file(".jpg");
+    for (size_t cut = 2; cut < n; cut += cut < 700 ? 37 : 2311) {
+        f = fopen(path, "wb");
+        fwrite(buf, 1, cut, f);
+        fclose(f);
+        load_fails(path, "JPEG");
+    }
+    /* the SOF0 frame's height and width (bytes after ff c0, length, precision) */
+    for (size_t i = 0; i + 9 < n; i++) {
+        if (buf[i] == 0xff && buf[i + 1] == 0xc0) {
+            buf[i + 5] = buf[i + 7] = 0xfd, buf[i + 6] = buf[i + 8] = 0xe8;
+            break;
+        }
+    }
+    f = fopen(path, "wb");
+    fwrite(buf, 1, n, f);
+    fclose(f);
+    load_fails(path, "larger than");
+    unlink(path);
+    pil_clean();
+}
+
+/* Orientation tags the parser must not trust: values outside 1-8, a
+ * wrong type, offsets past the segment, a short segment: all 1. */
+Test(image, exif_orientation_parser_is_bounded)
+{
+    uint8_t seg[64] = "Exif\0\0II*\0\x08\0\0\0\x01\0\x12\x01\x03\0\x01\0\0\0\x06\0\0\0";
+    cr_assert_eq(as_exif_orientation(seg, 32), 6);
+    seg[24] = 9;
+    cr_assert_eq(as_exif_orientation(seg, 32), 1, "orientation 9");
+    seg[24] = 6, seg[18] = 4; /* LONG, not SHORT */
+    cr_assert_eq(as_exif_orientation(seg, 32), 1, "a LONG");
+    seg[18] = 3;
+    cr_assert_eq(as_exif_orientation(seg, 20), 1, "the entry is past the segment");
+    seg[10] = 0xf0; /* IFD0 past the end */
+    cr_assert_eq(as_exif_orientation(seg, 32), 1, "IFD0 offset past the segment");
+    cr_assert_eq(as_exif_orientation((const uint8_t *)"Exif\0\0MM", 8), 1, "a short segment");
+    cr_assert_eq(as_exif_orientation((const uint8_t *)"JFXX\0\0II*\0\x08\0\0\0", 14), 1, "not Exif");
+}

@@ -160,7 +160,7 @@ Test(instruments, head_scores_on_hand_made_patterns)
     int32_t toks[9] = {1, 5, 6, 7, 8, 5, 6, 7, 8};
     as_capture *cap = s->cap;
     /* head 0: previous token; head 1: first token; head 2: induction; head 3: duplicate */
-    memset(cap->store[hook], 0, as_capture_hook_bytes(s->prog, hook));
+    memset(cap->store[hook], 0, as_capture_hook_bytes(s->prog, hook, cap->capacity[s->prog->hooks[hook].stream]));
     for (int q = 0; q < n; q++) {
         cap->store[hook][as_capture_attn_offset(cap, hook, 0, q) + (q ? q - 1 : 0)] = 1;
         cap->store[hook][as_capture_attn_offset(cap, hook, 1, q) + 0] = 1;

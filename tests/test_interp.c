@@ -422,14 +422,25 @@ Test(interp, a_long_prompt_without_capture_runs_in_chunks)
 Test(interp, budget_drops_residual_copies_before_patterns)
 {
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    enum { N = 20 };
     size_t by_class[AS_CLASS_RESID + 1] = {0};
     for (int h = 0; h < s->prog->n_hooks; h++)
-        by_class[s->prog->hooks[h].klass] += as_capture_hook_bytes(s->prog, h);
-    /* Room for patterns and scores, not quite for the logits. */
+        by_class[s->prog->hooks[h].klass] += as_capture_hook_bytes(s->prog, h, N);
+    /* Room for patterns and scores at N positions, not quite for the logits. */
     size_t budget = by_class[AS_CLASS_PATTERN] + by_class[AS_CLASS_SCORES] + by_class[AS_CLASS_LOGITS] - 1;
     as_capture *c;
+    as_interp *it;
     as_error err;
     cr_assert_eq(as_capture_new(&c, s->prog, budget, &err), AS_OK);
+    for (int h = 0; h < s->prog->n_hooks; h++)
+        cr_assert(as_capture_has(c, h), "nothing is dropped before a position is in use: %s", c->dropped);
+    int32_t ids[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = 5 + i;
+    as_stop stop;
+    cr_assert_eq(as_interp_new(&it, s->prog, c, &err), AS_OK);
+    cr_assert_eq(as_interp_set_tokens(it, ids, N, &err), AS_OK);
+    cr_assert_eq(as_interp_run(it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
     for (int h = 0; h < s->prog->n_hooks; h++) {
         const as_hook *hk = &s->prog->hooks[h];
         bool kept = hk->klass <= AS_CLASS_SCORES;
@@ -437,6 +448,18 @@ Test(interp, budget_drops_residual_copies_before_patterns)
     }
     cr_assert(strstr(c->dropped, "residual-stream copies") && strstr(c->dropped, "logits"), "%s", c->dropped);
     cr_assert(!strstr(c->dropped, "patterns"), "%s", c->dropped);
+    /* the message names a budget that keeps everything at these positions, and it does */
+    const char *fig = strstr(c->dropped, "--capture-mb ");
+    cr_assert(fig && strstr(c->dropped, "20 positions"), "%s", c->dropped);
+    size_t mb = strtoul(fig + 13, NULL, 10);
+    as_interp_free(it);
+    as_capture_free(c);
+    cr_assert_eq(as_capture_new(&c, s->prog, mb << 20, &err), AS_OK);
+    cr_assert_eq(as_interp_new(&it, s->prog, c, &err), AS_OK);
+    cr_assert_eq(as_interp_set_tokens(it, ids, N, &err), AS_OK);
+    cr_assert_eq(as_interp_run(it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(c->n_dropped, 0, "--capture-mb %zu: %s", mb, c->dropped);
+    as_interp_free(it);
     as_capture_free(c);
     close_session(s);
 }
@@ -599,4 +622,52 @@ Test(interp, the_decoder_starts_from_the_files_start_token)
     cr_assert_eq(s->it->out->tokens[0], 2);
     cr_assert_eq(s->prog->start_token, 2);
     close_session(s);
+}
+
+/* Storage grows as positions are reached (64 first, then doubling): a
+ * context stepped one token at a time across the growth, so that what was
+ * stored is moved, holds bit for bit what the same steps store into
+ * storage that was already large enough (grown by an earlier run, then
+ * reset: capacity never shrinks), in every hook, norm statistic and the
+ * KV cache the later steps read back. */
+Test(interp, capture_growth_moves_what_was_stored)
+{
+    const char *m = "../models/austen-llama.gguf";
+    as_session *a = open_session(m, 64), *b = open_session(m, 64);
+    cr_assert_eq(a->cap->capacity[a->prog->out_stream], 64, "the first capacity");
+    run_ok(a, "set temp 0; prompt-ids 1 300 301; gen 97");
+    cr_assert_eq(a->it->out->n_tokens, 100);
+    cr_assert_geq(a->cap->capacity[a->prog->out_stream], 100, "grew past 64");
+    char cmd[2048] = "prompt-ids";
+    for (int i = 0; i < 100; i++)
+        snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " %d", a->it->out->tokens[i]);
+    snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "; finish");
+    run_ok(b, cmd);
+    int cap_b = b->cap->capacity[b->prog->out_stream];
+    run_ok(b, "set temp 0; prompt-ids 1 300 301; gen 97");
+    cr_assert_eq(b->cap->capacity[b->prog->out_stream], cap_b, "no growth in the second run");
+    cr_assert_eq(memcmp(a->it->out->tokens, b->it->out->tokens, 100 * sizeof(int32_t)), 0, "same tokens");
+    int compared = 0;
+    for (int h = 0; h < a->prog->n_hooks; h++) {
+        cr_assert_eq(as_capture_has(a->cap, h), as_capture_has(b->cap, h));
+        if (!as_capture_has(a->cap, h))
+            continue;
+        cr_assert_eq(a->cap->filled[h], 100, "%s", a->prog->hooks[h].name);
+        size_t n = as_capture_count(a->cap, h, 100);
+        float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+        as_capture_copy(a->cap, h, 100, x);
+        as_capture_copy(b->cap, h, 100, y);
+        cr_assert_eq(memcmp(x, y, n * sizeof *x), 0, "%s moved in growth differs", a->prog->hooks[h].name);
+        free(x);
+        free(y);
+        for (int p = 0; p < 100; p++) {
+            const as_norm_stat *s1 = as_capture_norm(a->cap, h, p), *s2 = as_capture_norm(b->cap, h, p);
+            cr_assert((s1 == NULL) == (s2 == NULL));
+            cr_assert(!s1 || !memcmp(s1, s2, sizeof *s1), "%s statistics at %d", a->prog->hooks[h].name, p);
+        }
+        compared++;
+    }
+    cr_assert_gt(compared, 20);
+    close_session(a);
+    close_session(b);
 }

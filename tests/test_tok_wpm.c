@@ -484,3 +484,168 @@ Test(tok_wpm, gguf_card)
     unload(&m, t);
     free_tokens(tok, n);
 }
+
+/* ------------------------------------------------------------------ */
+/* the tokenizers library's normalisation (tokenizer.attnscope.normalizer,
+ * a Hugging Face directory's): every expected list worked out by hand from
+ * the library's rules (tokenizers/src/normalizers/bert.rs): clean_text,
+ * spaces around CJK, NFD then Mn dropped, Rust's char::to_lowercase. */
+
+enum { L_PAD, L_UNK, L_CLS, L_SEP, L_MASK, L_HIEUH, L_A, L_N, L_G, L_U, L_K, L_IEUNG, L_EO, L_CAFE, L_CAFE_ACC,
+       L_CAFE_UP, L_I, L_I_DOT, L_A_MARKS, L_ZHONG, L_AA, L_B, L_CAT, L_HAN };
+
+static const char *const LIB_TOKENS[] = {
+    "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    /* 한 = ᄒ ᅡ ᆫ, 국 = ᄀ ᅮ ᆨ, 어 = ᄋ ᅥ (Hangul syllables by the Unicode formula) */
+    "▁\u1112", "\u1161", "\u11AB", "\u1100", "\u116E", "\u11A8", "\u110B", "\u1165",
+    "▁cafe", "▁caf\u00E9", "▁Caf\u00E9", "▁i", "▁i\u0307", "▁a\u0323\u0302", "▁中", "▁a", "▁b", "▁cat", "▁한",
+};
+static const int32_t LIB_TYPES[] = {3, 3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+static as_tokenizer *make_lib(const char *normalizer, uint32_t max_chars)
+{
+    return make_spec((as_tokenizer_spec){
+        .kind = AS_TOK_BERT, .tokens = LIB_TOKENS, .n_tokens = N_OF(LIB_TOKENS), .token_types = LIB_TYPES,
+        .bos_id = L_CLS, .eos_id = -1, .unk_id = L_UNK, .sep_id = L_SEP, .pad_id = L_PAD, .mask_id = L_MASK,
+        .normalizer = normalizer, .max_word_chars = max_chars,
+    });
+}
+
+/* BERT's uncased normaliser decomposes each syllable into its two or three
+ * jamo (8 ids, as the library gives); llama.cpp's keeps each syllable's
+ * first jamo only (3). */
+Test(tok_wpm, lib_hangul_fully_decomposed)
+{
+    cr_assert_eq(N_OF(LIB_TOKENS), N_OF(LIB_TYPES));
+    as_tokenizer *t = make_lib("clean cjk strip-mn lower", 0);
+    EXPECT(t, "한국어", 0, L_HIEUH, L_A, L_N, L_G, L_U, L_K, L_IEUNG, L_EO);
+    EXPECT(t, "\u1112\u1161\u11AB", 0, L_HIEUH, L_A, L_N); /* typed as jamo: the same */
+    as_tokenizer_free(t);
+    t = make_spec((as_tokenizer_spec){
+        .kind = AS_TOK_BERT, .tokens = LIB_TOKENS, .n_tokens = N_OF(LIB_TOKENS), .token_types = LIB_TYPES,
+        .bos_id = L_CLS, .eos_id = -1, .unk_id = L_UNK, .sep_id = L_SEP, .pad_id = L_PAD, .mask_id = L_MASK});
+    EXPECT(t, "한국어", 0, L_HIEUH, L_G, L_IEUNG); /* llama.cpp's */
+    as_tokenizer_free(t);
+    /* cased (no accent stripping, so no NFD): the syllables stay whole */
+    t = make_lib("clean cjk", 0);
+    EXPECT(t, "한 한국어", 0, L_HAN, L_UNK);
+    as_tokenizer_free(t);
+}
+
+/* Lower-cased, accents stripped: é, É and e + U+0301 all become e. */
+Test(tok_wpm, lib_accents_stripped_with_lowercase)
+{
+    as_tokenizer *t = make_lib("clean cjk strip-mn lower", 0);
+    EXPECT(t, "Café CAFÉ cafe\u0301 cafe", 0, L_CAFE, L_CAFE, L_CAFE, L_CAFE);
+    as_tokenizer_free(t);
+}
+
+/* Cased (bert-base-cased's lowercase false, strip_accents null): é kept as
+ * typed, never composed or decomposed; lower-cased with strip_accents false:
+ * É becomes é, still one code point. */
+Test(tok_wpm, lib_accents_kept_when_cased)
+{
+    as_tokenizer *t = make_lib("clean cjk", 0);
+    EXPECT(t, "Café café cafe cafe\u0301", 0, L_CAFE_UP, L_CAFE_ACC, L_CAFE, L_UNK);
+    as_tokenizer_free(t);
+    t = make_lib("clean cjk lower", 0);
+    EXPECT(t, "CAFÉ", 0, L_CAFE_ACC);
+    as_tokenizer_free(t);
+}
+
+/* Rust's char::to_lowercase is the full mapping: İ (U+0130) becomes i and
+ * U+0307, which stripping then drops (stripping comes first, removing the
+ * U+0307 of İ's decomposition: the same i). */
+Test(tok_wpm, lib_full_lower_case)
+{
+    as_tokenizer *t = make_lib("lower", 0);
+    EXPECT(t, "\u0130 I", 0, L_I_DOT, L_I);
+    as_tokenizer_free(t);
+    t = make_lib("strip-mn lower", 0);
+    EXPECT(t, "\u0130", 0, L_I);
+    as_tokenizer_free(t);
+}
+
+/* NFD decomposes fully (ậ U+1EAD -> ạ U+1EA1 + U+0302 -> a + U+0323 +
+ * U+0302) and puts marks in canonical order (U+0323, class 220, before
+ * U+0302, class 230, whichever was typed first). */
+Test(tok_wpm, lib_nfd_recursive_and_ordered)
+{
+    as_tokenizer *t = make_lib("nfd", 0);
+    EXPECT(t, "\u1EAD a\u0302\u0323 a\u0323\u0302 \u1EA1\u0302", 0, L_A_MARKS, L_A_MARKS, L_A_MARKS, L_A_MARKS);
+    as_tokenizer_free(t);
+}
+
+/* clean_text drops controls (U+0085 among them: it is a control before it
+ * is White_Space) and NUL; handle_chinese_chars spaces CJK ideographs. A
+ * Sequence (NFD, Lowercase, StripAccents) has neither: U+0085 is
+ * White_Space to the pre-tokenizer, and 中 stays inside its word. */
+Test(tok_wpm, lib_clean_text_and_cjk)
+{
+    as_tokenizer *t = make_lib("clean cjk strip-mn lower", 0);
+    EXPECT(t, "ca\xC2\x85" "fe a中b", 0, L_CAFE, L_AA, L_ZHONG, L_B);
+    const int32_t want[] = {L_CAFE, END};
+    expect_n(t, "ca\0fe", 5, 0, want);
+    as_tokenizer_free(t);
+    t = make_lib("nfd lower strip-marks", 0);
+    EXPECT(t, "ca\xC2\x85" "fe a中b Café", 0, L_UNK, L_UNK, L_UNK, L_CAFE);
+    as_tokenizer_free(t);
+}
+
+/* max_input_chars_per_word: a word of more code points (after the
+ * normaliser: 한 is three jamo) is [UNK]. */
+Test(tok_wpm, lib_word_limit)
+{
+    as_tokenizer *t = make_lib("clean cjk strip-mn lower", 3);
+    EXPECT(t, "cat cafe 한 한국", 0, L_CAT, L_UNK, L_HIEUH, L_A, L_N, L_UNK);
+    as_tokenizer_free(t);
+}
+
+/* An unknown step is refused, naming the key and the step. */
+Test(tok_wpm, lib_unknown_step_refused)
+{
+    as_tokenizer_spec sp = {
+        .kind = AS_TOK_BERT, .tokens = LIB_TOKENS, .n_tokens = N_OF(LIB_TOKENS), .token_types = LIB_TYPES,
+        .bos_id = L_CLS, .eos_id = -1, .unk_id = L_UNK, .sep_id = L_SEP, .pad_id = L_PAD, .mask_id = L_MASK,
+        .normalizer = "clean nfkc lower"};
+    as_tokenizer *t = NULL;
+    as_error err = {{0}};
+    cr_assert_eq(as_tokenizer_new(&t, &sp, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "tokenizer.attnscope.normalizer") && strstr(err.msg, "'nfkc'"), "%s", err.msg);
+}
+
+/* From GGUF: our key turns the library's normalisation on, and the card
+ * says which normalisation is in use. */
+Test(tok_wpm, lib_gguf_key_and_card)
+{
+    for (int lib = 0; lib < 2; lib++) {
+        as_gguf_writer *w = as_gguf_writer_new(3);
+        as_gguf_writer_set_str(w, "general.architecture", "bert");
+        as_gguf_writer_set_str(w, "tokenizer.ggml.model", "bert");
+        as_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", LIB_TOKENS, N_OF(LIB_TOKENS));
+        as_gguf_writer_set_arr(w, "tokenizer.ggml.token_type", AS_GGUF_INT32, LIB_TYPES, N_OF(LIB_TYPES));
+        as_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", L_UNK);
+        if (lib) {
+            as_gguf_writer_set_str(w, "tokenizer.attnscope.normalizer", "clean cjk strip-mn lower");
+            as_gguf_writer_set_u32(w, "tokenizer.attnscope.max_word_chars", 100);
+        }
+        gguf_mem m = {0};
+        as_tokenizer *t = load(w, &m);
+        if (lib)
+            EXPECT(t, "한국어", 0, L_HIEUH, L_A, L_N, L_G, L_U, L_K, L_IEUNG, L_EO);
+        else
+            EXPECT(t, "한국어", 0, L_HIEUH, L_G, L_IEUNG);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&text, &len);
+        as_tokenizer_print_card(m.g, f);
+        fclose(f);
+        if (lib)
+            cr_assert(strstr(text, "tokenizers library") && strstr(text, "clean cjk strip-mn lower") &&
+                      strstr(text, "more than 100 characters"), "%s", text);
+        else
+            cr_assert(strstr(text, "as llama.cpp does") && !strstr(text, "tokenizers library"), "%s", text);
+        free(text);
+        unload(&m, t);
+    }
+}

@@ -33,6 +33,7 @@ typedef struct options {
     const char *info;      /* --info FILE */
     const char *tokenizer; /* --tokenizer: a llama2.c checkpoint's tokenizer.bin */
     long capture_mb;
+    long ctx;              /* --ctx: 0, the model's window */
     int threads;
     int no_tui;
     const char *kernels;   /* --kernels: generic, avx2, avx512 */
@@ -42,7 +43,8 @@ typedef struct options {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--threads N]\n"
+            "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--ctx N]\n"
+            "                 [--threads N]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
             "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint) or a Hugging Face directory\n"
@@ -51,8 +53,11 @@ static void usage(FILE *f)
             "  -e \"CMDS\"        run commands separated by ';' and exit (0 if all succeeded)\n"
             "  -x FILE          run commands from FILE, one a line, and exit\n"
             "  --info FILE      print the model card of a GGUF file (or HF directory) and exit\n"
-            "  --capture-mb N   memory budget for captured activations (default 1024; 0 keeps only\n"
-            "                   what the computation needs)\n"
+            "  --capture-mb N   memory budget for captured activations (default: half of this machine's\n"
+            "                   memory, %zu MB here; 0 keeps only what the computation needs); what it\n"
+            "                   holds grows with the positions in use, never with the model's window\n"
+            "  --ctx N          work in a context of at most N positions (default: the model's window;\n"
+            "                   `set ctx N` later)\n"
             "  --threads N      compute threads (default: one per core, at most 16)\n"
             "  --kernels ISA    vector kernels: avx512, avx2 or generic (default: the widest this\n"
             "                   CPU runs; --version names it)\n"
@@ -60,7 +65,7 @@ static void usage(FILE *f)
             "  --version, --help\n"
             "\n"
             "Type `help` at the prompt for the commands.\n",
-            DEFAULT_MODEL);
+            DEFAULT_MODEL, as_capture_default_mb());
 }
 
 static int parse_num(const char *s, long lo, long hi, long *out)
@@ -76,7 +81,7 @@ static int parse_num(const char *s, long lo, long hi, long *out)
 
 static int parse_args(int argc, char **argv, options *o)
 {
-    o->capture_mb = 1024;
+    o->capture_mb = (long)as_capture_default_mb();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -116,6 +121,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->tokenizer = val;
         else if (!strcmp(a, "--capture-mb") && !parse_num(val, 0, 1L << 30, &n))
             o->capture_mb = n;
+        else if (!strcmp(a, "--ctx") && !parse_num(val, 1, 1L << 30, &n))
+            o->ctx = n;
         else if (!strcmp(a, "--threads") && !parse_num(val, 1, 256, &n))
             o->threads = (int)n;
         else {
@@ -248,6 +255,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
+    if (o.ctx && as_interp_set_ctx(s->it, (int)o.ctx, &err)) { /* cannot fail: nothing is in the context yet */
+        fprintf(stderr, "error: %s\n", err.msg);
+        as_session_free(s);
+        return 1;
+    }
+    s->ctx = (int)o.ctx;
     bool full_screen = !o.exec && !o.script && !o.no_tui && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
     char notes[8192] = "";
     if (s->model->warnings[0])

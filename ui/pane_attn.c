@@ -292,9 +292,12 @@ static void draw(tui *u)
     else if (n == 0)
         pane_message(u, P_ATTN, "No context yet. Type  prompt TEXT  and Enter at the command line, then Esc and "
                                 "Space to generate a token.  ? shows the keys,  lesson  the guided tours.");
-    else if (hook < 0 || !as_capture_has(s->cap, hook))
-        pane_message(u, P_ATTN, "Attention patterns are not captured: raise --capture-mb.");
-    else if (src.filled == 0)
+    else if (hook < 0 || !as_capture_has(s->cap, hook)) {
+        char why[160];
+        snprintf(why, sizeof why, "Attention patterns are not captured at this budget: --capture-mb %zu keeps them "
+                 "at these positions (info).", s->cap->keep_mb);
+        pane_message(u, P_ATTN, why);
+    } else if (src.filled == 0)
         pane_message(u, P_ATTN, "Not computed yet:  s  steps one op,  n  runs to the end of the block, "
                                 " f  finishes the pass,  Space  generates a token.");
     else {

@@ -149,9 +149,11 @@ static void draw(tui *u)
     if (!compute(u, q)) {
         pane_frame(u, P_LENS, title, NULL);
         int rp = as_program_hook(u->s->prog, u->s->prog->lens_kind, 0);
+        char dropped[160];
+        snprintf(dropped, sizeof dropped, "The capture budget dropped the residual stream: --capture-mb %zu keeps it "
+                 "at these positions (info).", u->s->cap->keep_mb);
         const char *why = u->s->model->cfg.n_layer + 1 > 257 ? "Too many layers for this pane: the `lens` command shows them."
-                          : rp >= 0 && !as_capture_has(u->s->cap, rp)
-                              ? "The capture budget dropped the residual stream: raise --capture-mb."
+                          : rp >= 0 && !as_capture_has(u->s->cap, rp) ? dropped
                           : !u->probs || !u->order ? "Out of memory for the lens."
                                                    : "Not computed yet:  f  finishes the pass.";
         pane_message(u, P_LENS, why);

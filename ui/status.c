@@ -43,9 +43,11 @@ static void draw(tui *u)
     const as_session *s = u->s;
     char pos[160], left[512];
     where(u, pos, sizeof pos);
-    snprintf(left, sizeof left, " %s %s %s %s ctx %d/%d %s capture %zu MB ", s->model->cfg.name,
+    /* what the capture holds at the positions in use (it grows with them) */
+    double mb = (double)s->cap->used / (1 << 20);
+    snprintf(left, sizeof left, " %s %s %s %s ctx %d/%d %s capture %.*f MB%s ", s->model->cfg.name,
              tf_glyph(G_SEP, u->t.utf8), pos, tf_glyph(G_SEP, u->t.utf8), s->it->out->n_tokens, s->it->n_ctx,
-             tf_glyph(G_SEP, u->t.utf8), s->cap->used >> 20);
+             tf_glyph(G_SEP, u->t.utf8), mb < 10 ? 1 : 0, mb, s->cap->dropped_from >= 0 ? " (some dropped)" : "");
     term_role(&u->t, w, R_STATUS);
     werase(w);
     mvwprintw(w, 0, 0, "%*s", cols, "");

@@ -6,7 +6,10 @@
  * goes through the accessors below, never index arithmetic of its own. The KV cache is the storage of the k/v hooks
  * attention reads back, so it is always kept. Over budget, whole hooks are
  * dropped by class (residual-stream copies first, patterns and norm
- * statistics last) and the drop is described in `dropped`. */
+ * statistics last) and the drop is described in `dropped`. Storage and
+ * budget follow the positions in use, not the context window a file
+ * declares: each stream's capacity grows (doubling, up to its window) as
+ * passes reach further, moving what was stored. */
 #ifndef ATTNSCOPE_CAPTURE_H
 #define ATTNSCOPE_CAPTURE_H
 
@@ -19,33 +22,46 @@
 
 typedef struct as_capture {
     const as_program *prog;
-    int n_ctx;
+    int n_ctx;          /* the output stream's window */
+    int capacity[AS_MAX_STREAMS]; /* positions the storage holds per stream (grows) */
     size_t budget;      /* bytes allowed for droppable hooks */
-    size_t used;        /* bytes allocated for hooks (KV cache included) */
-    float **store;      /* per hook: storage for n_ctx positions, or NULL if dropped */
-    as_norm_stat **stats; /* per NORM_SCALE hook: [n_ctx][groups] statistics (always kept) */
+    size_t used;        /* bytes the kept hooks need at the positions in use (KV cache included) */
+    size_t essential;   /* of which the KV cache and norm scales, which the budget does not count */
+    float **store;      /* per hook: storage for capacity positions, or NULL if dropped */
+    as_norm_stat **stats; /* per NORM_SCALE hook: [capacity][groups] statistics (always kept) */
     int *filled;        /* per hook: positions [0, filled) hold current values */
     int *committed;     /* per hook: positions whose pages as_capture_prepare committed */
     int n_dropped;
+    int dropped_from;   /* the first class dropped, -1 if none */
+    size_t keep_mb;     /* when dropping: the budget (MB) that keeps every class at the positions in use */
     char dropped[512];  /* human summary of what was dropped, "" if nothing */
 } as_capture;
 
-/* Allocates storage for every hook within budget bytes (0: only what the
- * computation itself needs). Memory is committed lazily by the OS as
- * positions are written. */
+/* Storage for every hook, within budget bytes at the positions in use (0:
+ * only what the computation itself needs). Memory is committed lazily by
+ * the OS as positions are written. */
 int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err);
 void as_capture_free(as_capture *c);
-/* Commits the pages of every stored hook for positions [0, end) of its
- * stream (ends[stream]), and some
+/* Before a pass that reaches ends[stream] positions: holds the budget to
+ * those positions (dropping classes that no longer fit, saying so in
+ * `dropped`; with nothing computed yet, deciding anew), grows the storage
+ * to hold them, and commits the pages of every stored hook for positions
+ * [0, end) of its stream, and some
  * way beyond, in one call per hook: a pass that writes into fresh pages
  * would otherwise take a page fault per 4 KB on its critical path (the
  * logits of one token span dozens of pages). Only a hint: without kernel
  * support (MADV_POPULATE_WRITE, Linux 5.14) the pages fault in as before. */
-void as_capture_prepare(as_capture *c, const int *ends); /* per stream */
+int as_capture_prepare(as_capture *c, const int *ends, as_error *err); /* per stream */
 
-/* Bytes a hook needs over its stream's whole context (attention: a
- * triangle or a rectangle per head). */
-size_t as_capture_hook_bytes(const as_program *p, int hook);
+/* What the budget would keep at pos[stream] positions, in the words of
+ * `dropped` ("" when everything): before a prompt is run. */
+void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size);
+/* The default budget in MB: half of this machine's memory, at least 1024
+ * (storage is committed only as positions are written). */
+size_t as_capture_default_mb(void);
+/* Bytes a hook needs when each stream holds n_pos positions (at most its
+ * window; attention: a triangle or a rectangle per head). */
+size_t as_capture_hook_bytes(const as_program *p, int hook, int n_pos);
 bool as_capture_has(const as_capture *c, int hook);
 /* Offset, in floats, of attention row (head, query q) within a hook's store. */
 size_t as_capture_attn_offset(const as_capture *c, int hook, int head, int q);

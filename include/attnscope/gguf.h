@@ -92,6 +92,7 @@ typedef struct as_gguf {
      * card (NULL: a llama2.c checkpoint), and what the view owns beyond the
      * above (its files' maps, converted copies), freed by release(owner). */
     const char *view_of;
+    const char *view_note; /* what the view skipped or renamed on the way (NULL or "": nothing), a load warning */
     void *owner;
     void (*release)(void *owner);
 } as_gguf;

@@ -60,8 +60,9 @@ typedef struct as_rule {
     int hook;
     int head;          /* -1: the whole row; else the head's slice of a [head, d_head] hook */
     int pos;           /* -1: every position; else only this one */
-    float *values;     /* SET: owned copy; per_position ? [n_ctx][len] : [len] */
+    float *values;     /* SET: owned copy; per_position ? [n_pos][len] : [len] */
     bool per_position;
+    int n_pos;         /* per_position: the stream's tokens when the rule was added (past them: zeros) */
     as_watch_cond cond;
     float threshold;
     char label[96];    /* as the user typed it, for listings */
@@ -176,8 +177,8 @@ const float *as_interp_logits(const as_interp *it);
 const as_op *as_interp_current(const as_interp *it);
 /* Breakpoints by pattern ('*' wildcards); returns how many hooks matched. */
 int as_interp_break(as_interp *it, const char *pattern, bool on);
-/* Adds a rule (values, if any, are copied: len floats, or n_ctx*len when
- * per_position). Watches may use a wildcard pattern: one rule per match. */
+/* Adds a rule (values, if any, are copied: len floats, or len floats per
+ * token of the hook's stream when per_position). Watches may use a wildcard pattern: one rule per match. */
 int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *err);
 /* Removes every rule of a kind (watches or interventions); returns the count. */
 int as_interp_clear_rules(as_interp *it, bool watches);
@@ -186,6 +187,9 @@ int as_rule_len(const as_interp *it, const as_rule *r);
 /* Forgets everything computed (every hook's filled count, the passes),
  * keeping the input: the next run computes it again from position 0. */
 void as_interp_reset(as_interp *it);
+/* Caps every token stream's context at n positions (at most its window;
+ * n <= 0: the window). Refused when a stream already holds more tokens. */
+int as_interp_set_ctx(as_interp *it, int n, as_error *err);
 /* Runs with interventions off (true) or on again (false): the clean
  * baseline of `compare`. */
 void as_interp_rules_off(as_interp *it, bool off);

@@ -50,7 +50,9 @@ typedef struct as_model {
     char warnings[1024];        /* e.g. tensors holding NaN/Inf; empty if none */
     bool *used;                 /* per tensor of the file: found by the architecture's load */
     bool survey;                /* as_model_check: a missing or misshapen tensor is listed, not fatal */
-    char *problems;             /* survey: one line per missing or misshapen tensor */
+    char *problems;             /* survey: one line per missing or misshapen tensor (it stops after 64) */
+    size_t problems_len;
+    long n_problems;
 } as_model;
 
 /* Loads a GGUF file, a Hugging Face directory (hf.h) or a llama2.c

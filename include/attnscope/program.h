@@ -117,9 +117,12 @@ typedef enum as_mask {
 } as_mask;
 
 /* How an embedding model reduces its last hidden states to one vector
- * (GGUF's {arch}.pooling_type, llama.cpp's values). */
+ * (GGUF's {arch}.pooling_type, llama.cpp's values; MAX and MEAN_SQRT_LEN
+ * are ours, sentence-transformers' pooling_mode_max_tokens and
+ * pooling_mode_mean_sqrt_len_tokens, read from {arch}.attnscope.pooling). */
 typedef enum as_pooling {
     AS_POOL_NONE = 0, AS_POOL_MEAN = 1, AS_POOL_CLS = 2, AS_POOL_LAST = 3, AS_POOL_RANK = 4,
+    AS_POOL_MAX = 5, AS_POOL_MEAN_SQRT_LEN = 6,
 } as_pooling;
 
 /* What feeds a stream. */
@@ -259,7 +262,8 @@ typedef struct as_op {
     float scale;          /* EMBED: rows multiplied by it (Gemma: sqrt(d_model)); 0: none; SIN_POS: the base */
     float softcap;        /* LINEAR: > 0: out = softcap · tanh(out / softcap) (final logits) */
     bool last_row_only;   /* LINEAR to logits: when not captured, only the last position is needed */
-    as_pooling pool;      /* POOL: mean, first (CLS) or last row */
+    as_pooling pool;      /* POOL: mean, first (CLS), last row, max, or sum / sqrt(rows) */
+    bool pool_l2;         /* POOL: then divided by its L2 norm (sentence-transformers' Normalize) */
     as_gelu gelu;         /* GELU, GEGLU: tanh or erf */
     as_patch_spec patch;  /* PATCH_EMBED: the image's geometry */
     const float *cls;     /* PATCH_EMBED: the [CLS] row (position 0) */
@@ -294,6 +298,7 @@ typedef struct as_program {
     int final_norm;       /* the NORM_APPLY op before it, or -1 */
     int pooled;           /* the hook holding the pooled vector (embedding models), or -1 */
     as_pooling pooling;   /* how it is pooled */
+    bool pooled_l2;       /* and whether the pooled vector is L2-normalized */
     /* The logit lens reads each layer's hook of this kind (resid_post; an
      * encoder's ln2 output) through the ops from head_first (-1: the final
      * norm; an encoder: its masked-LM head's dense layer) to the logits. */
@@ -384,6 +389,9 @@ int as_program_add_sum(as_program *p, as_hook_kind kind, int layer, int a, int b
 /* The pooled vector of a non-causal stream's hook `in` (every row of
  * the pooler.hook_out holds it); returns that hook. */
 int as_program_add_pool(as_program *p, int in, as_pooling how);
+/* The same, the pooled vector divided by its L2 norm when l2 (at least 1e-12,
+ * as torch.nn.functional.normalize). */
+int as_program_add_pool_l2(as_program *p, int in, as_pooling how, bool l2);
 /* The patch embedding of a pixel stream: [CLS] (cls, d values) at
  * position 0, then W · patch + b for each patch (W: d rows of
  * channels * patch * patch); returns its hook (embed.hook_patch_embed

@@ -29,6 +29,7 @@ struct as_session {
     as_interp *it;
     as_sampler sampler;
     size_t capture_mb;
+    int ctx;           /* `set ctx N` / --ctx: the context a user works in (0: the model's window) */
     float *probs;      /* vocab-sized scratch */
     int *order;
     FILE *out;         /* results */
@@ -39,6 +40,7 @@ struct as_session {
     void *on_pass_ctx;
     int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report */
     bool has_metric;
+    char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
 };
 
 typedef struct as_command_info {

@@ -50,6 +50,19 @@ typedef struct as_tokenizer_spec {
      * strips accents as llama.cpp does by default. */
     int32_t sep_id, pad_id, mask_id;
     bool keep_case, keep_accents;
+    /* bert only: the tokenizers library's normalisation instead of
+     * llama.cpp's (GGUF key tokenizer.attnscope.normalizer, ours, from a
+     * tokenizer.json; keep_case/keep_accents then ignored): its steps in
+     * order, space-separated, among "clean" (BertNormalizer's clean_text),
+     * "cjk" (handle_chinese_chars), "strip-mn" (BertNormalizer's accent
+     * stripping: full NFD, then Mn removed), "nfd", "lower" (full lower
+     * case, char by char as Rust's to_lowercase), "strip-marks" (the
+     * StripAccents normalizer: every \p{M} removed). NULL: llama.cpp's.
+     * max_word_chars: a word of more code points is [UNK] (the library's
+     * max_input_chars_per_word, key tokenizer.attnscope.max_word_chars);
+     * 0: no limit, as llama.cpp. */
+    const char *normalizer;
+    uint32_t max_word_chars;
     /* t5 only (SentencePiece Unigram): the precompiled charsmap as the
      * file stores it (NULL/0: none), and the normalizer's
      * remove_extra_whitespaces (add_space_prefix above is its dummy

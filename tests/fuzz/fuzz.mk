@@ -16,7 +16,7 @@
 #       NO_COLOR, non-UTF-8 locales, paste floods and signals
 #       (tests/test_reliability_tui.sh).
 
-FUZZ_TARGETS ?= gguf model tokenizer session npy llama2c hf
+FUZZ_TARGETS ?= gguf model tokenizer session npy llama2c hf image
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD    = build/fuzz
 FUZZ_CC      ?= clang
@@ -27,7 +27,17 @@ FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -I
 FUZZ_LIB_OBJS = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(SIMD_ISAS:%=$(FUZZ_BUILD)/src/simd/kernels_%.o)
 FUZZ_COMMON   = tests/fuzz/fuzz_common.c tests/fuzz/fuzz.h
 # Options every libFuzzer run gets; -max_len covers the seed models.
-FUZZ_OPTS     = -timeout=20 -rss_limit_mb=3072 -max_len=65536 -print_final_stats=1
+FUZZ_OPTS     = -timeout=20 -rss_limit_mb=3072 -print_final_stats=1
+FUZZ_MAXLEN   = 65536
+# Seeds kept elsewhere in the repository, used as they are: the test
+# fixtures are a small valid file of every architecture attnscope reads
+# (bert, nomic-bert, t5, t5encoder, transformer, vit, deepseek2 in five
+# variants, qwen2moe, mixtral, gemma 1-3, phi3, qwen2/3, llama 3, mistral),
+# so the loaders of all of them are fuzzed (their files are up to 350 KB).
+FUZZ_SEEDS_model = $(wildcard tests/fixtures/*.gguf)
+FUZZ_SEEDS_gguf  = $(wildcard tests/fixtures/*.gguf)
+FUZZ_MAXLEN_model = 400000
+FUZZ_MAXLEN_gguf  = 400000
 
 REPLAY_DIR    = $(BUILD)/fuzz-replay
 REPLAY_BINS   = $(FUZZ_TARGETS:%=$(REPLAY_DIR)/fuzz_%)
@@ -69,12 +79,13 @@ fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
 
 fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 	@t=$*; mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
-	cp -n tests/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null; \
+	cp -n tests/fuzz/corpus/$$t/* $(FUZZ_SEEDS_$*) $(FUZZ_BUILD)/corpus/$$t/ 2>/dev/null; \
 	dict=""; [ -f tests/fuzz/$$t.dict ] && dict="-dict=tests/fuzz/$$t.dict"; \
 	echo "fuzz $$t for $(FUZZ_SECONDS) s ..."; \
 	ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	LSAN_OPTIONS=suppressions=$(abspath tests/fuzz/lsan.supp):print_suppressions=0 \
-	$(FUZZ_BUILD)/fuzz_$$t $(FUZZ_OPTS) $$dict -max_total_time=$(FUZZ_SECONDS) \
+	$(FUZZ_BUILD)/fuzz_$$t $(FUZZ_OPTS) -max_len=$(or $(FUZZ_MAXLEN_$*),$(FUZZ_MAXLEN)) $$dict \
+	  -max_total_time=$(FUZZ_SECONDS) \
 	  -artifact_prefix=$(abspath $(FUZZ_BUILD))/artifacts/$$t/ $(FUZZ_BUILD)/corpus/$$t \
 	  > $(FUZZ_BUILD)/$$t.log 2>&1; rc=$$?; \
 	execs=$$(sed -n 's/^stat::number_of_executed_units: *//p' $(FUZZ_BUILD)/$$t.log | tail -1); \
@@ -98,9 +109,8 @@ $(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(L
 	  tests/fuzz/replay.c $(LIB) $(SAN) $(LIB_DEPS) -o $@
 
 fuzz-replay: $(REPLAY_BINS)
-	@for t in $(FUZZ_TARGETS); do \
-	  $(REPLAY_DIR)/fuzz_$$t tests/fuzz/corpus/$$t tests/fuzz/regressions/$$t || exit 1; \
-	done
+	@$(foreach t,$(FUZZ_TARGETS),$(REPLAY_DIR)/fuzz_$(t) tests/fuzz/corpus/$(t) tests/fuzz/regressions/$(t) \
+	  $(FUZZ_SEEDS_$(t)) || exit 1;)
 
 # Regenerates the seed models of tests/fuzz/corpus (committed; run after
 # changing make_corpus.c).

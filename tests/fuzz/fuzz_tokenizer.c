@@ -9,7 +9,10 @@
  *      word start and a continuation): ids inside the vocabulary,
  *      pretoken ends ascending to len, and encoding the decoded text
  *      gives the same ids again when no word was [UNK] (bit 2: special
- *      tokens added and parsed);
+ *      tokens added and parsed); bit 5 as well (40, 41, ...): the same
+ *      vocabulary normalised as the tokenizers library does
+ *      (tokenizer.attnscope.normalizer: BertNormalizer's steps, words
+ *      over 100 characters [UNK]);
  *      with bit 4 set (16, 17, ...) and not bit 3, t5 instead
  *      (fixtures/t5-ugm.gguf: SentencePiece Unigram with an NFKC
  *      charsmap): ids inside the vocabulary, EOS last when added, decode
@@ -41,13 +44,13 @@ static as_tokenizer *load(const char *fixture)
     return t;
 }
 
-static as_tokenizer *tok[4];
+static as_tokenizer *tok[5];
 
 /* A WordPiece vocabulary as llama.cpp's converter stores BERT's: control
  * tokens, then word starts ("▁a") and continuations ("a") for every ASCII
  * letter and digit, punctuation, a few longer pieces. Every text is
  * already normalized, so decoding and encoding again is stable. */
-static as_tokenizer *make_bert(void)
+static as_tokenizer *make_bert(const char *normalizer)
 {
     static char store[200][8];
     const char *tokens[200];
@@ -66,7 +69,8 @@ static as_tokenizer *make_bert(void)
         }
     }
     as_tokenizer_spec sp = {.kind = AS_TOK_BERT, .tokens = tokens, .n_tokens = n, .bos_id = 2,
-                            .eos_id = -1, .unk_id = 1, .sep_id = 3, .pad_id = 0, .mask_id = 4};
+                            .eos_id = -1, .unk_id = 1, .sep_id = 3, .pad_id = 0, .mask_id = 4,
+                            .normalizer = normalizer, .max_word_chars = normalizer ? 100 : 0};
     as_tokenizer *t;
     as_error err;
     if (as_tokenizer_new(&t, &sp, &err)) {
@@ -78,7 +82,7 @@ static as_tokenizer *make_bert(void)
 
 static void cleanup(void)
 {
-    for (size_t i = 0; i < 4; i++)
+    for (size_t i = 0; i < 5; i++)
         as_tokenizer_free(tok[i]);
 }
 
@@ -297,7 +301,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!tok[0]) {
         tok[0] = load("tiny-gpt2.gguf");
         tok[1] = load("tiny-llama.gguf");
-        tok[2] = make_bert();
+        tok[2] = make_bert(NULL);
+        tok[4] = make_bert("clean cjk strip-mn lower");
         tok[3] = load("t5-ugm.gguf");
         atexit(cleanup);
     }
@@ -306,7 +311,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const uint8_t *s = data + 1;
     size_t n = size - 1;
     if (data[0] % 4 < 2 && (data[0] & 8)) {
-        bert_props(tok[2], s, n, data[0] & 4);
+        bert_props(tok[data[0] & 32 ? 4 : 2], s, n, data[0] & 4);
         return 0;
     }
     if (data[0] % 4 < 2 && (data[0] & 16)) {

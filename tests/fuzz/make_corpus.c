@@ -360,6 +360,9 @@ static void tokenizer_seeds(void)
     TEXT("llama-invalid-utf8", 1, "\xFF\x80\xC3\x28 \xF0\x28\x8C\xBC");
     TEXT("bert-words", 8, "The Cat's un-affable, CAF\xC3\x89! \xE4\xB8\xAD\xE6\x96\x87 a\xCC\x81" "b [MASK] x\ty");
     TEXT("bert-specials", 12, "[CLS] the [MASK] sat. [SEP] a [SEP][PAD][mask] [UNK");
+    /* bit 5: the tokenizers library's normalisation (Hangul, İ, marks out of order, NEL, NUL, astral CJK) */
+    TEXT("bert-lib-words", 40, "\xED\x95\x9C\xEA\xB5\xAD\xEC\x96\xB4 \xC4\xB0 CAF\xC3\x89 a\xCC\x82\xCC\xA3 ca\xC2\x85"
+                               "fe \xF0\xA0\x80\x80x \xE4\xB8\xAD\x00z \xCE\xA3\xCE\xA3 \xFF");
     TEXT("bert-invalid-utf8", 9, "\xFF\x80" "ab\xC3\x28 \xED\xA0\x80 \xE2\x82 \xF4\x90\x80\x80" "c \xC0\xAF\x01\x00z");
     TEXT("decode-ids", 2, "\x00\x00\x00\x00\x01\x00\x00\x00\x14\x01\x00\x00\xff\xff\xff\xff\x10\x00\x00\x80");
     /* hostile vocabularies: kind, flags, bos, eos, unk, tokens split by 0x01, NUL, text */

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", err.msg);
         return 1;
     }
-    json_t *texts = json_load_file(argv[2], 0, NULL);
+    json_t *texts = json_load_file(argv[2], JSON_ALLOW_NUL, NULL) /* texts may hold U+0000 */;
     if (!json_is_array(texts)) {
         fprintf(stderr, "%s: not a JSON array\n", argv[2]);
         return 1;

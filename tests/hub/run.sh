@@ -26,5 +26,11 @@ fi
 $cc -std=c11 -D_GNU_SOURCE -I"$root/include" "$root/tests/hfref/tokids.c" "$lib" $ldlibs -o "$build/hub/tokids" ||
   exit 1
 rc=0
+/usr/bin/python3 "$here/encoders.py" "$build" "$build/attnscope" "$build/hub/tokids" "$nm" || rc=1
 /usr/bin/python3 "$here/decoders.py" "$build" "$build/attnscope" "$build/hub/tokids" "$nm" || rc=1
+if /usr/bin/python3 -c 'import PIL' 2>/dev/null; then
+  /usr/bin/python3 "$here/vit.py" "$build/attnscope" || rc=1
+else
+  echo "*** hub-ref: python3-pil missing (apt-get install python3-pil): the ViT checks SKIPPED ***" >&2
+fi
 exit $rc
