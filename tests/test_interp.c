@@ -671,3 +671,83 @@ Test(interp, capture_growth_moves_what_was_stored)
     close_session(a);
     close_session(b);
 }
+
+/* The same across a growth that moves unmasked rows: de-en's decoder
+ * stepped one token at a time past 64 positions, its cross-attention rows
+ * (queries of the decoder, keys of the encoder) moved as the decoder's
+ * capacity doubles. de-en's window is 64, so the model is read from a copy
+ * whose transformer.context_length says 131072 (its positions are
+ * sinusoidal, computed: nothing else changes). */
+static char *de_en_long(void)
+{
+    FILE *f = fopen("../models/de-en.gguf", "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n);
+    cr_assert_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    const char key[] = "transformer.context_length";
+    char *k = memmem(b, (size_t)n, key, sizeof key - 1);
+    cr_assert(k);
+    uint32_t type, v = 131072;
+    memcpy(&type, k + sizeof key - 1, 4);
+    cr_assert_eq(type, 4u, "a uint32");
+    memcpy(k + sizeof key - 1 + 4, &v, 4);
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/attnscope-de-en-long-%d.gguf", (int)getpid());
+    f = fopen(path, "wb");
+    cr_assert(f);
+    fwrite(b, 1, (size_t)n, f);
+    fclose(f);
+    free(b);
+    return path;
+}
+
+static void step_decoder(as_session *s, int n)
+{
+    as_error err;
+    as_stop stop;
+    int32_t bos = s->it->out->tokens[0];
+    cr_assert_eq(as_interp_set_tokens(s->it, &bos, 1, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(as_interp_run(s->it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
+    for (int i = 1; i < n; i++) {
+        cr_assert_eq(as_interp_append(s->it, 4 + (i * 37) % 500, &err), AS_OK, "%s", err.msg);
+        cr_assert_eq(as_interp_run(s->it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
+    }
+}
+
+Test(interp, capture_growth_moves_cross_attention_rows)
+{
+    char *m = de_en_long();
+    as_session *a = open_session(m, 64), *b = open_session(m, 64);
+    enum { N = 100 };
+    run_ok(a, "source Ein Mann geht nach Hause.; prompt");
+    run_ok(b, "source Ein Mann geht nach Hause.; prompt");
+    step_decoder(a, N);
+    cr_assert_geq(a->cap->capacity[a->prog->out_stream], N, "the decoder's storage grew");
+    /* b: grown first by a run of N, then the same steps into storage large enough */
+    step_decoder(b, N);
+    int cap_b = b->cap->capacity[b->prog->out_stream];
+    step_decoder(b, N);
+    cr_assert_eq(b->cap->capacity[b->prog->out_stream], cap_b);
+    int cross = 0;
+    for (int h = 0; h < a->prog->n_hooks; h++) {
+        if (!as_capture_has(a->cap, h) || a->prog->hooks[h].stream != a->prog->out_stream)
+            continue;
+        const as_hook *hk = &a->prog->hooks[h];
+        cross += hk->is_attn && a->prog->attn[hk->attn].kv_stream != hk->stream;
+        size_t n = as_capture_count(a->cap, h, N);
+        float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
+        as_capture_copy(a->cap, h, N, x);
+        as_capture_copy(b->cap, h, N, y);
+        cr_assert_eq(memcmp(x, y, n * sizeof *x), 0, "%s moved in growth differs", hk->name);
+        free(x);
+        free(y);
+    }
+    cr_assert_gt(cross, 0, "cross-attention hooks compared");
+    close_session(a);
+    close_session(b);
+    unlink(m);
+}
