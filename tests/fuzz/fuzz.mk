@@ -5,6 +5,11 @@
 #       build/fuzz and runs it N seconds (default 60) from the seed corpus;
 #       fails if any target found a crash, leak, timeout or out-of-memory.
 #       Installs clang and libclang-rt-14-dev when missing (as root).
+#   make fuzz-long [FUZZ_SECONDS=1800]
+#       every target for that long (default 30 minutes), two at a time, in
+#       the background; build/fuzz/long.log, and the campaign table with the
+#       commit in build/fuzz/campaign.md (tests/fuzz/campaign.sh), the rows
+#       of tests/RELIABILITY.md's campaign table.
 #   make fuzz-replay   (part of `make test`, so also of `make asan`)
 #       reruns every seed and regression input through every target, built
 #       with $(CC) and a plain main(); no clang needed.
@@ -42,7 +47,7 @@ FUZZ_MAXLEN_gguf  = 400000
 REPLAY_DIR    = $(BUILD)/fuzz-replay
 REPLAY_BINS   = $(FUZZ_TARGETS:%=$(REPLAY_DIR)/fuzz_%)
 
-.PHONY: fuzz fuzz-build fuzz-deps fuzz-replay fuzz-corpus valgrind tui-stress
+.PHONY: fuzz fuzz-build fuzz-deps fuzz-replay fuzz-corpus valgrind tui-stress fuzz-long fuzz-campaign
 
 # ---- libFuzzer builds (clang) ----
 
@@ -76,6 +81,18 @@ fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
 	@cat $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%.summary) > $(FUZZ_BUILD)/summary.txt
 	@echo "fuzz summary ($(FUZZ_BUILD)/summary.txt):"; sed 's/^/  /' $(FUZZ_BUILD)/summary.txt
 	@! grep -v ' 0 findings (exit 0)' $(FUZZ_BUILD)/summary.txt >/dev/null
+
+FUZZ_LONG_SECONDS ?= 1800
+fuzz-long: fuzz-deps
+	@mkdir -p $(FUZZ_BUILD)
+	@nohup $(MAKE) --no-print-directory -j2 fuzz-campaign FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),$(FUZZ_LONG_SECONDS)) \
+	  > $(FUZZ_BUILD)/long.log 2>&1 &
+	@echo "fuzz-long: $(words $(FUZZ_TARGETS)) targets, two at a time, in the background: $(FUZZ_BUILD)/long.log;" \
+	  "the table goes to $(FUZZ_BUILD)/campaign.md"
+
+fuzz-campaign: $(FUZZ_TARGETS:%=fuzz-run-%)
+	@sh tests/fuzz/campaign.sh $(FUZZ_BUILD) $(FUZZ_TARGETS) > $(FUZZ_BUILD)/campaign.md
+	@cat $(FUZZ_BUILD)/campaign.md
 
 fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 	@t=$*; mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
