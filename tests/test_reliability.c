@@ -208,7 +208,7 @@ Test(reliability_limits, context_of_2p24_costs_address_space_not_memory, .timeou
     cr_assert_eq(as_session_from_model(&s, m, 1, null, null, &err), AS_OK, "%s", err.msg);
     run_ok(s, "prompt-ids 1 5 6; finish; gen 4");
     long rss1 = status_kb("VmRSS");
-    cr_log_info("context 2^24 llama (d_model 8, 1 layer): VmSize %ld MB, RSS growth %ld MB, capture %zu MB reserved",
+    cr_log_info("context 2^24 llama (d_model 8, 1 layer): VmSize %ld MB, RSS growth %ld MB, capture %zu MB in use",
                 status_kb("VmSize") / 1024, (rss1 - rss0) / 1024, s->cap->used >> 20);
     if (!UNDER_ASAN)
         cr_assert_lt(rss1 - rss0, 64 * 1024, "RSS grew by %ld kB", rss1 - rss0);
