@@ -4,7 +4,8 @@
 # tests/fresh/run.sh to compare two runs:
 #   - "count LINE": the lines that count checks (Criterion's synthesis,
 #     "NAME: N passed, ...", "N/N strings identical", "... within TOL",
-#     the files llama-compare compared and hf-tokref's counts),
+#     the files llama-compare compared, hf-tokref's counts, and the checks
+#     hub-ref and longctx ran with how each ended),
 #   - "skip N LINE": every line that says something was SKIPPED, with how
 #     often it came.
 # The repository's path becomes <repo>, temporary names <tmp>, timings go.
@@ -19,5 +20,8 @@ norm() {
     norm | grep -E 'Synthesis:|: [0-9]+ passed|[0-9]+/[0-9]+ (strings|checks|files|positions|models)|within [0-9.e+-]+ of|replayed [0-9]+ inputs|^deps-scan: [0-9]|^hf-tokref [a-z0-9_]+: |^not compared |^locales: |^tiny: |^no_color: '
     # llama-compare: which files were compared (its figures are floating point, from two builds)
     norm | grep -E '^(ok|FAIL) +[^ ]+: ' | sed 's/^\(ok\|FAIL\) *\([^ ]*\): \([^,]*\),.*/\1 \2: \3/'
+    # hub-ref and longctx: which checks ran and how each ended, without their figures
+    norm | grep -E '^hub-ref ' | sed 's/^\(hub-ref [^:]*\):\( [a-zA-Z]*\)\{0,1\}.*/\1:\2/'
+    norm | grep -E '^longctx (ok|FAIL): ' | sed 's/^\(longctx [A-Za-z]*: [^:(]*\).*/\1/'
 } | grep -v SKIP | sed 's/^/count /' | sort
 norm | grep -iE 'SKIP' | sort | uniq -c | sed 's/^ *\([0-9]*\) /skip \1 /'
