@@ -5,8 +5,14 @@
 #   sh tests/fuzz/campaign.sh FUZZ_BUILD TARGET...
 set -u
 dir=$1; shift
-commit=$(git rev-parse --short=10 HEAD 2>/dev/null || echo unknown)
-[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit (with uncommitted changes)"
+# the commit make fuzz-long started from (the targets were built from it), else HEAD
+if [ -s "$dir/campaign.commit" ]; then
+  commit=$(head -n 1 "$dir/campaign.commit")
+  grep -q dirty "$dir/campaign.commit" && commit="$commit (with uncommitted changes)"
+else
+  commit=$(git rev-parse --short=10 HEAD 2>/dev/null || echo unknown)
+  [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && commit="$commit (with uncommitted changes)"
+fi
 echo "| target | time run | executions | coverage edges | corpus | findings | commit |"
 echo "|---|---|---|---|---|---|---|"
 for t in "$@"; do

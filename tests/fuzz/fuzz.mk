@@ -85,6 +85,8 @@ fuzz: $(FUZZ_TARGETS:%=fuzz-run-%)
 FUZZ_LONG_SECONDS ?= 1800
 fuzz-long: fuzz-deps
 	@mkdir -p $(FUZZ_BUILD)
+	@{ git rev-parse --short=10 HEAD; git status --porcelain --untracked-files=no | grep -q . && echo dirty; } \
+	  > $(FUZZ_BUILD)/campaign.commit 2>/dev/null; true
 	@nohup $(MAKE) --no-print-directory -j2 fuzz-campaign FUZZ_SECONDS=$(if $(filter command line,$(origin FUZZ_SECONDS)),$(FUZZ_SECONDS),$(FUZZ_LONG_SECONDS)) \
 	  > $(FUZZ_BUILD)/long.log 2>&1 &
 	@echo "fuzz-long: $(words $(FUZZ_TARGETS)) targets, two at a time, in the background: $(FUZZ_BUILD)/long.log;" \
