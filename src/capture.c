@@ -196,6 +196,15 @@ static size_t mb_up(size_t bytes)
     return (bytes + (1u << 20) - 1) >> 20;
 }
 
+/* The budget (MB) that keeps every class plan() sized. */
+static size_t keep_all_mb(const size_t *need)
+{
+    size_t all = 0;
+    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
+        all += need[klass];
+    return mb_up(all);
+}
+
 /* What plan() decided, in words: "" when everything is kept. */
 static void describe(const as_capture *c, const int *pos, int from, const size_t *need, char *buf, size_t size)
 {
@@ -210,11 +219,8 @@ static void describe(const as_capture *c, const int *pos, int from, const size_t
     for (int klass = AS_CLASS_RESID; klass >= from && off < size; klass--)
         off += (size_t)snprintf(buf + off, size - off, "%s %s", klass == AS_CLASS_RESID ? "" : ",", class_name[klass]);
     /* what would keep them: every droppable class at these positions */
-    size_t all = 0;
-    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
-        all += need[klass];
     if (off < size)
-        snprintf(buf + off, size - off, " (--capture-mb %zu keeps them at %d positions)", mb_up(all), n);
+        snprintf(buf + off, size - off, " (--capture-mb %zu keeps them at %d positions)", keep_all_mb(need), n);
 }
 
 /* Applies plan() at pos: frees the classes dropped, allocates (at the
@@ -225,10 +231,7 @@ static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
     size_t need[AS_CLASS_RESID + 1];
     c->dropped_from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &c->used);
     c->essential = need[AS_CLASS_ESSENTIAL];
-    c->keep_mb = 0;
-    for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++)
-        c->keep_mb += need[klass];
-    c->keep_mb = mb_up(c->keep_mb);
+    c->keep_mb = keep_all_mb(need);
     c->n_dropped = 0;
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];
@@ -252,13 +255,19 @@ static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
     return AS_OK;
 }
 
+/* No hook holds a value: a new context, whose budget is decided anew. */
+static bool nothing_computed(const as_capture *c)
+{
+    for (int i = 0; i < c->prog->n_hooks; i++)
+        if (c->filled[i])
+            return false;
+    return true;
+}
+
 void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size)
 {
     size_t need[AS_CLASS_RESID + 1], used;
-    bool fresh = true;
-    for (int i = 0; i < c->prog->n_hooks && fresh; i++)
-        fresh = c->filled[i] == 0;
-    int from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &used);
+    int from = plan(c, pos, nothing_computed(c) ? -1 : c->dropped_from, need, &used);
     describe(c, pos, from, need, buf, size);
 }
 
@@ -339,10 +348,7 @@ static void populate(float *base, size_t from, size_t to)
 int as_capture_prepare(as_capture *c, const int *ends, as_error *err)
 {
     const as_program *p = c->prog;
-    bool fresh = true;
-    for (int i = 0; i < p->n_hooks && fresh; i++)
-        fresh = c->filled[i] == 0;
-    if (decide(c, ends, fresh, err) || grow(c, ends, err))
+    if (decide(c, ends, nothing_computed(c), err) || grow(c, ends, err))
         return AS_ERR;
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];

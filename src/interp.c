@@ -128,20 +128,22 @@ int as_interp_set_input(as_interp *it, int stream, const int32_t *ids, int n, as
     return AS_OK;
 }
 
+/* Stream s's context under a cap of n (only token streams are capped). */
+static int capped_ctx(const as_stream *st, int n)
+{
+    return st->input != AS_INPUT_TOKENS || n <= 0 || n > st->n_ctx ? st->n_ctx : n;
+}
+
 int as_interp_set_ctx(as_interp *it, int n, as_error *err)
 {
     const as_program *p = it->prog;
-    for (int s = 0; s < p->n_streams; s++) {
-        int window = p->streams[s].n_ctx;
-        int want = p->streams[s].input != AS_INPUT_TOKENS || n <= 0 || n > window ? window : n;
-        if (it->st[s].n_tokens > want)
+    for (int s = 0; s < p->n_streams; s++)
+        if (it->st[s].n_tokens > capped_ctx(&p->streams[s], n))
             return as_error_set(err, "the %s holds %d tokens: a context of %d would cut them (a shorter prompt first)",
-                                s == p->out_stream ? "context" : p->streams[s].name, it->st[s].n_tokens, want);
-    }
-    for (int s = 0; s < p->n_streams; s++) {
-        int window = p->streams[s].n_ctx;
-        it->st[s].n_ctx = p->streams[s].input != AS_INPUT_TOKENS || n <= 0 || n > window ? window : n;
-    }
+                                s == p->out_stream ? "context" : p->streams[s].name, it->st[s].n_tokens,
+                                capped_ctx(&p->streams[s], n));
+    for (int s = 0; s < p->n_streams; s++)
+        it->st[s].n_ctx = capped_ctx(&p->streams[s], n);
     it->n_ctx = it->out->n_ctx;
     return AS_OK;
 }

@@ -290,7 +290,7 @@ const as_tok_pre *as_tok_pre_type(const char *type)
 /* Invalid bytes get a code point past U+10FFFF, classed as U+FFFD is. */
 #define CP_INVALID 0xFFFFFFFFu
 
-static bool in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
+bool as_tok_in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -322,7 +322,7 @@ static unsigned uni_class(uint32_t cp)
 
 static bool uni_space(uint32_t cp)
 {
-    return cp <= 0x10FFFF && in_ranges(as_uni_space, sizeof as_uni_space / sizeof as_uni_space[0], cp);
+    return cp <= 0x10FFFF && as_tok_in_ranges(as_uni_space, sizeof as_uni_space / sizeof as_uni_space[0], cp);
 }
 
 unsigned as_tok_uni_class(uint32_t cp) { return uni_class(cp); }

@@ -130,15 +130,7 @@ static const unsigned STEP_GROWTH[WPM_N_STEPS] = {1, 1, 3, 4, 4, 2, 1};
 
 static bool nonspacing_mark(uint32_t cp)
 {
-    size_t lo = 0, hi = N_OF(as_uni_mn);
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (as_uni_mn[mid][1] < cp)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < N_OF(as_uni_mn) && as_uni_mn[lo][0] <= cp;
+    return as_tok_in_ranges(as_uni_mn, N_OF(as_uni_mn), cp);
 }
 
 /* Rust's char::to_lowercase: the simple mapping but where the full one

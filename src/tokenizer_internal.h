@@ -248,6 +248,8 @@ void as_tok_pre_free(as_tokenizer *t);
  * U+FFFD's class, not a space). */
 unsigned as_tok_uni_class(uint32_t cp);
 bool as_tok_uni_space(uint32_t cp);
+/* Whether cp falls in one of n sorted {first, last} ranges. */
+bool as_tok_in_ranges(const uint32_t (*r)[2], size_t n, uint32_t cp);
 /* s[0, n) -> w->cps[0, *m), with w->cps[*m].off == n; a byte that does
  * not start well-formed UTF-8 is one code point past U+10FFFF. */
 int as_tok_decode_cps(const char *s, size_t n, work *w, size_t *m, as_error *err);
