@@ -213,6 +213,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
+	AS_BIN=$(abspath $(PROG)) /usr/bin/python3 tests/stale/run.py
 
 # The suite's output also goes to $(BUILD)/test.log, ending with its exit
 # status: make test-fresh holds the fresh machine's run to this one's.

@@ -64,7 +64,27 @@ int as_cmd_route(cmd_ctx *c)
     snprintf(label, sizeof label, "route %ld.%ld off", l, e);
     if (as_cmd_add_rule(s, AS_RULE_ROUTE_OFF, h, (int)e, -1, NULL, false, label, c->err))
         return AS_ERR;
-    fprintf(s->out, "%s: applies from the next pass (`compare` reruns with and without)\n", label);
+    fprintf(s->out, "%s: in effect from now on (what is read next is computed with it; `compare` runs with and without)\n", label);
+    return AS_OK;
+}
+
+struct head_mean {
+    int hook, head;
+    float *avg; /* [d_head], malloc'd */
+};
+
+static int head_mean(as_session *s, void *ctx, as_error *err)
+{
+    struct head_mean *m = ctx;
+    int n = as_cmd_hook_positions(s, m->hook, err);
+    if (n < 0)
+        return AS_ERR;
+    int dh = s->model->cfg.d_head;
+    if (!(m->avg = calloc((size_t)dh, sizeof *m->avg)))
+        return as_error_set(err, "out of memory");
+    for (int p = 0; p < n; p++)
+        for (int i = 0; i < dh; i++)
+            m->avg[i] += as_capture_row(s->cap, m->hook, p)[m->head * dh + i] / (float)n;
     return AS_OK;
 }
 
@@ -108,30 +128,32 @@ int as_cmd_ablate(cmd_ctx *c)
         snprintf(label, sizeof label, "ablate %ld.%ld %s", l, h, c->argv[2]);
         float *avg = NULL;
         if (mean) {
-            /* The mean over the context's positions, as captured now (before any ablation of it). */
-            int n = as_cmd_hook_positions(s, hz, c->err);
-            if (n < 0)
-                return as_error_prefix(c->err, "mean ablation needs the head's values (run the pass first)");
-            int dh = cfg->d_head;
-            avg = calloc((size_t)dh, sizeof *avg);
-            for (int p = 0; avg && p < n; p++)
-                for (int i = 0; i < dh; i++)
-                    avg[i] += as_capture_row(s->cap, hz, p)[h * dh + i] / (float)n;
+            /* The head's mean over the context's positions in the clean
+             * run (no intervention): the one captured, if it is that run,
+             * else a clean run made for it. */
+            struct head_mean m = {hz, (int)h, NULL};
+            if (as_cmd_require_tokens(s, c->err))
+                return AS_ERR;
+            int rc = as_interp_state_clean(s->it) && as_interp_logits(s->it) ? head_mean(s, &m, c->err)
+                                                                            : as_cmd_rerun(s, true, head_mean, &m, c->err);
+            if (rc)
+                return as_error_prefix(c->err, "mean ablation needs the head's values in the clean run");
+            avg = m.avg;
         }
         int rc = as_cmd_add_rule(s, mean ? AS_RULE_SET : AS_RULE_ZERO, hz, (int)h, -1, avg, false, label, c->err);
         free(avg);
         if (rc)
             return AS_ERR;
     }
-    fprintf(s->out, "%s: applies from the next pass (`compare` reruns with and without)\n", label);
+    fprintf(s->out, "%s: in effect from now on (what is read next is computed with it; `compare` runs with and without)\n", label);
     return AS_OK;
 }
 
 int as_cmd_unablate(cmd_ctx *c)
 {
     int n = as_interp_clear_rules(c->s->it, false);
-    fprintf(c->s->out, "removed %d ablation%s and patch%s (rerun with `compare` or `finish` after a new prompt)\n",
-            n, n == 1 ? "" : "s", n == 1 ? "" : "es");
+    fprintf(c->s->out, "removed %d intervention%s (ablations, patches, routes off): what is read next is computed "
+            "without %s\n", n, n == 1 ? "" : "s", n == 1 ? "it" : "them");
     return AS_OK;
 }
 
@@ -159,6 +181,15 @@ static void print_top(as_session *s, const char *title, const float *logits, con
     fprintf(s->out, "\n");
 }
 
+static int copy_logits(as_session *s, void *dst, as_error *err)
+{
+    const float *logits = as_cmd_final_logits(s, err);
+    if (!logits)
+        return AS_ERR;
+    memcpy(dst, logits, (size_t)s->model->cfg.n_vocab * sizeof *logits);
+    return AS_OK;
+}
+
 /* Clean run (rules off) against the run with rules; leaves the latter captured. */
 int as_cmd_compare_runs(as_session *s, as_error *err)
 {
@@ -167,13 +198,10 @@ int as_cmd_compare_runs(as_session *s, as_error *err)
           *pa = malloc((size_t)V * sizeof *pa);
     int rc = clean && pc && pa ? AS_OK : as_error_set(err, "out of memory");
     if (rc == AS_OK)
-        rc = as_cmd_rerun(s, true, err);
+        rc = as_cmd_rerun(s, true, copy_logits, clean, err);
+    if (rc == AS_OK)
+        rc = as_cmd_rerun(s, false, NULL, NULL, err);
     const float *logits = rc == AS_OK ? as_cmd_final_logits(s, err) : NULL;
-    if (logits) {
-        memcpy(clean, logits, (size_t)V * sizeof *clean);
-        rc = as_cmd_rerun(s, false, err);
-        logits = rc == AS_OK ? as_cmd_final_logits(s, err) : NULL;
-    }
     if (!logits) {
         rc = AS_ERR;
     } else {

@@ -9,13 +9,17 @@
 #include "attnscope/npy.h"
 #include "session_internal.h"
 
-int as_cmd_rerun(as_session *s, bool rules_off, as_error *err)
+int as_cmd_rerun(as_session *s, bool rules_off, as_cmd_reader read, void *ctx, as_error *err)
 {
     as_interp *it = s->it;
     as_stop stop;
     as_interp_rules_off(it, rules_off);
     as_interp_reset(it); /* the same input, computed again from position 0 */
     int rc = as_cmd_run(s, AS_RUN_FINISH, 0, &stop, err);
+    if (rc == AS_OK && stop == AS_STOP_INTERRUPT)
+        rc = as_error_set(err, "interrupted");
+    if (rc == AS_OK && read)
+        rc = read(s, ctx, err);
     as_interp_rules_off(it, false);
     return rc;
 }
@@ -24,10 +28,12 @@ int as_cmd_side_run_new(as_session *s, const int32_t *ids, int n, size_t budget,
 {
     as_stop stop;
     memset(r, 0, sizeof *r);
-    if (as_capture_new(&r->cap, s->prog, budget, err) || as_interp_new(&r->it, s->prog, r->cap, err) ||
-        as_interp_set_tokens(r->it, ids, n, err) || as_interp_run(r->it, AS_RUN_FINISH, 0, &stop, err))
+    if (as_capture_new(&r->cap, s->prog, budget, err) || as_interp_new(&r->it, s->prog, r->cap, err))
         return AS_ERR;
-    return AS_OK;
+    r->it->interrupt = s->it->interrupt; /* Ctrl-C stops it too */
+    if (as_interp_set_tokens(r->it, ids, n, err) || as_interp_run(r->it, AS_RUN_FINISH, 0, &stop, err))
+        return AS_ERR;
+    return stop == AS_STOP_INTERRUPT ? as_error_set(err, "interrupted") : AS_OK;
 }
 
 void as_cmd_side_run_free(as_side_run *r)

@@ -55,12 +55,12 @@ static int patch_values(as_session *s, const as_side_run *r, int hook, float **v
     return AS_OK;
 }
 
-static int metric_now(as_session *s, double *out, as_error *err)
+static int metric_reader(as_session *s, void *ctx, as_error *err)
 {
     const float *l = as_cmd_final_logits(s, err);
     if (!l)
         return AS_ERR;
-    *out = (double)l[s->metric[0]] - l[s->metric[1]];
+    *(double *)ctx = (double)l[s->metric[0]] - l[s->metric[1]];
     return AS_OK;
 }
 
@@ -100,9 +100,7 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
     int cols = heads ? cfg->n_head : s->it->out->n_tokens;
     float *table = calloc((size_t)cfg->n_layer * (size_t)cols, sizeof *table), *vals = NULL;
     double clean = 0, corrupt = 0;
-    int rc = table ? as_cmd_rerun(s, true, c->err) : as_error_set(c->err, "out of memory");
-    if (rc == AS_OK)
-        rc = metric_now(s, &clean, c->err);
+    int rc = table ? as_cmd_rerun(s, true, metric_reader, &clean, c->err) : as_error_set(c->err, "out of memory");
     const float *ol = as_interp_logits(other.it);
     corrupt = ol ? (double)ol[s->metric[0]] - ol[s->metric[1]] : NAN;
     int saved = s->it->n_rules;
@@ -125,8 +123,8 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
             free(pv);
             if (rc)
                 break;
-            rc = as_cmd_rerun(s, false, c->err);
-            if (rc == AS_OK && (rc = metric_now(s, &m, c->err)) == AS_OK)
+            rc = as_cmd_rerun(s, false, metric_reader, &m, c->err);
+            if (rc == AS_OK)
                 table[(size_t)l * cols + j] = (float)m;
             as_interp_truncate_rules(s->it, saved);
         }
@@ -134,7 +132,7 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
     free(vals);
     as_cmd_side_run_free(&other);
     if (rc == AS_OK)
-        rc = as_cmd_rerun(s, false, c->err);
+        rc = as_cmd_rerun(s, false, NULL, NULL, c->err);
     if (rc == AS_OK) {
         const char *what = what_name(kind);
         fprintf(s->out, "patching %s from the other prompt, by layer and %s; metric clean %.4f, other %.4f\nlayer",

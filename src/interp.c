@@ -72,10 +72,15 @@ void as_interp_free(as_interp *it)
     free(it);
 }
 
-/* Streams from s on start over: nothing of them is computed. */
+/* Streams from s on start over: nothing of them is computed. Earlier
+ * streams computed under other rules start over too: what stays must be
+ * fresh. */
 static void reset_from(as_interp *it, int s)
 {
     const as_program *p = it->prog;
+    if (as_interp_stale(it))
+        s = 0;
+    it->gen++;
     for (int h = 0; h < p->n_hooks; h++)
         if (p->hooks[h].stream >= s)
             it->cap->filled[h] = 0;
@@ -996,6 +1001,37 @@ static bool apply_rules(as_interp *it, int hook)
     return fired;
 }
 
+/* Something computed: a pass run or under way, or a stream's positions done. */
+static bool has_state(const as_interp *it)
+{
+    if (it->n_passes > 0 || it->in_pass)
+        return true;
+    for (int s = 0; s < it->prog->n_streams; s++)
+        if (it->st[s].n_done > 0)
+            return true;
+    return false;
+}
+
+static bool changes_values(const as_rule *r)
+{
+    return r->kind != AS_RULE_WATCH;
+}
+
+bool as_interp_stale(const as_interp *it)
+{
+    return has_state(it) && (it->state_gen != it->rules_gen || it->state_off != it->rules_off);
+}
+
+bool as_interp_state_clean(const as_interp *it)
+{
+    if (as_interp_stale(it))
+        return false;
+    for (int k = 0; k < it->n_rules && !it->state_off; k++)
+        if (changes_values(&it->rules[k]))
+            return false;
+    return true;
+}
+
 int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *err)
 {
     as_rule *rules = realloc(it->rules, (size_t)(it->n_rules + 1) * sizeof *rules);
@@ -1015,6 +1051,8 @@ int as_interp_add_rule(as_interp *it, const as_rule *r, size_t len, as_error *er
         memcpy(dst->values, r->values, n * sizeof *dst->values);
     }
     it->n_rules++;
+    if (changes_values(dst))
+        it->rules_gen++;
     return AS_OK;
 }
 
@@ -1025,8 +1063,12 @@ void as_interp_rules_off(as_interp *it, bool off)
 
 void as_interp_truncate_rules(as_interp *it, int n)
 {
-    while (it->n_rules > n)
-        free(it->rules[--it->n_rules].values);
+    while (it->n_rules > n) {
+        as_rule *r = &it->rules[--it->n_rules];
+        if (changes_values(r))
+            it->rules_gen++;
+        free(r->values);
+    }
 }
 
 int as_interp_clear_rules(as_interp *it, bool watches)
@@ -1034,6 +1076,8 @@ int as_interp_clear_rules(as_interp *it, bool watches)
     int kept = 0, removed = 0;
     for (int k = 0; k < it->n_rules; k++) {
         if ((it->rules[k].kind == AS_RULE_WATCH) == watches) {
+            if (changes_values(&it->rules[k]))
+                it->rules_gen++;
             free(it->rules[k].values);
             removed++;
         } else {
@@ -1095,6 +1139,7 @@ static bool run_op(as_interp *it)
     if (it->pc >= it->ready_until)
         exec(it, op);
     bool fired = apply_rules(it, op->out);
+    it->gen++;
     check_finite(it, op);
     if (as_capture_has(it->cap, op->out))
         it->cap->filled[op->out] = st->p0 + st->n;
@@ -1123,6 +1168,10 @@ static bool next_spans(const as_interp *it, as_pass *ps, int chunk)
 
 static int begin_pass(as_interp *it, const as_pass *ps, as_error *err)
 {
+    if (!has_state(it)) {
+        it->state_gen = it->rules_gen;
+        it->state_off = it->rules_off;
+    }
     if (enter_pass(it, ps, err))
         return AS_ERR;
     it->passes[it->n_passes++] = *ps;
@@ -1163,9 +1212,56 @@ static int start_pass(as_interp *it, as_run_mode mode, bool *started, as_error *
     return AS_OK;
 }
 
+int as_interp_refresh(as_interp *it, int *positions, as_error *err)
+{
+    const as_program *p = it->prog;
+    if (positions)
+        *positions = 0;
+    if (!as_interp_stale(it))
+        return AS_OK;
+    /* The point reached: a pass under way (its spans and op), or the
+     * positions done. */
+    bool mid = it->in_pass;
+    int pc = it->pc;
+    as_pass target = mid ? it->passes[it->n_passes - 1] : (as_pass){{0}, {0}};
+    int done[AS_MAX_STREAMS], n_tokens[AS_MAX_STREAMS];
+    for (int s = 0; s < p->n_streams; s++) {
+        done[s] = mid ? target.p0[s] : it->st[s].n_done;
+        n_tokens[s] = it->st[s].n_tokens;
+    }
+    reset_from(it, 0);
+    /* Up to the positions done, as one run to the end would (the later
+     * tokens are hidden meanwhile, and kept). */
+    for (int s = 0; s < p->n_streams; s++)
+        it->st[s].n_tokens = done[s];
+    as_stop stop;
+    int rc = as_interp_run(it, AS_RUN_FINISH, 0, &stop, err);
+    for (int s = 0; s < p->n_streams; s++)
+        it->st[s].n_tokens = n_tokens[s];
+    if (rc || stop == AS_STOP_INTERRUPT)
+        return rc;
+    if (mid) {
+        if (it->n_passes == it->cap_passes)
+            return as_error_set(err, "too many passes over this input (%d)", it->n_passes);
+        if (begin_pass(it, &target, err))
+            return AS_ERR;
+        while (it->in_pass && it->pc < pc) {
+            if (it->interrupt && *it->interrupt)
+                return AS_OK;
+            run_op(it);
+        }
+    }
+    if (positions)
+        *positions = done[p->out_stream] + (mid ? target.n[p->out_stream] : 0);
+    return AS_OK;
+}
+
 int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     *stop = AS_STOP_IDLE;
+    /* Never go on from values computed under other rules. */
+    if (as_interp_stale(it) && as_interp_refresh(it, NULL, err))
+        return AS_ERR;
     if (!it->in_pass) {
         bool started;
         if (start_pass(it, mode, &started, err))
@@ -1222,6 +1318,7 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
 static int restore(as_interp *it, int j, int pc, as_error *err)
 {
     const as_program *p = it->prog;
+    it->gen++;
     as_pass ps = it->passes[j];
     it->n_passes = j + 1;
     for (int s = 0; s < p->n_streams; s++)
@@ -1259,6 +1356,8 @@ int as_interp_back(as_interp *it, long n, as_error *err)
     long per = it->prog->n_ops;
     if (n <= 0)
         return AS_OK;
+    if (as_interp_stale(it) && as_interp_refresh(it, NULL, err))
+        return AS_ERR;
     if (it->n_passes == 0)
         return as_error_set(err, "nothing to go back to: no op has run yet");
     long now = it->in_pass ? (it->n_passes - 1) * per + it->pc : it->n_passes * per;
@@ -1272,7 +1371,7 @@ const float *as_interp_logits(const as_interp *it)
         return NULL;
     int h = it->prog->ops[it->prog->unembed].out;
     const as_stream_state *st = it->out;
-    if (it->in_pass || st->n_done == 0 || st->n_done != st->n_tokens || it->n_passes == 0)
+    if (it->in_pass || st->n_done == 0 || st->n_done != st->n_tokens || it->n_passes == 0 || as_interp_stale(it))
         return NULL;
     int pos = it->prog->logits_pos >= 0 ? it->prog->logits_pos : st->n_done - 1;
     if (as_capture_has(it->cap, h))

@@ -356,9 +356,50 @@ void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc)
     }
 }
 
+/* What is in effect now, for the notes that say a pass was recomputed. */
+static void describe_rules(const as_session *s, char *out, size_t cap)
+{
+    int n = 0;
+    for (int k = 0; k < s->it->n_rules; k++)
+        n += s->it->rules[k].kind != AS_RULE_WATCH;
+    if (n == 0)
+        snprintf(out, cap, "with no intervention");
+    else
+        snprintf(out, cap, "under the %d intervention%s in effect", n, n == 1 ? "" : "s");
+}
+
+int as_session_refresh(as_session *s, as_error *err)
+{
+    if (!as_interp_stale(s->it))
+        return AS_OK;
+    int n;
+    if (as_interp_refresh(s->it, &n, err))
+        return AS_ERR;
+    if (s->it->interrupt && *s->it->interrupt)
+        return as_error_set(err, "interrupted while computing the pass again under the changed rules");
+    char what[64];
+    describe_rules(s, what, sizeof what);
+    if (s->warn)
+        fprintf(s->warn, "note: the interventions changed since this pass: its %d position%s computed again %s\n",
+                n, n == 1 ? "" : "s", what);
+    report_nonfinite(s);
+    return AS_OK;
+}
+
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     int was = s->cap->dropped_from;
+    if (as_interp_stale(s->it) && !s->it->in_pass) {
+        /* The whole context is computed again, and this run says so. */
+        char what[64];
+        describe_rules(s, what, sizeof what);
+        if (s->warn && !s->it->rules_off)
+            fprintf(s->warn, "note: the interventions changed since the last pass: computing it again from "
+                    "position 0 %s\n", what);
+        as_interp_reset(s->it);
+    } else if (as_interp_stale(s->it) && as_session_refresh(s, err)) {
+        return AS_ERR;
+    }
     int rc = as_interp_run(s->it, mode, count, stop, err);
     /* a class the budget no longer holds at these positions: said once */
     if (s->cap->dropped_from >= 0 && s->cap->dropped_from != was && s->warn)
@@ -1322,6 +1363,22 @@ static int cmd_help(cmd_ctx *c)
     return AS_OK;
 }
 
+/* Commands that read nothing computed (they set input, rules or
+ * settings, list what is there, or run the interpreter, which recomputes
+ * a stale pass itself): the others see the pass recomputed first when the
+ * interventions changed since it ran. */
+static bool keeps_state(const char *name)
+{
+    static const char *const names[] = {"prompt", "prompt-ids", "source", "source-ids", "tokenize", "prompt-raw",
+        "tokenize-raw", "token-types", "image", "tokens", "step", "next", "finish", "continue", "break", "unbreak",
+        "where", "set", "hooks", "ablate", "route", "unablate", "ablations", "compare", "metric", "patch", "watch",
+        "unwatch", "watches", "weights", "diff", "load", "convert", "info", "help", "quit"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (!strcmp(name, names[i]))
+            return true;
+    return false;
+}
+
 int as_session_exec(as_session *s, const char *line, as_error *err)
 {
     cmd_ctx c = {s, NULL, 0, NULL, err};
@@ -1345,7 +1402,9 @@ int as_session_exec(as_session *s, const char *line, as_error *err)
         as_error_clear(err);
     }
     int rc = AS_OK;
-    if (c.argc > 0 && c.argv[0][0] != '#') {
+    if (c.argc > 0 && c.argv[0][0] != '#' && !keeps_state(c.argv[0]) && as_session_refresh(s, err))
+        rc = AS_ERR;
+    else if (c.argc > 0 && c.argv[0][0] != '#') {
         const char *p = line;
         while (isspace((unsigned char)*p))
             p++;

@@ -70,8 +70,12 @@ const char *as_cmd_output_kind(const char *path);
 
 /* What the instruments share (cmd_common.c). */
 /* Runs the current context again from scratch (rules applied unless
- * rules_off), leaving the capture showing that run. */
-int as_cmd_rerun(as_session *s, bool rules_off, as_error *err);
+ * rules_off), leaving the capture showing that run, and calls read (may be
+ * NULL) on it while the rules it ran under are in effect: a clean run's
+ * values are read there (afterwards they are stale, and recomputed under
+ * the rules when next read). Ctrl-C: AS_ERR "interrupted". */
+typedef int (*as_cmd_reader)(as_session *s, void *ctx, as_error *err);
+int as_cmd_rerun(as_session *s, bool rules_off, as_cmd_reader read, void *ctx, as_error *err);
 /* A separate run of other tokens (same program), for probes and patching. */
 typedef struct as_side_run {
     as_capture *cap;

@@ -751,3 +751,53 @@ Test(interp, capture_growth_moves_cross_attention_rows)
     close_session(b);
     unlink(m);
 }
+
+/* A change of the interventions makes what was computed stale; a refresh
+ * computes it again under the new rules up to the same op of the same
+ * pass, bit for bit what a session that had the rules from the start
+ * holds there; a read of the logits meanwhile is refused (NULL). */
+static void refresh_equals_fresh(const char *dir, const char *rule)
+{
+    char gguf[256];
+    snprintf(gguf, sizeof gguf, "%s.gguf", dir);
+    as_session *a = open_session(gguf, 64), *b = open_session(gguf, 64);
+    load_prompt(a, dir);
+    load_prompt(b, dir);
+    as_error err;
+    /* a: the rule first; b: computes without it, past a generated token, into the next pass */
+    run_ok(a, rule);
+    run_ok(a, "finish");
+    run_ok(b, "finish");
+    cr_assert_eq(as_interp_append(a->it, 7, &err), AS_OK);
+    cr_assert_eq(as_interp_append(b->it, 7, &err), AS_OK);
+    run_ok(a, "step 9");
+    run_ok(b, "step 9");
+    cr_assert(!as_interp_stale(b->it));
+    run_ok(b, rule);
+    cr_assert(as_interp_stale(b->it), "a new intervention makes the computed state stale");
+    cr_assert_eq(as_session_refresh(b, &err), AS_OK, "%s", err.msg);
+    cr_assert(!as_interp_stale(b->it));
+    cr_assert_eq(a->it->pc, b->it->pc, "the refresh stands at the op it stood at (%d vs %d)", a->it->pc, b->it->pc);
+    cr_assert_eq(a->it->out->n_done, b->it->out->n_done);
+    assert_same_capture(a, b, 0);
+    run_ok(a, "finish");
+    run_ok(b, "finish");
+    assert_same_capture(a, b, 0);
+    /* removed: stale again; the logits are refused until computed again */
+    run_ok(b, "unablate");
+    cr_assert_null(as_interp_logits(b->it));
+    run_ok(b, "finish"); /* the run itself recomputes from position 0 */
+    cr_assert(!as_interp_stale(b->it));
+    cr_assert_not_null(as_interp_logits(b->it));
+    close_session(a);
+    close_session(b);
+}
+
+Test(interp, a_changed_intervention_is_recomputed_to_the_same_op)
+{
+    refresh_equals_fresh("fixtures/tiny-gpt2", "ablate 1.1 zero");
+}
+Test(interp, a_changed_intervention_is_recomputed_in_an_encoder_decoder)
+{
+    refresh_equals_fresh("fixtures/tiny-transformer", "ablate mlp 0");
+}

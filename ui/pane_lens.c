@@ -16,7 +16,7 @@
 #define LENS_TOP 3
 
 struct lens_cache {
-    long key[4];           /* passes, computed positions, selected token, rules */
+    unsigned long key[2];  /* the interpreter's generation, the selected token */
     int rows;              /* layers + 1 */
     int chosen;            /* the token finally chosen */
     bool generated;        /* chosen was generated after the selected token */
@@ -46,7 +46,8 @@ static bool compute(tui *u, int q)
     const as_session *s = u->s;
     const as_interp *it = s->it;
     int L = s->model->cfg.n_layer, V = s->model->cfg.n_vocab;
-    long key[4] = {it->n_passes, it->out->n_done, q, it->n_rules};
+    /* it->gen changes with every value computed: nothing cached outlives what it was made from */
+    unsigned long key[2] = {it->gen, (unsigned long)q};
     if (cache->rows && !memcmp(key, cache->key, sizeof key))
         return true;
     if (L + 1 > 257 || !vocab_scratch(u))

@@ -208,6 +208,16 @@ static int run_one(tui *u, const char *cmd)
     u->dirty |= panes_showing(SHOWS_BUSY);
     tui_redraw(u);
     int rc = view_exec(&u->v, u->s, cmd, &changed, &err);
+    /* The panes draw what the pass computed: after a change of the
+     * interventions it is computed again before they do (the batch and
+     * the REPL leave it to the next command that reads it). */
+    as_error e2 = {{0}};
+    if (as_interp_stale(u->s->it) && as_session_refresh(u->s, &e2)) {
+        if (rc)
+            log_addf(&u->log, LOG_ERROR, "error: %s", err.msg);
+        err = e2;
+        rc = AS_ERR;
+    }
     u->busy = false;
     capture_end(u, u->null_out);
     if (rc)

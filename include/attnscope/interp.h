@@ -123,6 +123,15 @@ typedef struct as_interp {
     int rope_stream;   /* the stream and rotary spec whose angles rope holds; -1: none */
     as_rope_spec rope_spec;
     int ready_until;   /* ops [pc, ready_until) have their outputs computed already */
+    /* Generations: what was computed under which rules. rules_gen changes
+     * with every intervention added or removed (watches change no value);
+     * state_gen and state_off are the rules the computed state (every pass
+     * since the last reset) ran under. A state whose rules differ is stale:
+     * as_interp_run and as_interp_back recompute it before going on, and
+     * as_interp_logits refuses it. gen changes whenever a computed value
+     * may have: caches of derived results key on it. */
+    unsigned long rules_gen, state_gen, gen;
+    bool state_off;
 } as_interp;
 
 /* With nothing captured (a budget of 0), a run to the end (FINISH,
@@ -195,5 +204,16 @@ int as_interp_set_ctx(as_interp *it, int n, as_error *err);
 void as_interp_rules_off(as_interp *it, bool off);
 /* Drops the interventions added after the first n (a sweep's trial rule). */
 void as_interp_truncate_rules(as_interp *it, int n);
+/* True when something is computed and the rules changed since (an
+ * intervention added or removed, or the rules turned off or on). */
+bool as_interp_stale(const as_interp *it);
+/* True when the computed state ran with no intervention in effect. */
+bool as_interp_state_clean(const as_interp *it);
+/* Recomputes a stale state under the current rules up to the point it
+ * had reached (the same op of the same span), so that nothing computed
+ * under other rules is kept; *positions (may be NULL) gets the count of
+ * output positions computed again, 0 when nothing was stale. Ctrl-C
+ * (the interrupt flag) stops it: the state is then fresh but shorter. */
+int as_interp_refresh(as_interp *it, int *positions, as_error *err);
 
 #endif

@@ -64,6 +64,11 @@ int as_session_load(as_session *s, const char *path, as_error *err);
 
 /* Runs one command line (one command; see as_split_commands for ';'). */
 int as_session_exec(as_session *s, const char *line, as_error *err);
+/* Where the interventions changed since the pass ran, computes it again
+ * under them up to the point it had reached (and says so on the warning
+ * stream); nothing otherwise. The commands that read results do this
+ * themselves; a front calls it before drawing what the pass computed. */
+int as_session_refresh(as_session *s, as_error *err);
 /* Splits "CMD; CMD; ..." at semicolons outside quotes. Returns a malloc'd
  * array of malloc'd strings (trimmed, empty ones dropped); *n is the count. */
 char **as_split_commands(const char *line, int *n);

@@ -516,5 +516,28 @@ for size in "80 24" "120 35" "160 48"; do
 done
 MODEL=$SAVED_MODEL
 
+# ---- the panes never show values computed under interventions since changed ----
+# The same interventions added after the pass ("after") or before it
+# ("fresh"): the logit lens, the probabilities and the norms show the same.
+for v in after fresh; do
+    n=rules$v
+    start $n 160 48 "$U"
+    expect $n "$v: opens" '^attnscope>'
+    if [ $v = after ]; then
+        typed $n 'prompt the cat sat on the mat; finish; ablate mlp 2; ablate 1.1 zero'
+    else
+        typed $n 'prompt the cat sat on the mat; ablate mlp 2; ablate 1.1 zero; finish'
+    fi
+    keys $n Enter
+    expect $n "$v: the interventions are in effect" 'ablate 1\.1 zero: in effect'
+    expect $n "$v: the lens is drawn" '│ L[0-9]+ +.*#[0-9]+ +[0-9.]+%'
+    screen $n
+    grep -Eo '│ (emb|L[0-9]+) +[^│]*|│ +[0-9]+ [^│]*[0-9]+\.[0-9]+%[^│]*' "$TMP/screen" > "$TMP/$n.panes"
+    keys $n Escape q
+    restored $n
+done
+[ -s "$TMP/rulesafter.panes" ] && cmp -s "$TMP/rulesafter.panes" "$TMP/rulesfresh.panes" && ok ||
+    bad "the panes after adding interventions differ from a session that had them from the start: $(diff "$TMP/rulesafter.panes" "$TMP/rulesfresh.panes" | head -4)"
+
 echo "tui e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
