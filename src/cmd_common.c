@@ -24,6 +24,11 @@ int as_cmd_rerun(as_session *s, bool rules_off, as_cmd_reader read, void *ctx, a
     return rc;
 }
 
+bool as_cmd_interrupted(const as_session *s)
+{
+    return s->interrupt && *s->interrupt;
+}
+
 int as_cmd_side_run_new(as_session *s, const int32_t *ids, int n, size_t budget, as_side_run *r, as_error *err)
 {
     as_stop stop;

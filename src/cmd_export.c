@@ -1570,6 +1570,10 @@ int as_cmd_dump_all(cmd_ctx *c)
         goto out;
     }
     for (int h = 0; h < s->prog->n_hooks && rc == AS_OK; h++) {
+        if (as_cmd_interrupted(s)) {
+            rc = as_error_set(c->err, "interrupted (the files written so far stay)");
+            break;
+        }
         int npos = s->cap->filled[h];
         if (!as_capture_has(s->cap, h) || npos == 0)
             continue;

@@ -96,6 +96,8 @@ int as_cmd_weights(cmd_ctx *c)
         const as_gguf_tensor *t = &g->tensors[i];
         if (!as_hook_name_match(pattern, t->name))
             continue;
+        if (as_cmd_interrupted(s))
+            return as_error_set(c->err, "interrupted after %d tensor%s", matched, matched == 1 ? "" : "s");
         if (!as_ggml_type_supported(t->type)) {
             fprintf(s->out, "%s\t%s\t(cannot read this type yet)\n", shown_name(t->name, nm, sizeof nm),
                     as_ggml_type_name(t->type));

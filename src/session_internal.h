@@ -30,6 +30,9 @@ void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap);
  * Cut to `width` columns (0: no limit) with a trailing '…' when cut. */
 void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t cap);
 int as_cmd_require_tokens(as_session *s, as_error *err);
+/* True once Ctrl-C was pressed during this command: long loops check it
+ * and stop with "interrupted". */
+bool as_cmd_interrupted(const as_session *s);
 /* Hook index by exact name, or AS_ERR with a message. */
 int as_cmd_find_hook(as_session *s, const char *name, as_error *err);
 /* Positions of a hook that hold values, or AS_ERR saying why there are none. */

@@ -701,3 +701,51 @@ Test(reliability_semantic, every_missing_tensor_is_named_by_info_and_the_first_s
     as_gguf_close(g);
     free(buf);
 }
+
+/* Ctrl-C during a long command: it stops with "interrupted", never with a
+ * message about something else (a patch sweep said "no logits: run the
+ * pass first"), and the session goes on: the pass read next is computed
+ * again under the rules in effect. The flag is raised before the command,
+ * as a Ctrl-C in its first moment would. */
+Test(reliability_interrupt, long_commands_stop_with_interrupted)
+{
+    static volatile sig_atomic_t flag;
+    as_session *s = open_session("../models/austen-gpt2.gguf", 64);
+    s->interrupt = &flag;
+    s->it->interrupt = &flag;
+    run_ok(s, "prompt When Mary and John went to the store, John gave a drink to; finish; metric \" Mary\" \" John\"");
+    char dir[] = "/tmp/as-interrupt-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char dump_all[128];
+    snprintf(dump_all, sizeof dump_all, "dump all %s", dir);
+    const char *cmds[] = {
+        "patch sweep resid_pre from \"When Mary and John went to the store, Mary gave a drink to\"",
+        "patch blocks.1.hook_resid_pre from \"When Mary and John went to the store, Mary gave a drink to\"",
+        "heads", "weights", dump_all, "compare", "gen 5",
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        as_error err = {{0}};
+        flag = 1;
+        int rc = as_session_exec(s, cmds[i], &err);
+        flag = 0;
+        cr_assert_eq(rc, AS_ERR, "%s: not stopped", cmds[i]);
+        cr_assert(strstr(err.msg, "interrupted") != NULL, "%s: '%s'", cmds[i], err.msg);
+        run_ok(s, "unablate");
+    }
+    /* the session goes on, and reads what a fresh pass computes */
+    char *after = run_output(s, "finish; top 3");
+    char *cut = strstr(after, "next token after");
+    cr_assert_not_null(cut);
+    memmove(after, cut, strlen(cut) + 1);
+    as_session *fresh = open_session("../models/austen-gpt2.gguf", 64);
+    run_ok(fresh, "prompt When Mary and John went to the store, John gave a drink to; finish");
+    char *want = run_output(fresh, "top 3");
+    cr_assert_str_eq(after, want);
+    free(after);
+    free(want);
+    close_session(fresh);
+    close_session(s);
+    char rm[160];
+    snprintf(rm, sizeof rm, "rm -rf %s", dir);
+    cr_assert_eq(system(rm), 0);
+}
