@@ -19,7 +19,8 @@ static int run_other(as_session *s, const char *text, as_side_run *r, as_error *
     if (s->prog->source_stream >= 0)
         return as_error_set(err, "patching runs the other prompt as a context of its own; on an encoder-decoder "
                             "that run would need a source too, which patch does not take yet");
-    if (as_tokenizer_encode(s->model->tok, text, strlen(text), as_tokenizer_add_bos(s->model->tok), &ids, &n, err))
+    /* read as `prompt` reads it: an encoder's [CLS] ... [SEP], a [MASK] as the token */
+    if (as_cmd_encode(s, text, false, &ids, &n, err))
         return AS_ERR;
     int rc = AS_OK;
     if ((int)n != s->it->out->n_tokens)

@@ -485,7 +485,7 @@ static void warn_tokens(as_session *s, const char *text)
 /* Text -> ids as llama.cpp's llama_tokenize(add_special = true,
  * parse_special = !raw): BOS/EOS as the vocabulary wants them, and unless
  * raw, control tokens' texts (<|im_start|>, <s>) read as those tokens. */
-static int encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err)
+int as_cmd_encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err)
 {
     const as_tokenizer *t = s->model->tok;
     unsigned flags = AS_TOK_ADD_SPECIAL | (raw ? 0 : AS_TOK_PARSE_SPECIAL);
@@ -527,7 +527,7 @@ static int prompt(cmd_ctx *c, bool raw)
             free(all);
         }
     } else {
-        rc = encode(c->s, text, raw, &ids, &n, c->err);
+        rc = as_cmd_encode(c->s, text, raw, &ids, &n, c->err);
         if (rc == AS_OK)
             rc = set_context(c->s, ids, (int)n, c->err);
     }
@@ -613,7 +613,7 @@ static int cmd_source(cmd_ctx *c)
     size_t n = 0;
     if (!text)
         return AS_ERR;
-    int rc = encode(c->s, text, false, &ids, &n, c->err);
+    int rc = as_cmd_encode(c->s, text, false, &ids, &n, c->err);
     if (rc == AS_OK)
         rc = set_source(c->s, ids, (int)n, c->err);
     free(ids);
@@ -640,7 +640,7 @@ static int tokenize(cmd_ctx *c, bool raw)
     size_t n = 0;
     if (!text)
         return AS_ERR;
-    int rc = encode(c->s, text, raw, &ids, &n, c->err);
+    int rc = as_cmd_encode(c->s, text, raw, &ids, &n, c->err);
     for (size_t i = 0; rc == AS_OK && i < n; i++) {
         char piece[256];
         as_cmd_label(c->s, ids[i], 0, piece, sizeof piece);

@@ -30,6 +30,9 @@ void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap);
  * Cut to `width` columns (0: no limit) with a trailing '…' when cut. */
 void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t cap);
 int as_cmd_require_tokens(as_session *s, as_error *err);
+/* Text -> ids as `prompt` reads it (llama_tokenize with add_special, and
+ * parse_special unless raw); warns of bytes the vocabulary drops. */
+int as_cmd_encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err);
 /* True once Ctrl-C was pressed during this command: long loops check it
  * and stop with "interrupted". */
 bool as_cmd_interrupted(const as_session *s);
