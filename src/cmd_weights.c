@@ -191,28 +191,36 @@ static void rel_text(const as_weight_delta *d, char *buf, size_t cap)
         snprintf(buf, cap, "%.3e", rel);
 }
 
+/* "1 NaN", "3 Inf", "1 NaN and 3 Inf" */
+static const char *count_text(const as_weight_nonfinite *nf, char *buf, size_t cap)
+{
+    if (nf->nan && nf->inf)
+        snprintf(buf, cap, "%llu NaN and %llu Inf", (unsigned long long)nf->nan, (unsigned long long)nf->inf);
+    else
+        snprintf(buf, cap, "%llu %s", (unsigned long long)(nf->nan ? nf->nan : nf->inf), nf->nan ? "NaN" : "Inf");
+    return buf;
+}
+
 /* The non-finite values of one tensor, per file, or once when both files
  * hold the same ones at the same places. */
 static void print_nonfinite(as_session *s, const as_gguf_tensor *t, const as_weight_delta *d)
 {
-    char at[192], v[32];
+    char at[192], v[32], w[32], n[64];
     const char *side[2] = {"A", "B"};
     const as_weight_nonfinite *nf = d->nf;
     if (!d->mismatch && nf[0].nan + nf[0].inf) {
         index_text(t, nf[0].first, 1, at, sizeof at);
-        fprintf(s->out, "  both files hold %s at %s (%llu NaN and %llu Inf in each, at the same places)\n",
-                value_text(nf[0].value, v, sizeof v), at, (unsigned long long)nf[0].nan,
-                (unsigned long long)nf[0].inf);
+        fprintf(s->out, "  both files hold %s at %s (%s in each, at the same places)\n",
+                value_text(nf[0].value, v, sizeof v), at, count_text(&nf[0], n, sizeof n));
         return;
     }
     for (int k = 0; k < 2; k++) {
         if (!(nf[k].nan + nf[k].inf))
             continue;
-        char w[32];
         index_text(t, nf[k].first, 1, at, sizeof at);
-        fprintf(s->out, "  %s holds %llu NaN and %llu Inf; the first, %s, at %s, where %s holds %s\n", side[k],
-                (unsigned long long)nf[k].nan, (unsigned long long)nf[k].inf, value_text(nf[k].value, v, sizeof v),
-                at, side[1 - k], value_text(nf[k].other, w, sizeof w));
+        fprintf(s->out, "  %s holds %s; the first, %s, at %s, where %s holds %s\n", side[k],
+                count_text(&nf[k], n, sizeof n), value_text(nf[k].value, v, sizeof v), at, side[1 - k],
+                value_text(nf[k].other, w, sizeof w));
     }
 }
 
@@ -488,16 +496,17 @@ int as_cmd_diff(cmd_ctx *c)
     sum.a2 = calloc((size_t)sum.L + 1, sizeof *sum.a2);
     sum.unbounded = calloc((size_t)sum.L + 1, sizeof *sum.unbounded);
     int rc = sum.d2 && sum.a2 && sum.unbounded ? AS_OK : as_error_set(c->err, "out of memory");
-    char nm[256];
+    char nm[256], pa[1024], pb[1024];
+    shown_name(a->path ? a->path : "(the loaded model)", pa, sizeof pa);
+    shown_name(b->path ? b->path : c->argv[1], pb, sizeof pb);
     if (rc == AS_OK) {
-        fprintf(s->out, "A: %s\n", shown_name(a->path ? a->path : "(the loaded model)", nm, sizeof nm));
-        fprintf(s->out, "B: %s\n", shown_name(b->path ? b->path : c->argv[1], nm, sizeof nm));
+        fprintf(s->out, "A: %s\nB: %s\n", pa, pb);
         fprintf(s->out, "tensor\trelative difference\t|a-b|\t|a|\tmax |a-b|\tat\n");
     }
     for (uint64_t i = 0; rc == AS_OK && i < a->n_tensors; i++) {
         const as_gguf_tensor *ta = &a->tensors[i], *tb = as_gguf_tensor_find(b, ta->name);
         if (!tb) {
-            fprintf(s->out, "%s\tonly in %s\n", shown_name(ta->name, nm, sizeof nm), a->path);
+            fprintf(s->out, "%s\tonly in %s\n", shown_name(ta->name, nm, sizeof nm), pa);
             sum.tensors_differ++;
             continue;
         }
@@ -505,7 +514,7 @@ int as_cmd_diff(cmd_ctx *c)
     }
     for (uint64_t i = 0; rc == AS_OK && i < b->n_tensors; i++)
         if (!as_gguf_tensor_find(a, b->tensors[i].name)) {
-            fprintf(s->out, "%s\tonly in %s\n", shown_name(b->tensors[i].name, nm, sizeof nm), b->path);
+            fprintf(s->out, "%s\tonly in %s\n", shown_name(b->tensors[i].name, nm, sizeof nm), pb);
             sum.tensors_differ++;
         }
     if (rc == AS_OK) {
