@@ -426,7 +426,7 @@ static bool diff_key(as_session *s, const as_gguf *a, const as_gguf *b, const as
         if (arrays)
             arr_detail(ka, kb, detail, sizeof detail);
     } else {
-        kv_cell(a, ka ? ka : kb, false, ka ? va : vb, sizeof va);
+        kv_cell(ka ? a : b, ka ? ka : kb, false, ka ? va : vb, sizeof va);
         snprintf(ka ? vb : va, sizeof va, "(absent)");
         snprintf(detail, sizeof detail, "only in %s", ka ? "A" : "B");
     }
