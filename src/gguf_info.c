@@ -310,3 +310,18 @@ void as_gguf_print_info(const as_gguf *g, FILE *out)
     fputs("\nmetadata\n", out);
     print_kv_rows(g, out, NULL, true);
 }
+
+void as_gguf_kv_text(const as_gguf_kv *kv, int64_t elem, unsigned max_cols, char *buf, size_t cap)
+{
+    line l;
+    line_init(&l, max_cols);
+    if (elem < 0)
+        line_value(&l, kv);
+    else if (kv->type != AS_GGUF_ARRAY || (uint64_t)elem >= kv->arr_len)
+        line_text(&l, "absent", 6);
+    else if (kv->arr_type == AS_GGUF_STRING)
+        line_str(&l, kv->strs[elem], kv->str_lens[elem]);
+    else if (arr_elem(kv, (uint64_t)elem))
+        line_scalar(&l, kv->arr_type, arr_elem(kv, (uint64_t)elem));
+    snprintf(buf, cap, "%s", l.b);
+}

@@ -376,32 +376,94 @@ int as_weight_stats_of(const as_gguf_tensor *t, as_weight_stats *st, as_error *e
 }
 
 typedef struct diff_acc {
+    as_weight_delta *d;
     double d2, a2;
+    uint64_t row;
 } diff_acc;
+
+static void note_nonfinite(as_weight_nonfinite *nf, float v, float other, uint64_t at)
+{
+    if (isnan(v))
+        nf->nan++;
+    else
+        nf->inf++;
+    if (nf->first == UINT64_MAX)
+        nf->first = at, nf->value = v, nf->other = other;
+}
+
+/* NaN and NaN (whatever their payloads), or Inf and Inf of one sign */
+static bool same_nonfinite(float x, float y)
+{
+    return (isnan(x) && isnan(y)) || (isinf(x) && x == y);
+}
 
 static int diff_row(void *ctx, const float *a, const float *b, uint64_t n)
 {
     diff_acc *acc = ctx;
+    as_weight_delta *d = acc->d;
     for (uint64_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        acc->d2 += d * d;
-        acc->a2 += (double)a[i] * a[i];
+        uint64_t at = acc->row * n + i;
+        bool fa = isfinite(a[i]), fb = isfinite(b[i]);
+        if (fa)
+            acc->a2 += (double)a[i] * a[i];
+        if (fa && fb) {
+            double x = (double)a[i] - b[i];
+            acc->d2 += x * x;
+            d->changed += x != 0;
+            if (fabs(x) > d->max_abs)
+                d->max_abs = fabs(x), d->max_at = at, d->max_a = a[i], d->max_b = b[i];
+            continue;
+        }
+        if (!fa)
+            note_nonfinite(&d->nf[0], a[i], b[i], at);
+        if (!fb)
+            note_nonfinite(&d->nf[1], b[i], a[i], at);
+        if (!same_nonfinite(a[i], b[i]) && d->mismatch++ == 0)
+            d->first_mismatch = at;
+    }
+    acc->row++;
+    return AS_OK;
+}
+
+int as_weight_compare(const as_gguf_tensor *a, const as_gguf_tensor *b, as_weight_delta *d, as_error *err)
+{
+    memset(d, 0, sizeof *d);
+    for (int k = 0; k < 4; k++)
+        if (a->ne[k] != b->ne[k])
+            return as_error_set(err, "tensor '%s' has different shapes in the two files", a->name);
+    d->n = a->n_elements;
+    d->nf[0].first = d->nf[1].first = d->first_mismatch = UINT64_MAX;
+    diff_acc acc = {d, 0, 0, 0};
+    if (for_rows(a, b, diff_row, &acc, err))
+        return AS_ERR;
+    d->diff_norm = sqrt(acc.d2);
+    d->norm_a = sqrt(acc.a2);
+    const as_gguf_tensor *t[2] = {a, b};
+    for (int k = 0; k < 2; k++) {
+        const as_ggml_traits *tr = as_ggml_traits_of(t[k]->type); /* known: the rows were decoded */
+        as_ggml_scan_blocks(t[k]->type, t[k]->data, t[k]->n_elements / tr->block_elems, &d->scales[k]);
     }
     return AS_OK;
+}
+
+double as_weight_delta_rel(const as_weight_delta *d)
+{
+    if (d->mismatch)
+        return INFINITY;
+    if (d->diff_norm == 0)
+        return 0;
+    return d->norm_a > 0 ? d->diff_norm / d->norm_a : INFINITY;
 }
 
 int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel, double *diff_norm,
                    double *norm_a, as_error *err)
 {
-    for (int k = 0; k < 4; k++)
-        if (a->ne[k] != b->ne[k])
-            return as_error_set(err, "tensor '%s' has different shapes in the two files", a->name);
-    diff_acc acc = {0, 0};
-    if (for_rows(a, b, diff_row, &acc, err))
+    as_weight_delta d;
+    if (as_weight_compare(a, b, &d, err))
         return AS_ERR;
-    *diff_norm = sqrt(acc.d2);
-    *norm_a = sqrt(acc.a2);
-    *rel = *norm_a > 0 ? *diff_norm / *norm_a : (*diff_norm > 0 ? INFINITY : 0);
+    *rel = as_weight_delta_rel(&d);
+    *diff_norm = d.diff_norm;
+    *norm_a = d.norm_a;
     return AS_OK;
 }
 

@@ -1324,7 +1324,9 @@ static const command commands[] = {
     {{"watches", "watches", "List watches.", "watches"}, as_cmd_watches},
     {{"weights", "weights [PATTERN]", "Per-tensor statistics (and a histogram for one tensor).",
       "weights blk.0.*"}, as_cmd_weights},
-    {{"diff", "diff OTHER.gguf", "Tensors that differ from another model, per tensor and per layer.",
+    {{"diff", "diff OTHER.gguf|DIR", "Compare with another model (a GGUF file or a Hugging Face directory): "
+      "tensors' values per tensor and per layer (NaN and Inf counted and located, block scales, shapes and types) "
+      "and every metadata key (hyperparameters, vocabulary, merges, special ids).",
       "diff models/austen-gpt2-f16.gguf"}, as_cmd_diff},
     {{"load", "load MODEL", "Open another model in place of this one (a GGUF file, a Hugging Face directory, or a "
       "llama2.c checkpoint); a model that does not load leaves the current one.", "load models/induction.gguf"},

@@ -608,3 +608,256 @@ Test(instruments, vit_session_goes_on_after_a_bad_image)
     cr_assert_neq(memcmp(as_interp_logits(s->it), before, sizeof before), 0);
     close_session(s);
 }
+
+/* ---- diff: what an engineer debugging weights looks for ---- */
+
+/* One tensor of a copy replaced: its type, shape and data (NULL: as it is). */
+typedef struct tensor_edit {
+    const char *name;
+    as_ggml_type type;
+    uint32_t n_dims;
+    uint64_t ne[4];
+    const void *data;
+} tensor_edit;
+
+typedef void (*key_edit)(as_gguf_writer *w, const as_gguf *g);
+
+/* A copy of src with its tensors edited and its keys changed by keys(),
+ * written to a fresh temporary file whose name goes into path. */
+static void write_copy(const char *src, const tensor_edit *edits, int n_edits, key_edit keys, char *path, size_t cap)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_open(&g, src, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    if (keys)
+        keys(w, g);
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        const tensor_edit *e = NULL;
+        for (int k = 0; k < n_edits; k++)
+            e = strcmp(edits[k].name, t->name) ? e : &edits[k];
+        int rc = e ? as_gguf_writer_add_tensor(w, t->name, e->type, e->n_dims, e->ne, e->data, &err)
+                   : as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err);
+        cr_assert_eq(rc, AS_OK, "%s", err.msg);
+    }
+    tmp_path(path, cap, ".gguf");
+    cr_assert_eq(as_gguf_writer_write(w, path, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+}
+
+/* A float32 copy of one of the fixture's tensors, one element set to v. */
+static float *tensor_with(const char *src, const char *name, uint64_t at, float v, tensor_edit *e)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_open(&g, src, &err), AS_OK, "%s", err.msg);
+    const as_gguf_tensor *t = as_gguf_tensor_find(g, name);
+    cr_assert(t && t->type == AS_GGML_F32, "%s: no float32 %s", src, name);
+    float *x = malloc(t->n_elements * sizeof *x);
+    cr_assert(x);
+    memcpy(x, t->data, t->n_elements * sizeof *x);
+    x[at] = v;
+    *e = (tensor_edit){name, t->type, t->n_dims, {t->ne[0], t->ne[1], t->ne[2], t->ne[3]}, x};
+    as_gguf_close(g);
+    return x;
+}
+
+static char *diff_output(const char *model, const char *other)
+{
+    as_session *s = open_session(model, 16);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "diff %s", other);
+    char *out = run_output(s, cmd); /* differences are the answer, not an error */
+    close_session(s);
+    return out;
+}
+
+#define ASSERT_HAS(out, text) cr_assert(strstr(out, text), "expected '%s' in:\n%s", text, out)
+
+/* A NaN in layer 1's attention is found, counted and located, never cancelled. */
+Test(instruments, diff_locates_a_nan_in_one_file)
+{
+    tensor_edit e;
+    char path[64];
+    float *x = tensor_with(LLAMA, "blk.1.attn_q.weight", 3 * 32 + 5, NAN, &e);
+    write_copy(LLAMA, &e, 1, NULL, path, sizeof path);
+    char *out = diff_output(LLAMA, path);
+    unlink(path);
+    free(x);
+    ASSERT_HAS(out, "blk.1.attn_q.weight\tnon-finite\t0\t");
+    ASSERT_HAS(out, "  B holds 1 NaN; the first, NaN, at (row 3, col 5), where A holds ");
+    ASSERT_HAS(out, "\n1\tnon-finite\n");
+    ASSERT_HAS(out, "\n1 tensor differs, 0 metadata keys differ, 1 tensor holds NaN or Inf\n");
+    free(out);
+}
+
+/* Identical files that both hold a NaN still say so. */
+Test(instruments, diff_reports_a_nan_both_files_hold)
+{
+    tensor_edit e;
+    char a[64], b[64];
+    float *x = tensor_with(LLAMA, "blk.0.attn_k.weight", 7 * 32 + 30, NAN, &e);
+    write_copy(LLAMA, &e, 1, NULL, a, sizeof a);
+    write_copy(LLAMA, &e, 1, NULL, b, sizeof b);
+    char *out = diff_output(a, b);
+    unlink(a);
+    unlink(b);
+    free(x);
+    ASSERT_HAS(out, "blk.0.attn_k.weight\t0.000e+00\t0\t");
+    ASSERT_HAS(out, "  both files hold NaN at (row 7, col 30) (1 NaN in each, at the same places)\n");
+    ASSERT_HAS(out, "\n0 tensors differ, 0 metadata keys differ, 1 tensor holds NaN or Inf\n");
+    free(out);
+}
+
+/* An Inf in the loaded model: located, and no "nan" printed for the
+ * relative difference (inf / inf was -nan). */
+Test(instruments, diff_of_an_inf_prints_no_nan)
+{
+    tensor_edit e;
+    char path[64];
+    float *x = tensor_with(LLAMA, "blk.0.attn_v.weight", 2 * 32 + 7, INFINITY, &e);
+    write_copy(LLAMA, &e, 1, NULL, path, sizeof path);
+    char *out = diff_output(path, LLAMA);
+    unlink(path);
+    free(x);
+    cr_assert_null(strstr(out, "nan"), "'nan' printed:\n%s", out);
+    ASSERT_HAS(out, "blk.0.attn_v.weight\tnon-finite\t");
+    ASSERT_HAS(out, "  A holds 1 Inf; the first, +Inf, at (row 2, col 7), where B holds ");
+    ASSERT_HAS(out, "\n0\tnon-finite\n");
+    ASSERT_HAS(out, "\n1 tensor differs,");
+    free(out);
+}
+
+/* A Q8_0 tensor whose block 4 has a NaN scale in the other file: the block
+ * located by row and columns, and the values it spoils counted. */
+Test(instruments, diff_locates_a_nan_block_scale)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_open(&g, LLAMA, &err), AS_OK, "%s", err.msg);
+    const as_gguf_tensor *t = as_gguf_tensor_find(g, "blk.0.ffn_down.weight"); /* [96, 32]: 3 blocks a row */
+    cr_assert(t && t->type == AS_GGML_F32 && t->ne[0] == 96);
+    size_t bytes = as_ggml_nbytes(AS_GGML_Q8_0, t->n_elements);
+    uint8_t *q = malloc(bytes);
+    cr_assert(q);
+    as_quantize_q8_0((const float *)t->data, t->n_elements, q);
+    tensor_edit e = {"blk.0.ffn_down.weight", AS_GGML_Q8_0, 2, {96, 32, 1, 1}, q};
+    char a[64], b[64];
+    write_copy(LLAMA, &e, 1, NULL, a, sizeof a);
+    uint16_t nan16 = 0x7e00;
+    memcpy(q + 4 * 34, &nan16, 2); /* block 4: row 1, cols 32..63; d is a block's first 2 bytes */
+    write_copy(LLAMA, &e, 1, NULL, b, sizeof b);
+    as_gguf_close(g);
+    char *out = diff_output(a, b);
+    unlink(a);
+    unlink(b);
+    free(q);
+    ASSERT_HAS(out, "blk.0.ffn_down.weight\tnon-finite\t");
+    ASSERT_HAS(out, "  B holds 1 of 96 Q8_0 blocks with a non-finite scale; the first, block 4 (row 1, cols 32..63), "
+                    "scale NaN\n");
+    ASSERT_HAS(out, "  B holds 32 NaN; the first, NaN, at (row 1, col 32), where A holds ");
+    ASSERT_HAS(out, "\n1 tensor differs,");
+    free(out);
+}
+
+static void rope_and_eos(as_gguf_writer *w, const as_gguf *g)
+{
+    (void)g;
+    as_gguf_writer_set_f32(w, "llama.rope.freq_base", 500000.0f);
+    as_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 1);
+}
+
+/* Hyperparameters and special ids are compared: both values on one line. */
+Test(instruments, diff_reports_a_different_rope_base)
+{
+    char path[64];
+    write_copy(LLAMA, NULL, 0, rope_and_eos, path, sizeof path);
+    char *out = diff_output(LLAMA, path);
+    unlink(path);
+    ASSERT_HAS(out, "\nllama.rope.freq_base\t10000\t500000\n");
+    ASSERT_HAS(out, "\ntokenizer.ggml.eos_token_id\t2 \"</s>\"\t1 \"<s>\"\n");
+    ASSERT_HAS(out, "\n0 tensors differ, 2 metadata keys differ\n");
+    free(out);
+}
+
+static void token_40(as_gguf_writer *w, const as_gguf *g)
+{
+    const as_gguf_kv *kv = as_gguf_find(g, "tokenizer.ggml.tokens");
+    cr_assert(kv && kv->arr_type == AS_GGUF_STRING && kv->arr_len > 40);
+    const char **strs = malloc(kv->arr_len * sizeof *strs);
+    cr_assert(strs);
+    for (uint64_t i = 0; i < kv->arr_len; i++)
+        strs[i] = i == 40 ? "zebra" : kv->strs[i];
+    as_gguf_writer_set_arr_str(w, "tokenizer.ggml.tokens", strs, kv->arr_len);
+    free(strs);
+}
+
+/* The vocabulary compared token by token: the first differing id with both strings. */
+Test(instruments, diff_reports_a_different_vocabulary_token)
+{
+    char path[64], want[256];
+    write_copy(LLAMA, NULL, 0, token_40, path, sizeof path);
+    char *out = diff_output(LLAMA, path);
+    unlink(path);
+    as_session *s = open_session(LLAMA, 16);
+    const char *was = as_gguf_find(s->model->gguf, "tokenizer.ggml.tokens")->strs[40]; /* "<0x25>": plain text */
+    snprintf(want, sizeof want, "\ntokenizer.ggml.tokens\t[string \xc3\x97 289]\t[string \xc3\x97 289]\ttoken 40: \"%s\" in A, "
+             "\"zebra\" in B (1 of 289 differs)\n", was);
+    ASSERT_HAS(out, want);
+    ASSERT_HAS(out, "\n0 tensors differ, 1 metadata key differs\n");
+    close_session(s);
+    free(out);
+}
+
+/* A shape mismatch in layer 0 is listed, and the comparison goes on to
+ * find the real edit in layer 1. */
+Test(instruments, diff_goes_on_past_a_shape_mismatch)
+{
+    tensor_edit e[2];
+    char path[64];
+    float *q = tensor_with(LLAMA, "blk.0.attn_q.weight", 0, 0.5f, &e[0]);
+    e[0].ne[1] = 16; /* [32, 16]: the first half of the rows */
+    float *x = tensor_with(LLAMA, "blk.1.ffn_up.weight", 10 * 32 + 4, 7.0f, &e[1]);
+    write_copy(LLAMA, e, 2, NULL, path, sizeof path);
+    char *out = diff_output(LLAMA, path);
+    unlink(path);
+    free(q);
+    free(x);
+    ASSERT_HAS(out, "\nblk.0.attn_q.weight\tshape [32, 32] in A, [32, 16] in B: values not compared\n");
+    ASSERT_HAS(out, "\t(row 10, col 4)\n");
+    cr_assert(strstr(out, "\nblk.1.ffn_up.weight\t"), "the edit in layer 1 is not reported:\n%s", out);
+    ASSERT_HAS(out, "\n2 tensors differ, 0 metadata keys differ, 1 tensor's values not compared\n");
+    free(out);
+}
+
+static void name_and_context(as_gguf_writer *w, const as_gguf *g)
+{
+    (void)g;
+    as_gguf_writer_set_str(w, "general.name", "other");
+    as_gguf_writer_set_u32(w, "llama.context_length", 64);
+}
+
+/* The summary in good grammar: one tensor differs, three tensors differ. */
+Test(instruments, diff_summary_singular_and_plural)
+{
+    tensor_edit e[3];
+    char one[64], three[64];
+    float *x[3] = {tensor_with(LLAMA, "token_embd.weight", 100, 3.0f, &e[0]),
+                   tensor_with(LLAMA, "blk.0.ffn_norm.weight", 1, 3.0f, &e[1]),
+                   tensor_with(LLAMA, "output.weight", 2, 3.0f, &e[2])};
+    write_copy(LLAMA, e, 1, NULL, one, sizeof one);
+    write_copy(LLAMA, e, 3, name_and_context, three, sizeof three);
+    char *a = diff_output(LLAMA, one), *b = diff_output(LLAMA, three);
+    unlink(one);
+    unlink(three);
+    for (int i = 0; i < 3; i++)
+        free(x[i]);
+    ASSERT_HAS(a, "\n1 tensor differs, 0 metadata keys differ\n");
+    ASSERT_HAS(b, "\n3 tensors differ, 2 metadata keys differ\n");
+    free(a);
+    free(b);
+}

@@ -178,5 +178,11 @@ int as_gguf_writer_to_memory(as_gguf_writer *w, uint8_t **buf, size_t *size, as_
  * vocabulary size, tokenizer kind, then a table of tensors (name, type,
  * shape, bytes) and a table of metadata keys (long arrays summarized). */
 void as_gguf_print_info(const as_gguf *g, FILE *out);
+/* One metadata value as the model card shows it (text escaped, floats the
+ * shortest decimal that reads back, an array as its type, length and first
+ * elements), cut with "..." at max_cols columns (8..200); with elem >= 0,
+ * element elem of an array alone ("absent" past its end). buf gets at most
+ * 4 * max_cols + 8 bytes. */
+void as_gguf_kv_text(const as_gguf_kv *kv, int64_t elem, unsigned max_cols, char *buf, size_t cap);
 
 #endif

@@ -75,7 +75,43 @@ typedef struct as_weight_stats {
 } as_weight_stats;
 
 int as_weight_stats_of(const as_gguf_tensor *t, as_weight_stats *st, as_error *err);
-/* ||a - b|| / ||a|| over two same-shaped tensors; *diff_norm gets ||a-b||. */
+
+/* One file's non-finite values in a comparison: how many, and the first
+ * (a flat index into the tensor, ne[0] fastest) with the value there and
+ * the other file's value at the same place. */
+typedef struct as_weight_nonfinite {
+    uint64_t nan, inf;
+    uint64_t first;     /* UINT64_MAX: none */
+    float value, other;
+} as_weight_nonfinite;
+
+/* Two same-shaped tensors compared value by value, dequantized (their
+ * types may differ). Non-finite values are never cancelled: the norms run
+ * over the elements finite in both files (norm_a over those finite in a),
+ * and every NaN or Inf is counted and located per file; `mismatch` counts
+ * the places where the two are not the same non-finite value (NaN and NaN,
+ * or Inf of one sign) while one of them is non-finite. For a block type,
+ * scales[k] holds the scan of file k's block scales (blocks == 0 otherwise). */
+typedef struct as_weight_delta {
+    uint64_t n;               /* elements */
+    uint64_t changed;         /* finite in both and unequal */
+    double diff_norm, norm_a; /* ||a-b||, ||a|| */
+    double max_abs;           /* the largest |a-b| of those, at flat index max_at */
+    uint64_t max_at;
+    float max_a, max_b;       /* the two values there */
+    as_weight_nonfinite nf[2];         /* a's, b's */
+    uint64_t mismatch, first_mismatch; /* first_mismatch: UINT64_MAX when none */
+    as_block_scan scales[2];
+} as_weight_delta;
+
+/* Fails (naming the tensor) when the shapes differ. */
+int as_weight_compare(const as_gguf_tensor *a, const as_gguf_tensor *b, as_weight_delta *d, as_error *err);
+/* ||a-b|| / ||a|| of a comparison, never NaN: 0 when nothing changed,
+ * INFINITY when ||a|| is 0 and b is not, or when non-finite values do not
+ * match (the difference is unbounded: say "non-finite"). */
+double as_weight_delta_rel(const as_weight_delta *d);
+/* as_weight_compare's relative difference and norms, for a caller that
+ * needs only those. */
 int as_weight_diff(const as_gguf_tensor *a, const as_gguf_tensor *b, double *rel, double *diff_norm,
                    double *norm_a, as_error *err);
 

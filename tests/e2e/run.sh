@@ -71,6 +71,13 @@ expect "dump all" 0 "^wrote $TMP/cap: [0-9]+ arrays \(\.npy\) and index\.json ov
 if grep -q '"name": "blocks.0.attn.hook_pattern"' "$TMP/cap/index.json" && [ -f "$TMP/cap/blocks.0.attn.hook_pattern.npy" ]; then ok; else bad "dump all index"; fi
 
 expect "--info" 0 'blk\.0\.attn_q\.weight' '' -- --info "$L"
+# diff: differences are its answer (exit 0, the batch goes on); a file it cannot open is an error.
+expect "diff reports metadata and goes on" 0 '^llama\.rope\.freq_base	10000	500000$' '' -- -m "$L" -e "diff $FIX/tiny-llama3.gguf; info"
+if grep -Eq '^[0-9]+ tensors differ, 4 metadata keys differ, [0-9]+ tensors. values not compared$' "$TMP/out" &&
+   grep -q '^blk\.0\.ffn_up\.weight	shape \[32, 96\] in A, \[32, 64\] in B: values not compared$' "$TMP/out" &&
+   grep -q '^architecture  llama' "$TMP/out"; then ok; else bad "diff summary, shape line or the command after it"; fi
+expect "diff of a file it cannot open" 1 '' 'nofile\.gguf' -- -m "$L" -e "diff $TMP/nofile.gguf"
+expect "diff against a Hugging Face directory" 0 '^0 tensors differ, [0-9]+ metadata keys? differs?$' '' -- -m "$G" -e "diff $FIX/hf/tiny-gpt2"
 head -c 1000 "$G" > "$TMP/trunc.gguf"
 expect "truncated model" 1 '' 'trunc\.gguf.*offset' -- -m "$TMP/trunc.gguf" -e "top"
 printf 'not a model at all' > "$TMP/junk.gguf"
