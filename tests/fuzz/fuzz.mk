@@ -127,9 +127,14 @@ $(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(L
 	$(CC) $(CFLAGS_ALL) -DAS_FIXTURE_DIR='"$(abspath tests/fixtures)"' $< tests/fuzz/fuzz_common.c \
 	  tests/fuzz/replay.c $(LIB) $(SAN) $(LIB_DEPS) -o $@
 
-fuzz-replay: $(REPLAY_BINS)
+fuzz-replay: $(REPLAY_BINS) $(PROG)
 	@$(foreach t,$(FUZZ_TARGETS),$(REPLAY_DIR)/fuzz_$(t) tests/fuzz/corpus/$(t) tests/fuzz/regressions/$(t) \
 	  $(FUZZ_SEEDS_$(t)) || exit 1;)
+	@# the session fuzzer's words follow `help`: a new command joins its dictionary
+	@missing=$$($(PROG) --no-tui -e help 2>/dev/null | awk '{print $$1}' | sort -u | while read w; do \
+	  grep -qx "\"$$w\"" tests/fuzz/session.dict || printf '%s ' "$$w"; done); \
+	  if [ -n "$$missing" ]; then echo "fuzz-replay: tests/fuzz/session.dict lacks the commands $$missing"; exit 1; fi; \
+	  echo "fuzz-replay: every command help lists is in the session fuzzer's dictionary"
 
 # Regenerates the seed models of tests/fuzz/corpus (committed; run after
 # changing make_corpus.c).
