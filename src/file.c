@@ -179,7 +179,8 @@ static int check_target(const char *path, const char *target, as_error *err)
         return as_error_set(err, "%s: %s, not a regular file: nothing written (write to a file name)", where,
                             as_file_kind(st.st_mode));
     if (as_file_is_protected(as_file_id_of(&st)))
-        return as_error_set(err, "%s: the loaded model's own file: nothing written (write to another name)", where);
+        return as_error_set(err, "%s: a model file in use (the loaded model's, or one being read): nothing written "
+                            "(write to another name)", where);
     return AS_OK;
 }
 

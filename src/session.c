@@ -1255,7 +1255,8 @@ static const command commands[] = {
       "norms 1"}, cmd_norms},
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, or int32 "
       "for expert indices; C order) to FILE, whose name must end in .npy; `dump all`: every hook into DIR, plus "
-      "index.json. A file is replaced whole or not at all, never a device, a FIFO or the loaded model's file.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
+      "index.json. A file is replaced whole or not at all, never a device, a FIFO or the loaded model's file.",
+      "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
       "overlay L H|mean|rollout|all | routing L | load | experts L  FILE.png|FILE.svg|FILE.pdf [key=value]",
       "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
