@@ -209,6 +209,7 @@ endif
 # GOLDEN_UPDATE=1 sh tests/e2e/golden.sh rewrites them, to be reviewed.
 e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/files.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/figures.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh

@@ -554,7 +554,7 @@ static int gemma3_map(as_hf *h, as_error *err) { return gemma_map(h, 3, err); }
  * or a weighted mean are refused by name. */
 static int pooling_config(as_hf *h, const char *path, uint32_t *pooling, const char **ours, as_error *err)
 {
-    json_t *j = as_hf_load_json(path, err);
+    json_t *j = as_hf_load_json(h, path, err);
     if (!j)
         return AS_ERR;
     static const struct {
@@ -596,20 +596,18 @@ static int bert_pooling(as_hf *h, uint32_t *pooling, const char **ours, bool *no
     char path[4200];
     *pooling = 0, *ours = NULL, *normalize = false;
     snprintf(path, sizeof path, "%s/modules.json", h->dir);
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    if (access(path, F_OK) != 0) {
         snprintf(path, sizeof path, "%s/1_Pooling/config.json", h->dir);
-        if (!(f = fopen(path, "r")))
+        if (access(path, F_OK) != 0)
             return AS_OK;
-        fclose(f);
         return pooling_config(h, path, pooling, ours, err);
     }
-    fclose(f);
-    json_error_t je;
-    json_t *mods = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *mods = as_hf_read_json(h, path, err);
+    if (!mods)
+        return AS_ERR;
     if (!json_is_array(mods)) {
         json_decref(mods);
-        return as_error_set(err, "%s: %s", path, mods ? "not a JSON array of modules" : je.text);
+        return as_error_set(err, "%s: not a JSON array of modules", path);
     }
     size_t i;
     json_t *m;
@@ -923,16 +921,14 @@ static int vit_preprocessor(as_hf *h, long long channels, long long size, as_err
     char path[4200];
     snprintf(path, sizeof path, "%s/preprocessor_config.json", h->dir);
     float mean[3] = {0.5f, 0.5f, 0.5f}, stdv[3] = {0.5f, 0.5f, 0.5f};
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    if (access(path, F_OK) != 0) {
         if (!as_hf_kv_f32s(h, "clip.vision.image_mean", mean, (uint64_t)channels) ||
             !as_hf_kv_f32s(h, "clip.vision.image_std", stdv, (uint64_t)channels) ||
             !as_hf_kv_str(h, "clip.vision.resize", "bilinear"))
             return oom(h, err);
         return AS_OK;
     }
-    fclose(f);
-    json_t *j = as_hf_load_json(path, err);
+    json_t *j = as_hf_load_json(h, path, err);
     if (!j)
         return AS_ERR;
     int rc = AS_OK;

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attnscope/file.h"
+
 #define MAX_DIM (1 << 24)
 
 /* The float32 arrays after the header, in file order. */
@@ -55,37 +57,28 @@ typedef struct l2c_vocab {
  * size is the same as a mapping's once every weight is read. The
  * tokenizer, read whole once, comes through here too (data_at 0). */
 static int read_aligned(const char *path, size_t data_at, const uint8_t **map, size_t *size, size_t *lead,
-                        as_error *err)
+                        struct stat *st, as_error *err)
 {
-    struct stat st;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO must not hang us */
+    int fd = as_file_open_read(path, st, err); /* a FIFO or a device is refused, never waited on */
     if (fd < 0)
-        return as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
+        return AS_ERR;
+    if (st->st_size <= 0) {
         close(fd);
-        return as_error_set(err, "%s: not a regular, non-empty file", path);
+        return as_error_set(err, "%s: an empty file", path);
     }
-    size_t n = (size_t)st.st_size, pad = (64 - data_at % 64) % 64;
+    size_t n = (size_t)st->st_size, pad = (64 - data_at % 64) % 64;
     uint8_t *m = mmap(NULL, n + pad, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED) {
         int e = errno;
         close(fd);
         return as_error_set(err, "%s: cannot allocate %zu bytes for the checkpoint: %s", path, n, strerror(e));
     }
-    for (size_t got = 0; got < n;) {
-        ssize_t r = read(fd, m + pad + got, n - got > (1u << 30) ? (1u << 30) : n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            int e = r < 0 ? errno : 0;
-            close(fd);
-            munmap(m, n + pad);
-            return as_error_set(err, "%s: read failed at byte %zu of %zu: %s", path, got, n,
-                                e ? strerror(e) : "the file shrank while being read");
-        }
-        got += (size_t)r;
-    }
+    int rc = as_file_read_full(fd, m + pad, n, path, err); /* Ctrl-C stops it */
     close(fd);
+    if (rc) {
+        munmap(m, n + pad);
+        return AS_ERR;
+    }
     mprotect(m, n + pad, PROT_READ);
     *map = m + pad;
     *size = n;
@@ -267,11 +260,16 @@ int as_llama2c_open(as_gguf **out, const char *path, as_error *err)
         free(g);
         return as_error_set(err, "%s: out of memory", path);
     }
-    if (read_aligned(path, AS_L2C_HEADER_BYTES, &g->map, &g->size, &g->map_lead, err)) {
+    struct stat st;
+    if (read_aligned(path, AS_L2C_HEADER_BYTES, &g->map, &g->size, &g->map_lead, &st, err)) {
         as_gguf_close(g);
         return AS_ERR;
     }
     g->mapped = true;
+    if (as_gguf_hold(g, &st, path, err)) {
+        as_gguf_close(g);
+        return AS_ERR;
+    }
     g->version = 0; /* not a GGUF file: the model card says so */
     g->alignment = sizeof(float);
     g->data_offset = AS_L2C_HEADER_BYTES;
@@ -360,7 +358,8 @@ static int parse_vocab(l2c_vocab *v, const char *path, const uint8_t *map, size_
     return AS_OK;
 }
 
-static int read_vocab(l2c_vocab *v, const char *path, size_t n, as_error *err)
+/* held: the model whose file it becomes (protected with it), or NULL. */
+static int read_vocab(l2c_vocab *v, const char *path, size_t n, as_gguf *held, as_error *err)
 {
     const uint8_t *map = NULL;
     size_t size = 0;
@@ -375,7 +374,13 @@ static int read_vocab(l2c_vocab *v, const char *path, size_t n, as_error *err)
         return as_error_set(err, "%s: out of memory", path);
     }
     size_t lead;
-    if (read_aligned(path, 0, &map, &size, &lead, err)) {
+    struct stat st;
+    if (read_aligned(path, 0, &map, &size, &lead, &st, err)) {
+        vocab_free(v);
+        return AS_ERR;
+    }
+    if (held && as_gguf_hold(held, &st, path, err)) {
+        munmap((void *)(map - lead), size + lead);
         vocab_free(v);
         return AS_ERR;
     }
@@ -412,7 +417,7 @@ int as_llama2c_tokenizer(as_tokenizer **out, const char *path, int n_vocab, as_e
     *out = NULL;
     if (n_vocab <= 0)
         return as_error_set(err, "%s: a vocabulary size is needed (got %d)", path, n_vocab);
-    if (read_vocab(&v, path, (size_t)n_vocab, err))
+    if (read_vocab(&v, path, (size_t)n_vocab, NULL, err))
         return AS_ERR;
     int rc = vocab_tokenizer(out, &v, path, err);
     vocab_free(&v);
@@ -462,7 +467,7 @@ static int open_pair(as_gguf **g, l2c_vocab *v, const char *path, const char **t
         return as_error_set(err, "%s: a llama2.c checkpoint needs its tokenizer: no tokenizer.bin beside it "
                             "or in the current directory (give one with --tokenizer FILE)", path);
     }
-    if (read_vocab(v, *tok_path, as_gguf_tensor_find(*g, "token_embd.weight")->ne[1], err)) {
+    if (read_vocab(v, *tok_path, as_gguf_tensor_find(*g, "token_embd.weight")->ne[1], *g, err)) {
         as_gguf_close(*g);
         return AS_ERR;
     }

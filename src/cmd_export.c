@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "attnscope/figure.h"
+#include "attnscope/file.h"
 #include "attnscope/instruments.h"
 #include "attnscope/npy.h"
 #include "session_internal.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "attnscope/npy.h"
+#include "attnscope/file.h"
 
 #ifndef AS_VERSION
 #define AS_VERSION "unknown"

@@ -524,18 +524,11 @@ int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name,
 static int map_file(as_gguf *g, const char *path, as_error *err)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC); /* O_NONBLOCK: a FIFO must not hang us */
+    int fd = as_file_open_read(path, &st, err); /* a FIFO or a device is refused, never waited on */
     if (fd < 0)
-        return as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
+        return AS_ERR;
+    if (st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) {
         close(fd);
-        return as_error_set(err, "%s: cannot read its size: %s", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > SIZE_MAX) {
-        close(fd);
-        if (!S_ISREG(st.st_mode))
-            return as_error_set(err, "%s: not a regular file", path);
         if (st.st_size == 0)
             return as_error_set(err, "%s: file is empty (a GGUF file starts with a 24-byte header)", path);
         return as_error_set(err, "%s: too large to map (%lld bytes)", path, (long long)st.st_size);
@@ -549,7 +542,7 @@ static int map_file(as_gguf *g, const char *path, as_error *err)
     g->map = m;
     g->size = (size_t)st.st_size;
     g->mapped = true;
-    return AS_OK;
+    return as_gguf_hold(g, &st, path, err);
 }
 
 int as_gguf_open(as_gguf **out, const char *path, as_error *err)
@@ -591,8 +584,22 @@ void as_gguf_close(as_gguf *g)
         munmap((void *)(g->map - g->map_lead), g->size + g->map_lead);
     if (g->release)
         g->release(g->owner);
+    for (size_t i = 0; i < g->n_held; i++)
+        as_file_unprotect(g->held[i]);
+    free(g->held);
     free(g->path);
     free(g);
+}
+
+int as_gguf_hold(as_gguf *g, const struct stat *st, const char *path, as_error *err)
+{
+    as_file_id *h = realloc(g->held, (g->n_held + 1) * sizeof *h);
+    if (!h)
+        return as_error_set(err, "%s: out of memory", path);
+    g->held = h;
+    g->held[g->n_held++] = as_file_id_of(st);
+    as_file_protect(as_file_id_of(st));
+    return AS_OK;
 }
 
 /* ------------------------------------------------------------------ */

@@ -1,7 +1,7 @@
 /* gguf writer: builds a GGUF file (version 2 or 3) from metadata and
  * tensors given in memory, laid out as llama.cpp expects (keys in the order
  * added, each tensor's offset the padded end of the one before), and
- * writes it to a temporary file renamed into place, or to a buffer. Used by
+ * writes it through as_write_atomic (file.h), or to a buffer. Used by
  * tests, the fuzz corpus and converters. A setter that goes wrong poisons
  * the writer; write() then reports the first cause. */
 #if !defined(_GNU_SOURCE) && !defined(_POSIX_C_SOURCE)
@@ -9,14 +9,13 @@
 #endif
 
 #include "attnscope/gguf.h"
+#include "attnscope/file.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "gguf_internal.h"
 
@@ -395,23 +394,19 @@ int as_gguf_writer_to_memory(as_gguf_writer *w, uint8_t **buf, size_t *size, as_
     return AS_OK;
 }
 
-/* Writes the whole file to fd and makes it durable; closes fd. */
-static int write_fd(const as_gguf_writer *w, uint64_t align, int fd, const char *path, as_error *err)
+struct write_job {
+    const as_gguf_writer *w;
+    uint64_t align;
+};
+
+/* The whole file into the temporary file as_write_atomic opened. */
+static int write_stream(void *ctx, void *stream, as_error *err)
 {
-    FILE *f = fdopen(fd, "wb");
-    if (!f) {
-        int e = errno;
-        close(fd);
-        return as_error_set(err, "%s: cannot write: %s", path, strerror(e));
-    }
-    sink s = {.f = f};
-    serialize(w, align, &s);
-    int bad = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int e = errno;
-    if (fclose(f) != 0 && !bad)
-        bad = 1, e = errno;
-    if (bad)
-        return as_error_set(err, "%s: cannot write: %s", path, strerror(e ? e : EIO));
+    const struct write_job *j = ctx;
+    sink s = {.f = stream};
+    serialize(j->w, j->align, &s);
+    if (ferror(s.f))
+        return as_error_set(err, "cannot write: %s", strerror(errno ? errno : EIO));
     return AS_OK;
 }
 
@@ -420,24 +415,6 @@ int as_gguf_writer_write(as_gguf_writer *w, const char *path, as_error *err)
     uint64_t align;
     if (writer_ready(w, &align, err))
         return as_error_prefix(err, "%s", path);
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 12);
-    if (!tmp)
-        return as_error_set(err, "%s: out of memory", path);
-    memcpy(tmp, path, n);
-    memcpy(tmp + n, ".tmp.XXXXXX", 12);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        int e = errno;
-        free(tmp);
-        return as_error_set(err, "%s: cannot create a temporary file beside it: %s", path, strerror(e));
-    }
-    fchmod(fd, 0644); /* mkstemp makes 0600; a model file is meant to be shared */
-    int rc = write_fd(w, align, fd, path, err);
-    if (rc == AS_OK && rename(tmp, path) != 0)
-        rc = as_error_set(err, "%s: cannot rename %s into place: %s", path, tmp, strerror(errno));
-    if (rc != AS_OK)
-        unlink(tmp);
-    free(tmp);
-    return rc;
+    struct write_job j = {w, align};
+    return as_write_atomic(path, write_stream, &j, err);
 }

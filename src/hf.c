@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attnscope/file.h"
 #include "attnscope/tokenizer.h"
 
 #define MAX_SHARDS 4096
@@ -59,17 +60,27 @@ static void *keep(as_hf *h, size_t bytes)
 
 /* ---------------------------------------------------------------- JSON files */
 
-json_t *as_hf_load_json(const char *path, as_error *err)
+json_t *as_hf_read_json(as_hf *h, const char *path, as_error *err)
 {
-    json_error_t je;
-    json_t *j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-    if (!j) {
-        if (access(path, F_OK) != 0)
-            as_error_set(err, "%s: cannot open: %s", path, strerror(errno));
-        else
-            as_error_set(err, "%s: line %d, column %d: %s", path, je.line, je.column, je.text);
+    struct stat st;
+    FILE *f = as_file_fopen_read(path, &st, err); /* a FIFO or a device is refused, never waited on */
+    if (!f)
         return NULL;
-    }
+    json_error_t je;
+    json_t *j = json_loadf(f, JSON_REJECT_DUPLICATES, &je);
+    fclose(f);
+    if (!j)
+        as_error_set(err, "%s: line %d, column %d: %s", path, je.line, je.column, je.text);
+    else if (as_gguf_hold(h->g, &st, path, err))
+        j = (json_decref(j), NULL);
+    return j;
+}
+
+json_t *as_hf_load_json(as_hf *h, const char *path, as_error *err)
+{
+    json_t *j = as_hf_read_json(h, path, err);
+    if (!j)
+        return NULL;
     if (!json_is_object(j)) {
         json_decref(j);
         as_error_set(err, "%s: not a JSON object", path);
@@ -326,15 +337,13 @@ static int check_overlaps(as_hf *h, size_t first, const char *path, as_error *er
     return rc;
 }
 
-static int map_file(const char *path, void **map, size_t *size, const char *why, as_error *err)
+static int map_file(as_hf *h, const char *path, void **map, size_t *size, const char *why, as_error *err)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return as_error_set(err, "%s: cannot open: %s%s", path, strerror(errno), why);
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return as_error_set(err, "%s: not a regular file%s", path, why);
+    int fd = as_file_open_read(path, &st, err); /* a FIFO or a device is refused, never waited on */
+    if (fd < 0) {
+        as_error was = err ? *err : (as_error){{0}};
+        return as_error_set(err, "%s%s", was.msg, why);
     }
     if (st.st_size < 8) {
         close(fd);
@@ -348,7 +357,7 @@ static int map_file(const char *path, void **map, size_t *size, const char *why,
         return as_error_set(err, "%s: cannot memory-map it: %s", path, strerror(e));
     *map = m;
     *size = (size_t)st.st_size;
-    return AS_OK;
+    return as_gguf_hold(h->g, &st, path, err);
 }
 
 /* Parses one safetensors file into h's tensors. why: " (the index places 'X' there)" or "". */
@@ -363,7 +372,7 @@ static int read_safetensors(as_hf *h, const char *path, const char *why, as_erro
     if (!(f->path = strdup(path)))
         return as_error_set(err, "%s: out of memory", path);
     h->n_files++;
-    if (map_file(path, &f->map, &f->size, why, err))
+    if (map_file(h, path, &f->map, &f->size, why, err))
         return AS_ERR;
     const uint8_t *m = f->map;
     uint64_t hlen = 0;
@@ -430,7 +439,7 @@ static int read_weights(as_hf *h, as_error *err)
                                 h->dir);
         return read_safetensors(h, path, "", err);
     }
-    json_t *idx = as_hf_load_json(path, err);
+    json_t *idx = as_hf_load_json(h, path, err);
     if (!idx)
         return AS_ERR;
     json_t *wm = json_object_get(idx, "weight_map");
@@ -1620,7 +1629,7 @@ static int read_tokenizer(as_hf *h, as_error *err)
     snprintf(r.path, sizeof r.path, "%s/tokenizer.json", h->dir);
     if (access(r.path, F_OK) != 0)
         return as_error_set(err, "%s: missing (attnscope reads the vocabulary from it)", r.path);
-    if (!(r.root = as_hf_load_json(r.path, err)))
+    if (!(r.root = as_hf_load_json(h, r.path, err)))
         return AS_ERR;
     r.model = json_object_get(r.root, "model");
     r.vocab = json_object_get(r.model, "vocab");
@@ -1745,7 +1754,7 @@ static int open_dir(as_hf *h, as_error *err)
     snprintf(h->config_path, sizeof h->config_path, "%s/config.json", h->dir);
     if (access(h->config_path, F_OK) != 0)
         return as_error_set(err, "%s: not a Hugging Face model directory: config.json is missing", h->dir);
-    if (!(h->config = as_hf_load_json(h->config_path, err)))
+    if (!(h->config = as_hf_load_json(h, h->config_path, err)))
         return AS_ERR;
     json_t *mt = json_object_get(h->config, "model_type");
     if (!json_is_string(mt))

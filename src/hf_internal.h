@@ -63,8 +63,11 @@ int as_hf_cfg_int(as_hf *h, const char *key, bool required, long long def, long 
 int as_hf_cfg_num(as_hf *h, const char *key, bool required, double def, double lo, double hi, double *out,
                   as_error *err);
 int as_hf_cfg_bool(as_hf *h, const char *key, bool def, bool *out, as_error *err);
-/* A JSON file holding an object (NULL: err says why, naming the file). */
-json_t *as_hf_load_json(const char *path, as_error *err);
+/* A JSON file holding an object (NULL: err says why, naming the file);
+ * read only if a regular file, and protected with the view (file.h).
+ * as_hf_read_json: any JSON value. */
+json_t *as_hf_load_json(as_hf *h, const char *path, as_error *err);
+json_t *as_hf_read_json(as_hf *h, const char *path, as_error *err);
 /* The object under key, NULL when absent or null. */
 const json_t *as_hf_cfg_obj(as_hf *h, const char *key);
 

@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attnscope/file.h"
+
 void as_image_free(as_image *img)
 {
     if (!img)
@@ -403,9 +405,11 @@ int as_image_load_ex(as_image *out, const char *path, int *orientation, as_error
 {
     memset(out, 0, sizeof *out);
     *orientation = 1;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    FILE *f = as_file_fopen_read(path, NULL, err); /* a FIFO or a device is refused, never waited on */
+    if (!f && errno)
         return as_error_set(err, "cannot open image %s: %s", path, strerror(errno));
+    if (!f)
+        return AS_ERR;
     unsigned char sig[8] = {0};
     size_t got = fread(sig, 1, sizeof sig, f);
     int rc;

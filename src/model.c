@@ -1,5 +1,6 @@
 #include "attnscope/model.h"
 
+#include "attnscope/file.h"
 #include "attnscope/kernels.h"
 #include "attnscope/hf.h"
 #include "attnscope/llama2c.h"
@@ -575,11 +576,13 @@ fail:
 }
 
 /* GGUF files start with their magic; anything else is read as a llama2.c
- * checkpoint (which has none), unless its name says GGUF. */
+ * checkpoint (which has none), unless its name says GGUF. What cannot be
+ * read as a regular file (a FIFO, a device: never waited on) goes to the
+ * GGUF reader, whose error says so. */
 static bool is_gguf(const char *path)
 {
     unsigned char magic[4] = {0};
-    FILE *f = fopen(path, "rb");
+    FILE *f = as_file_fopen_read(path, NULL, NULL);
     size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
     if (f)
         fclose(f);

@@ -2,12 +2,9 @@
 
 #include <errno.h>
 #include <stdint.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 size_t as_npy_header(char *buf, size_t cap, as_npy_dtype dtype, const size_t *shape, int ndim)
 {
@@ -77,41 +74,4 @@ int as_npy_write(const char *path, as_npy_dtype dtype, const void *data, const s
     }
     struct npy_job j = {dtype, data, shape, ndim};
     return as_write_atomic(path, write_npy, &j, err);
-}
-
-int as_write_atomic(const char *path, int (*write_fn)(void *ctx, void *stream, as_error *err), void *ctx,
-                    as_error *err)
-{
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp)
-        return as_error_set(err, "%s: out of memory", path);
-    snprintf(tmp, n + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd < 0) {
-        char *dup = strdup(path);
-        as_error_set(err, "%s: cannot write in directory %s: %s", path, dup ? dirname(dup) : "?",
-                     strerror(errno));
-        free(dup);
-        free(tmp);
-        return AS_ERR;
-    }
-    /* mkstemp makes the file 0600; an exported figure or array is for sharing. */
-    fchmod(fd, 0644);
-    FILE *f = fdopen(fd, "wb");
-    int rc = f ? write_fn(ctx, f, err) : as_error_set(err, "%s", strerror(errno));
-    if (f && fflush(f) && rc == AS_OK)
-        rc = as_error_set(err, "%s", strerror(errno));
-    if (f && fsync(fileno(f)) && rc == AS_OK)
-        rc = as_error_set(err, "%s", strerror(errno));
-    if ((f ? fclose(f) : close(fd)) && rc == AS_OK)
-        rc = as_error_set(err, "%s", strerror(errno));
-    if (rc == AS_OK && rename(tmp, path))
-        rc = as_error_set(err, "%s", strerror(errno));
-    if (rc != AS_OK) {
-        unlink(tmp);
-        as_error_prefix(err, "%s", path);
-    }
-    free(tmp);
-    return rc;
 }

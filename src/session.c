@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attnscope/file.h"
 #include "attnscope/npy.h"
 #include "attnscope/hf.h"
 #include "session_internal.h"
@@ -1082,6 +1083,9 @@ static int cmd_dump(cmd_ctx *c)
     int h = -1, n = 0;
     if (c->argc >= 2 && !strcmp(c->argv[1], "all"))
         return as_cmd_dump_all(c);
+    size_t len = c->argc == 3 ? strlen(c->argv[2]) : 0;
+    if (c->argc == 3 && (len < 5 || strcmp(c->argv[2] + len - 4, ".npy")))
+        return as_error_set(c->err, "%s: dump writes NumPy arrays only: the file name must end in .npy", c->argv[2]);
     if (captured_arg(c, 3, "dump HOOK FILE.npy", &h, &n))
         return AS_ERR;
     size_t shape[3], count = as_capture_count(s->cap, h, n);
@@ -1175,7 +1179,10 @@ int as_session_load(as_session *s, const char *path, as_error *err)
 {
     as_session *fresh;
     as_model *m;
-    if (as_model_load_with(&m, path, NULL, err))
+    as_file_set_interrupt(s->interrupt); /* Ctrl-C stops a long read */
+    int rc = as_model_load_with(&m, path, NULL, err);
+    as_file_set_interrupt(NULL);
+    if (rc)
         return AS_ERR;
     if (as_session_from_model(&fresh, m, s->capture_mb, s->out, s->warn, err)) {
         as_model_free(m);
@@ -1287,8 +1294,10 @@ static const command commands[] = {
     {{"norms", "norms LAYER|final|embed", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
       "min, max, largest dimensions); final: the norm after the blocks; embed: an encoder's embedding norm.",
       "norms 1"}, cmd_norms},
-    {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, C order); "
-      "`dump all`: every hook, plus index.json.", "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
+    {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, or int32 "
+      "for expert indices; C order) to FILE, whose name must end in .npy; `dump all`: every hook into DIR, plus "
+      "index.json. A file is replaced whole or not at all, never a device, a FIFO or the loaded model's file.",
+      "dump blocks.0.attn.hook_pattern pattern.npy"}, cmd_dump},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
       "overlay L H|mean|rollout|all | routing L | load | experts L  FILE.png|FILE.svg|FILE.pdf [key=value]",
       "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "

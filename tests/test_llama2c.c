@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attnscope/file.h"
 #include "attnscope/llama2c.h"
 #include "helpers.h"
 
@@ -329,6 +330,31 @@ Test(llama2c, tokenizer_reads_spaces_bytes_and_specials)
     run_ok(s, "prompt the cat; finish; top 3; info; weights");
     free(w);
     close_session(s);
+    remove_files(&fs);
+}
+
+static int write_nothing(void *ctx, void *stream, as_error *err)
+{
+    (void)ctx, (void)stream, (void)err;
+    return AS_OK;
+}
+
+/* The checkpoint and its tokenizer.bin are the loaded model's files:
+ * no write replaces them while it is loaded (file.h). */
+Test(llama2c, the_loaded_checkpoint_and_tokenizer_are_never_written)
+{
+    files fs;
+    float *w;
+    make_files(&fs, &small, &w);
+    as_session *s = session_with(fs.bin, NULL);
+    as_error err = {{0}};
+    cr_assert_eq(as_write_atomic(fs.bin, write_nothing, NULL, &err), AS_ERR, "the checkpoint was written");
+    cr_assert(strstr(err.msg, "model.bin: a model file in use"), "%s", err.msg);
+    cr_assert_eq(as_write_atomic(fs.tok, write_nothing, NULL, &err), AS_ERR, "the tokenizer was written");
+    cr_assert(strstr(err.msg, "tokenizer.bin: a model file in use"), "%s", err.msg);
+    close_session(s);
+    cr_assert_eq(as_write_atomic(fs.tok, write_nothing, NULL, &err), AS_OK, "%s", err.msg);
+    free(w);
     remove_files(&fs);
 }
 

@@ -8,6 +8,7 @@
 #include <locale.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../ui/heatmap.h"
@@ -799,24 +800,60 @@ Test(tui_lesson, every_shipped_lesson_runs)
     close_session(s);
 }
 
+/* A lesson is found by name in the lesson folders (here the current
+ * directory's assets/lessons, after the repository's), never as a path. */
 Test(tui_lesson, a_lesson_cannot_start_a_lesson)
 {
-    char path[] = "/tmp/attnscope-lesson-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    const char *text = "title: Loops\n: prompt-ids 1 2\nA step.\n---\n: lesson loop\nAgain.\n";
-    cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-    close(fd);
+    char dir[] = "/tmp/attnscope-lesson-XXXXXX", sub[64], path[96], cwd[4096];
+    cr_assert(mkdtemp(dir));
+    snprintf(sub, sizeof sub, "%s/assets", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    snprintf(sub, sizeof sub, "%s/assets/lessons", dir);
+    cr_assert_eq(mkdir(sub, 0755), 0);
+    snprintf(path, sizeof path, "%s/loop-test.txt", sub);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("title: Loops\n: prompt-ids 1 2\nA step.\n---\n: lesson loop-test\nAgain.\n", f);
+    fclose(f);
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    cr_assert(getcwd(cwd, sizeof cwd));
+    cr_assert_eq(chdir(dir), 0);
     view v;
     view_init(&v);
     as_error err = {{0}};
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "lesson %s", path);
-    cr_assert_eq(view_exec(&v, s, cmd, NULL, &err), AS_ERR);
+    int rc = view_exec(&v, s, "lesson loop-test", NULL, &err);
+    cr_assert_eq(chdir(cwd), 0);
+    cr_assert_eq(rc, AS_ERR);
     cr_assert(strstr(err.msg, "a lesson cannot start a lesson"), "%s", err.msg);
     cr_assert(!v.in_lesson);
     unlink(path);
+    rmdir(sub);
+    snprintf(sub, sizeof sub, "%s/assets", dir);
+    rmdir(sub);
+    rmdir(dir);
+    close_session(s);
+}
+
+/* `lesson ../../../../etc/passwd` opened any file as a lesson. */
+Test(tui_lesson, a_path_is_refused_with_the_lessons_there_are)
+{
+    as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
+    const char *bad[] = {"../../../../etc/passwd", "/etc/passwd", "sub/attention", ".attention", "..", "a..b"};
+    for (int i = 0; i < 6; i++) {
+        view v;
+        view_init(&v);
+        as_error err = {{0}};
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "lesson %s", bad[i]);
+        cr_assert_eq(view_exec(&v, s, cmd, NULL, &err), AS_ERR, "%s was opened", bad[i]);
+        cr_assert(strstr(err.msg, "a lesson is named, not a path") && strstr(err.msg, "the lessons: attention, "),
+                  "%s", err.msg);
+    }
+    view v;
+    view_init(&v);
+    as_error err = {{0}};
+    cr_assert_eq(view_exec(&v, s, "lesson nope", NULL, &err), AS_ERR);
+    cr_assert(strstr(err.msg, "no lesson 'nope'; the lessons: attention, "), "%s", err.msg);
     close_session(s);
 }
 

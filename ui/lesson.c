@@ -1,13 +1,16 @@
 #include "lesson.h"
 
 #include <dirent.h>
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "attnscope/file.h"
 #include "datadir.h"
+
+/* A lesson file larger than this is not one (the bundled ones are a few KB). */
+#define LESSON_MAX_BYTES (1 << 20)
 
 static char *trimmed(const char *s, size_t len)
 {
@@ -136,9 +139,14 @@ oom:
 
 static char *read_all(const char *path, as_error *err)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        as_error_set(err, "%s: %s", path, strerror(errno));
+    struct stat st;
+    FILE *f = as_file_fopen_read(path, &st, err); /* a FIFO or a device is refused, never waited on */
+    if (!f)
+        return NULL;
+    if (st.st_size > LESSON_MAX_BYTES) {
+        fclose(f);
+        as_error_set(err, "%s: %lld bytes, over the %d MB a lesson may have", path, (long long)st.st_size,
+                     LESSON_MAX_BYTES >> 20);
         return NULL;
     }
     char *buf = NULL;
@@ -164,15 +172,50 @@ static char *read_all(const char *path, as_error *err)
     return buf;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/* The installed lessons' names (NAME of NAME.txt), sorted. */
+static int list_names(char names[][64], int cap)
+{
+    char dir[PATH_MAX];
+    int n = 0;
+    DIR *d = datadir_dir(DATA_LESSONS, dir, sizeof dir) ? opendir(dir) : NULL;
+    for (struct dirent *e; d && n < cap && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && len - 4 < 64 && e->d_name[0] != '.' && !strcmp(e->d_name + len - 4, ".txt"))
+            snprintf(names[n++], 64, "%.*s", (int)(len - 4), e->d_name);
+    }
+    if (d)
+        closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], by_name);
+    return n;
+}
+
+/* "no lesson 'NAME'" with the names there are (why: what was wrong with it). */
+static int no_lesson(const char *name, const char *why, as_error *err)
+{
+    char names[64][64], list[1024] = "";
+    int n = list_names(names, 64);
+    size_t o = 0;
+    for (int i = 0; i < n && o < sizeof list; i++)
+        o += (size_t)snprintf(list + o, sizeof list - o, "%s%s", i ? ", " : "", names[i]);
+    return as_error_set(err, "no lesson '%.200s'%s; the lessons: %s (`lesson` lists them with their titles)", name,
+                        why, n ? list : "none installed");
+}
+
 int lesson_load(const char *name, lesson *out, as_error *err)
 {
     char path[PATH_MAX], file[NAME_MAX + 1];
     memset(out, 0, sizeof *out);
-    if (strchr(name, '/'))
-        snprintf(path, sizeof path, "%s", name);
-    else if (snprintf(file, sizeof file, "%s.txt", name) >= (int)sizeof file ||
-             (!datadir_find(DATA_LESSONS, file, path, sizeof path) && !datadir_find(DATA_LESSONS, name, path, sizeof path)))
-        return as_error_set(err, "no lesson '%s' (`lesson` lists them)", name);
+    /* A lesson is found by name in the lesson folders, never as a path. */
+    if (!name[0] || name[0] == '.' || strchr(name, '/') || strstr(name, ".."))
+        return no_lesson(name, " (a lesson is named, not a path: no '/', '..' or leading '.')", err);
+    if (snprintf(file, sizeof file, "%s.txt", name) >= (int)sizeof file ||
+        (!datadir_find(DATA_LESSONS, file, path, sizeof path) && !datadir_find(DATA_LESSONS, name, path, sizeof path)))
+        return no_lesson(name, "", err);
     char *text = read_all(path, err);
     if (!text)
         return AS_ERR;
@@ -200,24 +243,9 @@ void lesson_free(lesson *l)
     memset(l, 0, sizeof *l);
 }
 
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(a, b);
-}
-
 int lesson_list(char names[][64], char titles[][128], int cap)
 {
-    char dir[PATH_MAX];
-    int n = 0;
-    DIR *d = datadir_dir(DATA_LESSONS, dir, sizeof dir) ? opendir(dir) : NULL;
-    for (struct dirent *e; d && n < cap && (e = readdir(d));) {
-        size_t len = strlen(e->d_name);
-        if (len > 4 && len - 4 < 64 && !strcmp(e->d_name + len - 4, ".txt"))
-            snprintf(names[n++], 64, "%.*s", (int)(len - 4), e->d_name);
-    }
-    if (d)
-        closedir(d);
-    qsort(names, (size_t)n, sizeof names[0], by_name);
+    int n = list_names(names, cap);
     for (int i = 0; i < n; i++) {
         lesson l;
         as_error err;

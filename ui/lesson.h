@@ -36,7 +36,9 @@ typedef struct lesson {
 
 /* Reads a lesson from text (`where` names it in messages: file:line). */
 int lesson_parse(const char *text, const char *where, lesson *out, as_error *err);
-/* The lesson NAME from the data directory (NAME or NAME.txt). */
+/* The lesson NAME from the lesson folders (NAME.txt or NAME), found by
+ * name only: a name with '/', '..' or a leading '.' is refused, the
+ * message listing the lessons there are. */
 int lesson_load(const char *name, lesson *out, as_error *err);
 void lesson_free(lesson *l);
 /* The installed lessons' names and titles, sorted by name; returns the count

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attnscope/file.h"
 #include "attnscope/gguf.h"
 #include "attnscope/hf.h"
 #include "attnscope/kernels.h"
@@ -154,16 +155,72 @@ static int run_line(as_session *s, view *v, const char *line, const char *where)
     return rc;
 }
 
+/* Limits on what batch mode reads: a script is text typed or generated
+ * for it, so anything larger is a mistake (a device, a data file given to
+ * -x), refused by name before it fills memory. */
+#define SCRIPT_MAX_BYTES (16L << 20)
+#define LINE_MAX_BYTES (1L << 20)
+
+/* One line of f into *buf without its newline (nor a CR before it):
+ * 1 when read, 0 at the end, -1 when longer than LINE_MAX_BYTES, -2 out
+ * of memory, -3 at a NUL byte (*nul: its 1-based column); the rest of a
+ * refused line is left unread. */
+static int read_line(FILE *f, char **buf, size_t *cap, size_t *nul)
+{
+    size_t n = 0;
+    int ch;
+    *nul = 0;
+    while ((ch = getc(f)) != EOF && ch != '\n') {
+        if (n >= (size_t)LINE_MAX_BYTES)
+            return -1;
+        if (n + 2 > *cap) {
+            char *grown = realloc(*buf, *cap ? *cap * 2 : 256);
+            if (!grown)
+                return -2;
+            *buf = grown;
+            *cap = *cap ? *cap * 2 : 256;
+        }
+        if (ch == 0) {
+            *nul = n + 1;
+            return -3;
+        }
+        (*buf)[n++] = (char)ch;
+    }
+    if (ch == EOF && n == 0)
+        return 0;
+    if (!*buf && !(*buf = malloc(*cap = 1)))
+        return -2;
+    if (n && (*buf)[n - 1] == '\r')
+        n--;
+    (*buf)[n] = '\0';
+    return 1;
+}
+
 static int run_stream(as_session *s, view *v, FILE *f, const char *name)
 {
     char *line = NULL;
-    size_t cap = 0;
-    int lineno = 0, rc = 0;
-    while (!s->quit && getline(&line, &cap, f) >= 0) {
+    size_t cap = 0, nul;
+    int lineno = 0, rc = 0, got;
+    while (!s->quit && (got = read_line(f, &line, &cap, &nul)) != 0) {
         char where[512];
         lineno++;
-        line[strcspn(line, "\r\n")] = '\0';
         snprintf(where, sizeof where, "%s:%d", name, lineno);
+        /* A NUL would end the line silently where C strings end: refused whole. */
+        if (got == -3) {
+            fprintf(stderr, "error: %s: a NUL byte at column %zu: the line is refused (commands are text)\n",
+                    where, nul);
+            rc = 1;
+            break;
+        }
+        if (got < 0) {
+            if (got == -2)
+                fprintf(stderr, "error: %s: out of memory for the line\n", where);
+            else
+                fprintf(stderr, "error: %s: a line longer than %ld MB: refused (commands are one a line)\n",
+                        where, LINE_MAX_BYTES >> 20);
+            rc = 1;
+            break;
+        }
         if (run_line(s, v, line, where)) {
             rc = 1;
             break;
@@ -175,9 +232,17 @@ static int run_stream(as_session *s, view *v, FILE *f, const char *name)
 
 static int run_script(as_session *s, view *v, const char *path)
 {
-    FILE *f = fopen(path, "r");
+    struct stat st;
+    as_error err = {{0}};
+    FILE *f = as_file_fopen_read(path, &st, &err); /* a FIFO, a device or a directory is refused */
     if (!f) {
-        fprintf(stderr, "error: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "error: -x %s\n", err.msg);
+        return 1;
+    }
+    if (st.st_size > SCRIPT_MAX_BYTES) {
+        fprintf(stderr, "error: -x %s: %lld bytes, over the %ld MB a script may have\n", path,
+                (long long)st.st_size, SCRIPT_MAX_BYTES >> 20);
+        fclose(f);
         return 1;
     }
     int rc = run_stream(s, v, f, path);

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <wchar.h>
 
-#include "attnscope/npy.h"
+#include "attnscope/file.h"
 #include "tui.h"
 
 /* The VT100 alternate character set: the letter curses stores, the

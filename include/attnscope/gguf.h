@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "attnscope/error.h"
+#include "attnscope/file.h"
 #include "attnscope/quant.h" /* the ggml tensor types, their conversions and decoders */
 
 #define AS_GGUF_MAGIC 0x46554747u /* "GGUF" read as little-endian uint32 */
@@ -95,6 +96,11 @@ typedef struct as_gguf {
     const char *view_note; /* what the view skipped or renamed on the way (NULL or "": nothing), a load warning */
     void *owner;
     void (*release)(void *owner);
+    /* The files read into this model (the GGUF, a checkpoint and its
+     * tokenizer, a directory's JSON and safetensors), protected from every
+     * write (file.h) until as_gguf_close. */
+    as_file_id *held;
+    size_t n_held;
 } as_gguf;
 
 /* Opens and memory-maps path; validates the whole header, metadata and
@@ -104,6 +110,9 @@ int as_gguf_open(as_gguf **out, const char *path, as_error *err);
  * in messages. For tests and fuzzing. */
 int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name, as_error *err);
 void as_gguf_close(as_gguf *g);
+/* Protects the file st describes (an fstat of what was read) for g's
+ * lifetime; false when out of memory (err names path). */
+int as_gguf_hold(as_gguf *g, const struct stat *st, const char *path, as_error *err);
 
 /* Keys of a GGUF view built in memory (a llama2.c checkpoint, a Hugging
  * Face directory shown as the GGUF it would convert to): one more record

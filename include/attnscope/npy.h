@@ -1,6 +1,7 @@
 /* npy: writes arrays in NumPy's .npy format (version 1.0, little-endian
- * float32 or int32, C order), through a temporary file renamed into place
- * so an existing file is replaced only by a complete one. */
+ * float32 or int32, C order), through as_write_atomic (file.h): a
+ * temporary file renamed into place, so an existing file is replaced only
+ * by a complete one, and never a device, a FIFO or the loaded model. */
 #ifndef ATTNSCOPE_NPY_H
 #define ATTNSCOPE_NPY_H
 
@@ -8,6 +9,7 @@
 #include <stdint.h>
 
 #include "attnscope/error.h"
+#include "attnscope/file.h"
 
 typedef enum as_npy_dtype { AS_NPY_F32, AS_NPY_I32 } as_npy_dtype;
 
@@ -16,9 +18,5 @@ typedef enum as_npy_dtype { AS_NPY_F32, AS_NPY_I32 } as_npy_dtype;
 size_t as_npy_header(char *buf, size_t cap, as_npy_dtype dtype, const size_t *shape, int ndim);
 int as_npy_write(const char *path, as_npy_dtype dtype, const void *data, const size_t *shape, int ndim,
                  as_error *err);
-/* Writes through a temp file in path's directory, renamed into place.
- * write_fn fills the open stream; used by every exporter. */
-int as_write_atomic(const char *path, int (*write_fn)(void *ctx, void *stream, as_error *err), void *ctx,
-                    as_error *err);
 
 #endif
