@@ -41,6 +41,8 @@ struct as_session {
     int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report */
     bool has_metric;
     char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
+    char sampled[128];  /* how `gen` chose the context's generated tokens ("temperature 0.7, top-k 40"), for
+                         * figures; "" when none */
 };
 
 typedef struct as_command_info {
