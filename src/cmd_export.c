@@ -234,14 +234,46 @@ static void free_labels(char **l, int n)
     free(l);
 }
 
-/* Decoded context text [a, b), escaped to one line; malloc'd. */
-static char *context_text(const as_session *s, int a, int b)
+/* Tokens as text: runs of text tokens decoded as the tokenizer does, and
+ * control tokens ([CLS], [MASK], <s>), which decode to nothing, by their
+ * vocabulary string, so captions and index.json show them (a WordPiece
+ * vocabulary's words stand apart: joined by spaces there). Escaped to one
+ * line; malloc'd, NULL when out of memory. */
+static char *tokens_text(const as_session *s, const int32_t *ids, int n)
 {
+    const as_tokenizer *tok = s->model->tok;
+    bool spaced = as_tokenizer_kind(tok) == AS_TOK_BERT;
     char *raw = NULL;
     size_t len = 0;
-    as_error err;
-    if (b <= a || as_tokenizer_decode(s->model->tok, s->it->out->tokens + a, (size_t)(b - a), &raw, &len, &err))
-        return strdup("");
+    FILE *f = open_memstream(&raw, &len);
+    if (!f)
+        return NULL;
+    for (int i = 0; i < n;) {
+        char bytes[8];
+        const char *piece = as_tokenizer_piece(tok, ids[i]);
+        const char *part = NULL;
+        char *run = NULL;
+        size_t rlen = 0;
+        as_error err;
+        int j = i + 1;
+        if (as_tokenizer_token_bytes(tok, ids[i], bytes, sizeof bytes) == 0) {
+            part = piece ? piece : "", rlen = strlen(part);
+        } else {
+            while (j < n && as_tokenizer_token_bytes(tok, ids[j], bytes, sizeof bytes) > 0)
+                j++;
+            if (as_tokenizer_decode(tok, ids + i, (size_t)(j - i), &run, &rlen, &err) == AS_OK)
+                part = run;
+        }
+        if (part && rlen) {
+            if (spaced && ftell(f) > 0 && part[0] != ' ')
+                fputc(' ', f);
+            fwrite(part, 1, rlen, f);
+        }
+        free(run);
+        i = j;
+    }
+    if (fclose(f) || !raw)
+        return NULL;
     size_t cap = len * 4 + 16;
     char *out = malloc(cap);
     if (out)
@@ -250,22 +282,20 @@ static char *context_text(const as_session *s, int a, int b)
     return out;
 }
 
-/* An encoder-decoder's source, decoded as context_text does; NULL when
- * the program has no source stream. */
+/* The context's text [a, b) (tokens_text); malloc'd. */
+static char *context_text(const as_session *s, int a, int b)
+{
+    return b > a ? tokens_text(s, s->it->out->tokens + a, b - a) : strdup("");
+}
+
+/* An encoder-decoder's source, as context_text gives the context; NULL
+ * when the program has no source stream. */
 static char *source_text(const as_session *s)
 {
     int src = s->prog->source_stream;
-    char *raw = NULL;
-    size_t len = 0;
-    as_error err;
-    if (src < 0 || s->it->st[src].n_tokens == 0 ||
-        as_tokenizer_decode(s->model->tok, s->it->st[src].tokens, (size_t)s->it->st[src].n_tokens, &raw, &len, &err))
+    if (src < 0 || s->it->st[src].n_tokens == 0)
         return NULL;
-    char *out = malloc(len * 4 + 16);
-    if (out)
-        as_format_piece(raw, len, out, len * 4 + 16);
-    free(raw);
-    return out;
+    return tokens_text(s, s->it->st[src].tokens, s->it->st[src].n_tokens);
 }
 
 /* An image model's input file and its predicted class ("tabby cat", its id

@@ -916,6 +916,12 @@ static int cmd_hooks(cmd_ctx *c)
 {
     as_session *s = c->s;
     const char *pattern = c->argc > 1 ? c->argv[1] : "*";
+    int matched = 0;
+    for (int h = 0; h < s->prog->n_hooks; h++)
+        matched += as_hook_name_match(pattern, s->prog->hooks[h].name);
+    if (!matched)
+        return as_error_set(c->err, "no hook matches '%s' (* is the only wildcard: `hooks blocks.0.*` lists block "
+                            "0's, `hooks` every hook)", pattern);
     for (int h = 0; h < s->prog->n_hooks; h++) {
         if (!as_hook_name_match(pattern, s->prog->hooks[h].name))
             continue;
