@@ -98,8 +98,11 @@ char **as_split_commands(const char *line, int *n)
             a++;
         while (b > a && isspace((unsigned char)b[-1]))
             b--;
-        if (b > a)
-            cmds[(*n)++] = strndup(a, (size_t)(b - a));
+        if (b > a && !(cmds[(*n)++] = strndup(a, (size_t)(b - a)))) {
+            as_free_commands(cmds, *n - 1);
+            *n = 0;
+            return NULL; /* out of memory: no command rather than a NULL one */
+        }
         if (!*p)
             break;
         start = p + 1;

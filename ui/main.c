@@ -150,7 +150,11 @@ static int run_line(as_session *s, view *v, const char *line, const char *where)
     int n;
     char **cmds = as_split_commands(line, &n);
     int rc = 0;
-    for (int i = 0; cmds && i < n && !s->quit; i++) {
+    if (!cmds) {
+        fprintf(stderr, "error: %s%sout of memory\n", where ? where : "", where ? ": " : "");
+        return 1;
+    }
+    for (int i = 0; i < n && !s->quit; i++) {
         as_error err = {{0}};
         if (view_exec(v, s, cmds[i], NULL, &err)) {
             fprintf(stderr, "error: %s%s%s\n", where ? where : "", where ? ": " : "", err.msg);

@@ -67,7 +67,8 @@ int as_session_load(as_session *s, const char *path, as_error *err);
 /* Runs one command line (one command; see as_split_commands for ';'). */
 int as_session_exec(as_session *s, const char *line, as_error *err);
 /* Splits "CMD; CMD; ..." at semicolons outside quotes. Returns a malloc'd
- * array of malloc'd strings (trimmed, empty ones dropped); *n is the count. */
+ * array of malloc'd strings (trimmed, empty ones dropped); *n is the count.
+ * NULL (and *n 0) when out of memory. */
 char **as_split_commands(const char *line, int *n);
 void as_free_commands(char **cmds, int n);
 /* Splits a command into words: whitespace-separated, "double" or 'single'
