@@ -27,9 +27,9 @@ static void head_before_norm(const as_program *p, const float *const *resid, int
         if (op->kind == AS_OP_LINEAR)
             as_linear(x, n, &op->w, op->b, tmp);
         else if (op->kind == AS_OP_GELU && op->gelu == AS_GELU_ERF)
-            as_gelu_erf(x, tmp, n * d);
+            as_gelu_erf(x, tmp, (long)n * d);
         else if (op->kind == AS_OP_GELU)
-            as_gelu_tanh(x, tmp, n * d);
+            as_gelu_tanh(x, tmp, (long)n * d);
         else
             continue;
         memcpy(x, tmp, (size_t)n * (size_t)d * sizeof *x);
