@@ -88,6 +88,21 @@ static int head_mean(as_session *s, void *ctx, as_error *err)
     return AS_OK;
 }
 
+/* An ablation of what one already ablates would silently stack on it (a
+ * mean over values the first zeroed): refused, naming the first. */
+static int ablated_already(const as_session *s, int hook, int head, const char *label, as_error *err)
+{
+    for (int k = 0; k < s->it->n_rules; k++) {
+        const as_rule *r = &s->it->rules[k];
+        bool ablation = r->kind == AS_RULE_ZERO || r->kind == AS_RULE_EXPERT_ZERO ||
+                        (r->kind == AS_RULE_SET && !r->per_position && r->pos < 0);
+        if (ablation && r->hook == hook && r->head == head)
+            return as_error_set(err, "%s: '%s' ablates it already (`ablations` lists the rules, `unablate` removes "
+                                "them)", label, r->label);
+    }
+    return AS_OK;
+}
+
 int as_cmd_ablate(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -100,7 +115,8 @@ int as_cmd_ablate(cmd_ctx *c)
         if (parse_expert(s, c->argv[2], AS_HK_EXPERTS_OUT, &l, &e, &hk, c->err))
             return AS_ERR;
         snprintf(label, sizeof label, "ablate expert %ld.%ld", l, e);
-        if (as_cmd_add_rule(s, AS_RULE_EXPERT_ZERO, hk, (int)e, -1, NULL, false, label, c->err))
+        if (ablated_already(s, hk, (int)e, label, c->err) ||
+            as_cmd_add_rule(s, AS_RULE_EXPERT_ZERO, hk, (int)e, -1, NULL, false, label, c->err))
             return AS_ERR;
     } else if (c->argc == 3 && !strcmp(c->argv[1], "mlp")) {
         if (as_cmd_parse_long(c->argv[2], 0, cfg->n_layer - 1, "the layer", &l, c->err))
@@ -109,7 +125,8 @@ int as_cmd_ablate(cmd_ctx *c)
         int hm = as_program_hook_in(s->prog, AS_HK_MLP_OUT, (int)l, s->prog->out_stream);
         if (hm < 0)
             return no_block(s, l, c->err);
-        if (as_cmd_add_rule(s, AS_RULE_ZERO, hm, -1, -1, NULL, false, label, c->err))
+        if (ablated_already(s, hm, -1, label, c->err) ||
+            as_cmd_add_rule(s, AS_RULE_ZERO, hm, -1, -1, NULL, false, label, c->err))
             return AS_ERR;
     } else {
         char *dot = c->argc == 3 ? strchr(c->argv[1], '.') : NULL;
@@ -126,6 +143,8 @@ int as_cmd_ablate(cmd_ctx *c)
             return no_block(s, l, c->err);
         bool mean = !strcmp(c->argv[2], "mean");
         snprintf(label, sizeof label, "ablate %ld.%ld %s", l, h, c->argv[2]);
+        if (ablated_already(s, hz, (int)h, label, c->err))
+            return AS_ERR;
         float *avg = NULL;
         if (mean) {
             /* The head's mean over the context's positions in the clean

@@ -2,6 +2,7 @@
  * context and side runs of other tokens, token and position arguments,
  * an output file among the arguments and the .npy it names, adding and
  * listing rules. Declared in session_internal.h. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,4 +251,82 @@ void as_cmd_label(const as_session *s, int32_t id, int width, char *out, size_t 
         cols += w;
         i += used;
     }
+}
+
+/* ---- non-finite values ---- */
+
+void as_cmd_value_at(const as_program *prog, const as_capture *cap, int hook, int pos, int index, char *buf,
+                     size_t n)
+{
+    const as_hook *h = &prog->hooks[hook];
+    if (h->is_attn) {
+        int len = as_capture_attn_keys(cap, hook, pos);
+        len = len > 0 ? len : 1;
+        snprintf(buf, n, "head %d, query %d, key %d", index / len, pos, index % len);
+    } else if (h->n_dims > 1 && h->dims[1] > 0) {
+        /* [pos, group, dim]: a hook of heads, or of a routed MLP's slots */
+        const char *group = h->site == AS_SITE_SELF_ATTN || h->site == AS_SITE_CROSS_ATTN ? "head"
+                            : h->site == AS_SITE_ROUTED_EXPERT                            ? "slot"
+                                                                                          : "group";
+        snprintf(buf, n, "position %d, %s %d, dim %d", pos, group, index / h->dims[1], index % h->dims[1]);
+    } else {
+        snprintf(buf, n, "position %d, index %d", pos, index);
+    }
+}
+
+void as_cmd_first_nonfinite(const as_session *s, const char *lead, char *buf, size_t n)
+{
+    const as_nonfinite *nf = &s->it->nonfinite;
+    *buf = '\0';
+    if (!nf->found)
+        return;
+    char at[96];
+    as_cmd_value_at(s->prog, s->cap, nf->hook, nf->pos, nf->index, at, sizeof at);
+    snprintf(buf, n, "%s%s [%s] = %g", lead, s->prog->hooks[nf->hook].name, at, nf->value);
+}
+
+/* The first non-finite value of one position's row of a hook: its flat
+ * index (as_nonfinite's), or -1. Attention rows: the keys the query sees. */
+static int first_bad(const as_capture *cap, const as_hook *h, int hook, int pos, float *value)
+{
+    if (!h->is_attn) {
+        const float *x = as_capture_row(cap, hook, pos);
+        for (int j = 0; j < h->width; j++)
+            if (!isfinite(x[j]))
+                return *value = x[j], j;
+        return -1;
+    }
+    int len = as_capture_attn_keys(cap, hook, pos), k0, k1;
+    as_capture_attn_visible(cap, hook, pos, &k0, &k1);
+    for (int head = 0; head < h->width; head++) {
+        const float *x = as_capture_attn_row(cap, hook, head, pos, NULL);
+        for (int k = k0; k < k1 && k < len; k++)
+            if (!isfinite(x[k]))
+                return *value = x[k], head * len + k;
+    }
+    return -1;
+}
+
+int as_cmd_refuse_at(as_session *s, const as_capture *cap, int hook, int pos, int index, float value,
+                     const char *what, as_error *err)
+{
+    char at[96], first[256] = "";
+    as_cmd_value_at(s->prog, cap, hook, pos, index, at, sizeof at);
+    if (cap == s->cap)
+        as_cmd_first_nonfinite(s, "; the first non-finite value of the pass is ", first, sizeof first);
+    return as_error_set(err, "%s: %s holds %g at [%s]%s (`weights` shows which tensors hold NaN or Inf)", what,
+                        s->prog->hooks[hook].name, value, at, first);
+}
+
+int as_cmd_check_finite(as_session *s, const as_capture *cap, int hook, int a, int b, const char *what,
+                        as_error *err)
+{
+    const as_hook *h = &s->prog->hooks[hook];
+    for (int p = a; p < b; p++) {
+        float v;
+        int j = first_bad(cap, h, hook, p, &v);
+        if (j >= 0)
+            return as_cmd_refuse_at(s, cap, hook, p, j, v, what, err);
+    }
+    return AS_OK;
 }

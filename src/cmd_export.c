@@ -235,14 +235,46 @@ static void free_labels(char **l, int n)
     free(l);
 }
 
-/* Decoded context text [a, b), escaped to one line; malloc'd. */
-static char *context_text(const as_session *s, int a, int b)
+/* Tokens as text: runs of text tokens decoded as the tokenizer does, and
+ * control tokens ([CLS], [MASK], <s>), which decode to nothing, by their
+ * vocabulary string, so captions and index.json show them (a WordPiece
+ * vocabulary's words stand apart: joined by spaces there). Escaped to one
+ * line; malloc'd, NULL when out of memory. */
+static char *tokens_text(const as_session *s, const int32_t *ids, int n)
 {
+    const as_tokenizer *tok = s->model->tok;
+    bool spaced = as_tokenizer_kind(tok) == AS_TOK_BERT;
     char *raw = NULL;
     size_t len = 0;
-    as_error err;
-    if (b <= a || as_tokenizer_decode(s->model->tok, s->it->out->tokens + a, (size_t)(b - a), &raw, &len, &err))
-        return strdup("");
+    FILE *f = open_memstream(&raw, &len);
+    if (!f)
+        return NULL;
+    for (int i = 0; i < n;) {
+        char bytes[8];
+        const char *piece = as_tokenizer_piece(tok, ids[i]);
+        const char *part = NULL;
+        char *run = NULL;
+        size_t rlen = 0;
+        as_error err;
+        int j = i + 1;
+        if (as_tokenizer_token_bytes(tok, ids[i], bytes, sizeof bytes) == 0) {
+            part = piece ? piece : "", rlen = strlen(part);
+        } else {
+            while (j < n && as_tokenizer_token_bytes(tok, ids[j], bytes, sizeof bytes) > 0)
+                j++;
+            if (as_tokenizer_decode(tok, ids + i, (size_t)(j - i), &run, &rlen, &err) == AS_OK)
+                part = run;
+        }
+        if (part && rlen) {
+            if (spaced && ftell(f) > 0 && part[0] != ' ')
+                fputc(' ', f);
+            fwrite(part, 1, rlen, f);
+        }
+        free(run);
+        i = j;
+    }
+    if (fclose(f) || !raw)
+        return NULL;
     size_t cap = len * 4 + 16;
     char *out = malloc(cap);
     if (out)
@@ -251,22 +283,20 @@ static char *context_text(const as_session *s, int a, int b)
     return out;
 }
 
-/* An encoder-decoder's source, decoded as context_text does; NULL when
- * the program has no source stream. */
+/* The context's text [a, b) (tokens_text); malloc'd. */
+static char *context_text(const as_session *s, int a, int b)
+{
+    return b > a ? tokens_text(s, s->it->out->tokens + a, b - a) : strdup("");
+}
+
+/* An encoder-decoder's source, as context_text gives the context; NULL
+ * when the program has no source stream. */
 static char *source_text(const as_session *s)
 {
     int src = s->prog->source_stream;
-    char *raw = NULL;
-    size_t len = 0;
-    as_error err;
-    if (src < 0 || s->it->st[src].n_tokens == 0 ||
-        as_tokenizer_decode(s->model->tok, s->it->st[src].tokens, (size_t)s->it->st[src].n_tokens, &raw, &len, &err))
+    if (src < 0 || s->it->st[src].n_tokens == 0)
         return NULL;
-    char *out = malloc(len * 4 + 16);
-    if (out)
-        as_format_piece(raw, len, out, len * 4 + 16);
-    free(raw);
-    return out;
+    return tokens_text(s, s->it->st[src].tokens, s->it->st[src].n_tokens);
 }
 
 /* An image model's input file and its predicted class ("tabby cat", its id
@@ -448,6 +478,22 @@ static void head_matrix(const as_session *s, int hook, int head, int a, int b, f
     head_matrix_keys(s, hook, head, a, b, a, b, v, mk);
 }
 
+/* AS_ERR naming the first non-finite weight of a head's matrix as
+ * head_matrix_keys built it (m queries from a, mkeys keys from ka; a
+ * hidden key is 0 there), else AS_OK. */
+static int refuse_nonfinite_head(cmd_ctx *c, const char *what, int hook, int head, int a, int ka, const float *v,
+                                 int m, int mkeys)
+{
+    for (int q = 0; q < m; q++)
+        for (int k = 0; k < mkeys; k++)
+            if (!isfinite(v[(size_t)q * mkeys + k])) {
+                int len = as_capture_attn_keys(c->s->cap, hook, a + q);
+                return as_cmd_refuse_at(c->s, c->s->cap, hook, a + q, head * len + ka + k, v[(size_t)q * mkeys + k],
+                                        what, c->err);
+            }
+    return AS_OK;
+}
+
 static const char *const pick_name[] = {"self-attention", "cross-attention", "encoder self-attention"};
 
 /* Positions every listed layer's pattern holds (the fewest), or AS_ERR;
@@ -612,6 +658,13 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     note_window(&cp, s, &o, a, b, n);
     if (o.hide_bos)
         note_hidden_bos(&cp, s, hooks, job->n_layers, job->head, heads, a, b);
+    for (size_t i = 0; i < (size_t)n_mats * (size_t)m * (size_t)mk_n; i++)
+        if (!mk[i] && !isfinite(v[i])) {
+            char first[256];
+            as_cmd_first_nonfinite(s, "; the first non-finite value of the pass is ", first, sizeof first);
+            caption_note(&cp, "Cells marked NaN hold a non-finite weight (%g)%s.", v[i], first);
+            break;
+        }
     if (as_fig_heatmap(&f, ctx, &o.st, &cp.c, &h, c->err))
         goto out;
     char val[32];
@@ -668,6 +721,9 @@ static int export_lines_fig(cmd_ctx *c, int layer, int head, const char *path)
     for (int i = 0; i < heads; i++) {
         head_matrix(s, hook, head < 0 ? i : head, a, b, v + (size_t)i * m * m, mk);
         w[i] = v + (size_t)i * m * m;
+        /* a line's opacity cannot show NaN: drawing nothing would look like a head that attends nowhere */
+        if (refuse_nonfinite_head(c, "export lines: no figure", hook, head < 0 ? i : head, a, a, w[i], m, m))
+            goto out;
     }
     if (as_fig_ctx_new(&ctx, NULL, c->err))
         goto out;
@@ -864,6 +920,10 @@ static int export_norms(cmd_ctx *c)
         as_error_set(c->err, "out of memory");
         goto out;
     }
+    /* the scale is non-finite exactly where the norm's input is: its statistics would be made up */
+    if (as_cmd_check_finite(s, s->cap, h1, a, b, "export norms: no figure", c->err) ||
+        (two && as_cmd_check_finite(s, s->cap, h2, a, b, "export norms: no figure", c->err)))
+        goto out;
     for (int i = 0; i < m; i++) {
         st[i] = *as_capture_norm(s->cap, h1, a + i);
         if (two)
@@ -1044,6 +1104,8 @@ static int export_probs(cmd_ctx *c)
     }
     o.top = o.top ? o.top : 10;
     int V = s->model->cfg.n_vocab, k = (int)(o.top < V ? o.top : V), pos = s->it->out->n_tokens - 1;
+    if (as_cmd_nonfinite_logits(s, logits, pos, c->err))
+        return AS_ERR;
     as_probs(logits, V, s->probs);
     k = as_top_indices(s->probs, V, k, s->order);
     char **labels = calloc((size_t)k, sizeof *labels);
@@ -1141,6 +1203,8 @@ static int export_probs_trace(cmd_ctx *c)
     for (int i = 0; i < S; i++) {
         int p = a + i;
         int32_t tok = it->out->tokens[p];
+        if (as_cmd_nonfinite_logits(s, as_capture_row(s->cap, hl, p - 1), p - 1, c->err))
+            goto out;
         as_probs(as_capture_row(s->cap, hl, p - 1), V, s->probs);
         as_top_indices(s->probs, V, K, s->order);
         positions[i] = p;
@@ -1164,8 +1228,9 @@ static int export_probs_trace(cmd_ctx *c)
     char what[64];
     caption capt;
     caption_init(&capt, s, &o, "Probability of each generated token");
-    caption_note(&capt, "Probabilities are the softmax of the logits each token was drawn from (temperature 1); "
-                        "the table holds each step's top %d.", K);
+    caption_note(&capt, "Probabilities are the softmax of the logits each token was drawn from, at temperature 1 "
+                        "(the tokens were sampled with %s); the table holds each step's top %d.",
+                 s->sampled[0] ? s->sampled : "no gen: given as ids", K);
     as_fig_trace tr = {S, K, positions, (const char *const *)chosen, cp, rank, (const char *const *)alts, ap};
     if (as_fig_prob_trace(&f, ctx, &o.st, &capt.c, &tr, c->err))
         goto out;
@@ -1254,6 +1319,14 @@ int as_cmd_export_overlay(cmd_ctx *c)
                 }
             }
     }
+    for (int i = 0; i < n_maps * NP; i++)
+        if (!isfinite(maps[i])) { /* drawn as 0, it would look like a head that looks nowhere */
+            rc = as_cmd_check_finite(s, s->cap, hook, roll ? 0 : q, roll ? n : q + 1, "export overlay: no figure",
+                                     c->err);
+            if (rc == AS_OK)
+                rc = as_error_set(c->err, "export overlay: no figure: the map holds %g at patch %d", maps[i], i % NP);
+            goto out;
+        }
     float vmax = 0;
     for (int i = 0; i < n_maps * NP; i++)
         vmax = maps[i] > vmax ? maps[i] : vmax;
@@ -1363,7 +1436,12 @@ static int export_experts(cmd_ctx *c)
         return AS_ERR;
     const char *path = c->argv[3];
     int n = as_cmd_hook_positions(s, hi, c->err);
+    int hw = as_program_hook_in(s->prog, AS_HK_EXPERT_WEIGHTS, layer, s->prog->out_stream);
     if (n < 0)
+        return AS_ERR;
+    /* experts chosen from non-finite weights are no choice */
+    if (hw >= 0 && as_capture_has(s->cap, hw) && s->cap->filled[hw] >= n &&
+        as_cmd_check_finite(s, s->cap, hw, 0, n, "export experts: no figure", c->err))
         return AS_ERR;
     int E = op->n_expert, R = EXPERT_FIG_ROWS, rows = 0;
     int32_t *ids = malloc((size_t)n * sizeof *ids);

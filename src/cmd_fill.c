@@ -18,8 +18,7 @@ bool as_cmd_is_encoder(const as_session *s)
     return !s->prog->streams[s->prog->out_stream].causal;
 }
 
-/* The logits at position pos of the finished pass, or NULL saying why. */
-static const float *logits_at(as_session *s, int pos, as_error *err)
+const float *as_cmd_logits_at(as_session *s, int pos, as_error *err)
 {
     const as_program *p = s->prog;
     if (p->unembed < 0) {
@@ -59,8 +58,8 @@ static void print_top(as_session *s, const float *logits, int k)
 
 static int predictions_at(as_session *s, int pos, int k, as_error *err)
 {
-    const float *logits = logits_at(s, pos, err);
-    if (!logits)
+    const float *logits = as_cmd_logits_at(s, pos, err);
+    if (!logits || as_cmd_nonfinite_logits(s, logits, pos, err))
         return AS_ERR;
     char piece[256];
     as_cmd_label(s, s->it->out->tokens[pos], 0, piece, sizeof piece);
@@ -91,7 +90,7 @@ int as_cmd_fill(cmd_ctx *c)
         return as_error_set(c->err, "usage: fill [K] [POS]");
     if (as_cmd_require_tokens(s, c->err) ||
         (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err)) ||
-        (c->argc > 2 && as_cmd_parse_pos(s, c->argv[2], &pos, c->err)) || !logits_at(s, 0, c->err))
+        (c->argc > 2 && as_cmd_parse_pos(s, c->argv[2], &pos, c->err)) || !as_cmd_logits_at(s, 0, c->err))
         return AS_ERR;
     if (pos >= 0)
         return predictions_at(s, pos, (int)k, c->err);

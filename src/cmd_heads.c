@@ -80,6 +80,22 @@ int as_cmd_heads(cmd_ctx *c)
     } else if (n < 2) {
         return as_error_set(c->err, "heads context needs a computed context of at least 2 tokens");
     }
+    /* every layer's pattern, captured and finite: a score of anything else would be made up */
+    for (int l = 0; l < cfg->n_layer; l++) {
+        int hook = as_program_pattern(s->prog, l, AS_PICK_SELF);
+        int rc = AS_OK;
+        if (hook >= 0 && !as_capture_has(cap, hook))
+            rc = as_error_set(c->err, "heads needs every layer's attention pattern, but %s is not captured%s%s",
+                              s->prog->hooks[hook].name, context && s->cap->dropped[0] ? ": " : "",
+                              context ? s->cap->dropped : "");
+        else if (hook >= 0)
+            rc = as_cmd_check_finite(s, cap, hook, 0, n, "heads: no scores", c->err);
+        if (rc) {
+            as_cmd_side_run_free(&probe);
+            free(ids);
+            return AS_ERR;
+        }
+    }
     size_t per = (size_t)cfg->n_layer * (size_t)cfg->n_head;
     int n_scores = as_cmd_is_encoder(s) ? AS_SCORE_COUNT : AS_SCORE_NEXT_TOKEN;
     float *scores = o.path ? malloc((size_t)n_scores * per * sizeof *scores) : NULL;
@@ -91,6 +107,14 @@ int as_cmd_heads(cmd_ctx *c)
     fprintf(s->out, "head scores on %s (%d tokens); * marks scores >= %.2f\n",
             context ? "the current context" : "a repeated random-token probe", n, threshold);
     for (int k = 0; k < n_scores; k++) {
+        /* a score over no query is undefined, for every head alike: say why rather than print nan */
+        const char *undefined = as_head_score_undefined(tokens, n, (as_head_score)k);
+        if (undefined) {
+            fprintf(s->out, "%s\nundefined: %s\n", as_head_score_name((as_head_score)k), undefined);
+            for (size_t i = 0; scores && i < per; i++)
+                scores[(size_t)k * per + i] = NAN;
+            continue;
+        }
         fprintf(s->out, "%s\nlayer", as_head_score_name((as_head_score)k));
         for (int h = 0; h < cfg->n_head; h++)
             fprintf(s->out, "\tH%d", h);

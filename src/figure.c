@@ -975,7 +975,7 @@ static void heat_rgb(const as_fig_style *st, const scale *s, float v, bool maske
 {
     if (masked)
         as_masked_rgb(st->cmap, rgb);
-    else if (isnan(v))
+    else if (!isfinite(v)) /* an infinity is no colour of the scale either */
         memcpy(rgb, NANC, 3);
     else
         as_colormap(st->cmap, (float)scale_t(s, v), rgb);
@@ -1244,7 +1244,7 @@ static const char **heat_notes(const as_fig_heat *h, const heat_geom *g, const a
 /* The colour bar beside the panels (or under them, from y down) and the
  * masked and NaN swatches; returns the y below everything drawn. */
 static float heat_cbar(lay *L, cbar *cb, const heat_geom *g, int gx0, int gy0, float grid_w, float grid_h, float y,
-                       bool masked, bool nan, const char *masked_label)
+                       bool masked, bool nan, bool inf, const char *masked_label)
 {
     float lx, ly, sm = lineh(L, L->small);
     if (cb->horiz) {
@@ -1264,7 +1264,7 @@ static float heat_cbar(lay *L, cbar *cb, const heat_geom *g, int gx0, int gy0, f
     if (masked)
         lx = legend_swatch(L, lx, ly, mrgb, masked_label ? masked_label : "masked");
     if (nan)
-        legend_swatch(L, cb->horiz ? lx : cb->x, cb->horiz || !masked ? ly : ly + sm, NANC, "NaN");
+        legend_swatch(L, cb->horiz ? lx : cb->x, cb->horiz || !masked ? ly : ly + sm, NANC, inf ? "NaN or Inf" : "NaN");
     if (masked || nan)
         y = fmaxf(y, ly + sm * (cb->horiz || !(masked && nan) ? 0.5f : 1.5f));
     return y;
@@ -1284,12 +1284,13 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
     scale s = h->vmax > h->vmin ? (scale){h->vmin, h->vmax, false}
               : st->log_scale   ? (scale){AS_FIG_LOG_MIN, 1, true}
                                 : (scale){0, 1, false};
-    bool any_masked = false, any_nan = false;
+    bool any_masked = false, any_nan = false, any_inf = false;
     for (int m = 0; m < h->n_mats; m++)
         for (int i = 0; i < h->rows * h->cols; i++) {
             bool mk = h->mats[m].masked && h->mats[m].masked[i];
             any_masked |= mk;
-            any_nan |= !mk && isnan(h->mats[m].v[i]);
+            any_nan |= !mk && !isfinite(h->mats[m].v[i]);
+            any_inf |= !mk && isinf(h->mats[m].v[i]);
         }
     cbar cb = {.s = &s, .label = h->cbar_label};
     heat_geom g;
@@ -1323,7 +1324,8 @@ int as_fig_heatmap(as_figure **out, as_fig_ctx *ctx, const as_fig_style *st, con
         cl_bottom += PT(&L, 2) + lineh(&L, L.body);
         text(&L, (float)gx0 + (float)grid_w / 2, cl_bottom - PT(&L, 2), L.body, false, AL_MIDDLE, INK, h->col_axis);
     }
-    cl_bottom = heat_cbar(&L, &cb, &g, gx0, gy0, grid_w, grid_h, cl_bottom, any_masked, any_nan, h->masked_label);
+    cl_bottom = heat_cbar(&L, &cb, &g, gx0, gy0, grid_w, grid_h, cl_bottom, any_masked, any_nan, any_inf,
+                          h->masked_label);
     char note0[256];
     int n_notes;
     const char **notes = heat_notes(h, &g, cap, note0, sizeof note0, &n_notes);

@@ -280,13 +280,14 @@ static int rd_value(reader *r, as_gguf_kv *kv)
     return AS_OK;
 }
 
-static int reserve(reader *r, void **arr, uint64_t n, size_t elem)
+/* The array with room for element n (grow's doubling), or NULL having
+ * failed the read; the caller stores the pointer. */
+static void *reserve(reader *r, void *arr, uint64_t n, size_t elem)
 {
-    void *p = n == 0 ? calloc(1, elem) : grow(*arr, n, elem);
+    void *p = n == 0 ? calloc(1, elem) : grow(arr, n, elem);
     if (!p)
-        return fail_at(r, r->pos, "out of memory");
-    *arr = p;
-    return AS_OK;
+        fail_at(r, r->pos, "out of memory");
+    return p;
 }
 
 static int rd_kv(reader *r, as_gguf_kv *kv, uint64_t i, name_set *keys)
@@ -316,9 +317,12 @@ static int rd_kvs(reader *r, as_gguf *g, uint64_t n)
         return fail_at(r, r->pos, "out of memory");
     int rc = AS_OK;
     for (uint64_t i = 0; i < n && rc == AS_OK; i++) {
-        rc = reserve(r, (void **)&g->kvs, g->n_kv, sizeof *g->kvs);
-        if (rc == AS_OK)
+        as_gguf_kv *kvs = reserve(r, g->kvs, g->n_kv, sizeof *g->kvs);
+        rc = kvs ? AS_OK : AS_ERR;
+        if (kvs) {
+            g->kvs = kvs;
             rc = rd_kv(r, &g->kvs[g->n_kv++], i, &keys);
+        }
     }
     free(keys.slot);
     r->ctx[0] = '\0';
@@ -400,8 +404,10 @@ static int rd_tensor_infos(reader *r, as_gguf *g, uint64_t n)
         return fail_at(r, r->pos, "out of memory");
     int rc = AS_OK;
     for (uint64_t i = 0; i < n && rc == AS_OK; i++) {
-        rc = reserve(r, (void **)&g->tensors, g->n_tensors, sizeof *g->tensors);
-        if (rc == AS_OK) {
+        as_gguf_tensor *tensors = reserve(r, g->tensors, g->n_tensors, sizeof *g->tensors);
+        rc = tensors ? AS_OK : AS_ERR;
+        if (tensors) {
+            g->tensors = tensors;
             g->tensors[g->n_tensors].path = g->path;
             rc = rd_tensor_info(r, &g->tensors[g->n_tensors++], i, &names);
         }

@@ -27,9 +27,9 @@ static void head_before_norm(const as_program *p, const float *const *resid, int
         if (op->kind == AS_OP_LINEAR)
             as_linear(x, n, &op->w, op->b, tmp);
         else if (op->kind == AS_OP_GELU && op->gelu == AS_GELU_ERF)
-            as_gelu_erf(x, tmp, n * d);
+            as_gelu_erf(x, tmp, (long)n * d);
         else if (op->kind == AS_OP_GELU)
-            as_gelu_tanh(x, tmp, n * d);
+            as_gelu_tanh(x, tmp, (long)n * d);
         else
             continue;
         memcpy(x, tmp, (size_t)n * (size_t)d * sizeof *x);
@@ -272,6 +272,25 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
         }
     }
     return count ? total / count : NAN;
+}
+
+const char *as_head_score_undefined(const int32_t *tokens, int n, as_head_score kind)
+{
+    if (n < 2)
+        return "fewer than 2 tokens";
+    if (kind != AS_SCORE_DUPLICATE && kind != AS_SCORE_INDUCTION)
+        return NULL;
+    bool repeats = false;
+    for (int q = 1; q < n; q++)
+        for (int k = 0; k < q; k++)
+            if (tokens[k] == tokens[q]) {
+                if (kind == AS_SCORE_DUPLICATE || k + 1 < q)
+                    return NULL;
+                repeats = true;
+            }
+    return repeats ? "no token repeats with another token between (induction reads the key after the earlier "
+                     "occurrence)"
+                   : "no token repeats";
 }
 
 int as_induction_probe(int32_t *out, int32_t bos, int len, int32_t lo, int32_t hi, uint64_t seed)

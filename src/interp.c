@@ -753,9 +753,9 @@ static void exec(as_interp *it, const as_op *op)
         break;
     case AS_OP_GELU:
         if (op->gelu == AS_GELU_ERF)
-            as_gelu_erf(span_row(it, op->in[0], 0), span_row(it, op->out, 0), (int)span);
+            as_gelu_erf(span_row(it, op->in[0], 0), span_row(it, op->out, 0), span);
         else
-            as_gelu_tanh(span_row(it, op->in[0], 0), span_row(it, op->out, 0), (int)span);
+            as_gelu_tanh(span_row(it, op->in[0], 0), span_row(it, op->out, 0), span);
         break;
     case AS_OP_RELU: {
         const float *x = span_row(it, op->in[0], 0);
@@ -765,10 +765,10 @@ static void exec(as_interp *it, const as_op *op)
         break;
     }
     case AS_OP_SWIGLU:
-        as_swiglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), (int)span);
+        as_swiglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), span);
         break;
     case AS_OP_GEGLU:
-        as_geglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), (int)span);
+        as_geglu(span_row(it, op->in[0], 0), span_row(it, op->in[1], 0), span_row(it, op->out, 0), span);
         break;
     case AS_OP_ROUTE:
         op_route(it, op);

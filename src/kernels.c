@@ -113,14 +113,14 @@ void as_norm_apply(const float *x, int d, const as_norm_stat *st, bool rms, cons
 {
     K()->norm_apply(x, d, st, rms, w, b, y);
 }
-void as_gelu_tanh(const float *x, float *y, int n) { K()->gelu_tanh(x, y, n); }
-void as_gelu_erf(const float *x, float *y, int n)
+void as_gelu_tanh(const float *x, float *y, long n) { K()->gelu_tanh(x, y, n); }
+void as_gelu_erf(const float *x, float *y, long n)
 {
-    for (int i = 0; i < n; i++)
+    for (long i = 0; i < n; i++)
         y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
-void as_swiglu(const float *gate, const float *up, float *y, int n) { K()->swiglu(gate, up, y, n); }
-void as_geglu(const float *gate, const float *up, float *y, int n) { K()->geglu(gate, up, y, n); }
+void as_swiglu(const float *gate, const float *up, float *y, long n) { K()->swiglu(gate, up, y, n); }
+void as_geglu(const float *gate, const float *up, float *y, long n) { K()->geglu(gate, up, y, n); }
 void as_rope_apply(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs)
 {
     K()->rope_apply(x, y, n_heads, d_head, rope_dim, cs);

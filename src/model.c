@@ -621,13 +621,15 @@ int as_model_load_with(as_model **out, const char *path, const char *tokenizer, 
     return AS_OK;
 }
 
-void as_model_print_check(as_gguf *g, FILE *out)
+int as_model_print_check(as_gguf *g, FILE *out)
 {
     as_error err = {{0}};
     as_model *m = calloc(1, sizeof *m);
+    int rc = AS_ERR;
     if (!m || !(m->used = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->used))) {
         free(m);
-        return;
+        fprintf(out, "\ntensors against the architecture\n  not checked: out of memory\n");
+        return AS_ERR;
     }
     m->gguf = g;
     m->survey = true;
@@ -637,16 +639,18 @@ void as_model_print_check(as_gguf *g, FILE *out)
         fprintf(out, "  not checked: %s\n", err.msg);
         goto done;
     }
-    /* The vocabulary size the load checks the embedding against. */
-    if (as_tokenizer_from_gguf(&m->tok, g, &err)) {
+    /* The vocabulary size the load checks the embedding against (an image model's: its classes). */
+    if (m->arch->vocabulary ? m->arch->vocabulary(&m->tok, g, &err) : as_tokenizer_from_gguf(&m->tok, g, &err)) {
         fprintf(out, "  not checked: %s\n", err.msg);
         goto done;
     }
     m->cfg.n_vocab = (int)as_tokenizer_vocab_size(m->tok);
-    int rc = m->arch->load(m, &err);
+    rc = m->arch->load(m, &err);
     size_t problems = 0;
     for (const char *p = m->problems; p && *p; p = strchr(p, '\n') + 1, problems++)
         fprintf(out, "  MISSING OR WRONG  %.*s\n", (int)(strchr(p, '\n') - p), p);
+    if (rc == AS_OK && !problems)
+        rc = check_blocks(m, &err);
     if (rc)
         fprintf(out, "  stopped: %s\n", err.msg);
     char names[600];
@@ -659,9 +663,12 @@ void as_model_print_check(as_gguf *g, FILE *out)
         fprintf(out, "  every tensor %s needs is here, and every tensor here is used\n", m->arch->gguf_name);
     else if (problems)
         fprintf(out, "  the model cannot run until the tensors marked above are right\n");
+    if (problems)
+        rc = AS_ERR;
 done:
     m->gguf = NULL, m->path = NULL; /* the caller's */
     as_model_free(m);
+    return rc ? AS_ERR : AS_OK;
 }
 
 void as_model_free(as_model *m)

@@ -103,19 +103,21 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
 
 /* Room for one more element of an array that grows by doubling; false
  * (and the program marked failed) when memory runs out. */
-static bool grow(as_program *p, void **arr, int n, int *cap, size_t size)
+/* The array with room for element n (doubled when full): the new
+ * pointer, which the caller stores, or NULL with p->failed set (the old
+ * array kept). Any pointer into the old array is stale after a growth. */
+static void *grow(as_program *p, void *arr, int n, int *cap, size_t size)
 {
     if (n < *cap)
-        return true;
+        return arr;
     int want = *cap ? 2 * *cap : 64;
-    void *a = realloc(*arr, (size_t)want * size);
+    void *a = realloc(arr, (size_t)want * size);
     if (!a) {
         p->failed = true;
-        return false;
+        return NULL;
     }
-    *arr = a;
     *cap = want;
-    return true;
+    return a;
 }
 
 int as_program_add_stream(as_program *p, const char *name, as_input input, int n_ctx, bool causal)
@@ -181,8 +183,10 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
 int as_program_add_hook(as_program *p, as_hook_kind kind, int layer, as_hook_class klass,
                         int n_dims, int d0, int d1)
 {
-    if (!grow(p, (void **)&p->hooks, p->n_hooks, &p->cap_hooks, sizeof *p->hooks))
+    as_hook *hooks = grow(p, p->hooks, p->n_hooks, &p->cap_hooks, sizeof *p->hooks);
+    if (!hooks)
         return 0;
+    p->hooks = hooks;
     as_hook *h = &p->hooks[p->n_hooks];
     memset(h, 0, sizeof *h);
     h->site = site_of(p, kind);
@@ -208,8 +212,10 @@ int as_program_add_hook(as_program *p, as_hook_kind kind, int layer, as_hook_cla
 as_op *as_program_add_op(as_program *p, as_op_kind kind, int layer, int out, int in0, int in1,
                          const char *text)
 {
-    if (!grow(p, (void **)&p->ops, p->n_ops, &p->cap_ops, sizeof *p->ops))
+    as_op *ops = grow(p, p->ops, p->n_ops, &p->cap_ops, sizeof *p->ops);
+    if (!ops)
         return &p->dead_op;
+    p->ops = ops;
     as_op *op = &p->ops[p->n_ops++];
     memset(op, 0, sizeof *op);
     op->kind = kind;
@@ -274,11 +280,12 @@ int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_c
 int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
                         const as_rope_spec *rope, const char *text)
 {
-    const as_hook *x = &p->hooks[in];
-    int h = as_program_add_hook(p, kind, layer, klass, 2, x->dims[0], x->dims[1]);
+    /* the input's shape, read before adding a hook moves the array */
+    int groups = p->hooks[in].dims[0], width = p->hooks[in].dims[1];
+    int h = as_program_add_hook(p, kind, layer, klass, 2, groups, width);
     as_op *op = as_program_add_op(p, AS_OP_ROPE, layer, h, in, -1, text);
     op->rope = *rope;
-    if (rope->dim <= 0 || rope->dim % 2 || rope->offset < 0 || rope->offset + rope->dim > x->dims[1])
+    if (rope->dim <= 0 || rope->dim % 2 || rope->offset < 0 || rope->offset + rope->dim > width)
         p->failed = true; /* a builder's mistake, caught by the tests */
     return h;
 }
@@ -333,8 +340,10 @@ void as_program_set_kind(as_program *p, int hook, as_hook_kind kind)
 
 int as_program_add_attention(as_program *p, const as_attn *site, const char *scores_text)
 {
-    if (!grow(p, (void **)&p->attn, p->n_attn, &p->cap_attn, sizeof *p->attn))
+    as_attn *attn = grow(p, p->attn, p->n_attn, &p->cap_attn, sizeof *p->attn);
+    if (!attn)
         return 0;
+    p->attn = attn;
     int a = p->n_attn++, H = site->n_head, layer = site->layer;
     as_attn *s = &p->attn[a];
     *s = *site;

@@ -42,6 +42,13 @@ void as_probs(const float *logits, int n, float *probs)
         probs[i] = (float)(probs[i] / sum);
 }
 
+void as_probs_temp(const float *logits, int n, float temp, float *probs)
+{
+    for (int i = 0; i < n; i++)
+        probs[i] = logits[i] / temp;
+    as_probs(probs, n, probs);
+}
+
 static int by_value_desc(const void *a, const void *b, void *keys)
 {
     const float *v = keys;
@@ -93,9 +100,7 @@ int as_sampler_pick(as_sampler *s, const float *logits, int n, float *probs, int
         *out = best;
         return AS_OK;
     }
-    for (int i = 0; i < n; i++)
-        probs[i] = logits[i] / s->temp;
-    as_probs(probs, n, probs);
+    as_probs_temp(logits, n, s->temp, probs);
     int m = s->top_k > 0 && s->top_k < n ? s->top_k : n;
     if (m < n) {
         m = as_top_indices(probs, n, m, order);

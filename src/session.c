@@ -99,8 +99,11 @@ char **as_split_commands(const char *line, int *n)
             a++;
         while (b > a && isspace((unsigned char)b[-1]))
             b--;
-        if (b > a)
-            cmds[(*n)++] = strndup(a, (size_t)(b - a));
+        if (b > a && !(cmds[(*n)++] = strndup(a, (size_t)(b - a)))) {
+            as_free_commands(cmds, *n - 1);
+            *n = 0;
+            return NULL; /* out of memory: no command rather than a NULL one */
+        }
         if (!*p)
             break;
         start = p + 1;
@@ -288,18 +291,10 @@ void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap)
 
 static void report_nonfinite(as_session *s)
 {
-    const as_nonfinite *nf = &s->it->nonfinite;
-    if (!nf->found || !s->warn)
-        return;
-    const as_hook *h = &s->prog->hooks[nf->hook];
-    if (h->is_attn) {
-        int len = as_capture_attn_keys(s->cap, nf->hook, nf->pos);
-        fprintf(s->warn, "warning: first non-finite value in this pass: %s [head %d, query %d, key %d] = %g\n",
-                h->name, nf->index / len, nf->pos, nf->index % len, nf->value);
-    }
-    else
-        fprintf(s->warn, "warning: first non-finite value in this pass: %s [position %d, index %d] = %g\n",
-                h->name, nf->pos, nf->index, nf->value);
+    char first[256];
+    as_cmd_first_nonfinite(s, "warning: first non-finite value in this pass: ", first, sizeof first);
+    if (*first && s->warn)
+        fprintf(s->warn, "%s\n", first);
 }
 
 static void print_op(as_session *s, const char *lead, int pc)
@@ -757,6 +752,28 @@ static int settle(as_session *s, const char **why, as_error *err)
     return 0;
 }
 
+/* What this gen's sampling is, for figures (probs-trace's caption): kept
+ * with the context's generated tokens, "mixed" once gens differ. */
+static void note_sampling(as_session *s, int start)
+{
+    const as_sampler *sm = &s->sampler;
+    char now[128];
+    if (sm->temp == 0)
+        snprintf(now, sizeof now, "greedy (temperature 0)");
+    else {
+        char k[32] = "", p[32] = "";
+        if (sm->top_k)
+            snprintf(k, sizeof k, ", top-k %d", sm->top_k);
+        if (sm->top_p < 1)
+            snprintf(p, sizeof p, ", top-p %g", (double)sm->top_p);
+        snprintf(now, sizeof now, "temperature %g%s%s", (double)sm->temp, k, p);
+    }
+    if (start > s->it->out->n_prompt && s->sampled[0] && strcmp(s->sampled, now))
+        snprintf(s->sampled, sizeof s->sampled, "settings that changed between gens");
+    else if (start <= s->it->out->n_prompt || !s->sampled[0])
+        snprintf(s->sampled, sizeof s->sampled, "%s", now);
+}
+
 static int cmd_gen(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -775,6 +792,7 @@ static int cmd_gen(cmd_ctx *c)
     int start = s->it->out->n_tokens;
     const char *why = NULL;
     bool eos = false;
+    note_sampling(s, start);
     for (long i = 0; i < n && !why; i++) {
         int st = settle(s, &why, c->err);
         if (st < 0)
@@ -843,8 +861,12 @@ static int cmd_set(cmd_ctx *c)
             return AS_ERR;
         sm->top_k = (int)k;
     } else if (!strcmp(key, "topp")) {
-        if (as_cmd_parse_float(val, 0, 1, "topp", &v, c->err) || v == 0)
-            return v == 0 ? as_error_set(c->err, "topp must be above 0 (1 turns it off)") : AS_ERR;
+        char *end;
+        errno = 0;
+        v = strtod(val, &end);
+        if (errno || end == val || *end || !(v > 0 && v <= 1))
+            return as_error_set(c->err, "topp must be a number in (0, 1] (above 0, at most 1; 1 turns it off), "
+                                "not '%s'", val);
         sm->top_p = (float)v;
     } else if (!strcmp(key, "seed")) {
         if (as_cmd_parse_long(val, 0, 0x7fffffffL, "seed", &k, c->err))
@@ -870,22 +892,20 @@ static int cmd_set(cmd_ctx *c)
 
 /* Logits with a NaN or Inf rank nothing: say so, and where the pass first
  * went wrong (as the interpreter recorded it), rather than an empty table. */
-static int nonfinite_logits(as_session *s, const float *logits, as_error *err)
+int as_cmd_nonfinite_logits(as_session *s, const float *logits, int pos, as_error *err)
 {
     int n = s->model->cfg.n_vocab, bad = 0;
     for (int i = 0; i < n; i++)
         bad += !isfinite(logits[i]);
     if (!bad)
         return AS_OK;
-    const as_nonfinite *nf = &s->it->nonfinite;
-    if (!nf->found)
-        return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking", bad, n,
-                            s->it->out->n_tokens - 1);
-    return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking. The first "
-                             "non-finite value of the pass is %s at position %d (index %d) = %g; "
+    char first[256];
+    as_cmd_first_nonfinite(s, ". The first non-finite value of the pass is ", first, sizeof first);
+    if (!*first)
+        return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking", bad, n, pos);
+    return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking%s; "
                              "`weights` shows which tensors hold NaN or Inf",
-                        bad, n, s->it->out->n_tokens - 1, s->prog->hooks[nf->hook].name, nf->pos, nf->index,
-                        nf->value);
+                        bad, n, pos, first);
 }
 
 static int cmd_top(cmd_ctx *c)
@@ -898,19 +918,25 @@ static int cmd_top(cmd_ctx *c)
         return as_cmd_top_classes(c, k);
     if (as_cmd_is_encoder(s))
         return as_cmd_top_encoder(c, k);
-    const float *logits = as_interp_logits(s->it);
+    if (c->argc > 3)
+        return as_error_set(c->err, "usage: top [K] [POS] (the next token after POS, the last position by default)");
+    /* POS: the logits there (the next token after it), as the capture kept them */
+    int pos = s->it->out->n_tokens - 1;
+    if (c->argc > 2 && (as_cmd_require_tokens(s, c->err) || as_cmd_parse_pos(s, c->argv[2], &pos, c->err)))
+        return AS_ERR;
+    const float *logits = pos == s->it->out->n_tokens - 1 ? as_interp_logits(s->it) : as_cmd_logits_at(s, pos, c->err);
     if (!logits) {
-        if (as_cmd_require_tokens(s, c->err))
+        if (pos < s->it->out->n_tokens - 1 || as_cmd_require_tokens(s, c->err))
             return AS_ERR;
         return as_error_set(c->err, "no logits yet at position %d: the pass is not finished (`finish` computes them)",
-                            s->it->out->n_tokens - 1);
+                            pos);
     }
     int n = s->model->cfg.n_vocab;
-    if (nonfinite_logits(s, logits, c->err))
+    if (as_cmd_nonfinite_logits(s, logits, pos, c->err))
         return AS_ERR;
     as_probs(logits, n, s->probs);
     int m = as_top_indices(logits, n, (int)k, s->order);
-    fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", s->it->out->n_tokens - 1);
+    fprintf(s->out, "next token after position %d:\nrank\tid\tpiece\tprob\tlogit\n", pos);
     for (int i = 0; i < m; i++) {
         char piece[256];
         as_cmd_label(s, s->order[i], 0, piece, sizeof piece);
@@ -935,6 +961,12 @@ static int cmd_hooks(cmd_ctx *c)
 {
     as_session *s = c->s;
     const char *pattern = c->argc > 1 ? c->argv[1] : "*";
+    int matched = 0;
+    for (int h = 0; h < s->prog->n_hooks; h++)
+        matched += as_hook_name_match(pattern, s->prog->hooks[h].name);
+    if (!matched)
+        return as_error_set(c->err, "no hook matches '%s' (* is the only wildcard: `hooks blocks.0.*` lists block "
+                            "0's, `hooks` every hook)", pattern);
     for (int h = 0; h < s->prog->n_hooks; h++) {
         if (!as_hook_name_match(pattern, s->prog->hooks[h].name))
             continue;
@@ -1275,7 +1307,7 @@ static const command commands[] = {
     {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N]",
       "Sampler and engine settings (temp 0 is greedy; ctx caps the context you work in, 0 for the "
       "model's window); `set` alone lists them.", "set temp 0.8"}, cmd_set},
-    {{"top", "top [K] [POS]", "The next-token distribution: rank, id, piece, probability, logit (an encoder: "
+    {{"top", "top [K] [POS]", "The next-token distribution after POS (the last position by default): rank, id, piece, probability, logit (an encoder: "
       "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},
      cmd_top},
     {{"rollout", "rollout [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Attention rollout (Abnar & Zuidema): per layer 0.5 * "

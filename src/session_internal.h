@@ -110,6 +110,28 @@ int as_cmd_parse_pos(as_session *s, const char *arg, int *pos, as_error *err);
 int as_cmd_lens_applies(const as_session *s, bool dla, as_error *err);
 /* The logits of the finished pass, or NULL with a message. */
 const float *as_cmd_final_logits(as_session *s, as_error *err);
+/* The logits at position pos of the finished pass (captured, or the last
+ * position's), or NULL saying why (cmd_fill.c). */
+const float *as_cmd_logits_at(as_session *s, int pos, as_error *err);
+/* AS_OK when the n_vocab logits at pos are finite; else AS_ERR counting
+ * them and naming the pass's first non-finite value (session.c). */
+int as_cmd_nonfinite_logits(as_session *s, const float *logits, int pos, as_error *err);
+/* Non-finite values (cmd_common.c). Where value `index` of a hook's row
+ * at `pos` is, by the hook's shape: "position 3, head 1, dim 2" (heads,
+ * or a routed MLP's slots), "position 3, index 5" (one vector), "head 1,
+ * query 3, key 0" (attention; index as as_nonfinite's). */
+void as_cmd_value_at(const as_program *prog, const as_capture *cap, int hook, int pos, int index, char *buf,
+                     size_t n);
+/* lead + "HOOK [where] = nan" of the pass's first non-finite value, or "". */
+void as_cmd_first_nonfinite(const as_session *s, const char *lead, char *buf, size_t n);
+/* AS_OK when a hook's values at positions [a, b) of cap are finite (an
+ * attention row: the keys its query sees); else AS_ERR, "WHAT: HOOK
+ * holds nan at [where]; the first non-finite value of the pass is ...". */
+int as_cmd_check_finite(as_session *s, const as_capture *cap, int hook, int a, int b, const char *what,
+                        as_error *err);
+/* The same message for one value found non-finite (index as above). */
+int as_cmd_refuse_at(as_session *s, const as_capture *cap, int hook, int pos, int index, float value,
+                     const char *what, as_error *err);
 /* Writes an instrument's array and says so; the shape goes in the message. */
 /* A hook's captured values (as_capture_copy's floats) made what its .npy
  * holds: an int32 hook's (the experts chosen) converted in place; returns

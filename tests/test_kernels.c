@@ -58,6 +58,20 @@ ParameterizedTest(int *isa, kernels, softmax_keeps_nan_and_handles_infinities)
         cr_assert_eq(y[i], i == 7 ? 1.0f : 0.0f);
 }
 
+/* The element-wise kernels run over a whole span (positions x width), which
+ * passes 2^31 values on long contexts (128k positions x 28672 MLP units):
+ * their counts are long, as as_add's, as_scale's and as_softcap's are. A
+ * count narrowed to int does not compile. */
+#define TAKES_LONG(f, type) _Static_assert(_Generic(&f, type: 1, default: 0), #f " takes a long count")
+TAKES_LONG(as_gelu_tanh, void (*)(const float *, float *, long));
+TAKES_LONG(as_gelu_erf, void (*)(const float *, float *, long));
+TAKES_LONG(as_swiglu, void (*)(const float *, const float *, float *, long));
+TAKES_LONG(as_geglu, void (*)(const float *, const float *, float *, long));
+TAKES_LONG(as_add, void (*)(const float *, const float *, float *, long));
+TAKES_LONG(as_scale, void (*)(float *, long, float));
+TAKES_LONG(as_softcap, void (*)(const float *, float *, long, float));
+TAKES_LONG(as_all_finite, bool (*)(const float *, long));
+
 KERNEL_ISA_PARAMS(kernels, gelu_and_swiglu_match_libm)
 ParameterizedTest(int *isa, kernels, gelu_and_swiglu_match_libm)
 {

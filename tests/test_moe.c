@@ -323,8 +323,8 @@ Test(moe, written_indices_that_name_no_expert)
             cr_assert(isfinite(g[0]) && isfinite(g[1]), "case %d: gates %g %g", c, g[0], g[1]);
         }
     }
-    char path[] = "/tmp/attnscope-moe-idx-XXXXXX", cmd[128];
-    int fd = mkstemp(path);
+    char path[] = "/tmp/attnscope-moe-idx-XXXXXX.npy", cmd[128];
+    int fd = mkstemps(path, 4);
     cr_assert_geq(fd, 0);
     close(fd);
     snprintf(cmd, sizeof cmd, "dump blocks.0.mlp.hook_expert_indices %s", path);

@@ -281,7 +281,7 @@ Test(reliability_semantic, vocabulary_against_token_embd)
 
 /* NaN or Inf in the weights: the model loads (so it can be inspected), the
  * load warning names the tensor, and the pass names the first hook. */
-static void poisoned(bool llama, const char *tensor, float value, const char *first_hook)
+static void poisoned(bool llama, const char *tensor, float value, const char *first_hook, const char *where)
 {
     tiny_spec sp;
     tiny_default(&sp, llama);
@@ -304,11 +304,11 @@ static void poisoned(bool llama, const char *tensor, float value, const char *fi
     fflush(warn);
     cr_assert(s->it->nonfinite.found);
     cr_assert_str_eq(s->prog->hooks[s->it->nonfinite.hook].name, first_hook);
-    snprintf(want, sizeof want, "first non-finite value in this pass: %s [position 0, index 0]", first_hook);
+    snprintf(want, sizeof want, "first non-finite value in this pass: %s [%s]", first_hook, where);
     cr_assert(strstr(warn_text, want), "warning stream: %s", warn_text);
     /* `top` ranks nothing and says where the pass first went wrong. */
     cr_assert_eq(as_session_exec(s, "top 3", &err), AS_ERR, "top succeeded on non-finite logits");
-    snprintf(want, sizeof want, "first non-finite value of the pass is %s at position 0", first_hook);
+    snprintf(want, sizeof want, "first non-finite value of the pass is %s [%s]", first_hook, where);
     cr_assert(strstr(err.msg, want), "top's error: %s", err.msg);
     as_session_free(s);
     fclose(warn);
@@ -320,13 +320,13 @@ static void poisoned(bool llama, const char *tensor, float value, const char *fi
 Test(reliability_semantic, nan_weight_named_at_load_and_first_hook_in_the_pass)
 {
     /* element 3 of W_qkv is row 0 (q's output 0), column 3 */
-    poisoned(false, "blk.0.attn_qkv.weight", NAN, "blocks.0.attn.hook_q");
+    poisoned(false, "blk.0.attn_qkv.weight", NAN, "blocks.0.attn.hook_q", "position 0, head 0, dim 0");
 }
 
 Test(reliability_semantic, inf_weight_named_at_load_and_first_hook_in_the_pass)
 {
     /* element 3 of W_up is row 0 (the up projection's output 0) */
-    poisoned(true, "blk.0.ffn_up.weight", INFINITY, "blocks.0.mlp.hook_pre_linear");
+    poisoned(true, "blk.0.ffn_up.weight", INFINITY, "blocks.0.mlp.hook_pre_linear", "position 0, index 0");
 }
 
 /* A quantized tensor's block with a NaN or Inf scale: the model loads, and

@@ -100,3 +100,25 @@ Test(sampler, nan_logits_are_never_chosen)
     as_error err;
     cr_assert_eq(as_sampler_pick(&s, all_nan, 2, probs, order, &out, &err), AS_ERR);
 }
+
+/* The view's probabilities at a temperature are the sampler's softmax: a
+ * NaN logit gets 0 and the rest still sum to 1 (the pane's own softmax
+ * made every probability NaN), the same values as as_probs of logits / t. */
+Test(sampler, softmax_at_a_temperature_treats_nan_as_as_probs_does)
+{
+    float lg[5] = {1.0f, NAN, 3.0f, -2.0f, 0.5f}, p[5], q[5], scaled[5];
+    as_probs_temp(lg, 5, 0.7f, p);
+    double sum = 0;
+    for (int i = 0; i < 5; i++) {
+        cr_assert(isfinite(p[i]), "p[%d] = %g", i, p[i]);
+        sum += p[i];
+    }
+    cr_assert_eq(p[1], 0.0f);
+    cr_assert_float_eq(sum, 1.0, 1e-6);
+    for (int i = 0; i < 5; i++)
+        scaled[i] = lg[i] / 0.7f;
+    as_probs(scaled, 5, q);
+    for (int i = 0; i < 5; i++)
+        cr_assert(p[i] == q[i] || (isnan(p[i]) && isnan(q[i])));
+    cr_assert(p[2] > p[0] && p[0] > p[4] && p[4] > p[3], "ordered as the lg");
+}

@@ -103,6 +103,15 @@ static int parse_args(int argc, char **argv, options *o)
             fprintf(stderr, "attnscope: one model at a time: '%s' after '%s' (see --help)\n", a, o->model);
             return -1;
         }
+        static const char *const with_value[] = {"-m", "--model", "-e", "-x", "--kernels", "--info", "--tokenizer",
+                                                 "--capture-mb", "--ctx", "--threads"};
+        bool known = false;
+        for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
+            known |= !strcmp(a, with_value[k]);
+        if (!known) {
+            fprintf(stderr, "attnscope: unknown option '%s' (see --help)\n", a);
+            return -1;
+        }
         if (!val) {
             fprintf(stderr, "attnscope: %s needs a value (see --help)\n", a);
             return -1;
@@ -142,7 +151,11 @@ static int run_line(as_session *s, view *v, const char *line, const char *where)
     int n;
     char **cmds = as_split_commands(line, &n);
     int rc = 0;
-    for (int i = 0; cmds && i < n && !s->quit; i++) {
+    if (!cmds) {
+        fprintf(stderr, "error: %s%sout of memory\n", where ? where : "", where ? ": " : "");
+        return 1;
+    }
+    for (int i = 0; i < n && !s->quit; i++) {
         as_error err = {{0}};
         if (view_exec(v, s, cmds[i], NULL, &err)) {
             fprintf(stderr, "error: %s%s%s\n", where ? where : "", where ? ": " : "", err.msg);
@@ -259,9 +272,12 @@ static int print_info(const char *path)
         return 1;
     }
     as_gguf_print_info(g, stdout);
-    as_model_print_check(g, stdout);
+    int rc = as_model_print_check(g, stdout);
+    if (rc)
+        fprintf(stderr, "error: %s cannot be loaded as a model: see \"tensors against the architecture\" above\n",
+                path);
     as_gguf_close(g);
-    return 0;
+    return rc ? 1 : 0;
 }
 
 static volatile sig_atomic_t interrupted;

@@ -43,21 +43,11 @@ static float pane_temp(const tui *u)
     return t > 0 && !encoder(u) ? t : 1.0f;
 }
 
-/* Softmax of logits / temp into probs (NaN stays NaN, ranked last). */
+/* Softmax of logits / temp into probs: the sampler's own (a NaN logit
+ * gets 0, as `top` and `gen` give it). */
 static void probs_at(const tui *u, const float *logits, int n, float *probs)
 {
-    float t = pane_temp(u), mx = -INFINITY;
-    if (t == 1.0f) {
-        as_probs(logits, n, probs);
-        return;
-    }
-    for (int i = 0; i < n; i++)
-        mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += probs[i] = expf((logits[i] - mx) / t);
-    for (int i = 0; i < n; i++)
-        probs[i] = (float)(probs[i] / sum);
+    as_probs_temp(logits, n, pane_temp(u), probs);
 }
 
 static int rank_of(const tui *u, int id)

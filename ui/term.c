@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
 
 #include "palette.h"
 
@@ -108,13 +110,55 @@ static void restore_at_exit(void)
         endwin();
 }
 
+/* What a fatal signal's handler puts back, made while the view opens: a
+ * handler may call only async-signal-safe functions (write, tcsetattr),
+ * never endwin, which allocates and writes through stdio. The terminal's
+ * own strings for leaving the full screen, showing the cursor, plain
+ * attributes and keypad off (and the mouse off), and the tty modes the
+ * view found. */
+static char reset_seq[512];
+static volatile sig_atomic_t reset_len; /* 0: nothing to put back */
+static struct termios shell_modes;
+static bool have_shell_modes;
+static int tty_out = -1, tty_in = -1;
+
+static void add_cap(size_t *n, const char *name)
+{
+    const char *v = tigetstr(name);
+    size_t len = v && v != (char *)-1 ? strlen(v) : 0;
+    if (len && *n + len < sizeof reset_seq)
+        memcpy(reset_seq + *n, v, len), *n += len;
+}
+
+static void prepare_reset(bool mouse)
+{
+    size_t n = 0;
+    add_cap(&n, "sgr0");
+    add_cap(&n, "cnorm");
+    add_cap(&n, "rmkx");
+    const char *kmous = tigetstr("kmous");
+    /* ncurses drives an xterm-style mouse with these private modes */
+    if (mouse && kmous && kmous != (char *)-1 && !strncmp(kmous, "\033[", 2)) {
+        static const char off[] = "\033[?1006l\033[?1002l\033[?1000l";
+        if (n + sizeof off - 1 < sizeof reset_seq)
+            memcpy(reset_seq + n, off, sizeof off - 1), n += sizeof off - 1;
+    }
+    add_cap(&n, "rmcup");
+    reset_len = (sig_atomic_t)n;
+}
+
 /* Hang-up and quit end the program: the terminal first, as curses itself
  * does for SIGTERM, then the signal's own action. */
 static const int fatal_signals[] = {SIGHUP, SIGQUIT};
 
 static void on_fatal(int sig)
 {
-    restore_at_exit();
+    if (reset_len > 0 && tty_out >= 0) {
+        ssize_t w = write(tty_out, reset_seq, (size_t)reset_len);
+        (void)w; /* nothing more to do if the terminal is gone */
+    }
+    if (have_shell_modes && tty_in >= 0)
+        tcsetattr(tty_in, TCSADRAIN, &shell_modes);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -136,6 +180,8 @@ int term_open(term *t, char *why, size_t cap)
 {
     memset(t, 0, sizeof *t);
     t->utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8");
+    tty_out = fileno(stdout), tty_in = fileno(stdin);
+    have_shell_modes = tcgetattr(tty_in, &shell_modes) == 0; /* as newterm saves them */
     t->screen = newterm(NULL, stdout, stdin);
     if (!t->screen) {
         snprintf(why, cap, "cannot open the terminal '%s'", getenv("TERM") ? getenv("TERM") : "(TERM unset)");
@@ -192,6 +238,7 @@ int term_open(term *t, char *why, size_t cap)
     curs_set(0);
     t->mouse = mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED | BUTTON4_PRESSED | BUTTON5_PRESSED, NULL) != 0;
     mouseinterval(0);
+    prepare_reset(t->mouse);
     return 0;
 }
 
@@ -205,6 +252,7 @@ void term_close(term *t)
     t->screen = NULL;
     open_screen = NULL;
     catch_fatal(false);
+    reset_len = 0;
     free(t->heat_pair);
     free(t->slot_colour);
     free(t->rgb_table);

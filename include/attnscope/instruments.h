@@ -60,6 +60,9 @@ const char *as_head_score_name(as_head_score s);
  * NaN when no query qualifies. */
 double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t *tokens, int n,
                         as_head_score kind);
+/* Why no query of tokens [0, n) qualifies for a score ("no token
+ * repeats"), so that it is undefined for every head; NULL when some does. */
+const char *as_head_score_undefined(const int32_t *tokens, int n, as_head_score kind);
 /* The repeated-random-token probe: [bos] R R with R of length len drawn
  * (fixed seed) from ids in [lo, hi). Returns the token count. */
 int as_induction_probe(int32_t *out, int32_t bos, int len, int32_t lo, int32_t hi, uint64_t seed);

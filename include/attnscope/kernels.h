@@ -71,12 +71,12 @@ void as_norm_measure(const float *x, int d, float eps, bool rms, as_norm_stat *s
 /* y = (x - mean) / scale * w + b (LayerNorm) or x / scale * w (RMSNorm). */
 void as_norm_apply(const float *x, int d, const as_norm_stat *st, bool rms, const float *w,
                    const float *b, float *y);
-void as_gelu_tanh(const float *x, float *y, int n);
+void as_gelu_tanh(const float *x, float *y, long n);
 /* The exact GELU, 0.5·x·(1 + erf(x/√2)): PyTorch's nn.GELU() (torchvision's
  * ViT). Scalar: only small vision models use it, and erf has no vector form here. */
-void as_gelu_erf(const float *x, float *y, int n);
+void as_gelu_erf(const float *x, float *y, long n);
 /* y = silu(gate) * up */
-void as_swiglu(const float *gate, const float *up, float *y, int n);
+void as_swiglu(const float *gate, const float *up, float *y, long n);
 /* Rotary embedding as llama.cpp applies it for arch llama ("NORM" mode):
  * adjacent pairs (2i, 2i+1) of each head, i < rope_dim/2, rotated by
  * pos · base^(-2i/rope_dim). x and y are [n_heads][d_head]. */
@@ -115,7 +115,7 @@ void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos);
 /* NEOX mode: pair (i, i + dim/2) of each head rotated by angle i. */
 void as_rope_apply_halves(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs);
 /* y = gelu_tanh(gate) * up (GEGLU: Gemma's MLP) */
-void as_geglu(const float *gate, const float *up, float *y, int n);
+void as_geglu(const float *gate, const float *up, float *y, long n);
 /* y = cap · tanh(x / cap), in place allowed */
 void as_softcap(const float *x, float *y, long n, float cap);
 /* x *= s */

@@ -73,8 +73,10 @@ const char *as_model_arch_name(const as_model *m);
  * tensor the architecture needs and the file lacks or shapes otherwise
  * (each named; loading stops at the first), and every tensor of the file
  * it does not use (a warning). Prints nothing for a file whose
- * architecture attnscope does not run, beyond saying so. */
-void as_model_print_check(as_gguf *g, FILE *out);
+ * architecture attnscope does not run, beyond saying so. Returns AS_OK
+ * when the model would load (unused tensors are only warnings), else
+ * AS_ERR. */
+int as_model_print_check(as_gguf *g, FILE *out);
 
 /* ---- for architecture files ---- */
 

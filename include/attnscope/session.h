@@ -41,6 +41,8 @@ struct as_session {
     int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report */
     bool has_metric;
     char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
+    char sampled[128];  /* how `gen` chose the context's generated tokens ("temperature 0.7, top-k 40"), for
+                         * figures; "" when none */
 };
 
 typedef struct as_command_info {
@@ -70,7 +72,8 @@ int as_session_exec(as_session *s, const char *line, as_error *err);
  * themselves; a front calls it before drawing what the pass computed. */
 int as_session_refresh(as_session *s, as_error *err);
 /* Splits "CMD; CMD; ..." at semicolons outside quotes. Returns a malloc'd
- * array of malloc'd strings (trimmed, empty ones dropped); *n is the count. */
+ * array of malloc'd strings (trimmed, empty ones dropped); *n is the count.
+ * NULL (and *n 0) when out of memory. */
 char **as_split_commands(const char *line, int *n);
 void as_free_commands(char **cmds, int n);
 /* Splits a command into words: whitespace-separated, "double" or 'single'

@@ -1418,18 +1418,18 @@ static inline vfloat vsilu(vfloat g)
 /* One element through a vector kernel, for tails. */
 #define SCALAR_VIA(fn, v) (fn((vfloat){0} + (v))[0])
 
-static void simd_gelu_tanh(const float *x, float *y, int n)
+static void simd_gelu_tanh(const float *x, float *y, long n)
 {
-    int i = 0;
+    long i = 0;
     for (; i + VL <= n; i += VL)
         vstore(y + i, vgelu(vload(x + i)));
     for (; i < n; i++)
         y[i] = SCALAR_VIA(vgelu, x[i]);
 }
 
-static void simd_swiglu(const float *gate, const float *up, float *y, int n)
+static void simd_swiglu(const float *gate, const float *up, float *y, long n)
 {
-    int i = 0;
+    long i = 0;
     for (; i + VL <= n; i += VL)
         vstore(y + i, vsilu(vload(gate + i)) * vload(up + i));
     for (; i < n; i++)
@@ -1502,9 +1502,9 @@ static void simd_add(const float *a, const float *b, float *y, long n)
         y[i] = a[i] + b[i];
 }
 
-static void simd_geglu(const float *gate, const float *up, float *y, int n)
+static void simd_geglu(const float *gate, const float *up, float *y, long n)
 {
-    int i = 0;
+    long i = 0;
     for (; i + VL <= n; i += VL)
         vstore(y + i, vgelu(vload(gate + i)) * vload(up + i));
     for (; i < n; i++)

@@ -23,9 +23,9 @@ typedef struct as_simd_ops {
     void (*norm_measure)(const float *x, int d, float eps, bool rms, as_norm_stat *st);
     void (*norm_apply)(const float *x, int d, const as_norm_stat *st, bool rms, const float *w, const float *b,
                        float *y);
-    void (*gelu_tanh)(const float *x, float *y, int n);
-    void (*swiglu)(const float *gate, const float *up, float *y, int n);
-    void (*geglu)(const float *gate, const float *up, float *y, int n);
+    void (*gelu_tanh)(const float *x, float *y, long n);
+    void (*swiglu)(const float *gate, const float *up, float *y, long n);
+    void (*geglu)(const float *gate, const float *up, float *y, long n);
     void (*rope_apply)(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs);
     void (*softmax)(const float *x, float *y, int n);
     void (*add)(const float *a, const float *b, float *y, long n);

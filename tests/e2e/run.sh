@@ -78,6 +78,19 @@ if grep -Eq '^[0-9]+ tensors differ, 4 metadata keys differ, [0-9]+ tensors. val
    grep -q '^architecture  llama' "$TMP/out"; then ok; else bad "diff summary, shape line or the command after it"; fi
 expect "diff of a file it cannot open" 1 '' 'nofile\.gguf' -- -m "$L" -e "diff $TMP/nofile.gguf"
 expect "diff against a Hugging Face directory" 0 '^0 tensors differ, [0-9]+ metadata keys? differs?$' '' -- -m "$G" -e "diff $FIX/hf/tiny-gpt2"
+# Answers that would mislead (issue 30): each says what is wrong instead.
+expect "--info on a file that cannot load exits 1" 1 'MISSING OR WRONG' 't5-ugm\.gguf cannot be loaded as a model' -- --info "$FIX/t5-ugm.gguf"
+expect "unknown option named" 2 '' "unknown option '--frob' \(see --help\)" -- --frob
+expect "set topp out of range says the range" 1 '' "topp must be a number in \(0, 1\]" -- -m "$G" -e 'set topp 2'
+expect "hooks matching nothing says so" 1 '' "no hook matches '\['" -- -m "$G" -e 'hooks ['
+expect "a second ablation of a head refused" 1 '' "ablate 1.2 mean: 'ablate 1.2 mean' ablates it already" -- -m "$G" -e "$P3; ablate 1.2 mean; ablate 1.2 mean"
+expect "top POS out of range" 1 '' 'the position must be a whole number from 0 to 2' -- -m "$G" -e "$P3; top 5 -1"
+expect "top POS on a decoder" 0 '^next token after position 1:$' '' -- -m "$G" -e "$P3; top 5 1"
+"$BIN" -m "$G" -e "prompt-ids 276; set temp 0.5; set topk 7; gen 2; export probs-trace $TMP/trace.pdf" > "$TMP/out" 2>&1
+if command -v pdftotext >/dev/null; then
+    pdftotext "$TMP/trace.pdf" - | tr '\n' ' ' | grep -q 'sampled with temperature 0.5, top-k 7' && ok ||
+      bad "probs-trace names the sampling setting"
+fi
 head -c 1000 "$G" > "$TMP/trunc.gguf"
 expect "truncated model" 1 '' 'trunc\.gguf.*offset' -- -m "$TMP/trunc.gguf" -e "top"
 printf 'not a model at all' > "$TMP/junk.gguf"
@@ -94,6 +107,9 @@ expect "fill without a [MASK] says how" 1 '' 'no \[MASK\] in the context.*fill K
 expect "fill before the pass" 1 '' 'not finished.*finish' -- -m "$B" -e 'prompt "the [MASK]"; fill'
 expect "top on an encoder: at a position" 0 '^predictions at position 1 ' '' -- -m "$B" -e 'prompt the cat; finish; top 3 1'
 expect "gen on an encoder says why not" 1 '' 'encoder.*no next token' -- -m "$B" -e 'prompt the cat; gen 3'
+"$BIN" -m "$B" -e "prompt \"the [MASK] sat\"; finish; dump all $TMP/bcap" > "$TMP/out" 2>&1
+grep -q '"text": "\[CLS\] the \[MASK\] sat \[SEP\]"' "$TMP/bcap/index.json" && ok ||
+  bad "BERT's index.json text keeps [CLS], [MASK], [SEP]: $(grep '"text"' "$TMP/bcap/index.json")"
 expect "pair prompt" 0 'a pair: 4 of type 0, 3 of type 1' '' -- -m "$B" -e 'prompt "the cat" "sat on"'
 expect "embed prints the pooled vector" 0 '^pooled vector \(mean over 4 tokens\), 32 values' '' -- -m "$B" -e 'prompt the cat; finish; embed'
 expect "embed writes .npy" 0 "^wrote $TMP/e\.npy: \[32\] float32" '' -- -m "$NB" -e "prompt-ids 1 2 3; finish; embed $TMP/e.npy"

@@ -127,8 +127,9 @@ static void tensor(builder *b, const char *name, uint64_t ne0, uint64_t ne1, flo
     float *x = malloc(n * sizeof *x);
     for (uint64_t i = 0; i < n; i++)
         x[i] = base + next_weight(b, scale);
-    if (b->sp->poison_tensor && !strcmp(name, b->sp->poison_tensor) && n > 3)
-        x[3] = b->sp->poison_value;
+    uint64_t at = b->sp->poison_at > 0 ? (uint64_t)b->sp->poison_at : 3;
+    if (b->sp->poison_tensor && !strcmp(name, b->sp->poison_tensor) && n > at)
+        x[at] = b->sp->poison_value;
     as_ggml_type type = ne1 ? b->sp->wtype : AS_GGML_F32;
     void *data = x;
     uint8_t *q = NULL;

@@ -22,6 +22,7 @@ typedef struct tiny_spec {
     bool byte_tokens;          /* llama: add <0x00>..<0xFF> */
     const char *poison_tensor; /* when set, poison_value is written into this tensor's element 3 */
     float poison_value;
+    int poison_at;             /* > 0: the element poisoned instead of 3 */
 } tiny_spec;
 
 /* A spec for a valid model: d_model 8, 1 layer, 2 heads, d_ff 16, context 8. */
