@@ -147,10 +147,15 @@ def ggufs(s, repo):
     # non-finite weights: the file loads, the numbers are poisoned
     out("nan-attn1.gguf", [f32s("blk.1.attn_qkv.weight", 0, [float("nan")] * 32)])
     out("inf-attn1.gguf", [f32s("blk.1.attn_qkv.weight", 5, [float("inf")])])
+    # q's output 11 is head 1, dimension 3 (8 dimensions a head)
+    out("nan-q-h1d3.gguf", [f32s("blk.1.attn_qkv.weight", 11 * 32, [float("nan")] * 32)])
     out("nan-embd.gguf", [f32s("token_embd.weight", 0, [float("nan")] * 32 * 277)])
     # copies that differ from tiny.gguf in one tensor value, in one
     # hyperparameter: diff must find each
     out("edited.gguf", [f32s("blk.1.ffn_down.weight", 7, [12.5])])
+    # a shape edit before the value edit: diff must list both
+    norm = g.tensors["blk.0.attn_norm.weight"]
+    out("shape-edited.gguf", [(norm["dims_off"], struct.pack("<Q", 16)), f32s("blk.1.ffn_down.weight", 7, [12.5])])
     t, off, _ = g.kv["gpt2.attention.layer_norm_epsilon"]
     out("eps.gguf", [(off, struct.pack("<f", 1e-3))])
 
@@ -260,8 +265,11 @@ def build(s, repo):
     scripts(s)
     with open(os.path.join(s, "note.txt"), "w") as f:
         f.write("a file that is in the way\n")
-    os.mkfifo(os.path.join(s, "fifo"))
+    for name in ("fifo", "fifo.npy", "fifo.png"):
+        os.mkfifo(os.path.join(s, name))
     os.symlink("gpt2.gguf", os.path.join(s, "link.gguf"))
     os.symlink("nowhere.gguf", os.path.join(s, "dangling.gguf"))
     os.symlink("note.txt", os.path.join(s, "note-link.npy"))
-    os.mkdir(os.path.join(s, "out"))
+    os.symlink("gpt2.gguf", os.path.join(s, "model-link.png"))
+    for name in ("out", "dir.npy", "dir.png"):
+        os.mkdir(os.path.join(s, name))
