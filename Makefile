@@ -207,6 +207,8 @@ endif
 
 # golden.sh compares whole screens (`view dump`) with tests/e2e/golden/;
 # GOLDEN_UPDATE=1 sh tests/e2e/golden.sh rewrites them, to be reviewed.
+# tests/badinput/run.sh replays the bad-input corpus (cases.txt; its
+# README says how to add a case or run one by id).
 e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/run.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/files.sh
@@ -215,6 +217,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 	AS_BIN=$(abspath $(PROG)) /usr/bin/python3 tests/stale/run.py
+	AS_BIN=$(abspath $(PROG)) sh tests/badinput/run.sh
 
 # The suite's output also goes to $(BUILD)/test.log, ending with its exit
 # status: make test-fresh holds the fresh machine's run to this one's.
