@@ -1171,6 +1171,9 @@ static int export_probs_trace(cmd_ctx *c)
     if (as_cmd_require_tokens(s, c->err))
         return AS_ERR;
     int first = it->out->n_prompt > 1 ? it->out->n_prompt : 1;
+    if (it->out->n_tokens <= first && !s->prog->streams[s->prog->out_stream].causal)
+        return as_error_set(c->err, "%s does not generate (its attention sees every position), so there is no "
+                            "probability trace: `export probs` draws its predictions", s->model->cfg.name);
     if (it->out->n_tokens <= first)
         return as_error_set(c->err, "no generated tokens yet: `gen N` produces some to trace");
     int hl = as_program_hook(s->prog, AS_HK_LOGITS, -1);

@@ -88,6 +88,11 @@ int as_cmd_fill(cmd_ctx *c)
     int pos = -1;
     if (c->argc > 3)
         return as_error_set(c->err, "usage: fill [K] [POS]");
+    if (s->prog->logits_pos >= 0)
+        return as_error_set(c->err, "%s has no masked-LM head: it classifies %s at %s (`top` lists its classes)",
+                            s->model->cfg.name,
+                            s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS ? "an image" : "the input",
+                            s->prog->logits_pos == 0 ? "CLS" : "one position");
     if (as_cmd_require_tokens(s, c->err) ||
         (c->argc > 1 && as_cmd_parse_long(c->argv[1], 1, s->model->cfg.n_vocab, "K", &k, c->err)) ||
         (c->argc > 2 && as_cmd_parse_pos(s, c->argv[2], &pos, c->err)) || !as_cmd_logits_at(s, 0, c->err))

@@ -17,6 +17,9 @@ static int lens_resid(as_session *s, int layer, int pos, const float **out, as_e
         return AS_ERR;
     if (pos >= n)
         return as_error_set(err, "%s has no value at position %d yet", s->prog->hooks[h].name, pos);
+    /* a non-finite residual ranks nothing: said, not a made-up top token */
+    if (as_cmd_check_finite(s, s->cap, h, pos, pos + 1, "lens: no ranking", err))
+        return AS_ERR;
     *out = as_capture_row(s->cap, h, pos);
     return AS_OK;
 }

@@ -89,8 +89,13 @@ int as_cmd_weights(cmd_ctx *c)
     as_weight_stats last;
     char nm[256];
     bool scale_columns = false;
-    for (uint64_t i = 0; i < g->n_tensors; i++)
+    bool any = false;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        any |= as_hook_name_match(pattern, g->tensors[i].name);
         scale_columns |= as_hook_name_match(pattern, g->tensors[i].name) && has_scale_columns(&g->tensors[i]);
+    }
+    if (!any)
+        return as_error_set(c->err, "no tensor matches '%s' (`info` lists them)", pattern);
     fprintf(s->out, "tensor\ttype\tmin\tmax\tmean\tstd\tnorm\tnan\tinf\tzeros%s\n",
             scale_columns ? "\tblocks\tzero_scale\tbad_scale\tmax_scale\tfirst_bad" : "");
     for (uint64_t i = 0; i < g->n_tensors; i++) {

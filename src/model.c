@@ -621,7 +621,7 @@ int as_model_load_with(as_model **out, const char *path, const char *tokenizer, 
     return AS_OK;
 }
 
-int as_model_print_check(as_gguf *g, FILE *out)
+int as_model_print_check(as_gguf *g, FILE *out, as_error *why)
 {
     as_error err = {{0}};
     as_model *m = calloc(1, sizeof *m);
@@ -629,7 +629,7 @@ int as_model_print_check(as_gguf *g, FILE *out)
     if (!m || !(m->used = calloc(g->n_tensors ? g->n_tensors : 1, sizeof *m->used))) {
         free(m);
         fprintf(out, "\ntensors against the architecture\n  not checked: out of memory\n");
-        return AS_ERR;
+        return as_error_set(why, "out of memory");
     }
     m->gguf = g;
     m->survey = true;
@@ -663,9 +663,13 @@ int as_model_print_check(as_gguf *g, FILE *out)
         fprintf(out, "  every tensor %s needs is here, and every tensor here is used\n", m->arch->gguf_name);
     else if (problems)
         fprintf(out, "  the model cannot run until the tensors marked above are right\n");
-    if (problems)
+    if (problems) {
         rc = AS_ERR;
+        as_error_set(&err, "%.*s", (int)(strchr(m->problems, '\n') - m->problems), m->problems);
+    }
 done:
+    if (rc && why)
+        as_error_set(why, "%s", err.msg[0] ? err.msg : "out of memory");
     m->gguf = NULL, m->path = NULL; /* the caller's */
     as_model_free(m);
     return rc ? AS_ERR : AS_OK;

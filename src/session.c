@@ -78,9 +78,17 @@ char **as_split_commands(const char *line, int *n)
     *n = 0;
     if (!cmds)
         return NULL;
-    const char *start = line;
+    const char *start = line, *opened = NULL, *literal = NULL;
     char quote = 0;
     for (const char *p = line;; p++) {
+        if (!*p && quote) {
+            /* A quote never closed is text (dialogue: `prompt "Yes, said
+             * he`), so it protects no ';': scan again from just past it. */
+            literal = opened;
+            quote = 0;
+            p = opened;
+            continue;
+        }
         if (*p && quote) {
             if (*p == '\\' && quote == '"' && p[1])
                 p++;
@@ -88,8 +96,9 @@ char **as_split_commands(const char *line, int *n)
                 quote = 0;
             continue;
         }
-        if (*p == '"' || *p == '\'') {
+        if ((*p == '"' || *p == '\'') && p != literal) {
             quote = *p;
+            opened = p;
             continue;
         }
         if (*p && *p != ';')
@@ -481,9 +490,34 @@ static void warn_tokens(as_session *s, const char *text)
 /* Text -> ids as llama.cpp's llama_tokenize(add_special = true,
  * parse_special = !raw): BOS/EOS as the vocabulary wants them, and unless
  * raw, control tokens' texts (<|im_start|>, <s>) read as those tokens. */
+/* Offset of the first byte of text that is not well-formed UTF-8, or -1. */
+static long first_invalid_utf8(const unsigned char *u)
+{
+    for (const unsigned char *p = u; *p;) {
+        size_t k = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3
+                 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
+        unsigned char lo = *p == 0xe0 ? 0xa0 : *p == 0xf0 ? 0x90 : 0x80;
+        unsigned char hi = *p == 0xed ? 0x9f : *p == 0xf4 ? 0x8f : 0xbf;
+        for (size_t i = 1; i < k; i++, lo = 0x80, hi = 0xbf)
+            if (p[i] < lo || p[i] > hi)
+                k = 0;
+        if (k == 0)
+            return (long)(p - u);
+        p += k;
+    }
+    return -1;
+}
+
 int as_cmd_encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err)
 {
     const as_tokenizer *t = s->model->tok;
+    /* A byte-level vocabulary (GPT-2's, a byte fallback) holds any byte;
+     * WordPiece reads Unicode text, and would drop the bytes silently. */
+    long bad = as_tokenizer_kind(t) == AS_TOK_BERT ? first_invalid_utf8((const unsigned char *)text) : -1;
+    if (bad >= 0)
+        return as_error_set(err, "the text is not UTF-8 at byte %ld (0x%02X): %s's WordPiece vocabulary reads "
+                            "Unicode text (is the terminal in another encoding? prompt-ids takes ids)", bad,
+                            (unsigned char)text[bad], s->model->cfg.name);
     unsigned flags = AS_TOK_ADD_SPECIAL | (raw ? 0 : AS_TOK_PARSE_SPECIAL);
     if (as_tokenizer_tokenize(t, text, strlen(text), flags, ids, n, err))
         return AS_ERR;
@@ -631,6 +665,9 @@ static int cmd_source_ids(cmd_ctx *c)
 
 static int tokenize(cmd_ctx *c, bool raw)
 {
+    if (c->s->prog->streams[c->s->prog->out_stream].input == AS_INPUT_PIXELS)
+        return as_error_set(c->err, "%s reads an image, not text: it has no tokenizer (`image FILE` gives it its input)",
+                            c->s->model->cfg.name);
     char *text = text_arg(c->rest, c->err);
     int32_t *ids = NULL;
     size_t n = 0;
@@ -1116,6 +1153,8 @@ static int cmd_dump(cmd_ctx *c)
     if (c->argc >= 2 && !strcmp(c->argv[1], "all"))
         return as_cmd_dump_all(c);
     size_t len = c->argc == 3 ? strlen(c->argv[2]) : 0;
+    if (c->argc == 3 && len == 0)
+        return as_error_set(c->err, "usage: dump HOOK FILE.npy | dump all DIR (the file name is empty)");
     if (c->argc == 3 && (len < 5 || strcmp(c->argv[2] + len - 4, ".npy")))
         return as_error_set(c->err, "%s: dump writes NumPy arrays only: the file name must end in .npy", c->argv[2]);
     if (captured_arg(c, 3, "dump HOOK FILE.npy", &h, &n))
@@ -1142,6 +1181,8 @@ static int cmd_tokens(cmd_ctx *c)
 {
     as_session *s = c->s;
     int src = s->prog->source_stream;
+    if (s->it->out->n_tokens == 0 && (src < 0 || s->it->st[src].n_tokens == 0))
+        return as_cmd_require_tokens(s, c->err);
     for (int i = 0; src >= 0 && i < s->it->st[src].n_tokens; i++) {
         char piece[256];
         as_cmd_label(s, s->it->st[src].tokens[i], 0, piece, sizeof piece);
@@ -1422,6 +1463,32 @@ static bool keeps_state(const char *name)
     return false;
 }
 
+/* Commands with a fixed most of arguments: one more is refused with the
+ * usage, never dropped silently (`gen 2 3` generated 2). */
+static int too_many_args(const command *cmd, const cmd_ctx *c)
+{
+    static const struct {
+        const char *name;
+        int most;
+    } limits[] = {{"finish", 0}, {"continue", 0}, {"next", 0}, {"where", 0}, {"tokens", 0}, {"unablate", 0},
+                  {"ablations", 0}, {"watches", 0}, {"unwatch", 0}, {"info", 0}, {"quit", 0}, {"step", 1},
+                  {"gen", 1}, {"back", 1}, {"weights", 1}, {"help", 1}, {"top", 2}, {"compare", 2}};
+    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+        if (strcmp(cmd->info.name, limits[i].name))
+            continue;
+        int most = limits[i].most;
+        if (!strcmp(cmd->info.name, "compare") && c->argc == 2)
+            return as_error_set(c->err, "usage: %s (the metric takes two tokens, or none to keep the one set)",
+                                cmd->info.usage);
+        if (c->argc - 1 > most)
+            return as_error_set(c->err, "usage: %s (%s takes %s%d argument%s: '%s' is one too many)",
+                                cmd->info.usage, cmd->info.name, most ? "at most " : "", most, most == 1 ? "" : "s",
+                                c->argv[most + 1]);
+        return AS_OK;
+    }
+    return AS_OK;
+}
+
 int as_session_exec(as_session *s, const char *line, as_error *err)
 {
     cmd_ctx c = {s, NULL, 0, NULL, err};
@@ -1458,7 +1525,7 @@ int as_session_exec(as_session *s, const char *line, as_error *err)
         for (int i = 0; i < N_COMMANDS; i++)
             if (!strcmp(c.argv[0], commands[i].info.name)) {
                 as_error_clear(err);
-                rc = commands[i].fn(&c);
+                rc = too_many_args(&commands[i], &c) ? AS_ERR : commands[i].fn(&c);
                 break;
             }
     }

@@ -183,7 +183,7 @@ Test(hf, info_card_of_a_directory)
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     as_gguf_print_info(g, f);
-    as_model_print_check(g, f);
+    as_model_print_check(g, f, NULL);
     fclose(f);
     cr_assert(strstr(buf, "Hugging Face directory"), "%s", buf);
     cr_assert(strstr(buf, "blk.1.attn_qkv.weight"), "%s", buf);

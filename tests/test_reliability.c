@@ -663,7 +663,7 @@ static char *model_check(as_gguf *g)
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
-    as_model_print_check(g, f);
+    as_model_print_check(g, f, NULL);
     fclose(f);
     return text;
 }

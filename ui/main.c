@@ -117,6 +117,17 @@ static int parse_args(int argc, char **argv, options *o)
             return -1;
         }
         i++;
+        /* one batch source: a second would silently replace the first */
+        if ((!strcmp(a, "-e") && o->exec) || (!strcmp(a, "-x") && o->script)) {
+            fprintf(stderr, "attnscope: %s given twice: %s (see --help)\n", a,
+                    a[1] == 'e' ? "join the commands with ';' in one -e" : "one script at a time");
+            return -1;
+        }
+        if ((!strcmp(a, "-e") && o->script) || (!strcmp(a, "-x") && o->exec)) {
+            fprintf(stderr, "attnscope: -e and -x both given: one batch at a time (put the -e commands in the "
+                    "script, or the script's on one -e line) (see --help)\n");
+            return -1;
+        }
         if (!strcmp(a, "-m") || !strcmp(a, "--model"))
             o->model = val;
         else if (!strcmp(a, "-e"))
@@ -136,7 +147,15 @@ static int parse_args(int argc, char **argv, options *o)
         else if (!strcmp(a, "--threads") && !parse_num(val, 1, 256, &n))
             o->threads = (int)n;
         else {
-            fprintf(stderr, "attnscope: bad option '%s %s' (see --help)\n", a, val);
+            /* the range the option takes, where it is a number */
+            const char *range = !strcmp(a, "--ctx") ? "a whole number from 1 to 1073741824"
+                                : !strcmp(a, "--threads") ? "a whole number from 1 to 256"
+                                : !strcmp(a, "--capture-mb") ? "a whole number of MB from 0 to 1073741824"
+                                : NULL;
+            if (range)
+                fprintf(stderr, "attnscope: bad option '%s %s': %s takes %s (see --help)\n", a, val, a, range);
+            else
+                fprintf(stderr, "attnscope: bad option '%s %s' (see --help)\n", a, val);
             return -1;
         }
     }
@@ -272,10 +291,14 @@ static int print_info(const char *path)
         return 1;
     }
     as_gguf_print_info(g, stdout);
-    int rc = as_model_print_check(g, stdout);
-    if (rc)
-        fprintf(stderr, "error: %s cannot be loaded as a model: see \"tensors against the architecture\" above\n",
-                path);
+    as_error why = {{0}};
+    int rc = as_model_print_check(g, stdout, &why);
+    if (rc) {
+        /* the reason, once: its own "PATH: " lead is this line's */
+        size_t n = strlen(path);
+        const char *r = !strncmp(why.msg, path, n) && !strncmp(why.msg + n, ": ", 2) ? why.msg + n + 2 : why.msg;
+        fprintf(stderr, "error: %s cannot be loaded as a model: %s\n", path, r);
+    }
     as_gguf_close(g);
     return rc ? 1 : 0;
 }

@@ -75,8 +75,8 @@ const char *as_model_arch_name(const as_model *m);
  * it does not use (a warning). Prints nothing for a file whose
  * architecture attnscope does not run, beyond saying so. Returns AS_OK
  * when the model would load (unused tensors are only warnings), else
- * AS_ERR. */
-int as_model_print_check(as_gguf *g, FILE *out);
+ * AS_ERR with why (may be NULL) saying the first reason. */
+int as_model_print_check(as_gguf *g, FILE *out, as_error *why);
 
 /* ---- for architecture files ---- */
 

@@ -271,5 +271,6 @@ def build(s, repo):
     os.symlink("nowhere.gguf", os.path.join(s, "dangling.gguf"))
     os.symlink("note.txt", os.path.join(s, "note-link.npy"))
     os.symlink("gpt2.gguf", os.path.join(s, "model-link.png"))
+    os.symlink("gpt2.gguf", os.path.join(s, "model-link.npy"))
     for name in ("out", "dir.npy", "dir.png"):
         os.mkdir(os.path.join(s, name))

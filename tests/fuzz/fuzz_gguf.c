@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t info_len = 0, at;
     FILE *f = open_memstream(&info, &info_len);
     as_gguf_print_info(g, f);
-    as_model_print_check(g, f);
+    as_model_print_check(g, f, NULL);
     fclose(f);
     FUZZ_CHECK(fuzz_terminal_safe(info, info_len, &at), "control byte in the model card at %zu", at);
     free(info);
