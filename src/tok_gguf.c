@@ -227,26 +227,61 @@ static void set_strip(as_tokenizer *t, const char *text, uint8_t bit, bool on)
 }
 
 /* llama.cpp's per-model token attributes, chosen by the file's name,
- * pre-tokenizer and architecture: phi-3 drops the whitespace after its
- * special tokens (but <unk>, <s> and <|endoftext|>), jina-v2 and
- * modern-bert the whitespace before their mask token. */
+ * pre-tokenizer or architecture: the one table of the tokenizer's quirks
+ * by name. Each row: where to look, a text it contains (the name is
+ * matched lower-cased), and what it turns on. */
+enum { IN_NAME, IN_PRE, IN_ARCH };
+enum {
+    QUIRK_MASK_LSTRIP = 1,      /* <mask> drops the whitespace before it (jina-v2 and its kin) */
+    QUIRK_SPECIAL_RSTRIP = 2,   /* every special token and </s> drops the whitespace after it, but <unk>, <s>
+                                 * and <|endoftext|> (phi-3) */
+    QUIRK_BERT_MASK_LSTRIP = 4, /* [MASK] drops the whitespace before it (modern-bert) */
+};
+static const struct {
+    int in;              /* IN_*: general.name, tokenizer.ggml.pre, general.architecture */
+    const char *text;
+    unsigned quirks;     /* QUIRK_* */
+} QUIRKS[] = {
+    {IN_NAME, "phi-3", QUIRK_SPECIAL_RSTRIP},
+    {IN_NAME, "phi3", QUIRK_SPECIAL_RSTRIP},
+    {IN_PRE, "jina-v2-de", QUIRK_MASK_LSTRIP},
+    {IN_PRE, "jina-v2-es", QUIRK_MASK_LSTRIP},
+    {IN_PRE, "jina-v2-code", QUIRK_MASK_LSTRIP},
+    {IN_ARCH, "nomic-bert-moe", QUIRK_MASK_LSTRIP},
+    {IN_ARCH, "jina-bert-v3", QUIRK_MASK_LSTRIP},
+    {IN_NAME, "modern-bert", QUIRK_BERT_MASK_LSTRIP},
+};
+
+/* The quirks the file's name, pre-tokenizer and architecture choose. */
+static unsigned quirks_of(const char *name, const char *pre, const char *arch)
+{
+    unsigned q = 0;
+    for (size_t i = 0; i < sizeof QUIRKS / sizeof QUIRKS[0]; i++) {
+        const char *text = QUIRKS[i].text;
+        bool hit = QUIRKS[i].in == IN_NAME  ? contains_lower(name, text)
+                   : QUIRKS[i].in == IN_PRE ? strstr(pre, text) != NULL
+                                            : arch && strstr(arch, text);
+        if (hit)
+            q |= QUIRKS[i].quirks;
+    }
+    return q;
+}
+
+/* The quirks applied: at most one of them, the first of <mask>'s,
+ * phi-3's, [MASK]'s that the file has. */
 static int gguf_strip(as_tokenizer *t, const as_gguf *g, as_error *err)
 {
     const char *name, *arch;
     if (gguf_str_opt(g, "general.name", &name, err) || gguf_str_opt(g, "general.architecture", &arch, err))
         return AS_ERR;
-    bool phi3 = contains_lower(name, "phi-3") || contains_lower(name, "phi3");
-    bool jina = strstr(t->pre_name, "jina-v2-de") || strstr(t->pre_name, "jina-v2-es") ||
-                strstr(t->pre_name, "jina-v2-code") || (arch && (strstr(arch, "nomic-bert-moe") ||
-                                                                strstr(arch, "jina-bert-v3")));
-    bool mbert = contains_lower(name, "modern-bert");
-    if (!phi3 && !jina && !mbert)
+    unsigned q = quirks_of(name, t->pre_name, arch);
+    if (!q)
         return AS_OK;
     if (!(t->strip = calloc(t->n, 1)))
         return as_tok_oom(err);
-    if (jina)
+    if (q & QUIRK_MASK_LSTRIP)
         set_strip(t, "<mask>", STRIP_LEFT, true);
-    else if (phi3) {
+    else if (q & QUIRK_SPECIAL_RSTRIP) {
         for (size_t i = 0; i < t->n_special; i++)
             t->strip[t->special[i]] |= STRIP_RIGHT;
         set_strip(t, "</s>", STRIP_RIGHT, true);
