@@ -330,3 +330,276 @@ int as_cmd_check_finite(as_session *s, const as_capture *cap, int hook, int a, i
     }
     return AS_OK;
 }
+
+/* ---- running the context, and what commands ask of it ---- */
+
+void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap)
+{
+    const char *p = as_tokenizer_piece(s->model->tok, id);
+    as_format_piece(p ? p : "", p ? strlen(p) : 0, buf, cap);
+}
+
+static void report_nonfinite(as_session *s)
+{
+    char first[256];
+    as_cmd_first_nonfinite(s, "warning: first non-finite value in this pass: ", first, sizeof first);
+    if (*first && s->warn)
+        fprintf(s->warn, "%s\n", first);
+}
+
+/* What is in effect now, for the notes that say a pass was recomputed. */
+static void describe_rules(const as_session *s, char *out, size_t cap)
+{
+    int n = 0;
+    for (int k = 0; k < s->it->n_rules; k++)
+        n += s->it->rules[k].kind != AS_RULE_WATCH;
+    if (n == 0)
+        snprintf(out, cap, "with no intervention");
+    else
+        snprintf(out, cap, "under the %d intervention%s in effect", n, n == 1 ? "" : "s");
+}
+
+int as_session_refresh(as_session *s, as_error *err)
+{
+    if (!as_interp_stale(s->it))
+        return AS_OK;
+    int n;
+    if (as_interp_refresh(s->it, &n, err))
+        return AS_ERR;
+    if (s->it->interrupt && *s->it->interrupt)
+        return as_error_set(err, "interrupted while computing the pass again under the changed rules");
+    char what[64];
+    describe_rules(s, what, sizeof what);
+    if (s->warn)
+        fprintf(s->warn, "note: the interventions changed since this pass: its %d position%s computed again %s\n",
+                n, n == 1 ? "" : "s", what);
+    report_nonfinite(s);
+    return AS_OK;
+}
+
+int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
+{
+    int was = s->cap->dropped_from;
+    if (as_interp_stale(s->it) && !s->it->in_pass) {
+        /* The whole context is computed again, and this run says so. */
+        char what[64];
+        describe_rules(s, what, sizeof what);
+        if (s->warn && !s->it->rules_off)
+            fprintf(s->warn, "note: the interventions changed since the last pass: computing it again from "
+                    "position 0 %s\n", what);
+        as_interp_reset(s->it);
+    } else if (as_interp_stale(s->it) && as_session_refresh(s, err)) {
+        return AS_ERR;
+    }
+    int rc = as_interp_run(s->it, mode, count, stop, err);
+    /* a class the budget no longer holds at these positions: said once */
+    if (s->cap->dropped_from >= 0 && s->cap->dropped_from != was && s->warn)
+        fprintf(s->warn, "note: %s\n", s->cap->dropped);
+    if (rc == AS_OK)
+        report_nonfinite(s);
+    return rc;
+}
+
+int as_cmd_require_tokens(as_session *s, as_error *err)
+{
+    int src = s->prog->source_stream;
+    if (src >= 0 && s->it->st[src].n_tokens == 0)
+        return as_error_set(err, "no source yet: %s translates a source sentence; start with `source TEXT` or "
+                            "`source-ids ID ...` (the decoder's prefix, `prompt`, defaults to its start token)",
+                            s->model->cfg.name);
+    if (s->it->out->n_tokens == 0)
+        return as_error_set(err, s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS
+                                     ? "no image yet: start with `image FILE`"
+                                     : "no context yet: start with `prompt TEXT` or `prompt-ids ID ...`");
+    return AS_OK;
+}
+
+int as_cmd_find_hook(as_session *s, const char *name, as_error *err)
+{
+    int h = as_program_find_hook(s->prog, name);
+    if (h < 0)
+        return as_error_set(err, "no hook point named '%s' (`hooks` lists them)", name);
+    return h;
+}
+
+/* Positions of a hook that hold values, with a message when there are none. */
+int as_cmd_hook_positions(as_session *s, int h, as_error *err)
+{
+    const as_hook *hk = &s->prog->hooks[h];
+    if (!as_capture_has(s->cap, h))
+        return as_error_set(err, "%s is not captured: %s", hk->name,
+                            s->cap->dropped[0] ? s->cap->dropped : "it was dropped");
+    int n = s->cap->filled[h];
+    if (n == 0)
+        return as_error_set(err, "%s has no values yet: the interpreter has not reached it (try `finish`)",
+                            hk->name);
+    return n;
+}
+
+/* What the user should know before trusting the ids of a prompt: an
+ * unknown pre-tokenizer, or bytes a byte-level vocabulary has no token for
+ * (llama.cpp leaves them out, and so does the tokenizer; decoding the
+ * plain-text ids then gives less than the text). */
+void as_cmd_warn_tokens(as_session *s, const char *text)
+{
+    const as_tokenizer *t = s->model->tok;
+    if (!s->warn)
+        return;
+    if (as_tokenizer_warning(t)[0])
+        fprintf(s->warn, "warning: %s\n", as_tokenizer_warning(t));
+    if (as_tokenizer_kind(t) != AS_TOK_GPT2)
+        return;
+    int32_t *ids = NULL;
+    size_t n = 0, len = strlen(text), got = 0;
+    char *back = NULL;
+    as_error err;
+    if (as_tokenizer_tokenize(t, text, len, 0, &ids, &n, &err) == AS_OK &&
+        as_tokenizer_decode(t, ids, n, &back, &got, &err) == AS_OK && got < len)
+        fprintf(s->warn, "warning: %zu bytes of the text have no token in this vocabulary and are left out "
+                         "(as llama.cpp leaves them out)\n", len - got);
+    free(ids);
+    free(back);
+}
+
+/* Text -> ids as llama.cpp's llama_tokenize(add_special = true,
+ * parse_special = !raw): BOS/EOS as the vocabulary wants them, and unless
+ * raw, control tokens' texts (<|im_start|>, <s>) read as those tokens. */
+/* Offset of the first byte of text that is not well-formed UTF-8, or -1. */
+static long first_invalid_utf8(const unsigned char *u)
+{
+    for (const unsigned char *p = u; *p;) {
+        size_t k = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3
+                 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
+        unsigned char lo = *p == 0xe0 ? 0xa0 : *p == 0xf0 ? 0x90 : 0x80;
+        unsigned char hi = *p == 0xed ? 0x9f : *p == 0xf4 ? 0x8f : 0xbf;
+        for (size_t i = 1; i < k; i++, lo = 0x80, hi = 0xbf)
+            if (p[i] < lo || p[i] > hi)
+                k = 0;
+        if (k == 0)
+            return (long)(p - u);
+        p += k;
+    }
+    return -1;
+}
+
+int as_cmd_encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err)
+{
+    const as_tokenizer *t = s->model->tok;
+    /* A byte-level vocabulary (GPT-2's, a byte fallback) holds any byte;
+     * WordPiece reads Unicode text, and would drop the bytes silently. */
+    long bad = as_tokenizer_kind(t) == AS_TOK_BERT ? first_invalid_utf8((const unsigned char *)text) : -1;
+    if (bad >= 0)
+        return as_error_set(err, "the text is not UTF-8 at byte %ld (0x%02X): %s's WordPiece vocabulary reads "
+                            "Unicode text (is the terminal in another encoding? prompt-ids takes ids)", bad,
+                            (unsigned char)text[bad], s->model->cfg.name);
+    unsigned flags = AS_TOK_ADD_SPECIAL | (raw ? 0 : AS_TOK_PARSE_SPECIAL);
+    if (as_tokenizer_tokenize(t, text, strlen(text), flags, ids, n, err))
+        return AS_ERR;
+    as_cmd_warn_tokens(s, text);
+    return AS_OK;
+}
+
+/* Logits with a NaN or Inf rank nothing: say so, and where the pass first
+ * went wrong (as the interpreter recorded it), rather than an empty table. */
+int as_cmd_nonfinite_logits(as_session *s, const float *logits, int pos, as_error *err)
+{
+    int n = s->model->cfg.n_vocab, bad = 0;
+    for (int i = 0; i < n; i++)
+        bad += !isfinite(logits[i]);
+    if (!bad)
+        return AS_OK;
+    char first[256];
+    as_cmd_first_nonfinite(s, ". The first non-finite value of the pass is ", first, sizeof first);
+    if (!*first)
+        return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking", bad, n, pos);
+    return as_error_set(err, "%d of the %d logits at position %d are NaN or Inf: no ranking%s; "
+                             "`weights` shows which tensors hold NaN or Inf",
+                        bad, n, pos, first);
+}
+
+bool as_cmd_is_encoder(const as_session *s)
+{
+    return !s->prog->streams[s->prog->out_stream].causal;
+}
+
+void as_cmd_position_label(const as_session *s, int pos, char *out, size_t cap)
+{
+    as_cmd_stream_label(s, s->prog->out_stream, pos, out, cap);
+}
+
+void as_cmd_stream_label(const as_session *s, int stream, int pos, char *out, size_t cap)
+{
+    as_position at;
+    as_interp_position(s->it, stream, pos, &at);
+    if (at.token >= 0)
+        as_cmd_label(s, at.token, 0, out, cap);
+    else
+        snprintf(out, cap, "%s", at.name);
+}
+
+/* ---- routed MLPs ---- */
+
+int as_cmd_expert_load(as_session *s, int layer, float *load, int *n_expert, int *n_pos, as_error *err)
+{
+    int h = as_program_hook_in(s->prog, AS_HK_EXPERT_INDICES, layer, s->prog->out_stream);
+    const as_op *op = h >= 0 ? as_program_producer(s->prog, h) : NULL;
+    if (!op)
+        return as_error_set(err, "layer %d of %s has no experts (its MLP is dense)", layer, s->model->cfg.name);
+    int n = as_cmd_hook_positions(s, h, err);
+    if (n < 0)
+        return AS_ERR;
+    *n_expert = op->n_expert;
+    *n_pos = n;
+    for (int e = 0; e < op->n_expert; e++)
+        load[e] = 0;
+    for (int p = 0; p < n; p++) {
+        const float *ix = as_capture_row(s->cap, h, p);
+        for (int j = 0; j < op->k; j++) {
+            int e = (int)ix[j];
+            if (e >= 0 && e < op->n_expert)
+                load[e] += 1.0f;
+        }
+    }
+    for (int e = 0; e < op->n_expert; e++)
+        load[e] /= (float)n;
+    return AS_OK;
+}
+
+/* The distinct tokens expert e took over positions [0, n) of the
+ * hook_expert_indices hook h, into ids/cnt (room for n each), the `top`
+ * most frequent first (the earlier in the context among equals); the
+ * times it was chosen in *chosen (may be NULL). Returns how many distinct. */
+int as_cmd_expert_tokens(const as_session *s, int h, int e, int n, int top, int32_t *ids, int *cnt, int *chosen)
+{
+    const as_op *op = as_program_producer(s->prog, h);
+    const int32_t *tokens = s->it->out->tokens;
+    int nd = 0, times = 0;
+    for (int p = 0; p < n; p++) {
+        const float *ix = as_capture_row(s->cap, h, p);
+        for (int j = 0; j < op->k; j++) {
+            if ((int)ix[j] != e)
+                continue;
+            times++;
+            int d = 0;
+            while (d < nd && ids[d] != tokens[p])
+                d++;
+            if (d == nd)
+                ids[nd] = tokens[p], cnt[nd++] = 0;
+            cnt[d]++;
+        }
+    }
+    for (int t = 0; t < top && t < nd; t++) {
+        int best = t;
+        for (int d = t + 1; d < nd; d++)
+            if (cnt[d] > cnt[best])
+                best = d;
+        int32_t bi = ids[best];
+        int bc = cnt[best];
+        memmove(ids + t + 1, ids + t, (size_t)(best - t) * sizeof *ids);
+        memmove(cnt + t + 1, cnt + t, (size_t)(best - t) * sizeof *cnt);
+        ids[t] = bi, cnt[t] = bc;
+    }
+    if (chosen)
+        *chosen = times;
+    return nd;
+}

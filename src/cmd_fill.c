@@ -13,11 +13,6 @@
 #include "attnscope/sampler.h"
 #include "session_internal.h"
 
-bool as_cmd_is_encoder(const as_session *s)
-{
-    return !s->prog->streams[s->prog->out_stream].causal;
-}
-
 const float *as_cmd_logits_at(as_session *s, int pos, as_error *err)
 {
     const as_program *p = s->prog;

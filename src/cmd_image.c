@@ -21,21 +21,6 @@ static int pixel_stream(const as_session *s)
     return -1;
 }
 
-void as_cmd_position_label(const as_session *s, int pos, char *out, size_t cap)
-{
-    as_cmd_stream_label(s, s->prog->out_stream, pos, out, cap);
-}
-
-void as_cmd_stream_label(const as_session *s, int stream, int pos, char *out, size_t cap)
-{
-    as_position at;
-    as_interp_position(s->it, stream, pos, &at);
-    if (at.token >= 0)
-        as_cmd_label(s, at.token, 0, out, cap);
-    else
-        snprintf(out, cap, "%s", at.name);
-}
-
 int as_cmd_image(cmd_ctx *c)
 {
     as_session *s = c->s;

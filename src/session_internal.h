@@ -1,5 +1,7 @@
 /* Internal to the command set: what command files (session.c and the
- * modules that add commands) share. Not part of the public API. */
+ * modules that add commands) share. Not part of the public API. The
+ * layers: the helpers (cmd_parse.c, cmd_common.c) <- the command files
+ * (cmd_*.c) <- session.c's table. */
 #ifndef ATTNSCOPE_SESSION_INTERNAL_H
 #define ATTNSCOPE_SESSION_INTERNAL_H
 
@@ -19,8 +21,13 @@ typedef struct command {
     int (*fn)(cmd_ctx *c);
 } command;
 
+/* cmd_parse.c: numbers in a range; the text argument of `prompt`/`tokenize`
+ * (one quoted word, else the rest of the line as typed; malloc'd). */
 int as_cmd_parse_long(const char *str, long lo, long hi, const char *what, long *out, as_error *err);
 int as_cmd_parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err);
+char *as_cmd_text_arg(const char *rest, as_error *err);
+
+/* The helpers below are cmd_common.c's unless a file is named. */
 /* A token's stored piece, escaped for display (the raw vocabulary string:
  * `dump all`'s index.json). */
 void as_cmd_piece(const as_session *s, int32_t id, char *buf, size_t cap);
@@ -33,6 +40,8 @@ int as_cmd_require_tokens(as_session *s, as_error *err);
 /* Text -> ids as `prompt` reads it (llama_tokenize with add_special, and
  * parse_special unless raw); warns of bytes the vocabulary drops. */
 int as_cmd_encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err);
+/* Warns of what the user should know before trusting a text's ids. */
+void as_cmd_warn_tokens(as_session *s, const char *text);
 /* True once Ctrl-C was pressed during this command: long loops check it
  * and stop with "interrupted". */
 bool as_cmd_interrupted(const as_session *s);
@@ -40,9 +49,11 @@ bool as_cmd_interrupted(const as_session *s);
 int as_cmd_find_hook(as_session *s, const char *name, as_error *err);
 /* Positions of a hook that hold values, or AS_ERR saying why there are none. */
 int as_cmd_hook_positions(as_session *s, int h, as_error *err);
+/* cmd_inspect.c: a hook's shape at n_pos positions, "[4, 768]". */
 void as_cmd_format_shape(const as_session *s, int h, int n_pos, char *buf, size_t cap);
 /* Runs the interpreter and reports a non-finite value if one appeared. */
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err);
+/* cmd_run.c: what a run says where it stopped. */
 void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
 
 /* Layer × column tables of an instrument as a heatmap figure (PNG, SVG or
@@ -92,11 +103,11 @@ int as_cmd_side_run_new(as_session *s, const int32_t *ids, int n, size_t budget,
 void as_cmd_side_run_free(as_side_run *r);
 /* A token given as an id or as text that encodes to exactly one token. */
 int as_cmd_parse_token(as_session *s, const char *arg, int32_t *out, as_error *err);
-/* cmd_image.c: a position as text output labels it (a token, or a
- * name: CLS, r3c5); `image`, a classifier's `top`, `rollout`. */
+/* A position as text output labels it (a token, or a name: CLS, r3c5). */
 void as_cmd_position_label(const as_session *s, int pos, char *out, size_t cap);
 /* The same for a position of any stream (an encoder-decoder's source). */
 void as_cmd_stream_label(const as_session *s, int stream, int pos, char *out, size_t cap);
+/* cmd_image.c: `image`, a classifier's `top`, `rollout`. */
 int as_cmd_image(cmd_ctx *c);
 int as_cmd_top_classes(cmd_ctx *c, long k);
 int as_cmd_rollout(cmd_ctx *c);
@@ -114,7 +125,7 @@ const float *as_cmd_final_logits(as_session *s, as_error *err);
  * position's), or NULL saying why (cmd_fill.c). */
 const float *as_cmd_logits_at(as_session *s, int pos, as_error *err);
 /* AS_OK when the n_vocab logits at pos are finite; else AS_ERR counting
- * them and naming the pass's first non-finite value (session.c). */
+ * them and naming the pass's first non-finite value. */
 int as_cmd_nonfinite_logits(as_session *s, const float *logits, int pos, as_error *err);
 /* Non-finite values (cmd_common.c). Where value `index` of a hook's row
  * at `pos` is, by the hook's shape: "position 3, head 1, dim 2" (heads,
@@ -170,11 +181,12 @@ int as_cmd_compare_runs(as_session *s, as_error *err);
 int as_cmd_patch(cmd_ctx *c);
 int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);
-/* cmd_experts.c: `experts [LAYER]`, `export load FILE`, and the load of
- * one routed layer: load[e] = the share of the n_pos positions whose
- * router chose expert e (n_expert entries; AS_ERR on a dense layer). */
+/* cmd_experts.c: `experts [LAYER]`, `export load FILE`. */
 int as_cmd_experts(cmd_ctx *c);
 int as_cmd_export_load(cmd_ctx *c);
+/* The load of one routed layer: load[e] = the share of the n_pos
+ * positions whose router chose expert e (n_expert entries; AS_ERR on a
+ * dense layer); the tokens expert e took. */
 int as_cmd_expert_load(as_session *s, int layer, float *load, int *n_expert, int *n_pos, as_error *err);
 int as_cmd_expert_tokens(const as_session *s, int h, int e, int n, int top, int32_t *ids, int *cnt, int *chosen);
 int as_cmd_watch(cmd_ctx *c);
@@ -182,8 +194,9 @@ int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);
 int as_cmd_weights(cmd_ctx *c);
 int as_cmd_diff(cmd_ctx *c);
-/* cmd_fill.c: the encoder's commands. */
+/* The output stream is not causal (an encoder, a vision transformer). */
 bool as_cmd_is_encoder(const as_session *s);
+/* cmd_fill.c: the encoder's commands. */
 int as_cmd_fill(cmd_ctx *c);
 int as_cmd_embed(cmd_ctx *c);
 int as_cmd_similarity(cmd_ctx *c);
@@ -195,5 +208,32 @@ int as_cmd_top_encoder(cmd_ctx *c, long k);
 /* cmd_export.c: figures, and `dump all DIR` (called by `dump`). */
 int as_cmd_export(cmd_ctx *c);
 int as_cmd_dump_all(cmd_ctx *c);
+
+/* The command groups: cmd_context.c (the input), cmd_run.c (running the
+ * interpreter, the sampler), cmd_inspect.c (reading what a pass computed). */
+int as_cmd_prompt(cmd_ctx *c);
+int as_cmd_prompt_raw(cmd_ctx *c);
+int as_cmd_prompt_ids(cmd_ctx *c);
+int as_cmd_source(cmd_ctx *c);
+int as_cmd_source_ids(cmd_ctx *c);
+int as_cmd_tokenize(cmd_ctx *c);
+int as_cmd_tokenize_raw(cmd_ctx *c);
+int as_cmd_tokens(cmd_ctx *c);
+int as_cmd_step(cmd_ctx *c);
+int as_cmd_next(cmd_ctx *c);
+int as_cmd_finish(cmd_ctx *c);
+int as_cmd_continue(cmd_ctx *c);
+int as_cmd_where(cmd_ctx *c);
+int as_cmd_back(cmd_ctx *c);
+int as_cmd_break_on(cmd_ctx *c);
+int as_cmd_unbreak(cmd_ctx *c);
+int as_cmd_gen(cmd_ctx *c);
+int as_cmd_set(cmd_ctx *c);
+int as_cmd_top(cmd_ctx *c);
+int as_cmd_hooks(cmd_ctx *c);
+int as_cmd_stats(cmd_ctx *c);
+int as_cmd_norms(cmd_ctx *c);
+int as_cmd_dump(cmd_ctx *c);
+int as_cmd_info(cmd_ctx *c);
 
 #endif

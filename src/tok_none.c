@@ -1,7 +1,7 @@
 /* tok_none: GGUF's "none" (and "no_vocab") tokenizer: a file without a
  * vocabulary, as llama.cpp's test models and some converted models are.
  * Owns nothing but the refusal: there is no text to read, so a context is
- * given as token ids (`prompt-ids`). tokenizer.c gives the ids 0..N-1
+ * given as token ids (`prompt-ids`). tok_vocab.c gives the ids 0..N-1
  * (N from the architecture's vocab_size key, as llama.cpp reads it) the
  * names "#0".."#N-1", control tokens standing for no bytes, so every view
  * labels a position by its id through the ordinary label code. */

@@ -32,7 +32,7 @@
  * only for invalid UTF-8 can ids differ from llama.cpp's.
  *
  * Not implemented (treated as unknown names: GPT-2's split with a warning,
- * see tokenizer.c): kimi-k2,
+ * see tok_vocab.c): kimi-k2,
  * afmoe, tiny_aya/cohere2moe and superbpe (llama.cpp special-cases their
  * digit and Han rules in code of their own), and gemma4, sarvam-moe and
  * whitespace, which are not byte-level BPE. */

@@ -403,7 +403,7 @@ static int cmp_desc(const void *pa, const void *pb)
 
 /* The distinct lengths of the non-empty tokens, longest first; and the
  * byte pairs of every token, control ones included (llama.cpp matches
- * pieces among all tokens): tokenizer.c noted only plain tokens' pairs. */
+ * pieces among all tokens): tok_vocab.c noted only plain tokens' pairs. */
 static int token_lengths(as_tokenizer *t, as_error *err)
 {
     size_t cap = 0, n = 0;
@@ -468,7 +468,7 @@ static int parse_steps(as_tokenizer *t, const char *s, as_error *err)
 }
 
 /* Without token types, [SEP], [PAD] and [MASK] are control tokens too
- * (tokenizer.c makes BOS and EOS so): they decode to nothing, and their
+ * (tok_vocab.c makes BOS and EOS so): they decode to nothing, and their
  * texts in a prompt are those tokens only when special tokens are parsed. */
 static int wpm_build(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *err)
 {

@@ -1,11 +1,14 @@
-/* Internal to the tokenizer: what tokenizer.c (the vocabulary, GGUF
- * reading, special tokens, decode, the public API) shares with the
- * algorithm files (tok_bpe.c, tok_spm.c, tok_wpm.c, tok_ugm.c, tok_none.c), the pre-tokenizers
- * (tok_pre.c) and their regex engine (tok_regex.c). Not part of the public
- * API.
+/* Internal to the tokenizer: what tokenizer.c (special tokens, encode,
+ * decode, the public API), tok_vocab.c (building the vocabulary),
+ * tok_gguf.c (GGUF reading, the model card) and tok_common.c (what all
+ * share) share with the algorithm files (tok_bpe.c, tok_spm.c, tok_wpm.c,
+ * tok_ugm.c, tok_none.c), the pre-tokenizers (tok_pre.c) and their regex
+ * engine (tok_regex.c). Not part of the public API. The layers:
+ * tok_common.c <- the algorithms, pre-tokenizers, regex, NFC <- tok_vocab.c
+ * <- tok_gguf.c; tokenizer.c above tok_common.c and tok_nfc.c.
  *
  * An algorithm file exports one as_tok_algo descriptor, listed in the
- * table in tokenizer.c under its tokenizer.ggml.model name. */
+ * table in tok_vocab.c under its tokenizer.ggml.model name. */
 #ifndef ATTNSCOPE_TOKENIZER_INTERNAL_H
 #define ATTNSCOPE_TOKENIZER_INTERNAL_H
 
@@ -268,7 +271,14 @@ void as_tok_regex_free(as_tok_regex *re);
 int as_tok_regex_search(const as_tok_regex *re, const uint32_t *sym, size_t from, size_t end, size_t *ms,
                         size_t *me, as_tok_rxstack *st);
 
-/* ---------------------------------------------------------------- shared helpers (tokenizer.c) */
+/* ---------------------------------------------------------------- the table of algorithms (tok_vocab.c) */
+
+/* By tokenizer.ggml.model ("no_vocab" is "none"); NULL if none. */
+const as_tok_algo *as_tok_algo_named(const char *gguf_model);
+/* "'gpt2' or 'llama'": the names the table knows, for the error. */
+void as_tok_algo_names(char *buf, size_t cap);
+
+/* ---------------------------------------------------------------- shared helpers (tok_common.c) */
 
 int as_tok_oom(as_error *err);
 /* tok_nfc.c: s[0, n) in NFC, malloc'd (as_tokenizer_nfc). */
@@ -281,7 +291,14 @@ int as_tok_ccc(uint32_t cp);
 /* Length of the well-formed UTF-8 character at s, or 0 if the byte at s
  * does not start one. */
 size_t as_tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp);
+/* "<0xNN>" (either case of hex digit) -> the byte. */
+bool as_tok_parse_byte_token(const char *s, size_t n, uint8_t *b);
 size_t as_tok_table_cap(size_t n);
+/* A table for n tokens (false: out of memory); token id put in it, the
+ * first id of a duplicated text kept; whether token id's text is s[0, n). */
+bool as_tok_strmap_init(strmap *m, size_t n);
+void as_tok_strmap_put(const as_tokenizer *t, strmap *m, int32_t id);
+bool as_tok_same_text(const as_tokenizer *t, int32_t id, const char *s, size_t n);
 /* The id of the token in map m whose text is s[0, n), or -1. */
 int32_t as_tok_lookup(const as_tokenizer *t, const strmap *m, const char *s, size_t n);
 /* The same, given the text's hash: the state as_tok_hash_step leaves

@@ -71,7 +71,7 @@ if sys.argv[6] != "-":
     ll = [[int(x) for x in line.split()] for line in open(sys.argv[6]).read().split("\n")[:len(t)]]
 nfc = (tj.get("normalizer") or {}).get("type") == "NFC"
 # A difference from the tokenizers library that attnscope keeps, as llama.cpp has it (reported apart,
-# counted): tokens of the vocabulary whose text llama.cpp's loader makes control (src/tokenizer.c,
+# counted): tokens of the vocabulary whose text llama.cpp's loader makes control (src/tok_vocab.c,
 # llama_cpp_types; e.g. Qwen 3's plain "</s>") are read from the text whole. An NFC normalizer is
 # applied (tokenizer.attnscope.nfc), so text not in NFC is compared too; llama.cpp does not apply it,
 # so for llama.cpp's ids on the converted file those strings are counted apart.
