@@ -368,4 +368,10 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_deepseek2 = {"deepseek2", "blk.", read_config, load, build, NULL};
+const as_arch as_arch_deepseek2 = {
+    .gguf_name = "deepseek2",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = build,
+};

@@ -36,4 +36,10 @@ static int load(as_model *m, as_error *err)
     return as_dec_read_window(m, "llama", 0, 0, err);
 }
 
-const as_arch as_arch_llama = {"llama", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_llama = {
+    .gguf_name = "llama",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

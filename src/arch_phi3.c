@@ -28,4 +28,10 @@ static int load(as_model *m, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_phi3 = {"phi3", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_phi3 = {
+    .gguf_name = "phi3",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

@@ -384,5 +384,17 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_t5 = {"t5", "enc.blk.", read_config_t5, load_t5, build, NULL};
-const as_arch as_arch_t5encoder = {"t5encoder", "enc.blk.", read_config_t5encoder, load_t5encoder, build, NULL};
+const as_arch as_arch_t5 = {
+    .gguf_name = "t5",
+    .block_prefix = "enc.blk.",
+    .read_config = read_config_t5,
+    .load = load_t5,
+    .build = build,
+};
+const as_arch as_arch_t5encoder = {
+    .gguf_name = "t5encoder",
+    .block_prefix = "enc.blk.",
+    .read_config = read_config_t5encoder,
+    .load = load_t5encoder,
+    .build = build,
+};

@@ -364,4 +364,10 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_transformer = {ARCH, "enc.blk.", read_config, load, build, NULL};
+const as_arch as_arch_transformer = {
+    .gguf_name = ARCH,
+    .block_prefix = "enc.blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = build,
+};

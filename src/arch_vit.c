@@ -280,4 +280,11 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_vit = {"vit", "v.blk.", read_config, load, build, vocabulary};
+const as_arch as_arch_vit = {
+    .gguf_name = "vit",
+    .block_prefix = "v.blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = build,
+    .vocabulary = vocabulary,
+};
