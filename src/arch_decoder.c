@@ -120,7 +120,9 @@ static int load_layer(as_model *m, as_dec_layer *L, int l, unsigned t, as_error 
 
 /* Rotary factors: llama 3's one set, or Phi-3's long and short sets, of
  * which llama.cpp takes the long one when the context exceeds the
- * trained one (attnscope's context is the file's). */
+ * trained one (attnscope's context is the file's). They divide every
+ * layer's frequencies, sliding-window layers' too (as llama.cpp's
+ * per-layer rope_freqs): both rotations of the facts get them. */
 static int load_rope_factors(as_model *m, as_dec_weights *W, as_error *err)
 {
     unsigned t = W->facts.tensors;
@@ -133,7 +135,7 @@ static int load_rope_factors(as_model *m, as_dec_weights *W, as_error *err)
         return AS_ERR;
     if (!W->rope_freqs)
         W->rope_freqs = m->cfg.n_ctx > W->facts.rope.n_ctx_orig && W->facts.rope.n_ctx_orig ? lng : shrt;
-    W->facts.rope.freqs = W->rope_freqs;
+    W->facts.rope.freqs = W->facts.rope_window.freqs = W->rope_freqs;
     return AS_OK;
 }
 
