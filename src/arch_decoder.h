@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 
 /* Which tensors a variant's files hold beyond attn_norm, attn_q/k/v (or
  * the fused attn_qkv), attn_output, ffn_norm, ffn_gate/up/down. */

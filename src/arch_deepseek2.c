@@ -31,7 +31,7 @@
  * rope.scaling.yarn_log_multiplier · ln(factor)); linear scaling and a
  * rope.scaling.attn_factor other than 1 are refused by name. */
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 
 #include <math.h>
 #include <stdio.h>

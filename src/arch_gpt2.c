@@ -3,7 +3,7 @@
  * unembedding. Tensors as llama.cpp names them for general.architecture
  * "gpt2". One block reads top to bottom like the paper's figure. */
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 
 #include <math.h>
 #include <stdio.h>

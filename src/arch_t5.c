@@ -30,7 +30,7 @@
 
 #include "attnscope/arch.h"
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 #include "attnscope/tokenizer.h"
 
 /* llama.cpp's: "TODO move to hparams if a T5 variant appears that uses a

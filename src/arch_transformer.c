@@ -15,7 +15,7 @@
  * encoder's output: those hooks belong to the encoder stream, so they are
  * computed once per source and kept while the decoder generates. */
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -18,7 +18,7 @@
 
 #include "attnscope/image.h"
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 
 typedef struct layer {
     as_weight wq, wk, wv, wo, w_up, w_down;

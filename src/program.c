@@ -1,4 +1,4 @@
-#include "attnscope/program.h"
+#include "program_build.h"
 
 #include <math.h>
 #include <stdint.h>

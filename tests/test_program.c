@@ -5,7 +5,7 @@
 #include <criterion/criterion.h>
 #include <stdlib.h>
 
-#include "attnscope/program.h"
+#include "../src/program_build.h" /* the builder, private to the engine */
 
 /* A program with one stream and its hook array filled to capacity, the
  * last hook being [4 heads, 16] (q, the rotary op's input). */
