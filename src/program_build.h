@@ -8,6 +8,14 @@
 
 #include "attnscope/program.h"
 
+/* Checks a built program (as_program_build does, after the architecture's
+ * build): every op reads only hooks an earlier op filled (inputs before
+ * outputs), every hook is filled by exactly one op, and the widths an op reads match
+ * what it fills (elementwise ops, linear maps against their matrix, norms,
+ * an attention site's three ops against its heads). The error names the
+ * op and the shapes. */
+int as_program_validate(const as_program *p, as_error *err);
+
 /* Opens a stream; returns its index. */
 int as_program_add_stream(as_program *p, const char *name, as_input input, int n_ctx, bool causal);
 /* Sets the scope of the hooks that follow: block `layer` ("blocks.%d"),

@@ -319,7 +319,8 @@ typedef struct as_program {
     char scope[32];       /* or a named part: "embed", "mlm_head" */
     int cur_stream;
     as_site cur_site;
-    bool failed;          /* out of memory while building */
+    bool failed;          /* out of memory while building, or a builder's mistake */
+    char mistake[256];    /* the first mistake: the op and the shapes ("": out of memory) */
     as_op dead_op;        /* where ops go when none can be added (the build then fails) */
 } as_program;
 
