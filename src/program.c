@@ -102,21 +102,8 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_Z_LATENT] = "attn.hook_z_latent",
 };
 
-/* What each op kind computes, in a word, for messages. */
-static const char *const op_name[] = {
-    [AS_OP_EMBED] = "embed", [AS_OP_POS_EMBED] = "pos_embed", [AS_OP_ADD] = "add", [AS_OP_COPY] = "copy",
-    [AS_OP_NORM_SCALE] = "norm_scale", [AS_OP_NORM_APPLY] = "norm_apply", [AS_OP_LINEAR] = "linear",
-    [AS_OP_ROPE] = "rope", [AS_OP_SCORES] = "scores", [AS_OP_SOFTMAX] = "softmax", [AS_OP_MIX] = "mix",
-    [AS_OP_GELU] = "gelu", [AS_OP_SWIGLU] = "swiglu", [AS_OP_GEGLU] = "geglu", [AS_OP_TYPE_EMBED] = "type_embed",
-    [AS_OP_POOL] = "pool", [AS_OP_RELU] = "relu", [AS_OP_SIN_POS] = "sin_pos", [AS_OP_PATCH_EMBED] = "patch_embed",
-    [AS_OP_REL_BIAS] = "rel_bias", [AS_OP_ROUTE] = "route", [AS_OP_TOPK] = "topk", [AS_OP_GATES] = "gates",
-    [AS_OP_EXPERT_LINEAR] = "expert_linear", [AS_OP_EXPERT_SUM] = "expert_sum", [AS_OP_SIGMOID] = "sigmoid",
-    [AS_OP_GATED_ADD] = "gated_add", [AS_OP_SLICE] = "slice", [AS_OP_CONCAT] = "concat",
-    [AS_OP_HEAD_LINEAR] = "head_linear",
-};
-
 /* A hook's name and shape per position, for messages: "blocks.0.attn.hook_q [4, 16]". */
-static const char *hook_desc(const as_program *p, int hook, char *buf, size_t cap)
+const char *as_hook_desc(const as_program *p, int hook, char *buf, size_t cap)
 {
     if (hook < 0 || hook >= p->n_hooks) {
         snprintf(buf, cap, "hook %d (none)", hook);
@@ -318,7 +305,7 @@ int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_c
     if (op->n_out != w->rows) { /* a builder's mistake, caught by the tests */
         char a[96];
         mistake(p, "linear \"%s\": %s (%d values) from a matrix of %d rows x %d columns", text,
-                hook_desc(p, h, a, sizeof a), op->n_out, w->rows, w->cols);
+                as_hook_desc(p, h, a, sizeof a), op->n_out, w->rows, w->cols);
     }
     return h;
 }
@@ -334,7 +321,7 @@ int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_cla
     if (rope->dim <= 0 || rope->dim % 2 || rope->offset < 0 || rope->offset + rope->dim > width) {
         char a[96]; /* a builder's mistake, caught by the tests */
         mistake(p, "rope \"%s\": %d dims rotated from dim %d of %s's heads of %d", text, rope->dim, rope->offset,
-                hook_desc(p, in, a, sizeof a), width);
+                as_hook_desc(p, in, a, sizeof a), width);
     }
     return h;
 }
@@ -349,7 +336,7 @@ int as_program_add_slice(as_program *p, as_hook_kind kind, int layer, as_hook_cl
     if (groups < 1 || wx % groups || col0 < 0 || col0 + width > wx / groups) {
         char a[96]; /* a builder's mistake, caught by the tests */
         mistake(p, "slice \"%s\": columns %d..%d of %d groups of %s (%d values)", text, col0, col0 + width - 1,
-                groups, hook_desc(p, in, a, sizeof a), wx);
+                groups, as_hook_desc(p, in, a, sizeof a), wx);
     }
     return h;
 }
@@ -364,8 +351,8 @@ int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_c
     as_program_add_op(p, AS_OP_CONCAT, layer, h, a, b, text);
     if (Gb != 1 && Gb != G) {
         char da[96], db[96];
-        mistake(p, "concat \"%s\": %s has %d groups, %s %d (one, or as many)", text, hook_desc(p, a, da, sizeof da),
-                G, hook_desc(p, b, db, sizeof db), Gb);
+        mistake(p, "concat \"%s\": %s has %d groups, %s %d (one, or as many)", text, as_hook_desc(p, a, da, sizeof da),
+                G, as_hook_desc(p, b, db, sizeof db), Gb);
     }
     return h;
 }
@@ -380,7 +367,7 @@ int as_program_add_head_linear(as_program *p, as_hook_kind kind, int layer, as_h
     if (groups < 1 || wx % groups || col0 < 0 || col0 + w->cols > wx / groups || w->rows != groups * n_out) {
         char a[96]; /* a builder's mistake, caught by the tests */
         mistake(p, "head_linear \"%s\": %d groups of %s (%d values) from column %d, a stack of %d rows x %d columns "
-                   "for %d outputs a group", text, groups, hook_desc(p, in, a, sizeof a), wx, col0, w->rows, w->cols,
+                   "for %d outputs a group", text, groups, as_hook_desc(p, in, a, sizeof a), wx, col0, w->rows, w->cols,
                 n_out);
     }
     return h;
@@ -461,7 +448,7 @@ int as_program_add_pool_l2(as_program *p, int in, as_pooling how, bool l2)
     if (how != AS_POOL_MEAN && how != AS_POOL_CLS && how != AS_POOL_LAST && how != AS_POOL_MAX &&
         how != AS_POOL_MEAN_SQRT_LEN) {
         char a[96]; /* a builder's mistake: none and rank have no pooled vector here */
-        mistake(p, "pool of %s: pooling %d gives no pooled vector", hook_desc(p, in, a, sizeof a), (int)how);
+        mistake(p, "pool of %s: pooling %d gives no pooled vector", as_hook_desc(p, in, a, sizeof a), (int)how);
         return h;
     }
     as_op *op = as_program_add_op(p, AS_OP_POOL, -1, h, in, -1, text[how][l2]);
@@ -508,7 +495,7 @@ int as_program_add_rel_bias(as_program *p, int layer, int n_head, const as_weigh
     if (table->cols != n_head || table->rows != rel->buckets || rel->buckets < 2 || rel->max_distance < 1) {
         char a[96]; /* a builder's mistake, caught by the tests */
         mistake(p, "rel_bias \"%s\": %s from a table of %d rows x %d columns for %d buckets (max distance %d)", text,
-                hook_desc(p, h, a, sizeof a), table->rows, table->cols, rel->buckets, rel->max_distance);
+                as_hook_desc(p, h, a, sizeof a), table->rows, table->cols, rel->buckets, rel->max_distance);
     }
     return h;
 }
@@ -557,7 +544,7 @@ int as_program_add_moe_spec(as_program *p, as_hook_kind out_kind, int layer, int
                      spec->group_used > spec->n_group || k > spec->group_used * (E / spec->n_group)))) {
         char a[96]; /* a builder's mistake, caught by the tests */
         mistake(p, "routed MLP of block %d over %s: %d experts, %d chosen (%d groups, %d used); router %d x %d, "
-                   "gate %d x %d, up %d x %d, down %d x %d (rows x columns)", layer, hook_desc(p, in, a, sizeof a), E,
+                   "gate %d x %d, up %d x %d, down %d x %d (rows x columns)", layer, as_hook_desc(p, in, a, sizeof a), E,
                 k, spec->n_group, spec->group_used, router->rows, router->cols, gate->rows, gate->cols, up->rows,
                 up->cols, down->rows, down->cols);
         return 0;
@@ -616,7 +603,7 @@ int as_program_add_shared_mlp(as_program *p, as_hook_kind out_kind, int layer, i
     if (up->rows != f || gate->cols != d || up->cols != d || down->rows != d || down->cols != f) {
         char a[96];
         mistake(p, "shared MLP of block %d over %s: gate %d x %d, up %d x %d, down %d x %d (rows x columns)", layer,
-                hook_desc(p, in, a, sizeof a), gate->rows, gate->cols, up->rows, up->cols, down->rows, down->cols);
+                as_hook_desc(p, in, a, sizeof a), gate->rows, gate->cols, up->rows, up->cols, down->rows, down->cols);
         return 0;
     }
     int pre = as_program_add_linear(p, AS_HK_SHARED_PRE, layer, AS_CLASS_MLP, in, gate, NULL, 1, f, 0,
@@ -638,7 +625,7 @@ int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer
     if (gate_inp->rows != 1 || gate_inp->cols != d || up->rows != f || down->rows != d || down->cols != f) {
         char a[96]; /* a builder's mistake, caught by the tests */
         mistake(p, "shared expert of block %d over %s: gate_inp %d x %d, gate %d x %d, up %d x %d, down %d x %d "
-                   "(rows x columns)", layer, hook_desc(p, in, a, sizeof a), gate_inp->rows, gate_inp->cols,
+                   "(rows x columns)", layer, as_hook_desc(p, in, a, sizeof a), gate_inp->rows, gate_inp->cols,
                 gate->rows, gate->cols, up->rows, up->cols, down->rows, down->cols);
         return 0;
     }
@@ -675,114 +662,6 @@ int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const 
     p->ops[p->unembed].last_row_only = true;
     p->ops[p->unembed].softcap = softcap;
     return lg;
-}
-
-/* An op, for messages: 'op 12 (linear "q = ln1 · W_Q")'. */
-static const char *op_desc(const as_program *p, int i, char *buf, size_t cap)
-{
-    const as_op *op = &p->ops[i];
-    const char *name = (unsigned)op->kind < sizeof op_name / sizeof op_name[0] && op_name[op->kind]
-                           ? op_name[op->kind] : "?";
-    snprintf(buf, cap, "op %d (%s \"%s\")", i, name, op->text);
-    return buf;
-}
-
-/* Whether hook `h` has `want` values per position; if not, the error names the op and both shapes. */
-static int check_width(const as_program *p, int i, int h, int want, const char *what, as_error *err)
-{
-    if (h < 0 || p->hooks[h].width == want)
-        return AS_OK;
-    char o[160], a[96];
-    return as_error_set(err, "%s: %s has %d values a position where %s takes %d", op_desc(p, i, o, sizeof o),
-                        hook_desc(p, h, a, sizeof a), p->hooks[h].width, what, want);
-}
-
-int as_program_validate(const as_program *p, as_error *err)
-{
-    int *producer = malloc((size_t)(p->n_hooks > 0 ? p->n_hooks : 1) * sizeof *producer);
-    if (!producer)
-        return as_error_set(err, "out of memory validating the program");
-    for (int h = 0; h < p->n_hooks; h++)
-        producer[h] = -1;
-    int rc = AS_OK;
-    char o[160], a[96], b[160];
-    for (int i = 0; i < p->n_ops && rc == AS_OK; i++) {
-        const as_op *op = &p->ops[i];
-        if (op->out < 0 || op->out >= p->n_hooks) {
-            rc = as_error_set(err, "%s: fills hook %d, which the program does not have", op_desc(p, i, o, sizeof o),
-                              op->out);
-            break;
-        }
-        /* inputs before outputs: every hook read is one an earlier op filled */
-        const as_attn *site = op->attn >= 0 && op->attn < p->n_attn ? &p->attn[op->attn] : NULL;
-        int reads[4] = {op->in[0], op->in[1], op->in[2], op->kind == AS_OP_SCORES && site ? site->bias : -1};
-        for (int j = 0; j < 4 && rc == AS_OK; j++) {
-            int h = reads[j];
-            if (h < 0)
-                continue;
-            if (h >= p->n_hooks)
-                rc = as_error_set(err, "%s: reads hook %d, which the program does not have", op_desc(p, i, o, sizeof o), h);
-            else if (producer[h] < 0)
-                rc = as_error_set(err, "%s: reads %s before any op fills it", op_desc(p, i, o, sizeof o),
-                                  hook_desc(p, h, a, sizeof a));
-        }
-        if (rc)
-            break;
-        /* one producer per hook */
-        if (producer[op->out] >= 0) {
-            rc = as_error_set(err, "%s: fills %s, which %s fills already", op_desc(p, i, o, sizeof o),
-                              hook_desc(p, op->out, a, sizeof a), op_desc(p, producer[op->out], b, sizeof b));
-            break;
-        }
-        producer[op->out] = i;
-        if ((op->kind == AS_OP_SCORES || op->kind == AS_OP_SOFTMAX || op->kind == AS_OP_MIX) && !site) {
-            rc = as_error_set(err, "%s: an attention op without its attention site", op_desc(p, i, o, sizeof o));
-            break;
-        }
-        /* widths match: what each kind reads against what it fills */
-        int w = p->hooks[op->out].width;
-        switch (op->kind) {
-        case AS_OP_ADD: case AS_OP_COPY: case AS_OP_GELU: case AS_OP_RELU: case AS_OP_SIGMOID:
-        case AS_OP_SWIGLU: case AS_OP_GEGLU: case AS_OP_ROPE: case AS_OP_GATED_ADD:
-            rc = check_width(p, i, op->in[0], w, "its output", err) ||
-                 check_width(p, i, op->in[1], w, "its output", err) ||
-                 (op->kind == AS_OP_ADD && check_width(p, i, op->in[2], w, "its output", err)) ||
-                 (op->kind == AS_OP_GATED_ADD && check_width(p, i, op->in[2], 1, "the gate", err));
-            break;
-        case AS_OP_LINEAR:
-            rc = check_width(p, i, op->in[0], op->w.cols, "its matrix's columns", err) ||
-                 check_width(p, i, op->out, op->w.rows, "its matrix's rows", err);
-            break;
-        case AS_OP_NORM_SCALE:
-            rc = check_width(p, i, op->in[0], w * op->n_in, "the groups it normalizes", err);
-            break;
-        case AS_OP_NORM_APPLY:
-            rc = check_width(p, i, op->in[0], w, "its output", err) ||
-                 (op->n_in > 0 && check_width(p, i, op->in[1], w / op->n_in, "one scale a group", err));
-            break;
-        case AS_OP_SCORES:
-            rc = check_width(p, i, op->in[0], site->n_head * site->d_qk, "the site's query heads", err) ||
-                 check_width(p, i, op->in[1], site->n_head_kv * site->d_qk, "the site's key heads", err) ||
-                 check_width(p, i, op->out, site->n_head, "one row a head", err);
-            break;
-        case AS_OP_SOFTMAX:
-            rc = check_width(p, i, op->in[0], w, "its output", err) ||
-                 check_width(p, i, op->out, site->n_head, "one row a head", err);
-            break;
-        case AS_OP_MIX:
-            rc = check_width(p, i, op->in[0], site->n_head, "one row a head", err) ||
-                 check_width(p, i, op->in[1], site->n_head_kv * site->d_v, "the site's value heads", err) ||
-                 check_width(p, i, op->out, site->n_head * site->d_v, "the site's heads of values", err);
-            break;
-        default: /* embeddings, pooling, routing, slices: their builders check their shapes */
-            break;
-        }
-    }
-    for (int h = 0; h < p->n_hooks && rc == AS_OK; h++)
-        if (producer[h] < 0)
-            rc = as_error_set(err, "%s: no op fills it", hook_desc(p, h, a, sizeof a));
-    free(producer);
-    return rc ? AS_ERR : AS_OK;
 }
 
 int as_program_build(as_program **out, const as_model *m, as_error *err)

@@ -15,6 +15,8 @@
  * an attention site's three ops against its heads). The error names the
  * op and the shapes. */
 int as_program_validate(const as_program *p, as_error *err);
+/* A hook's name and shape per position, for messages: "blocks.0.attn.hook_q [4, 16]". */
+const char *as_hook_desc(const as_program *p, int hook, char *buf, size_t cap);
 
 /* Opens a stream; returns its index. */
 int as_program_add_stream(as_program *p, const char *name, as_input input, int n_ctx, bool causal);
