@@ -16,4 +16,10 @@ static int load(as_model *m, as_error *err)
     return as_enc_load(m, &f, err);
 }
 
-const as_arch as_arch_bert = {"bert", "blk.", read_config, load, as_enc_build, NULL};
+const as_arch as_arch_bert = {
+    .gguf_name = "bert",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_enc_build,
+};

@@ -4,13 +4,14 @@
  * (which tensors, which norms, which activation, which mask), never a
  * question of its name. */
 #include "arch_decoder.h"
+#include "tensor_names.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define N(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+#define N(name) (snprintf(n, sizeof n, name, l), n)
 
 /* q, k and v: fused (attn_qkv: q's rows, then k's, then v's) or separate,
  * with their biases when the variant has them. */
@@ -22,22 +23,22 @@ static int load_qkv(as_model *m, as_dec_layer *L, int l, unsigned t, as_error *e
     char n[96];
     as_weight qkv;
     const float *b = NULL;
-    if (as_model_matrix(m, N("attn_qkv.weight"), d, q + 2 * kv, true, &qkv, err))
+    if (as_model_matrix(m, N(AS_TN_ATTN_QKV ".weight"), d, q + 2 * kv, true, &qkv, err))
         return AS_ERR;
     if (qkv.data) {
         L->wq = as_weight_rows(&qkv, 0, (int)q);
         L->wk = as_weight_rows(&qkv, (int)q, (int)kv);
         L->wv = as_weight_rows(&qkv, (int)(q + kv), (int)kv);
-        if ((t & AS_DEC_QKV_BIAS) && as_model_vector(m, N("attn_qkv.bias"), q + 2 * kv, true, &b, err))
+        if ((t & AS_DEC_QKV_BIAS) && as_model_vector(m, N(AS_TN_ATTN_QKV ".bias"), q + 2 * kv, true, &b, err))
             return AS_ERR;
         if (b) {
             L->bq = b, L->bk = b + q, L->bv = b + q + kv;
             return AS_OK;
         }
-    } else if (as_model_matrix(m, N("attn_q.weight"), d, q, false, &L->wq, err)) {
+    } else if (as_model_matrix(m, N(AS_TN_ATTN_Q ".weight"), d, q, false, &L->wq, err)) {
         return AS_ERR;
-    } else if (as_model_matrix(m, N("attn_k.weight"), d, kv, false, &L->wk, err) ||
-               as_model_matrix(m, N("attn_v.weight"), d, kv, false, &L->wv, err)) {
+    } else if (as_model_matrix(m, N(AS_TN_ATTN_K ".weight"), d, kv, false, &L->wk, err) ||
+               as_model_matrix(m, N(AS_TN_ATTN_V ".weight"), d, kv, false, &L->wv, err)) {
         /* Their width comes from three hyperparameters: say which. */
         char first[sizeof err->msg];
         snprintf(first, sizeof first, "%s", err->msg);
@@ -47,9 +48,9 @@ static int load_qkv(as_model *m, as_dec_layer *L, int l, unsigned t, as_error *e
     }
     if (!(t & AS_DEC_QKV_BIAS))
         return AS_OK;
-    return as_model_vector(m, N("attn_q.bias"), q, true, &L->bq, err) ||
-           as_model_vector(m, N("attn_k.bias"), kv, true, &L->bk, err) ||
-           as_model_vector(m, N("attn_v.bias"), kv, true, &L->bv, err);
+    return as_model_vector(m, N(AS_TN_ATTN_Q ".bias"), q, true, &L->bq, err) ||
+           as_model_vector(m, N(AS_TN_ATTN_K ".bias"), kv, true, &L->bk, err) ||
+           as_model_vector(m, N(AS_TN_ATTN_V ".bias"), kv, true, &L->bv, err);
 }
 
 /* The MLP: gate, up and down, gate and up fused in one matrix in some. */
@@ -59,21 +60,21 @@ static int load_ffn(as_model *m, as_dec_layer *L, int l, unsigned t, as_error *e
     char n[96];
     if (t & AS_DEC_FUSED_UP) {
         as_weight up;
-        if (as_model_matrix(m, N("ffn_up.weight"), d, 2 * f, false, &up, err))
+        if (as_model_matrix(m, N(AS_TN_FFN_UP ".weight"), d, 2 * f, false, &up, err))
             return AS_ERR;
         L->w_gate = as_weight_rows(&up, 0, (int)f);
         L->w_up = as_weight_rows(&up, (int)f, (int)f);
-    } else if (as_model_matrix(m, N("ffn_gate.weight"), d, f, false, &L->w_gate, err) ||
-               as_model_matrix(m, N("ffn_up.weight"), d, f, false, &L->w_up, err)) {
+    } else if (as_model_matrix(m, N(AS_TN_FFN_GATE ".weight"), d, f, false, &L->w_gate, err) ||
+               as_model_matrix(m, N(AS_TN_FFN_UP ".weight"), d, f, false, &L->w_up, err)) {
         return AS_ERR;
     }
-    if (as_model_matrix(m, N("ffn_down.weight"), f, d, false, &L->w_down, err))
+    if (as_model_matrix(m, N(AS_TN_FFN_DOWN ".weight"), f, d, false, &L->w_down, err))
         return AS_ERR;
     if (!(t & AS_DEC_FFN_BIAS))
         return AS_OK;
-    return as_model_vector(m, N("ffn_gate.bias"), f, true, &L->b_gate, err) ||
-           as_model_vector(m, N("ffn_up.bias"), f, true, &L->b_up, err) ||
-           as_model_vector(m, N("ffn_down.bias"), d, true, &L->b_down, err);
+    return as_model_vector(m, N(AS_TN_FFN_GATE ".bias"), f, true, &L->b_gate, err) ||
+           as_model_vector(m, N(AS_TN_FFN_UP ".bias"), f, true, &L->b_up, err) ||
+           as_model_vector(m, N(AS_TN_FFN_DOWN ".bias"), d, true, &L->b_down, err);
 }
 
 /* A routed MLP: the router and the experts' stacked matrices, in place. */
@@ -82,17 +83,17 @@ static int load_experts(as_model *m, const as_dec_facts *F, as_dec_layer *L, int
     uint64_t d = (uint64_t)m->cfg.d_model, f = (uint64_t)F->d_expert, E = (uint64_t)F->n_expert;
     char n[96];
     uint64_t fs = (uint64_t)F->d_shared;
-    if (as_model_matrix(m, N("ffn_gate_inp.weight"), d, E, false, &L->router, err) ||
-        as_model_expert_matrix(m, N("ffn_gate_exps.weight"), d, f, E, false, &L->gate_exps, err) ||
-        as_model_expert_matrix(m, N("ffn_up_exps.weight"), d, f, E, false, &L->up_exps, err) ||
-        as_model_expert_matrix(m, N("ffn_down_exps.weight"), f, d, E, false, &L->down_exps, err))
+    if (as_model_matrix(m, N(AS_TN_FFN_GATE_INP ".weight"), d, E, false, &L->router, err) ||
+        as_model_expert_matrix(m, N(AS_TN_FFN_GATE_EXPS ".weight"), d, f, E, false, &L->gate_exps, err) ||
+        as_model_expert_matrix(m, N(AS_TN_FFN_UP_EXPS ".weight"), d, f, E, false, &L->up_exps, err) ||
+        as_model_expert_matrix(m, N(AS_TN_FFN_DOWN_EXPS ".weight"), f, d, E, false, &L->down_exps, err))
         return AS_ERR;
     if (!(F->tensors & AS_DEC_SHARED_EXPERT))
         return AS_OK;
-    return as_model_matrix(m, N("ffn_gate_inp_shexp.weight"), d, 1, false, &L->shexp_gate_inp, err) ||
-           as_model_matrix(m, N("ffn_gate_shexp.weight"), d, fs, false, &L->shexp_gate, err) ||
-           as_model_matrix(m, N("ffn_up_shexp.weight"), d, fs, false, &L->shexp_up, err) ||
-           as_model_matrix(m, N("ffn_down_shexp.weight"), fs, d, false, &L->shexp_down, err);
+    return as_model_matrix(m, N(AS_TN_FFN_GATE_INP_SHEXP ".weight"), d, 1, false, &L->shexp_gate_inp, err) ||
+           as_model_matrix(m, N(AS_TN_FFN_GATE_SHEXP ".weight"), d, fs, false, &L->shexp_gate, err) ||
+           as_model_matrix(m, N(AS_TN_FFN_UP_SHEXP ".weight"), d, fs, false, &L->shexp_up, err) ||
+           as_model_matrix(m, N(AS_TN_FFN_DOWN_SHEXP ".weight"), fs, d, false, &L->shexp_down, err);
 }
 
 static int load_layer(as_model *m, as_dec_layer *L, int l, unsigned t, as_error *err)
@@ -100,19 +101,19 @@ static int load_layer(as_model *m, as_dec_layer *L, int l, unsigned t, as_error 
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, q = (uint64_t)c->n_head * (uint64_t)c->d_head, dh = (uint64_t)c->d_head;
     char n[96];
-    if (as_model_vector(m, N("attn_norm.weight"), d, false, &L->attn_norm_w, err) || load_qkv(m, L, l, t, err) ||
-        as_model_matrix(m, N("attn_output.weight"), q, d, false, &L->wo, err) ||
-        ((t & AS_DEC_O_BIAS) && as_model_vector(m, N("attn_output.bias"), d, true, &L->bo, err)))
+    if (as_model_vector(m, N(AS_TN_ATTN_NORM ".weight"), d, false, &L->attn_norm_w, err) || load_qkv(m, L, l, t, err) ||
+        as_model_matrix(m, N(AS_TN_ATTN_OUT ".weight"), q, d, false, &L->wo, err) ||
+        ((t & AS_DEC_O_BIAS) && as_model_vector(m, N(AS_TN_ATTN_OUT ".bias"), d, true, &L->bo, err)))
         return AS_ERR;
-    if ((t & AS_DEC_QK_NORM) && (as_model_vector(m, N("attn_q_norm.weight"), dh, false, &L->q_norm_w, err) ||
-                                 as_model_vector(m, N("attn_k_norm.weight"), dh, false, &L->k_norm_w, err)))
+    if ((t & AS_DEC_QK_NORM) && (as_model_vector(m, N(AS_TN_ATTN_Q_NORM ".weight"), dh, false, &L->q_norm_w, err) ||
+                                 as_model_vector(m, N(AS_TN_ATTN_K_NORM ".weight"), dh, false, &L->k_norm_w, err)))
         return AS_ERR;
     if ((t & AS_DEC_POST_NORMS) &&
-        (as_model_vector(m, N("post_attention_norm.weight"), d, false, &L->attn_post_norm_w, err) ||
-         as_model_vector(m, N("post_ffw_norm.weight"), d, false, &L->ffn_post_norm_w, err)))
+        (as_model_vector(m, N(AS_TN_ATTN_POST_NORM ".weight"), d, false, &L->attn_post_norm_w, err) ||
+         as_model_vector(m, N(AS_TN_FFN_POST_NORM ".weight"), d, false, &L->ffn_post_norm_w, err)))
         return AS_ERR;
     const as_dec_facts *F = &((const as_dec_weights *)m->weights)->facts;
-    return as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err) ||
+    return as_model_vector(m, N(AS_TN_FFN_NORM ".weight"), d, false, &L->ffn_norm_w, err) ||
            (F->n_expert > 0 ? load_experts(m, F, L, l, err) : load_ffn(m, L, l, t, err));
 }
 
@@ -120,20 +121,22 @@ static int load_layer(as_model *m, as_dec_layer *L, int l, unsigned t, as_error 
 
 /* Rotary factors: llama 3's one set, or Phi-3's long and short sets, of
  * which llama.cpp takes the long one when the context exceeds the
- * trained one (attnscope's context is the file's). */
+ * trained one (attnscope's context is the file's). They divide every
+ * layer's frequencies, sliding-window layers' too (as llama.cpp's
+ * per-layer rope_freqs): both rotations of the facts get them. */
 static int load_rope_factors(as_model *m, as_dec_weights *W, as_error *err)
 {
     unsigned t = W->facts.tensors;
     uint64_t half = (uint64_t)W->facts.rope.dim / 2;
     const float *lng = NULL, *shrt = NULL;
-    if ((t & AS_DEC_ROPE_FREQS) && as_model_vector(m, "rope_freqs.weight", half, true, &W->rope_freqs, err))
+    if ((t & AS_DEC_ROPE_FREQS) && as_model_vector(m, AS_TN_ROPE_FREQS ".weight", half, true, &W->rope_freqs, err))
         return AS_ERR;
-    if ((t & AS_DEC_ROPE_LONG) && (as_model_vector(m, "rope_factors_long.weight", half, true, &lng, err) ||
-                                   as_model_vector(m, "rope_factors_short.weight", half, true, &shrt, err)))
+    if ((t & AS_DEC_ROPE_LONG) && (as_model_vector(m, AS_TN_ROPE_FACTORS_LONG ".weight", half, true, &lng, err) ||
+                                   as_model_vector(m, AS_TN_ROPE_FACTORS_SHORT ".weight", half, true, &shrt, err)))
         return AS_ERR;
     if (!W->rope_freqs)
         W->rope_freqs = m->cfg.n_ctx > W->facts.rope.n_ctx_orig && W->facts.rope.n_ctx_orig ? lng : shrt;
-    W->facts.rope.freqs = W->rope_freqs;
+    W->facts.rope.freqs = W->facts.rope_window.freqs = W->rope_freqs;
     return AS_OK;
 }
 
@@ -150,17 +153,17 @@ int as_dec_load(as_model *m, const as_dec_facts *facts, as_error *err)
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
     unsigned t = facts->tensors;
-    if (as_model_check_vocab(m, "token_embd.weight", err))
+    if (as_model_check_vocab(m, AS_TN_TOKEN_EMBD ".weight", err))
         return AS_ERR;
     as_dec_weights *W = calloc(1, sizeof *W + (size_t)c->n_layer * sizeof W->layers[0]);
     if (!W)
         return as_error_set(err, "%s: out of memory", m->path);
     m->weights = W;
     W->facts = *facts;
-    if (as_model_matrix(m, "token_embd.weight", d, v, false, &W->tok_embd, err) ||
-        as_model_vector(m, "output_norm.weight", d, false, &W->out_norm_w, err) ||
-        (!(t & AS_DEC_TIED) && as_model_matrix(m, "output.weight", d, v, true, &W->output, err)) ||
-        ((t & AS_DEC_OUTPUT_BIAS) && as_model_vector(m, "output.bias", v, true, &W->output_b, err)) ||
+    if (as_model_matrix(m, AS_TN_TOKEN_EMBD ".weight", d, v, false, &W->tok_embd, err) ||
+        as_model_vector(m, AS_TN_OUTPUT_NORM ".weight", d, false, &W->out_norm_w, err) ||
+        (!(t & AS_DEC_TIED) && as_model_matrix(m, AS_TN_OUTPUT ".weight", d, v, true, &W->output, err)) ||
+        ((t & AS_DEC_OUTPUT_BIAS) && as_model_vector(m, AS_TN_OUTPUT ".bias", v, true, &W->output_b, err)) ||
         load_rope_factors(m, W, err))
         return AS_ERR;
     if (!W->output.data)

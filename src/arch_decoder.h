@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 
 /* Which tensors a variant's files hold beyond attn_norm, attn_q/k/v (or
  * the fused attn_qkv), attn_output, ffn_norm, ffn_gate/up/down. */
@@ -34,7 +34,8 @@ enum {
 typedef struct as_dec_facts {
     unsigned tensors;         /* AS_DEC_* */
     as_rope_spec rope;        /* full-attention layers */
-    as_rope_spec rope_window; /* sliding-window layers (their own base, Gemma) */
+    as_rope_spec rope_window; /* sliding-window layers (their own base, Gemma); the file's rotary
+                               * factors, when it has them, are put in both by as_dec_load */
     float embed_scale;        /* embeddings times it (Gemma: sqrt(d_model)); 0: none */
     bool gelu;                /* the gate's activation: gelu_tanh (GEGLU) instead of silu */
     float attn_scale;         /* scores = q·k · attn_scale */

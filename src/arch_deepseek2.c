@@ -31,7 +31,8 @@
  * rope.scaling.yarn_log_multiplier · ln(factor)); linear scaling and a
  * rope.scaling.attn_factor other than 1 are refused by name. */
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
+#include "tensor_names.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -108,7 +109,7 @@ static int read_config(as_config *c, const as_gguf *g, as_error *err)
     return AS_OK;
 }
 
-#define N(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+#define N(name) (snprintf(n, sizeof n, name, l), n)
 
 static int load_layer(as_model *m, ds2_weights *W, int l, as_error *err)
 {
@@ -118,45 +119,45 @@ static int load_layer(as_model *m, ds2_weights *W, int l, as_error *err)
     uint64_t r = (uint64_t)c->rope_dim, kl = (uint64_t)W->kv_lora, dv = (uint64_t)W->d_v;
     char n[96];
     as_weight kva;
-    if (as_model_vector(m, N("attn_norm.weight"), d, false, &L->attn_norm_w, err))
+    if (as_model_vector(m, N(AS_TN_ATTN_NORM ".weight"), d, false, &L->attn_norm_w, err))
         return AS_ERR;
     if (W->q_lora) {
-        if (as_model_matrix(m, N("attn_q_a.weight"), d, (uint64_t)W->q_lora, false, &L->wq_a, err) ||
-            as_model_vector(m, N("attn_q_a_norm.weight"), (uint64_t)W->q_lora, false, &L->q_a_norm_w, err) ||
-            as_model_matrix(m, N("attn_q_b.weight"), (uint64_t)W->q_lora, H * dk, false, &L->wq_b, err))
+        if (as_model_matrix(m, N(AS_TN_ATTN_Q_A ".weight"), d, (uint64_t)W->q_lora, false, &L->wq_a, err) ||
+            as_model_vector(m, N(AS_TN_ATTN_Q_A_NORM ".weight"), (uint64_t)W->q_lora, false, &L->q_a_norm_w, err) ||
+            as_model_matrix(m, N(AS_TN_ATTN_Q_B ".weight"), (uint64_t)W->q_lora, H * dk, false, &L->wq_b, err))
             return AS_ERR;
-    } else if (as_model_matrix(m, N("attn_q.weight"), d, H * dk, false, &L->wq, err)) {
+    } else if (as_model_matrix(m, N(AS_TN_ATTN_Q ".weight"), d, H * dk, false, &L->wq, err)) {
         return AS_ERR;
     }
-    if (as_model_matrix(m, N("attn_kv_a_mqa.weight"), d, kl + r, false, &kva, err) ||
-        as_model_vector(m, N("attn_kv_a_norm.weight"), kl, false, &L->kv_a_norm_w, err))
+    if (as_model_matrix(m, N(AS_TN_ATTN_KV_A_MQA ".weight"), d, kl + r, false, &kva, err) ||
+        as_model_vector(m, N(AS_TN_ATTN_KV_A_NORM ".weight"), kl, false, &L->kv_a_norm_w, err))
         return AS_ERR;
     L->wkv_latent = as_weight_rows(&kva, 0, (int)kl);
     L->wk_pe = as_weight_rows(&kva, (int)kl, (int)r);
-    if (W->absorbed ? as_model_expert_matrix(m, N("attn_k_b.weight"), dk - r, kl, H, false, &L->wk_b, err) ||
-                          as_model_expert_matrix(m, N("attn_v_b.weight"), kl, dv, H, false, &L->wv_b, err)
-                    : as_model_matrix(m, N("attn_kv_b.weight"), kl, H * (dk - r + dv), false, &L->wkv_b, err))
+    if (W->absorbed ? as_model_expert_matrix(m, N(AS_TN_ATTN_K_B ".weight"), dk - r, kl, H, false, &L->wk_b, err) ||
+                          as_model_expert_matrix(m, N(AS_TN_ATTN_V_B ".weight"), kl, dv, H, false, &L->wv_b, err)
+                    : as_model_matrix(m, N(AS_TN_ATTN_KV_B ".weight"), kl, H * (dk - r + dv), false, &L->wkv_b, err))
         return AS_ERR;
-    if (as_model_matrix(m, N("attn_output.weight"), H * dv, d, false, &L->wo, err) ||
-        as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err))
+    if (as_model_matrix(m, N(AS_TN_ATTN_OUT ".weight"), H * dv, d, false, &L->wo, err) ||
+        as_model_vector(m, N(AS_TN_FFN_NORM ".weight"), d, false, &L->ffn_norm_w, err))
         return AS_ERR;
     if (l >= W->n_dense) {
         uint64_t E = (uint64_t)W->moe.n_expert, f = (uint64_t)W->d_expert, fs = f * (uint64_t)W->n_shared;
-        if (as_model_matrix(m, N("ffn_gate_inp.weight"), d, E, false, &L->router, err) ||
-            as_model_vector(m, N("exp_probs_b.bias"), E, true, &L->exp_probs_b, err) ||
-            as_model_expert_matrix(m, N("ffn_gate_exps.weight"), d, f, E, false, &L->gate_exps, err) ||
-            as_model_expert_matrix(m, N("ffn_up_exps.weight"), d, f, E, false, &L->up_exps, err) ||
-            as_model_expert_matrix(m, N("ffn_down_exps.weight"), f, d, E, false, &L->down_exps, err))
+        if (as_model_matrix(m, N(AS_TN_FFN_GATE_INP ".weight"), d, E, false, &L->router, err) ||
+            as_model_vector(m, N(AS_TN_FFN_EXP_PROBS_B ".bias"), E, true, &L->exp_probs_b, err) ||
+            as_model_expert_matrix(m, N(AS_TN_FFN_GATE_EXPS ".weight"), d, f, E, false, &L->gate_exps, err) ||
+            as_model_expert_matrix(m, N(AS_TN_FFN_UP_EXPS ".weight"), d, f, E, false, &L->up_exps, err) ||
+            as_model_expert_matrix(m, N(AS_TN_FFN_DOWN_EXPS ".weight"), f, d, E, false, &L->down_exps, err))
             return AS_ERR;
         if (W->n_shared == 0)
             return AS_OK;
-        return as_model_matrix(m, N("ffn_gate_shexp.weight"), d, fs, false, &L->sh_gate, err) ||
-               as_model_matrix(m, N("ffn_up_shexp.weight"), d, fs, false, &L->sh_up, err) ||
-               as_model_matrix(m, N("ffn_down_shexp.weight"), fs, d, false, &L->sh_down, err);
+        return as_model_matrix(m, N(AS_TN_FFN_GATE_SHEXP ".weight"), d, fs, false, &L->sh_gate, err) ||
+               as_model_matrix(m, N(AS_TN_FFN_UP_SHEXP ".weight"), d, fs, false, &L->sh_up, err) ||
+               as_model_matrix(m, N(AS_TN_FFN_DOWN_SHEXP ".weight"), fs, d, false, &L->sh_down, err);
     }
-    if (as_model_matrix(m, N("ffn_gate.weight"), d, (uint64_t)c->d_ff, false, &L->w_gate, err) ||
-        as_model_matrix(m, N("ffn_up.weight"), d, (uint64_t)c->d_ff, false, &L->w_up, err) ||
-        as_model_matrix(m, N("ffn_down.weight"), (uint64_t)c->d_ff, d, false, &L->w_down, err))
+    if (as_model_matrix(m, N(AS_TN_FFN_GATE ".weight"), d, (uint64_t)c->d_ff, false, &L->w_gate, err) ||
+        as_model_matrix(m, N(AS_TN_FFN_UP ".weight"), d, (uint64_t)c->d_ff, false, &L->w_up, err) ||
+        as_model_matrix(m, N(AS_TN_FFN_DOWN ".weight"), (uint64_t)c->d_ff, d, false, &L->w_down, err))
         return AS_ERR;
     return AS_OK;
 }
@@ -222,7 +223,7 @@ static int load(as_model *m, as_error *err)
     uint32_t d_expert = 0, n_shared = 0;
     if (dense < (uint32_t)c->n_layer && read_moe(m, &moe, &d_expert, &n_shared, err))
         return AS_ERR;
-    if (as_model_check_vocab(m, "token_embd.weight", err))
+    if (as_model_check_vocab(m, AS_TN_TOKEN_EMBD ".weight", err))
         return AS_ERR;
     ds2_weights *W = calloc(1, sizeof *W + (size_t)c->n_layer * sizeof W->layers[0]);
     if (!W)
@@ -240,9 +241,9 @@ static int load(as_model *m, as_error *err)
     float mscale = c->rope.ext_factor > 0 ? 1.0f + log_mul * logf(1.0f / c->rope.freq_scale) : 1.0f;
     W->kq_scale = mscale * mscale / sqrtf((float)c->d_head);
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
-    if (as_model_matrix(m, "token_embd.weight", d, v, false, &W->tok_embd, err) ||
-        as_model_vector(m, "output_norm.weight", d, false, &W->out_norm_w, err) ||
-        as_model_matrix(m, "output.weight", d, v, true, &W->output, err))
+    if (as_model_matrix(m, AS_TN_TOKEN_EMBD ".weight", d, v, false, &W->tok_embd, err) ||
+        as_model_vector(m, AS_TN_OUTPUT_NORM ".weight", d, false, &W->out_norm_w, err) ||
+        as_model_matrix(m, AS_TN_OUTPUT ".weight", d, v, true, &W->output, err))
         return AS_ERR;
     if (!W->output.data)
         W->output = W->tok_embd; /* tied */
@@ -368,4 +369,10 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_deepseek2 = {"deepseek2", "blk.", read_config, load, build, NULL};
+const as_arch as_arch_deepseek2 = {
+    .gguf_name = "deepseek2",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = build,
+};

@@ -3,13 +3,14 @@
  * src/models/bert.cpp computes it and as TransformerLens's BertBlock hooks
  * it: attention over every position, add, ln1; MLP, add, ln2. */
 #include "arch_encoder.h"
+#include "tensor_names.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define N(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
+#define N(name) (snprintf(n, sizeof n, name, l), n)
 
 int as_enc_read_config(as_config *c, const as_gguf *g, const char *arch, as_error *err)
 {
@@ -35,44 +36,44 @@ static int load_qkv(as_model *m, as_enc_layer *L, int l, as_error *err)
     char n[96];
     as_weight qkv;
     const float *b = NULL;
-    if (as_model_matrix(m, N("attn_qkv.weight"), D, 3 * D, true, &qkv, err))
+    if (as_model_matrix(m, N(AS_TN_ATTN_QKV ".weight"), D, 3 * D, true, &qkv, err))
         return AS_ERR;
     if (qkv.data) {
         L->wq = as_weight_rows(&qkv, 0, d);
         L->wk = as_weight_rows(&qkv, d, d);
         L->wv = as_weight_rows(&qkv, 2 * d, d);
-        if (as_model_vector(m, N("attn_qkv.bias"), 3 * D, true, &b, err))
+        if (as_model_vector(m, N(AS_TN_ATTN_QKV ".bias"), 3 * D, true, &b, err))
             return AS_ERR;
         if (b)
             L->bq = b, L->bk = b + d, L->bv = b + 2 * d;
         return AS_OK;
     }
-    return as_model_matrix(m, N("attn_q.weight"), D, D, false, &L->wq, err) ||
-           as_model_matrix(m, N("attn_k.weight"), D, D, false, &L->wk, err) ||
-           as_model_matrix(m, N("attn_v.weight"), D, D, false, &L->wv, err) ||
-           as_model_vector(m, N("attn_q.bias"), D, true, &L->bq, err) ||
-           as_model_vector(m, N("attn_k.bias"), D, true, &L->bk, err) ||
-           as_model_vector(m, N("attn_v.bias"), D, true, &L->bv, err);
+    return as_model_matrix(m, N(AS_TN_ATTN_Q ".weight"), D, D, false, &L->wq, err) ||
+           as_model_matrix(m, N(AS_TN_ATTN_K ".weight"), D, D, false, &L->wk, err) ||
+           as_model_matrix(m, N(AS_TN_ATTN_V ".weight"), D, D, false, &L->wv, err) ||
+           as_model_vector(m, N(AS_TN_ATTN_Q ".bias"), D, true, &L->bq, err) ||
+           as_model_vector(m, N(AS_TN_ATTN_K ".bias"), D, true, &L->bk, err) ||
+           as_model_vector(m, N(AS_TN_ATTN_V ".bias"), D, true, &L->bv, err);
 }
 
 static int load_layer(as_model *m, as_enc_layer *L, int l, unsigned t, as_error *err)
 {
     uint64_t d = (uint64_t)m->cfg.d_model, f = (uint64_t)m->cfg.d_ff;
     char n[96];
-    if (load_qkv(m, L, l, err) || as_model_matrix(m, N("attn_output.weight"), d, d, false, &L->wo, err) ||
-        as_model_vector(m, N("attn_output.bias"), d, true, &L->bo, err) ||
-        as_model_vector(m, N("attn_output_norm.weight"), d, false, &L->attn_norm_w, err) ||
-        as_model_vector(m, N("attn_output_norm.bias"), d, false, &L->attn_norm_b, err) ||
-        as_model_matrix(m, N("ffn_up.weight"), d, f, false, &L->w_up, err) ||
-        as_model_matrix(m, N("ffn_down.weight"), f, d, false, &L->w_down, err) ||
-        as_model_vector(m, N("layer_output_norm.weight"), d, false, &L->out_norm_w, err) ||
-        as_model_vector(m, N("layer_output_norm.bias"), d, false, &L->out_norm_b, err))
+    if (load_qkv(m, L, l, err) || as_model_matrix(m, N(AS_TN_ATTN_OUT ".weight"), d, d, false, &L->wo, err) ||
+        as_model_vector(m, N(AS_TN_ATTN_OUT ".bias"), d, true, &L->bo, err) ||
+        as_model_vector(m, N(AS_TN_ATTN_OUT_NORM ".weight"), d, false, &L->attn_norm_w, err) ||
+        as_model_vector(m, N(AS_TN_ATTN_OUT_NORM ".bias"), d, false, &L->attn_norm_b, err) ||
+        as_model_matrix(m, N(AS_TN_FFN_UP ".weight"), d, f, false, &L->w_up, err) ||
+        as_model_matrix(m, N(AS_TN_FFN_DOWN ".weight"), f, d, false, &L->w_down, err) ||
+        as_model_vector(m, N(AS_TN_LAYER_OUT_NORM ".weight"), d, false, &L->out_norm_w, err) ||
+        as_model_vector(m, N(AS_TN_LAYER_OUT_NORM ".bias"), d, false, &L->out_norm_b, err))
         return AS_ERR;
     /* llama.cpp's gated (nomic-bert) MLP takes no biases, even where a file has them */
     if (t & AS_ENC_GATED)
-        return as_model_matrix(m, N("ffn_gate.weight"), d, f, false, &L->w_gate, err);
-    return as_model_vector(m, N("ffn_up.bias"), f, true, &L->b_up, err) ||
-           as_model_vector(m, N("ffn_down.bias"), d, true, &L->b_down, err);
+        return as_model_matrix(m, N(AS_TN_FFN_GATE ".weight"), d, f, false, &L->w_gate, err);
+    return as_model_vector(m, N(AS_TN_FFN_UP ".bias"), f, true, &L->b_up, err) ||
+           as_model_vector(m, N(AS_TN_FFN_DOWN ".bias"), d, true, &L->b_down, err);
 }
 
 #undef N
@@ -84,16 +85,16 @@ static int load_mlm(as_model *m, as_enc_weights *W, as_error *err)
 {
     uint64_t d = (uint64_t)m->cfg.d_model, v = (uint64_t)m->cfg.n_vocab;
     as_enc_mlm *h = &W->mlm;
-    if (as_model_matrix(m, "mlm.dense.weight", d, d, true, &h->dense, err))
+    if (as_model_matrix(m, AS_TN_MLM_DENSE ".weight", d, d, true, &h->dense, err))
         return AS_ERR;
     if (!h->dense.data)
         return AS_OK;
     W->has_mlm = true;
-    if (as_model_vector(m, "mlm.dense.bias", d, false, &h->dense_b, err) ||
-        as_model_vector(m, "mlm.norm.weight", d, false, &h->norm_w, err) ||
-        as_model_vector(m, "mlm.norm.bias", d, false, &h->norm_b, err) ||
-        as_model_matrix(m, "mlm.output.weight", d, v, true, &h->out, err) ||
-        as_model_vector(m, "mlm.output.bias", v, false, &h->out_b, err))
+    if (as_model_vector(m, AS_TN_MLM_DENSE ".bias", d, false, &h->dense_b, err) ||
+        as_model_vector(m, AS_TN_MLM_NORM ".weight", d, false, &h->norm_w, err) ||
+        as_model_vector(m, AS_TN_MLM_NORM ".bias", d, false, &h->norm_b, err) ||
+        as_model_matrix(m, AS_TN_MLM_OUTPUT ".weight", d, v, true, &h->out, err) ||
+        as_model_vector(m, AS_TN_MLM_OUTPUT ".bias", v, false, &h->out_b, err))
         return AS_ERR;
     if (!h->out.data)
         h->out = W->tok_embd; /* tied */
@@ -104,7 +105,7 @@ static int load_mlm(as_model *m, as_enc_weights *W, as_error *err)
  * reads that key; without it, the tensor's own rows). */
 static int load_types(as_model *m, as_enc_weights *W, as_error *err)
 {
-    const as_gguf_tensor *t = as_gguf_tensor_find(m->gguf, "token_types.weight");
+    const as_gguf_tensor *t = as_gguf_tensor_find(m->gguf, AS_TN_TOKEN_TYPES ".weight");
     uint32_t types = t ? (uint32_t)t->ne[1] : 0;
     if (as_gguf_get_u32_opt(m->gguf, "tokenizer.ggml.token_type_count", &types, err))
         return AS_ERR;
@@ -113,7 +114,7 @@ static int load_types(as_model *m, as_enc_weights *W, as_error *err)
     if (types == 0 || types > 1024)
         return as_error_set(err, "%s: tokenizer.ggml.token_type_count = %u: expected 1..1024 token types",
                             m->path, types);
-    return as_model_matrix(m, "token_types.weight", (uint64_t)m->cfg.d_model, types, false, &W->type_embd, err);
+    return as_model_matrix(m, AS_TN_TOKEN_TYPES ".weight", (uint64_t)m->cfg.d_model, types, false, &W->type_embd, err);
 }
 
 static int read_pooling(as_model *m, as_enc_weights *W, as_error *err)
@@ -168,18 +169,18 @@ int as_enc_load(as_model *m, const as_enc_facts *facts, as_error *err)
 {
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
-    if (as_model_check_vocab(m, "token_embd.weight", err))
+    if (as_model_check_vocab(m, AS_TN_TOKEN_EMBD ".weight", err))
         return AS_ERR;
     as_enc_weights *W = calloc(1, sizeof *W + (size_t)c->n_layer * sizeof W->layers[0]);
     if (!W)
         return as_error_set(err, "%s: out of memory", m->path);
     m->weights = W;
     W->facts = *facts;
-    if (as_model_matrix(m, "token_embd.weight", d, v, false, &W->tok_embd, err) ||
+    if (as_model_matrix(m, AS_TN_TOKEN_EMBD ".weight", d, v, false, &W->tok_embd, err) ||
         (!(facts->tensors & AS_ENC_ROPE) &&
-         as_model_matrix(m, "position_embd.weight", d, (uint64_t)c->n_ctx, false, &W->pos_embd, err)) ||
-        load_types(m, W, err) || as_model_vector(m, "token_embd_norm.weight", d, false, &W->embd_norm_w, err) ||
-        as_model_vector(m, "token_embd_norm.bias", d, false, &W->embd_norm_b, err) || read_pooling(m, W, err) ||
+         as_model_matrix(m, AS_TN_POS_EMBD ".weight", d, (uint64_t)c->n_ctx, false, &W->pos_embd, err)) ||
+        load_types(m, W, err) || as_model_vector(m, AS_TN_TOKEN_EMBD_NORM ".weight", d, false, &W->embd_norm_w, err) ||
+        as_model_vector(m, AS_TN_TOKEN_EMBD_NORM ".bias", d, false, &W->embd_norm_b, err) || read_pooling(m, W, err) ||
         read_gelu(m, W, err))
         return AS_ERR;
     for (int l = 0; l < c->n_layer; l++)

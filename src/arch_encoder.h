@@ -10,7 +10,7 @@
 #include <stdbool.h>
 
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 
 /* How a variant differs from BERT (learned positions, GELU MLP with
  * biases). */

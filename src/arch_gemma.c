@@ -24,4 +24,10 @@ static int load(as_model *m, as_error *err)
     return as_dec_load(m, &f, err);
 }
 
-const as_arch as_arch_gemma = {"gemma", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_gemma = {
+    .gguf_name = "gemma",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

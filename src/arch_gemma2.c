@@ -36,4 +36,10 @@ static int load(as_model *m, as_error *err)
     return as_dec_read_window(m, "gemma2", 4096, 2, err);
 }
 
-const as_arch as_arch_gemma2 = {"gemma2", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_gemma2 = {
+    .gguf_name = "gemma2",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

@@ -34,4 +34,10 @@ static int load(as_model *m, as_error *err)
     return as_dec_read_window(m, "gemma3", 0, 6, err);
 }
 
-const as_arch as_arch_gemma3 = {"gemma3", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_gemma3 = {
+    .gguf_name = "gemma3",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

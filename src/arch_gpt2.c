@@ -3,7 +3,8 @@
  * unembedding. Tensors as llama.cpp names them for general.architecture
  * "gpt2". One block reads top to bottom like the paper's figure. */
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
+#include "tensor_names.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -39,19 +40,19 @@ static int load_layer(as_model *m, layer *L, int l, as_error *err)
     char n[96];
     as_weight qkv;
     const float *qkv_b;
-#define N(suffix) (snprintf(n, sizeof n, "blk.%d.%s", l, suffix), n)
-    if (as_model_vector(m, N("attn_norm.weight"), d, false, &L->attn_norm_w, err) ||
-        as_model_vector(m, N("attn_norm.bias"), d, false, &L->attn_norm_b, err) ||
-        as_model_matrix(m, N("attn_output.weight"), d, d, false, &L->wo, err) ||
-        as_model_vector(m, N("attn_output.bias"), d, true, &L->bo, err) ||
-        as_model_vector(m, N("ffn_norm.weight"), d, false, &L->ffn_norm_w, err) ||
-        as_model_vector(m, N("ffn_norm.bias"), d, false, &L->ffn_norm_b, err) ||
-        as_model_matrix(m, N("ffn_up.weight"), d, f, false, &L->w_up, err) ||
-        as_model_vector(m, N("ffn_up.bias"), f, true, &L->b_up, err) ||
-        as_model_matrix(m, N("ffn_down.weight"), f, d, false, &L->w_down, err) ||
-        as_model_vector(m, N("ffn_down.bias"), d, true, &L->b_down, err) ||
-        as_model_matrix(m, N("attn_qkv.weight"), d, 3 * d, false, &qkv, err) ||
-        as_model_vector(m, N("attn_qkv.bias"), 3 * d, true, &qkv_b, err))
+#define N(name) (snprintf(n, sizeof n, name, l), n)
+    if (as_model_vector(m, N(AS_TN_ATTN_NORM ".weight"), d, false, &L->attn_norm_w, err) ||
+        as_model_vector(m, N(AS_TN_ATTN_NORM ".bias"), d, false, &L->attn_norm_b, err) ||
+        as_model_matrix(m, N(AS_TN_ATTN_OUT ".weight"), d, d, false, &L->wo, err) ||
+        as_model_vector(m, N(AS_TN_ATTN_OUT ".bias"), d, true, &L->bo, err) ||
+        as_model_vector(m, N(AS_TN_FFN_NORM ".weight"), d, false, &L->ffn_norm_w, err) ||
+        as_model_vector(m, N(AS_TN_FFN_NORM ".bias"), d, false, &L->ffn_norm_b, err) ||
+        as_model_matrix(m, N(AS_TN_FFN_UP ".weight"), d, f, false, &L->w_up, err) ||
+        as_model_vector(m, N(AS_TN_FFN_UP ".bias"), f, true, &L->b_up, err) ||
+        as_model_matrix(m, N(AS_TN_FFN_DOWN ".weight"), f, d, false, &L->w_down, err) ||
+        as_model_vector(m, N(AS_TN_FFN_DOWN ".bias"), d, true, &L->b_down, err) ||
+        as_model_matrix(m, N(AS_TN_ATTN_QKV ".weight"), d, 3 * d, false, &qkv, err) ||
+        as_model_vector(m, N(AS_TN_ATTN_QKV ".bias"), 3 * d, true, &qkv_b, err))
         return AS_ERR;
 #undef N
     /* The fused matrix holds Q's rows, then K's, then V's. */
@@ -70,17 +71,17 @@ static int load(as_model *m, as_error *err)
 {
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, v = (uint64_t)c->n_vocab;
-    if (as_model_check_vocab(m, "token_embd.weight", err))
+    if (as_model_check_vocab(m, AS_TN_TOKEN_EMBD ".weight", err))
         return AS_ERR;
     weights *W = calloc(1, sizeof *W + (size_t)c->n_layer * sizeof W->layers[0]);
     if (!W)
         return as_error_set(err, "%s: out of memory", m->path);
     m->weights = W;
-    if (as_model_matrix(m, "token_embd.weight", d, v, false, &W->tok_embd, err) ||
-        as_model_matrix(m, "position_embd.weight", d, (uint64_t)c->n_ctx, false, &W->pos_embd, err) ||
-        as_model_vector(m, "output_norm.weight", d, false, &W->out_norm_w, err) ||
-        as_model_vector(m, "output_norm.bias", d, false, &W->out_norm_b, err) ||
-        as_model_matrix(m, "output.weight", d, v, true, &W->output, err))
+    if (as_model_matrix(m, AS_TN_TOKEN_EMBD ".weight", d, v, false, &W->tok_embd, err) ||
+        as_model_matrix(m, AS_TN_POS_EMBD ".weight", d, (uint64_t)c->n_ctx, false, &W->pos_embd, err) ||
+        as_model_vector(m, AS_TN_OUTPUT_NORM ".weight", d, false, &W->out_norm_w, err) ||
+        as_model_vector(m, AS_TN_OUTPUT_NORM ".bias", d, false, &W->out_norm_b, err) ||
+        as_model_matrix(m, AS_TN_OUTPUT ".weight", d, v, true, &W->output, err))
         return AS_ERR;
     if (!W->output.data)
         W->output = W->tok_embd; /* tied */
@@ -153,4 +154,10 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_gpt2 = {"gpt2", "blk.", read_config, load, build, NULL};
+const as_arch as_arch_gpt2 = {
+    .gguf_name = "gpt2",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = build,
+};

@@ -31,9 +31,13 @@ static int load(as_model *m, as_error *err)
     f.expert_renorm = true;
     if (as_dec_read_experts(m, "llama", &f, err) || as_dec_load(m, &f, err))
         return AS_ERR;
-    as_dec_weights *W = m->weights;
-    W->facts.rope_window = W->facts.rope; /* with the factors load found */
     return as_dec_read_window(m, "llama", 0, 0, err);
 }
 
-const as_arch as_arch_llama = {"llama", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_llama = {
+    .gguf_name = "llama",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

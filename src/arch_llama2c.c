@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "attnscope/file.h"
+#include "tensor_names.h"
 
 #define MAX_DIM (1 << 24)
 
@@ -220,18 +221,18 @@ static bool add_layer_tensors(as_gguf *g, const l2c_config *c, int l)
 {
     uint64_t d = (uint64_t)c->dim, f = (uint64_t)c->hidden;
     uint64_t kv = (uint64_t)c->n_kv_heads * (d / (uint64_t)c->n_heads);
-    static const struct { const char *suffix; int array; int in, out; } spec[] = {
+    static const struct { const char *name; int array; int in, out; } spec[] = {
         /* in/out: 0 = dim, 1 = hidden, 2 = kv_dim, -1 = a vector */
-        {"attn_norm.weight", A_RMS_ATT, 0, -1}, {"attn_q.weight", A_WQ, 0, 0},
-        {"attn_k.weight", A_WK, 0, 2},          {"attn_v.weight", A_WV, 0, 2},
-        {"attn_output.weight", A_WO, 0, 0},     {"ffn_norm.weight", A_RMS_FFN, 0, -1},
-        {"ffn_gate.weight", A_W1, 0, 1},        {"ffn_down.weight", A_W2, 1, 0},
-        {"ffn_up.weight", A_W3, 0, 1},
+        {AS_TN_ATTN_NORM ".weight", A_RMS_ATT, 0, -1}, {AS_TN_ATTN_Q ".weight", A_WQ, 0, 0},
+        {AS_TN_ATTN_K ".weight", A_WK, 0, 2},          {AS_TN_ATTN_V ".weight", A_WV, 0, 2},
+        {AS_TN_ATTN_OUT ".weight", A_WO, 0, 0},        {AS_TN_FFN_NORM ".weight", A_RMS_FFN, 0, -1},
+        {AS_TN_FFN_GATE ".weight", A_W1, 0, 1},        {AS_TN_FFN_DOWN ".weight", A_W2, 1, 0},
+        {AS_TN_FFN_UP ".weight", A_W3, 0, 1},
     };
     uint64_t size[3] = {d, f, kv};
     for (size_t i = 0; i < sizeof spec / sizeof spec[0]; i++) {
         char name[96];
-        snprintf(name, sizeof name, "blk.%d.%s", l, spec[i].suffix);
+        snprintf(name, sizeof name, spec[i].name, l);
         if (!add_tensor(g, c, name, spec[i].array, l, size[spec[i].in], spec[i].out < 0 ? 0 : size[spec[i].out]))
             return false;
     }
@@ -242,13 +243,13 @@ static bool add_tensors(as_gguf *g, const l2c_config *c)
 {
     uint64_t d = (uint64_t)c->dim, V = (uint64_t)c->vocab;
     g->tensors = calloc(3 + 9 * (size_t)c->n_layers, sizeof *g->tensors);
-    if (!g->tensors || !add_tensor(g, c, "token_embd.weight", A_EMB, 0, d, V))
+    if (!g->tensors || !add_tensor(g, c, AS_TN_TOKEN_EMBD ".weight", A_EMB, 0, d, V))
         return false;
     for (int l = 0; l < c->n_layers; l++)
         if (!add_layer_tensors(g, c, l))
             return false;
-    return add_tensor(g, c, "output_norm.weight", A_RMS_FINAL, 0, d, 0) &&
-           (c->shared || add_tensor(g, c, "output.weight", A_WCLS, 0, d, V));
+    return add_tensor(g, c, AS_TN_OUTPUT_NORM ".weight", A_RMS_FINAL, 0, d, 0) &&
+           (c->shared || add_tensor(g, c, AS_TN_OUTPUT ".weight", A_WCLS, 0, d, V));
 }
 
 int as_llama2c_open(as_gguf **out, const char *path, as_error *err)
@@ -467,7 +468,7 @@ static int open_pair(as_gguf **g, l2c_vocab *v, const char *path, const char **t
         return as_error_set(err, "%s: a llama2.c checkpoint needs its tokenizer: no tokenizer.bin beside it "
                             "or in the current directory (give one with --tokenizer FILE)", path);
     }
-    if (read_vocab(v, *tok_path, as_gguf_tensor_find(*g, "token_embd.weight")->ne[1], *g, err)) {
+    if (read_vocab(v, *tok_path, as_gguf_tensor_find(*g, AS_TN_TOKEN_EMBD ".weight")->ne[1], *g, err)) {
         as_gguf_close(*g);
         return AS_ERR;
     }

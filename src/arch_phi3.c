@@ -21,11 +21,14 @@ static int load(as_model *m, as_error *err)
     as_dec_facts f = {.tensors = AS_DEC_FUSED_UP | AS_DEC_ROPE_LONG, .rope = m->cfg.rope,
                       .attn_scale = 1.0f / sqrtf((float)m->cfg.d_head)};
     f.rope.mode = AS_ROPE_HALVES;
-    if (as_dec_load(m, &f, err))
-        return AS_ERR;
-    as_dec_weights *W = m->weights;
-    W->facts.rope_window = W->facts.rope; /* with the factors load chose */
-    return AS_OK;
+    f.rope_window = f.rope; /* load gives both the factors it chose */
+    return as_dec_load(m, &f, err);
 }
 
-const as_arch as_arch_phi3 = {"phi3", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_phi3 = {
+    .gguf_name = "phi3",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

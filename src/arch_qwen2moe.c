@@ -46,4 +46,10 @@ static int load(as_model *m, as_error *err)
     return as_dec_load(m, &f, err);
 }
 
-const as_arch as_arch_qwen2moe = {"qwen2moe", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_qwen2moe = {
+    .gguf_name = "qwen2moe",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

@@ -21,4 +21,10 @@ static int load(as_model *m, as_error *err)
     return as_dec_load(m, &f, err);
 }
 
-const as_arch as_arch_qwen3 = {"qwen3", "blk.", read_config, load, as_dec_build, NULL};
+const as_arch as_arch_qwen3 = {
+    .gguf_name = "qwen3",
+    .block_prefix = "blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = as_dec_build,
+};

@@ -30,8 +30,9 @@
 
 #include "attnscope/arch.h"
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
 #include "attnscope/tokenizer.h"
+#include "tensor_names.h"
 
 /* llama.cpp's: "TODO move to hparams if a T5 variant appears that uses a
  * different value" (every T5 config has relative_attention_max_distance 128). */
@@ -119,7 +120,7 @@ static int load_attn(as_model *m, const char *stack, int l, const char *what, at
     static const char *const which[4] = {"q", "k", "v", "o"};
     uint64_t cols[4] = {d, d, d, q}, rows[4] = {q, kv, kv, d};
     for (int i = 0; i < 4; i++) {
-        snprintf(n, sizeof n, "%s.blk.%d.%s_%s.weight", stack, l, what, which[i]);
+        snprintf(n, sizeof n, AS_TN_ED_ATTN_SITE ".weight", stack, l, what, which[i]);
         if (as_model_matrix(m, n, cols[i], rows[i], false, w[i], err))
             return AS_ERR;
     }
@@ -131,23 +132,23 @@ static int load_layer(as_model *m, const char *stack, int l, bool dec, int bucke
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, f = (uint64_t)c->d_ff;
     char n[96];
-    if (as_model_vector(m, N("%s.blk.%d.attn_norm.weight"), d, false, &L->attn_norm, err) ||
-        as_model_matrix(m, N("%s.blk.%d.attn_rel_b.weight"), (uint64_t)c->n_head, (uint64_t)buckets, l > 0, &L->rel,
+    if (as_model_vector(m, N(AS_TN_ED_ATTN_NORM ".weight"), d, false, &L->attn_norm, err) ||
+        as_model_matrix(m, N(AS_TN_ED_ATTN_REL_B ".weight"), (uint64_t)c->n_head, (uint64_t)buckets, l > 0, &L->rel,
                         err) ||
         load_attn(m, stack, l, "attn", &L->attn, err) ||
-        as_model_vector(m, N("%s.blk.%d.ffn_norm.weight"), d, false, &L->ffn_norm, err) ||
-        as_model_matrix(m, N("%s.blk.%d.ffn_gate.weight"), d, f, true, &L->ffn.gate, err) ||
-        as_model_matrix(m, N("%s.blk.%d.ffn_up.weight"), d, f, false, &L->ffn.up, err) ||
-        as_model_matrix(m, N("%s.blk.%d.ffn_down.weight"), f, d, false, &L->ffn.down, err))
+        as_model_vector(m, N(AS_TN_ED_FFN_NORM ".weight"), d, false, &L->ffn_norm, err) ||
+        as_model_matrix(m, N(AS_TN_ED_FFN_GATE ".weight"), d, f, true, &L->ffn.gate, err) ||
+        as_model_matrix(m, N(AS_TN_ED_FFN_UP ".weight"), d, f, false, &L->ffn.up, err) ||
+        as_model_matrix(m, N(AS_TN_ED_FFN_DOWN ".weight"), f, d, false, &L->ffn.down, err))
         return AS_ERR;
     if (!dec)
         return AS_OK;
     /* cross_attn_rel_b: llama.cpp loads and never uses it (Hugging Face's
      * T5 has no bias on cross-attention); neither does attnscope */
     as_weight unused;
-    return as_model_vector(m, N("%s.blk.%d.cross_attn_norm.weight"), d, false, &L->cross_norm, err) ||
+    return as_model_vector(m, N(AS_TN_ED_CROSS_ATTN_NORM ".weight"), d, false, &L->cross_norm, err) ||
            load_attn(m, stack, l, "cross_attn", &L->cross, err) ||
-           as_model_matrix(m, N("%s.blk.%d.cross_attn_rel_b.weight"), (uint64_t)c->n_head, (uint64_t)buckets, true,
+           as_model_matrix(m, N(AS_TN_ED_CROSS_ATTN_REL_B ".weight"), (uint64_t)c->n_head, (uint64_t)buckets, true,
                            &unused, err);
 }
 
@@ -177,7 +178,7 @@ static int load(as_model *m, bool decoder, as_error *err)
     const char *arch = decoder ? "t5" : "t5encoder";
     uint64_t d = (uint64_t)c->d_model, V = (uint64_t)c->n_vocab;
     int n_enc = 0, n_dec = 0, buckets = 0;
-    if (as_model_check_vocab(m, "token_embd.weight", err) ||
+    if (as_model_check_vocab(m, AS_TN_TOKEN_EMBD ".weight", err) ||
         read_u32(m->gguf, arch, "block_count", 1, 1 << 16, &n_enc, false, err) ||
         read_u32(m->gguf, arch, "attention.relative_buckets_count", 4, 1 << 16, &buckets, false, err))
         return AS_ERR;
@@ -191,8 +192,8 @@ static int load(as_model *m, bool decoder, as_error *err)
     W->n_enc = n_enc, W->n_dec = n_dec, W->buckets = buckets, W->start = -1;
     W->enc = (layer_w *)(W + 1);
     W->dec = W->enc + n_enc;
-    if (as_model_matrix(m, "token_embd.weight", d, V, false, &W->tok_embd, err) ||
-        as_model_vector(m, "enc.output_norm.weight", d, false, &W->enc_norm, err))
+    if (as_model_matrix(m, AS_TN_TOKEN_EMBD ".weight", d, V, false, &W->tok_embd, err) ||
+        as_model_vector(m, AS_TN_ENC_OUTPUT_NORM ".weight", d, false, &W->enc_norm, err))
         return AS_ERR;
     for (int l = 0; l < n_enc; l++)
         if (load_layer(m, "enc", l, false, buckets, &W->enc[l], err))
@@ -201,10 +202,10 @@ static int load(as_model *m, bool decoder, as_error *err)
         /* t5encoder: llama.cpp loads output.weight when present and its
          * graph never reads it; attnscope neither */
         as_weight unused;
-        return as_model_matrix(m, "output.weight", d, V, true, &unused, err);
+        return as_model_matrix(m, AS_TN_OUTPUT ".weight", d, V, true, &unused, err);
     }
-    if (as_model_vector(m, "dec.output_norm.weight", d, false, &W->dec_norm, err) ||
-        as_model_matrix(m, "output.weight", d, V, true, &W->output, err) || read_start(m, W, err))
+    if (as_model_vector(m, AS_TN_DEC_OUTPUT_NORM ".weight", d, false, &W->dec_norm, err) ||
+        as_model_matrix(m, AS_TN_OUTPUT ".weight", d, V, true, &W->output, err) || read_start(m, W, err))
         return AS_ERR;
     if (!W->output.data)
         W->output = W->tok_embd; /* tied, unscaled, as llama.cpp computes it */
@@ -384,5 +385,17 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_t5 = {"t5", "enc.blk.", read_config_t5, load_t5, build, NULL};
-const as_arch as_arch_t5encoder = {"t5encoder", "enc.blk.", read_config_t5encoder, load_t5encoder, build, NULL};
+const as_arch as_arch_t5 = {
+    .gguf_name = "t5",
+    .block_prefix = "enc.blk.",
+    .read_config = read_config_t5,
+    .load = load_t5,
+    .build = build,
+};
+const as_arch as_arch_t5encoder = {
+    .gguf_name = "t5encoder",
+    .block_prefix = "enc.blk.",
+    .read_config = read_config_t5encoder,
+    .load = load_t5encoder,
+    .build = build,
+};

@@ -15,7 +15,8 @@
  * encoder's output: those hooks belong to the encoder stream, so they are
  * computed once per source and kept while the decoder generates. */
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
+#include "tensor_names.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -122,10 +123,10 @@ static int load_attn(as_model *m, const char *prefix, int l, const char *what, a
     const float **b[4] = {&a->bq, &a->bk, &a->bv, &a->bo};
     static const char *const which[4] = {"q", "k", "v", "o"};
     for (int i = 0; i < 4; i++) {
-        snprintf(n, sizeof n, "%s.blk.%d.%s_%s.weight", prefix, l, what, which[i]);
+        snprintf(n, sizeof n, AS_TN_ED_ATTN_SITE ".weight", prefix, l, what, which[i]);
         if (as_model_matrix(m, n, d, d, false, w[i], err))
             return AS_ERR;
-        snprintf(n, sizeof n, "%s.blk.%d.%s_%s.bias", prefix, l, what, which[i]);
+        snprintf(n, sizeof n, AS_TN_ED_ATTN_SITE ".bias", prefix, l, what, which[i]);
         if (as_model_vector(m, n, d, true, b[i], err))
             return AS_ERR;
     }
@@ -136,28 +137,28 @@ static int load_ffn(as_model *m, const char *prefix, int l, ffn_w *f, as_error *
 {
     uint64_t d = (uint64_t)m->cfg.d_model, ff = (uint64_t)m->cfg.d_ff;
     char n[96];
-    return as_model_matrix(m, N("%s.blk.%d.ffn_up.weight"), d, ff, false, &f->up, err) ||
-           as_model_vector(m, N("%s.blk.%d.ffn_up.bias"), ff, true, &f->b_up, err) ||
-           as_model_matrix(m, N("%s.blk.%d.ffn_down.weight"), ff, d, false, &f->down, err) ||
-           as_model_vector(m, N("%s.blk.%d.ffn_down.bias"), d, true, &f->b_down, err);
+    return as_model_matrix(m, N(AS_TN_ED_FFN_UP ".weight"), d, ff, false, &f->up, err) ||
+           as_model_vector(m, N(AS_TN_ED_FFN_UP ".bias"), ff, true, &f->b_up, err) ||
+           as_model_matrix(m, N(AS_TN_ED_FFN_DOWN ".weight"), ff, d, false, &f->down, err) ||
+           as_model_vector(m, N(AS_TN_ED_FFN_DOWN ".bias"), d, true, &f->b_down, err);
 }
 
 static int load_enc_layer(as_model *m, enc_layer *L, int l, as_error *err)
 {
     const char *prefix = "enc";
     char n[96];
-    return load_attn(m, prefix, l, "attn", &L->attn, err) || load_norm(m, N("%s.blk.%d.attn_norm"), &L->ln1, err) ||
-           load_ffn(m, prefix, l, &L->ffn, err) || load_norm(m, N("%s.blk.%d.ffn_norm"), &L->ln2, err);
+    return load_attn(m, prefix, l, "attn", &L->attn, err) || load_norm(m, N(AS_TN_ED_ATTN_NORM), &L->ln1, err) ||
+           load_ffn(m, prefix, l, &L->ffn, err) || load_norm(m, N(AS_TN_ED_FFN_NORM), &L->ln2, err);
 }
 
 static int load_dec_layer(as_model *m, dec_layer *L, int l, as_error *err)
 {
     const char *prefix = "dec";
     char n[96];
-    return load_attn(m, prefix, l, "attn", &L->attn, err) || load_norm(m, N("%s.blk.%d.attn_norm"), &L->ln1, err) ||
+    return load_attn(m, prefix, l, "attn", &L->attn, err) || load_norm(m, N(AS_TN_ED_ATTN_NORM), &L->ln1, err) ||
            load_attn(m, prefix, l, "cross_attn", &L->cross, err) ||
-           load_norm(m, N("%s.blk.%d.cross_attn_norm"), &L->ln2, err) || load_ffn(m, prefix, l, &L->ffn, err) ||
-           load_norm(m, N("%s.blk.%d.ffn_norm"), &L->ln3, err);
+           load_norm(m, N(AS_TN_ED_CROSS_ATTN_NORM), &L->ln2, err) || load_ffn(m, prefix, l, &L->ffn, err) ||
+           load_norm(m, N(AS_TN_ED_FFN_NORM), &L->ln3, err);
 }
 
 #undef N
@@ -185,7 +186,7 @@ static int load(as_model *m, as_error *err)
     const as_config *c = &m->cfg;
     uint64_t d = (uint64_t)c->d_model, V = (uint64_t)c->n_vocab;
     int n_enc = 0, n_dec = 0;
-    if (as_model_check_vocab(m, "token_embd.weight", err) ||
+    if (as_model_check_vocab(m, AS_TN_TOKEN_EMBD ".weight", err) ||
         read_u32_dim(m->gguf, ARCH ".block_count", 1, 1 << 16, &n_enc, err))
         return AS_ERR;
     n_dec = n_enc;
@@ -198,12 +199,12 @@ static int load(as_model *m, as_error *err)
     W->n_enc = n_enc, W->n_dec = n_dec;
     W->enc = (enc_layer *)(W + 1);
     W->dec = (dec_layer *)(W->enc + n_enc);
-    if (as_model_matrix(m, "token_embd.weight", d, V, false, &W->src_embd, err) ||
-        as_model_matrix(m, "dec.token_embd.weight", d, V, true, &W->tgt_embd, err) ||
-        as_model_matrix(m, "output.weight", d, V, true, &W->output, err) ||
-        as_model_vector(m, "output.bias", V, true, &W->output_b, err) ||
-        load_norm(m, "enc.output_norm", &W->enc_norm, err) || load_norm(m, "dec.output_norm", &W->dec_norm, err) ||
-        read_start(m, W, err))
+    if (as_model_matrix(m, AS_TN_TOKEN_EMBD ".weight", d, V, false, &W->src_embd, err) ||
+        as_model_matrix(m, AS_TN_DEC_TOKEN_EMBD ".weight", d, V, true, &W->tgt_embd, err) ||
+        as_model_matrix(m, AS_TN_OUTPUT ".weight", d, V, true, &W->output, err) ||
+        as_model_vector(m, AS_TN_OUTPUT ".bias", V, true, &W->output_b, err) ||
+        load_norm(m, AS_TN_ENC_OUTPUT_NORM, &W->enc_norm, err) ||
+        load_norm(m, AS_TN_DEC_OUTPUT_NORM, &W->dec_norm, err) || read_start(m, W, err))
         return AS_ERR;
     if (!W->tgt_embd.data)
         W->tgt_embd = W->src_embd; /* one embedding for both languages */
@@ -364,4 +365,10 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_transformer = {ARCH, "enc.blk.", read_config, load, build, NULL};
+const as_arch as_arch_transformer = {
+    .gguf_name = ARCH,
+    .block_prefix = "enc.blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = build,
+};

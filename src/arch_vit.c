@@ -18,7 +18,8 @@
 
 #include "attnscope/image.h"
 #include "attnscope/model.h"
-#include "attnscope/program.h"
+#include "program_build.h"
+#include "tensor_names.h"
 
 typedef struct layer {
     as_weight wq, wk, wv, wo, w_up, w_down;
@@ -164,28 +165,28 @@ static int read_image(as_model *m, weights *W, int grid, int patch, as_error *er
     return read_pil(g, &W->image, err);
 }
 
-#define N(suffix) (snprintf(n, sizeof n, "v.blk.%d.%s", l, suffix), n)
+#define N(name) (snprintf(n, sizeof n, name, l), n)
 
 static int load_layer(as_model *m, layer *L, int l, as_error *err)
 {
     uint64_t d = (uint64_t)m->cfg.d_model, f = (uint64_t)m->cfg.d_ff;
     char n[96];
-    return as_model_vector(m, N("ln1.weight"), d, false, &L->ln1_w, err) ||
-           as_model_vector(m, N("ln1.bias"), d, false, &L->ln1_b, err) ||
-           as_model_matrix(m, N("attn_q.weight"), d, d, false, &L->wq, err) ||
-           as_model_vector(m, N("attn_q.bias"), d, false, &L->bq, err) ||
-           as_model_matrix(m, N("attn_k.weight"), d, d, false, &L->wk, err) ||
-           as_model_vector(m, N("attn_k.bias"), d, false, &L->bk, err) ||
-           as_model_matrix(m, N("attn_v.weight"), d, d, false, &L->wv, err) ||
-           as_model_vector(m, N("attn_v.bias"), d, false, &L->bv, err) ||
-           as_model_matrix(m, N("attn_out.weight"), d, d, false, &L->wo, err) ||
-           as_model_vector(m, N("attn_out.bias"), d, false, &L->bo, err) ||
-           as_model_vector(m, N("ln2.weight"), d, false, &L->ln2_w, err) ||
-           as_model_vector(m, N("ln2.bias"), d, false, &L->ln2_b, err) ||
-           as_model_matrix(m, N("ffn_up.weight"), d, f, false, &L->w_up, err) ||
-           as_model_vector(m, N("ffn_up.bias"), f, false, &L->b_up, err) ||
-           as_model_matrix(m, N("ffn_down.weight"), f, d, false, &L->w_down, err) ||
-           as_model_vector(m, N("ffn_down.bias"), d, false, &L->b_down, err);
+    return as_model_vector(m, N(AS_TN_V_LN1 ".weight"), d, false, &L->ln1_w, err) ||
+           as_model_vector(m, N(AS_TN_V_LN1 ".bias"), d, false, &L->ln1_b, err) ||
+           as_model_matrix(m, N(AS_TN_V_ATTN_Q ".weight"), d, d, false, &L->wq, err) ||
+           as_model_vector(m, N(AS_TN_V_ATTN_Q ".bias"), d, false, &L->bq, err) ||
+           as_model_matrix(m, N(AS_TN_V_ATTN_K ".weight"), d, d, false, &L->wk, err) ||
+           as_model_vector(m, N(AS_TN_V_ATTN_K ".bias"), d, false, &L->bk, err) ||
+           as_model_matrix(m, N(AS_TN_V_ATTN_V ".weight"), d, d, false, &L->wv, err) ||
+           as_model_vector(m, N(AS_TN_V_ATTN_V ".bias"), d, false, &L->bv, err) ||
+           as_model_matrix(m, N(AS_TN_V_ATTN_OUT ".weight"), d, d, false, &L->wo, err) ||
+           as_model_vector(m, N(AS_TN_V_ATTN_OUT ".bias"), d, false, &L->bo, err) ||
+           as_model_vector(m, N(AS_TN_V_LN2 ".weight"), d, false, &L->ln2_w, err) ||
+           as_model_vector(m, N(AS_TN_V_LN2 ".bias"), d, false, &L->ln2_b, err) ||
+           as_model_matrix(m, N(AS_TN_V_FFN_UP ".weight"), d, f, false, &L->w_up, err) ||
+           as_model_vector(m, N(AS_TN_V_FFN_UP ".bias"), f, false, &L->b_up, err) ||
+           as_model_matrix(m, N(AS_TN_V_FFN_DOWN ".weight"), f, d, false, &L->w_down, err) ||
+           as_model_vector(m, N(AS_TN_V_FFN_DOWN ".bias"), d, false, &L->b_down, err);
 }
 
 #undef N
@@ -203,14 +204,14 @@ static int load(as_model *m, as_error *err)
         read_image(m, W, size / patch, patch, err))
         return AS_ERR;
     uint64_t P = (uint64_t)patch, C = (uint64_t)W->patch.channels;
-    if (as_model_conv_matrix(m, "v.patch_embd.weight", P, P, C, d, &W->patch_w, err) ||
-        as_model_vector(m, "v.patch_embd.bias", d, false, &W->patch_b, err) ||
-        as_model_vector(m, "v.class_embd", d, false, &W->cls, err) ||
-        as_model_matrix(m, "v.position_embd.weight", d, (uint64_t)c->n_ctx, false, &W->pos_embd, err) ||
-        as_model_vector(m, "v.post_ln.weight", d, false, &W->post_w, err) ||
-        as_model_vector(m, "v.post_ln.bias", d, false, &W->post_b, err) ||
-        as_model_matrix(m, "v.head.weight", d, (uint64_t)c->n_vocab, false, &W->head, err) ||
-        as_model_vector(m, "v.head.bias", (uint64_t)c->n_vocab, false, &W->head_b, err))
+    if (as_model_conv_matrix(m, AS_TN_V_PATCH_EMBD ".weight", P, P, C, d, &W->patch_w, err) ||
+        as_model_vector(m, AS_TN_V_PATCH_EMBD ".bias", d, false, &W->patch_b, err) ||
+        as_model_vector(m, AS_TN_V_CLASS_EMBD, d, false, &W->cls, err) ||
+        as_model_matrix(m, AS_TN_V_POS_EMBD ".weight", d, (uint64_t)c->n_ctx, false, &W->pos_embd, err) ||
+        as_model_vector(m, AS_TN_V_POST_LN ".weight", d, false, &W->post_w, err) ||
+        as_model_vector(m, AS_TN_V_POST_LN ".bias", d, false, &W->post_b, err) ||
+        as_model_matrix(m, AS_TN_V_HEAD ".weight", d, (uint64_t)c->n_vocab, false, &W->head, err) ||
+        as_model_vector(m, AS_TN_V_HEAD ".bias", (uint64_t)c->n_vocab, false, &W->head_b, err))
         return AS_ERR;
     for (int l = 0; l < c->n_layer; l++)
         if (load_layer(m, &W->layers[l], l, err))
@@ -280,4 +281,11 @@ static int build(as_program *p, as_error *err)
     return AS_OK;
 }
 
-const as_arch as_arch_vit = {"vit", "v.blk.", read_config, load, build, vocabulary};
+const as_arch as_arch_vit = {
+    .gguf_name = "vit",
+    .block_prefix = "v.blk.",
+    .read_config = read_config,
+    .load = load,
+    .build = build,
+    .vocabulary = vocabulary,
+};

@@ -1,6 +1,7 @@
-#include "attnscope/program.h"
+#include "program_build.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,35 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_Z_LATENT] = "attn.hook_z_latent",
 };
 
+/* A hook's name and shape per position, for messages: "blocks.0.attn.hook_q [4, 16]". */
+const char *as_hook_desc(const as_program *p, int hook, char *buf, size_t cap)
+{
+    if (hook < 0 || hook >= p->n_hooks) {
+        snprintf(buf, cap, "hook %d (none)", hook);
+        return buf;
+    }
+    const as_hook *h = &p->hooks[hook];
+    if (h->n_dims > 1)
+        snprintf(buf, cap, "%s [%d, %d]", h->name, h->dims[0], h->dims[1]);
+    else
+        snprintf(buf, cap, "%s [%d]", h->name, h->width);
+    return buf;
+}
+
+/* A builder's mistake (an architecture file asked for shapes that do not
+ * fit): the build fails, and the first mistake's message says why, naming
+ * the op and the shapes. */
+__attribute__((format(printf, 2, 3))) static void mistake(as_program *p, const char *fmt, ...)
+{
+    if (!p->failed) { /* the first one; after running out of memory, shapes may be anything */
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(p->mistake, sizeof p->mistake, fmt, ap);
+        va_end(ap);
+    }
+    p->failed = true;
+}
+
 /* Room for one more element of an array that grows by doubling; false
  * (and the program marked failed) when memory runs out. */
 /* The array with room for element n (doubled when full): the new
@@ -123,7 +153,7 @@ static void *grow(as_program *p, void *arr, int n, int *cap, size_t size)
 int as_program_add_stream(as_program *p, const char *name, as_input input, int n_ctx, bool causal)
 {
     if (p->n_streams == AS_MAX_STREAMS) {
-        p->failed = true;
+        mistake(p, "stream \"%s\": a program has at most %d streams", name, AS_MAX_STREAMS);
         return 0;
     }
     as_stream *s = &p->streams[p->n_streams];
@@ -272,8 +302,11 @@ int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_c
     int h = as_program_add_hook(p, kind, layer, klass, n_dims, d0, d1);
     as_op *op = as_program_add_op(p, AS_OP_LINEAR, layer, h, in, -1, text);
     op->w = *w, op->b = b, op->n_in = w->cols, op->n_out = p->hooks[h].width;
-    if (op->n_out != w->rows)
-        p->failed = true; /* a builder's mistake, caught by the tests */
+    if (op->n_out != w->rows) { /* a builder's mistake, caught by the tests */
+        char a[96];
+        mistake(p, "linear \"%s\": %s (%d values) from a matrix of %d rows x %d columns", text,
+                as_hook_desc(p, h, a, sizeof a), op->n_out, w->rows, w->cols);
+    }
     return h;
 }
 
@@ -285,8 +318,11 @@ int as_program_add_rope(as_program *p, as_hook_kind kind, int layer, as_hook_cla
     int h = as_program_add_hook(p, kind, layer, klass, 2, groups, width);
     as_op *op = as_program_add_op(p, AS_OP_ROPE, layer, h, in, -1, text);
     op->rope = *rope;
-    if (rope->dim <= 0 || rope->dim % 2 || rope->offset < 0 || rope->offset + rope->dim > width)
-        p->failed = true; /* a builder's mistake, caught by the tests */
+    if (rope->dim <= 0 || rope->dim % 2 || rope->offset < 0 || rope->offset + rope->dim > width) {
+        char a[96]; /* a builder's mistake, caught by the tests */
+        mistake(p, "rope \"%s\": %d dims rotated from dim %d of %s's heads of %d", text, rope->dim, rope->offset,
+                as_hook_desc(p, in, a, sizeof a), width);
+    }
     return h;
 }
 
@@ -297,8 +333,11 @@ int as_program_add_slice(as_program *p, as_hook_kind kind, int layer, as_hook_cl
     int h = as_program_add_hook(p, kind, layer, klass, 2, groups, width);
     as_op *op = as_program_add_op(p, AS_OP_SLICE, layer, h, in, -1, text);
     op->col0 = col0;
-    if (groups < 1 || wx % groups || col0 < 0 || col0 + width > wx / groups)
-        p->failed = true; /* a builder's mistake, caught by the tests */
+    if (groups < 1 || wx % groups || col0 < 0 || col0 + width > wx / groups) {
+        char a[96]; /* a builder's mistake, caught by the tests */
+        mistake(p, "slice \"%s\": columns %d..%d of %d groups of %s (%d values)", text, col0, col0 + width - 1,
+                groups, as_hook_desc(p, in, a, sizeof a), wx);
+    }
     return h;
 }
 
@@ -310,8 +349,11 @@ int as_program_add_concat(as_program *p, as_hook_kind kind, int layer, as_hook_c
     int w = ha->width / G + hb->width / Gb;
     int h = as_program_add_hook(p, kind, layer, klass, 2, G, w);
     as_program_add_op(p, AS_OP_CONCAT, layer, h, a, b, text);
-    if (Gb != 1 && Gb != G)
-        p->failed = true;
+    if (Gb != 1 && Gb != G) {
+        char da[96], db[96];
+        mistake(p, "concat \"%s\": %s has %d groups, %s %d (one, or as many)", text, as_hook_desc(p, a, da, sizeof da),
+                G, as_hook_desc(p, b, db, sizeof db), Gb);
+    }
     return h;
 }
 
@@ -322,8 +364,12 @@ int as_program_add_head_linear(as_program *p, as_hook_kind kind, int layer, as_h
     int h = as_program_add_hook(p, kind, layer, klass, 2, groups, n_out);
     as_op *op = as_program_add_op(p, AS_OP_HEAD_LINEAR, layer, h, in, -1, text);
     op->w = *w, op->n_in = w->cols, op->n_out = n_out, op->col0 = col0;
-    if (groups < 1 || wx % groups || col0 < 0 || col0 + w->cols > wx / groups || w->rows != groups * n_out)
-        p->failed = true; /* a builder's mistake, caught by the tests */
+    if (groups < 1 || wx % groups || col0 < 0 || col0 + w->cols > wx / groups || w->rows != groups * n_out) {
+        char a[96]; /* a builder's mistake, caught by the tests */
+        mistake(p, "head_linear \"%s\": %d groups of %s (%d values) from column %d, a stack of %d rows x %d columns "
+                   "for %d outputs a group", text, groups, as_hook_desc(p, in, a, sizeof a), wx, col0, w->rows, w->cols,
+                n_out);
+    }
     return h;
 }
 
@@ -401,7 +447,8 @@ int as_program_add_pool_l2(as_program *p, int in, as_pooling how, bool l2)
     int h = as_program_add_hook(p, AS_HK_POOLED, -1, AS_CLASS_LOGITS, 1, p->hooks[in].width, 0);
     if (how != AS_POOL_MEAN && how != AS_POOL_CLS && how != AS_POOL_LAST && how != AS_POOL_MAX &&
         how != AS_POOL_MEAN_SQRT_LEN) {
-        p->failed = true; /* a builder's mistake: none and rank have no pooled vector here */
+        char a[96]; /* a builder's mistake: none and rank have no pooled vector here */
+        mistake(p, "pool of %s: pooling %d gives no pooled vector", as_hook_desc(p, in, a, sizeof a), (int)how);
         return h;
     }
     as_op *op = as_program_add_op(p, AS_OP_POOL, -1, h, in, -1, text[how][l2]);
@@ -419,7 +466,8 @@ int as_program_add_patch_embed(as_program *p, const as_weight *w, const float *b
 {
     int d = w->rows;
     if (w->cols != spec->channels * spec->patch * spec->patch) {
-        p->failed = true;
+        mistake(p, "patch_embed: a matrix of %d rows x %d columns for patches of %d channels x %d x %d", w->rows,
+                w->cols, spec->channels, spec->patch, spec->patch);
         return 0;
     }
     int h = as_program_add_hook(p, AS_HK_PATCH_EMBED, -1, AS_CLASS_RESID, 1, d, 0);
@@ -444,8 +492,11 @@ int as_program_add_rel_bias(as_program *p, int layer, int n_head, const as_weigh
     op->rel = *rel;
     op->n_in = table->rows;
     op->n_out = n_head;
-    if (table->cols != n_head || table->rows != rel->buckets || rel->buckets < 2 || rel->max_distance < 1)
-        p->failed = true; /* a builder's mistake, caught by the tests */
+    if (table->cols != n_head || table->rows != rel->buckets || rel->buckets < 2 || rel->max_distance < 1) {
+        char a[96]; /* a builder's mistake, caught by the tests */
+        mistake(p, "rel_bias \"%s\": %s from a table of %d rows x %d columns for %d buckets (max distance %d)", text,
+                as_hook_desc(p, h, a, sizeof a), table->rows, table->cols, rel->buckets, rel->max_distance);
+    }
     return h;
 }
 
@@ -491,7 +542,11 @@ int as_program_add_moe_spec(as_program *p, as_hook_kind out_kind, int layer, int
         gate->rows != E * f || up->rows != E * f || gate->cols != d || up->cols != d || down->rows != E * d ||
         down->cols != f || (grouped && (E % spec->n_group || E / spec->n_group < 2 || spec->group_used < 1 ||
                      spec->group_used > spec->n_group || k > spec->group_used * (E / spec->n_group)))) {
-        p->failed = true; /* a builder's mistake, caught by the tests */
+        char a[96]; /* a builder's mistake, caught by the tests */
+        mistake(p, "routed MLP of block %d over %s: %d experts, %d chosen (%d groups, %d used); router %d x %d, "
+                   "gate %d x %d, up %d x %d, down %d x %d (rows x columns)", layer, as_hook_desc(p, in, a, sizeof a), E,
+                k, spec->n_group, spec->group_used, router->rows, router->cols, gate->rows, gate->cols, up->rows,
+                up->cols, down->rows, down->cols);
         return 0;
     }
     int lg = as_program_add_linear(p, AS_HK_ROUTER_LOGITS, layer, AS_CLASS_ESSENTIAL, in, router, NULL, 1, E, 0,
@@ -546,7 +601,9 @@ int as_program_add_shared_mlp(as_program *p, as_hook_kind out_kind, int layer, i
 {
     int d = p->hooks[in].width, f = gate->rows;
     if (up->rows != f || gate->cols != d || up->cols != d || down->rows != d || down->cols != f) {
-        p->failed = true;
+        char a[96];
+        mistake(p, "shared MLP of block %d over %s: gate %d x %d, up %d x %d, down %d x %d (rows x columns)", layer,
+                as_hook_desc(p, in, a, sizeof a), gate->rows, gate->cols, up->rows, up->cols, down->rows, down->cols);
         return 0;
     }
     int pre = as_program_add_linear(p, AS_HK_SHARED_PRE, layer, AS_CLASS_MLP, in, gate, NULL, 1, f, 0,
@@ -566,7 +623,10 @@ int as_program_add_shared_expert(as_program *p, as_hook_kind out_kind, int layer
 {
     int d = p->hooks[in].width, f = gate->rows;
     if (gate_inp->rows != 1 || gate_inp->cols != d || up->rows != f || down->rows != d || down->cols != f) {
-        p->failed = true; /* a builder's mistake, caught by the tests */
+        char a[96]; /* a builder's mistake, caught by the tests */
+        mistake(p, "shared expert of block %d over %s: gate_inp %d x %d, gate %d x %d, up %d x %d, down %d x %d "
+                   "(rows x columns)", layer, as_hook_desc(p, in, a, sizeof a), gate_inp->rows, gate_inp->cols,
+                gate->rows, gate->cols, up->rows, up->cols, down->rows, down->cols);
         return 0;
     }
     int gl = as_program_add_linear(p, AS_HK_SHARED_GATE_LOGIT, layer, AS_CLASS_ESSENTIAL, in, gate_inp, NULL, 1, 1, 0,
@@ -629,10 +689,15 @@ int as_program_build(as_program **out, const as_model *m, as_error *err)
         return AS_ERR;
     }
     if (p->failed || p->n_streams == 0 || p->n_ops == 0) {
-        bool oom = p->failed;
+        as_error_set(err, "%s: the %s program could not be built (%s)", m->path, m->arch->gguf_name,
+                     p->failed ? (p->mistake[0] ? p->mistake : "out of memory") : "no stream or no output");
         as_program_free(p);
-        return as_error_set(err, "%s: the %s program could not be built (%s)", m->path, m->arch->gguf_name,
-                            oom ? "out of memory or a shape mismatch" : "no stream or no output");
+        return AS_ERR;
+    }
+    if (as_program_validate(p, err)) {
+        as_error_prefix(err, "%s: the %s program is not valid", m->path, m->arch->gguf_name);
+        as_program_free(p);
+        return AS_ERR;
     }
     /* An encoder without head or pooling outputs its last hidden states. */
     p->out_stream = p->hooks[p->unembed >= 0 ? p->ops[p->unembed].out : p->ops[p->n_ops - 1].out].stream;

@@ -3,9 +3,11 @@
  * asan), a read through a pointer the builder kept across a growth of its
  * arrays is a failure here. */
 #include <criterion/criterion.h>
+#include <glob.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "attnscope/program.h"
+#include "../src/program_build.h" /* the builder, private to the engine */
 
 /* A program with one stream and its hook array filled to capacity, the
  * last hook being [4 heads, 16] (q, the rotary op's input). */
@@ -65,4 +67,113 @@ Test(program, hooks_and_ops_survive_the_arrays_growing)
     }
     cr_assert_str_eq(p->hooks[299].name, "blocks.1.hook_resid_pre");
     as_program_free(p);
+}
+
+/* ---- as_program_validate: what as_program_build checks after every architecture's build ---- */
+
+/* An empty program of one causal stream, its scope block 0. */
+static as_program *empty_program(void)
+{
+    as_program *p = calloc(1, sizeof *p);
+    cr_assert_not_null(p);
+    as_program_add_stream(p, "tokens", AS_INPUT_TOKENS, 8, true);
+    as_program_scope(p, 0);
+    return p;
+}
+
+static void assert_refused(const as_program *p, const char *const *parts, int n)
+{
+    as_error err = {{0}};
+    cr_assert_eq(as_program_validate(p, &err), AS_ERR, "the program was accepted");
+    for (int i = 0; i < n; i++)
+        cr_assert_not_null(strstr(err.msg, parts[i]), "\"%s\" is not in: %s", parts[i], err.msg);
+}
+
+Test(program, validate_refuses_an_op_reading_a_hook_filled_later)
+{
+    as_program *p = empty_program();
+    int x = as_program_add_hook(p, AS_HK_RESID_PRE, 0, AS_CLASS_RESID, 1, 8, 0);
+    int y = as_program_add_hook(p, AS_HK_RESID_MID, 0, AS_CLASS_RESID, 1, 8, 0);
+    as_program_add_op(p, AS_OP_COPY, 0, x, y, -1, "resid_pre = resid_mid"); /* reads y, filled next */
+    as_program_add_op(p, AS_OP_COPY, 0, y, -1, -1, "resid_mid = nothing");
+    const char *parts[] = {"op 0 (copy \"resid_pre = resid_mid\")", "blocks.0.hook_resid_mid [8]", "before any op fills it"};
+    assert_refused(p, parts, 3);
+    as_program_free(p);
+}
+
+Test(program, validate_refuses_a_width_mismatch)
+{
+    as_program *p = empty_program();
+    int a = as_program_add_hook(p, AS_HK_RESID_PRE, 0, AS_CLASS_RESID, 1, 8, 0);
+    as_program_add_op(p, AS_OP_COPY, 0, a, -1, -1, "resid_pre");
+    int b = as_program_add_hook(p, AS_HK_ATTN_OUT, 0, AS_CLASS_RESID, 2, 2, 3);
+    as_program_add_op(p, AS_OP_COPY, 0, b, -1, -1, "attn_out");
+    int s = as_program_add_hook(p, AS_HK_RESID_MID, 0, AS_CLASS_RESID, 1, 8, 0);
+    as_program_add_op(p, AS_OP_ADD, 0, s, a, b, "resid_mid = resid_pre + attn_out");
+    const char *parts[] = {"op 2 (add \"resid_mid = resid_pre + attn_out\")", "blocks.0.hook_attn_out [2, 3]",
+                           "has 6 values a position where its output takes 8"};
+    assert_refused(p, parts, 3);
+    as_program_free(p);
+}
+
+Test(program, validate_refuses_two_producers_of_a_hook)
+{
+    as_program *p = empty_program();
+    int a = as_program_add_hook(p, AS_HK_RESID_PRE, 0, AS_CLASS_RESID, 1, 8, 0);
+    as_program_add_op(p, AS_OP_COPY, 0, a, -1, -1, "first");
+    int b = as_program_add_hook(p, AS_HK_RESID_MID, 0, AS_CLASS_RESID, 1, 8, 0);
+    as_program_add_op(p, AS_OP_COPY, 0, b, a, -1, "resid_mid = resid_pre");
+    as_program_add_op(p, AS_OP_COPY, 0, a, b, -1, "second");
+    const char *parts[] = {"op 2 (copy \"second\")", "blocks.0.hook_resid_pre [8]", "which op 0 (copy \"first\") fills already"};
+    assert_refused(p, parts, 3);
+    as_program_free(p);
+}
+
+/* A linear map whose matrix does not give the hook's width: the build's
+ * message names the op and both shapes. */
+Test(program, a_builder_mistake_names_the_op_and_the_shapes)
+{
+    as_program *p = empty_program();
+    int a = as_program_add_hook(p, AS_HK_LN1_NORMALIZED, 0, AS_CLASS_RESID, 1, 8, 0);
+    as_program_add_op(p, AS_OP_COPY, 0, a, -1, -1, "ln1");
+    float w[8 * 12] = {0};
+    as_weight W = as_weight_f32(w, 12, 8);
+    as_program_add_linear(p, AS_HK_Q, 0, AS_CLASS_HEADS, a, &W, NULL, 2, 2, 4, "q = ln1 · W_Q");
+    cr_assert(p->failed);
+    cr_assert_not_null(strstr(p->mistake, "linear \"q = ln1 · W_Q\""), "%s", p->mistake);
+    cr_assert_not_null(strstr(p->mistake, "blocks.0.attn.hook_q [2, 4] (8 values) from a matrix of 12 rows x 8 columns"),
+                       "%s", p->mistake);
+    as_program_free(p);
+}
+
+/* Every fixture and shipped model's program validates (as_program_build
+ * checks it too; here the check is called on its own, on each). */
+Test(program, every_fixture_models_program_validates)
+{
+    const char *patterns[] = {"fixtures/*.gguf", "fixtures/models/*.gguf", "../models/*.gguf", "fixtures/hf/*/config.json"};
+    int n = 0;
+    for (size_t g = 0; g < sizeof patterns / sizeof patterns[0]; g++) {
+        glob_t gl;
+        if (glob(patterns[g], 0, NULL, &gl))
+            continue;
+        for (size_t i = 0; i < gl.gl_pathc; i++) {
+            char path[512];
+            snprintf(path, sizeof path, "%s", gl.gl_pathv[i]);
+            char *cfg = strstr(path, "/config.json");
+            if (cfg)
+                *cfg = '\0'; /* a Hugging Face directory */
+            as_error err = {{0}};
+            as_model *m = NULL;
+            as_program *p = NULL;
+            if (as_model_load(&m, path, &err))
+                continue; /* a fixture of a refused file, which other tests check */
+            cr_assert_eq(as_program_build(&p, m, &err), AS_OK, "%s: %s", path, err.msg);
+            cr_assert_eq(as_program_validate(p, &err), AS_OK, "%s: %s", path, err.msg);
+            as_program_free(p);
+            as_model_free(m);
+            n++;
+        }
+        globfree(&gl);
+    }
+    cr_assert_geq(n, 40, "only %d models found: run from tests/", n);
 }
