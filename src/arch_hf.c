@@ -5,7 +5,6 @@
  * q/k rows from rotate-half order to adjacent pairs). Like arch_llama2c.c
  * it names the architectures' tensors; nothing else outside arch_*.c does. */
 #include "hf_internal.h"
-#include "tensor_names.h"
 
 #include <errno.h>
 #include <math.h>
@@ -99,28 +98,28 @@ static int gpt2_map(as_hf *h, as_error *err)
     h->alt_prefix = "transformer."; /* GPT2LMHeadModel's names */
     uint64_t D = (uint64_t)d, F = (uint64_t)ff;
     const rule top[] = {
-        {"wte.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", false},
-        {"wpe.weight", AS_TN_POS_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D, "[n_positions, n_embd]", false},
-        {"ln_f.weight", AS_TN_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"ln_f.bias", AS_TN_OUTPUT_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", true},
+        {"wte.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", false},
+        {"wpe.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D, "[n_positions, n_embd]", false},
+        {"ln_f.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"ln_f.bias", "output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", true},
     };
     /* Conv1D weights are [in, out]: transposed into llama.cpp's [out rows of in]. */
     const rule blk[] = {
-        {"h.%d.ln_1.weight", AS_TN_ATTN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.ln_1.bias", AS_TN_ATTN_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.attn.c_attn.weight", AS_TN_ATTN_QKV ".weight", AS_HF_TRANSPOSE, 0, 2, D, 3 * D, "[n_embd, 3 x n_embd]",
+        {"h.%d.ln_1.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_1.bias", "blk.%d.attn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.attn.c_attn.weight", "blk.%d.attn_qkv.weight", AS_HF_TRANSPOSE, 0, 2, D, 3 * D, "[n_embd, 3 x n_embd]",
          false},
-        {"h.%d.attn.c_attn.bias", AS_TN_ATTN_QKV ".bias", AS_HF_AS_IS, 0, 1, 3 * D, 0, "[3 x n_embd]", false},
-        {"h.%d.attn.c_proj.weight", AS_TN_ATTN_OUT ".weight", AS_HF_TRANSPOSE, 0, 2, D, D, "[n_embd, n_embd]",
+        {"h.%d.attn.c_attn.bias", "blk.%d.attn_qkv.bias", AS_HF_AS_IS, 0, 1, 3 * D, 0, "[3 x n_embd]", false},
+        {"h.%d.attn.c_proj.weight", "blk.%d.attn_output.weight", AS_HF_TRANSPOSE, 0, 2, D, D, "[n_embd, n_embd]",
          false},
-        {"h.%d.attn.c_proj.bias", AS_TN_ATTN_OUT ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.ln_2.weight", AS_TN_FFN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.ln_2.bias", AS_TN_FFN_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.mlp.c_fc.weight", AS_TN_FFN_UP ".weight", AS_HF_TRANSPOSE, 0, 2, D, F, "[n_embd, n_inner]", false},
-        {"h.%d.mlp.c_fc.bias", AS_TN_FFN_UP ".bias", AS_HF_AS_IS, 0, 1, F, 0, "[n_inner]", false},
-        {"h.%d.mlp.c_proj.weight", AS_TN_FFN_DOWN ".weight", AS_HF_TRANSPOSE, 0, 2, F, D, "[n_inner, n_embd]", false},
-        {"h.%d.mlp.c_proj.bias", AS_TN_FFN_DOWN ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.attn.c_proj.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.bias", "blk.%d.ffn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.mlp.c_fc.weight", "blk.%d.ffn_up.weight", AS_HF_TRANSPOSE, 0, 2, D, F, "[n_embd, n_inner]", false},
+        {"h.%d.mlp.c_fc.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0, "[n_inner]", false},
+        {"h.%d.mlp.c_proj.weight", "blk.%d.ffn_down.weight", AS_HF_TRANSPOSE, 0, 2, F, D, "[n_inner, n_embd]", false},
+        {"h.%d.mlp.c_proj.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
     };
     if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
         return AS_ERR;
@@ -226,7 +225,7 @@ static int rope_scaling(as_hf *h, const char *arch, int dh, double base, as_erro
         if (dh / 2 > 4096)
             return as_error_set(err, "%s: head_dim %d is too large", h->config_path, dh);
         llama3_freqs(freqs, dh / 2, base, factor, low, high, (double)orig);
-        return as_hf_add_f32(h, AS_TN_ROPE_FREQS ".weight", freqs, (uint64_t)(dh / 2), err);
+        return as_hf_add_f32(h, "rope_freqs.weight", freqs, (uint64_t)(dh / 2), err);
     }
     return as_error_set(err, "%s: rope_scaling type '%.20s' is not read (default, linear, yarn, llama3)",
                         h->config_path, type);
@@ -303,43 +302,43 @@ static int dec_map(as_hf *h, const dec_opts *o, as_error *err)
     uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
     as_hf_xform qk = o->pairs ? AS_HF_PAIRS : AS_HF_AS_IS;
     const rule top[] = {
-        {"model.embed_tokens.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", false},
-        {"model.norm.weight", AS_TN_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+        {"model.norm.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
     };
     const rule blk[] = {
-        {"model.layers.%d.input_layernorm.weight", AS_TN_ATTN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0,
+        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.self_attn.q_proj.weight", AS_TN_ATTN_Q ".weight", qk, (int)H, 2, Q, D,
+        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", qk, (int)H, 2, Q, D,
          "[num_attention_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.k_proj.weight", AS_TN_ATTN_K ".weight", qk, (int)Hk, 2, K, D,
+        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", qk, (int)Hk, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.v_proj.weight", AS_TN_ATTN_V ".weight", AS_HF_AS_IS, 0, 2, K, D,
+        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.o_proj.weight", AS_TN_ATTN_OUT ".weight", AS_HF_AS_IS, 0, 2, D, Q,
+        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
          "[hidden_size, num_attention_heads x head_dim]", false},
-        {"model.layers.%d.post_attention_layernorm.weight", AS_TN_FFN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0,
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.mlp.gate_proj.weight", AS_TN_FFN_GATE ".weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.up_proj.weight", AS_TN_FFN_UP ".weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.down_proj.weight", AS_TN_FFN_DOWN ".weight", AS_HF_AS_IS, 0, 2, D, F,
+        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
     };
     const rule bias[] = {
-        {"model.layers.%d.self_attn.q_proj.bias", AS_TN_ATTN_Q ".bias", AS_HF_AS_IS, 0, 1, Q, 0,
+        {"model.layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, Q, 0,
          "[num_attention_heads x head_dim]", false},
-        {"model.layers.%d.self_attn.k_proj.bias", AS_TN_ATTN_K ".bias", AS_HF_AS_IS, 0, 1, K, 0,
+        {"model.layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, K, 0,
          "[num_key_value_heads x head_dim]", false},
-        {"model.layers.%d.self_attn.v_proj.bias", AS_TN_ATTN_V ".bias", AS_HF_AS_IS, 0, 1, K, 0,
+        {"model.layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, K, 0,
          "[num_key_value_heads x head_dim]", false},
     };
     const rule qk_norm[] = {
-        {"model.layers.%d.self_attn.q_norm.weight", AS_TN_ATTN_Q_NORM ".weight", AS_HF_AS_IS, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
          "[head_dim]", false},
-        {"model.layers.%d.self_attn.k_norm.weight", AS_TN_ATTN_K_NORM ".weight", AS_HF_AS_IS, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
          "[head_dim]", false},
     };
     if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
@@ -491,46 +490,46 @@ static int gemma_map(as_hf *h, int version, as_error *err)
         return AS_ERR;
     uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
     const rule top[] = {
-        {"model.embed_tokens.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", false},
-        {"model.norm.weight", AS_TN_OUTPUT_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0, "[hidden_size]", false},
-        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+        {"model.norm.weight", "output_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
     };
     const rule blk[] = {
-        {"model.layers.%d.input_layernorm.weight", AS_TN_ATTN_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.self_attn.q_proj.weight", AS_TN_ATTN_Q ".weight", AS_HF_AS_IS, 0, 2, Q, D,
+        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, Q, D,
          "[num_attention_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.k_proj.weight", AS_TN_ATTN_K ".weight", AS_HF_AS_IS, 0, 2, K, D,
+        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.v_proj.weight", AS_TN_ATTN_V ".weight", AS_HF_AS_IS, 0, 2, K, D,
+        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.o_proj.weight", AS_TN_ATTN_OUT ".weight", AS_HF_AS_IS, 0, 2, D, Q,
+        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
          "[hidden_size, num_attention_heads x head_dim]", false},
-        {"model.layers.%d.post_attention_layernorm.weight", AS_TN_ATTN_POST_NORM ".weight", AS_HF_PLUS_ONE, 0, 1,
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight", AS_HF_PLUS_ONE, 0, 1,
          D, 0, "[hidden_size]", false},
-        {"model.layers.%d.pre_feedforward_layernorm.weight", AS_TN_FFN_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+        {"model.layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.post_feedforward_layernorm.weight", AS_TN_FFN_POST_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D,
+        {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight", AS_HF_PLUS_ONE, 0, 1, D,
          0, "[hidden_size]", false},
-        {"model.layers.%d.mlp.gate_proj.weight", AS_TN_FFN_GATE ".weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.up_proj.weight", AS_TN_FFN_UP ".weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.down_proj.weight", AS_TN_FFN_DOWN ".weight", AS_HF_AS_IS, 0, 2, D, F,
+        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
     };
     /* Gemma 1: a norm before attention and one before the MLP (post_attention_layernorm, as Llama names it) */
     const rule blk1[] = {
         blk[0], blk[1], blk[2], blk[3], blk[4],
-        {"model.layers.%d.post_attention_layernorm.weight", AS_TN_FFN_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
          "[hidden_size]", false},
         blk[8], blk[9], blk[10],
     };
     const rule qk[] = {
-        {"model.layers.%d.self_attn.q_norm.weight", AS_TN_ATTN_Q_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
          "[head_dim]", false},
-        {"model.layers.%d.self_attn.k_norm.weight", AS_TN_ATTN_K_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
          "[head_dim]", false},
     };
 #undef GKEY
@@ -705,59 +704,59 @@ static int bert_map(as_hf *h, as_error *err)
     h->alt_prefix = "bert."; /* BertForMaskedLM's names; BertModel's have none */
     uint64_t D = (uint64_t)d, F = (uint64_t)ff;
     const rule top[] = {
-        {"embeddings.word_embeddings.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"embeddings.word_embeddings.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", false},
-        {"embeddings.position_embeddings.weight", AS_TN_POS_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D,
+        {"embeddings.position_embeddings.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D,
          "[max_position_embeddings, hidden_size]", false},
-        {"embeddings.token_type_embeddings.weight", AS_TN_TOKEN_TYPES ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)types, D,
+        {"embeddings.token_type_embeddings.weight", "token_types.weight", AS_HF_AS_IS, 0, 2, (uint64_t)types, D,
          "[type_vocab_size, hidden_size]", false},
-        {"embeddings.LayerNorm.weight", AS_TN_TOKEN_EMBD_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"embeddings.LayerNorm.bias", AS_TN_TOKEN_EMBD_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"embeddings.LayerNorm.weight", "token_embd_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"embeddings.LayerNorm.bias", "token_embd_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
     };
     /* BertForMaskedLM's head: our mlm.* (its decoder is tied to the embeddings unless stored) */
     const rule mlm[] = {
-        {"cls.predictions.transform.dense.weight", AS_TN_MLM_DENSE ".weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"cls.predictions.transform.dense.weight", "mlm.dense.weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"cls.predictions.transform.dense.bias", AS_TN_MLM_DENSE ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"cls.predictions.transform.LayerNorm.weight", AS_TN_MLM_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"cls.predictions.transform.dense.bias", "mlm.dense.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.transform.LayerNorm.weight", "mlm.norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"cls.predictions.transform.LayerNorm.bias", AS_TN_MLM_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"cls.predictions.bias", AS_TN_MLM_OUTPUT ".bias", AS_HF_AS_IS, 0, 1, (uint64_t)V, 0, "[vocab_size]", false},
-        {"cls.predictions.decoder.weight", AS_TN_MLM_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"cls.predictions.transform.LayerNorm.bias", "mlm.norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.bias", "mlm.output.bias", AS_HF_AS_IS, 0, 1, (uint64_t)V, 0, "[vocab_size]", false},
+        {"cls.predictions.decoder.weight", "mlm.output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", true},
     };
     const rule blk[] = {
-        {"encoder.layer.%d.attention.self.query.weight", AS_TN_ATTN_Q ".weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.self.query.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.self.query.bias", AS_TN_ATTN_Q ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.attention.self.query.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.attention.self.key.weight", AS_TN_ATTN_K ".weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.self.key.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.self.key.bias", AS_TN_ATTN_K ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.attention.self.key.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.attention.self.value.weight", AS_TN_ATTN_V ".weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.self.value.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.self.value.bias", AS_TN_ATTN_V ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.attention.self.value.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.attention.output.dense.weight", AS_TN_ATTN_OUT ".weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.output.dense.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.output.dense.bias", AS_TN_ATTN_OUT ".bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.attention.output.dense.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"encoder.layer.%d.attention.output.LayerNorm.weight", AS_TN_ATTN_OUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D,
+        {"encoder.layer.%d.attention.output.LayerNorm.weight", "blk.%d.attn_output_norm.weight", AS_HF_AS_IS, 0, 1, D,
          0, "[hidden_size]", false},
-        {"encoder.layer.%d.attention.output.LayerNorm.bias", AS_TN_ATTN_OUT_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.attention.output.LayerNorm.bias", "blk.%d.attn_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"encoder.layer.%d.intermediate.dense.weight", AS_TN_FFN_UP ".weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"encoder.layer.%d.intermediate.dense.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"encoder.layer.%d.intermediate.dense.bias", AS_TN_FFN_UP ".bias", AS_HF_AS_IS, 0, 1, F, 0,
+        {"encoder.layer.%d.intermediate.dense.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0,
          "[intermediate_size]", false},
-        {"encoder.layer.%d.output.dense.weight", AS_TN_FFN_DOWN ".weight", AS_HF_AS_IS, 0, 2, D, F,
+        {"encoder.layer.%d.output.dense.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
-        {"encoder.layer.%d.output.dense.bias", AS_TN_FFN_DOWN ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.output.dense.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.output.LayerNorm.weight", AS_TN_LAYER_OUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.output.LayerNorm.weight", "blk.%d.layer_output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"encoder.layer.%d.output.LayerNorm.bias", AS_TN_LAYER_OUT_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.output.LayerNorm.bias", "blk.%d.layer_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
     };
     if (add_rules(h, top, sizeof top / sizeof top[0], 0, err))
@@ -831,10 +830,10 @@ static int t5_map(as_hf *h, as_error *err)
         return oom(h, err);
     uint64_t D = (uint64_t)d, Q = (uint64_t)(H * dkv), F = (uint64_t)ff, B = (uint64_t)buckets, NH = (uint64_t)H;
     const rule top[] = {
-        {"shared.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
-        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
-        {"encoder.final_layer_norm.weight", AS_TN_ENC_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
-        {"decoder.final_layer_norm.weight", AS_TN_DEC_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"shared.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"encoder.final_layer_norm.weight", "enc.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"decoder.final_layer_norm.weight", "dec.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
         {"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "enc.blk.0.attn_rel_b.weight",
          AS_HF_AS_IS, 0, 2, B, NH, "[relative_attention_num_buckets, num_heads]", false},
         {"decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "dec.blk.0.attn_rel_b.weight",
@@ -1125,24 +1124,24 @@ static int vit_map(as_hf *h, as_error *err)
     uint64_t D = (uint64_t)d, F = (uint64_t)ff, grid = (uint64_t)(size / patch), C = (uint64_t)n_class;
     uint64_t cls[3] = {1, 1, D}, pos[3] = {1, 1 + grid * grid, D}, conv[4] = {D, (uint64_t)ch, (uint64_t)patch,
                                                                               (uint64_t)patch};
-    if (as_hf_add(h, "embeddings.cls_token", AS_TN_V_CLASS_EMBD, AS_HF_SQUEEZE, 0, 3, cls, "[1, 1, hidden_size]", false,
+    if (as_hf_add(h, "embeddings.cls_token", "v.class_embd", AS_HF_SQUEEZE, 0, 3, cls, "[1, 1, hidden_size]", false,
                   NULL, err) ||
-        as_hf_add(h, "embeddings.position_embeddings", AS_TN_V_POS_EMBD ".weight", AS_HF_SQUEEZE, 0, 3, pos,
+        as_hf_add(h, "embeddings.position_embeddings", "v.position_embd.weight", AS_HF_SQUEEZE, 0, 3, pos,
                   "[1, 1 + (image_size / patch_size)^2, hidden_size]", false, NULL, err) ||
-        as_hf_add(h, "embeddings.patch_embeddings.projection.weight", AS_TN_V_PATCH_EMBD ".weight", AS_HF_AS_IS, 0, 4, conv,
+        as_hf_add(h, "embeddings.patch_embeddings.projection.weight", "v.patch_embd.weight", AS_HF_AS_IS, 0, 4, conv,
                   "[hidden_size, num_channels, patch_size, patch_size]", false, NULL, err))
         return AS_ERR;
     const rule top[] = {
-        {"embeddings.patch_embeddings.projection.bias", AS_TN_V_PATCH_EMBD ".bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"embeddings.patch_embeddings.projection.bias", "v.patch_embd.bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"layernorm.weight", AS_TN_V_POST_LN ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"layernorm.bias", AS_TN_V_POST_LN ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"classifier.weight", AS_TN_V_HEAD ".weight", AS_HF_AS_IS, 0, 2, C, D, "[len(id2label), hidden_size]", false},
-        {"classifier.bias", AS_TN_V_HEAD ".bias", AS_HF_AS_IS, 0, 1, C, 0, "[len(id2label)]", false},
+        {"layernorm.weight", "v.post_ln.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"layernorm.bias", "v.post_ln.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"classifier.weight", "v.head.weight", AS_HF_AS_IS, 0, 2, C, D, "[len(id2label), hidden_size]", false},
+        {"classifier.bias", "v.head.bias", AS_HF_AS_IS, 0, 1, C, 0, "[len(id2label)]", false},
     };
 #define LIN(hf, gg, o, i, w)                                                                                         \
-    {"encoder.layer.%d." hf ".weight", AS_TN_V_BLK gg ".weight", AS_HF_AS_IS, 0, 2, o, i, w, false},                \
-    {"encoder.layer.%d." hf ".bias", AS_TN_V_BLK gg ".bias", AS_HF_AS_IS, 0, 1, o, 0, "[out]", false}
+    {"encoder.layer.%d." hf ".weight", "v.blk.%d." gg ".weight", AS_HF_AS_IS, 0, 2, o, i, w, false},                \
+    {"encoder.layer.%d." hf ".bias", "v.blk.%d." gg ".bias", AS_HF_AS_IS, 0, 1, o, 0, "[out]", false}
     const rule blk[] = {
         LIN("layernorm_before", "ln1", D, 0, "[hidden_size]"), LIN("layernorm_after", "ln2", D, 0, "[hidden_size]"),
     };
