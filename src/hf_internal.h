@@ -1,6 +1,8 @@
-/* hf_internal: what src/hf.c (safetensors, config.json, tokenizer.json,
- * the GGUF view) shares with src/arch_hf.c (each model_type's names and
- * keys). Not part of the public API. */
+/* hf_internal: what the readers of a Hugging Face directory share: the
+ * view being built (src/hf_view.c: JSON files, config.json, the view's
+ * metadata and tensors), src/safetensors.c, src/hf_tokenizer.c, src/hf.c
+ * (the directory) and src/arch_hf.c (each model_type's names and keys).
+ * Not part of the public API. */
 #ifndef ATTNSCOPE_HF_INTERNAL_H
 #define ATTNSCOPE_HF_INTERNAL_H
 
@@ -79,6 +81,20 @@ bool as_hf_kv_bool(as_hf *h, const char *key, bool v);
 bool as_hf_kv_f32s(as_hf *h, const char *key, const float *v, uint64_t n);
 /* n strings, copied. */
 bool as_hf_kv_strs(as_hf *h, const char *key, const char *const *s, uint64_t n);
+
+/* An array of n strings; takes strs and lens (malloc'd) whatever happens. */
+bool as_hf_kv_take_strs(as_hf *h, const char *key, char **strs, uint64_t *lens, uint64_t n);
+/* An array of n float32 or int32 (4 bytes each) in a buffer the view keeps. */
+bool as_hf_kv_arr4(as_hf *h, const char *key, as_gguf_type type, const void *data, uint64_t n);
+/* A buffer freed with the view (NULL: out of memory). */
+void *as_hf_keep(as_hf *h, size_t bytes);
+/* "[a, b, c]" */
+void as_hf_shape_str(const uint64_t *shape, uint32_t n, char *buf, size_t cap);
+
+/* ---- the readers: model.safetensors or its shards (safetensors.c),
+ * tokenizer.json (hf_tokenizer.c) */
+int as_hf_read_weights(as_hf *h, as_error *err);
+int as_hf_read_tokenizer(as_hf *h, as_error *err);
 
 /* ---- the view's tensors */
 typedef enum as_hf_xform {
