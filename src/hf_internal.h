@@ -126,7 +126,27 @@ int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform 
 /* Adds a float32 vector computed here (e.g. rope_freqs). */
 int as_hf_add_f32(as_hf *h, const char *gguf_name, const float *v, uint64_t n, as_error *err);
 
-/* ---- the families (arch_hf.c) */
+/* ---- tensors by rule (hf_view.c), for the families */
+/* One tensor: HF name (printf'd with the layer), GGUF name, conversion,
+ * HF shape from config.json's numbers and how to say it. */
+typedef struct as_hf_rule {
+    const char *hf, *gguf;
+    as_hf_xform x;
+    int heads;          /* for AS_HF_PAIRS */
+    uint32_t n_dims;
+    uint64_t d0, d1;
+    const char *what;
+    bool optional;
+} as_hf_rule;
+
+int as_hf_add_rules(as_hf *h, const as_hf_rule *r, size_t n, int layer, as_error *err);
+/* The same rules for each of n_layer blocks. */
+int as_hf_add_layer_rules(as_hf *h, const as_hf_rule *r, size_t n, int n_layer, as_error *err);
+/* "DIR: out of memory" */
+int as_hf_oom(as_hf *h, as_error *err);
+bool as_hf_ends_with(const char *s, const char *suffix);
+
+/* ---- the families (arch_hf.c; those with an encoder: arch_hf_encoders.c) */
 typedef struct as_hf_family {
     const char *model_type;
     const char *arch;                       /* general.architecture of the view */
@@ -136,6 +156,12 @@ typedef struct as_hf_family {
 } as_hf_family;
 
 const as_hf_family *as_hf_family_find(const char *model_type);
+int as_hf_bert_map(as_hf *h, as_error *err);
+bool as_hf_bert_ignored(const char *name);
+int as_hf_t5_map(as_hf *h, as_error *err);
+bool as_hf_t5_ignored(const char *name);
+int as_hf_vit_map(as_hf *h, as_error *err);
+bool as_hf_vit_ignored(const char *name);
 
 /* A multimodal model whose language model is one of the families: its
  * config.json nests that model's settings in text_config, its checkpoint

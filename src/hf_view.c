@@ -399,3 +399,38 @@ int as_hf_add_f32(as_hf *h, const char *gguf_name, const float *vals, uint64_t n
     v->data = (const uint8_t *)copy;
     return AS_OK;
 }
+
+/* ---------------------------------------------------------------- tensors by rule */
+
+bool as_hf_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+int as_hf_add_rules(as_hf *h, const as_hf_rule *r, size_t n, int layer, as_error *err)
+{
+    for (size_t i = 0; i < n; i++) {
+        char hf[160], gg[160];
+        snprintf(hf, sizeof hf, r[i].hf, layer);
+        snprintf(gg, sizeof gg, r[i].gguf, layer);
+        uint64_t want[2] = {r[i].d0, r[i].d1};
+        if (as_hf_add(h, hf, gg, r[i].x, r[i].heads, r[i].n_dims, want, r[i].what, r[i].optional, NULL, err))
+            return AS_ERR;
+    }
+    return AS_OK;
+}
+
+/* The same rules for each of n_layer blocks. */
+int as_hf_add_layer_rules(as_hf *h, const as_hf_rule *r, size_t n, int n_layer, as_error *err)
+{
+    for (int l = 0; l < n_layer; l++)
+        if (as_hf_add_rules(h, r, n, l, err))
+            return AS_ERR;
+    return AS_OK;
+}
+
+int as_hf_oom(as_hf *h, as_error *err)
+{
+    return as_error_set(err, "%s: out of memory", h->dir);
+}
