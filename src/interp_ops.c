@@ -2,8 +2,7 @@
  * program's ops but attention's three, which are attention.c's): rotary,
  * norms, linear maps, pooling, patch embedding, relative position bias, a
  * routed MLP's routing, choice, gates and experts, and the rest in
- * as_interp_exec's
- * switch. interp.c's loop runs them one op at a time. */
+ * as_interp_exec's switch. interp.c's loop runs them one op at a time. */
 #include "attnscope/interp.h"
 
 #include <math.h>
