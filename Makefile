@@ -48,7 +48,7 @@ PROG      = $(BUILD)/attnscope
 UNIT      = $(BUILD)/unit-tests
 
 .PHONY: hub-ref all run test unit e2e bench asan install clean deps screenshot llama-compare llama-ref fig-tools hf-tokref \
-        test-deps deps-scan test-fresh test-suite
+        test-deps deps-scan deps-table test-fresh test-suite
 all: attnscope
 
 # The configuration (pkg-config flags) is generated after the dependency
@@ -118,7 +118,16 @@ $(BUILD)/config.mk: Makefile
 	  echo "CRIT_CFLAGS := $$(pkg-config --cflags criterion)"; \
 	  echo "CRIT_LIBS := $$(pkg-config --libs criterion)"; } > $@.tmp && mv $@.tmp $@
 
-deps: $(BUILD)/config.mk
+# make deps: the build's packages (config.mk), then no cycle between the
+# files of src/ nor between those of ui/, and each file of src/ using only
+# its layer and those below (src/ARCHITECTURE.md, "Layers"), from the
+# objects' symbols (tests/deps/graph.py prints each cycle as a chain of
+# files, a symbol per edge); make deps-table prints the layers' table.
+deps: $(BUILD)/config.mk $(LIB_OBJS) $(UI_OBJS)
+	@rc=0; /usr/bin/python3 tests/deps/graph.py src $(LIB_OBJS) || rc=1; \
+	  /usr/bin/python3 tests/deps/graph.py ui $(UI_OBJS) || rc=1; exit $$rc
+deps-table: $(LIB_OBJS)
+	@/usr/bin/python3 tests/deps/graph.py --table src $(LIB_OBJS)
 
 $(BUILD)/%.o: %.c $(BUILD)/config.mk
 	@mkdir -p $(dir $@)

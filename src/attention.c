@@ -24,6 +24,15 @@
 #include "attnscope/pool.h"
 #include "interp_internal.h"
 
+float *as_interp_attn_row(const as_interp *it, int h, int head, int i)
+{
+    const as_stream_state *st = span_of(it, h);
+    if (as_capture_has(it->cap, h))
+        return it->span[h] + as_capture_attn_offset(it->cap, h, head, st->p0 + i);
+    const as_attn *a = &it->prog->attn[it->prog->hooks[h].attn];
+    return it->span[h] + ((size_t)head * (size_t)st->n + (size_t)i) * (size_t)attn_keys(it, a);
+}
+
 static const as_attn *site(const as_interp *it, const as_op *op)
 {
     return &it->prog->attn[op->attn];

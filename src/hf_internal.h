@@ -1,6 +1,8 @@
-/* hf_internal: what src/hf.c (safetensors, config.json, tokenizer.json,
- * the GGUF view) shares with src/arch_hf.c (each model_type's names and
- * keys). Not part of the public API. */
+/* hf_internal: what the readers of a Hugging Face directory share: the
+ * view being built (src/hf_view.c: JSON files, config.json, the view's
+ * metadata and tensors), src/safetensors.c, src/hf_tokenizer.c, src/hf.c
+ * (the directory) and src/arch_hf.c (each model_type's names and keys).
+ * Not part of the public API. */
 #ifndef ATTNSCOPE_HF_INTERNAL_H
 #define ATTNSCOPE_HF_INTERNAL_H
 
@@ -80,6 +82,20 @@ bool as_hf_kv_f32s(as_hf *h, const char *key, const float *v, uint64_t n);
 /* n strings, copied. */
 bool as_hf_kv_strs(as_hf *h, const char *key, const char *const *s, uint64_t n);
 
+/* An array of n strings; takes strs and lens (malloc'd) whatever happens. */
+bool as_hf_kv_take_strs(as_hf *h, const char *key, char **strs, uint64_t *lens, uint64_t n);
+/* An array of n float32 or int32 (4 bytes each) in a buffer the view keeps. */
+bool as_hf_kv_arr4(as_hf *h, const char *key, as_gguf_type type, const void *data, uint64_t n);
+/* A buffer freed with the view (NULL: out of memory). */
+void *as_hf_keep(as_hf *h, size_t bytes);
+/* "[a, b, c]" */
+void as_hf_shape_str(const uint64_t *shape, uint32_t n, char *buf, size_t cap);
+
+/* ---- the readers: model.safetensors or its shards (safetensors.c),
+ * tokenizer.json (hf_tokenizer.c) */
+int as_hf_read_weights(as_hf *h, as_error *err);
+int as_hf_read_tokenizer(as_hf *h, as_error *err);
+
 /* ---- the view's tensors */
 typedef enum as_hf_xform {
     AS_HF_AS_IS,      /* in place: the file's bytes */
@@ -110,7 +126,27 @@ int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform 
 /* Adds a float32 vector computed here (e.g. rope_freqs). */
 int as_hf_add_f32(as_hf *h, const char *gguf_name, const float *v, uint64_t n, as_error *err);
 
-/* ---- the families (arch_hf.c) */
+/* ---- tensors by rule (hf_view.c), for the families */
+/* One tensor: HF name (printf'd with the layer), GGUF name, conversion,
+ * HF shape from config.json's numbers and how to say it. */
+typedef struct as_hf_rule {
+    const char *hf, *gguf;
+    as_hf_xform x;
+    int heads;          /* for AS_HF_PAIRS */
+    uint32_t n_dims;
+    uint64_t d0, d1;
+    const char *what;
+    bool optional;
+} as_hf_rule;
+
+int as_hf_add_rules(as_hf *h, const as_hf_rule *r, size_t n, int layer, as_error *err);
+/* The same rules for each of n_layer blocks. */
+int as_hf_add_layer_rules(as_hf *h, const as_hf_rule *r, size_t n, int n_layer, as_error *err);
+/* "DIR: out of memory" */
+int as_hf_oom(as_hf *h, as_error *err);
+bool as_hf_ends_with(const char *s, const char *suffix);
+
+/* ---- the families (arch_hf.c; those with an encoder: arch_hf_encoders.c) */
 typedef struct as_hf_family {
     const char *model_type;
     const char *arch;                       /* general.architecture of the view */
@@ -120,6 +156,12 @@ typedef struct as_hf_family {
 } as_hf_family;
 
 const as_hf_family *as_hf_family_find(const char *model_type);
+int as_hf_bert_map(as_hf *h, as_error *err);
+bool as_hf_bert_ignored(const char *name);
+int as_hf_t5_map(as_hf *h, as_error *err);
+bool as_hf_t5_ignored(const char *name);
+int as_hf_vit_map(as_hf *h, as_error *err);
+bool as_hf_vit_ignored(const char *name);
 
 /* A multimodal model whose language model is one of the families: its
  * config.json nests that model's settings in text_config, its checkpoint

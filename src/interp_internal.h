@@ -1,5 +1,6 @@
-/* What the interpreter's files (interp.c, attention.c) share: where the
- * current span's rows of a hook live. Not part of the public API. */
+/* What the interpreter's files (interp.c, interp_ops.c, interp_rules.c,
+ * attention.c) share: where the current span's rows of a hook live, and
+ * what the loop calls. Not part of the public API. */
 #ifndef ATTNSCOPE_INTERP_INTERNAL_H
 #define ATTNSCOPE_INTERP_INTERNAL_H
 
@@ -35,7 +36,21 @@ static inline int attn_row_len(const as_interp *it, const as_attn *a, int i)
 /* Span row i, head `head` of an attention hook: attn_row_len floats. */
 float *as_interp_attn_row(const as_interp *it, int h, int head, int i);
 
-/* attention.c: the three ops of an attention site. */
+/* interp_ops.c: runs one op over the current span. */
+void as_interp_exec(as_interp *it, const as_op *op);
+/* The expert a slot's stored index names (-1: none), and the choice of k
+ * experts from a route's weights (interp_ops.c; the route-off rule chooses
+ * again with them). */
+int as_interp_expert_of(float v, int n_expert);
+void as_interp_choose_experts(const as_op *op, const float *w, const bool *off, float *out);
+
+/* interp_rules.c: the rules and checks run as an op fills its hook. */
+void as_interp_check_finite(as_interp *it, const as_op *op);
+bool as_interp_apply_rules(as_interp *it, int hook);
+bool as_interp_has_state(const as_interp *it);
+
+/* attention.c: the three ops of an attention site, and the attention rows
+ * of the span (as_interp_attn_row above). */
 void as_attn_scores(as_interp *it, const as_op *op);
 void as_attn_softmax(as_interp *it, const as_op *op);
 void as_attn_mix(as_interp *it, const as_op *op);

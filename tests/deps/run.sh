@@ -63,4 +63,23 @@ else
         { echo "FAIL: deps-scan named the wrong lines:"; sed 's/^/  /' "$TMP/out"; fail=1; }
 fi
 [ $fail = 0 ] && echo "deps-scan: the scan finds what is missing (numpy left out; jq and yaml in a made-up helper)"
+
+# 4. make deps's graph (tests/deps/graph.py) on made-up objects: a.c and
+# b.c call each other (a cycle, named with a symbol on each edge), c.c
+# calls a.c only; without b.c's call back there is no cycle.
+mkdir -p "$TMP/g"
+printf 'int b_f(void);\nint a_g(void) { return 1; }\nint a_f(void) { return b_f(); }\n' > "$TMP/g/a.c"
+printf 'int a_g(void);\nint b_f(void) { return a_g(); }\n' > "$TMP/g/b.c"
+printf 'int a_f(void);\nint c_f(void) { return a_f(); }\n' > "$TMP/g/c.c"
+printf 'int b_f(void) { return 2; }\n' > "$TMP/g/b2.c"
+for f in a b c b2; do cc -c "$TMP/g/$f.c" -o "$TMP/g/$f.o" || fail=1; done
+if /usr/bin/python3 "$here/graph.py" g "$TMP/g/a.o" "$TMP/g/b.o" "$TMP/g/c.o" > "$TMP/out"; then
+    echo "FAIL: make deps's graph passed a.c <-> b.c"; fail=1
+elif ! grep -q "CYCLE among 2 files: .*a\.c .*b\.c" "$TMP/out" ||
+     ! grep -q "a\.c -\[b_f\]-> .*b\.c -\[a_g\]-> .*a\.c" "$TMP/out"; then
+    echo "FAIL: make deps's graph did not name the cycle a.c -[b_f]-> b.c -[a_g]-> a.c:"; sed 's/^/  /' "$TMP/out"; fail=1
+fi
+/usr/bin/python3 "$here/graph.py" g "$TMP/g/a.o" "$TMP/g/b2.o" "$TMP/g/c.o" > "$TMP/out" ||
+    { echo "FAIL: make deps's graph found a cycle in a one-way graph:"; sed 's/^/  /' "$TMP/out"; fail=1; }
+[ $fail = 0 ] && echo "deps-scan: make deps's graph finds a made-up cycle, naming a symbol on each edge, and passes a one-way graph"
 exit $fail
