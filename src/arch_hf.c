@@ -7,6 +7,7 @@
  * Here the decoders (GPT-2, Llama, Mistral, Qwen, Gemma) and the table of
  * families; src/arch_hf_encoders.c the families with an encoder. */
 #include "hf_internal.h"
+#include "tensor_names.h"
 
 #include <errno.h>
 #include <math.h>
@@ -55,28 +56,28 @@ static int gpt2_map(as_hf *h, as_error *err)
     h->alt_prefix = "transformer."; /* GPT2LMHeadModel's names */
     uint64_t D = (uint64_t)d, F = (uint64_t)ff;
     const as_hf_rule top[] = {
-        {"wte.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", false},
-        {"wpe.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D, "[n_positions, n_embd]", false},
-        {"ln_f.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"ln_f.bias", "output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", true},
+        {"wte.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", false},
+        {"wpe.weight", AS_TN_POS_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D, "[n_positions, n_embd]", false},
+        {"ln_f.weight", AS_TN_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"ln_f.bias", AS_TN_OUTPUT_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, n_embd]", true},
     };
     /* Conv1D weights are [in, out]: transposed into llama.cpp's [out rows of in]. */
     const as_hf_rule blk[] = {
-        {"h.%d.ln_1.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.ln_1.bias", "blk.%d.attn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.attn.c_attn.weight", "blk.%d.attn_qkv.weight", AS_HF_TRANSPOSE, 0, 2, D, 3 * D, "[n_embd, 3 x n_embd]",
+        {"h.%d.ln_1.weight", AS_TN_ATTN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_1.bias", AS_TN_ATTN_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.attn.c_attn.weight", AS_TN_ATTN_QKV ".weight", AS_HF_TRANSPOSE, 0, 2, D, 3 * D, "[n_embd, 3 x n_embd]",
          false},
-        {"h.%d.attn.c_attn.bias", "blk.%d.attn_qkv.bias", AS_HF_AS_IS, 0, 1, 3 * D, 0, "[3 x n_embd]", false},
-        {"h.%d.attn.c_proj.weight", "blk.%d.attn_output.weight", AS_HF_TRANSPOSE, 0, 2, D, D, "[n_embd, n_embd]",
+        {"h.%d.attn.c_attn.bias", AS_TN_ATTN_QKV ".bias", AS_HF_AS_IS, 0, 1, 3 * D, 0, "[3 x n_embd]", false},
+        {"h.%d.attn.c_proj.weight", AS_TN_ATTN_OUT ".weight", AS_HF_TRANSPOSE, 0, 2, D, D, "[n_embd, n_embd]",
          false},
-        {"h.%d.attn.c_proj.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.ln_2.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.ln_2.bias", "blk.%d.ffn_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
-        {"h.%d.mlp.c_fc.weight", "blk.%d.ffn_up.weight", AS_HF_TRANSPOSE, 0, 2, D, F, "[n_embd, n_inner]", false},
-        {"h.%d.mlp.c_fc.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0, "[n_inner]", false},
-        {"h.%d.mlp.c_proj.weight", "blk.%d.ffn_down.weight", AS_HF_TRANSPOSE, 0, 2, F, D, "[n_inner, n_embd]", false},
-        {"h.%d.mlp.c_proj.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.attn.c_proj.bias", AS_TN_ATTN_OUT ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.weight", AS_TN_FFN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.ln_2.bias", AS_TN_FFN_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
+        {"h.%d.mlp.c_fc.weight", AS_TN_FFN_UP ".weight", AS_HF_TRANSPOSE, 0, 2, D, F, "[n_embd, n_inner]", false},
+        {"h.%d.mlp.c_fc.bias", AS_TN_FFN_UP ".bias", AS_HF_AS_IS, 0, 1, F, 0, "[n_inner]", false},
+        {"h.%d.mlp.c_proj.weight", AS_TN_FFN_DOWN ".weight", AS_HF_TRANSPOSE, 0, 2, F, D, "[n_inner, n_embd]", false},
+        {"h.%d.mlp.c_proj.bias", AS_TN_FFN_DOWN ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[n_embd]", false},
     };
     if (as_hf_add_rules(h, top, sizeof top / sizeof top[0], 0, err))
         return AS_ERR;
@@ -182,7 +183,7 @@ static int rope_scaling(as_hf *h, const char *arch, int dh, double base, as_erro
         if (dh / 2 > 4096)
             return as_error_set(err, "%s: head_dim %d is too large", h->config_path, dh);
         llama3_freqs(freqs, dh / 2, base, factor, low, high, (double)orig);
-        return as_hf_add_f32(h, "rope_freqs.weight", freqs, (uint64_t)(dh / 2), err);
+        return as_hf_add_f32(h, AS_TN_ROPE_FREQS ".weight", freqs, (uint64_t)(dh / 2), err);
     }
     return as_error_set(err, "%s: rope_scaling type '%.20s' is not read (default, linear, yarn, llama3)",
                         h->config_path, type);
@@ -259,43 +260,43 @@ static int dec_map(as_hf *h, const dec_opts *o, as_error *err)
     uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
     as_hf_xform qk = o->pairs ? AS_HF_PAIRS : AS_HF_AS_IS;
     const as_hf_rule top[] = {
-        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"model.embed_tokens.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", false},
-        {"model.norm.weight", "output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+        {"model.norm.weight", AS_TN_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
     };
     const as_hf_rule blk[] = {
-        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+        {"model.layers.%d.input_layernorm.weight", AS_TN_ATTN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", qk, (int)H, 2, Q, D,
+        {"model.layers.%d.self_attn.q_proj.weight", AS_TN_ATTN_Q ".weight", qk, (int)H, 2, Q, D,
          "[num_attention_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", qk, (int)Hk, 2, K, D,
+        {"model.layers.%d.self_attn.k_proj.weight", AS_TN_ATTN_K ".weight", qk, (int)Hk, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
+        {"model.layers.%d.self_attn.v_proj.weight", AS_TN_ATTN_V ".weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
+        {"model.layers.%d.self_attn.o_proj.weight", AS_TN_ATTN_OUT ".weight", AS_HF_AS_IS, 0, 2, D, Q,
          "[hidden_size, num_attention_heads x head_dim]", false},
-        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+        {"model.layers.%d.post_attention_layernorm.weight", AS_TN_FFN_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.gate_proj.weight", AS_TN_FFN_GATE ".weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.up_proj.weight", AS_TN_FFN_UP ".weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+        {"model.layers.%d.mlp.down_proj.weight", AS_TN_FFN_DOWN ".weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
     };
     const as_hf_rule bias[] = {
-        {"model.layers.%d.self_attn.q_proj.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, Q, 0,
+        {"model.layers.%d.self_attn.q_proj.bias", AS_TN_ATTN_Q ".bias", AS_HF_AS_IS, 0, 1, Q, 0,
          "[num_attention_heads x head_dim]", false},
-        {"model.layers.%d.self_attn.k_proj.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, K, 0,
+        {"model.layers.%d.self_attn.k_proj.bias", AS_TN_ATTN_K ".bias", AS_HF_AS_IS, 0, 1, K, 0,
          "[num_key_value_heads x head_dim]", false},
-        {"model.layers.%d.self_attn.v_proj.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, K, 0,
+        {"model.layers.%d.self_attn.v_proj.bias", AS_TN_ATTN_V ".bias", AS_HF_AS_IS, 0, 1, K, 0,
          "[num_key_value_heads x head_dim]", false},
     };
     const as_hf_rule qk_norm[] = {
-        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.q_norm.weight", AS_TN_ATTN_Q_NORM ".weight", AS_HF_AS_IS, 0, 1, DH, 0,
          "[head_dim]", false},
-        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_AS_IS, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.k_norm.weight", AS_TN_ATTN_K_NORM ".weight", AS_HF_AS_IS, 0, 1, DH, 0,
          "[head_dim]", false},
     };
     if (as_hf_add_rules(h, top, sizeof top / sizeof top[0], 0, err))
@@ -447,46 +448,46 @@ static int gemma_map(as_hf *h, int version, as_error *err)
         return AS_ERR;
     uint64_t D = (uint64_t)d, F = (uint64_t)ff, Q = (uint64_t)(H * dh), K = (uint64_t)(Hk * dh), DH = (uint64_t)dh;
     const as_hf_rule top[] = {
-        {"model.embed_tokens.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"model.embed_tokens.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", false},
-        {"model.norm.weight", "output_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0, "[hidden_size]", false},
-        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
+        {"model.norm.weight", AS_TN_OUTPUT_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0, "[hidden_size]", false},
+        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, hidden_size]", tied},
     };
     const as_hf_rule blk[] = {
-        {"model.layers.%d.input_layernorm.weight", "blk.%d.attn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+        {"model.layers.%d.input_layernorm.weight", AS_TN_ATTN_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.self_attn.q_proj.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, Q, D,
+        {"model.layers.%d.self_attn.q_proj.weight", AS_TN_ATTN_Q ".weight", AS_HF_AS_IS, 0, 2, Q, D,
          "[num_attention_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.k_proj.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, K, D,
+        {"model.layers.%d.self_attn.k_proj.weight", AS_TN_ATTN_K ".weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.v_proj.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, K, D,
+        {"model.layers.%d.self_attn.v_proj.weight", AS_TN_ATTN_V ".weight", AS_HF_AS_IS, 0, 2, K, D,
          "[num_key_value_heads x head_dim, hidden_size]", false},
-        {"model.layers.%d.self_attn.o_proj.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, Q,
+        {"model.layers.%d.self_attn.o_proj.weight", AS_TN_ATTN_OUT ".weight", AS_HF_AS_IS, 0, 2, D, Q,
          "[hidden_size, num_attention_heads x head_dim]", false},
-        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.post_attention_norm.weight", AS_HF_PLUS_ONE, 0, 1,
+        {"model.layers.%d.post_attention_layernorm.weight", AS_TN_ATTN_POST_NORM ".weight", AS_HF_PLUS_ONE, 0, 1,
          D, 0, "[hidden_size]", false},
-        {"model.layers.%d.pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+        {"model.layers.%d.pre_feedforward_layernorm.weight", AS_TN_FFN_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"model.layers.%d.post_feedforward_layernorm.weight", "blk.%d.post_ffw_norm.weight", AS_HF_PLUS_ONE, 0, 1, D,
+        {"model.layers.%d.post_feedforward_layernorm.weight", AS_TN_FFN_POST_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D,
          0, "[hidden_size]", false},
-        {"model.layers.%d.mlp.gate_proj.weight", "blk.%d.ffn_gate.weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.gate_proj.weight", AS_TN_FFN_GATE ".weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.up_proj.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"model.layers.%d.mlp.up_proj.weight", AS_TN_FFN_UP ".weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"model.layers.%d.mlp.down_proj.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+        {"model.layers.%d.mlp.down_proj.weight", AS_TN_FFN_DOWN ".weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
     };
     /* Gemma 1: a norm before attention and one before the MLP (post_attention_layernorm, as Llama names it) */
     const as_hf_rule blk1[] = {
         blk[0], blk[1], blk[2], blk[3], blk[4],
-        {"model.layers.%d.post_attention_layernorm.weight", "blk.%d.ffn_norm.weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
+        {"model.layers.%d.post_attention_layernorm.weight", AS_TN_FFN_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, D, 0,
          "[hidden_size]", false},
         blk[8], blk[9], blk[10],
     };
     const as_hf_rule qk[] = {
-        {"model.layers.%d.self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.q_norm.weight", AS_TN_ATTN_Q_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
          "[head_dim]", false},
-        {"model.layers.%d.self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
+        {"model.layers.%d.self_attn.k_norm.weight", AS_TN_ATTN_K_NORM ".weight", AS_HF_PLUS_ONE, 0, 1, DH, 0,
          "[head_dim]", false},
     };
 #undef GKEY

@@ -3,6 +3,7 @@
  * labels): what their config.json and tensors become in a GGUF view, as
  * src/arch_hf.c does for the decoders (the table of families is there). */
 #include "hf_internal.h"
+#include "tensor_names.h"
 
 #include <errno.h>
 #include <math.h>
@@ -172,59 +173,59 @@ int as_hf_bert_map(as_hf *h, as_error *err)
     h->alt_prefix = "bert."; /* BertForMaskedLM's names; BertModel's have none */
     uint64_t D = (uint64_t)d, F = (uint64_t)ff;
     const as_hf_rule top[] = {
-        {"embeddings.word_embeddings.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"embeddings.word_embeddings.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", false},
-        {"embeddings.position_embeddings.weight", "position_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D,
+        {"embeddings.position_embeddings.weight", AS_TN_POS_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)ctx, D,
          "[max_position_embeddings, hidden_size]", false},
-        {"embeddings.token_type_embeddings.weight", "token_types.weight", AS_HF_AS_IS, 0, 2, (uint64_t)types, D,
+        {"embeddings.token_type_embeddings.weight", AS_TN_TOKEN_TYPES ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)types, D,
          "[type_vocab_size, hidden_size]", false},
-        {"embeddings.LayerNorm.weight", "token_embd_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"embeddings.LayerNorm.bias", "token_embd_norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"embeddings.LayerNorm.weight", AS_TN_TOKEN_EMBD_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"embeddings.LayerNorm.bias", AS_TN_TOKEN_EMBD_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
     };
     /* BertForMaskedLM's head: our mlm.* (its decoder is tied to the embeddings unless stored) */
     const as_hf_rule mlm[] = {
-        {"cls.predictions.transform.dense.weight", "mlm.dense.weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"cls.predictions.transform.dense.weight", AS_TN_MLM_DENSE ".weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"cls.predictions.transform.dense.bias", "mlm.dense.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"cls.predictions.transform.LayerNorm.weight", "mlm.norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"cls.predictions.transform.dense.bias", AS_TN_MLM_DENSE ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.transform.LayerNorm.weight", AS_TN_MLM_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"cls.predictions.transform.LayerNorm.bias", "mlm.norm.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"cls.predictions.bias", "mlm.output.bias", AS_HF_AS_IS, 0, 1, (uint64_t)V, 0, "[vocab_size]", false},
-        {"cls.predictions.decoder.weight", "mlm.output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
+        {"cls.predictions.transform.LayerNorm.bias", AS_TN_MLM_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"cls.predictions.bias", AS_TN_MLM_OUTPUT ".bias", AS_HF_AS_IS, 0, 1, (uint64_t)V, 0, "[vocab_size]", false},
+        {"cls.predictions.decoder.weight", AS_TN_MLM_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D,
          "[vocab_size, hidden_size]", true},
     };
     const as_hf_rule blk[] = {
-        {"encoder.layer.%d.attention.self.query.weight", "blk.%d.attn_q.weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.self.query.weight", AS_TN_ATTN_Q ".weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.self.query.bias", "blk.%d.attn_q.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.attention.self.query.bias", AS_TN_ATTN_Q ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.attention.self.key.weight", "blk.%d.attn_k.weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.self.key.weight", AS_TN_ATTN_K ".weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.self.key.bias", "blk.%d.attn_k.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.attention.self.key.bias", AS_TN_ATTN_K ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.attention.self.value.weight", "blk.%d.attn_v.weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.self.value.weight", AS_TN_ATTN_V ".weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.self.value.bias", "blk.%d.attn_v.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.attention.self.value.bias", AS_TN_ATTN_V ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.attention.output.dense.weight", "blk.%d.attn_output.weight", AS_HF_AS_IS, 0, 2, D, D,
+        {"encoder.layer.%d.attention.output.dense.weight", AS_TN_ATTN_OUT ".weight", AS_HF_AS_IS, 0, 2, D, D,
          "[hidden_size, hidden_size]", false},
-        {"encoder.layer.%d.attention.output.dense.bias", "blk.%d.attn_output.bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.attention.output.dense.bias", AS_TN_ATTN_OUT ".bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"encoder.layer.%d.attention.output.LayerNorm.weight", "blk.%d.attn_output_norm.weight", AS_HF_AS_IS, 0, 1, D,
+        {"encoder.layer.%d.attention.output.LayerNorm.weight", AS_TN_ATTN_OUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D,
          0, "[hidden_size]", false},
-        {"encoder.layer.%d.attention.output.LayerNorm.bias", "blk.%d.attn_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.attention.output.LayerNorm.bias", AS_TN_ATTN_OUT_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"encoder.layer.%d.intermediate.dense.weight", "blk.%d.ffn_up.weight", AS_HF_AS_IS, 0, 2, F, D,
+        {"encoder.layer.%d.intermediate.dense.weight", AS_TN_FFN_UP ".weight", AS_HF_AS_IS, 0, 2, F, D,
          "[intermediate_size, hidden_size]", false},
-        {"encoder.layer.%d.intermediate.dense.bias", "blk.%d.ffn_up.bias", AS_HF_AS_IS, 0, 1, F, 0,
+        {"encoder.layer.%d.intermediate.dense.bias", AS_TN_FFN_UP ".bias", AS_HF_AS_IS, 0, 1, F, 0,
          "[intermediate_size]", false},
-        {"encoder.layer.%d.output.dense.weight", "blk.%d.ffn_down.weight", AS_HF_AS_IS, 0, 2, D, F,
+        {"encoder.layer.%d.output.dense.weight", AS_TN_FFN_DOWN ".weight", AS_HF_AS_IS, 0, 2, D, F,
          "[hidden_size, intermediate_size]", false},
-        {"encoder.layer.%d.output.dense.bias", "blk.%d.ffn_down.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
+        {"encoder.layer.%d.output.dense.bias", AS_TN_FFN_DOWN ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]",
          false},
-        {"encoder.layer.%d.output.LayerNorm.weight", "blk.%d.layer_output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.output.LayerNorm.weight", AS_TN_LAYER_OUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"encoder.layer.%d.output.LayerNorm.bias", "blk.%d.layer_output_norm.bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"encoder.layer.%d.output.LayerNorm.bias", AS_TN_LAYER_OUT_NORM ".bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
     };
     if (as_hf_add_rules(h, top, sizeof top / sizeof top[0], 0, err))
@@ -298,10 +299,10 @@ int as_hf_t5_map(as_hf *h, as_error *err)
         return as_hf_oom(h, err);
     uint64_t D = (uint64_t)d, Q = (uint64_t)(H * dkv), F = (uint64_t)ff, B = (uint64_t)buckets, NH = (uint64_t)H;
     const as_hf_rule top[] = {
-        {"shared.weight", "token_embd.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
-        {"lm_head.weight", "output.weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
-        {"encoder.final_layer_norm.weight", "enc.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
-        {"decoder.final_layer_norm.weight", "dec.output_norm.weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"shared.weight", AS_TN_TOKEN_EMBD ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"lm_head.weight", AS_TN_OUTPUT ".weight", AS_HF_AS_IS, 0, 2, (uint64_t)V, D, "[vocab_size, d_model]", false},
+        {"encoder.final_layer_norm.weight", AS_TN_ENC_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
+        {"decoder.final_layer_norm.weight", AS_TN_DEC_OUTPUT_NORM ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[d_model]", false},
         {"encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "enc.blk.0.attn_rel_b.weight",
          AS_HF_AS_IS, 0, 2, B, NH, "[relative_attention_num_buckets, num_heads]", false},
         {"decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", "dec.blk.0.attn_rel_b.weight",
@@ -592,24 +593,24 @@ int as_hf_vit_map(as_hf *h, as_error *err)
     uint64_t D = (uint64_t)d, F = (uint64_t)ff, grid = (uint64_t)(size / patch), C = (uint64_t)n_class;
     uint64_t cls[3] = {1, 1, D}, pos[3] = {1, 1 + grid * grid, D}, conv[4] = {D, (uint64_t)ch, (uint64_t)patch,
                                                                               (uint64_t)patch};
-    if (as_hf_add(h, "embeddings.cls_token", "v.class_embd", AS_HF_SQUEEZE, 0, 3, cls, "[1, 1, hidden_size]", false,
+    if (as_hf_add(h, "embeddings.cls_token", AS_TN_V_CLASS_EMBD, AS_HF_SQUEEZE, 0, 3, cls, "[1, 1, hidden_size]", false,
                   NULL, err) ||
-        as_hf_add(h, "embeddings.position_embeddings", "v.position_embd.weight", AS_HF_SQUEEZE, 0, 3, pos,
+        as_hf_add(h, "embeddings.position_embeddings", AS_TN_V_POS_EMBD ".weight", AS_HF_SQUEEZE, 0, 3, pos,
                   "[1, 1 + (image_size / patch_size)^2, hidden_size]", false, NULL, err) ||
-        as_hf_add(h, "embeddings.patch_embeddings.projection.weight", "v.patch_embd.weight", AS_HF_AS_IS, 0, 4, conv,
+        as_hf_add(h, "embeddings.patch_embeddings.projection.weight", AS_TN_V_PATCH_EMBD ".weight", AS_HF_AS_IS, 0, 4, conv,
                   "[hidden_size, num_channels, patch_size, patch_size]", false, NULL, err))
         return AS_ERR;
     const as_hf_rule top[] = {
-        {"embeddings.patch_embeddings.projection.bias", "v.patch_embd.bias", AS_HF_AS_IS, 0, 1, D, 0,
+        {"embeddings.patch_embeddings.projection.bias", AS_TN_V_PATCH_EMBD ".bias", AS_HF_AS_IS, 0, 1, D, 0,
          "[hidden_size]", false},
-        {"layernorm.weight", "v.post_ln.weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"layernorm.bias", "v.post_ln.bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
-        {"classifier.weight", "v.head.weight", AS_HF_AS_IS, 0, 2, C, D, "[len(id2label), hidden_size]", false},
-        {"classifier.bias", "v.head.bias", AS_HF_AS_IS, 0, 1, C, 0, "[len(id2label)]", false},
+        {"layernorm.weight", AS_TN_V_POST_LN ".weight", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"layernorm.bias", AS_TN_V_POST_LN ".bias", AS_HF_AS_IS, 0, 1, D, 0, "[hidden_size]", false},
+        {"classifier.weight", AS_TN_V_HEAD ".weight", AS_HF_AS_IS, 0, 2, C, D, "[len(id2label), hidden_size]", false},
+        {"classifier.bias", AS_TN_V_HEAD ".bias", AS_HF_AS_IS, 0, 1, C, 0, "[len(id2label)]", false},
     };
 #define LIN(hf, gg, o, i, w)                                                                                         \
-    {"encoder.layer.%d." hf ".weight", "v.blk.%d." gg ".weight", AS_HF_AS_IS, 0, 2, o, i, w, false},                \
-    {"encoder.layer.%d." hf ".bias", "v.blk.%d." gg ".bias", AS_HF_AS_IS, 0, 1, o, 0, "[out]", false}
+    {"encoder.layer.%d." hf ".weight", AS_TN_V_BLK gg ".weight", AS_HF_AS_IS, 0, 2, o, i, w, false},                \
+    {"encoder.layer.%d." hf ".bias", AS_TN_V_BLK gg ".bias", AS_HF_AS_IS, 0, 1, o, 0, "[out]", false}
     const as_hf_rule blk[] = {
         LIN("layernorm_before", "ln1", D, 0, "[hidden_size]"), LIN("layernorm_after", "ln2", D, 0, "[hidden_size]"),
     };
