@@ -56,7 +56,7 @@ int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_er
 /* cmd_run.c: what a run says where it stopped. */
 void as_cmd_print_stop(as_session *s, as_stop stop, int last_pc);
 
-/* Layer × column tables of an instrument as a heatmap figure (PNG, SVG or
+/* export_table.c: layer × column tables of an instrument as a heatmap figure (PNG, SVG or
  * PDF by the path's extension), one panel per table side by side; options
  * dpi=, title=, width=, height= and font= from argv[opt_first] on. Signed tables go on the
  * diverging map centred on 0 (±max|value|, at least ±1), scores on the
@@ -79,7 +79,7 @@ typedef struct as_table_fig {
     const char *masked_label;     /* what such a cell is, in the legend ("dense layer"); NULL: "masked" */
 } as_table_fig;
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
-/* A token as figures label it: its text with spaces as '·' and control
+/* cmd_output.c: a token as figures label it: its text with spaces as '·' and control
  * bytes escaped (control tokens by their vocabulary string). */
 void as_cmd_token_label(const as_session *s, int32_t id, char *out, size_t cap);
 /* .npy, .png or .svg by the path's extension (any case); NULL: none of them. */
@@ -111,7 +111,7 @@ void as_cmd_stream_label(const as_session *s, int stream, int pos, char *out, si
 int as_cmd_image(cmd_ctx *c);
 int as_cmd_top_classes(cmd_ctx *c, long k);
 int as_cmd_rollout(cmd_ctx *c);
-/* cmd_export.c: export overlay LAYER HEAD|mean|rollout|all FILE [options] (argv as typed). */
+/* export_overlay.c: export overlay LAYER HEAD|mean|rollout|all FILE [options] (argv as typed). */
 int as_cmd_export_overlay(cmd_ctx *c);
 /* A position of the context: its number, or its name (CLS, r3c5) where
  * the stream names positions. */
@@ -205,7 +205,7 @@ int as_cmd_token_types(cmd_ctx *c);
 int as_cmd_prompt_pair(cmd_ctx *c, bool raw);
 /* top [K] [POS] where the output stream is not causal (k parsed). */
 int as_cmd_top_encoder(cmd_ctx *c, long k);
-/* cmd_export.c: figures, and `dump all DIR` (called by `dump`). */
+/* cmd_export.c: figures; cmd_dump.c: `dump all DIR` (called by `dump`). */
 int as_cmd_export(cmd_ctx *c);
 int as_cmd_dump_all(cmd_ctx *c);
 
