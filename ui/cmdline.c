@@ -94,7 +94,7 @@ static void cl_matches(char **matches, int n, int max_len)
     if (shown < n)
         log_addf(&u->log, LOG_HINT, "... and %d more", n - shown);
     u->log_scroll = 0;
-    u->dirty |= panes_showing(SHOWS_LOG);
+    u->dirty |= panes_showing(u, SHOWS_LOG);
 }
 
 void cmdline_init(tui *u)

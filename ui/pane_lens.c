@@ -40,9 +40,7 @@ static const float *resid_at(const tui *u, int layer, int q)
  * there (not computed yet, or dropped by the capture budget). */
 static bool compute(tui *u, int q)
 {
-    if (!u->lens && !(u->lens = calloc(1, sizeof *u->lens)))
-        return false;
-    struct lens_cache *cache = u->lens;
+    struct lens_cache *cache = u->pane_state[P_LENS];
     const as_session *s = u->s;
     const as_interp *it = s->it;
     int L = s->model->cfg.n_layer, V = s->model->cfg.n_vocab;
@@ -94,7 +92,7 @@ static void piece_of(const tui *u, int id, char *out, size_t cap, int width)
  * other top tokens as room allows, and the chosen token's rank at the right. */
 static void draw_layer(tui *u, WINDOW *w, int y, int row, int cols)
 {
-    const struct lens_cache *cache = u->lens;
+    const struct lens_cache *cache = u->pane_state[P_LENS];
     char label[16], piece[96], pct[16], bar[256], rank[32];
     bool sel = row - 1 == u->v.layer;
     snprintf(label, sizeof label, row ? "L%d" : "emb", row - 1);
@@ -161,7 +159,7 @@ static void draw(tui *u)
         wnoutrefresh(w);
         return;
     }
-    const struct lens_cache *cache = u->lens;
+    const struct lens_cache *cache = u->pane_state[P_LENS];
     piece_of(u, cache->chosen, chosen, sizeof chosen, 10);
     char note[96];
     snprintf(note, sizeof note, "%s %s", cache->generated ? "rank of generated" : "rank of final top", chosen);
@@ -175,6 +173,17 @@ static void draw(tui *u)
     for (int i = 0; i < rows && first + i < cache->rows; i++)
         draw_layer(u, w, 1 + i, first + i, cols);
     wnoutrefresh(w);
+}
+
+/* The cache, empty (the state: `load` makes it another model's). */
+static void *init(void)
+{
+    return calloc(1, sizeof(struct lens_cache));
+}
+
+static void reset(void *state)
+{
+    memset(state, 0, sizeof(struct lens_cache));
 }
 
 /* Where there is a residual stream after each layer to read through the
@@ -191,4 +200,7 @@ const pane_class pane_lens = {
     .focusable = true,
     .applies = applies,
     .draw = draw,
+    .init = init,
+    .reset = reset,
+    .free = free,
 };

@@ -14,6 +14,16 @@
  * over a few thousand dimensions rarely passes 5. */
 #define OUTLIER_SCALES 6.0f
 
+/* The pane's state: its first row shown. */
+typedef struct norms_state {
+    int norm_first;
+} norms_state;
+
+static norms_state *state(const tui *u)
+{
+    return u->pane_state[P_NORMS];
+}
+
 static int norm_hook(const tui *u, norm_kind k)
 {
     return view_norm_hook(u->s->prog, u->v.layer, k);
@@ -155,9 +165,9 @@ static void draw(tui *u)
     int level = columns_for(cols), body = rows - 2;
     header(u, w, level, cols);
     int sel = u->v.query < n ? u->v.query : n - 1;
-    u->norm_first = tf_scroll_follow(u->norm_first, sel, body, n);
-    for (int i = 0; i < body && u->norm_first + i < n; i++)
-        row(u, w, 2 + i, u->norm_first + i, as_capture_norm(u->s->cap, h, u->norm_first + i), level, cols);
+    state(u)->norm_first = tf_scroll_follow(state(u)->norm_first, sel, body, n);
+    for (int i = 0; i < body && state(u)->norm_first + i < n; i++)
+        row(u, w, 2 + i, state(u)->norm_first + i, as_capture_norm(u->s->cap, h, state(u)->norm_first + i), level, cols);
     sparkline(u, w, rows, cols);
     wnoutrefresh(w);
 }
@@ -177,6 +187,11 @@ static unsigned key(tui *u, int ch, bool keycode)
     return RD_IGNORED;
 }
 
+static void *init(void)
+{
+    return calloc(1, sizeof(norms_state));
+}
+
 const pane_class pane_norms = {
     .name = "LayerNorm",
     .shows = SHOWS_LAYER | SHOWS_QUERY | SHOWS_NORM | SHOWS_DATA,
@@ -184,4 +199,6 @@ const pane_class pane_norms = {
     .applies = applies,
     .draw = draw,
     .key = key,
+    .init = init,
+    .free = free,
 };

@@ -9,6 +9,26 @@
 #include "textfmt.h"
 #include "tui.h"
 
+/* The pane's state: where the last draw put each chip, for scrolling and clicks. */
+typedef struct tokens_state {
+    int tok_first_row;
+    int tok_rows, *tok_row, *tok_col, tok_n, tok_cap;
+} tokens_state;
+
+static tokens_state *state(const tui *u)
+{
+    return u->pane_state[P_TOKENS];
+}
+
+/* Whether a pane marks the token at pos (the routing pane's selected expert's). */
+static bool marked(const tui *u, int pos)
+{
+    for (int p = 0; p < P_COUNT; p++)
+        if (u->panes[p]->marks && u->panes[p]->marks(u, pos))
+            return true;
+    return false;
+}
+
 /* An encoder-decoder's strip shows the source first, then an arrow, then
  * the decoder's tokens: chip i of the strip is the source's position i,
  * and the decoder's position i - (n_source + 1) after it. */
@@ -34,17 +54,17 @@ static role chip_role(const tui *u, int i)
 
 static bool ensure_positions(tui *u, int n)
 {
-    if (n <= u->tok_cap)
+    if (n <= state(u)->tok_cap)
         return true;
-    int *r = realloc(u->tok_row, (size_t)n * sizeof *r);
+    int *r = realloc(state(u)->tok_row, (size_t)n * sizeof *r);
     if (r)
-        u->tok_row = r;
-    int *c = realloc(u->tok_col, (size_t)n * sizeof *c);
+        state(u)->tok_row = r;
+    int *c = realloc(state(u)->tok_col, (size_t)n * sizeof *c);
     if (c)
-        u->tok_col = c;
+        state(u)->tok_col = c;
     if (!r || !c)
         return false;
-    u->tok_cap = n;
+    state(u)->tok_cap = n;
     return true;
 }
 
@@ -66,16 +86,16 @@ static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96]
 {
     int ns = n_source(u);
     for (int i = 0; i < n; i++) {
-        int y = u->tok_row[i] - u->tok_first_row;
+        int y = state(u)->tok_row[i] - state(u)->tok_first_row;
         if (y < 0 || y >= rows)
             continue;
         role r = chip_role(u, i);
         /* the routing pane's selected expert: the tokens that chose it */
-        if (r != R_TOK_SEL && i >= ns && route_marks(u, i - ns))
+        if (r != R_TOK_SEL && i >= ns && marked(u, i - ns))
             term_role_attr(&u->t, w, R_OUTLIER, A_UNDERLINE);
         else
             term_role(&u->t, w, r);
-        put_text(u, w, 1 + y, 2 + u->tok_col[i], labels[i], cols - u->tok_col[i]);
+        put_text(u, w, 1 + y, 2 + state(u)->tok_col[i], labels[i], cols - state(u)->tok_col[i]);
     }
     term_role(&u->t, w, R_NORMAL);
 }
@@ -131,10 +151,10 @@ static void draw(tui *u)
      * runs on. */
     bool pixels = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
     int gap = u->t.cm == CM_MONO || pixels ? 1 : 0;
-    u->tok_rows = tf_strip_layout(widths, n, cols, gap, u->tok_row, u->tok_col);
-    u->tok_n = n;
+    state(u)->tok_rows = tf_strip_layout(widths, n, cols, gap, state(u)->tok_row, state(u)->tok_col);
+    state(u)->tok_n = n;
     int sel = u->v.site == AS_PICK_SOURCE && ns ? u->v.src_query : ns + u->v.query;
-    u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[sel], rows, u->tok_rows);
+    state(u)->tok_first_row = tf_scroll_follow(state(u)->tok_first_row, state(u)->tok_row[sel], rows, state(u)->tok_rows);
     draw_chips(u, w, rows, cols, labels, n);
     free(labels);
     free(widths);
@@ -155,14 +175,29 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
 {
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return RD_IGNORED;
-    int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1, ns = n_source(u);
-    for (int i = 0; i < u->tok_n && i < ns + u->s->it->out->n_tokens; i++)
-        if (u->tok_row[i] == row && u->tok_col[i] <= col)
+    int row = y - 1 + state(u)->tok_first_row, col = x - 2, hit = -1, ns = n_source(u);
+    for (int i = 0; i < state(u)->tok_n && i < ns + u->s->it->out->n_tokens; i++)
+        if (state(u)->tok_row[i] == row && state(u)->tok_col[i] <= col)
             hit = i;
     /* a source chip is selected on the encoder's heatmap, a target chip elsewhere */
     if (u->v.site == AS_PICK_SOURCE)
         return hit >= 0 && hit < ns - 1 ? tui_select_query(u, hit) : 0;
     return hit >= ns ? tui_select_query(u, hit - ns) : 0;
+}
+
+static void *init(void)
+{
+    return calloc(1, sizeof(tokens_state));
+}
+
+static void free_state(void *state)
+{
+    tokens_state *st = state;
+    if (st) {
+        free(st->tok_row);
+        free(st->tok_col);
+    }
+    free(st);
 }
 
 const pane_class pane_tokens = {
@@ -173,4 +208,6 @@ const pane_class pane_tokens = {
     .draw = draw,
     .key = key,
     .mouse = mouse,
+    .init = init,
+    .free = free_state,
 };

@@ -53,7 +53,7 @@ static void draw(tui *u)
     mvwprintw(w, 0, 0, "%*s", cols, "");
     int used = put_text(u, w, 0, 0, left, cols);
     /* The keys, right-aligned, if they fit; else the two that lead to the rest. */
-    const pane_class *focus = pane_classes[u->focus];
+    const pane_class *focus = u->panes[u->focus];
     bool encoder = !s->prog->streams[s->prog->out_stream].causal;
     const char *keys = focus->keys ? focus->keys : encoder ? VIEW_KEYS_ENCODER : VIEW_KEYS;
     if (used + (int)strlen(keys) + 2 > cols)
