@@ -35,12 +35,12 @@ typedef struct route_src {
 
 static int hook(const tui *u, as_hook_kind kind, int layer)
 {
-    return as_program_hook_in(u->s->prog, kind, layer, u->s->prog->out_stream);
+    return as_program_hook_in(as_view_program(u->s), kind, layer, as_view_out_stream(u->s));
 }
 
 static bool applies(const tui *u)
 {
-    for (int l = 0; l < u->s->model->cfg.n_layer; l++)
+    for (int l = 0; l < as_view_n_layer(u->s); l++)
         if (hook(u, AS_HK_EXPERT_INDICES, l) >= 0)
             return true;
     return false;
@@ -54,25 +54,25 @@ static bool source(const tui *u, route_src *r)
     r->hw = hook(u, AS_HK_EXPERT_WEIGHTS, L);
     r->hi = hook(u, AS_HK_EXPERT_INDICES, L);
     r->hs = hook(u, AS_HK_SHARED_GATE, L);
-    const as_op *op = r->hi >= 0 ? as_program_producer(u->s->prog, r->hi) : NULL;
+    const as_op *op = r->hi >= 0 ? as_program_producer(as_view_program(u->s), r->hi) : NULL;
     if (r->hw < 0 || !op)
         return false;
-    r->n_expert = op->n_expert;
-    r->k = op->k;
-    const as_capture *c = u->s->cap;
+    r->n_expert = as_view_op_experts(op);
+    r->k = as_view_op_k(op);
+    const as_capture *c = as_view_capture(u->s);
     if (as_capture_has(c, r->hw) && as_capture_has(c, r->hi)) {
-        r->n = c->filled[r->hw] < c->filled[r->hi] ? c->filled[r->hw] : c->filled[r->hi];
-        if (r->n > u->s->it->out->n_tokens)
-            r->n = u->s->it->out->n_tokens;
+        r->n = as_view_filled(u->s, r->hw) < as_view_filled(u->s, r->hi) ? as_view_filled(u->s, r->hw) : as_view_filled(u->s, r->hi);
+        if (r->n > as_view_n_tokens(u->s))
+            r->n = as_view_n_tokens(u->s);
     }
-    if (r->hs >= 0 && !(as_capture_has(c, r->hs) && c->filled[r->hs] >= r->n))
+    if (r->hs >= 0 && !(as_capture_has(c, r->hs) && as_view_filled(u->s, r->hs) >= r->n))
         r->hs = -1;
     return true;
 }
 
 static bool chose(const tui *u, const route_src *r, int pos, int e)
 {
-    const float *ix = as_capture_row(u->s->cap, r->hi, pos);
+    const float *ix = as_capture_row(as_view_capture(u->s), r->hi, pos);
     for (int j = 0; j < r->k; j++)
         if ((int)ix[j] == e)
             return true;
@@ -176,7 +176,7 @@ static void draw(tui *u)
     }
     pane_frame(u, P_ROUTE, title, note);
     if (!load || r.n == 0) {
-        pane_message(u, P_ROUTE, r.n == 0 && u->s->it->out->n_tokens == 0
+        pane_message(u, P_ROUTE, r.n == 0 && as_view_n_tokens(u->s) == 0
                                      ? "No context yet: prompt TEXT"
                                      : "Not computed yet: n, f or Space run the pass");
         free(load);
@@ -210,11 +210,11 @@ static void draw(tui *u)
         snprintf(label, sizeof label, "%d %s", p, piece);
         term_role(&u->t, w, p == u->v.query ? R_LABEL_SEL : route_marks(u, p) ? R_OUTLIER : R_NORMAL);
         put_text(u, w, y, 1, label, g.lw);
-        const float *wt = as_capture_row(u->s->cap, r.hw, p);
+        const float *wt = as_capture_row(as_view_capture(u->s), r.hw, p);
         for (int e = g.e0; e < g.e0 + g.ve; e++)
             cell(u, w, y, g.x0 + (e - g.e0) * g.cw, g.cw, wt[e], chose(u, &r, p, e));
         if (g.xs >= 0 && g.xs + 3 <= cols + 1)
-            cell(u, w, y, g.xs, 3, as_capture_row(u->s->cap, r.hs, p)[0], false);
+            cell(u, w, y, g.xs, 3, as_capture_row(as_view_capture(u->s), r.hs, p)[0], false);
         term_role(&u->t, w, R_NORMAL);
     }
     /* the load, under the last token: percent where cells are wide

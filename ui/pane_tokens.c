@@ -34,8 +34,8 @@ static bool marked(const tui *u, int pos)
  * and the decoder's position i - (n_source + 1) after it. */
 static int n_source(const tui *u)
 {
-    int src = u->s->prog->source_stream;
-    return src >= 0 && u->s->it->st[src].n_tokens > 0 ? u->s->it->st[src].n_tokens + 1 : 0;
+    int src = as_view_source_stream(u->s);
+    return src >= 0 && as_view_stream_tokens(u->s, src) > 0 ? as_view_stream_tokens(u->s, src) + 1 : 0;
 }
 
 static role chip_role(const tui *u, int i)
@@ -47,7 +47,7 @@ static role chip_role(const tui *u, int i)
     i -= ns;
     if (i == u->v.query && !on_source)
         return R_TOK_SEL;
-    if (i >= u->s->it->out->n_prompt)
+    if (i >= as_view_n_prompt(u->s))
         return i % 2 ? R_TOK_GEN_B : R_TOK_GEN_A;
     return i % 2 ? R_TOK_PROMPT_B : R_TOK_PROMPT_A;
 }
@@ -103,23 +103,22 @@ static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96]
 static void draw(tui *u)
 {
     WINDOW *w = u->win[P_TOKENS];
-    const as_interp *it = u->s->it;
-    int n = it->out->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, ns = n_source(u);
+    int n = as_view_n_tokens(u->s), rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, ns = n_source(u);
     char title[96];
-    bool image = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    bool image = as_view_pixels(u->s);
     if (image)
         snprintf(title, sizeof title, "Positions  CLS + %d patches", n > 0 ? n - 1 : 0);
     else if (ns)
-        snprintf(title, sizeof title, "Tokens  source %d, target %d prompt + %d generated", ns - 1, it->out->n_prompt,
-                 n - it->out->n_prompt);
+        snprintf(title, sizeof title, "Tokens  source %d, target %d prompt + %d generated", ns - 1, as_view_n_prompt(u->s),
+                 n - as_view_n_prompt(u->s));
     else
-        snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
+        snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", as_view_n_prompt(u->s), n - as_view_n_prompt(u->s));
     pane_frame(u, P_TOKENS, n ? title : image ? "Positions" : "Tokens", NULL);
     if (!image)
         legend(u, w, n ? title : "Tokens");
     if (n == 0) {
         term_role(&u->t, w, R_HINT);
-        put_text(u, w, 1, 2, u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS
+        put_text(u, w, 1, 2, as_view_pixels(u->s)
                                  ? "No image yet: image FILE at the command line (: opens it)"
                                  : "No context yet: prompt TEXT at the command line (: opens it), or lesson",
                  cols - 2);
@@ -137,7 +136,7 @@ static void draw(tui *u)
     }
     for (int i = 0; i < n; i++) {
         if (i < ns - 1)
-            stream_label(u, u->s->prog->source_stream, i, labels[i], sizeof labels[i]);
+            stream_label(u, as_view_source_stream(u->s), i, labels[i], sizeof labels[i]);
         else if (i == ns - 1)
             snprintf(labels[i], sizeof labels[i], " %s ", tf_glyph(G_ARROW, u->t.utf8));
         else
@@ -149,7 +148,7 @@ static void draw(tui *u)
     /* Without colour the chips cannot alternate shades: a gap separates
      * them; so it does between names (CLS, r0c0), which are no text that
      * runs on. */
-    bool pixels = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    bool pixels = as_view_pixels(u->s);
     int gap = u->t.cm == CM_MONO || pixels ? 1 : 0;
     state(u)->tok_rows = tf_strip_layout(widths, n, cols, gap, state(u)->tok_row, state(u)->tok_col);
     state(u)->tok_n = n;
@@ -176,7 +175,7 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return RD_IGNORED;
     int row = y - 1 + state(u)->tok_first_row, col = x - 2, hit = -1, ns = n_source(u);
-    for (int i = 0; i < state(u)->tok_n && i < ns + u->s->it->out->n_tokens; i++)
+    for (int i = 0; i < state(u)->tok_n && i < ns + as_view_n_tokens(u->s); i++)
         if (state(u)->tok_row[i] == row && state(u)->tok_col[i] <= col)
             hit = i;
     /* a source chip is selected on the encoder's heatmap, a target chip elsewhere */

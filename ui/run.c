@@ -14,9 +14,9 @@ static void capture_begin(tui *u)
     u->cap_out = open_memstream(&u->cap_out_buf, &u->cap_out_len);
     u->cap_warn = open_memstream(&u->cap_warn_buf, &u->cap_warn_len);
     if (u->cap_out)
-        u->s->out = u->cap_out;
+        as_view_set_out(u->s, u->cap_out);
     if (u->cap_warn)
-        u->s->warn = u->cap_warn;
+        as_view_set_warn(u->s, u->cap_warn);
 }
 
 /* Moves what the running command printed so far into the log. */
@@ -38,7 +38,8 @@ static void capture_end(tui *u, FILE *null)
 {
     capture_drain(u);
     log_flush(&u->log);
-    u->s->out = u->s->warn = null;
+    as_view_set_out(u->s, null);
+    as_view_set_warn(u->s, null);
     if (u->cap_out)
         fclose(u->cap_out);
     if (u->cap_warn)
@@ -78,17 +79,17 @@ static unsigned new_model(tui *u)
     for (int p = 0; p < P_COUNT; p++)
         if (u->panes[p]->reset)
             u->panes[p]->reset(u->pane_state[p]);
-    u->model = u->s->model;
+    u->model = as_view_model(u->s);
     u->v.layer = u->v.head = 0;
     u->v.follow = true;
-    u->v.norm = view_norm_step(u->s->prog, 0, NK_COUNT - 1, 1);
+    u->v.norm = view_norm_step(as_view_program(u->s), 0, NK_COUNT - 1, 1);
     return RD_LAYOUT;
 }
 
 unsigned tui_after_command(tui *u)
 {
     unsigned bits = panes_showing(u, SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
-    if (u->s->model != u->model)
+    if (as_view_model(u->s) != u->model)
         bits |= new_model(u);
     view_clamp(&u->v, u->s);
     if (u->v.pane_req >= 0)
@@ -111,7 +112,7 @@ static int run_one(tui *u, const char *cmd)
      * interventions it is computed again before they do (the batch and
      * the REPL leave it to the next command that reads it). */
     as_error e2 = {{0}};
-    if (as_interp_stale(u->s->it) && as_session_refresh(u->s, &e2)) {
+    if (as_interp_stale(as_view_interp(u->s)) && as_session_refresh(u->s, &e2)) {
         if (rc)
             log_addf(&u->log, LOG_ERROR, "error: %s", err.msg);
         err = e2;
@@ -166,7 +167,7 @@ int tui_run_line(tui *u, const char *line, run_from how)
     u->popup = false;
     u->echo_from = -1;
     *u->interrupted = 0;
-    for (int i = 0; cmds && i < n && !u->s->quit && !*u->interrupted && !rc; i++)
+    for (int i = 0; cmds && i < n && !as_view_quit(u->s) && !*u->interrupted && !rc; i++)
         rc = run_one(u, cmds[i]);
     as_free_commands(cmds, n);
     *u->interrupted = 0;

@@ -31,9 +31,9 @@ unsigned tui_focus(tui *u, pane_id p)
 
 unsigned tui_select_query(tui *u, int q)
 {
-    int n = u->s->it->out->n_tokens, old = u->v.query;
+    int n = as_view_n_tokens(u->s), old = u->v.query;
     if (u->v.site == AS_PICK_SOURCE) { /* the encoder's heatmap: a source position */
-        int src = u->s->prog->source_stream, ns = src >= 0 ? u->s->it->st[src].n_tokens : 0, was = u->v.src_query;
+        int src = as_view_source_stream(u->s), ns = src >= 0 ? as_view_stream_tokens(u->s, src) : 0, was = u->v.src_query;
         u->v.src_query = q < 0 ? 0 : q >= ns ? ns - 1 : q;
         view_clamp(&u->v, u->s);
         return was == u->v.src_query ? 0 : panes_showing(u, SHOWS_QUERY);
@@ -42,13 +42,13 @@ unsigned tui_select_query(tui *u, int q)
         return 0;
     u->v.query = q < 0 ? 0 : q >= n ? n - 1 : q;
     /* following: a decoder's newest token; an encoder's first [MASK] (view_clamp) */
-    u->v.follow = u->v.query == n - 1 && u->s->prog->streams[u->s->prog->out_stream].causal;
+    u->v.follow = u->v.query == n - 1 && as_view_causal(u->s);
     view_clamp(&u->v, u->s);
     return old == u->v.query ? 0 : panes_showing(u, SHOWS_QUERY);
 }
 
 unsigned tui_cycle_norm(tui *u, int d)
 {
-    u->v.norm = view_norm_step(u->s->prog, u->v.layer, u->v.norm, d);
+    u->v.norm = view_norm_step(as_view_program(u->s), u->v.layer, u->v.norm, d);
     return panes_showing(u, SHOWS_NORM);
 }

@@ -96,7 +96,7 @@ static unsigned step_back(tui *u)
     u->v.follow = true;
     u->last_pane = P_ATTN;
     u->focus = P_ATTN;
-    u->v.norm = view_norm_step(u->s->prog, 0, NK_COUNT - 1, 1);
+    u->v.norm = view_norm_step(as_view_program(u->s), 0, NK_COUNT - 1, 1);
     for (int i = 0; i < to; i++)
         run_step(u, i);
     show_step(u, to);

@@ -26,7 +26,7 @@ static int dump_view(void *ctx, const char *path, as_error *err)
     u->busy = true;
     int rc = screen_dump(u, path, err);
     if (rc == AS_OK)
-        fprintf(u->s->out, "wrote %s (the %dx%d screen as text)\n", path, u->lay.cols, u->lay.rows);
+        fprintf(as_view_out(u->s), "wrote %s (the %dx%d screen as text)\n", path, u->lay.cols, u->lay.rows);
     return rc;
 }
 
@@ -86,7 +86,7 @@ static void dispatch(tui *u, int ch, bool keycode)
 /* Keys typed while a command ran, in the order they came. */
 static void replay_ahead(tui *u)
 {
-    while (u->first_ahead < u->n_ahead && !u->busy && !u->quit && !u->s->quit) {
+    while (u->first_ahead < u->n_ahead && !u->busy && !u->quit && !as_view_quit(u->s)) {
         struct typed_key k = u->ahead[u->first_ahead++];
         if (u->first_ahead == u->n_ahead)
             u->first_ahead = u->n_ahead = 0; /* all caught up: reuse from the start */
@@ -180,19 +180,19 @@ static void restore_stderr(int saved, FILE *tmp)
 
 static void welcome(tui *u, const char *notes)
 {
-    const as_config *c = &u->s->model->cfg;
+    const as_session *s = u->s;
     log_addf(&u->log, LOG_HINT, "attnscope %s %s: %s, %d layers, %d heads, context %d", tf_glyph(G_SEP, u->t.utf8),
-             c->name, as_model_arch_name(u->s->model), c->n_layer, c->n_head, c->n_ctx);
+             as_view_model_name(s), as_model_arch_name(as_view_model(s)), as_view_n_layer(s), as_view_n_head(s),
+             as_view_model_ctx(s));
     if (notes && *notes)
         log_add(&u->log, LOG_WARN, notes, strlen(notes));
     log_flush(&u->log);
     /* What the first command is depends on what the model reads (the program says). */
-    const as_program *p = u->s->prog;
-    bool pixels = p->streams[p->out_stream].input == AS_INPUT_PIXELS;
-    bool causal = p->streams[p->out_stream].causal;
+    bool pixels = as_view_pixels(s);
+    bool causal = as_view_causal(s);
     if (pixels)
         log_addf(&u->log, LOG_HINT, "Give it an image and Enter:  image FILE.png; finish");
-    else if (p->source_stream >= 0)
+    else if (as_view_source_stream(s) >= 0)
         log_addf(&u->log, LOG_HINT, "Give it a source sentence and Enter:  source TEXT; finish");
     else if (!causal)
         log_addf(&u->log, LOG_HINT, "Type a prompt and Enter:  prompt She was [MASK] happy.; finish");
@@ -222,8 +222,7 @@ static void panes_free(tui *u)
 static void teardown(tui *u)
 {
     tour_end(u);
-    u->s->on_pass = NULL;
-    u->s->on_pass_ctx = NULL;
+    as_view_on_pass(u->s, NULL, NULL);
     drop_windows(u);
     term_close(&u->t);
     cmdline_close();
@@ -245,10 +244,10 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.v.dump_ctx = &u;
     u.v.lesson = tour_take;
     log_init(&u.log, 2000);
-    u.focus = s->it->out->n_tokens ? P_ATTN : P_CMD;
+    u.focus = as_view_n_tokens(s) ? P_ATTN : P_CMD;
     u.last_pane = P_ATTN;
     u.echo_from = -1;
-    u.model = s->model;
+    u.model = as_view_model(s);
     u.shared = P_PROBS;
     u.panes = pane_classes;
     if (!panes_init(&u)) {
@@ -257,7 +256,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
         fprintf(stderr, "attnscope: out of memory for the view; starting the plain REPL\n");
         return -1;
     }
-    FILE *saved_out = s->out, *saved_warn = s->warn, *err_tmp = NULL;
+    FILE *saved_out = as_view_out(s), *saved_warn = as_view_warn(s), *err_tmp = NULL;
     u.null_out = fopen("/dev/null", "w");
     /* Readline reads the terminal's capabilities when it initializes:
      * before curses, so that curses' own terminal is the current one. */
@@ -275,9 +274,9 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
         return -1;
     }
     term_set_cmap(&u.t, u.v.cmap);
-    s->out = s->warn = u.null_out;
-    s->on_pass = on_pass;
-    s->on_pass_ctx = &u;
+    as_view_set_out(s, u.null_out);
+    as_view_set_warn(s, u.null_out);
+    as_view_on_pass(s, on_pass, &u);
     long welcome_from = u.log.total;
     welcome(&u, notes);
     u.dirty = RD_LAYOUT;
@@ -288,14 +287,14 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
         u.popup_from = welcome_from;
         u.dirty |= RD_POPUP;
     }
-    while (!u.quit && !s->quit) {
+    while (!u.quit && !as_view_quit(s)) {
         tui_redraw(&u);
         handle_input(&u, 250);
     }
     teardown(&u);
     restore_stderr(saved_err, err_tmp);
-    s->out = saved_out;
-    s->warn = saved_warn;
+    as_view_set_out(s, saved_out);
+    as_view_set_warn(s, saved_warn);
     if (u.null_out)
         fclose(u.null_out);
     return 0;

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "attnscope/session.h"
+#include "attnscope/view_api.h"
 #include "heatmap.h"
 #include "layout.h"
 #include "logbuf.h"
