@@ -2,8 +2,9 @@
  * main loop (tui.c) reads keys, runs commands and redraws only the panes
  * whose `dirty` bit is set. Each pane is a class in htop's manner
  * (pane_class below, listed in panes.c): it says whether it applies to the
- * loaded program, draws itself from the session's capture, and may handle
- * keys and clicks of its own when focused; handlers return the redraw
+ * loaded program, draws itself from the session's capture, keeps its own
+ * state (which only its file knows), and may handle keys and clicks of its
+ * own when focused; handlers return the redraw
  * bits of the panes that show what changed, as htop's return what to
  * redraw. The view's own keys are in keys.c. */
 #ifndef ATTNSCOPE_UI_TUI_H
