@@ -94,7 +94,7 @@ static void cl_matches(char **matches, int n, int max_len)
     if (shown < n)
         log_addf(&u->log, LOG_HINT, "... and %d more", n - shown);
     u->log_scroll = 0;
-    u->dirty |= panes_showing(SHOWS_LOG);
+    u->dirty |= panes_showing(u, SHOWS_LOG);
 }
 
 void cmdline_init(tui *u)
@@ -266,7 +266,7 @@ static void draw_idle(tui *u, WINDOW *w, int cols)
         return;
     term_role(&u->t, w, R_DIM);
     const char *hint = u->busy ? u->running
-                       : u->s->it->out->n_tokens == 0
+                       : as_view_n_tokens(u->s) == 0
                            ? "press : and type a command, e.g.  prompt It is a truth universally acknowledged"
                            : "press : to type a command   ? keys   q quit";
     put_text(u, w, 0, 0, hint, cols);

@@ -90,14 +90,14 @@ void pane_message(tui *u, pane_id p, const char *msg)
 
 void token_label(const tui *u, int pos, char *out, size_t cap)
 {
-    stream_label(u, u->s->prog->out_stream, pos, out, cap);
+    stream_label(u, as_view_out_stream(u->s), pos, out, cap);
 }
 
 void stream_label(const tui *u, int stream, int pos, char *out, size_t cap)
 {
     /* Through the stream: a token's piece, or the position's name (CLS, r3c5). */
     as_position at;
-    as_interp_position(u->s->it, stream, pos, &at);
+    as_interp_position(as_view_interp(u->s), stream, pos, &at);
     if (at.token < 0)
         snprintf(out, cap, "%s", at.name);
     else
@@ -106,7 +106,7 @@ void stream_label(const tui *u, int stream, int pos, char *out, size_t cap)
 
 void piece_label(const tui *u, int32_t id, char *out, size_t cap)
 {
-    const as_tokenizer *tok = u->s->model->tok;
+    const as_tokenizer *tok = as_view_tokenizer(u->s);
     char bytes[256];
     size_t n = as_tokenizer_token_bytes(tok, id, bytes, sizeof bytes);
     if (n == 0) {
@@ -120,7 +120,7 @@ void piece_label(const tui *u, int32_t id, char *out, size_t cap)
 
 bool vocab_scratch(tui *u)
 {
-    int n = u->s->model->cfg.n_vocab;
+    int n = as_view_n_vocab(u->s);
     if (!u->probs)
         u->probs = malloc((size_t)n * sizeof *u->probs);
     if (!u->order)

@@ -13,21 +13,6 @@
 
 #define KEY_CTRL(c) ((c) & 0x1f)
 
-unsigned tui_focus(tui *u, pane_id p)
-{
-    unsigned bits = RD(u->focus) | RD(p) | panes_showing(SHOWS_FOCUS);
-    if (p != P_CMD)
-        u->last_pane = p;
-    u->focus = p;
-    if (PANE_IS_SIDE(p) && u->lay.r[p].h <= 0 && p != u->shared) {
-        u->shared = p; /* the slot it shares now shows this pane */
-        bits |= RD_LAYOUT;
-    } else if (p != P_CMD && u->lay.r[p].h <= 0) {
-        bits |= RD_LAYOUT; /* one pane at a time: the heatmap comes back */
-    }
-    return bits;
-}
-
 /* Tab and Shift-Tab: the next pane that takes the focus and applies to
  * the program, in the table's order. */
 static unsigned cycle_focus(tui *u, int dir)
@@ -55,7 +40,7 @@ static unsigned move_layer(tui *u, int d)
     int old = u->v.layer;
     u->v.layer += d;
     view_clamp(&u->v, u->s);
-    return old == u->v.layer ? 0 : panes_showing(SHOWS_LAYER);
+    return old == u->v.layer ? 0 : panes_showing(u, SHOWS_LAYER);
 }
 
 static unsigned move_head(tui *u, int d)
@@ -63,25 +48,7 @@ static unsigned move_head(tui *u, int d)
     int old = u->v.head;
     u->v.head += d;
     view_clamp(&u->v, u->s);
-    return old == u->v.head ? 0 : panes_showing(SHOWS_HEAD);
-}
-
-unsigned tui_select_query(tui *u, int q)
-{
-    int n = u->s->it->out->n_tokens, old = u->v.query;
-    if (u->v.site == AS_PICK_SOURCE) { /* the encoder's heatmap: a source position */
-        int src = u->s->prog->source_stream, ns = src >= 0 ? u->s->it->st[src].n_tokens : 0, was = u->v.src_query;
-        u->v.src_query = q < 0 ? 0 : q >= ns ? ns - 1 : q;
-        view_clamp(&u->v, u->s);
-        return was == u->v.src_query ? 0 : panes_showing(SHOWS_QUERY);
-    }
-    if (n == 0)
-        return 0;
-    u->v.query = q < 0 ? 0 : q >= n ? n - 1 : q;
-    /* following: a decoder's newest token; an encoder's first [MASK] (view_clamp) */
-    u->v.follow = u->v.query == n - 1 && u->s->prog->streams[u->s->prog->out_stream].causal;
-    view_clamp(&u->v, u->s);
-    return old == u->v.query ? 0 : panes_showing(SHOWS_QUERY);
+    return old == u->v.head ? 0 : panes_showing(u, SHOWS_HEAD);
 }
 
 static unsigned move_key(tui *u, int d)
@@ -89,20 +56,14 @@ static unsigned move_key(tui *u, int d)
     int old = u->v.key;
     u->v.key += d;
     view_clamp(&u->v, u->s);
-    return old == u->v.key ? 0 : panes_showing(SHOWS_KEY);
-}
-
-unsigned tui_cycle_norm(tui *u, int d)
-{
-    u->v.norm = view_norm_step(u->s->prog, u->v.layer, u->v.norm, d);
-    return panes_showing(SHOWS_NORM);
+    return old == u->v.key ? 0 : panes_showing(u, SHOWS_KEY);
 }
 
 static unsigned cycle_cmap(tui *u)
 {
     u->v.cmap = (as_cmap)((u->v.cmap + 1) % AS_CMAP_COUNT);
     term_set_cmap(&u->t, u->v.cmap);
-    return panes_showing(SHOWS_LOOK);
+    return panes_showing(u, SHOWS_LOOK);
 }
 
 /* x: an encoder-decoder's heatmap from the decoder's self-attention to its
@@ -115,7 +76,7 @@ static unsigned toggle_site(tui *u)
     if (view_site(&u->v, u->s, next[u->v.site], &err))
         return 0;
     view_clamp(&u->v, u->s);
-    return panes_showing(SHOWS_LOOK | SHOWS_KEY);
+    return panes_showing(u, SHOWS_LOOK | SHOWS_KEY);
 }
 
 static unsigned toggle_grid(tui *u, bool on)
@@ -123,13 +84,7 @@ static unsigned toggle_grid(tui *u, bool on)
     if (u->v.grid == on)
         return 0;
     u->v.grid = on;
-    return panes_showing(SHOWS_LOOK);
-}
-
-static int page(const tui *u)
-{
-    int h = u->geom.ch > 0 ? u->geom.rows * u->geom.sub / u->geom.ch : 10;
-    return h > 1 ? h - 1 : 1;
+    return panes_showing(u, SHOWS_LOOK);
 }
 
 /* Runs a command for a key, unless one is already running. */
@@ -137,7 +92,7 @@ static unsigned run(tui *u, const char *cmd)
 {
     if (u->busy)
         return 0;
-    tui_run_line(u, cmd, RUN_KEY);
+    tour_run_line(u, cmd, RUN_KEY);
     return tui_after_command(u);
 }
 
@@ -180,8 +135,8 @@ static unsigned special_key(tui *u, int key)
     case KEY_SF: return tui_select_query(u, view_row(&u->v) + 1);
     case KEY_SLEFT: return move_key(u, -1);
     case KEY_SRIGHT: return move_key(u, 1);
-    case KEY_PPAGE: return tui_select_query(u, view_row(&u->v) - page(u));
-    case KEY_NPAGE: return tui_select_query(u, view_row(&u->v) + page(u));
+    case KEY_PPAGE: return tui_select_query(u, view_row(&u->v) - pane_attn_page(u));
+    case KEY_NPAGE: return tui_select_query(u, view_row(&u->v) + pane_attn_page(u));
     case KEY_HOME: return tui_select_query(u, 0);
     case KEY_END: return tui_select_query(u, 1 << 30); /* the last (of the source, on the encoder's heatmap) */
     case KEY_BTAB: return cycle_focus(u, -1);

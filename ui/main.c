@@ -15,7 +15,7 @@
 #include "attnscope/gguf.h"
 #include "attnscope/hf.h"
 #include "attnscope/kernels.h"
-#include "attnscope/session.h"
+#include "attnscope/view_api.h"
 #include "datadir.h"
 #include "repl.h"
 #include "tui.h"
@@ -174,7 +174,7 @@ static int run_line(as_session *s, view *v, const char *line, const char *where)
         fprintf(stderr, "error: %s%sout of memory\n", where ? where : "", where ? ": " : "");
         return 1;
     }
-    for (int i = 0; i < n && !s->quit; i++) {
+    for (int i = 0; i < n && !as_view_quit(s); i++) {
         as_error err = {{0}};
         if (view_exec(v, s, cmds[i], NULL, &err)) {
             fprintf(stderr, "error: %s%s%s\n", where ? where : "", where ? ": " : "", err.msg);
@@ -233,7 +233,7 @@ static int run_stream(as_session *s, view *v, FILE *f, const char *name)
     char *line = NULL;
     size_t cap = 0, nul;
     int lineno = 0, rc = 0, got;
-    while (!s->quit && (got = read_line(f, &line, &cap, &nul)) != 0) {
+    while (!as_view_quit(s) && (got = read_line(f, &line, &cap, &nul)) != 0) {
         char where[512];
         lineno++;
         snprintf(where, sizeof where, "%s:%d", name, lineno);
@@ -359,22 +359,20 @@ int main(int argc, char **argv)
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    if (o.ctx && as_interp_set_ctx(s->it, (int)o.ctx, &err)) { /* cannot fail: nothing is in the context yet */
+    if (as_view_set_ctx(s, (int)o.ctx, &err)) { /* cannot fail: nothing is in the context yet */
         fprintf(stderr, "error: %s\n", err.msg);
         as_session_free(s);
         return 1;
     }
-    s->ctx = (int)o.ctx;
     bool full_screen = !o.exec && !o.script && !o.no_tui && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
     char notes[8192] = "";
-    if (s->model->warnings[0])
-        snprintf(notes, sizeof notes, "warning: %.1000s: %.4000s\n", path, s->model->warnings);
-    if (s->cap->dropped[0])
-        snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "note: %s\n", s->cap->dropped);
+    if (as_view_model_warnings(s)[0])
+        snprintf(notes, sizeof notes, "warning: %.1000s: %.4000s\n", path, as_view_model_warnings(s));
+    if (as_view_dropped_note(s)[0])
+        snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "note: %s\n", as_view_dropped_note(s));
     if (!full_screen)
         fputs(notes, stderr);
-    s->interrupt = &interrupted;
-    s->it->interrupt = &interrupted;
+    as_view_set_interrupt(s, &interrupted);
     struct sigaction sa = {0};
     sa.sa_handler = on_sigint;
     sigaction(SIGINT, &sa, NULL);

@@ -10,8 +10,21 @@
 #include "textfmt.h"
 #include "tui.h"
 
+/* The pane's state: what the last draw laid out, for scrolling and mouse hits. */
+typedef struct attn_state {
+    hm_geom geom;
+    hm_grid grid;
+    int heat_y, heat_x;  /* the heat area's origin inside the attention window */
+} attn_state;
+
+static attn_state *state(const tui *u)
+{
+    return u->pane_state[P_ATTN];
+}
+
 typedef struct attn_src {
     const as_capture *cap;
+    const as_program *prog;
     int hook, head, filled;
     int q_stream, k_stream; /* whose positions label the rows and the columns */
     int n_q, n_k;
@@ -21,7 +34,7 @@ static hm_sample sample(void *ctx, int q, int k)
 {
     const attn_src *a = ctx;
     hm_sample s = {HM_MASKED, 0};
-    const as_attn *site = as_program_attn(a->cap->prog, a->hook);
+    const as_attn *site = as_program_attn(a->prog, a->hook);
     if (site ? !as_attn_visible(site, q, k) : k > q) /* a sliding window hides early keys too */
         return s;
     if (q >= a->filled) {
@@ -96,7 +109,7 @@ static int label_width(const tui *u, const attn_src *src, int cols)
  * wins when two share a row. */
 static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
 {
-    const hm_geom *g = &u->geom;
+    const hm_geom *g = &state(u)->geom;
     int *rowq = malloc((size_t)(g->rows > 0 ? g->rows : 1) * sizeof *rowq);
     if (!rowq)
         return;
@@ -113,7 +126,7 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
         char l[128];
         axis_label(u, src->q_stream, rowq[r], l, sizeof l);
         term_role(&u->t, w, rowq[r] == view_row(&u->v) ? R_LABEL_SEL : R_LABEL);
-        put_text(u, w, u->heat_y + r, 2, l, lw - 2);
+        put_text(u, w, state(u)->heat_y + r, 2, l, lw - 2);
     }
     free(rowq);
     term_role(&u->t, w, R_NORMAL);
@@ -139,9 +152,9 @@ static int tick_step(const hm_geom *g)
  * written downwards, a letter a row, ran together into fake words. */
 static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src)
 {
-    const hm_geom *g = &u->geom;
+    const hm_geom *g = &state(u)->geom;
     int step = tick_step(g), next_free = 0, right = g->vis_k * g->cw;
-    if (u->heat_x >= 7) {
+    if (state(u)->heat_x >= 7) {
         term_role(&u->t, w, R_DIM);
         mvwaddstr(w, 1, 2, "key");
     }
@@ -158,7 +171,7 @@ static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src)
         if (x < next_free || x + width > right)
             continue;
         term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
-        put_text(u, w, 1, u->heat_x + x, text, width);
+        put_text(u, w, 1, state(u)->heat_x + x, text, width);
         next_free = x + width + 1;
     }
     term_role(&u->t, w, R_NORMAL);
@@ -209,8 +222,8 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
     term_role_attr(&u->t, w, R_NORMAL, A_BOLD);
     put_text(u, w, y, 2, line, legend ? cols - 30 : cols - 2);
     if (legend) {
-        const as_attn *site = as_program_attn(src->cap->prog, src->hook);
-        draw_legend(u, w, y, cols, !site || site->mask != AS_MASK_NONE);
+        const as_attn *site = as_program_attn(src->prog, src->hook);
+        draw_legend(u, w, y, cols, !site || as_view_site_masks(site));
     }
 }
 
@@ -218,11 +231,11 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
     int lw = label_width(u, src, cols) + 1;
-    hm_fit(&u->geom, src->n_q, src->n_k, rows - 2, cols - lw, sub, 16);
-    hm_follow(&u->geom, view_row(&u->v), u->v.key);
-    u->heat_y = 2;
-    u->heat_x = 1 + lw;
-    draw_cells(u, w, u->heat_y, u->heat_x, &u->geom, src, true);
+    hm_fit(&state(u)->geom, src->n_q, src->n_k, rows - 2, cols - lw, sub, 16);
+    hm_follow(&state(u)->geom, view_row(&u->v), u->v.key);
+    state(u)->heat_y = 2;
+    state(u)->heat_x = 1 + lw;
+    draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, &state(u)->geom, src, true);
     draw_query_labels(u, w, lw, src);
     draw_key_labels(u, w, src);
 }
@@ -230,19 +243,19 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
 static void grid_view(tui *u, WINDOW *w, attn_src *src)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
-    int heads = as_program_attn(u->s->prog, src->hook)->n_head;
-    u->grid = hm_grid_arrange(heads, src->n_q > src->n_k ? src->n_q : src->n_k, rows - 1, cols, sub);
-    hm_geom g = u->geom;
-    hm_fit(&g, src->n_q, src->n_k, u->grid.tile_rows - 1, u->grid.tile_cols, sub, 16);
+    int heads = as_view_site_heads(as_program_attn(as_view_program(u->s), src->hook));
+    state(u)->grid = hm_grid_arrange(heads, src->n_q > src->n_k ? src->n_q : src->n_k, rows - 1, cols, sub);
+    hm_geom g = state(u)->geom;
+    hm_fit(&g, src->n_q, src->n_k, state(u)->grid.tile_rows - 1, state(u)->grid.tile_cols, sub, 16);
     hm_follow(&g, view_row(&u->v), u->v.key);
-    u->heat_y = u->heat_x = 1;
+    state(u)->heat_y = state(u)->heat_x = 1;
     for (int h = 0; h < heads; h++) {
         int ty, tx;
         char title[32];
-        hm_grid_origin(&u->grid, h, &ty, &tx);
-        snprintf(title, sizeof title, u->grid.tile_cols >= 8 ? "head %d" : "h%d", h);
+        hm_grid_origin(&state(u)->grid, h, &ty, &tx);
+        snprintf(title, sizeof title, state(u)->grid.tile_cols >= 8 ? "head %d" : "h%d", h);
         term_role(&u->t, w, h == u->v.head ? R_LABEL_SEL : R_TITLE);
-        put_text(u, w, 1 + ty, 1 + tx, title, u->grid.tile_cols);
+        put_text(u, w, 1 + ty, 1 + tx, title, state(u)->grid.tile_cols);
         src->head = h;
         draw_cells(u, w, 2 + ty, 1 + tx, &g, src, h == u->v.head);
     }
@@ -255,14 +268,15 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src)
 static attn_src source_of(const tui *u)
 {
     const as_session *s = u->s;
-    int hook = as_program_pattern(s->prog, u->v.layer, u->v.site);
-    const as_attn *site = as_program_attn(s->prog, hook);
-    attn_src src = {s->cap, hook, u->v.head, hook >= 0 ? s->cap->filled[hook] : 0, s->prog->out_stream,
-                    s->prog->out_stream, s->it->out->n_tokens, s->it->out->n_tokens};
+    int hook = as_program_pattern(as_view_program(s), u->v.layer, u->v.site);
+    const as_attn *site = as_program_attn(as_view_program(s), hook);
+    attn_src src = {as_view_capture(s), as_view_program(s), hook, u->v.head, hook >= 0 ? as_view_filled(s, hook) : 0, as_view_out_stream(s),
+                    as_view_out_stream(s), as_view_n_tokens(s), as_view_n_tokens(s)};
     if (site) {
-        src.q_stream = site->q_stream, src.k_stream = site->kv_stream;
-        src.n_q = s->it->st[site->q_stream].n_tokens;
-        src.n_k = site->kv_stream == site->q_stream ? src.n_q : s->cap->filled[site->k];
+        src.q_stream = as_view_site_q_stream(site), src.k_stream = as_view_site_kv_stream(site);
+        src.n_q = as_view_stream_tokens(s, as_view_site_q_stream(site));
+        src.n_k = as_view_site_kv_stream(site) == as_view_site_q_stream(site) ? src.n_q
+                                                                              : as_view_filled(s, as_view_site_key_hook(site));
     }
     return src;
 }
@@ -271,19 +285,19 @@ static void draw(tui *u)
 {
     const as_session *s = u->s;
     attn_src src = source_of(u);
-    int n = s->it->out->n_tokens, hook = src.hook;
+    int n = as_view_n_tokens(s), hook = src.hook;
     const char *what = u->v.site == AS_PICK_CROSS ? "Cross-attention" : u->v.site == AS_PICK_SOURCE ? "Encoder attention"
                                                                                            : "Attention";
     char title[96], note[96];
     if (u->v.grid)
         snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
-                 hook >= 0 ? as_program_attn(s->prog, hook)->n_head : 0);
+                 hook >= 0 ? as_view_site_heads(as_program_attn(as_view_program(s), hook)) : 0);
     else
         snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
     snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : u->v.site == AS_PICK_SOURCE ?
              "source x source  " : "", as_cmap_name(u->v.cmap));
     pane_frame(u, P_ATTN, title, note);
-    if (n == 0 && s->prog->streams[s->prog->out_stream].input == AS_INPUT_PIXELS)
+    if (n == 0 && as_view_pixels(s))
         pane_message(u, P_ATTN, "No image yet. Type  image FILE  and Enter at the command line, then  finish; "
                                 "Esc goes back to the view.");
     else if (hook < 0 && n > 0)
@@ -292,10 +306,10 @@ static void draw(tui *u)
     else if (n == 0)
         pane_message(u, P_ATTN, "No context yet. Type  prompt TEXT  and Enter at the command line, then Esc and "
                                 "Space to generate a token.  ? shows the keys,  lesson  the guided tours.");
-    else if (hook < 0 || !as_capture_has(s->cap, hook)) {
+    else if (hook < 0 || !as_capture_has(as_view_capture(s), hook)) {
         char why[160];
         snprintf(why, sizeof why, "Attention patterns are not captured at this budget: --capture-mb %zu keeps them "
-                 "at these positions (info).", s->cap->keep_mb);
+                 "at these positions (info).", as_view_keep_mb(s));
         pane_message(u, P_ATTN, why);
     } else if (src.filled == 0)
         pane_message(u, P_ATTN, "Not computed yet:  s  steps one op,  n  runs to the end of the block, "
@@ -316,25 +330,36 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
 {
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return RD_IGNORED;
-    int hy = y - u->heat_y, hx = x - u->heat_x;
-    if (u->s->it->out->n_tokens == 0)
+    int hy = y - state(u)->heat_y, hx = x - state(u)->heat_x;
+    if (as_view_n_tokens(u->s) == 0)
         return 0;
     if (u->v.grid) {
-        int h = hm_grid_tile_at(&u->grid, hy, hx);
+        int h = hm_grid_tile_at(&state(u)->grid, hy, hx);
         if (h < 0)
             return 0;
         u->v.head = h;
-        return panes_showing(SHOWS_HEAD);
+        return panes_showing(u, SHOWS_HEAD);
     }
-    int q = hm_query_at(&u->geom, hy * u->geom.sub);
+    int q = hm_query_at(&state(u)->geom, hy * state(u)->geom.sub);
     if (q < 0)
         return 0;
     unsigned bits = tui_select_query(u, q) | RD(P_ATTN);
-    int k = hm_key_at(&u->geom, hx);
-    const as_attn *site = as_program_attn(u->s->prog, source_of(u).hook);
+    int k = hm_key_at(&state(u)->geom, hx);
+    const as_attn *site = as_program_attn(as_view_program(u->s), source_of(u).hook);
     if (k >= 0 && (site ? as_attn_visible(site, q, k) : k <= q))
         u->v.key = k;
     return bits;
+}
+
+int pane_attn_page(const tui *u)
+{
+    int h = state(u)->geom.ch > 0 ? state(u)->geom.rows * state(u)->geom.sub / state(u)->geom.ch : 10;
+    return h > 1 ? h - 1 : 1;
+}
+
+static void *init(void)
+{
+    return calloc(1, sizeof(attn_state));
 }
 
 const pane_class pane_attn = {
@@ -343,4 +368,6 @@ const pane_class pane_attn = {
     .focusable = true,
     .draw = draw,
     .mouse = mouse,
+    .init = init,
+    .free = free,
 };

@@ -16,14 +16,25 @@
 
 static const char *const mode_name[IMG_MODES] = {"blend", "image", "heat"};
 
-static int pixel_stream(const as_program *p)
+static int pixel_stream(const as_session *s)
 {
-    return p->streams[p->out_stream].input == AS_INPUT_PIXELS ? p->out_stream : -1;
+    return as_view_pixels(s) ? as_view_out_stream(s) : -1;
+}
+
+/* What the pane reads of the pixel stream: its patches and normalisation. */
+typedef struct img_stream {
+    as_patch_spec patch;
+    as_image_spec image;
+} img_stream;
+
+static img_stream stream_of(const as_session *s, int si)
+{
+    return (img_stream){*as_view_patch(s, si), *as_view_image(s, si)};
 }
 
 static bool applies(const tui *u)
 {
-    return pixel_stream(u->s->prog) >= 0;
+    return pixel_stream(u->s) >= 0;
 }
 
 /* Where the image goes in the window: D x D pixels, each pw columns wide
@@ -51,12 +62,12 @@ static img_geom geometry(const tui *u, WINDOW *w)
 static bool patch_heat(const tui *u, int head, int q, float *heat, int n_patch, float *max)
 {
     const as_session *s = u->s;
-    int h = as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer);
-    if (h < 0 || !as_capture_has(s->cap, h) || s->cap->filled[h] <= q)
+    int h = as_program_hook(as_view_program(s), AS_HK_PATTERN, u->v.layer);
+    if (h < 0 || !as_capture_has(as_view_capture(s), h) || as_view_filled(s, h) <= q)
         return false;
     *max = 0;
     for (int i = 0; i < n_patch; i++) {
-        heat[i] = as_capture_attn(s->cap, h, head, q, 1 + i);
+        heat[i] = as_capture_attn(as_view_capture(s), h, head, q, 1 + i);
         *max = heat[i] > *max ? heat[i] : *max;
     }
     for (int i = 0; i < n_patch; i++)
@@ -65,7 +76,7 @@ static bool patch_heat(const tui *u, int head, int q, float *heat, int n_patch, 
 }
 
 /* The colour of display pixel (px, py) and its value for shades (0..1). */
-static float pixel(const tui *u, const as_stream *st, const float *pixels, const img_geom *g, const float *heat,
+static float pixel(const tui *u, const img_stream *st, const float *pixels, const img_geom *g, const float *heat,
                    int px, int py, uint8_t rgb[3])
 {
     const as_patch_spec *ps = &st->patch;
@@ -98,7 +109,7 @@ static const char *shade(float v, bool utf8)
     return utf8 ? u8[i] : ascii[i];
 }
 
-static void draw_pixels(tui *u, WINDOW *w, const as_stream *st, const float *pixels, const img_geom *g,
+static void draw_pixels(tui *u, WINDOW *w, const img_stream *st, const float *pixels, const img_geom *g,
                         const float *heat)
 {
     bool colour = term_rgb_ok(&u->t) && g->sub == 2;
@@ -123,7 +134,7 @@ static void draw_pixels(tui *u, WINDOW *w, const as_stream *st, const float *pix
 }
 
 /* The query's patch: its corners marked, so the image under it stays seen. */
-static void mark_patch(tui *u, WINDOW *w, const as_stream *st, const img_geom *g, int q)
+static void mark_patch(tui *u, WINDOW *w, const img_stream *st, const img_geom *g, int q)
 {
     if (q < 1)
         return;
@@ -140,9 +151,9 @@ static void mark_patch(tui *u, WINDOW *w, const as_stream *st, const img_geom *g
 
 /* Every head of the layer, each a small image under its name (the
  * selected head's name highlighted), tiled as squarely as the pane allows. */
-static void draw_grid(tui *u, WINDOW *w, const as_stream *st, const float *pixels, float *heat, int n_patch)
+static void draw_grid(tui *u, WINDOW *w, const img_stream *st, const float *pixels, float *heat, int n_patch)
 {
-    int H = u->s->model->cfg.n_head, rows = getmaxy(w) - 3, cols = getmaxx(w) - 2;
+    int H = as_view_n_head(u->s), rows = getmaxy(w) - 3, cols = getmaxx(w) - 2;
     int sub = u->t.style == HM_HALF ? 2 : 1, pw = sub == 2 ? 1 : 2, best = 0, tx = 1;
     for (int c = 1; c <= H; c++) { /* the tiling whose tiles are largest */
         int r = (H + c - 1) / c, d = (cols - (c - 1)) / c / pw, dh = (rows / r - 1) * sub;
@@ -174,11 +185,12 @@ static void draw(tui *u)
 {
     WINDOW *w = u->win[P_IMAGE];
     const as_session *s = u->s;
-    int si = pixel_stream(s->prog);
-    const as_stream *st = &s->prog->streams[si];
+    int si = pixel_stream(s);
+    img_stream st_ = stream_of(s, si);
+    const img_stream *st = &st_;
     char title[128], q[32], note[32];
     snprintf(note, sizeof note, "i: %s", mode_name[u->v.image_mode]);
-    if (s->it->out->n_tokens == 0) {
+    if (as_view_n_tokens(s) == 0) {
         pane_frame(u, P_IMAGE, "Image", note);
         pane_message(u, P_IMAGE, "No image yet:  :image FILE");
         wnoutrefresh(w);
@@ -191,19 +203,19 @@ static void draw(tui *u)
     float *heat = malloc((size_t)n_patch * sizeof *heat), max = 0;
     term_rgb_reset(&u->t);
     if (u->v.grid && heat) {
-        draw_grid(u, w, st, s->it->st[si].pixels, heat, n_patch);
+        draw_grid(u, w, st, as_view_stream_pixels(s, si), heat, n_patch);
         free(heat);
         wnoutrefresh(w);
         return;
     }
     bool have = heat && patch_heat(u, u->v.head, u->v.query, heat, n_patch, &max);
     img_geom g = geometry(u, w);
-    draw_pixels(u, w, st, s->it->st[si].pixels, &g, have ? heat : NULL);
+    draw_pixels(u, w, st, as_view_stream_pixels(s, si), &g, have ? heat : NULL);
     mark_patch(u, w, st, &g, u->v.query);
     char line[160];
     if (have)
         snprintf(line, sizeof line, "%s (i)  max %.3f, CLS %.3f", mode_name[u->v.image_mode], (double)max,
-                 (double)as_capture_attn(s->cap, as_program_hook(s->prog, AS_HK_PATTERN, u->v.layer), u->v.head,
+                 (double)as_capture_attn(as_view_capture(s), as_program_hook(as_view_program(s), AS_HK_PATTERN, u->v.layer), u->v.head,
                                          u->v.query, 0));
     else
         snprintf(line, sizeof line, "image; heat after  f  (finish)");
@@ -220,10 +232,11 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
     if (!(buttons & (BUTTON1_PRESSED | BUTTON1_CLICKED)))
         return RD_IGNORED;
     const as_session *s = u->s;
-    int si = pixel_stream(s->prog);
-    if (si < 0 || s->it->out->n_tokens == 0)
+    int si = pixel_stream(s);
+    if (si < 0 || as_view_n_tokens(s) == 0)
         return RD_IGNORED;
-    const as_stream *st = &s->prog->streams[si];
+    img_stream st_ = stream_of(s, si);
+    const img_stream *st = &st_;
     img_geom g = geometry(u, u->win[P_IMAGE]);
     int px = (x - g.x0) / g.pw, py = (y - g.y0) * g.sub;
     if (px < 0 || py < 0 || px >= g.D || py >= g.D)

@@ -29,25 +29,22 @@ struct lens_cache {
 static const float *resid_at(const tui *u, int layer, int q)
 {
     const as_session *s = u->s;
-    int h = layer < 0 ? as_program_hook(s->prog, AS_HK_RESID_PRE, 0)
-                      : as_program_hook(s->prog, s->prog->lens_kind, layer);
-    if (h < 0 || !as_capture_has(s->cap, h) || s->cap->filled[h] <= q)
+    int h = layer < 0 ? as_program_hook(as_view_program(s), AS_HK_RESID_PRE, 0)
+                      : as_program_hook(as_view_program(s), as_view_lens_kind(s), layer);
+    if (h < 0 || !as_capture_has(as_view_capture(s), h) || as_view_filled(s, h) <= q)
         return NULL;
-    return as_capture_row(s->cap, h, q);
+    return as_capture_row(as_view_capture(s), h, q);
 }
 
 /* Fills the cache for token q; false when the residual stream is not
  * there (not computed yet, or dropped by the capture budget). */
 static bool compute(tui *u, int q)
 {
-    if (!u->lens && !(u->lens = calloc(1, sizeof *u->lens)))
-        return false;
-    struct lens_cache *cache = u->lens;
+    struct lens_cache *cache = u->pane_state[P_LENS];
     const as_session *s = u->s;
-    const as_interp *it = s->it;
-    int L = s->model->cfg.n_layer, V = s->model->cfg.n_vocab;
-    /* it->gen changes with every value computed: nothing cached outlives what it was made from */
-    unsigned long key[2] = {it->gen, (unsigned long)q};
+    int L = as_view_n_layer(s), V = as_view_n_vocab(s);
+    /* the interpreter's gen changes with every value computed: nothing cached outlives what it was made from */
+    unsigned long key[2] = {as_view_gen(s), (unsigned long)q};
     if (cache->rows && !memcmp(key, cache->key, sizeof key))
         return true;
     if (L + 1 > 257 || !vocab_scratch(u))
@@ -57,12 +54,12 @@ static bool compute(tui *u, int q)
         if (!(rows[l + 1] = resid_at(u, l, q)))
             return false;
     float *all = malloc((size_t)(L + 1) * (size_t)V * sizeof *all);
-    if (!all || as_lens_logits_rows(s->prog, rows, L + 1, all)) {
+    if (!all || as_lens_logits_rows(as_view_program(s), rows, L + 1, all)) {
         free(all);
         return false;
     }
-    cache->generated = q + 1 < it->out->n_tokens && q + 1 >= it->out->n_prompt;
-    cache->chosen = cache->generated ? it->out->tokens[q + 1] : -1;
+    cache->generated = q + 1 < as_view_n_tokens(s) && q + 1 >= as_view_n_prompt(s);
+    cache->chosen = cache->generated ? as_view_token(s, q + 1) : -1;
     for (int row = L; row >= 0; row--) { /* the last layer first: it names the final top token */
         const float *logits = all + (size_t)row * V;
         as_probs(logits, V, u->probs);
@@ -94,7 +91,7 @@ static void piece_of(const tui *u, int id, char *out, size_t cap, int width)
  * other top tokens as room allows, and the chosen token's rank at the right. */
 static void draw_layer(tui *u, WINDOW *w, int y, int row, int cols)
 {
-    const struct lens_cache *cache = u->lens;
+    const struct lens_cache *cache = u->pane_state[P_LENS];
     char label[16], piece[96], pct[16], bar[256], rank[32];
     bool sel = row - 1 == u->v.layer;
     snprintf(label, sizeof label, row ? "L%d" : "emb", row - 1);
@@ -139,7 +136,7 @@ static void draw(tui *u)
     WINDOW *w = u->win[P_LENS];
     int q = u->v.query;
     char title[160], piece[96], chosen[64];
-    if (u->s->it->out->n_tokens == 0) {
+    if (as_view_n_tokens(u->s) == 0) {
         pane_frame(u, P_LENS, "Logit lens", NULL);
         pane_message(u, P_LENS, "No context yet.");
         wnoutrefresh(w);
@@ -149,19 +146,19 @@ static void draw(tui *u)
     snprintf(title, sizeof title, "Logit lens at %d %s", q, piece);
     if (!compute(u, q)) {
         pane_frame(u, P_LENS, title, NULL);
-        int rp = as_program_hook(u->s->prog, u->s->prog->lens_kind, 0);
+        int rp = as_program_hook(as_view_program(u->s), as_view_lens_kind(u->s), 0);
         char dropped[160];
         snprintf(dropped, sizeof dropped, "The capture budget dropped the residual stream: --capture-mb %zu keeps it "
-                 "at these positions (info).", u->s->cap->keep_mb);
-        const char *why = u->s->model->cfg.n_layer + 1 > 257 ? "Too many layers for this pane: the `lens` command shows them."
-                          : rp >= 0 && !as_capture_has(u->s->cap, rp) ? dropped
+                 "at these positions (info).", as_view_keep_mb(u->s));
+        const char *why = as_view_n_layer(u->s) + 1 > 257 ? "Too many layers for this pane: the `lens` command shows them."
+                          : rp >= 0 && !as_capture_has(as_view_capture(u->s), rp) ? dropped
                           : !u->probs || !u->order ? "Out of memory for the lens."
                                                    : "Not computed yet:  f  finishes the pass.";
         pane_message(u, P_LENS, why);
         wnoutrefresh(w);
         return;
     }
-    const struct lens_cache *cache = u->lens;
+    const struct lens_cache *cache = u->pane_state[P_LENS];
     piece_of(u, cache->chosen, chosen, sizeof chosen, 10);
     char note[96];
     snprintf(note, sizeof note, "%s %s", cache->generated ? "rank of generated" : "rank of final top", chosen);
@@ -177,12 +174,24 @@ static void draw(tui *u)
     wnoutrefresh(w);
 }
 
+/* The cache, empty (the state: `load` makes it another model's). */
+static void *init(void)
+{
+    return calloc(1, sizeof(struct lens_cache));
+}
+
+static void reset(void *state)
+{
+    memset(state, 0, sizeof(struct lens_cache));
+}
+
 /* Where there is a residual stream after each layer to read through the
  * final norm and the unembedding. */
 static bool applies(const tui *u)
 {
-    const as_program *p = u->s->prog;
-    return as_program_hook(p, p->lens_kind, 0) >= 0 && as_program_hook(p, AS_HK_LOGITS, -1) >= 0 && !p->no_lens;
+    const as_program *p = as_view_program(u->s);
+    return as_program_hook(p, as_view_lens_kind(u->s), 0) >= 0 && as_program_hook(p, AS_HK_LOGITS, -1) >= 0 &&
+           !as_view_no_lens(u->s);
 }
 
 const pane_class pane_lens = {
@@ -191,4 +200,7 @@ const pane_class pane_lens = {
     .focusable = true,
     .applies = applies,
     .draw = draw,
+    .init = init,
+    .reset = reset,
+    .free = free,
 };

@@ -14,17 +14,27 @@
  * over a few thousand dimensions rarely passes 5. */
 #define OUTLIER_SCALES 6.0f
 
+/* The pane's state: its first row shown. */
+typedef struct norms_state {
+    int norm_first;
+} norms_state;
+
+static norms_state *state(const tui *u)
+{
+    return u->pane_state[P_NORMS];
+}
+
 static int norm_hook(const tui *u, norm_kind k)
 {
-    return view_norm_hook(u->s->prog, u->v.layer, k);
+    return view_norm_hook(as_view_program(u->s), u->v.layer, k);
 }
 
 /* Whether the norm shown is an RMSNorm: a fact of the op that fills it. */
 static bool is_rms(const tui *u)
 {
     int h = norm_hook(u, u->v.norm);
-    const as_op *op = h < 0 ? NULL : as_program_producer(u->s->prog, h);
-    return op && op->norm == AS_NORM_RMS;
+    const as_op *op = h < 0 ? NULL : as_program_producer(as_view_program(u->s), h);
+    return op && as_view_op_rms(op);
 }
 
 /* The residual stream's L2 norm at a norm's input, from its statistics:
@@ -33,7 +43,7 @@ static bool is_rms(const tui *u)
 static float resid_norm(const tui *u, const as_norm_stat *st)
 {
     double ms = is_rms(u) ? st->var : (double)st->var + (double)st->mean * st->mean;
-    return (float)sqrt(ms * u->s->model->cfg.d_model);
+    return (float)sqrt(ms * as_view_d_model(u->s));
 }
 
 /* Columns shown for a width: 1 the core, 2 with min and max, 3 with the
@@ -100,15 +110,15 @@ static void row(tui *u, WINDOW *w, int y, int pos, const as_norm_stat *st, int l
 static void sparkline(tui *u, WINDOW *w, int y, int cols)
 {
     const as_session *s = u->s;
-    int L = s->model->cfg.n_layer, q = u->v.query, m = 0;
+    int L = as_view_n_layer(s), q = u->v.query, m = 0;
     float *v = calloc((size_t)(2 * L + 1), sizeof *v);
     if (!v)
         return;
     for (int i = 0; i < 2 * L + 1; i++) {
-        int h = view_norm_hook(s->prog, i / 2, i == 2 * L ? NK_FINAL : i % 2 ? NK_LN2 : NK_LN1);
-        if (h < 0 || s->cap->filled[h] <= q)
+        int h = view_norm_hook(as_view_program(s), i / 2, i == 2 * L ? NK_FINAL : i % 2 ? NK_LN2 : NK_LN1);
+        if (h < 0 || as_view_filled(s, h) <= q)
             break;
-        v[m++] = resid_norm(u, as_capture_norm(s->cap, h, q));
+        v[m++] = resid_norm(u, as_capture_norm(as_view_capture(s), h, q));
     }
     char spark[512], line[640];
     tf_spark(v, m, u->t.utf8, spark, sizeof spark);
@@ -132,8 +142,8 @@ static void draw(tui *u)
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, h = norm_hook(u, u->v.norm);
     char title[96];
     /* the norm as its hooks name it (blocks.0.ln1, decoder.0.ln3), without .hook_scale */
-    const char *name = h >= 0 ? u->s->prog->hooks[h].name : "", *dot = h >= 0 ? strrchr(name, '.') : NULL;
-    if (u->v.norm == NK_FINAL && u->s->prog->source_stream < 0)
+    const char *name = h >= 0 ? as_view_hook_name(u->s, h) : "", *dot = h >= 0 ? strrchr(name, '.') : NULL;
+    if (u->v.norm == NK_FINAL && as_view_source_stream(u->s) < 0)
         snprintf(title, sizeof title, "%s  ln_final", is_rms(u) ? "RMSNorm" : "LayerNorm");
     else if (dot)
         snprintf(title, sizeof title, "%s  %.*s", is_rms(u) ? "RMSNorm" : "LayerNorm", (int)(dot - name), name);
@@ -146,18 +156,18 @@ static void draw(tui *u)
         if (norm_hook(u, (norm_kind)k) >= 0)
             snprintf(note + strlen(note), sizeof note - strlen(note), " %s", view_norm_name((norm_kind)k));
     pane_frame(u, P_NORMS, title, note);
-    int n = h >= 0 ? u->s->cap->filled[h] : 0;
-    if (u->s->it->out->n_tokens == 0 || n == 0) {
-        pane_message(u, P_NORMS, u->s->it->out->n_tokens ? "Not computed yet at this norm." : "No context yet.");
+    int n = h >= 0 ? as_view_filled(u->s, h) : 0;
+    if (as_view_n_tokens(u->s) == 0 || n == 0) {
+        pane_message(u, P_NORMS, as_view_n_tokens(u->s) ? "Not computed yet at this norm." : "No context yet.");
         wnoutrefresh(w);
         return;
     }
     int level = columns_for(cols), body = rows - 2;
     header(u, w, level, cols);
     int sel = u->v.query < n ? u->v.query : n - 1;
-    u->norm_first = tf_scroll_follow(u->norm_first, sel, body, n);
-    for (int i = 0; i < body && u->norm_first + i < n; i++)
-        row(u, w, 2 + i, u->norm_first + i, as_capture_norm(u->s->cap, h, u->norm_first + i), level, cols);
+    state(u)->norm_first = tf_scroll_follow(state(u)->norm_first, sel, body, n);
+    for (int i = 0; i < body && state(u)->norm_first + i < n; i++)
+        row(u, w, 2 + i, state(u)->norm_first + i, as_capture_norm(as_view_capture(u->s), h, state(u)->norm_first + i), level, cols);
     sparkline(u, w, rows, cols);
     wnoutrefresh(w);
 }
@@ -165,7 +175,7 @@ static void draw(tui *u)
 /* Where the program records norm statistics: every LayerNorm and RMSNorm. */
 static bool applies(const tui *u)
 {
-    const as_program *p = u->s->prog;
+    const as_program *p = as_view_program(u->s);
     return as_program_hook(p, AS_HK_LN1_SCALE, 0) >= 0 || as_program_hook(p, AS_HK_LNF_SCALE, -1) >= 0;
 }
 
@@ -177,6 +187,11 @@ static unsigned key(tui *u, int ch, bool keycode)
     return RD_IGNORED;
 }
 
+static void *init(void)
+{
+    return calloc(1, sizeof(norms_state));
+}
+
 const pane_class pane_norms = {
     .name = "LayerNorm",
     .shows = SHOWS_LAYER | SHOWS_QUERY | SHOWS_NORM | SHOWS_DATA,
@@ -184,4 +199,6 @@ const pane_class pane_norms = {
     .applies = applies,
     .draw = draw,
     .key = key,
+    .init = init,
+    .free = free,
 };

@@ -21,25 +21,25 @@
 static const float *logits_at(const tui *u, int q)
 {
     const as_session *s = u->s;
-    if (s->prog->logits_pos >= 0)
-        return as_interp_logits(s->it);
-    int h = as_program_hook(s->prog, AS_HK_LOGITS, -1);
-    if (h >= 0 && as_capture_has(s->cap, h) && s->cap->filled[h] > q)
-        return as_capture_row(s->cap, h, q);
-    return q == s->it->out->n_done - 1 ? as_interp_logits(s->it) : NULL;
+    if (as_view_logits_pos(s) >= 0)
+        return as_interp_logits(as_view_interp(s));
+    int h = as_program_hook(as_view_program(s), AS_HK_LOGITS, -1);
+    if (h >= 0 && as_capture_has(as_view_capture(s), h) && as_view_filled(s, h) > q)
+        return as_capture_row(as_view_capture(s), h, q);
+    return q == as_view_n_done(s) - 1 ? as_interp_logits(as_view_interp(s)) : NULL;
 }
 
 /* The temperature the pane's probabilities are at: the sampler's, or 1
  * when it is greedy. */
 static bool encoder(const tui *u)
 {
-    return !u->s->prog->streams[u->s->prog->out_stream].causal;
+    return !as_view_causal(u->s);
 }
 
 /* An encoder's predictions are not sampled: temperature 1. */
 static float pane_temp(const tui *u)
 {
-    float t = u->s->sampler.temp;
+    float t = as_view_temp(u->s);
     return t > 0 && !encoder(u) ? t : 1.0f;
 }
 
@@ -52,7 +52,7 @@ static void probs_at(const tui *u, const float *logits, int n, float *probs)
 
 static int rank_of(const tui *u, int id)
 {
-    int n = u->s->model->cfg.n_vocab, r = 1;
+    int n = as_view_n_vocab(u->s), r = 1;
     for (int i = 0; i < n; i++)
         r += u->probs[i] > u->probs[id];
     return r;
@@ -94,11 +94,10 @@ static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const
  * decoding draws nothing. Returns 1 if a line was drawn. */
 static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
 {
-    const as_interp *it = u->s->it;
-    const float *prev = q >= 1 && q >= it->out->n_prompt ? logits_at(u, q - 1) : NULL;
+    const float *prev = q >= 1 && q >= as_view_n_prompt(u->s) ? logits_at(u, q - 1) : NULL;
     if (!prev)
         return 0;
-    int n = u->s->model->cfg.n_vocab, id = it->out->tokens[q];
+    int n = as_view_n_vocab(u->s), id = as_view_token(u->s, q);
     char piece[96], line[256];
     probs_at(u, prev, n, u->probs);
     token_label(u, q, piece, sizeof piece);
@@ -112,15 +111,14 @@ static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
 
 static void draw_list(tui *u, WINDOW *w, const float *logits, int q)
 {
-    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 3, n = u->s->model->cfg.n_vocab;
+    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 3, n = as_view_n_vocab(u->s);
     if (rows > 4 && !encoder(u))
         rows -= sampled_line(u, w, rows, q, cols);
-    const as_interp *it = u->s->it;
-    int next = q + 1 < it->out->n_tokens ? it->out->tokens[q + 1] : -1;
-    const char *mark = q + 1 >= it->out->n_prompt ? " generated" : " next";
+    int next = q + 1 < as_view_n_tokens(u->s) ? as_view_token(u->s, q + 1) : -1;
+    const char *mark = q + 1 >= as_view_n_prompt(u->s) ? " generated" : " next";
     if (encoder(u))
-        next = it->out->tokens[q], mark = " here";
-    if (u->s->prog->logits_pos >= 0)
+        next = as_view_token(u->s, q), mark = " here";
+    if (as_view_logits_pos(u->s) >= 0)
         next = -1; /* a classifier's inputs are no classes */
     probs_at(u, logits, n, u->probs);
     int k = as_top_indices(logits, n, rows, u->order);
@@ -141,22 +139,22 @@ static void draw(tui *u)
     WINDOW *w = u->win[P_PROBS];
     int q = u->v.query;
     char title[128], piece[96];
-    if (u->s->it->out->n_tokens == 0) {
+    if (as_view_n_tokens(u->s) == 0) {
         pane_frame(u, P_PROBS, "Next token", NULL);
         pane_message(u, P_PROBS, "No context yet.");
         wnoutrefresh(w);
         return;
     }
-    if (u->s->prog->logits_pos >= 0)
-        q = u->s->prog->logits_pos;
+    if (as_view_logits_pos(u->s) >= 0)
+        q = as_view_logits_pos(u->s);
     token_label(u, q, piece, sizeof piece);
-    if (u->s->prog->logits_pos >= 0)
+    if (as_view_logits_pos(u->s) >= 0)
         snprintf(title, sizeof title, "Classes at %s", piece);
     else
         snprintf(title, sizeof title, encoder(u) ? "Predictions at %d %s" : "Next token after %d %s", q, piece);
     char note[48];
-    if (u->s->sampler.temp > 0 && !encoder(u))
-        snprintf(note, sizeof note, "p at temp %g", (double)u->s->sampler.temp);
+    if (as_view_temp(u->s) > 0 && !encoder(u))
+        snprintf(note, sizeof note, "p at temp %g", (double)as_view_temp(u->s));
     else
         snprintf(note, sizeof note, encoder(u) ? "p at temp 1" : "greedy, p at temp 1");
     pane_frame(u, P_PROBS, title, note);
@@ -172,7 +170,7 @@ static void draw(tui *u)
 /* Where the program ends in logits over a vocabulary. */
 static bool applies(const tui *u)
 {
-    return as_program_hook(u->s->prog, AS_HK_LOGITS, -1) >= 0;
+    return as_program_hook(as_view_program(u->s), AS_HK_LOGITS, -1) >= 0;
 }
 
 const pane_class pane_probs = {

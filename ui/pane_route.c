@@ -15,6 +15,18 @@
 #include "textfmt.h"
 #include "tui.h"
 
+/* The pane's state: the selected expert, what it scrolled to. */
+typedef struct route_state {
+    int route_expert;     /* the routing pane's selected expert (-1: none); the strip marks its tokens */
+    int route_first;      /* the routing pane's first token row shown */
+    int route_e0;         /* its first expert column shown */
+} route_state;
+
+static route_state *state(const tui *u)
+{
+    return u->pane_state[P_ROUTE];
+}
+
 typedef struct route_src {
     int hw, hi, hs;  /* weights, indices, the shared expert's gate (-1: none) */
     int n_expert, k;
@@ -23,12 +35,12 @@ typedef struct route_src {
 
 static int hook(const tui *u, as_hook_kind kind, int layer)
 {
-    return as_program_hook_in(u->s->prog, kind, layer, u->s->prog->out_stream);
+    return as_program_hook_in(as_view_program(u->s), kind, layer, as_view_out_stream(u->s));
 }
 
 static bool applies(const tui *u)
 {
-    for (int l = 0; l < u->s->model->cfg.n_layer; l++)
+    for (int l = 0; l < as_view_n_layer(u->s); l++)
         if (hook(u, AS_HK_EXPERT_INDICES, l) >= 0)
             return true;
     return false;
@@ -42,37 +54,39 @@ static bool source(const tui *u, route_src *r)
     r->hw = hook(u, AS_HK_EXPERT_WEIGHTS, L);
     r->hi = hook(u, AS_HK_EXPERT_INDICES, L);
     r->hs = hook(u, AS_HK_SHARED_GATE, L);
-    const as_op *op = r->hi >= 0 ? as_program_producer(u->s->prog, r->hi) : NULL;
+    const as_op *op = r->hi >= 0 ? as_program_producer(as_view_program(u->s), r->hi) : NULL;
     if (r->hw < 0 || !op)
         return false;
-    r->n_expert = op->n_expert;
-    r->k = op->k;
-    const as_capture *c = u->s->cap;
+    r->n_expert = as_view_op_experts(op);
+    r->k = as_view_op_k(op);
+    const as_capture *c = as_view_capture(u->s);
     if (as_capture_has(c, r->hw) && as_capture_has(c, r->hi)) {
-        r->n = c->filled[r->hw] < c->filled[r->hi] ? c->filled[r->hw] : c->filled[r->hi];
-        if (r->n > u->s->it->out->n_tokens)
-            r->n = u->s->it->out->n_tokens;
+        r->n = as_view_filled(u->s, r->hw) < as_view_filled(u->s, r->hi) ? as_view_filled(u->s, r->hw) : as_view_filled(u->s, r->hi);
+        if (r->n > as_view_n_tokens(u->s))
+            r->n = as_view_n_tokens(u->s);
     }
-    if (r->hs >= 0 && !(as_capture_has(c, r->hs) && c->filled[r->hs] >= r->n))
+    if (r->hs >= 0 && !(as_capture_has(c, r->hs) && as_view_filled(u->s, r->hs) >= r->n))
         r->hs = -1;
     return true;
 }
 
 static bool chose(const tui *u, const route_src *r, int pos, int e)
 {
-    const float *ix = as_capture_row(u->s->cap, r->hi, pos);
+    const float *ix = as_capture_row(as_view_capture(u->s), r->hi, pos);
     for (int j = 0; j < r->k; j++)
         if ((int)ix[j] == e)
             return true;
     return false;
 }
 
-bool route_marks(const tui *u, int pos)
+/* Whether the token at pos chose the routing pane's selected expert in
+ * the selected layer (false when none is selected). */
+static bool route_marks(const tui *u, int pos)
 {
     route_src r;
-    if (u->route_expert < 0 || !source(u, &r) || pos < 0 || pos >= r.n || u->route_expert >= r.n_expert)
+    if (state(u)->route_expert < 0 || !source(u, &r) || pos < 0 || pos >= r.n || state(u)->route_expert >= r.n_expert)
         return false;
-    return chose(u, &r, pos, u->route_expert);
+    return chose(u, &r, pos, state(u)->route_expert);
 }
 
 /* Where things go inside the box: a token label, then the experts' cells
@@ -94,25 +108,25 @@ static route_geom geometry(tui *u, const route_src *r, int rows, int cols)
     g.cw = g.cw > 4 ? 4 : g.cw < 1 ? 1 : g.cw;
     g.ve = avail / g.cw;
     g.ve = g.ve > r->n_expert ? r->n_expert : g.ve < 0 ? 0 : g.ve;
-    int e0 = u->route_e0, sel = u->route_expert;
+    int e0 = state(u)->route_e0, sel = state(u)->route_expert;
     if (sel >= 0 && sel < e0)
         e0 = sel;
     if (sel >= 0 && g.ve > 0 && sel >= e0 + g.ve)
         e0 = sel - g.ve + 1;
     if (e0 > r->n_expert - g.ve)
         e0 = r->n_expert - g.ve;
-    g.e0 = u->route_e0 = e0 < 0 ? 0 : e0;
+    g.e0 = state(u)->route_e0 = e0 < 0 ? 0 : e0;
     g.x0 = 1 + g.lw + 1;
     g.xs = r->hs >= 0 ? g.x0 + g.cw * g.ve + 1 : -1;
     g.vis = rows - 2 > 0 ? rows - 2 : 0; /* the header row and the load row */
-    int first = u->route_first, q = u->v.query;
+    int first = state(u)->route_first, q = u->v.query;
     if (q < first)
         first = q;
     if (g.vis > 0 && q >= first + g.vis)
         first = q - g.vis + 1;
     if (first > r->n - g.vis)
         first = r->n - g.vis;
-    g.first = u->route_first = first < 0 ? 0 : first;
+    g.first = state(u)->route_first = first < 0 ? 0 : first;
     return g;
 }
 
@@ -147,8 +161,8 @@ static void draw(tui *u)
         wnoutrefresh(w);
         return;
     }
-    if (u->route_expert >= r.n_expert)
-        u->route_expert = -1;
+    if (state(u)->route_expert >= r.n_expert)
+        state(u)->route_expert = -1;
     snprintf(title, sizeof title, getmaxx(w) >= 40 ? "Routing  layer %d" : "Routing L%d", u->v.layer);
     snprintf(note, sizeof note, "top %d of %d", r.k, r.n_expert);
     float *load = calloc((size_t)r.n_expert, sizeof *load);
@@ -156,13 +170,13 @@ static void draw(tui *u)
         for (int p = 0; p < r.n; p++)
             for (int e = 0; e < r.n_expert; e++)
                 load[e] += chose(u, &r, p, e) ? 1.0f / (float)r.n : 0;
-        if (u->route_expert >= 0)
-            snprintf(note, sizeof note, "expert %d: %d", u->route_expert,
-                     (int)lroundf(load[u->route_expert] * (float)r.n));
+        if (state(u)->route_expert >= 0)
+            snprintf(note, sizeof note, "expert %d: %d", state(u)->route_expert,
+                     (int)lroundf(load[state(u)->route_expert] * (float)r.n));
     }
     pane_frame(u, P_ROUTE, title, note);
     if (!load || r.n == 0) {
-        pane_message(u, P_ROUTE, r.n == 0 && u->s->it->out->n_tokens == 0
+        pane_message(u, P_ROUTE, r.n == 0 && as_view_n_tokens(u->s) == 0
                                      ? "No context yet: prompt TEXT"
                                      : "Not computed yet: n, f or Space run the pass");
         free(load);
@@ -178,9 +192,9 @@ static void draw(tui *u)
         char num[16];
         snprintf(num, sizeof num, "%d", e);
         int len = (int)strlen(num);
-        if (len > g.cw && e != u->route_expert && e % ((len + g.cw) / g.cw) != 0)
+        if (len > g.cw && e != state(u)->route_expert && e % ((len + g.cw) / g.cw) != 0)
             continue; /* narrow cells: every few experts numbered */
-        term_role(&u->t, w, e == u->route_expert ? R_LABEL_SEL : R_DIM);
+        term_role(&u->t, w, e == state(u)->route_expert ? R_LABEL_SEL : R_DIM);
         int x = g.x0 + (e - g.e0) * g.cw;
         put_text(u, w, 1, x, num, cols + 1 - x);
     }
@@ -196,11 +210,11 @@ static void draw(tui *u)
         snprintf(label, sizeof label, "%d %s", p, piece);
         term_role(&u->t, w, p == u->v.query ? R_LABEL_SEL : route_marks(u, p) ? R_OUTLIER : R_NORMAL);
         put_text(u, w, y, 1, label, g.lw);
-        const float *wt = as_capture_row(u->s->cap, r.hw, p);
+        const float *wt = as_capture_row(as_view_capture(u->s), r.hw, p);
         for (int e = g.e0; e < g.e0 + g.ve; e++)
             cell(u, w, y, g.x0 + (e - g.e0) * g.cw, g.cw, wt[e], chose(u, &r, p, e));
         if (g.xs >= 0 && g.xs + 3 <= cols + 1)
-            cell(u, w, y, g.xs, 3, as_capture_row(u->s->cap, r.hs, p)[0], false);
+            cell(u, w, y, g.xs, 3, as_capture_row(as_view_capture(u->s), r.hs, p)[0], false);
         term_role(&u->t, w, R_NORMAL);
     }
     /* the load, under the last token: percent where cells are wide
@@ -213,7 +227,7 @@ static void draw(tui *u)
         if (g.cw >= 3) {
             char pct[16];
             snprintf(pct, sizeof pct, "%*d", g.cw, (int)lroundf(100 * load[e]));
-            term_role(&u->t, w, e == u->route_expert ? R_LABEL_SEL : R_NORMAL);
+            term_role(&u->t, w, e == state(u)->route_expert ? R_LABEL_SEL : R_NORMAL);
             put_text(u, w, y, x, pct, g.cw);
         } else {
             cell(u, w, y, x, g.cw, load[e], false);
@@ -226,9 +240,9 @@ static void draw(tui *u)
 
 static unsigned select_expert(tui *u, int e)
 {
-    if (e == u->route_expert)
+    if (e == state(u)->route_expert)
         return 0;
-    u->route_expert = e;
+    state(u)->route_expert = e;
     return RD(P_ROUTE) | RD(P_TOKENS);
 }
 
@@ -238,7 +252,7 @@ static unsigned key(tui *u, int ch, bool keycode)
     route_src r;
     if (!keycode || (ch != KEY_LEFT && ch != KEY_RIGHT) || !source(u, &r))
         return RD_IGNORED;
-    int e = u->route_expert, E = r.n_expert;
+    int e = state(u)->route_expert, E = r.n_expert;
     e = e < 0 ? (ch == KEY_RIGHT ? 0 : E - 1) : (e + (ch == KEY_RIGHT ? 1 : -1) + E) % E;
     return select_expert(u, e);
 }
@@ -254,12 +268,28 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
     route_geom g = geometry(u, &r, getmaxy(w) - 2, getmaxx(w) - 2);
     if (x >= g.x0 && x < g.x0 + g.cw * g.ve) {
         int e = g.e0 + (x - g.x0) / g.cw;
-        return select_expert(u, e == u->route_expert ? -1 : e);
+        return select_expert(u, e == state(u)->route_expert ? -1 : e);
     }
     int row = y - 2;
     if (x >= 1 && x < g.x0 && row >= 0 && row < g.vis && g.first + row < r.n)
         return tui_select_query(u, g.first + row);
     return 0;
+}
+
+/* No expert selected; the first rows and columns. */
+static void reset(void *state)
+{
+    route_state *st = state;
+    st->route_expert = -1;
+    st->route_first = st->route_e0 = 0;
+}
+
+static void *init(void)
+{
+    route_state *st = malloc(sizeof *st);
+    if (st)
+        reset(st);
+    return st;
 }
 
 const pane_class pane_route = {
@@ -272,4 +302,8 @@ const pane_class pane_route = {
     .draw = draw,
     .key = key,
     .mouse = mouse,
+    .marks = route_marks,
+    .init = init,
+    .reset = reset,
+    .free = free,
 };

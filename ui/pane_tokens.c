@@ -9,13 +9,33 @@
 #include "textfmt.h"
 #include "tui.h"
 
+/* The pane's state: where the last draw put each chip, for scrolling and clicks. */
+typedef struct tokens_state {
+    int tok_first_row;
+    int tok_rows, *tok_row, *tok_col, tok_n, tok_cap;
+} tokens_state;
+
+static tokens_state *state(const tui *u)
+{
+    return u->pane_state[P_TOKENS];
+}
+
+/* Whether a pane marks the token at pos (the routing pane's selected expert's). */
+static bool marked(const tui *u, int pos)
+{
+    for (int p = 0; p < P_COUNT; p++)
+        if (u->panes[p]->marks && u->panes[p]->marks(u, pos))
+            return true;
+    return false;
+}
+
 /* An encoder-decoder's strip shows the source first, then an arrow, then
  * the decoder's tokens: chip i of the strip is the source's position i,
  * and the decoder's position i - (n_source + 1) after it. */
 static int n_source(const tui *u)
 {
-    int src = u->s->prog->source_stream;
-    return src >= 0 && u->s->it->st[src].n_tokens > 0 ? u->s->it->st[src].n_tokens + 1 : 0;
+    int src = as_view_source_stream(u->s);
+    return src >= 0 && as_view_stream_tokens(u->s, src) > 0 ? as_view_stream_tokens(u->s, src) + 1 : 0;
 }
 
 static role chip_role(const tui *u, int i)
@@ -27,24 +47,24 @@ static role chip_role(const tui *u, int i)
     i -= ns;
     if (i == u->v.query && !on_source)
         return R_TOK_SEL;
-    if (i >= u->s->it->out->n_prompt)
+    if (i >= as_view_n_prompt(u->s))
         return i % 2 ? R_TOK_GEN_B : R_TOK_GEN_A;
     return i % 2 ? R_TOK_PROMPT_B : R_TOK_PROMPT_A;
 }
 
 static bool ensure_positions(tui *u, int n)
 {
-    if (n <= u->tok_cap)
+    if (n <= state(u)->tok_cap)
         return true;
-    int *r = realloc(u->tok_row, (size_t)n * sizeof *r);
+    int *r = realloc(state(u)->tok_row, (size_t)n * sizeof *r);
     if (r)
-        u->tok_row = r;
-    int *c = realloc(u->tok_col, (size_t)n * sizeof *c);
+        state(u)->tok_row = r;
+    int *c = realloc(state(u)->tok_col, (size_t)n * sizeof *c);
     if (c)
-        u->tok_col = c;
+        state(u)->tok_col = c;
     if (!r || !c)
         return false;
-    u->tok_cap = n;
+    state(u)->tok_cap = n;
     return true;
 }
 
@@ -66,16 +86,16 @@ static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96]
 {
     int ns = n_source(u);
     for (int i = 0; i < n; i++) {
-        int y = u->tok_row[i] - u->tok_first_row;
+        int y = state(u)->tok_row[i] - state(u)->tok_first_row;
         if (y < 0 || y >= rows)
             continue;
         role r = chip_role(u, i);
         /* the routing pane's selected expert: the tokens that chose it */
-        if (r != R_TOK_SEL && i >= ns && route_marks(u, i - ns))
+        if (r != R_TOK_SEL && i >= ns && marked(u, i - ns))
             term_role_attr(&u->t, w, R_OUTLIER, A_UNDERLINE);
         else
             term_role(&u->t, w, r);
-        put_text(u, w, 1 + y, 2 + u->tok_col[i], labels[i], cols - u->tok_col[i]);
+        put_text(u, w, 1 + y, 2 + state(u)->tok_col[i], labels[i], cols - state(u)->tok_col[i]);
     }
     term_role(&u->t, w, R_NORMAL);
 }
@@ -83,23 +103,22 @@ static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96]
 static void draw(tui *u)
 {
     WINDOW *w = u->win[P_TOKENS];
-    const as_interp *it = u->s->it;
-    int n = it->out->n_tokens, rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, ns = n_source(u);
+    int n = as_view_n_tokens(u->s), rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, ns = n_source(u);
     char title[96];
-    bool image = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    bool image = as_view_pixels(u->s);
     if (image)
         snprintf(title, sizeof title, "Positions  CLS + %d patches", n > 0 ? n - 1 : 0);
     else if (ns)
-        snprintf(title, sizeof title, "Tokens  source %d, target %d prompt + %d generated", ns - 1, it->out->n_prompt,
-                 n - it->out->n_prompt);
+        snprintf(title, sizeof title, "Tokens  source %d, target %d prompt + %d generated", ns - 1, as_view_n_prompt(u->s),
+                 n - as_view_n_prompt(u->s));
     else
-        snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", it->out->n_prompt, n - it->out->n_prompt);
+        snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", as_view_n_prompt(u->s), n - as_view_n_prompt(u->s));
     pane_frame(u, P_TOKENS, n ? title : image ? "Positions" : "Tokens", NULL);
     if (!image)
         legend(u, w, n ? title : "Tokens");
     if (n == 0) {
         term_role(&u->t, w, R_HINT);
-        put_text(u, w, 1, 2, u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS
+        put_text(u, w, 1, 2, as_view_pixels(u->s)
                                  ? "No image yet: image FILE at the command line (: opens it)"
                                  : "No context yet: prompt TEXT at the command line (: opens it), or lesson",
                  cols - 2);
@@ -117,7 +136,7 @@ static void draw(tui *u)
     }
     for (int i = 0; i < n; i++) {
         if (i < ns - 1)
-            stream_label(u, u->s->prog->source_stream, i, labels[i], sizeof labels[i]);
+            stream_label(u, as_view_source_stream(u->s), i, labels[i], sizeof labels[i]);
         else if (i == ns - 1)
             snprintf(labels[i], sizeof labels[i], " %s ", tf_glyph(G_ARROW, u->t.utf8));
         else
@@ -129,12 +148,12 @@ static void draw(tui *u)
     /* Without colour the chips cannot alternate shades: a gap separates
      * them; so it does between names (CLS, r0c0), which are no text that
      * runs on. */
-    bool pixels = u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS;
+    bool pixels = as_view_pixels(u->s);
     int gap = u->t.cm == CM_MONO || pixels ? 1 : 0;
-    u->tok_rows = tf_strip_layout(widths, n, cols, gap, u->tok_row, u->tok_col);
-    u->tok_n = n;
+    state(u)->tok_rows = tf_strip_layout(widths, n, cols, gap, state(u)->tok_row, state(u)->tok_col);
+    state(u)->tok_n = n;
     int sel = u->v.site == AS_PICK_SOURCE && ns ? u->v.src_query : ns + u->v.query;
-    u->tok_first_row = tf_scroll_follow(u->tok_first_row, u->tok_row[sel], rows, u->tok_rows);
+    state(u)->tok_first_row = tf_scroll_follow(state(u)->tok_first_row, state(u)->tok_row[sel], rows, state(u)->tok_rows);
     draw_chips(u, w, rows, cols, labels, n);
     free(labels);
     free(widths);
@@ -155,14 +174,29 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
 {
     if (buttons & (BUTTON4_PRESSED | BUTTON5_PRESSED))
         return RD_IGNORED;
-    int row = y - 1 + u->tok_first_row, col = x - 2, hit = -1, ns = n_source(u);
-    for (int i = 0; i < u->tok_n && i < ns + u->s->it->out->n_tokens; i++)
-        if (u->tok_row[i] == row && u->tok_col[i] <= col)
+    int row = y - 1 + state(u)->tok_first_row, col = x - 2, hit = -1, ns = n_source(u);
+    for (int i = 0; i < state(u)->tok_n && i < ns + as_view_n_tokens(u->s); i++)
+        if (state(u)->tok_row[i] == row && state(u)->tok_col[i] <= col)
             hit = i;
     /* a source chip is selected on the encoder's heatmap, a target chip elsewhere */
     if (u->v.site == AS_PICK_SOURCE)
         return hit >= 0 && hit < ns - 1 ? tui_select_query(u, hit) : 0;
     return hit >= ns ? tui_select_query(u, hit - ns) : 0;
+}
+
+static void *init(void)
+{
+    return calloc(1, sizeof(tokens_state));
+}
+
+static void free_state(void *state)
+{
+    tokens_state *st = state;
+    if (st) {
+        free(st->tok_row);
+        free(st->tok_col);
+    }
+    free(st);
 }
 
 const pane_class pane_tokens = {
@@ -173,4 +207,6 @@ const pane_class pane_tokens = {
     .draw = draw,
     .key = key,
     .mouse = mouse,
+    .init = init,
+    .free = free_state,
 };

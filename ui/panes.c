@@ -17,15 +17,6 @@ const pane_class *const pane_classes[P_COUNT] = {
     [P_STATUS] = &pane_status,
 };
 
-unsigned panes_showing(unsigned what)
-{
-    unsigned bits = 0;
-    for (int p = 0; p < P_COUNT; p++)
-        if (pane_classes[p]->shows & what)
-            bits |= RD(p);
-    return bits;
-}
-
 unsigned panes_present(const tui *u)
 {
     unsigned bits = 0;

@@ -40,7 +40,7 @@ static void run_commands(const char *line)
     int n;
     char **cmds = as_split_commands(line, &n);
     *repl.interrupted = 0;
-    for (int i = 0; cmds && i < n && !repl.s->quit && !*repl.interrupted; i++) {
+    for (int i = 0; cmds && i < n && !as_view_quit(repl.s) && !*repl.interrupted; i++) {
         as_error err = {{0}};
         if (view_exec(&repl.v, repl.s, cmds[i], NULL, &err)) {
             fflush(stdout);
@@ -100,13 +100,13 @@ static int repl_lesson(void *ctx, lesson *l, as_error *err)
             continue;
         }
         i = i > 0 ? i - 1 : 0; /* back: the lesson replayed quietly to the step before */
-        FILE *out = repl.s->out, *null = fopen("/dev/null", "w");
-        repl.s->out = null ? null : out;
+        FILE *out = as_view_out(repl.s), *null = fopen("/dev/null", "w");
+        as_view_set_out(repl.s, null ? null : out);
         rc = view_lesson_model(repl.s, l, err);
         for (int k = 0; rc == AS_OK && k < i; k++)
             for (int c2 = 0; rc == AS_OK && c2 < l->steps[k].n_cmds; c2++)
                 rc = view_exec(v, repl.s, l->steps[k].cmds[c2], NULL, err);
-        repl.s->out = out;
+        as_view_set_out(repl.s, out);
         if (null)
             fclose(null);
     }
@@ -128,7 +128,7 @@ static void on_line(char *line)
     rls_history_add(repl.hist, line);
     run_commands(line);
     free(line);
-    if (repl.s->quit)
+    if (as_view_quit(repl.s))
         rl_callback_handler_remove(); /* no fresh prompt after `quit` */
 }
 
@@ -180,10 +180,10 @@ int as_repl(as_session *s, volatile sig_atomic_t *interrupted)
     sa.sa_handler = on_winch;
     sigaction(SIGWINCH, &sa, NULL);
     rls_history_load(repl.hist);
-    printf("attnscope — %s (%s, %d layers, %d heads). Type help; Ctrl-D leaves.\n", s->model->cfg.name,
-           as_model_arch_name(s->model), s->model->cfg.n_layer, s->model->cfg.n_head);
+    printf("attnscope — %s (%s, %d layers, %d heads). Type help; Ctrl-D leaves.\n", as_view_model_name(s),
+           as_model_arch_name(as_view_model(s)), as_view_n_layer(s), as_view_n_head(s));
     rl_callback_handler_install(PROMPT, on_line);
-    while (!s->quit && !repl.eof)
+    while (!as_view_quit(s) && !repl.eof)
         wait_input();
     rl_callback_handler_remove(); /* restores the terminal; harmless twice */
     free(repl.hist);

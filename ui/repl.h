@@ -6,7 +6,7 @@
 
 #include <signal.h>
 
-#include "attnscope/session.h"
+#include "attnscope/view_api.h"
 
 int as_repl(as_session *s, volatile sig_atomic_t *interrupted);
 

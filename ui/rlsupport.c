@@ -134,8 +134,8 @@ static char **complete(const char *text, int start, int end)
         add_commands(text);
     for (int i = 0; i < nl; i++)
         add_cand(lits[i], text);
-    for (int h = 0; (kind & USAGE_HOOK) && h < completing->prog->n_hooks; h++)
-        add_cand(completing->prog->hooks[h].name, text);
+    for (int h = 0; (kind & USAGE_HOOK) && h < as_view_n_hooks(completing); h++)
+        add_cand(as_view_hook_name(completing, h), text);
     for (int i = 0; i < nw; i++)
         free(words[i]);
     /* A file argument, or one the usage line does not describe (such as

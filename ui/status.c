@@ -9,22 +9,22 @@
 
 static void where(const tui *u, char *out, size_t cap)
 {
-    const as_interp *it = u->s->it;
+    const as_interp *it = as_view_interp(u->s);
     const as_op *op = as_interp_current(it);
     if (u->busy)
         snprintf(out, cap, "running %s", u->running);
-    else if (it->out->n_tokens == 0)
-        snprintf(out, cap, u->s->prog->streams[u->s->prog->out_stream].input == AS_INPUT_PIXELS ? "no image"
+    else if (as_view_n_tokens(u->s) == 0)
+        snprintf(out, cap, as_view_pixels(u->s) ? "no image"
                                                                                                : "no context");
-    else if (it->in_pass && op && op->layer >= 0)
-        snprintf(out, cap, "layer %d  op %d/%d %s", op->layer, it->pc + 1, u->s->prog->n_ops, op->text);
-    else if (it->in_pass && op)
-        snprintf(out, cap, "op %d/%d %s", it->pc + 1, u->s->prog->n_ops, op->text);
-    else if (it->out->n_done < it->out->n_tokens)
-        snprintf(out, cap, "ready to run positions %d-%d", it->out->n_done, it->out->n_tokens - 1);
-    else if (u->s->prog->logits_pos >= 0 && as_interp_logits(it))
+    else if (as_view_in_pass(u->s) && op && as_view_op_layer(op) >= 0)
+        snprintf(out, cap, "layer %d  op %d/%d %s", as_view_op_layer(op), as_view_pc(u->s) + 1, as_view_n_ops(u->s), as_view_op_text(op));
+    else if (as_view_in_pass(u->s) && op)
+        snprintf(out, cap, "op %d/%d %s", as_view_pc(u->s) + 1, as_view_n_ops(u->s), as_view_op_text(op));
+    else if (as_view_n_done(u->s) < as_view_n_tokens(u->s))
+        snprintf(out, cap, "ready to run positions %d-%d", as_view_n_done(u->s), as_view_n_tokens(u->s) - 1);
+    else if (as_view_logits_pos(u->s) >= 0 && as_interp_logits(it))
         snprintf(out, cap, "pass done, classes ready");
-    else if (!u->s->prog->streams[u->s->prog->out_stream].causal)
+    else if (!as_view_causal(u->s))
         /* an encoder: predictions at every position, or only hidden states */
         snprintf(out, cap, as_interp_logits(it) ? "pass done, predictions ready" : "pass done");
     else
@@ -44,17 +44,17 @@ static void draw(tui *u)
     char pos[160], left[512];
     where(u, pos, sizeof pos);
     /* what the capture holds at the positions in use (it grows with them) */
-    double mb = (double)s->cap->used / (1 << 20);
-    snprintf(left, sizeof left, " %s %s %s %s ctx %d/%d %s capture %.*f MB%s ", s->model->cfg.name,
-             tf_glyph(G_SEP, u->t.utf8), pos, tf_glyph(G_SEP, u->t.utf8), s->it->out->n_tokens, s->it->n_ctx,
-             tf_glyph(G_SEP, u->t.utf8), mb < 10 ? 1 : 0, mb, s->cap->dropped_from >= 0 ? " (some dropped)" : "");
+    double mb = (double)as_view_capture_used(s) / (1 << 20);
+    snprintf(left, sizeof left, " %s %s %s %s ctx %d/%d %s capture %.*f MB%s ", as_view_model_name(s),
+             tf_glyph(G_SEP, u->t.utf8), pos, tf_glyph(G_SEP, u->t.utf8), as_view_n_tokens(s), as_view_n_ctx(s),
+             tf_glyph(G_SEP, u->t.utf8), mb < 10 ? 1 : 0, mb, as_view_dropped_some(s) ? " (some dropped)" : "");
     term_role(&u->t, w, R_STATUS);
     werase(w);
     mvwprintw(w, 0, 0, "%*s", cols, "");
     int used = put_text(u, w, 0, 0, left, cols);
     /* The keys, right-aligned, if they fit; else the two that lead to the rest. */
-    const pane_class *focus = pane_classes[u->focus];
-    bool encoder = !s->prog->streams[s->prog->out_stream].causal;
+    const pane_class *focus = u->panes[u->focus];
+    bool encoder = !as_view_causal(s);
     const char *keys = focus->keys ? focus->keys : encoder ? VIEW_KEYS_ENCODER : VIEW_KEYS;
     if (used + (int)strlen(keys) + 2 > cols)
         keys = focus->keys_short ? focus->keys_short : VIEW_KEYS_SHORT;

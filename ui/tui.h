@@ -2,8 +2,9 @@
  * main loop (tui.c) reads keys, runs commands and redraws only the panes
  * whose `dirty` bit is set. Each pane is a class in htop's manner
  * (pane_class below, listed in panes.c): it says whether it applies to the
- * loaded program, draws itself from the session's capture, and may handle
- * keys and clicks of its own when focused; handlers return the redraw
+ * loaded program, draws itself from the session's capture, keeps its own
+ * state (which only its file knows), and may handle keys and clicks of its
+ * own when focused; handlers return the redraw
  * bits of the panes that show what changed, as htop's return what to
  * redraw. The view's own keys are in keys.c. */
 #ifndef ATTNSCOPE_UI_TUI_H
@@ -13,7 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "attnscope/session.h"
+#include "attnscope/view_api.h"
 #include "heatmap.h"
 #include "layout.h"
 #include "logbuf.h"
@@ -48,8 +49,14 @@ enum {
     SHOWS_BUSY = 1 << 9,   /* a command is running */
 };
 
+struct pane_class;
+
 typedef struct tui {
     as_session *s;
+    /* The panes (panes.c's table, by pane_id) and each one's own state,
+     * which only its file knows (NULL: none). */
+    const struct pane_class *const *panes;
+    void *pane_state[P_COUNT];
     term t;
     layout lay;
     WINDOW *win[P_COUNT];
@@ -89,28 +96,17 @@ typedef struct tui {
     } *ahead;            /* keys typed while it ran (a paste, say), handled after it */
     int first_ahead, n_ahead, cap_ahead; /* waiting: [first_ahead, n_ahead) */
 
-    /* Remembered from the last draw, for scrolling and mouse hits. */
-    hm_geom geom;
-    hm_grid grid;
-    int heat_y, heat_x;  /* the heat area's origin inside the attention window */
-    int tok_first_row;
-    int tok_rows, *tok_row, *tok_col, tok_n, tok_cap;
-    int norm_first;
-    int route_expert;     /* the routing pane's selected expert (-1: none); the strip marks its tokens */
-    int route_first;      /* the routing pane's first token row shown */
-    int route_e0;         /* its first expert column shown */
-
     float *probs;        /* vocabulary-sized scratch of the probabilities and lens panes */
     int *order;
-    struct lens_cache *lens; /* the lens pane's rows, kept until the pass or token changes */
-    const as_model *model;   /* the model the scratch and layout were made for (`load` changes it) */
+    const as_model *model;   /* the model the scratch, the panes' states and the layout were made for (`load`
+                              * changes it) */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in
  * the log at start (model warnings). */
 int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes);
 
-/* keys.c */
+/* keys.c (above tour.c, run.c and the panes) */
 unsigned tui_key(tui *u, int ch, bool keycode);
 /* Whether a key must wait for the running command to finish (it starts a
  * command, or is typed ahead into the command line). */
@@ -119,15 +115,19 @@ unsigned tui_mouse(tui *u);
 /* How a command line came: typed at the command line, run by a key, or
  * by a lesson (whose box shows instead). */
 typedef enum run_from { RUN_TYPED, RUN_KEY, RUN_LESSON } run_from;
-/* Runs a command line (';'-separated) and logs its output; where the log
- * is hidden, shows it as `from` says. */
+/* run.c: Runs a command line (';'-separated) and logs its output; where
+ * the log is hidden, shows it as `from` says. (tour_run_line: the same,
+ * then a lesson it started.) */
 int tui_run_line(tui *u, const char *line, run_from from);
 /* Whether the Output pane is on screen. */
 bool tui_log_visible(const tui *u);
 /* The panes that change when the view's selection or data changes. */
 unsigned tui_after_command(tui *u);
-/* Draws dirty panes and shows them. */
+/* Moves what the running command printed so far into the log. */
+void capture_drain(tui *u);
+/* redraw.c: Draws dirty panes and shows them. */
 void tui_redraw(tui *u);
+void drop_windows(tui *u);
 
 /* frame.c: a pane's box and title. */
 void draw_box(const tui *u, WINDOW *w);
@@ -165,24 +165,32 @@ typedef struct pane_class {
     /* A click or wheel turn inside it, in its window's coordinates (NULL:
      * none): redraw bits, or RD_IGNORED. */
     unsigned (*mouse)(tui *u, int y, int x, mmask_t buttons);
+    /* Whether the token strip marks the token at pos for it (NULL: it
+     * marks none): the routing pane's selected expert's tokens. */
+    bool (*marks)(const tui *u, int pos);
+    /* Its own state, in u->pane_state[its id] (NULL: it has none): made
+     * when the view starts (NULL: out of memory), reset when another model
+     * is loaded (NULL: kept), freed when the view ends. */
+    void *(*init)(void);
+    void (*reset)(void *state);
+    void (*free)(void *state);
 } pane_class;
 
 extern const pane_class pane_attn, pane_tokens, pane_probs, pane_lens, pane_norms, pane_log, pane_status,
     pane_cmdline, pane_image, pane_route;
 
-/* pane_route.c: whether the token at pos chose the routing pane's
- * selected expert in the selected layer (false when none is selected). */
-bool route_marks(const tui *u, int pos);
+/* pane_attn.c: the queries a page of the heatmap shows (PgUp/PgDn). */
+int pane_attn_page(const tui *u);
 
-/* panes.c: the table, by pane_id. */
+/* panes.c: the table, by pane_id (the view reaches it as u->panes). */
 extern const pane_class *const pane_classes[P_COUNT];
-/* The redraw bits of the panes that show any of `what` (SHOWS_*). */
-unsigned panes_showing(unsigned what);
 /* The panes that apply to the loaded program, as a mask of RD(p) bits
  * (the same bits as layout's LAYOUT_PANE(p)). */
 unsigned panes_present(const tui *u);
 
-/* keys.c: selection changes a pane's handler shares with the view's keys. */
+/* select.c: The redraw bits of the panes that show any of `what` (SHOWS_*). */
+unsigned panes_showing(const tui *u, unsigned what);
+/* Selection changes a pane's handler shares with the view's keys. */
 unsigned tui_focus(tui *u, pane_id p);
 unsigned tui_select_query(tui *u, int q);
 unsigned tui_cycle_norm(tui *u, int d);
@@ -200,10 +208,12 @@ void popup_draw(tui *u);
 int tour_take(void *ctx, struct lesson *l, as_error *err);
 /* Shows the first step of a lesson just taken. */
 void tour_begin(tui *u);
+int tour_run_line(tui *u, const char *line, run_from how);
 /* Space, Backspace, Esc/q while a lesson runs (RD_IGNORED: not the lesson's). */
 unsigned tour_key(tui *u, int ch, bool keycode);
-void tour_draw(tui *u);
 void tour_end(tui *u);
+/* tour_box.c: the step's box. */
+void tour_draw(tui *u);
 
 /* screendump.c: the screen as plain text (`view dump FILE`), written
  * through a temporary file renamed into place. */

@@ -72,7 +72,7 @@ int view_norm_hook(const as_program *p, int layer, norm_kind k)
 {
     static const as_hook_kind kinds[NK_COUNT] = {AS_HK_LN1_SCALE, AS_HK_LN1_POST_SCALE, AS_HK_LN2_SCALE,
                                                  AS_HK_LN2_POST_SCALE, AS_HK_LN3_SCALE, AS_HK_LNF_SCALE};
-    return k < NK_COUNT ? as_program_hook_in(p, kinds[k], k == NK_FINAL ? -1 : layer, p->out_stream) : -1;
+    return k < NK_COUNT ? as_program_hook_in(p, kinds[k], k == NK_FINAL ? -1 : layer, as_program_pick_stream(p, AS_PICK_SELF)) : -1;
 }
 
 norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d)
@@ -89,9 +89,9 @@ norm_kind view_norm_step(const as_program *p, int layer, norm_kind k, int d)
  * head is asked about), else the last token. */
 static int first_mask(const as_session *s, int n)
 {
-    int32_t mask = as_tokenizer_mask(s->model->tok);
+    int32_t mask = as_tokenizer_mask(as_view_tokenizer(s));
     for (int i = 0; mask >= 0 && i < n; i++)
-        if (s->it->out->tokens[i] == mask)
+        if (as_view_token(s, i) == mask)
             return i;
     return n - 1;
 }
@@ -103,17 +103,16 @@ static int clampi(int x, int lo, int hi)
 
 void view_clamp(view *v, const as_session *s)
 {
-    const as_config *c = &s->model->cfg;
-    int n = s->it->out->n_tokens;
-    bool causal = s->prog->streams[s->prog->out_stream].causal;
-    v->layer = clampi(v->layer, 0, c->n_layer - 1);
-    v->head = clampi(v->head, 0, c->n_head - 1);
+    int n = as_view_n_tokens(s);
+    bool causal = as_view_causal(s);
+    v->layer = clampi(v->layer, 0, as_view_n_layer(s) - 1);
+    v->head = clampi(v->head, 0, as_view_n_head(s) - 1);
     if (v->follow || v->query >= n)
-        v->query = causal ? n - 1 : s->prog->logits_pos >= 0 ? s->prog->logits_pos : first_mask(s, n);
+        v->query = causal ? n - 1 : as_view_logits_pos(s) >= 0 ? as_view_logits_pos(s) : first_mask(s, n);
     v->query = clampi(v->query, 0, n > 0 ? n - 1 : 0);
-    int ns = s->prog->source_stream >= 0 ? s->it->st[s->prog->source_stream].n_tokens : 0;
+    int ns = as_view_source_stream(s) >= 0 ? as_view_stream_tokens(s, as_view_source_stream(s)) : 0;
     v->src_query = clampi(v->src_query, 0, ns > 0 ? ns - 1 : 0);
-    if (v->site != AS_PICK_SELF && s->prog->source_stream >= 0) {
+    if (v->site != AS_PICK_SELF && as_view_source_stream(s) >= 0) {
         /* cross-attention and the encoder's: every source position is a key */
         v->key = clampi(v->key, 0, ns > 0 ? ns - 1 : 0);
         return;
@@ -127,9 +126,9 @@ int view_site(view *v, const as_session *s, const char *name, as_error *err)
 {
     if (strcmp(name, "self") && strcmp(name, "cross") && strcmp(name, "encoder"))
         return as_error_set(err, "unknown site '%s' (self, or cross and encoder on an encoder-decoder)", name);
-    if (strcmp(name, "self") && s->prog->source_stream < 0)
+    if (strcmp(name, "self") && as_view_source_stream(s) < 0)
         return as_error_set(err, "%s has no %s: its one attention site is self (%s is an encoder-decoder's)",
-                            s->model->cfg.name, !strcmp(name, "cross") ? "cross-attention" : "separate encoder", name);
+                            as_view_model_name(s), !strcmp(name, "cross") ? "cross-attention" : "separate encoder", name);
     v->site = !strcmp(name, "cross") ? AS_PICK_CROSS : !strcmp(name, "encoder") ? AS_PICK_SOURCE : AS_PICK_SELF;
     return AS_OK;
 }
@@ -161,13 +160,13 @@ static int view_set(view *v, as_session *s, char **w, int n, as_error *err)
     if (!strcmp(w[1], "delay")) {
         if (parse_int(w[2], 0, 10000, "the delay (ms)", &v->delay_ms, err))
             return AS_ERR;
-        fprintf(s->out, "delay = %d ms (pause after each token gen produces, in the full-screen view)\n",
+        fprintf(as_view_out(s), "delay = %d ms (pause after each token gen produces, in the full-screen view)\n",
                 v->delay_ms);
         return AS_OK;
     }
     if (set_cmap(v, w[2], err))
         return AS_ERR;
-    fprintf(s->out, "cmap = %s\n", as_cmap_name(v->cmap));
+    fprintf(as_view_out(s), "cmap = %s\n", as_cmap_name(v->cmap));
     return AS_OK;
 }
 
@@ -184,8 +183,8 @@ static int view_norm(view *v, const char *name, as_error *err)
 
 static int view_pos(view *v, const as_session *s, const char *arg, as_error *err)
 {
-    int n = s->it->out->n_tokens;
-    bool causal = s->prog->streams[s->prog->out_stream].causal;
+    int n = as_view_n_tokens(s);
+    bool causal = as_view_causal(s);
     if (!strcmp(arg, "last")) {
         v->follow = causal; /* an encoder's following position is its first [MASK] */
         v->query = n - 1;
@@ -209,7 +208,6 @@ static int view_dump(view *v, const char *path, as_error *err)
 
 static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
 {
-    const as_config *c = &s->model->cfg;
     int rc;
     if (n == 2 && pane_index(w[1]) >= 0) {
         /* the routing pane exists where a layer routes its MLP */
@@ -226,14 +224,14 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
         return as_error_set(err, "usage: %s", commands[2].usage);
     const char *what = w[1], *arg = w[2];
     if (!strcmp(what, "layer"))
-        rc = parse_int(arg, 0, c->n_layer - 1, "the layer", &v->layer, err);
+        rc = parse_int(arg, 0, as_view_n_layer(s) - 1, "the layer", &v->layer, err);
     else if (!strcmp(what, "head"))
-        rc = parse_int(arg, 0, c->n_head - 1, "the head", &v->head, err);
+        rc = parse_int(arg, 0, as_view_n_head(s) - 1, "the head", &v->head, err);
     else if (!strcmp(what, "pos"))
         rc = view_pos(v, s, arg, err);
     else if (!strcmp(what, "key")) {
         /* a cross-attention's keys (and the encoder's) are the source's positions */
-        int nk = v->site != AS_PICK_SELF ? s->it->st[s->prog->source_stream].n_tokens : s->it->out->n_tokens;
+        int nk = v->site != AS_PICK_SELF ? as_view_stream_tokens(s, as_view_source_stream(s)) : as_view_n_tokens(s);
         rc = nk ? parse_int(arg, 0, nk - 1, "the key", &v->key, err)
                 : as_error_set(err, "no context yet: start with `prompt TEXT`");
     }
@@ -259,20 +257,20 @@ static int list_lessons(as_session *s)
     char names[64][64], titles[64][128];
     int n = lesson_list(names, titles, 64);
     if (n == 0) {
-        fprintf(s->out, "no lessons found (they are in assets/lessons, or DATADIR/lessons when installed)\n");
+        fprintf(as_view_out(s), "no lessons found (they are in assets/lessons, or DATADIR/lessons when installed)\n");
         return AS_OK;
     }
-    fprintf(s->out, "lessons (lesson NAME starts one; in the full-screen view Space goes on, Backspace back, Esc "
+    fprintf(as_view_out(s), "lessons (lesson NAME starts one; in the full-screen view Space goes on, Backspace back, Esc "
                     "ends):\n");
     for (int i = 0; i < n; i++)
-        fprintf(s->out, "  %-12s %s\n", names[i], titles[i]);
+        fprintf(as_view_out(s), "  %-12s %s\n", names[i], titles[i]);
     return AS_OK;
 }
 
 int view_lesson_model(as_session *s, const lesson *l, as_error *err)
 {
     char buf[4096];
-    if (!l->model || !strcmp(s->model->cfg.name, l->model))
+    if (!l->model || !strcmp(as_view_model_name(s), l->model))
         return AS_OK;
     return as_session_load(s, datadir_model(l->model, buf, sizeof buf), err);
 }
@@ -280,13 +278,13 @@ int view_lesson_model(as_session *s, const lesson *l, as_error *err)
 /* Without a screen: every step's text, then its commands. */
 static int run_through(view *v, as_session *s, lesson *l, as_error *err)
 {
-    fprintf(s->out, "lesson %s: %s (%d steps)\n", l->name, l->title, l->n_steps);
+    fprintf(as_view_out(s), "lesson %s: %s (%d steps)\n", l->name, l->title, l->n_steps);
     int rc = view_lesson_model(s, l, err);
     v->in_lesson = true;
     for (int i = 0; rc == AS_OK && i < l->n_steps; i++) {
-        fprintf(s->out, "\n--- step %d of %d ---\n%s\n", i + 1, l->n_steps, l->steps[i].text);
+        fprintf(as_view_out(s), "\n--- step %d of %d ---\n%s\n", i + 1, l->n_steps, l->steps[i].text);
         for (int k = 0; rc == AS_OK && k < l->steps[i].n_cmds; k++) {
-            fprintf(s->out, "> %s\n", l->steps[i].cmds[k]);
+            fprintf(as_view_out(s), "> %s\n", l->steps[i].cmds[k]);
             rc = view_exec(v, s, l->steps[i].cmds[k], NULL, err);
         }
     }
@@ -325,9 +323,9 @@ static void view_help(as_session *s, char **w, int n)
         if (n > 1 && strcmp(w[1], commands[i].name))
             continue;
         if (n > 1)
-            fprintf(s->out, "%s\n  %s\n  example: %s\n", commands[i].usage, commands[i].help, commands[i].example);
+            fprintf(as_view_out(s), "%s\n  %s\n  example: %s\n", commands[i].usage, commands[i].help, commands[i].example);
         else
-            fprintf(s->out, "  %-28s %s\n", commands[i].usage, commands[i].help);
+            fprintf(as_view_out(s), "  %-28s %s\n", commands[i].usage, commands[i].help);
     }
 }
 
@@ -375,7 +373,7 @@ int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_er
         if (n > 0 && !strcmp(w[0], "help") && (rc == AS_OK || n == 1))
             view_help(s, w, n);
         if (n == 1 && !strcmp(w[0], "set") && rc == AS_OK)
-            fprintf(s->out, "delay = %d ms (the view's pause after each generated token)\ncmap = %s\n", v->delay_ms,
+            fprintf(as_view_out(s), "delay = %d ms (the view's pause after each generated token)\ncmap = %s\n", v->delay_ms,
                     as_cmap_name(v->cmap));
     }
     if (view_changed)

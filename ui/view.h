@@ -10,7 +10,7 @@
 #include <stdio.h>
 
 #include "attnscope/colormap.h"
-#include "attnscope/session.h"
+#include "attnscope/view_api.h"
 
 struct lesson;
 

@@ -1,0 +1,104 @@
+/* view_api: what a front (ui/) reads of a session, by what it shows: the
+ * model's size and name, the program's facts a pane asks (streams, hooks,
+ * sites, ops), where the interpreter stands, the context's tokens, and the
+ * capture's values. A front reads the engine only through these (and the
+ * functions that take the engine's objects as opaque pointers:
+ * as_program_hook, as_program_attn, as_attn_visible, ...), never the
+ * structs' fields, so the engine may change its structs without touching
+ * a view. Values only: nothing here changes what is computed. */
+#ifndef ATTNSCOPE_VIEW_API_H
+#define ATTNSCOPE_VIEW_API_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attnscope/session.h"
+
+/* The session: its streams for results and warnings, `quit`, the call
+ * after each pass of `gen`, Ctrl-C's flag, the context (--ctx). */
+FILE *as_view_out(const as_session *s);
+FILE *as_view_warn(const as_session *s);
+void as_view_set_out(as_session *s, FILE *out);
+void as_view_set_warn(as_session *s, FILE *warn);
+bool as_view_quit(const as_session *s);
+void as_view_on_pass(as_session *s, as_pass_fn fn, void *ctx);
+void as_view_set_interrupt(as_session *s, volatile sig_atomic_t *flag);
+/* Caps the context at n positions (0: the model's window), as `set ctx`. */
+int as_view_set_ctx(as_session *s, int n, as_error *err);
+float as_view_temp(const as_session *s);
+
+/* The model: its identity (changes with `load`), name, size, notes. */
+const as_model *as_view_model(const as_session *s);
+const char *as_view_model_name(const as_session *s);
+int as_view_n_layer(const as_session *s);
+int as_view_n_head(const as_session *s);
+int as_view_n_vocab(const as_session *s);
+int as_view_d_model(const as_session *s);
+int as_view_model_ctx(const as_session *s);
+const char *as_view_model_warnings(const as_session *s);
+const as_tokenizer *as_view_tokenizer(const as_session *s);
+
+/* The program: the stream a decoder writes (an encoder-decoder's target),
+ * the source stream (-1: none), what the output stream reads and whether
+ * it is causal, where the classes are (-1: logits at every position),
+ * the logit lens's hook kind, hooks' names, the op count. */
+const as_program *as_view_program(const as_session *s);
+int as_view_out_stream(const as_session *s);
+int as_view_source_stream(const as_session *s);
+bool as_view_pixels(const as_session *s);
+bool as_view_causal(const as_session *s);
+int as_view_logits_pos(const as_session *s);
+as_hook_kind as_view_lens_kind(const as_session *s);
+bool as_view_no_lens(const as_session *s);
+int as_view_n_hooks(const as_session *s);
+const char *as_view_hook_name(const as_session *s, int hook);
+int as_view_n_ops(const as_session *s);
+/* The image a pixel stream reads: its patches and normalisation. */
+const as_patch_spec *as_view_patch(const as_session *s, int stream);
+const as_image_spec *as_view_image(const as_session *s, int stream);
+
+/* An attention site (as_program_attn): heads, the streams of its queries
+ * and keys, its keys' hook, whether it masks keys. */
+int as_view_site_heads(const as_attn *a);
+int as_view_site_q_stream(const as_attn *a);
+int as_view_site_kv_stream(const as_attn *a);
+int as_view_site_key_hook(const as_attn *a);
+bool as_view_site_masks(const as_attn *a);
+/* An op (as_interp_current, as_program_producer): its layer (-1: none),
+ * its text, whether it is an RMSNorm, a routed MLP's experts and k. */
+int as_view_op_layer(const as_op *op);
+const char *as_view_op_text(const as_op *op);
+bool as_view_op_rms(const as_op *op);
+int as_view_op_experts(const as_op *op);
+int as_view_op_k(const as_op *op);
+
+/* The interpreter: the output stream's tokens (n, of which from the
+ * prompt, whose pass is done, the ids), another stream's count and
+ * pixels, the context, where a pass stands (next op), and `gen`, which
+ * changes whenever a computed value may have (caches key on it). */
+const as_interp *as_view_interp(const as_session *s);
+int as_view_n_tokens(const as_session *s);
+int as_view_n_prompt(const as_session *s);
+int as_view_n_done(const as_session *s);
+int32_t as_view_token(const as_session *s, int pos);
+int as_view_stream_tokens(const as_session *s, int stream);
+const float *as_view_stream_pixels(const as_session *s, int stream);
+int as_view_n_ctx(const as_session *s);
+bool as_view_in_pass(const as_session *s);
+int as_view_pc(const as_session *s);
+unsigned long as_view_gen(const as_session *s);
+
+/* The capture: positions a hook holds, whether it is kept, the budget
+ * that keeps everything (MB), bytes in use, whether something was dropped
+ * and the note saying what. */
+const as_capture *as_view_capture(const as_session *s);
+int as_view_filled(const as_session *s, int hook);
+size_t as_view_keep_mb(const as_session *s);
+size_t as_view_capture_used(const as_session *s);
+bool as_view_dropped_some(const as_session *s);
+const char *as_view_dropped_note(const as_session *s);
+
+#endif
