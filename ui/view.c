@@ -212,11 +212,11 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
     if (n == 2 && pane_index(w[1]) >= 0) {
         /* the routing pane exists where a layer routes its MLP */
         bool routed = false;
-        for (int l = 0; l < c->n_layer && !routed; l++)
-            routed = as_program_hook(s->prog, AS_HK_EXPERT_INDICES, l) >= 0;
+        for (int l = 0; l < as_view_n_layer(s) && !routed; l++)
+            routed = as_program_hook(as_view_program(s), AS_HK_EXPERT_INDICES, l) >= 0;
         if (!strcmp(view_pane_name(pane_index(w[1])), "routing") && !routed)
             return as_error_set(err, "%s has no routed MLPs (no mixture of experts): there is no routing pane",
-                                c->name);
+                                as_view_model_name(s));
         v->pane_req = pane_index(w[1]);
         return AS_OK;
     }
