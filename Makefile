@@ -235,7 +235,7 @@ test:
 	@{ $(MAKE) --no-print-directory test-suite 2>&1; echo "make-test: exit $$?"; } | tee $(BUILD)/test.log
 	@tail -n 1 $(BUILD)/test.log | grep -qx 'make-test: exit 0'
 
-test-suite: deps-scan unit e2e fuzz-replay tui-stress llama-compare hf-tokref hub-ref
+test-suite: deps-scan deps unit e2e fuzz-replay tui-stress llama-compare hf-tokref hub-ref
 
 # The README's set-up on a fresh Debian bookworm root (debootstrap, chroot;
 # as root): make, a batch run, make test, which must pass there with the

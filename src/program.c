@@ -664,47 +664,6 @@ int as_program_add_unembed(as_program *p, int resid, const float *norm_w, const 
     return lg;
 }
 
-int as_program_build(as_program **out, const as_model *m, as_error *err)
-{
-    *out = NULL;
-    as_program *p = calloc(1, sizeof *p);
-    if (!p)
-        return as_error_set(err, "out of memory building the program");
-    p->model = m;
-    p->unembed = p->final_norm = p->pooled = p->head_first = p->source_stream = p->start_token = p->logits_pos = -1;
-    p->lens_kind = AS_HK_RESID_POST;
-    /* A block of today's architectures has at most 32 hooks and ops, the
-     * ends fewer than 8: room for them up front, growth past it. */
-    p->cap_hooks = p->cap_ops = 8 + 32 * m->cfg.n_layer;
-    p->cap_attn = m->cfg.n_layer;
-    p->hooks = malloc((size_t)p->cap_hooks * sizeof *p->hooks);
-    p->ops = malloc((size_t)p->cap_ops * sizeof *p->ops);
-    p->attn = malloc((size_t)p->cap_attn * sizeof *p->attn);
-    if (!p->hooks || !p->ops || !p->attn) {
-        as_program_free(p);
-        return as_error_set(err, "out of memory building the program");
-    }
-    if (m->arch->build(p, err)) {
-        as_program_free(p);
-        return AS_ERR;
-    }
-    if (p->failed || p->n_streams == 0 || p->n_ops == 0) {
-        as_error_set(err, "%s: the %s program could not be built (%s)", m->path, m->arch->gguf_name,
-                     p->failed ? (p->mistake[0] ? p->mistake : "out of memory") : "no stream or no output");
-        as_program_free(p);
-        return AS_ERR;
-    }
-    if (as_program_validate(p, err)) {
-        as_error_prefix(err, "%s: the %s program is not valid", m->path, m->arch->gguf_name);
-        as_program_free(p);
-        return AS_ERR;
-    }
-    /* An encoder without head or pooling outputs its last hidden states. */
-    p->out_stream = p->hooks[p->unembed >= 0 ? p->ops[p->unembed].out : p->ops[p->n_ops - 1].out].stream;
-    *out = p;
-    return AS_OK;
-}
-
 void as_program_free(as_program *p)
 {
     if (!p)

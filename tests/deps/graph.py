@@ -39,7 +39,7 @@ LAYERS = {"src": [
     ("interp", ["interp*.c", "attention*.c", "capture*.c", "sampler.c"]),
     ("instruments", ["instruments*.c"]),
     ("figure", ["figure*.c", "fig_*.c"]),
-    ("session", ["session*.c", "cmd_*.c"]),
+    ("session", ["session*.c", "cmd_*.c", "export*.c"]),
 ]}
 
 def source_of(obj):
