@@ -307,6 +307,9 @@ static void pairs(uint8_t *out, const uint8_t *in, uint64_t heads, uint64_t dh, 
 int as_hf_add(as_hf *h, const char *hf_name, const char *gguf_name, as_hf_xform x, int heads, uint32_t n_dims,
               const uint64_t *want, const char *what, bool optional, bool *found, as_error *err)
 {
+    /* Ctrl-C: converting a large checkpoint's tensors takes seconds */
+    if (as_file_interrupted())
+        return as_error_set(err, "%s: interrupted while reading the tensors (at '%s'): not loaded", h->dir, hf_name);
     as_hf_tensor *t = as_hf_find(h, hf_name);
     if (found)
         *found = t != NULL;

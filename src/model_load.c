@@ -3,6 +3,7 @@
  * then the checks and warnings every load makes; and `--check`'s survey. */
 #include "attnscope/model.h"
 
+#include "attnscope/file.h"
 #include "attnscope/kernels.h"
 #include "attnscope/quant.h"
 
@@ -103,7 +104,7 @@ static uint64_t count_nonfinite16(const uint8_t *p, uint64_t n, uint16_t exp_mas
 /* Names tensors that hold NaN or Inf, and a block type's first corrupt
  * block: a broken conversion should load (so it can be inspected) but say
  * so at once. */
-static void scan_nonfinite(as_model *m)
+static int scan_nonfinite(as_model *m, as_error *err)
 {
     const as_gguf *g = m->gguf;
     size_t used = strlen(m->warnings), first = used; /* after the warnings before it */
@@ -113,6 +114,12 @@ static void scan_nonfinite(as_model *m)
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
         char where[160] = "";
+        /* Ctrl-C: a large file's scan takes seconds; the load stops */
+        if (as_file_interrupted()) {
+            free(row);
+            return as_error_set(err, "%s: interrupted while checking the weights for NaN or Inf (at tensor %llu of "
+                                "%llu): not loaded", g->path, (unsigned long long)i, (unsigned long long)g->n_tensors);
+        }
         if (!as_ggml_type_supported(t->type) || t->ne[0] == 0)
             continue;
         if (t->ne[0] > row_cap) {
@@ -120,7 +127,7 @@ static void scan_nonfinite(as_model *m)
             row_cap = t->ne[0];
             row = malloc(row_cap * sizeof *row);
             if (!row)
-                return;
+                return AS_OK; /* the scan is a courtesy: the load goes on */
         }
         uint64_t bad = 0, rows = as_tensor_rows(t);
         /* F32 in place: one vectorized pass over the map finds nothing in
@@ -155,6 +162,7 @@ static void scan_nonfinite(as_model *m)
         }
     }
     free(row);
+    return AS_OK;
 }
 
 /* Tensors the file has and the architecture did not ask for: a broken
@@ -233,7 +241,8 @@ int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_err
     if (g->view_note && g->view_note[0])
         snprintf(m->warnings, sizeof m->warnings, "%s", g->view_note);
     note_unused(m);
-    scan_nonfinite(m);
+    if (scan_nonfinite(m, err))
+        goto fail;
     note_vocabulary(m);
     as_defang(m->warnings); /* they quote tensor names from the file */
     *out = m;

@@ -722,6 +722,8 @@ Test(reliability_interrupt, long_commands_stop_with_interrupted)
         "patch sweep resid_pre from \"When Mary and John went to the store, Mary gave a drink to\"",
         "patch blocks.1.hook_resid_pre from \"When Mary and John went to the store, Mary gave a drink to\"",
         "heads", "weights", dump_all, "compare", "gen 5",
+        /* a load stops too, and the session keeps its model */
+        "load ../models/austen-llama.gguf", "load fixtures/hf/tiny-gpt2",
     };
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         as_error err = {{0}};
