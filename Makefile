@@ -17,8 +17,13 @@ endif
 # the CPU has is chosen at run time.
 OPT    ?= -O2 -g
 SAN    ?=
+# Headers: include/ is the public API, all ui/ compiles against (-Iinclude
+# alone: the engine's structs are opaque there); src/ holds the engine's
+# own (src/attnscope/*.h, spelled "attnscope/X.h" too), which the engine,
+# the tests and the tools see through CFLAGS_ENGINE's -Isrc.
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Iinclude \
              -DAS_DATADIR='"$(DATADIR)"' -DAS_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+CFLAGS_ENGINE = $(CFLAGS_ALL) -Isrc
 VERSION := 0.1.0
 
 LIB_SRCS := $(sort $(wildcard src/*.c))
@@ -129,17 +134,22 @@ deps: $(BUILD)/config.mk $(LIB_OBJS) $(UI_OBJS)
 deps-table: $(LIB_OBJS)
 	@/usr/bin/python3 tests/deps/graph.py --table src $(LIB_OBJS)
 
-$(BUILD)/%.o: %.c $(BUILD)/config.mk
+$(BUILD)/src/%.o: src/%.c $(BUILD)/config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ENGINE) -MMD -MP -c $< -o $@
+
+# ui/: the public headers only, no -Isrc.
+$(BUILD)/ui/%.o: ui/%.c $(BUILD)/config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(SIMD_OBJS): $(BUILD)/src/simd/kernels_%.o: $(SIMD_SRC) $(BUILD)/config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(SIMD_FLAGS_$*) -DAS_ISA=$* -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ENGINE) $(SIMD_FLAGS_$*) -DAS_ISA=$* -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/%.o: tests/%.c $(BUILD)/config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(CRIT_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ENGINE) $(CRIT_CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@

@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "attnscope/session.h"
+#include "attnscope/types.h"
 
 /* The session: its streams for results and warnings, `quit`, the call
  * after each pass of `gen`, Ctrl-C's flag, the context (--ctx). */
