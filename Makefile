@@ -128,9 +128,18 @@ $(BUILD)/config.mk: Makefile
 # its layer and those below (src/ARCHITECTURE.md, "Layers"), from the
 # objects' symbols (tests/deps/graph.py prints each cycle as a chain of
 # files, a symbol per edge); make deps-table prints the layers' table.
+# And the engine's objects are opaque to a front: with the public headers
+# alone (ui/'s flags), each of OPAQUE is an incomplete type.
+OPAQUE = as_session as_model as_gguf as_tokenizer as_program as_op as_attn as_capture as_interp
 deps: $(BUILD)/config.mk $(LIB_OBJS) $(UI_OBJS)
 	@rc=0; /usr/bin/python3 tests/deps/graph.py src $(LIB_OBJS) || rc=1; \
-	  /usr/bin/python3 tests/deps/graph.py ui $(UI_OBJS) || rc=1; exit $$rc
+	  /usr/bin/python3 tests/deps/graph.py ui $(UI_OBJS) || rc=1; \
+	  for t in $(OPAQUE); do \
+	    out=$$(for h in include/attnscope/*.h; do echo "#include \"$${h#include/}\""; done | \
+	      { cat; echo "unsigned long f(void) { return sizeof($$t); }"; } | \
+	      $(CC) $(CFLAGS_ALL) -fsyntax-only -x c - 2>&1); \
+	    case $$out in *incomplete*) ;; *) echo "deps: $$t is not opaque to ui/ (include/ defines it)"; rc=1;; esac; \
+	  done; [ $$rc = 1 ] || echo "deps: ui/: the engine's objects are opaque ($(words $(OPAQUE)) handles)"; exit $$rc
 deps-table: $(LIB_OBJS)
 	@/usr/bin/python3 tests/deps/graph.py --table src $(LIB_OBJS)
 

@@ -73,6 +73,7 @@ const float *as_capture_attn_row(const as_capture *c, int hook, int head, int q,
 /* The default budget (as_capture_default_mb), whether a hook is kept
  * (as_capture_has) and the readers of a row, an attention weight and a
  * norm's statistics (as_capture_row, _attn, _norm): engine.h. */
+
 /* A per-head norm's statistics of one head (group); group 0 is as_capture_norm. */
 const as_norm_stat *as_capture_norm_group(const as_capture *c, int hook, int pos, int group);
 

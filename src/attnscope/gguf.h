@@ -106,6 +106,7 @@ typedef struct as_gguf {
 
 /* Opening a file (as_gguf_open), closing it and its model card
  * (as_gguf_print_info): engine.h. */
+
 /* Same as as_gguf_open over a caller's buffer (which must outlive the
  * result); `name` is used in messages. For tests and fuzzing. */
 int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name, as_error *err);

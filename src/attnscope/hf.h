@@ -33,6 +33,7 @@
 
 /* Whether a path is such a directory (as_hf_is_dir) and opening it as a
  * GGUF view (as_hf_open): engine.h. */
+
 /* as_hf_open, then the model. */
 int as_hf_load(as_model **out, const char *dir, as_error *err);
 /* Writes the view as a GGUF file (keys, tokenizer and tensors as the view

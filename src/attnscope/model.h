@@ -59,6 +59,7 @@ typedef struct as_model {
 /* Loading a model by path (as_model_load, as_model_load_with), freeing it,
  * its architecture's name and `--info`'s check (as_model_print_check):
  * engine.h. */
+
 /* Builds a model from an already-parsed GGUF (takes ownership of g on success). */
 int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err);
 /* The same with a tokenizer built elsewhere (NULL: from g's metadata);

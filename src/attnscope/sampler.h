@@ -25,6 +25,7 @@ int as_sampler_pick(as_sampler *s, const float *logits, int n, float *probs, int
                     as_error *err);
 /* Softmax probabilities (as_probs, as_probs_temp) and the k largest
  * (as_top_indices): engine.h. */
+
 uint64_t as_rng_next(uint64_t *state);
 
 #endif

@@ -111,6 +111,7 @@ bool as_tokenizer_add_bos(const as_tokenizer *t);
 bool as_tokenizer_add_eos(const as_tokenizer *t);
 /* bert's separator, mask and padding tokens (as_tokenizer_sep, _mask,
  * _pad): engine.h. */
+
 /* The tokenizer.ggml.pre value whose pre-tokenizer splits by exactly these
  * n regexes, in this order (a tokenizer.json's Sequence of Split
  * pre-tokenizers: DeepSeek-V3's three), or NULL when none does. */
@@ -174,6 +175,7 @@ int as_tokenizer_decode(const as_tokenizer *t, const int32_t *ids, size_t n_ids,
                         char **out, size_t *len, as_error *err);
 /* A token's stored string and its bytes (as_tokenizer_piece,
  * as_tokenizer_token_bytes): engine.h. */
+
 /* Looks a token up by its stored string; -1 if absent. */
 int32_t as_tokenizer_find(const as_tokenizer *t, const char *piece);
 
