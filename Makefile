@@ -17,8 +17,13 @@ endif
 # the CPU has is chosen at run time.
 OPT    ?= -O2 -g
 SAN    ?=
+# Headers: include/ is the public API, all ui/ compiles against (-Iinclude
+# alone: the engine's structs are opaque there); src/ holds the engine's
+# own (src/attnscope/*.h, spelled "attnscope/X.h" too), which the engine,
+# the tests and the tools see through CFLAGS_ENGINE's -Isrc.
 CFLAGS_ALL = -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SAN) -Iinclude \
              -DAS_DATADIR='"$(DATADIR)"' -DAS_VERSION='"$(VERSION)"' $(PKG_CFLAGS)
+CFLAGS_ENGINE = $(CFLAGS_ALL) -Isrc
 VERSION := 0.1.0
 
 LIB_SRCS := $(sort $(wildcard src/*.c))
@@ -123,23 +128,37 @@ $(BUILD)/config.mk: Makefile
 # its layer and those below (src/ARCHITECTURE.md, "Layers"), from the
 # objects' symbols (tests/deps/graph.py prints each cycle as a chain of
 # files, a symbol per edge); make deps-table prints the layers' table.
+# And the engine's objects are opaque to a front: with the public headers
+# alone (ui/'s flags), each of OPAQUE is an incomplete type.
+OPAQUE = as_session as_model as_gguf as_tokenizer as_program as_op as_attn as_capture as_interp
 deps: $(BUILD)/config.mk $(LIB_OBJS) $(UI_OBJS)
 	@rc=0; /usr/bin/python3 tests/deps/graph.py src $(LIB_OBJS) || rc=1; \
-	  /usr/bin/python3 tests/deps/graph.py ui $(UI_OBJS) || rc=1; exit $$rc
+	  /usr/bin/python3 tests/deps/graph.py ui $(UI_OBJS) || rc=1; \
+	  for t in $(OPAQUE); do \
+	    out=$$(for h in include/attnscope/*.h; do echo "#include \"$${h#include/}\""; done | \
+	      { cat; echo "unsigned long f(void) { return sizeof($$t); }"; } | \
+	      $(CC) $(CFLAGS_ALL) -fsyntax-only -x c - 2>&1); \
+	    case $$out in *incomplete*) ;; *) echo "deps: $$t is not opaque to ui/ (include/ defines it)"; rc=1;; esac; \
+	  done; [ $$rc = 1 ] || echo "deps: ui/: the engine's objects are opaque ($(words $(OPAQUE)) handles)"; exit $$rc
 deps-table: $(LIB_OBJS)
 	@/usr/bin/python3 tests/deps/graph.py --table src $(LIB_OBJS)
 
-$(BUILD)/%.o: %.c $(BUILD)/config.mk
+$(BUILD)/src/%.o: src/%.c $(BUILD)/config.mk
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ENGINE) -MMD -MP -c $< -o $@
+
+# ui/: the public headers only, no -Isrc.
+$(BUILD)/ui/%.o: ui/%.c $(BUILD)/config.mk
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(SIMD_OBJS): $(BUILD)/src/simd/kernels_%.o: $(SIMD_SRC) $(BUILD)/config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(SIMD_FLAGS_$*) -DAS_ISA=$* -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ENGINE) $(SIMD_FLAGS_$*) -DAS_ISA=$* -MMD -MP -c $< -o $@
 
 $(BUILD)/tests/%.o: tests/%.c $(BUILD)/config.mk
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) $(CRIT_CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS_ENGINE) $(CRIT_CFLAGS) -MMD -MP -c $< -o $@
 
 $(LIB): $(LIB_OBJS)
 	@rm -f $@

@@ -2,8 +2,8 @@
  * drawing it with Cairo, the PNG, SVG and PDF files), the fonts and text
  * (figure_text.c), the layout helpers every builder uses (figure_layout.c)
  * and the builders, one file per kind of figure (figure_heatmap.c,
- * figure_headview.c, figure_chart.c), share. Not part of the public API
- * (include/attnscope/figure.h).
+ * figure_headview.c, figure_chart.c), share. Not part of the figures' API
+ * to the rest of the engine (src/attnscope/figure.h).
  *
  * A builder lays its figure out once, for a width and text size, as a
  * list of primitives in PNG pixels (as_fig_add through the as_lay_*

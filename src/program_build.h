@@ -1,8 +1,9 @@
 /* program_build: the program builder, for architecture files (arch_*.c)
  * and program.c only: streams, scopes, hooks and ops added one after
- * another (see include/attnscope/program.h for what they are). Private to
- * the engine: the session, the interpreter, the instruments and the view
- * read a built program through attnscope/program.h. */
+ * another (see src/attnscope/program.h for what they are). Private to
+ * the engine: the session, the interpreter and the instruments read a
+ * built program through attnscope/program.h, the view through view_api.h
+ * and engine.h. */
 #ifndef ATTNSCOPE_PROGRAM_BUILD_H
 #define ATTNSCOPE_PROGRAM_BUILD_H
 

@@ -1,6 +1,7 @@
 /* session_view: the accessors a front reads a session through
  * (include/attnscope/view_api.h). Each reads one fact; none computes. */
 #include "attnscope/view_api.h"
+#include "session_internal.h"
 
 FILE *as_view_out(const as_session *s) { return s->out; }
 FILE *as_view_warn(const as_session *s) { return s->warn; }

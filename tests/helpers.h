@@ -9,6 +9,7 @@
 
 #include "attnscope/gguf.h"
 #include "attnscope/session.h"
+#include "../src/session_internal.h" /* the session's fields, which the tests read */
 #include "typed_copy.h"
 
 typedef struct npy {

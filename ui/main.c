@@ -11,10 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/file.h"
-#include "attnscope/gguf.h"
-#include "attnscope/hf.h"
-#include "attnscope/kernels.h"
 #include "attnscope/view_api.h"
 #include "datadir.h"
 #include "repl.h"

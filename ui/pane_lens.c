@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attnscope/instruments.h"
 #include "textfmt.h"
 #include "tui.h"
 

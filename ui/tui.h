@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/view_api.h"
 #include "heatmap.h"
 #include "layout.h"

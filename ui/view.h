@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "attnscope/colormap.h"
+#include "attnscope/engine.h"
 #include "attnscope/view_api.h"
 
 struct lesson;

@@ -6,44 +6,17 @@
 #ifndef ATTNSCOPE_SESSION_H
 #define ATTNSCOPE_SESSION_H
 
-#include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 
-#include "attnscope/capture.h"
 #include "attnscope/error.h"
-#include "attnscope/interp.h"
-#include "attnscope/model.h"
-#include "attnscope/program.h"
-#include "attnscope/sampler.h"
+#include "attnscope/types.h"
 
-typedef struct as_session as_session;
+/* The session is opaque to a front (types.h): it reads one through
+ * view_api.h. Its struct is the engine's (src/session_internal.h). */
+
 /* Called by `gen` after each pass it completes (one per generated token),
  * so a view can redraw while tokens are produced. */
 typedef void (*as_pass_fn)(void *ctx, as_session *s);
-
-struct as_session {
-    as_model *model;
-    as_program *prog;
-    as_capture *cap;
-    as_interp *it;
-    as_sampler sampler;
-    size_t capture_mb;
-    int ctx;           /* `set ctx N` / --ctx: the context a user works in (0: the model's window) */
-    float *probs;      /* vocab-sized scratch */
-    int *order;
-    FILE *out;         /* results */
-    FILE *warn;        /* warnings that do not fail a command (NaN found, capture drops) */
-    bool quit;         /* `quit` was run */
-    volatile sig_atomic_t *interrupt;
-    as_pass_fn on_pass;
-    void *on_pass_ctx;
-    int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report */
-    bool has_metric;
-    char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
-    char sampled[128];  /* how `gen` chose the context's generated tokens ("temperature 0.7, top-k 40"), for
-                         * figures; "" when none */
-};
 
 typedef struct as_command_info {
     const char *name;

@@ -2,7 +2,7 @@
  * model's size and name, the program's facts a pane asks (streams, hooks,
  * sites, ops), where the interpreter stands, the context's tokens, and the
  * capture's values. A front reads the engine only through these (and the
- * functions that take the engine's objects as opaque pointers:
+ * functions that take the engine's objects as opaque pointers, engine.h:
  * as_program_hook, as_program_attn, as_attn_visible, ...), never the
  * structs' fields, so the engine may change its structs without touching
  * a view. Values only: nothing here changes what is computed. */
@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "attnscope/session.h"
+#include "attnscope/types.h"
 
 /* The session: its streams for results and warnings, `quit`, the call
  * after each pass of `gen`, Ctrl-C's flag, the context (--ctx). */

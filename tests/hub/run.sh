@@ -23,7 +23,7 @@ if [ ! -d "$nm/@lenml/tokenizers" ]; then
     (cd "$build/hub" && npm install --silent --no-audit --no-fund @lenml/tokenizers@3.7.2 >/dev/null) ||
     { echo "*** hub-ref: could not fetch @lenml/tokenizers: SKIPPED ***"; exit 0; }
 fi
-$cc -std=c11 -D_GNU_SOURCE -I"$root/include" "$root/tests/hfref/tokids.c" "$lib" $ldlibs -o "$build/hub/tokids" ||
+$cc -std=c11 -D_GNU_SOURCE -I"$root/include" -I"$root/src" "$root/tests/hfref/tokids.c" "$lib" $ldlibs -o "$build/hub/tokids" ||
   exit 1
 rc=0
 /usr/bin/python3 "$here/encoders.py" "$build" "$build/attnscope" "$build/hub/tokids" "$nm" || rc=1

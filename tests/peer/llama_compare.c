@@ -40,6 +40,7 @@
 #include "attnscope/capture.h"
 #include "attnscope/gguf.h"
 #include "attnscope/session.h"
+#include "../../src/session_internal.h" /* the session's fields, which the comparison reads */
 #include "ggml-backend.h"
 #include "llama.h"
 

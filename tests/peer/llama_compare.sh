@@ -44,7 +44,7 @@ LLAMA=$(lib 'libllama.*so') GGML=$(lib 'libggml.*so') BASE=$(lib 'libggml-base.s
 [ -n "$LLAMA" ] && [ -n "$GGML" ] && [ -n "$BASE" ] || skip "the npm package has no libllama/libggml for this machine"
 if [ ! -x "$BIN" ] || [ "$BIN" -ot tests/peer/llama_compare.c ] || [ "$BIN" -ot "$LIB" ]; then
     # shellcheck disable=SC2086
-    ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 ${CFLAGS:-} -Iinclude -I"$SRC/include" -I"$SRC/ggml/include" \
+    ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 ${CFLAGS:-} -Iinclude -Isrc -I"$SRC/include" -I"$SRC/ggml/include" \
         tests/peer/llama_compare.c "$LIB" -L"$LIBDIR" -Wl,-rpath,"$(cd "$LIBDIR" && pwd)" \
         -l:"$(basename "$LLAMA")" -l:"$(basename "$GGML")" -l:"$(basename "$BASE")" ${LIB_DEPS:-} -o "$BIN" ||
         { echo "llama-compare: cannot build $BIN"; exit 1; }

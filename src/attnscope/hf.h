@@ -24,16 +24,16 @@
 
 #include <stdbool.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 #include "attnscope/model.h"
 
 #define AS_HF_MAX_HEADER (100ull << 20) /* bytes of a safetensors JSON header */
 
-/* True when path is a directory holding config.json. */
-bool as_hf_is_dir(const char *path);
-/* Opens a directory as a GGUF view (tokenizer.json included). */
-int as_hf_open(as_gguf **out, const char *dir, as_error *err);
+/* Whether a path is such a directory (as_hf_is_dir) and opening it as a
+ * GGUF view (as_hf_open): engine.h. */
+
 /* as_hf_open, then the model. */
 int as_hf_load(as_model **out, const char *dir, as_error *err);
 /* Writes the view as a GGUF file (keys, tokenizer and tensors as the view

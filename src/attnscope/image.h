@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "attnscope/error.h"
+#include "attnscope/types.h"
 
 /* Images larger than this (pixels) are refused before anything is allocated. */
 #define AS_IMAGE_MAX_PIXELS (1 << 26)
@@ -35,7 +36,7 @@ typedef struct as_image {
     int pnm;           /* read from PGM/PPM: PIL scales its samples to 8 bits by rounding (a PNG's 16-bit: the high byte) */
 } as_image;
 
-typedef enum as_resize { AS_RESIZE_BILINEAR, AS_RESIZE_NEAREST } as_resize;
+/* as_resize, as_pil_spec, as_image_spec (what a model wants of its input): types.h. */
 
 /* Reads a PNG, JPEG, PGM or PPM file (told apart by their signatures). A
  * JPEG's EXIF orientation is applied; `orientation` tells which it was. */
@@ -49,25 +50,6 @@ int as_resize_parse(const char *name, as_resize *out, as_error *err);
 enum { AS_PIL_NEAREST = 0, AS_PIL_LANCZOS = 1, AS_PIL_BILINEAR = 2, AS_PIL_BICUBIC = 3, AS_PIL_BOX = 4,
        AS_PIL_HAMMING = 5 };
 const char *as_pil_filter_name(int filter);
-
-/* transformers' image processor as a preprocessor_config.json says. */
-typedef struct as_pil_spec {
-    int on;              /* 0: the torch preparation (as_image_spec's resize) */
-    int resample;        /* AS_PIL_* */
-    int resize_h, resize_w;  /* do_resize to these (0: no resize) ... */
-    int shortest_edge;   /* ... or this side for the shorter edge, keeping the aspect (CLIP) */
-    int crop_h, crop_w;  /* do_center_crop (0: none) */
-    double rescale;      /* do_rescale's factor (1: none) */
-} as_pil_spec;
-
-/* What a model wants of its input. */
-typedef struct as_image_spec {
-    int channels;      /* 1 or 3 */
-    int size;          /* the square side, in pixels */
-    as_resize resize;
-    float mean[3], std[3];
-    as_pil_spec pil;
-} as_image_spec;
 
 /* out[channels][size][size] = (resized(sample / maxval) - mean) / std. */
 int as_image_prepare(const as_image *img, const as_image_spec *spec, float *out, as_error *err);

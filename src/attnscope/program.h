@@ -14,75 +14,16 @@
 
 #include <stdbool.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/image.h"
 #include "attnscope/kernels.h"
 #include "attnscope/model.h"
 #include "attnscope/weight.h"
 
-/* What a hook point holds (its role); views and exports switch on it. */
-typedef enum as_hook_kind {
-    AS_HK_EMBED, AS_HK_POS_EMBED, AS_HK_RESID_PRE,
-    AS_HK_LN1_SCALE, AS_HK_LN1_NORMALIZED,
-    AS_HK_Q, AS_HK_K, AS_HK_V, AS_HK_ROT_Q, AS_HK_ROT_K,
-    AS_HK_ATTN_SCORES, AS_HK_PATTERN, AS_HK_Z, AS_HK_ATTN_OUT, AS_HK_RESID_MID,
-    AS_HK_LN2_SCALE, AS_HK_LN2_NORMALIZED,
-    AS_HK_MLP_PRE, AS_HK_MLP_PRE_LINEAR, AS_HK_MLP_POST, AS_HK_MLP_OUT, AS_HK_RESID_POST,
-    AS_HK_LNF_SCALE, AS_HK_LNF_NORMALIZED, AS_HK_LOGITS,
-    /* per-head norms of q and k before rotary (Qwen 3, Gemma 3) */
-    AS_HK_Q_NORM_SCALE, AS_HK_Q_NORM_NORMALIZED, AS_HK_K_NORM_SCALE, AS_HK_K_NORM_NORMALIZED,
-    /* norms after attention and MLP (Gemma 2, 3): the sublayer's own
-     * output, then the norm whose output is hook_attn_out / hook_mlp_out */
-    AS_HK_ATTN_RESULT, AS_HK_LN1_POST_SCALE, AS_HK_LN1_POST_NORMALIZED,
-    AS_HK_MLP_RESULT, AS_HK_LN2_POST_SCALE, AS_HK_LN2_POST_NORMALIZED,
-    /* encoders (BERT, as TransformerLens's HookedEncoder names them under
-     * the scopes "embed" and "mlm_head"): token-type embeddings, the
-     * LayerNorm over the summed embeddings, the masked-LM head's dense
-     * layer and activation, and the pooled vector of an embedding model */
-    AS_HK_TYPE_EMBED, AS_HK_EMBED_LN_SCALE, AS_HK_EMBED_LN_NORMALIZED,
-    AS_HK_EMBED_SUM, AS_HK_HEAD_PRE, AS_HK_HEAD_POST, AS_HK_POOLED,
-    /* encoder-decoders (as TransformerLens's HookedEncoderDecoder names
-     * them): a decoder block's cross-attention output and the residual
-     * after it, its third norm, and the encoder's final norm */
-    AS_HK_CROSS_ATTN_OUT, AS_HK_RESID_MID_CROSS, AS_HK_LN3_SCALE, AS_HK_LN3_NORMALIZED,
-    AS_HK_ENC_LNF_SCALE, AS_HK_ENC_LNF_NORMALIZED,
-    /* vision (ViT): the linear map of each flattened patch, with [CLS]
-     * at position 0 (embed.hook_patch_embed) */
-    AS_HK_PATCH_EMBED,
-    /* an additive bias on an attention site's scores, [head, n_q, n_k]
-     * like them: T5's relative position bias (attn.hook_position_bias),
-     * included in hook_attn_scores as TransformerLens's T5 includes it */
-    AS_HK_ATTN_BIAS,
-    /* a routed MLP (mixture of experts): the router's logits and softmax
-     * weights over every expert [E], the k experts chosen (int32) and the
-     * weights applied to them [k]; each chosen expert's activations in
-     * slot layout [k, d_expert] (its gate, up and product) and its output
-     * [k, d_model], whose gated sum is hook_mlp_out */
-    AS_HK_ROUTER_LOGITS, AS_HK_EXPERT_WEIGHTS, AS_HK_EXPERT_INDICES, AS_HK_EXPERT_GATES,
-    AS_HK_EXPERTS_PRE, AS_HK_EXPERTS_PRE_LINEAR, AS_HK_EXPERTS_POST, AS_HK_EXPERTS_OUT,
-    /* a shared expert beside the routed ones (Qwen-MoE): the routed
-     * experts' gated sum, the shared expert's SwiGLU and output, its
-     * sigmoid gate (logit and value, one a position) */
-    AS_HK_ROUTED_OUT, AS_HK_SHARED_PRE, AS_HK_SHARED_PRE_LINEAR, AS_HK_SHARED_POST, AS_HK_SHARED_OUT,
-    AS_HK_SHARED_GATE_LOGIT, AS_HK_SHARED_GATE,
-    /* multi-head latent attention (DeepSeek-V2/V3): q's low-rank latent
-     * and its RMSNorm; the compressed key-value latent [kv_lora] and its
-     * RMSNorm; the rotary key shared by every head [1, rope dims]; the
-     * latent expanded per head [head, nope + d_v] and the keys' part
-     * without rotary [head, nope]. hook_k is then [k_nope, k_pe] per
-     * head, hook_rot_q / hook_rot_k the same with the last rope dims
-     * rotated. */
-    AS_HK_Q_LATENT, AS_HK_Q_A_NORM_SCALE, AS_HK_Q_A_NORM_NORMALIZED,
-    AS_HK_KV_LATENT, AS_HK_KV_A_NORM_SCALE, AS_HK_KV_A_NORM_NORMALIZED,
-    AS_HK_K_PE, AS_HK_KV, AS_HK_K_NOPE,
-    /* MLA in its absorbed form (attn_k_b, attn_v_b; one key-value head
-     * holding the latent): q's part without rotary taken into the latent
-     * space per head [head, kv_lora], the rotated part [head, rope], the
-     * two side by side [head, kv_lora + rope], and the mix over the latent
-     * [head, kv_lora] that attn_v_b turns into hook_z */
-    AS_HK_Q_ABSORBED, AS_HK_Q_PE, AS_HK_Q_MQA, AS_HK_Z_LATENT,
-    AS_HK_COUNT
-} as_hook_kind;
+/* What a hook holds (as_hook_kind), the attention site a view shows
+ * (as_site_pick) and a pixel stream's patches (as_patch_spec): types.h;
+ * finding hooks, sites and ops (as_program_hook, ...): engine.h. */
 
 /* Capture priority: under a memory budget the highest class is dropped
  * first (full residual-stream copies before patterns and statistics). */
@@ -130,15 +71,6 @@ typedef enum as_pooling {
 typedef enum as_input { AS_INPUT_TOKENS, AS_INPUT_PIXELS } as_input;
 
 #define AS_MAX_STREAMS 4
-
-/* How a pixel stream's image is cut into patches: a square image of
- * `size` pixels a side and `channels` planes (the stream's input,
- * [channels][size][size]), patches of `patch` pixels a side on a `grid` x
- * `grid` lattice, read row by row; each flattened as [channel][y][x]
- * (the order of a Conv2d kernel's weights). */
-typedef struct as_patch_spec {
-    int channels, size, patch, grid;
-} as_patch_spec;
 
 /* A sequence of positions the program computes over: "tokens" for a
  * decoder or an encoder; "encoder" and "decoder" for an encoder-decoder;
@@ -331,25 +263,5 @@ void as_program_free(as_program *p);
 int as_program_find_hook(const as_program *p, const char *name);
 /* Shell-style match with '*' (any run of characters, dots included). */
 bool as_hook_name_match(const char *pattern, const char *name);
-/* The hook of a kind in a layer (layer -1 for non-block hooks), or -1. */
-int as_program_hook(const as_program *p, as_hook_kind kind, int layer);
-/* The same among one stream's hooks (an encoder-decoder's decoder: its
- * blocks are numbered as the encoder's), or -1. */
-int as_program_hook_in(const as_program *p, as_hook_kind kind, int layer, int stream);
-/* The op that fills a hook, or NULL. */
-const as_op *as_program_producer(const as_program *p, int hook);
-/* The attention site of an attention hook (scores or pattern), or NULL. */
-const as_attn *as_program_attn(const as_program *p, int hook);
-/* Which attention site of a layer a view or a figure shows: the output
- * stream's self-attention (a decoder's or an encoder's only one), its
- * cross-attention over the source, or the source stream's own
- * self-attention (an encoder-decoder's encoder). */
-typedef enum as_site_pick { AS_PICK_SELF, AS_PICK_CROSS, AS_PICK_SOURCE } as_site_pick;
-/* The pattern hook of that site in block `layer`, or -1 where there is none. */
-int as_program_pattern(const as_program *p, int layer, as_site_pick pick);
-/* The stream a pick's queries belong to, or -1 where the program has no such site. */
-int as_program_pick_stream(const as_program *p, as_site_pick pick);
-/* Whether query position q of a site sees key position k. */
-bool as_attn_visible(const as_attn *a, int q, int k);
 
 #endif

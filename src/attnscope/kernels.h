@@ -15,18 +15,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/weight.h"
 
-#define AS_NORM_TOP 4 /* largest-magnitude input dimensions kept per token */
-
-/* What a norm saw at one token: the statistics an engineer checks first
- * when a layer misbehaves. `var` is the variance (LayerNorm) or the mean
- * square (RMSNorm); scale = sqrt(var + eps). */
-typedef struct as_norm_stat {
-    float mean, var, scale, min, max;
-    int top_dim[AS_NORM_TOP];
-    float top_val[AS_NORM_TOP];
-} as_norm_stat;
+/* as_norm_stat: types.h. The kernels chosen and the threads
+ * (as_kernels_isa, as_kernels_use, as_set_threads): engine.h. */
 
 typedef struct as_pool as_pool;
 
@@ -123,18 +116,5 @@ void as_scale(float *x, long n, float s);
 /* Softmax of x[n] into y[n] (max-subtracted). */
 void as_softmax(const float *x, float *y, int n);
 void as_add(const float *a, const float *b, float *y, long n);
-
-/* Number of threads the engine uses: its pool's size (OpenBLAS itself is
- * kept single-threaded and runs inside the pool's tasks). */
-/* The instruction set the vector kernels use ("avx512", "avx2" or
- * "generic"): the widest this CPU runs, chosen at first use, unless
- * as_kernels_use chose another. */
-const char *as_kernels_isa(void);
-/* Chooses the vector kernels by that name for the whole process; false,
- * with nothing changed, when this build or CPU has none such. Meant for
- * before any work starts (tests, comparing paths, an older CPU's results). */
-bool as_kernels_use(const char *name);
-void as_set_threads(int n);
-int as_get_threads(void);
 
 #endif

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/file.h"
 #include "attnscope/quant.h" /* the ggml tensor types, their conversions and decoders */
@@ -103,13 +104,12 @@ typedef struct as_gguf {
     size_t n_held;
 } as_gguf;
 
-/* Opens and memory-maps path; validates the whole header, metadata and
- * tensor table. On failure *out is NULL and err names file, offset, field. */
-int as_gguf_open(as_gguf **out, const char *path, as_error *err);
-/* Same over a caller's buffer (which must outlive the result); `name` is used
- * in messages. For tests and fuzzing. */
+/* Opening a file (as_gguf_open), closing it and its model card
+ * (as_gguf_print_info): engine.h. */
+
+/* Same as as_gguf_open over a caller's buffer (which must outlive the
+ * result); `name` is used in messages. For tests and fuzzing. */
 int as_gguf_parse(as_gguf **out, const void *buf, size_t size, const char *name, as_error *err);
-void as_gguf_close(as_gguf *g);
 /* Protects the file st describes (an fstat of what was read) for g's
  * lifetime; false when out of memory (err names path). */
 int as_gguf_hold(as_gguf *g, const struct stat *st, const char *path, as_error *err);
@@ -183,10 +183,6 @@ int as_gguf_writer_write(as_gguf_writer *w, const char *path, as_error *err);
 /* Serializes into a malloc'd buffer (for tests that then corrupt it). */
 int as_gguf_writer_to_memory(as_gguf_writer *w, uint8_t **buf, size_t *size, as_error *err);
 
-/* Prints a model card: architecture, hyperparameters ({arch}.* keys),
- * vocabulary size, tokenizer kind, then a table of tensors (name, type,
- * shape, bytes) and a table of metadata keys (long arrays summarized). */
-void as_gguf_print_info(const as_gguf *g, FILE *out);
 /* One metadata value as the model card shows it (text escaped, floats the
  * shortest decimal that reads back, an array as its type, length and first
  * elements), cut with "..." at max_cols columns (8..200); with elem >= 0,

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "attnscope/arch.h"
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 #include "attnscope/kernels.h"
@@ -55,28 +56,15 @@ typedef struct as_model {
     long n_problems;
 } as_model;
 
-/* Loads a GGUF file, a Hugging Face directory (hf.h) or a llama2.c
- * checkpoint (told apart from GGUF by its magic);
- * a checkpoint's tokenizer is looked for as tokenizer.bin (see llama2c.h). */
-int as_model_load(as_model **out, const char *path, as_error *err);
-/* The same with a llama2.c tokenizer file given (NULL: look for it). */
-int as_model_load_with(as_model **out, const char *path, const char *tokenizer, as_error *err);
+/* Loading a model by path (as_model_load, as_model_load_with), freeing it,
+ * its architecture's name and `--info`'s check (as_model_print_check):
+ * engine.h. */
+
 /* Builds a model from an already-parsed GGUF (takes ownership of g on success). */
 int as_model_from_gguf(as_model **out, as_gguf *g, as_error *err);
 /* The same with a tokenizer built elsewhere (NULL: from g's metadata);
  * ownership of both is taken on success only. */
 int as_model_from_gguf_tok(as_model **out, as_gguf *g, as_tokenizer *tok, as_error *err);
-void as_model_free(as_model *m);
-/* general.architecture of the loaded model ("gpt2", ...). */
-const char *as_model_arch_name(const as_model *m);
-/* What `--info` says of a file's tensors against its architecture: every
- * tensor the architecture needs and the file lacks or shapes otherwise
- * (each named; loading stops at the first), and every tensor of the file
- * it does not use (a warning). Prints nothing for a file whose
- * architecture attnscope does not run, beyond saying so. Returns AS_OK
- * when the model would load (unused tensors are only warnings), else
- * AS_ERR with why (may be NULL) saying the first reason. */
-int as_model_print_check(as_gguf *g, FILE *out, as_error *why);
 
 /* ---- for architecture files ---- */
 

@@ -9,19 +9,13 @@
 #include <stdint.h>
 
 #include "attnscope/capture.h"
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 #include "attnscope/model.h"
 #include "attnscope/quant.h"
 
-/* The output head applied to one residual vector: logits[V]. The final
- * norm then the unembedding, after the head's own ops where it has some
- * (an encoder's masked-LM dense layer and GELU: program.head_first). */
-void as_lens_logits(const as_program *p, const float *resid, float *logits);
-/* The same for n vectors at once (logits[n][V]), as one matrix product:
- * what a lens over every layer, or every position, wants. AS_ERR (and
- * zeros) when out of memory. */
-int as_lens_logits_rows(const as_program *p, const float *const *resid, int n, float *logits);
+/* The logit lens (as_lens_logits, as_lens_logits_rows): engine.h. */
 
 /* Direct logit attribution at one position: each component's share of
  * the token's logit through the final norm (its mean and scale as captured,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/gguf.h"
 
@@ -108,12 +109,9 @@ int32_t as_tokenizer_eos(const as_tokenizer *t);
 bool as_tokenizer_add_bos(const as_tokenizer *t);
 /* True when AS_TOK_ADD_SPECIAL appends an EOS (add_eos_token). */
 bool as_tokenizer_add_eos(const as_tokenizer *t);
-/* bert: the separator ([SEP], which AS_TOK_ADD_SPECIAL appends, and
- * which ends each segment of a pair), mask ([MASK]) and padding tokens;
- * -1 when absent or for other kinds. */
-int32_t as_tokenizer_sep(const as_tokenizer *t);
-int32_t as_tokenizer_mask(const as_tokenizer *t);
-int32_t as_tokenizer_pad(const as_tokenizer *t);
+/* bert's separator, mask and padding tokens (as_tokenizer_sep, _mask,
+ * _pad): engine.h. */
+
 /* The tokenizer.ggml.pre value whose pre-tokenizer splits by exactly these
  * n regexes, in this order (a tokenizer.json's Sequence of Split
  * pre-tokenizers: DeepSeek-V3's three), or NULL when none does. */
@@ -175,12 +173,9 @@ int as_tokenizer_pretokens(const as_tokenizer *t, const char *text, size_t len,
  * Out-of-range ids are an error. */
 int as_tokenizer_decode(const as_tokenizer *t, const int32_t *ids, size_t n_ids,
                         char **out, size_t *len, as_error *err);
-/* The stored vocabulary string of a token (e.g. "Ġthe", "▁the", "<0x0A>";
- * "#17" for id 17 of a file without a vocabulary). NULL if out of range. */
-const char *as_tokenizer_piece(const as_tokenizer *t, int32_t id);
-/* The bytes a single token stands for (byte tokens give their byte; BOS/EOS
- * give ""). Writes at most cap-1 bytes plus NUL; returns the byte count. */
-size_t as_tokenizer_token_bytes(const as_tokenizer *t, int32_t id, char *buf, size_t cap);
+/* A token's stored string and its bytes (as_tokenizer_piece,
+ * as_tokenizer_token_bytes): engine.h. */
+
 /* Looks a token up by its stored string; -1 if absent. */
 int32_t as_tokenizer_find(const as_tokenizer *t, const char *piece);
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/kernels.h"
 #include "attnscope/program.h"
@@ -56,13 +57,9 @@ int as_capture_prepare(as_capture *c, const int *ends, as_error *err); /* per st
 /* What the budget would keep at pos[stream] positions, in the words of
  * `dropped` ("" when everything): before a prompt is run. */
 void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size);
-/* The default budget in MB: half of this machine's memory, at least 1024
- * (storage is committed only as positions are written). */
-size_t as_capture_default_mb(void);
 /* Bytes a hook needs when each stream holds n_pos positions (at most its
  * window; attention: a triangle or a rectangle per head). */
 size_t as_capture_hook_bytes(const as_program *p, int hook, int n_pos);
-bool as_capture_has(const as_capture *c, int hook);
 /* Offset, in floats, of attention row (head, query q) within a hook's store. */
 size_t as_capture_attn_offset(const as_capture *c, int hook, int head, int q);
 /* Keys stored in query q's row: q + 1 for a causal site (keys 0..q; a
@@ -73,12 +70,10 @@ void as_capture_attn_visible(const as_capture *c, int hook, int q, int *k0, int 
 /* Query q's row for one head, its stored keys in *n_keys (may be NULL). */
 const float *as_capture_attn_row(const as_capture *c, int hook, int head, int q, int *n_keys);
 
-/* Readers; the caller checks pos < filled[hook]. */
-const float *as_capture_row(const as_capture *c, int hook, int pos);
-/* Attention weight or score at (head, q, k); a key the site hides from q
- * gives -inf for scores and 0 for patterns, as TransformerLens stores them. */
-float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
-const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
+/* The default budget (as_capture_default_mb), whether a hook is kept
+ * (as_capture_has) and the readers of a row, an attention weight and a
+ * norm's statistics (as_capture_row, _attn, _norm): engine.h. */
+
 /* A per-head norm's statistics of one head (group); group 0 is as_capture_norm. */
 const as_norm_stat *as_capture_norm_group(const as_capture *c, int hook, int pos, int group);
 

@@ -6,6 +6,7 @@
 
 #include <stdint.h>
 
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 
 typedef struct as_sampler {
@@ -22,15 +23,9 @@ void as_sampler_seed(as_sampler *s, uint64_t seed);
  * NaN logits are never chosen; all-NaN logits are an error. */
 int as_sampler_pick(as_sampler *s, const float *logits, int n, float *probs, int *order, int32_t *out,
                     as_error *err);
-/* Softmax probabilities of logits (at temperature 1) into probs; a NaN
- * logit gets probability 0 (probs may be logits). */
-void as_probs(const float *logits, int n, float *probs);
-/* The same at temperature temp > 0 (logits / temp): what `gen` draws
- * from, before top-k and top-p; the one softmax the sampler and the view
- * share. */
-void as_probs_temp(const float *logits, int n, float temp, float *probs);
-/* Indices of the k largest values, largest first (NaN last). */
-int as_top_indices(const float *x, int n, int k, int *idx);
+/* Softmax probabilities (as_probs, as_probs_temp) and the k largest
+ * (as_top_indices): engine.h. */
+
 uint64_t as_rng_next(uint64_t *state);
 
 #endif

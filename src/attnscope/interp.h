@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "attnscope/capture.h"
+#include "attnscope/engine.h"
 #include "attnscope/error.h"
 #include "attnscope/program.h"
 
@@ -164,14 +165,9 @@ int as_interp_set_tokens(as_interp *it, const int32_t *ids, int n, as_error *err
  * by the next pass. */
 int as_interp_append(as_interp *it, int32_t id, as_error *err);
 
-/* What stands at a stream's position, for labels: a token id, or a name
- * where the input is not a token: a pixel stream's "CLS" (position 0) and
- * "r3c5" (the patch at row 3, column 5 of the grid, 0-based). */
-typedef struct as_position {
-    int32_t token;     /* -1 when `name` labels the position */
-    char name[32];
-} as_position;
-void as_interp_position(const as_interp *it, int stream, int pos, as_position *out);
+/* What stands at a position (as_interp_position), the logits, the next op
+ * and whether the state is stale (as_interp_logits, _current, _stale):
+ * engine.h. */
 
 /* Runs ops. count is used by AS_RUN_STEP. Starts a pass over the pending
  * positions when none is under way. *stop says why it stopped. */
@@ -179,11 +175,6 @@ int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as
 /* Goes back n ops (across earlier passes if needed). */
 int as_interp_back(as_interp *it, long n, as_error *err);
 
-/* Logits at the position the program gives them (the last; a ViT's
- * [CLS]), if its pass is complete; else NULL. */
-const float *as_interp_logits(const as_interp *it);
-/* The op the interpreter will run next, or NULL when the pass is complete. */
-const as_op *as_interp_current(const as_interp *it);
 /* Breakpoints by pattern ('*' wildcards); returns how many hooks matched. */
 int as_interp_break(as_interp *it, const char *pattern, bool on);
 /* Adds a rule (values, if any, are copied: len floats, or len floats per
@@ -204,9 +195,6 @@ int as_interp_set_ctx(as_interp *it, int n, as_error *err);
 void as_interp_rules_off(as_interp *it, bool off);
 /* Drops the interventions added after the first n (a sweep's trial rule). */
 void as_interp_truncate_rules(as_interp *it, int n);
-/* True when something is computed and the rules changed since (an
- * intervention added or removed, or the rules turned off or on). */
-bool as_interp_stale(const as_interp *it);
 /* True when the computed state ran with no intervention in effect. */
 bool as_interp_state_clean(const as_interp *it);
 /* Recomputes a stale state under the current rules up to the point it

@@ -1,0 +1,143 @@
+/* engine: what a front calls of the engine besides the session and its
+ * accessors (session.h, view_api.h): the machine's settings, opening a
+ * model for `--info` and the batch run, and the readers that take the
+ * engine's objects as opaque pointers (types.h). The engine's own headers
+ * (src/attnscope/) include this one and declare the rest. */
+#ifndef ATTNSCOPE_ENGINE_H
+#define ATTNSCOPE_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attnscope/error.h"
+#include "attnscope/types.h"
+
+/* ---- the machine (the rest: src/attnscope/kernels.h) ---- */
+
+/* The instruction set the vector kernels use ("avx512", "avx2" or
+ * "generic"): the widest this CPU runs, chosen at first use, unless
+ * as_kernels_use chose another. */
+const char *as_kernels_isa(void);
+/* Chooses the vector kernels by that name for the whole process; false,
+ * with nothing changed, when this build or CPU has none such. Meant for
+ * before any work starts (tests, comparing paths, an older CPU's results). */
+bool as_kernels_use(const char *name);
+/* Number of threads the engine uses: its pool's size (OpenBLAS itself is
+ * kept single-threaded and runs inside the pool's tasks). */
+void as_set_threads(int n);
+int as_get_threads(void);
+
+/* ---- a model: opening, the checks of `--info` (model.h, gguf.h, hf.h) ---- */
+
+/* Loads a GGUF file, a Hugging Face directory (hf.h) or a llama2.c
+ * checkpoint (told apart from GGUF by its magic);
+ * a checkpoint's tokenizer is looked for as tokenizer.bin (see llama2c.h). */
+int as_model_load(as_model **out, const char *path, as_error *err);
+/* The same with a llama2.c tokenizer file given (NULL: look for it). */
+int as_model_load_with(as_model **out, const char *path, const char *tokenizer, as_error *err);
+void as_model_free(as_model *m);
+/* general.architecture of the loaded model ("gpt2", ...). */
+const char *as_model_arch_name(const as_model *m);
+/* What `--info` says of a file's tensors against its architecture: every
+ * tensor the architecture needs and the file lacks or shapes otherwise
+ * (each named; loading stops at the first), and every tensor of the file
+ * it does not use (a warning). Prints nothing for a file whose
+ * architecture attnscope does not run, beyond saying so. Returns AS_OK
+ * when the model would load (unused tensors are only warnings), else
+ * AS_ERR with why (may be NULL) saying the first reason. */
+int as_model_print_check(as_gguf *g, FILE *out, as_error *why);
+/* Opens and memory-maps path; validates the whole header, metadata and
+ * tensor table. On failure *out is NULL and err names file, offset, field. */
+int as_gguf_open(as_gguf **out, const char *path, as_error *err);
+void as_gguf_close(as_gguf *g);
+/* Prints a model card: architecture, hyperparameters ({arch}.* keys),
+ * vocabulary size, tokenizer kind, then a table of tensors (name, type,
+ * shape, bytes) and a table of metadata keys (long arrays summarized). */
+void as_gguf_print_info(const as_gguf *g, FILE *out);
+/* True when path is a directory holding config.json. */
+bool as_hf_is_dir(const char *path);
+/* Opens a directory as a GGUF view (tokenizer.json included). */
+int as_hf_open(as_gguf **out, const char *dir, as_error *err);
+
+/* ---- the program (program.h) ---- */
+
+/* The hook of a kind in a layer (layer -1 for non-block hooks), or -1. */
+int as_program_hook(const as_program *p, as_hook_kind kind, int layer);
+/* The same among one stream's hooks (an encoder-decoder's decoder: its
+ * blocks are numbered as the encoder's), or -1. */
+int as_program_hook_in(const as_program *p, as_hook_kind kind, int layer, int stream);
+/* The op that fills a hook, or NULL. */
+const as_op *as_program_producer(const as_program *p, int hook);
+/* The attention site of an attention hook (scores or pattern), or NULL. */
+const as_attn *as_program_attn(const as_program *p, int hook);
+/* The pattern hook of a pick's site (as_site_pick) in block `layer`, or -1 where there is none. */
+int as_program_pattern(const as_program *p, int layer, as_site_pick pick);
+/* The stream a pick's queries belong to, or -1 where the program has no such site. */
+int as_program_pick_stream(const as_program *p, as_site_pick pick);
+/* Whether query position q of a site sees key position k. */
+bool as_attn_visible(const as_attn *a, int q, int k);
+
+/* ---- the interpreter (interp.h) ---- */
+
+/* What stands at a stream's position (as_position). */
+void as_interp_position(const as_interp *it, int stream, int pos, as_position *out);
+/* Logits at the position the program gives them (the last; a ViT's
+ * [CLS]), if its pass is complete; else NULL. */
+const float *as_interp_logits(const as_interp *it);
+/* The op the interpreter will run next, or NULL when the pass is complete. */
+const as_op *as_interp_current(const as_interp *it);
+/* True when something is computed and the rules changed since (an
+ * intervention added or removed, or the rules turned off or on). */
+bool as_interp_stale(const as_interp *it);
+
+/* ---- the capture (capture.h) ---- */
+
+/* The default budget in MB: half of this machine's memory, at least 1024
+ * (storage is committed only as positions are written). */
+size_t as_capture_default_mb(void);
+bool as_capture_has(const as_capture *c, int hook);
+/* Readers; the caller checks pos < filled[hook]. */
+const float *as_capture_row(const as_capture *c, int hook, int pos);
+/* Attention weight or score at (head, q, k); a key the site hides from q
+ * gives -inf for scores and 0 for patterns, as TransformerLens stores them. */
+float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
+const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
+
+/* ---- probabilities (sampler.h), the logit lens (instruments.h) ---- */
+
+/* Softmax probabilities of logits (at temperature 1) into probs; a NaN
+ * logit gets probability 0 (probs may be logits). */
+void as_probs(const float *logits, int n, float *probs);
+/* The same at temperature temp > 0 (logits / temp): what `gen` draws
+ * from, before top-k and top-p; the one softmax the sampler and the view
+ * share. */
+void as_probs_temp(const float *logits, int n, float temp, float *probs);
+/* Indices of the k largest values, largest first (NaN last). */
+int as_top_indices(const float *x, int n, int k, int *idx);
+/* The output head applied to one residual vector: logits[V]. The final
+ * norm then the unembedding, after the head's own ops where it has some
+ * (an encoder's masked-LM dense layer and GELU: program.head_first). */
+void as_lens_logits(const as_program *p, const float *resid, float *logits);
+/* The same for n vectors at once (logits[n][V]), as one matrix product:
+ * what a lens over every layer, or every position, wants. AS_ERR (and
+ * zeros) when out of memory. */
+int as_lens_logits_rows(const as_program *p, const float *const *resid, int n, float *logits);
+
+/* ---- the tokenizer (tokenizer.h) ---- */
+
+/* bert: the separator ([SEP], which AS_TOK_ADD_SPECIAL appends, and
+ * which ends each segment of a pair), mask ([MASK]) and padding tokens;
+ * -1 when absent or for other kinds. */
+int32_t as_tokenizer_sep(const as_tokenizer *t);
+int32_t as_tokenizer_mask(const as_tokenizer *t);
+int32_t as_tokenizer_pad(const as_tokenizer *t);
+/* The stored vocabulary string of a token (e.g. "Ġthe", "▁the", "<0x0A>";
+ * "#17" for id 17 of a file without a vocabulary). NULL if out of range. */
+const char *as_tokenizer_piece(const as_tokenizer *t, int32_t id);
+/* The bytes a single token stands for (byte tokens give their byte; BOS/EOS
+ * give ""). Writes at most cap-1 bytes plus NUL; returns the byte count. */
+size_t as_tokenizer_token_bytes(const as_tokenizer *t, int32_t id, char *buf, size_t cap);
+
+#endif
