@@ -140,6 +140,17 @@ static int load_rope_factors(as_model *m, as_dec_weights *W, as_error *err)
     return AS_OK;
 }
 
+/* Whether layer l attends through the sliding window, as
+ * as_dec_read_window read the file's keys. */
+static bool windowed(const as_dec_facts *f, int l)
+{
+    if (f->window_layers)
+        return f->window > 0 && as_gguf_arr_i64(f->window_layers, (uint64_t)l) != 0;
+    /* llama.cpp's set_swa_pattern: a period of 0 windows every layer */
+    uint32_t n = f->window_period;
+    return f->window > 0 && (n == 0 || (uint32_t)l % n < n - 1);
+}
+
 int as_dec_read_config(as_config *c, const as_gguf *g, const char *arch, as_error *err)
 {
     if (as_config_read_common(c, g, arch, "attention.layer_norm_rms_epsilon", err) ||
@@ -168,9 +179,11 @@ int as_dec_load(as_model *m, const as_dec_facts *facts, as_error *err)
         return AS_ERR;
     if (!W->output.data)
         W->output = W->tok_embd; /* tied */
-    for (int l = 0; l < c->n_layer; l++)
+    for (int l = 0; l < c->n_layer; l++) {
         if (load_layer(m, &W->layers[l], l, t, err))
             return AS_ERR;
+        W->layers[l].windowed = windowed(facts, l);
+    }
     return AS_OK;
 }
 
@@ -216,9 +229,8 @@ int as_dec_read_positive(const as_model *m, const char *arch, const char *suffix
     return AS_OK;
 }
 
-int as_dec_read_window(as_model *m, const char *arch, int def, int period, as_error *err)
+int as_dec_read_window(const as_model *m, const char *arch, int def, int period, as_dec_facts *f, as_error *err)
 {
-    as_dec_weights *W = m->weights;
     char key[128];
     uint32_t window = (uint32_t)def, n = (uint32_t)period;
     snprintf(key, sizeof key, "%s.attention.sliding_window", arch);
@@ -226,21 +238,18 @@ int as_dec_read_window(as_model *m, const char *arch, int def, int period, as_er
         return AS_ERR;
     if (window > (1u << 24))
         return as_error_set(err, "%s: %s = %u is out of range (0..%u)", m->path, key, window, 1u << 24);
-    W->facts.window = (int)window;
+    f->window = (int)window;
     snprintf(key, sizeof key, "%s.attention.sliding_window_pattern", arch);
     const as_gguf_kv *kv = as_gguf_find(m->gguf, key);
     if (kv && kv->type == AS_GGUF_ARRAY) {
         if (kv->arr_len != (uint64_t)m->cfg.n_layer || kv->arr_type == AS_GGUF_STRING)
             return as_error_set(err, "%s: %s must be %d booleans, one a layer", m->path, key, m->cfg.n_layer);
-        for (int l = 0; l < m->cfg.n_layer; l++)
-            W->layers[l].windowed = window > 0 && as_gguf_arr_i64(kv, (uint64_t)l) != 0;
+        f->window_layers = kv;
         return AS_OK;
     }
     if (kv && as_gguf_get_u32(m->gguf, key, &n, err))
         return AS_ERR;
-    /* llama.cpp's set_swa_pattern: a period of 0 windows every layer */
-    for (int l = 0; l < m->cfg.n_layer; l++)
-        W->layers[l].windowed = window > 0 && (n == 0 || (uint32_t)l % n < n - 1);
+    f->window_layers = NULL, f->window_period = n;
     return AS_OK;
 }
 

@@ -41,7 +41,12 @@ typedef struct as_dec_facts {
     float attn_scale;         /* scores = q·k · attn_scale */
     float attn_softcap;       /* > 0: scores soft-capped (Gemma 2) */
     float final_softcap;      /* > 0: logits soft-capped */
-    int window;               /* keys a sliding-window layer's query sees */
+    int window;               /* keys a sliding-window layer's query sees (0: no layer windowed) */
+    /* Which layers are windowed (as_dec_read_window): the file's per-layer
+     * bools (sliding_window_pattern as an array, in the model's GGUF view),
+     * or else every layer but every window_period-th (0: every layer). */
+    const as_gguf_kv *window_layers;
+    uint32_t window_period;
     /* A routed MLP (Mixtral) in every layer when n_expert > 0: the
      * router ffn_gate_inp, the experts' ffn_gate/up/down_exps; n_expert_used
      * chosen per token, their weights renormalised when expert_renorm. */
@@ -89,8 +94,9 @@ int as_dec_build(as_program *p, as_error *err);
 /* Keys some variants have, read as llama.cpp reads them. */
 /* attention.sliding_window (default: def) and which layers use it:
  * sliding_window_pattern as a per-layer array of bools, or a period n
- * (layer l is windowed unless l % n == n - 1; default: period). */
-int as_dec_read_window(as_model *m, const char *arch, int def, int period, as_error *err);
+ * (layer l is windowed unless l % n == n - 1; default: period), into f
+ * (before as_dec_load, which gives each layer its part). */
+int as_dec_read_window(const as_model *m, const char *arch, int def, int period, as_dec_facts *f, as_error *err);
 /* {arch}.expert_count (absent or 0: dense MLPs), expert_used_count and
  * expert_feed_forward_length (default: feed_forward_length) into f, each
  * range-checked and named when wrong; m->cfg must be read. */

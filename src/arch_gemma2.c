@@ -31,9 +31,9 @@ static int load(as_model *m, as_error *err)
     if (as_dec_read_positive(m, "gemma2", "rope.freq_base_swa", &f.rope_window.base, err) ||
         as_dec_read_positive(m, "gemma2", "attn_logit_softcapping", &f.attn_softcap, err) ||
         as_dec_read_positive(m, "gemma2", "final_logit_softcapping", &f.final_softcap, err) ||
-        as_dec_load(m, &f, err))
+        as_dec_read_window(m, "gemma2", 4096, 2, &f, err))
         return AS_ERR;
-    return as_dec_read_window(m, "gemma2", 4096, 2, err);
+    return as_dec_load(m, &f, err);
 }
 
 const as_arch as_arch_gemma2 = {

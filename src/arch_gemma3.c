@@ -29,9 +29,9 @@ static int load(as_model *m, as_error *err)
     f.rope_window.mode = AS_ROPE_HALVES;
     if (as_dec_read_positive(m, "gemma3", "rope.freq_base_swa", &f.rope_window.base, err) ||
         as_dec_read_positive(m, "gemma3", "final_logit_softcapping", &f.final_softcap, err) ||
-        as_dec_load(m, &f, err))
+        as_dec_read_window(m, "gemma3", 0, 6, &f, err))
         return AS_ERR;
-    return as_dec_read_window(m, "gemma3", 0, 6, err);
+    return as_dec_load(m, &f, err);
 }
 
 const as_arch as_arch_gemma3 = {

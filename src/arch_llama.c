@@ -29,9 +29,9 @@ static int load(as_model *m, as_error *err)
     /* Mixtral: llama with experts, their chosen weights renormalised
      * (llama.cpp's build_moe_ffn with norm_w for this architecture) */
     f.expert_renorm = true;
-    if (as_dec_read_experts(m, "llama", &f, err) || as_dec_load(m, &f, err))
+    if (as_dec_read_experts(m, "llama", &f, err) || as_dec_read_window(m, "llama", 0, 0, &f, err))
         return AS_ERR;
-    return as_dec_read_window(m, "llama", 0, 0, err);
+    return as_dec_load(m, &f, err);
 }
 
 const as_arch as_arch_llama = {

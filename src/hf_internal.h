@@ -1,7 +1,8 @@
 /* hf_internal: what the readers of a Hugging Face directory share: the
  * view being built (src/hf_view.c: JSON files, config.json, the view's
- * metadata and tensors), src/safetensors.c, src/hf_tokenizer.c, src/hf.c
- * (the directory) and src/arch_hf.c (each model_type's names and keys).
+ * metadata and tensors), src/safetensors.c, src/hf_tokenizer.c (with
+ * src/hf_tok_common.c, src/hf_tok_unigram.c), src/hf.c (the directory)
+ * and src/arch_hf.c (each model_type's names and keys).
  * Not part of the public API. */
 #ifndef ATTNSCOPE_HF_INTERNAL_H
 #define ATTNSCOPE_HF_INTERNAL_H
@@ -95,6 +96,32 @@ void as_hf_shape_str(const uint64_t *shape, uint32_t n, char *buf, size_t cap);
  * tokenizer.json (hf_tokenizer.c) */
 int as_hf_read_weights(as_hf *h, as_error *err);
 int as_hf_read_tokenizer(as_hf *h, as_error *err);
+
+/* ---- tokenizer.json's model as it is read (hf_tokenizer.c: BPE and
+ * WordPiece; hf_tok_unigram.c: Unigram) into the view's token table */
+typedef struct tok_read {
+    as_hf *h;
+    char path[4200];
+    json_t *root, *model, *vocab, *added;
+    char **tokens;
+    uint64_t *lens;
+    int32_t *types;
+    size_t n;
+} tok_read;
+
+/* (hf_tok_common.c) o is an object whose "type" is type. */
+bool as_hf_is_type(const json_t *o, const char *type);
+/* o itself or, in a Sequence (its members under list_key), its member
+ * of that type; NULL: none. */
+const json_t *as_hf_find_type(const json_t *o, const char *list_key, const char *type);
+/* content's id in model.vocab or added_tokens; -1: neither. */
+long long as_hf_token_id(tok_read *r, const char *content);
+/* The table padded to config.json's vocab_size with "[PADn]" tokens. */
+int as_hf_tok_pad(tok_read *r, as_error *err);
+/* add_bos / add_eos (and their ids) from the post-processor's single-sequence template. */
+void as_hf_tok_template(tok_read *r, bool *add_bos, bool *add_eos, long long *bos, long long *eos);
+/* (hf_tok_unigram.c) A Unigram model as GGUF's "t5" tokenizer keys. */
+int as_hf_tok_unigram(tok_read *r, as_error *err);
 
 /* ---- the view's tensors */
 typedef enum as_hf_xform {

@@ -1,6 +1,6 @@
 /* hf_tokenizer: a Hugging Face tokenizer.json as llama.cpp's tokenizer
- * keys in the view (byte-level BPE, SentencePiece-style BPE, WordPiece,
- * Unigram), its pair template and special tokens. */
+ * keys in the view (byte-level BPE, SentencePiece-style BPE, WordPiece;
+ * Unigram in hf_tok_unigram.c), its pair template and special tokens. */
 #include "hf_internal.h"
 
 #include <limits.h>
@@ -26,51 +26,6 @@ static const struct {
      "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
      "qwen2"},
 };
-
-typedef struct tok_read {
-    as_hf *h;
-    char path[4200];
-    json_t *root, *model, *vocab, *added;
-    char **tokens;
-    uint64_t *lens;
-    int32_t *types;
-    size_t n;
-} tok_read;
-
-static bool is_type(const json_t *o, const char *type)
-{
-    return json_is_object(o) && json_is_string(json_object_get(o, "type")) &&
-           !strcmp(json_string_value(json_object_get(o, "type")), type);
-}
-
-/* o itself or, in a Sequence, its member of that type. */
-static const json_t *find_type(const json_t *o, const char *list_key, const char *type)
-{
-    if (is_type(o, type))
-        return o;
-    if (is_type(o, "Sequence")) {
-        const json_t *l = json_object_get(o, list_key);
-        size_t i;
-        json_t *e;
-        json_array_foreach(l, i, e) if (is_type(e, type)) return e;
-    }
-    return NULL;
-}
-
-static long long token_id(tok_read *r, const char *content)
-{
-    json_t *v = json_object_get(r->vocab, content);
-    if (json_is_integer(v))
-        return json_integer_value(v);
-    size_t i;
-    json_t *a;
-    json_array_foreach(r->added, i, a) {
-        json_t *c = json_object_get(a, "content");
-        if (json_is_string(c) && !strcmp(json_string_value(c), content))
-            return json_integer_value(json_object_get(a, "id"));
-    }
-    return -1;
-}
 
 /* Only U+2581 ('▁'), at least once. */
 static bool all_spaces(const char *s)
@@ -164,41 +119,6 @@ static int tok_table(tok_read *r, as_error *err)
     return AS_OK;
 }
 
-/* Up to config.json's vocab_size (an embedding padded past the
- * tokenizer's vocabulary): "[PADn]" tokens of type unused, as llama.cpp's
- * converter adds them. */
-static int tok_pad(tok_read *r, as_error *err)
-{
-    long long want;
-    as_error ignored;
-    if (as_hf_cfg_int(r->h, "vocab_size", false, r->h->vocab_default, 0, 1 << 24, &want, &ignored) ||
-        want <= (long long)r->n)
-        return AS_OK;
-    size_t n = (size_t)want;
-    char **t = realloc(r->tokens, n * sizeof *t);
-    if (t)
-        r->tokens = t;
-    uint64_t *l = t ? realloc(r->lens, n * sizeof *l) : NULL;
-    if (l)
-        r->lens = l;
-    int32_t *ty = l ? realloc(r->types, n * sizeof *ty) : NULL;
-    if (!ty)
-        return as_error_set(err, "%s: out of memory", r->path);
-    r->types = ty;
-    for (size_t i = r->n; i < n; i++) {
-        char buf[32];
-        snprintf(buf, sizeof buf, "[PAD%zu]", i);
-        if (!(r->tokens[i] = strdup(buf))) {
-            r->n = i;
-            return as_error_set(err, "%s: out of memory", r->path);
-        }
-        r->lens[i] = strlen(buf);
-        r->types[i] = 5; /* unused */
-        r->n = i + 1;
-    }
-    return AS_OK;
-}
-
 /* model.merges as "a b" strings (files write them as such or as [a, b]). */
 static int tok_merges(tok_read *r, char ***out, uint64_t **lens, size_t *n, as_error *err)
 {
@@ -230,34 +150,12 @@ static int tok_merges(tok_read *r, char ***out, uint64_t **lens, size_t *n, as_e
     return AS_OK;
 }
 
-/* add_bos / add_eos from the post-processor's single-sequence template. */
-static void tok_template(tok_read *r, bool *add_bos, bool *add_eos, long long *bos, long long *eos)
-{
-    const json_t *tp = find_type(json_object_get(r->root, "post_processor"), "processors", "TemplateProcessing");
-    json_t *single = tp ? json_object_get(tp, "single") : NULL;
-    size_t n = json_array_size(single);
-    *add_bos = *add_eos = false;
-    for (size_t i = 0; i < n; i++) {
-        json_t *st = json_object_get(json_array_get(single, i), "SpecialToken");
-        json_t *id = st ? json_object_get(st, "id") : NULL;
-        if (!json_is_string(id))
-            continue;
-        long long t = token_id(r, json_string_value(id));
-        if (t < 0)
-            continue;
-        if (i == 0)
-            *add_bos = true, *bos = t;
-        else if (i == n - 1)
-            *add_eos = true, *eos = t;
-    }
-}
-
 /* Byte-level BPE: GPT-2's regex (ByteLevel's own) or a Split this file knows. */
 static int tok_byte_level(tok_read *r, const json_t *pre, const char **pre_name, as_error *err)
 {
-    const json_t *bl = find_type(pre, "pretokenizers", "ByteLevel");
+    const json_t *bl = as_hf_find_type(pre, "pretokenizers", "ByteLevel");
     json_t *use = json_object_get(bl, "use_regex");
-    if (is_type(pre, "ByteLevel")) {
+    if (as_hf_is_type(pre, "ByteLevel")) {
         if (use && !json_is_true(use))
             return as_error_set(err, "%s: pre_tokenizer: ByteLevel without its regex (use_regex false) is not "
                                 "read yet", r->path);
@@ -267,7 +165,7 @@ static int tok_byte_level(tok_read *r, const json_t *pre, const char **pre_name,
     const json_t *l = json_object_get(pre, "pretokenizers");
     const json_t *split = json_array_size(l) == 2 ? json_array_get(l, 0) : NULL;
     /* StarCoder's: each digit on its own, then GPT-2's regex (llama.cpp's "starcoder": \p{N}, then GPT-2's) */
-    if (is_type(split, "Digits") && json_array_get(l, 1) == bl) {
+    if (as_hf_is_type(split, "Digits") && json_array_get(l, 1) == bl) {
         if (!json_is_true(json_object_get(split, "individual_digits")))
             return as_error_set(err, "%s: pre_tokenizer: Digits without individual_digits (runs of digits kept "
                                 "together) is not read yet", r->path);
@@ -287,7 +185,7 @@ static int tok_byte_level(tok_read *r, const json_t *pre, const char **pre_name,
             const json_t *sp = json_array_get(l, k);
             const json_t *p = json_object_get(json_object_get(sp, "pattern"), "Regex");
             const char *behavior = json_string_value(json_object_get(sp, "behavior"));
-            if (!is_type(sp, "Split") || !json_is_string(p) || !behavior || strcmp(behavior, "Isolated") ||
+            if (!as_hf_is_type(sp, "Split") || !json_is_string(p) || !behavior || strcmp(behavior, "Isolated") ||
                 json_is_true(json_object_get(sp, "invert")))
                 break;
             rx[k] = json_string_value(p);
@@ -300,7 +198,8 @@ static int tok_byte_level(tok_read *r, const json_t *pre, const char **pre_name,
         *pre_name = name;
         return AS_OK;
     }
-    const json_t *pat = is_type(split, "Split") ? json_object_get(json_object_get(split, "pattern"), "Regex") : NULL;
+    const json_t *pat =
+        as_hf_is_type(split, "Split") ? json_object_get(json_object_get(split, "pattern"), "Regex") : NULL;
     if (!json_is_string(pat) || json_is_true(use) || json_array_get(l, 1) != bl)
         return as_error_set(err, "%s: pre_tokenizer: only ByteLevel, a Split regex then ByteLevel, or Digits then "
                             "ByteLevel, is read yet",
@@ -352,7 +251,7 @@ static int tok_scores(tok_read *r, char **merges, size_t n_merges, float **score
 
 static bool normalizer_prepends(const json_t *nz)
 {
-    const json_t *p = find_type(nz, "normalizers", "Prepend");
+    const json_t *p = as_hf_find_type(nz, "normalizers", "Prepend");
     return p && json_is_string(json_object_get(p, "prepend"));
 }
 
@@ -372,14 +271,14 @@ static int spm_normalizer(tok_read *r, const json_t *nz, bool *replaces, as_erro
     *replaces = false;
     if (!nz || json_is_null(nz))
         return AS_OK;
-    const json_t *list = is_type(nz, "Sequence") ? json_object_get(nz, "normalizers") : NULL;
+    const json_t *list = as_hf_is_type(nz, "Sequence") ? json_object_get(nz, "normalizers") : NULL;
     size_t n = list ? json_array_size(list) : 1;
     for (size_t i = 0; i < n; i++) {
         const json_t *e = list ? json_array_get(list, i) : nz, *c = json_object_get(e, "content"),
                      *pp = json_object_get(e, "prepend");
-        if (is_type(e, "Prepend") && json_is_string(pp) && !strcmp(json_string_value(pp), "\xE2\x96\x81"))
+        if (as_hf_is_type(e, "Prepend") && json_is_string(pp) && !strcmp(json_string_value(pp), "\xE2\x96\x81"))
             continue;
-        if (is_type(e, "Replace") && is_string_pattern(e, " ") && json_is_string(c) &&
+        if (as_hf_is_type(e, "Replace") && is_string_pattern(e, " ") && json_is_string(c) &&
             !strcmp(json_string_value(c), "\xE2\x96\x81")) {
             *replaces = true;
             continue;
@@ -397,12 +296,12 @@ static int spm_normalizer(tok_read *r, const json_t *nz, bool *replaces, as_erro
  * that finds nothing to split at, whatever its behavior. */
 static int spm_pre_tokenizer(tok_read *r, const json_t *pre, bool replaces, as_error *err)
 {
-    if (!pre || json_is_null(pre) || is_type(pre, "Metaspace"))
-        return replaces || is_type(pre, "Metaspace")
+    if (!pre || json_is_null(pre) || as_hf_is_type(pre, "Metaspace"))
+        return replaces || as_hf_is_type(pre, "Metaspace")
                    ? AS_OK
                    : as_error_set(err, "%s: a SentencePiece-style BPE whose spaces stay spaces (neither a Replace "
                                   "\" \" -> \"\xE2\x96\x81\" normalizer nor Metaspace) is not read yet", r->path);
-    if (is_type(pre, "Split") && is_string_pattern(pre, " ") && !json_is_true(json_object_get(pre, "invert")) &&
+    if (as_hf_is_type(pre, "Split") && is_string_pattern(pre, " ") && !json_is_true(json_object_get(pre, "invert")) &&
         replaces)
         return AS_OK;
     return as_error_set(err, "%s: a SentencePiece-style BPE with a pre_tokenizer other than Metaspace (or a Split "
@@ -415,7 +314,7 @@ static long long bert_special(tok_read *r, const json_t *pair, const char *text)
     json_t *id = json_array_get(pair, 1);
     if (json_is_integer(id) && json_integer_value(id) >= 0 && (size_t)json_integer_value(id) < r->n)
         return json_integer_value(id);
-    return token_id(r, text);
+    return as_hf_token_id(r, text);
 }
 
 /* A WordPiece model's normalizer as the library's steps (tok_wpm.c,
@@ -429,14 +328,14 @@ static int wpm_steps(tok_read *r, const json_t *nz, char steps[64], bool *lower,
     *lower = *strip = false;
     if (!nz || json_is_null(nz))
         return AS_OK;
-    if (is_type(nz, "BertNormalizer")) {
+    if (as_hf_is_type(nz, "BertNormalizer")) {
         json_t *lc = json_object_get(nz, "lowercase"), *sa = json_object_get(nz, "strip_accents");
         json_t *ct = json_object_get(nz, "clean_text"), *cj = json_object_get(nz, "handle_chinese_chars");
         *lower = !lc || json_is_true(lc);
         *strip = sa && !json_is_null(sa) ? json_is_true(sa) : *lower;
         snprintf(steps, 64, "%s%s%s%s", !ct || json_is_true(ct) ? "clean " : "", !cj || json_is_true(cj) ? "cjk " : "",
                  *strip ? "strip-mn " : "", *lower ? "lower " : "");
-    } else if (is_type(nz, "Sequence")) {
+    } else if (as_hf_is_type(nz, "Sequence")) {
         const json_t *list = json_object_get(nz, "normalizers");
         size_t i, n = json_array_size(list);
         if (n > 8)
@@ -444,15 +343,15 @@ static int wpm_steps(tok_read *r, const json_t *nz, char steps[64], bool *lower,
                                 "read yet", r->path, n);
         for (i = 0; i < n; i++) {
             const json_t *m = json_array_get(list, i);
-            const char *name = is_type(m, "NFD") ? "nfd " : is_type(m, "Lowercase") ? "lower "
-                             : is_type(m, "StripAccents") ? "strip-marks " : NULL;
+            const char *name = as_hf_is_type(m, "NFD") ? "nfd " : as_hf_is_type(m, "Lowercase") ? "lower "
+                             : as_hf_is_type(m, "StripAccents") ? "strip-marks " : NULL;
             if (!name) {
                 const char *ty = json_string_value(json_object_get(m, "type"));
                 return as_error_set(err, "%s: a WordPiece model's normalizer '%.30s' is not read yet (BertNormalizer, "
                                     "or a Sequence of NFD, Lowercase, StripAccents)", r->path, ty ? ty : "?");
             }
-            *lower |= is_type(m, "Lowercase");
-            *strip |= is_type(m, "StripAccents");
+            *lower |= as_hf_is_type(m, "Lowercase");
+            *strip |= as_hf_is_type(m, "StripAccents");
             strcat(steps, name);
         }
     } else {
@@ -475,7 +374,7 @@ static int tok_wordpiece(tok_read *r, as_error *err)
     as_hf *h = r->h;
     const json_t *pre = json_object_get(r->root, "pre_tokenizer"), *nz = json_object_get(r->root, "normalizer");
     json_t *prefix = json_object_get(r->model, "continuing_subword_prefix");
-    if (!is_type(pre, "BertPreTokenizer"))
+    if (!as_hf_is_type(pre, "BertPreTokenizer"))
         return as_error_set(err, "%s: a WordPiece model with a pre_tokenizer other than BertPreTokenizer is not read "
                             "yet", r->path);
     if (prefix && !(json_is_string(prefix) && !strcmp(json_string_value(prefix), "##")))
@@ -505,18 +404,18 @@ static int tok_wordpiece(tok_read *r, as_error *err)
         r->tokens[i] = c;
         r->lens[i] = strlen(c);
     }
-    long long cls = token_id(r, "[CLS]"), sep = token_id(r, "[SEP]"), unk = -1;
+    long long cls = as_hf_token_id(r, "[CLS]"), sep = as_hf_token_id(r, "[SEP]"), unk = -1;
     const json_t *pp = json_object_get(r->root, "post_processor");
-    if (is_type(pp, "BertProcessing")) {
+    if (as_hf_is_type(pp, "BertProcessing")) {
         cls = bert_special(r, json_object_get(pp, "cls"), "[CLS]");
         sep = bert_special(r, json_object_get(pp, "sep"), "[SEP]");
     } else {
         bool add_bos, add_eos;
-        tok_template(r, &add_bos, &add_eos, &cls, &sep);
+        as_hf_tok_template(r, &add_bos, &add_eos, &cls, &sep);
     }
     json_t *u = json_object_get(r->model, "unk_token");
-    unk = json_is_string(u) ? token_id(r, json_string_value(u)) : -1;
-    long long pad = token_id(r, "[PAD]"), mask = token_id(r, "[MASK]");
+    unk = json_is_string(u) ? as_hf_token_id(r, json_string_value(u)) : -1;
+    long long pad = as_hf_token_id(r, "[PAD]"), mask = as_hf_token_id(r, "[MASK]");
     bool ok = as_hf_kv_take_strs(h, "tokenizer.ggml.tokens", r->tokens, r->lens, r->n);
     r->tokens = NULL, r->lens = NULL; /* as_hf_kv_take_strs took them, whatever happened */
     ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "bert") &&
@@ -539,202 +438,6 @@ static int tok_wordpiece(tok_read *r, as_error *err)
                  "text gets other ids there than here and in the tokenizers library", used ? "; " : "", max_chars);
     }
     return ok ? AS_OK : as_error_set(err, "%s: out of memory", r->path);
-}
-
-/* ---- Unigram (T5, ALBERT style): GGUF's "t5" tokenizer, as llama.cpp's
- * converter writes it from the SentencePiece model the tokenizer.json was
- * made from: model.vocab's [piece, score] pairs in id order, the
- * Precompiled normalizer's charsmap (base64 in the file, bytes in GGUF),
- * remove_extra_whitespaces where the normalizer collapses runs of spaces
- * (Replace " {2,}", as transformers' SpmConverter writes it), the space
- * prefix from Metaspace. */
-
-static int b64(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c - 'A' : c >= 'a' && c <= 'z' ? c - 'a' + 26 : c >= '0' && c <= '9' ? c - '0' + 52
-         : c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* Standard base64 (padding optional); NULL with *n = 0 when malformed. */
-static uint8_t *b64_decode(as_hf *h, const char *s, size_t len, size_t *n)
-{
-    while (len && s[len - 1] == '=')
-        len--;
-    *n = 0;
-    if (len % 4 == 1)
-        return NULL;
-    uint8_t *out = as_hf_keep(h, len / 4 * 3 + 3);
-    if (!out)
-        return NULL;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64((unsigned char)s[i]);
-        if (v < 0)
-            return NULL;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[(*n)++] = (uint8_t)(acc >> bits);
-        }
-    }
-    return out;
-}
-
-static bool kv_bytes(as_hf *h, const char *key, const uint8_t *data, uint64_t n)
-{
-    as_gguf_kv *kv = as_gguf_view_kv(h->g, key, AS_GGUF_ARRAY);
-    if (!kv)
-        return false;
-    kv->arr_type = AS_GGUF_UINT8;
-    kv->arr_len = n;
-    kv->arr_data = (void *)data;
-    return true;
-}
-
-/* The normalizer's members: Precompiled (its charsmap), Strip (right),
- * Replace " {2,}" (extra spaces removed); another is refused by name. */
-static int unigram_normalizer(tok_read *r, const json_t *nz, const uint8_t **map, size_t *map_len, bool *collapse,
-                              as_error *err)
-{
-    *map = NULL, *map_len = 0, *collapse = false;
-    if (!nz || json_is_null(nz))
-        return AS_OK;
-    const json_t *list = is_type(nz, "Sequence") ? json_object_get(nz, "normalizers") : NULL;
-    size_t n = list ? json_array_size(list) : 1;
-    for (size_t i = 0; i < n; i++) {
-        const json_t *e = list ? json_array_get(list, i) : nz;
-        const json_t *pat = json_object_get(json_object_get(e, "pattern"), "Regex");
-        if (is_type(e, "Precompiled")) {
-            const json_t *b = json_object_get(e, "precompiled_charsmap");
-            if (json_is_null(b) || (json_is_string(b) && !json_string_length(b)))
-                continue;
-            if (!json_is_string(b) ||
-                !(*map = b64_decode(r->h, json_string_value(b), json_string_length(b), map_len)) || !*map_len)
-                return as_error_set(err, "%s: normalizer Precompiled: precompiled_charsmap is not base64", r->path);
-        } else if (is_type(e, "Strip")) {
-            if (json_is_true(json_object_get(e, "strip_left")))
-                return as_error_set(err, "%s: normalizer Strip with strip_left is not read yet", r->path);
-        } else if (is_type(e, "Replace") && json_is_string(pat) && !strcmp(json_string_value(pat), " {2,}")) {
-            *collapse = true;
-        } else {
-            const json_t *ty = json_object_get(e, "type");
-            return as_error_set(err, "%s: a Unigram model's normalizer '%.30s' is not read yet (Precompiled, Strip, "
-                                "Replace \" {2,}\" are)", r->path, json_is_string(ty) ? json_string_value(ty) : "?");
-        }
-    }
-    return AS_OK;
-}
-
-static int tok_unigram(tok_read *r, as_error *err)
-{
-    as_hf *h = r->h;
-    if (!json_is_array(r->vocab) || !json_array_size(r->vocab) || (r->added && !json_is_array(r->added)))
-        return as_error_set(err, "%s: a Unigram model.vocab must be a non-empty array of [piece, score] and "
-                            "added_tokens an array", r->path);
-    size_t n = json_array_size(r->vocab);
-    if (n >= (1 << 24))
-        return as_error_set(err, "%s: model.vocab holds %zu pieces (at most %d)", r->path, n, (1 << 24) - 1);
-    r->n = n;
-    r->tokens = calloc(n, sizeof *r->tokens);
-    r->lens = calloc(n, sizeof *r->lens);
-    r->types = calloc(n, sizeof *r->types);
-    float *scores = calloc(n, sizeof *scores);
-    int rc = AS_OK;
-    if (!r->tokens || !r->lens || !r->types || !scores)
-        rc = as_error_set(err, "%s: out of memory", r->path);
-    for (size_t i = 0; i < n && rc == AS_OK; i++) {
-        const json_t *e = json_array_get(r->vocab, i), *p = json_array_get(e, 0), *sc = json_array_get(e, 1);
-        if (json_array_size(e) != 2 || !json_is_string(p) || !json_is_number(sc))
-            rc = as_error_set(err, "%s: model.vocab[%zu]: expected [piece, score]", r->path, i);
-        else if (!(r->tokens[i] = strndup(json_string_value(p), json_string_length(p))))
-            rc = as_error_set(err, "%s: out of memory", r->path);
-        else
-            r->lens[i] = json_string_length(p), r->types[i] = 1, scores[i] = (float)json_number_value(sc);
-    }
-    size_t i;
-    json_t *a;
-    json_array_foreach(r->added, i, a) {
-        if (rc != AS_OK)
-            break;
-        json_t *id = json_object_get(a, "id"), *c = json_object_get(a, "content");
-        if (!json_is_integer(id) || !json_is_string(c))
-            rc = as_error_set(err, "%s: added_tokens[%zu] needs an id and a content", r->path, i);
-        else if (json_integer_value(id) < 0 || (size_t)json_integer_value(id) >= n)
-            rc = as_error_set(err, "%s: added_tokens[%zu]: id %lld is outside model.vocab (0..%zu)", r->path, i,
-                              (long long)json_integer_value(id), n - 1);
-        else if (strcmp(r->tokens[json_integer_value(id)], json_string_value(c)))
-            rc = as_error_set(err, "%s: added_tokens[%zu]: id %lld is '%.40s' in model.vocab", r->path, i,
-                              (long long)json_integer_value(id), r->tokens[json_integer_value(id)]);
-        else
-            r->types[json_integer_value(id)] = json_is_true(json_object_get(a, "special")) ? 3 : 4;
-    }
-    long long unk = -1;
-    json_t *u = json_object_get(r->model, "unk_id");
-    if (rc == AS_OK && u && !json_is_null(u)) {
-        if (!json_is_integer(u) || json_integer_value(u) < 0 || (size_t)json_integer_value(u) >= n)
-            rc = as_error_set(err, "%s: model.unk_id must be an id in 0..%zu", r->path, n - 1);
-        else
-            unk = json_integer_value(u), r->types[unk] = 2;
-    }
-    if (rc == AS_OK && json_is_true(json_object_get(r->model, "byte_fallback")))
-        rc = as_error_set(err, "%s: a Unigram model with byte_fallback is not read yet", r->path);
-    const json_t *pre = json_object_get(r->root, "pre_tokenizer");
-    const json_t *ms = find_type(pre, "pretokenizers", "Metaspace");
-    if (rc == AS_OK && pre && !json_is_null(pre) &&
-        !(ms && (is_type(pre, "Metaspace") ||
-                 (json_array_size(json_object_get(pre, "pretokenizers")) == 2 &&
-                  is_type(json_array_get(json_object_get(pre, "pretokenizers"), 0), "WhitespaceSplit")))))
-        rc = as_error_set(err, "%s: a Unigram model's pre_tokenizer must be Metaspace (or WhitespaceSplit then "
-                          "Metaspace)", r->path);
-    const json_t *rep = ms ? json_object_get(ms, "replacement") : NULL;
-    if (rc == AS_OK && rep && !(json_is_string(rep) && !strcmp(json_string_value(rep), "\xE2\x96\x81")))
-        rc = as_error_set(err, "%s: Metaspace's replacement must be '\xE2\x96\x81' (U+2581)", r->path);
-    const json_t *scheme = ms ? json_object_get(ms, "prepend_scheme") : NULL;
-    const json_t *aps = ms ? json_object_get(ms, "add_prefix_space") : NULL;
-    bool prefix = ms && !(json_is_string(scheme) && !strcmp(json_string_value(scheme), "never")) &&
-                  !json_is_false(aps);
-    const uint8_t *map = NULL;
-    size_t map_len = 0;
-    bool collapse = false;
-    if (rc == AS_OK)
-        rc = unigram_normalizer(r, json_object_get(r->root, "normalizer"), &map, &map_len, &collapse, err);
-    /* WhitespaceSplit before Metaspace drops every run of spaces */
-    collapse |= ms && !is_type(pre, "Metaspace");
-    size_t n0 = r->n;
-    if (rc == AS_OK)
-        rc = tok_pad(r, err);
-    if (rc == AS_OK && r->n > n0) {
-        float *s2 = realloc(scores, r->n * sizeof *s2);
-        if (!s2)
-            rc = as_error_set(err, "%s: out of memory", r->path);
-        else
-            for (scores = s2; n0 < r->n; n0++)
-                scores[n0] = -1000.0f; /* as llama.cpp's converter scores its padding */
-    }
-    bool add_bos, add_eos;
-    long long bos = -1, eos = -1, pad = token_id(r, "<pad>");
-    tok_template(r, &add_bos, &add_eos, &bos, &eos);
-    bool ok = rc == AS_OK && as_hf_kv_str(h, "tokenizer.ggml.model", "t5") &&
-              as_hf_kv_arr4(h, "tokenizer.ggml.scores", AS_GGUF_FLOAT32, scores, r->n) &&
-              as_hf_kv_arr4(h, "tokenizer.ggml.token_type", AS_GGUF_INT32, r->types, r->n) &&
-              as_hf_kv_bool(h, "tokenizer.ggml.add_space_prefix", prefix) &&
-              as_hf_kv_bool(h, "tokenizer.ggml.remove_extra_whitespaces", collapse) &&
-              (!map || kv_bytes(h, "tokenizer.ggml.precompiled_charsmap", map, map_len)) &&
-              (unk < 0 || as_hf_kv_u32(h, "tokenizer.ggml.unknown_token_id", (uint32_t)unk)) &&
-              (pad < 0 || as_hf_kv_u32(h, "tokenizer.ggml.padding_token_id", (uint32_t)pad)) &&
-              (bos < 0 || as_hf_kv_u32(h, "tokenizer.ggml.bos_token_id", (uint32_t)bos)) &&
-              (eos < 0 || as_hf_kv_u32(h, "tokenizer.ggml.eos_token_id", (uint32_t)eos)) &&
-              as_hf_kv_bool(h, "tokenizer.ggml.add_bos_token", add_bos) &&
-              as_hf_kv_bool(h, "tokenizer.ggml.add_eos_token", add_eos) &&
-              as_hf_kv_take_strs(h, "tokenizer.ggml.tokens", r->tokens, r->lens, r->n);
-    if (rc == AS_OK && ok)
-        r->tokens = NULL, r->lens = NULL;
-    if (rc == AS_OK && !ok)
-        rc = as_error_set(err, "%s: out of memory", r->path);
-    free(scores);
-    return rc;
 }
 
 /* The type of a "model" object written without one (files of the
@@ -777,13 +480,13 @@ static int tok_read_all(tok_read *r, as_error *err)
                             "Unigram: vocab as [piece, score] pairs)", r->path);
     bool wordpiece = !strcmp(type, "WordPiece");
     if (!strcmp(type, "Unigram"))
-        return tok_unigram(r, err);
+        return as_hf_tok_unigram(r, err);
     if (strcmp(type, "BPE") && !wordpiece)
         return as_error_set(err, "%s: model type '%.20s' is not read (BPE, byte-level and SentencePiece-style, "
                             "WordPiece and Unigram are)", r->path, type);
     if (!json_is_object(r->vocab) || (r->added && !json_is_array(r->added)))
         return as_error_set(err, "%s: model.vocab must be an object and added_tokens an array", r->path);
-    if (tok_table(r, err) || tok_pad(r, err))
+    if (tok_table(r, err) || as_hf_tok_pad(r, err))
         return AS_ERR;
     if (wordpiece)
         return tok_wordpiece(r, err);
@@ -798,10 +501,10 @@ static int tok_read_all(tok_read *r, as_error *err)
     }
     const json_t *pre = json_object_get(r->root, "pre_tokenizer");
     const json_t *nz = json_object_get(r->root, "normalizer");
-    bool byte_level = find_type(pre, "pretokenizers", "ByteLevel") != NULL;
+    bool byte_level = as_hf_find_type(pre, "pretokenizers", "ByteLevel") != NULL;
     bool add_bos, add_eos;
     long long bos = -1, eos = -1, unk = -1;
-    tok_template(r, &add_bos, &add_eos, &bos, &eos);
+    as_hf_tok_template(r, &add_bos, &add_eos, &bos, &eos);
     long long cfg_id;
     as_error ignored;
     if (bos < 0 && !as_hf_cfg_int(h, "bos_token_id", false, -1, 0, (long long)r->n - 1, &cfg_id, &ignored))
@@ -813,15 +516,15 @@ static int tok_read_all(tok_read *r, as_error *err)
     const char *pre_name = NULL;
     if (byte_level) {
         /* an empty Sequence (DeepSeek-V3's) normalizes nothing */
-        bool empty = is_type(nz, "Sequence") && json_array_size(json_object_get(nz, "normalizers")) == 0;
-        if (nz && !json_is_null(nz) && !is_type(nz, "NFC") && !empty)
+        bool empty = as_hf_is_type(nz, "Sequence") && json_array_size(json_object_get(nz, "normalizers")) == 0;
+        if (nz && !json_is_null(nz) && !as_hf_is_type(nz, "NFC") && !empty)
             rc = as_error_set(err, "%s: a byte-level BPE with a normalizer (other than NFC) is not read yet", r->path);
         else
             rc = tok_byte_level(r, pre, &pre_name, err);
     } else if (json_is_true(json_object_get(r->model, "byte_fallback")) || normalizer_prepends(nz) ||
-               find_type(nz, "normalizers", "Replace")) {
+               as_hf_find_type(nz, "normalizers", "Replace")) {
         json_t *u = json_object_get(r->model, "unk_token");
-        unk = json_is_string(u) ? token_id(r, json_string_value(u)) : -1;
+        unk = json_is_string(u) ? as_hf_token_id(r, json_string_value(u)) : -1;
         for (size_t i = 0; i < r->n; i++) {
             const char *t = r->tokens[i];
             if ((long long)i == unk)
@@ -845,7 +548,7 @@ static int tok_read_all(tok_read *r, as_error *err)
         merges = NULL, mlens = NULL;
         ok = ok && as_hf_kv_str(h, "tokenizer.ggml.model", "gpt2") && as_hf_kv_str(h, "tokenizer.ggml.pre", pre_name);
         /* NFC, as the library applies it; our key, which llama.cpp does not read (convert says so) */
-        if (ok && is_type(nz, "NFC")) {
+        if (ok && as_hf_is_type(nz, "NFC")) {
             ok = as_hf_kv_bool(h, "tokenizer.attnscope.nfc", true);
             size_t used = strlen(h->llama_note);
             snprintf(h->llama_note + used, sizeof h->llama_note - used,
@@ -854,7 +557,7 @@ static int tok_read_all(tok_read *r, as_error *err)
                      pre_name);
         }
     } else if (ok) {
-        bool prefix = normalizer_prepends(nz) || is_type(pre, "Metaspace");
+        bool prefix = normalizer_prepends(nz) || as_hf_is_type(pre, "Metaspace");
         ok = as_hf_kv_str(h, "tokenizer.ggml.model", "llama") &&
              as_hf_kv_arr4(h, "tokenizer.ggml.scores", AS_GGUF_FLOAT32, scores, r->n) &&
              as_hf_kv_bool(h, "tokenizer.ggml.add_space_prefix", prefix) &&
@@ -886,7 +589,7 @@ static int tok_read_all(tok_read *r, as_error *err)
  * family here has it). A broken template is refused by name. */
 static int tok_pair(tok_read *r, as_error *err)
 {
-    const json_t *tp = find_type(json_object_get(r->root, "post_processor"), "processors", "TemplateProcessing");
+    const json_t *tp = as_hf_find_type(json_object_get(r->root, "post_processor"), "processors", "TemplateProcessing");
     const json_t *pair = tp ? json_object_get(tp, "pair") : NULL;
     if (!json_is_array(pair) || !json_array_size(pair))
         return AS_OK;
