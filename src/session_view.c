@@ -62,6 +62,11 @@ int as_view_site_q_stream(const as_attn *a) { return a->q_stream; }
 int as_view_site_kv_stream(const as_attn *a) { return a->kv_stream; }
 int as_view_site_key_hook(const as_attn *a) { return a->k; }
 bool as_view_site_masks(const as_attn *a) { return a->mask != AS_MASK_NONE; }
+void as_view_site_math(const as_attn *a, as_site_math *out)
+{
+    *out = (as_site_math){a->q, a->k, a->v, a->scores, a->pattern, a->z, a->bias, a->n_head, a->n_head_kv, a->d_qk,
+                          a->d_v, a->scale, a->softcap, a->mask != AS_MASK_NONE, a->mask == AS_MASK_WINDOW ? a->window : 0};
+}
 
 int as_view_op_layer(const as_op *op) { return op->layer; }
 const char *as_view_op_text(const as_op *op) { return op->text; }

@@ -168,8 +168,9 @@ static unsigned view_key(tui *u, int ch)
     case 'i': return cycle_image(u);
     case '\t': return cycle_focus(u, 1);
     case '?': u->help = true; u->help_top = 0; return RD_HELP;
-    case '1': case '2': case '3': case '4': case '5': case '6': case '7':
+    case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
         return u->present & RD(ch - '1') ? tui_focus(u, (pane_id)(ch - '1')) : 0;
+    case 'm': return u->present & RD(P_MATH) ? tui_focus(u, P_MATH) : 0;
     case KEY_CTRL('l'): clearok(curscr, TRUE); return RD_LAYOUT;
     default: return 0;
     }

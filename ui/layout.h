@@ -13,6 +13,10 @@
  * rows the same tokens), two fifths of the heatmap's area wide, at least
  * 32 columns, but never more than half; on a single-pane screen it shows alone
  * when it has the focus, like a side pane.
+ * The attention arithmetic (P_MATH) has a place only when it is the side
+ * pane shown: on a wide screen it takes the stack (wider: three fifths
+ * of the screen, at most 80 columns) over the log, on a small one the shared slot (taller: three
+ * fifths of the body), on a single-pane screen the whole body.
  * Unit-tested. */
 #ifndef ATTNSCOPE_UI_LAYOUT_H
 #define ATTNSCOPE_UI_LAYOUT_H
@@ -26,6 +30,7 @@ typedef struct rect {
 typedef enum pane_id {
     P_ATTN, P_TOKENS, P_PROBS, P_LENS, P_NORMS, P_LOG, /* the panes Tab visits, in order */
     P_ROUTE,                                   /* a routed MLP's experts (only where the program has them) */
+    P_MATH,                                    /* attention worked out (`view math`): a side pane shown on request */
     P_IMAGE,                                   /* a vision model's input (only where the program reads pixels) */
     P_CMD,                                     /* the command line */
     P_STATUS,
@@ -33,7 +38,7 @@ typedef enum pane_id {
 } pane_id;
 
 /* The side panes: those that may share a slot. */
-#define PANE_IS_SIDE(p) ((p) >= P_PROBS && (p) <= P_LOG)
+#define PANE_IS_SIDE(p) (((p) >= P_PROBS && (p) <= P_LOG) || (p) == P_MATH)
 
 #define LAYOUT_MIN_W 40
 #define LAYOUT_MIN_H 12

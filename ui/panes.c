@@ -12,6 +12,7 @@ const pane_class *const pane_classes[P_COUNT] = {
     [P_NORMS] = &pane_norms,
     [P_LOG] = &pane_log,
     [P_ROUTE] = &pane_route,
+    [P_MATH] = &pane_math,
     [P_IMAGE] = &pane_image,
     [P_CMD] = &pane_cmdline,
     [P_STATUS] = &pane_status,

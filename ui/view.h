@@ -50,9 +50,9 @@ typedef struct view {
 } view;
 
 /* The panes `view PANE` names, in the full-screen view's Tab order (the
- * keys 1-7 too): attention, tokens, probs, lens, norms, output, and a
- * model with routed MLPs' routing pane. */
-#define VIEW_N_PANES 7
+ * keys 1-8 too): attention, tokens, probs, lens, norms, output, a
+ * model with routed MLPs' routing pane, and the attention worked out. */
+#define VIEW_N_PANES 8
 const char *view_pane_name(int i);
 
 void view_init(view *v);

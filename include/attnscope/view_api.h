@@ -68,6 +68,19 @@ int as_view_site_q_stream(const as_attn *a);
 int as_view_site_kv_stream(const as_attn *a);
 int as_view_site_key_hook(const as_attn *a);
 bool as_view_site_masks(const as_attn *a);
+/* What the arithmetic of a site's scores needs (`view math`): the hooks
+ * it reads and fills (q, k, v read; scores, pattern, z filled; bias added
+ * to the scores, -1: none), its heads (query head h reads key/value head
+ * h / (n_head / n_head_kv)), widths, scale, soft-cap (0: none), and its
+ * mask: causal or not, and a sliding window's keys per query (0: none). */
+typedef struct as_site_math {
+    int q, k, v, scores, pattern, z, bias;
+    int n_head, n_head_kv, d_qk, d_v;
+    float scale, softcap;
+    bool causal;
+    int window;
+} as_site_math;
+void as_view_site_math(const as_attn *a, as_site_math *out);
 /* An op (as_interp_current, as_program_producer): its layer (-1: none),
  * its text, whether it is an RMSNorm, a routed MLP's experts and k. */
 int as_view_op_layer(const as_op *op);
