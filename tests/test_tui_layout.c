@@ -52,9 +52,10 @@ Test(tui_layout, projector_size_shows_every_pane_and_the_heatmap_is_largest)
     cr_assert(!l.too_small);
     cr_assert(!l.shared);
     check_tiling(&l);
-    for (int p = 0; p < P_COUNT; p++) /* the image pane is a vision model's, the routing pane a MoE's: absent here */
-        cr_assert(p == P_IMAGE || p == P_ROUTE ? l.r[p].h == 0 : l.r[p].h > 0, "pane %d %s at 160x48", p,
-                  p == P_IMAGE || p == P_ROUTE ? "shown for a dense token model" : "hidden");
+    /* the image pane is a vision model's, the routing pane a MoE's: absent here; the arithmetic only when asked */
+    for (int p = 0; p < P_COUNT; p++)
+        cr_assert(p == P_IMAGE || p == P_ROUTE || p == P_MATH ? l.r[p].h == 0 : l.r[p].h > 0, "pane %d %s at 160x48", p,
+                  p == P_IMAGE || p == P_ROUTE || p == P_MATH ? "shown unasked" : "hidden");
     int attn = l.r[P_ATTN].h * l.r[P_ATTN].w;
     for (int p = 0; p < P_COUNT; p++)
         if (p != P_ATTN)
@@ -122,6 +123,37 @@ Test(tui_layout, routing_pane_beside_the_heatmap)
     cr_assert_gt(l.r[P_ATTN].h, 0);
     layout_compute_for(&l, 35, 120, P_PROBS, LAYOUT_ALL);
     cr_assert_eq(l.r[P_ROUTE].h, 0, "no routing pane beside an image");
+}
+
+/* `view math`: the arithmetic takes the side stack over the log on a wide
+ * screen (wider than the stack is otherwise), the shared slot on a small
+ * one (taller than the other side panes get it), the body on the
+ * smallest; only when it is the pane shown. */
+Test(tui_layout, math_pane_where_asked)
+{
+    unsigned present = LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE) & ~LAYOUT_PANE(P_ROUTE);
+    layout l, plain;
+    int sizes[][2] = {{48, 160}, {35, 120}};
+    for (int i = 0; i < 2; i++) {
+        int rows = sizes[i][0], cols = sizes[i][1];
+        layout_compute_for(&plain, rows, cols, P_PROBS, present);
+        cr_assert_eq(plain.r[P_MATH].h, 0, "no arithmetic unasked at %dx%d", cols, rows);
+        layout_compute_for(&l, rows, cols, P_MATH, present);
+        check_tiling(&l);
+        cr_assert_gt(l.r[P_MATH].h, l.r[P_LOG].h, "the arithmetic over a short log at %dx%d", cols, rows);
+        cr_assert_gt(l.r[P_MATH].w, plain.r[P_PROBS].w, "the arithmetic's stack wider at %dx%d", cols, rows);
+        cr_assert_eq(l.r[P_PROBS].h + l.r[P_LENS].h + l.r[P_NORMS].h, 0, "the stack is the arithmetic's");
+        cr_assert_gt(l.r[P_ATTN].w, 0, "the heatmap beside it");
+    }
+    layout_compute_for(&plain, 24, 80, P_LENS, present);
+    layout_compute_for(&l, 24, 80, P_MATH, present);
+    check_tiling(&l);
+    cr_assert(l.shared && l.shown == P_MATH, "80x24: the shared slot shows the arithmetic");
+    cr_assert_eq(l.r[P_MATH].w, 80);
+    cr_assert_gt(l.r[P_MATH].h, plain.r[P_LENS].h, "80x24: the slot taller for the arithmetic");
+    cr_assert_gt(l.r[P_ATTN].h, 5, "80x24: the heatmap keeps rows");
+    layout_compute_for(&l, 14, 60, P_MATH, present);
+    cr_assert(l.single && l.r[P_MATH].h > 0 && l.r[P_ATTN].h == 0, "one pane: the arithmetic alone");
 }
 
 Test(tui_layout, small_terminal_shares_one_slot)
