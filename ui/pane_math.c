@@ -241,20 +241,20 @@ static void facts_text(tui *u, const math_src *m, line *l)
     if (m->m.softcap > 0)
         add(l, ", soft-cap %g%stanh(x/%g)", (double)m->m.softcap, tf_glyph(G_TIMES, utf8), (double)m->m.softcap);
     if (m->m.window > 0)
-        add(l, " %s sliding window: the last %d keys", tf_glyph(G_SEP, utf8), m->m.window);
+        add(l, " %s sliding window: last %d keys", tf_glyph(G_SEP, utf8), m->m.window);
     else if (m->m.causal)
-        add(l, " %s causal mask: keys after the query masked", tf_glyph(G_SEP, utf8));
+        add(l, " %s causal: later keys masked", tf_glyph(G_SEP, utf8));
     else if (m->q_stream != m->k_stream)
-        add(l, " %s no mask: the keys are the source's %d positions", tf_glyph(G_SEP, utf8), m->nk);
+        add(l, " %s no mask; keys: the source's %d positions", tf_glyph(G_SEP, utf8), m->nk);
     else
         add(l, " %s no mask (an encoder: every key)", tf_glyph(G_SEP, utf8));
     if (m->m.n_head_kv < m->m.n_head)
-        add(l, " %s GQA: head %d reads kv head %d (heads %d-%d share it)", tf_glyph(G_SEP, utf8), m->head, m->kvh,
+        add(l, " %s GQA: head %d reads kv head %d (heads %d-%d)", tf_glyph(G_SEP, utf8), m->head, m->kvh,
             m->kvh * (m->m.n_head / m->m.n_head_kv), (m->kvh + 1) * (m->m.n_head / m->m.n_head_kv) - 1);
     const as_program *p = as_view_program(u->s);
     if (as_program_hook(p, AS_HK_KV_LATENT, m->layer) >= 0)
-        add(l, " %s MLA: k = [k_nope from the latent hook_kv_latent (%s), rotary k_pe shared by the heads]",
-            tf_glyph(G_SEP, utf8), as_program_hook(p, AS_HK_KV, m->layer) >= 0 ? "expanded by kv_b: hook_kv" : "absorbed into q");
+        add(l, " %s MLA: k = [k_nope from the latent hook_kv_latent%s, shared rotary k_pe]", tf_glyph(G_SEP, utf8),
+            as_program_hook(p, AS_HK_KV, m->layer) >= 0 ? " via hook_kv" : " (absorbed into q)");
     if (m->m.bias >= 0)
         add(l, " %s + %s", tf_glyph(G_SEP, utf8), hook_name(m, m->m.bias));
     else
@@ -447,15 +447,17 @@ static void draw(tui *u)
     bool bad = m.bad_key >= 0 || m.z_bad;
     int spare = rows - (1 + (bad ? 1 : 0) + 2 + followed_rows());
     bool zline = spare-- > 0;
-    int facts = spare-- > 0 ? 1 : 0;
-    int shown = m.shown_keys, key_rows = 1 + (spare > 0 ? (spare < shown - 1 ? spare : shown - 1) : 0);
-    spare -= key_rows - 1;
     line fl = {0};
     facts_text(u, &m, &fl);
-    int starts[8], nf = tf_wrap(fl.buf, cols > 8 ? cols : 8, utf8, starts, 8);
+    int starts[8], nf = tf_wrap(fl.buf, cols - 1 > 8 ? cols - 1 : 8, utf8, starts, 8);
     nf = nf > 8 ? 8 : nf;
-    if (facts && spare > 0)
-        facts += spare < nf - 1 ? spare : nf - 1;
+    /* the facts' first two lines (the architecture's part) before more keys */
+    int facts = spare > 0 ? (spare < (nf < 2 ? nf : 2) ? spare : (nf < 2 ? nf : 2)) : 0;
+    spare -= facts;
+    int shown = m.shown_keys, key_rows = 1 + (spare > 0 ? (spare < shown - 1 ? spare : shown - 1) : 0);
+    spare -= key_rows - 1;
+    if (spare > 0)
+        facts += spare < nf - facts ? spare : nf - facts;
     int y = 1;
     line l = {0};
     char vec[512];

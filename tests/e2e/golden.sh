@@ -191,5 +191,21 @@ state_keys m120 mixtral-120x35-nocolor-expert1 Right Right
 start m80 ../tests/fixtures/tiny-mixtral 80 24 NO_COLOR=1
 state m80 mixtral-80x24-nocolor-layer1 'prompt-ids 1 5 9 30 41 77 120 200 250 270; finish; view layer 1'
 
+# ---- view math: attention worked out, at every size, on a plain
+# multi-head model (gpt2), grouped-query with rotary (llama), latent
+# attention (moe) and an encoder-decoder's self- and cross-attention
+# (de-en: the keys are the source's positions) ----
+for size in "160 48" "120 35" "80 24"; do
+    set -- $size
+    c=$1 r=$2
+    for m in gpt2 llama moe; do
+        start "ma$m$c" "austen-$m" "$c" "$r"
+        state "ma$m$c" "$m-${c}x$r-math" "set delay 0; prompt $PROMPT; finish; view layer 1; view head 3; view pos 8; view key 5; view math"
+    done
+    start "made$c" de-en "$c" "$r"
+    state "made$c" "de-en-${c}x$r-math-self" "set delay 0; source Der Mann ist gut.; prompt The man; finish; view layer 1; view head 2; view key 1; view math"
+    state "made$c" "de-en-${c}x$r-math-cross" "view site cross; view key 2"
+done
+
 echo "golden e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
