@@ -332,6 +332,8 @@ screenshot: $(PROG) $(BUILD)/ansi2png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=160x48 AS_TUI_MODEL=models/austen-moe.gguf \
 	  PROMPT='My dear Mr. Bennet, said his lady to him one day, have you heard that Netherfield Park is let at last?' \
 	  GEN=4 ROUTE=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=80x24 FONT=22 MATH=37 \
+	  sh tests/e2e/tui_screenshot.sh assets/screenshot-math-80x24.png
 
 $(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@

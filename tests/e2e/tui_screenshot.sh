@@ -6,12 +6,14 @@
 # ansi2png; or, with LESSON=NAME STEP=N, a lesson's step N as a class sees
 # it; or, with ROUTE=E on a model with routed MLPs, the routing pane
 # focused with expert E selected (PROMPT= sets the prompt, GEN= how many
-# tokens follow it). SIZE=COLSxROWS (default 160x48), FONT=PX (default
+# tokens follow it); or, with MATH=K, the attention worked out (`view
+# math`) with the cursor on key K. SIZE=COLSxROWS (default 160x48), FONT=PX (default
 # 14). Usage (or `make screenshot`, which makes the README's):
 #   AS_BIN=build/attnscope ANSI2PNG=build/ansi2png sh tests/e2e/tui_screenshot.sh assets/screenshot.png
 #   SIZE=80x24 FONT=22 LESSON=heads STEP=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
 #   AS_TUI_MODEL=models/austen-moe.gguf PROMPT='My dear Mr. Bennet, ...' GEN=4 ROUTE=3 \
 #     sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
+#   SIZE=80x24 FONT=22 MATH=37 sh tests/e2e/tui_screenshot.sh assets/screenshot-math-80x24.png
 set -eu
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
 RENDER=${ANSI2PNG:-$(pwd)/build/ansi2png}
@@ -21,6 +23,7 @@ MODEL=${AS_TUI_MODEL:-$HERE/../../models/austen-gpt2.gguf}
 PROMPT=${PROMPT:-'It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in want of a'}
 GEN=${GEN:-6}
 ROUTE=${ROUTE:-}
+MATH=${MATH:-}
 SIZE=${SIZE:-160x48}
 COLS=${SIZE%x*}
 ROWS=${SIZE#*x}
@@ -75,7 +78,7 @@ if [ -n "$LESSON" ]; then
     sleep 0.5 # the step's commands have run when its box shows; let curses settle
     what="lesson $LESSON, step $STEP"
 else
-    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen $GEN; view layer $layer; view head $head; view pos last"
+    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen $GEN; view layer $layer; view head $head; view pos last${MATH:+; view key $MATH; view math}"
     $T send-keys -t shot Enter
     wait_for 'generated: '
     $T send-keys -t shot Escape
@@ -90,6 +93,10 @@ else
         done
         wait_for "expert $ROUTE: "
         what="$what, routing pane, expert $ROUTE"
+    fi
+    if [ -n "$MATH" ]; then
+        wait_for 'worked out'
+        what="$what, attention worked out, key $MATH"
     fi
 fi
 $T capture-pane -p -e -t shot > "$TMP/screen.ans"
