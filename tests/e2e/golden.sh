@@ -191,5 +191,22 @@ state_keys m120 mixtral-120x35-nocolor-expert1 Right Right
 start m80 ../tests/fixtures/tiny-mixtral 80 24 NO_COLOR=1
 state m80 mixtral-80x24-nocolor-layer1 'prompt-ids 1 5 9 30 41 77 120 200 250 270; finish; view layer 1'
 
+# ---- issue 33's live-class defects, each at the size a class saw it ----
+# The "◀ generated" mark inside the next-token pane's border, and a token
+# at ~100% printed as 100.0%, not 1e+02% (the line under the list).
+start d80 induction 80 24
+typed d80 'set delay 0; prompt abcdefghabcdefgh; gen 4; view pos 16'
+keys d80 Enter
+wait_for d80 'generated: abcd' 30 || bad "induction: gen 4 did not finish"
+state_keys d80 induction-80x24-probs-generated 3
+start d120 induction 120 35
+state d120 induction-120x35-probs-generated 'set delay 0; prompt abcdefghabcdefgh; gen 4; view pos 17'
+# The all-heads grid shows each head's whole map (blocks of keys to a
+# cell, the title says how many): the first token's column is there.
+start e80 austen-gpt2 80 24 NO_COLOR=1
+state e80 gpt2-80x24-nocolor-grid-layer2 "set delay 0; prompt $PROMPT; finish; view grid on; view layer 2"
+start e120 austen-gpt2 120 35 NO_COLOR=1
+state e120 gpt2-120x35-nocolor-grid-layer2 "set delay 0; prompt $PROMPT; finish; view grid on; view layer 2"
+
 echo "golden e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
