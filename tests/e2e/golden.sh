@@ -208,5 +208,39 @@ state e80 gpt2-80x24-nocolor-grid-layer2 "set delay 0; prompt $PROMPT; finish; v
 start e120 austen-gpt2 120 35 NO_COLOR=1
 state e120 gpt2-120x35-nocolor-grid-layer2 "set delay 0; prompt $PROMPT; finish; view grid on; view layer 2"
 
+# Keys that do not apply say why (the Output pane at 120x35; at 80x24 the
+# command line's row, which the dump's own ':' clears).
+start k120 austen-bert 120 35
+state k120 bert-120x35-finish 'set delay 0; prompt the cat sat on the [MASK]; finish'
+state_keys k120 bert-120x35-keys-not-here x 7 i Space
+# A lesson ended gives back the grid and the focus it found; q ends the
+# lesson first and says a second q quits.
+# lesson_state SESSION GOLDEN LESSON SPACES [KEYS...]: the lesson, SPACES
+# steps on, then the keys and the dump.
+lesson_state() {
+    name=$1 golden=$2 lesson=$3 spaces=$4
+    shift 4
+    rm -f "$TMP/$golden.txt"
+    typed "$name" "lesson $lesson"
+    keys "$name" Enter
+    wait_for "$name" ' 1/[0-9]+ ' 30 || bad "$golden: lesson $lesson did not start"
+    _i=1
+    while [ $_i -le "$spaces" ]; do
+        keys "$name" Space
+        _i=$((_i + 1))
+        wait_for "$name" " $_i/[0-9]+ " 30 || [ $# -gt 0 ] || bad "$golden: lesson $lesson: no step $_i"
+    done
+    [ $# -gt 0 ] && keys "$name" "$@"
+    sleep 0.3
+    typed "$name" ':view dump '"$golden.txt"
+    dumped "$name" "$golden"
+}
+start b80 austen-gpt2 80 24
+lesson_state b80 bert-80x24-lesson-esc-at-grid bert 4 Escape
+start b80r austen-gpt2 80 24
+lesson_state b80r bert-80x24-lesson-end-right bert 5 Space Right
+start b120 austen-gpt2 120 35
+lesson_state b120 bert-120x35-lesson-q bert 1 q
+
 echo "golden e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
