@@ -242,5 +242,18 @@ lesson_state b80r bert-80x24-lesson-end-right bert 5 Space Right
 start b120 austen-gpt2 120 35
 lesson_state b120 bert-120x35-lesson-q bert 1 q
 
+# austen-moe's shared expert (ungated, DeepSeek's) drawn as the routing
+# pane's sh column; BERT's sentence pair: segment B's positions in the
+# strip's title, A and B in its legend (B's chips underlined).
+start m2 austen-moe 120 35 NO_COLOR=1
+state m2 moe-120x35-nocolor-routing-shared 'set delay 0; prompt It is a truth universally acknowledged, that a single man; finish; view layer 2; view routing'
+start m3 austen-moe 80 24 NO_COLOR=1
+state m3 moe-80x24-nocolor-routing-shared 'set delay 0; prompt It is a truth universally acknowledged, that a single man; finish; view layer 2; view routing'
+PAIR='"She was not handsome, but she was clever." "Her sister thought him [MASK] agreeable."'
+start p80 austen-bert 80 24
+state p80 bert-80x24-pair "set delay 0; prompt $PAIR; finish"
+start p120 austen-bert 120 35
+state p120 bert-120x35-pair "set delay 0; prompt $PAIR; finish"
+
 echo "golden e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
