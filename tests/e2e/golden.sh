@@ -255,5 +255,15 @@ state p80 bert-80x24-pair "set delay 0; prompt $PAIR; finish"
 start p120 austen-bert 120 35
 state p120 bert-120x35-pair "set delay 0; prompt $PAIR; finish"
 
+# `lens table` in the Output pane: aligned columns cut at the border (not
+# wrapped mid-row); at 80x24 the pane (6) scrolled sideways with Right.
+start t120 austen-gpt2 120 35
+state t120 gpt2-120x35-lens-table "set delay 0; prompt $PROMPT; finish; lens table"
+start t80 austen-gpt2 80 24
+typed t80 "set delay 0; prompt $PROMPT; finish; lens table"
+keys t80 Enter
+wait_for t80 'any key closes' 30 || bad "lens table: no output overlay at 80x24"
+state_keys t80 gpt2-80x24-lens-table-right 6 Right
+
 echo "golden e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
