@@ -296,7 +296,7 @@ void tf_table_format(const char *row, const int *widths, int max, bool utf8, cha
         out[0] = '\0';
     for (int c = 0; c < max && row && len + 1 < cap; c++) {
         row = next_cell(row, cell, sizeof cell);
-        int pad = widths[c] - tf_width(cell, utf8) + (row ? 2 : 0);
+        int pad = row ? widths[c] - tf_width(cell, utf8) + 2 : 0; /* the last cell unpadded */
         int n = snprintf(out + len, cap - len, "%s%*s", cell, pad > 0 ? pad : 0, "");
         len = n < 0 || (size_t)n >= cap - len ? cap - 1 : len + (size_t)n;
     }
