@@ -46,22 +46,43 @@ static hm_sample sample(void *ctx, int q, int k)
     return s;
 }
 
-/* The whole map in fewer cells: each cell the largest weight of a block of
- * bq queries by bk keys (masked only where the whole block is, not yet
- * computed where no weight of it is), so a strong key (the first token's
- * column) still shows when the map is shrunk to fit a tile. */
+/* The whole map in fewer cells: vq rows by vk columns, each cell the
+ * largest weight of its block of queries and keys (blocks as even as
+ * they come: 26 queries in 24 rows are 22 rows of one and 2 of two;
+ * masked only where the whole block is, not yet computed where no weight
+ * of it is), so a strong key (the first token's column) still shows when
+ * the map is shrunk to fit a tile. */
 typedef struct attn_block {
     attn_src *src;
-    int bq, bk;
+    int vq, vk;   /* the cells: at most the queries and keys */
 } attn_block;
+
+/* The first of n items in cell i of v. */
+static int block_start(int i, int n, int v)
+{
+    return (int)((long)i * n / v);
+}
+
+/* The cell of v holding item x of n. */
+static int block_of(int x, int n, int v)
+{
+    return n > 0 ? (int)(((long)(x + 1) * v - 1) / n) : 0;
+}
+
+/* The most items a cell holds. */
+static int block_most(int n, int v)
+{
+    return v > 0 ? (n + v - 1) / v : 1;
+}
 
 static hm_sample block_sample(void *ctx, int q, int k)
 {
     const attn_block *b = ctx;
+    const attn_src *src = b->src;
     hm_sample out = {HM_MASKED, 0};
     bool pending = false;
-    for (int i = q * b->bq; i < (q + 1) * b->bq && i < b->src->n_q; i++)
-        for (int j = k * b->bk; j < (k + 1) * b->bk && j < b->src->n_k; j++) {
+    for (int i = block_start(q, src->n_q, b->vq); i < block_start(q + 1, src->n_q, b->vq); i++)
+        for (int j = block_start(k, src->n_k, b->vk); j < block_start(k + 1, src->n_k, b->vk); j++) {
             hm_sample s = sample(b->src, i, j);
             if (s.state == HM_VALUE && (out.state != HM_VALUE || s.v > out.v))
                 out = s;
@@ -278,11 +299,11 @@ static attn_block grid_layout(tui *u, attn_src *src)
     int heads = as_view_site_heads(as_program_attn(as_view_program(u->s), src->hook));
     state(u)->grid = hm_grid_arrange(heads, src->n_q > src->n_k ? src->n_q : src->n_k, rows - 1, cols, sub);
     int tr = (state(u)->grid.tile_rows - 1) * sub, tc = state(u)->grid.tile_cols;
-    attn_block b = {src, 1, 1};
+    attn_block b = {src, src->n_q, src->n_k};
     if (tr > 0 && src->n_q > tr)
-        b.bq = (src->n_q + tr - 1) / tr;
+        b.vq = tr;
     if (tc > 0 && src->n_k > tc)
-        b.bk = (src->n_k + tc - 1) / tc;
+        b.vk = tc;
     return b;
 }
 
@@ -294,7 +315,7 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src)
     int heads = as_view_site_heads(as_program_attn(as_view_program(u->s), src->hook));
     attn_block b = grid_layout(u, src);
     hm_geom g = {0};
-    hm_fit(&g, (src->n_q + b.bq - 1) / b.bq, (src->n_k + b.bk - 1) / b.bk, state(u)->grid.tile_rows - 1,
+    hm_fit(&g, b.vq, b.vk, state(u)->grid.tile_rows - 1,
            state(u)->grid.tile_cols, sub, 16);
     state(u)->heat_y = state(u)->heat_x = 1;
     for (int h = 0; h < heads; h++) {
@@ -305,8 +326,8 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src)
         term_role(&u->t, w, h == u->v.head ? R_LABEL_SEL : R_TITLE);
         put_text(u, w, 1 + ty, 1 + tx, title, state(u)->grid.tile_cols);
         src->head = h;
-        draw_cells(u, w, 2 + ty, 1 + tx, &g, block_sample, &b, h == u->v.head ? view_row(&u->v) / b.bq : -1,
-                   u->v.key / b.bk);
+        draw_cells(u, w, 2 + ty, 1 + tx, &g, block_sample, &b, h == u->v.head ? block_of(view_row(&u->v), src->n_q, b.vq) : -1,
+                   block_of(u->v.key, src->n_k, b.vk));
     }
     src->head = u->v.head;
 }
@@ -341,12 +362,15 @@ static void draw(tui *u)
     if (u->v.grid) {
         int o = snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
                          hook >= 0 ? as_view_site_heads(as_program_attn(as_view_program(s), hook)) : 0);
-        attn_block b = hook >= 0 && src.filled > 0 ? grid_layout(u, &src) : (attn_block){&src, 1, 1};
-        if (b.bk > 1 && b.bq > 1)
-            snprintf(title + o, sizeof title - (size_t)o, "  a cell: max of %d keys x %d queries", b.bk, b.bq);
-        else if (b.bk > 1 || b.bq > 1)
-            snprintf(title + o, sizeof title - (size_t)o, "  a cell: max of %d %s", b.bk > 1 ? b.bk : b.bq,
-                     b.bk > 1 ? "keys" : "queries");
+        attn_block b = hook >= 0 && src.filled > 0 ? grid_layout(u, &src) : (attn_block){&src, src.n_q, src.n_k};
+        int bk = block_most(src.n_k, b.vk), bq = block_most(src.n_q, b.vq);
+        /* each cell the max of a block: "max of ≤2 keys×≤3 rows" (rows: queries) */
+        const char *le = u->t.utf8 ? "≤" : "<=", *x = u->t.utf8 ? "×" : "x";
+        if (bk > 1 && bq > 1)
+            snprintf(title + o, sizeof title - (size_t)o, "  max of %s%d keys%s%s%d rows", le, bk, x, le, bq);
+        else if (bk > 1 || bq > 1)
+            snprintf(title + o, sizeof title - (size_t)o, "  max of %s%d %s a cell", le, bk > 1 ? bk : bq,
+                     bk > 1 ? "keys" : "rows");
     }
     else
         snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
