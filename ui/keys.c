@@ -215,7 +215,7 @@ static unsigned char_key(tui *u, int ch)
     case 'b': return run(u, "back");
     case ' ':
         if (!as_view_causal(u->s) && !u->busy) {
-            tui_say(u, LOG_HINT, "Space: %s is an encoder: it generates no token (f runs the pass)", as_view_model_name(u->s));
+            tui_say(u, LOG_HINT, "Space: no next token: %s is an encoder (f runs the pass)", as_view_model_name(u->s));
             return 0;
         }
         return run(u, "gen 1");
