@@ -79,6 +79,7 @@ int as_view_n_tokens(const as_session *s) { return s->it->out->n_tokens; }
 int as_view_n_prompt(const as_session *s) { return s->it->out->n_prompt; }
 int as_view_n_done(const as_session *s) { return s->it->out->n_done; }
 int32_t as_view_token(const as_session *s, int pos) { return s->it->out->tokens[pos]; }
+int32_t as_view_token_type(const as_session *s, int pos) { return s->it->out->types ? s->it->out->types[pos] : 0; }
 int as_view_stream_tokens(const as_session *s, int stream) { return s->it->st[stream].n_tokens; }
 const float *as_view_stream_pixels(const as_session *s, int stream) { return s->it->st[stream].pixels; }
 int as_view_n_ctx(const as_session *s) { return s->it->n_ctx; }

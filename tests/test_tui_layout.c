@@ -417,6 +417,25 @@ Test(tui_text, sparkline_scales_between_extremes)
     cr_assert_str_eq(out, "▁▁");
 }
 
+Test(tui_text, table_rows_align_their_cells)
+{
+    utf8();
+    const char *rows[] = {"layer\t0\t1", "embed\t·truth\tIt", "10\t,\t·is"};
+    int widths[TF_TABLE_COLS] = {0};
+    for (int i = 0; i < 3; i++)
+        tf_table_widths(rows[i], true, widths, TF_TABLE_COLS);
+    cr_assert_eq(widths[0], 5);
+    cr_assert_eq(widths[1], 6, "columns, not bytes: ·truth is 6 wide");
+    cr_assert_eq(widths[2], 3);
+    char out[128];
+    tf_table_format(rows[2], widths, TF_TABLE_COLS, true, out, sizeof out);
+    cr_assert_str_eq(out, "10     ,       ·is");
+    tf_table_format(rows[1], widths, TF_TABLE_COLS, true, out, sizeof out);
+    cr_assert_str_eq(out, "embed  ·truth  It");
+    cr_assert_str_eq(tf_skip_cols(out, 8, true), "truth  It", "skips display columns");
+    cr_assert_str_eq(tf_skip_cols("ab", 5, true), "");
+}
+
 Test(tui_text, wrapping_prefers_spaces)
 {
     utf8();

@@ -26,11 +26,38 @@ static unsigned cycle_focus(tui *u, int dir)
     return 0;
 }
 
+/* Why a pane is not there for this model (keys 1-7 and i say it). */
+static const char *why_absent(pane_id p)
+{
+    switch (p) {
+    case P_PROBS: case P_LENS: return "ends in no logits";
+    case P_NORMS: return "has no norms";
+    case P_ROUTE: return "has no routed experts";
+    case P_IMAGE: return "reads no image";
+    case P_MATH: return "has no attention site to work out";
+    default: return "has none";
+    }
+}
+
+/* Keys 1-8: the pane of that number, or why this model has none. */
+static unsigned focus_key(tui *u, int ch)
+{
+    pane_id p = (pane_id)(ch - '1');
+    if (u->present & RD(p))
+        return tui_focus(u, p);
+    tui_say(u, LOG_HINT, "%c: %s %s: no %s pane", ch, as_view_model_name(u->s), why_absent(p),
+            pane_classes[p]->name);
+    return 0;
+}
+
 /* The image pane: blend, image, heat. */
 static unsigned cycle_image(tui *u)
 {
-    if (!(u->present & RD(P_IMAGE)))
+    if (!(u->present & RD(P_IMAGE))) {
+        tui_say(u, LOG_HINT, "i: %s reads no image: i is for a vision model's image pane",
+                as_view_model_name(u->s));
         return 0;
+    }
     u->v.image_mode = (u->v.image_mode + 1) % IMG_MODES;
     return RD(P_IMAGE);
 }
@@ -73,8 +100,11 @@ static unsigned toggle_site(tui *u)
     as_error err;
     static const char *const next[] = {[AS_PICK_SELF] = "cross", [AS_PICK_CROSS] = "encoder",
                                        [AS_PICK_SOURCE] = "self"};
-    if (view_site(&u->v, u->s, next[u->v.site], &err))
+    if (view_site(&u->v, u->s, next[u->v.site], &err)) {
+        tui_say(u, LOG_HINT, "x: %s has no cross-attention: x is for an encoder-decoder",
+                as_view_model_name(u->s));
         return 0;
+    }
     view_clamp(&u->v, u->s);
     return panes_showing(u, SHOWS_LOOK | SHOWS_KEY);
 }
@@ -169,8 +199,8 @@ static unsigned view_key(tui *u, int ch)
     case '\t': return cycle_focus(u, 1);
     case '?': u->help = true; u->help_top = 0; return RD_HELP;
     case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
-        return u->present & RD(ch - '1') ? tui_focus(u, (pane_id)(ch - '1')) : 0;
-    case 'm': return u->present & RD(P_MATH) ? tui_focus(u, P_MATH) : 0;
+        return focus_key(u, ch);
+    case 'm': return focus_key(u, '1' + P_MATH);
     case KEY_CTRL('l'): clearok(curscr, TRUE); return RD_LAYOUT;
     default: return 0;
     }
@@ -185,7 +215,12 @@ static unsigned char_key(tui *u, int ch)
     case 'f': return run(u, "finish");
     case 'e': return export_shown(u);
     case 'b': return run(u, "back");
-    case ' ': return run(u, "gen 1");
+    case ' ':
+        if (!as_view_causal(u->s) && !u->busy) {
+            tui_say(u, LOG_HINT, "Space: no next token: %s is an encoder (f runs the pass)", as_view_model_name(u->s));
+            return 0;
+        }
+        return run(u, "gen 1");
     case 'q': case KEY_CTRL('d'):
         if (u->busy)
             *u->interrupted = 1;

@@ -14,8 +14,10 @@ void log_init(logbuf *b, int cap)
 
 void log_free(logbuf *b)
 {
-    for (int i = 0; i < b->count; i++)
+    for (int i = 0; i < b->count; i++) {
         free(b->lines[(b->start + i) % b->cap].text);
+        free(b->lines[(b->start + i) % b->cap].cells);
+    }
     free(b->lines);
     free(b->partial);
     memset(b, 0, sizeof *b);
@@ -52,17 +54,20 @@ static char *expand_tabs(char *text)
 
 static void push(logbuf *b, log_kind kind, char *text)
 {
+    char *cells = text && strchr(text, '\t') ? strdup(text) : NULL;
     text = expand_tabs(text);
     if (!text || b->cap == 0) {
         free(text);
+        free(cells);
         return;
     }
     if (b->count == b->cap) {
         free(b->lines[b->start].text);
+        free(b->lines[b->start].cells);
         b->start = (b->start + 1) % b->cap;
         b->count--;
     }
-    b->lines[(b->start + b->count) % b->cap] = (log_line){text, kind};
+    b->lines[(b->start + b->count) % b->cap] = (log_line){text, kind, cells};
     b->count++;
     b->total++;
 }

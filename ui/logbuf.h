@@ -9,8 +9,9 @@
 typedef enum log_kind { LOG_OUT, LOG_ECHO, LOG_WARN, LOG_ERROR, LOG_HINT } log_kind;
 
 typedef struct log_line {
-    char *text;
+    char *text;       /* tabs expanded to 8-column stops, as a terminal shows them */
     log_kind kind;
+    char *cells;      /* a line with tabs as it came (a table's row, its cells tab-separated), else NULL */
 } log_line;
 
 typedef struct logbuf {

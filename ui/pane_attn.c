@@ -46,9 +46,57 @@ static hm_sample sample(void *ctx, int q, int k)
     return s;
 }
 
-static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, const hm_sample *s)
+/* The whole map in fewer cells: vq rows by vk columns, each cell the
+ * largest weight of its block of queries and keys (blocks as even as
+ * they come: 26 queries in 24 rows are 22 rows of one and 2 of two;
+ * masked only where the whole block is, not yet computed where no weight
+ * of it is), so a strong key (the first token's column) still shows when
+ * the map is shrunk to fit a tile. */
+typedef struct attn_block {
+    attn_src *src;
+    int vq, vk;   /* the cells: at most the queries and keys */
+} attn_block;
+
+/* The first of n items in cell i of v. */
+static int block_start(int i, int n, int v)
 {
-    int qs = hm_query_subrow(g, view_row(&u->v)), kc = hm_key_col(g, u->v.key);
+    return (int)((long)i * n / v);
+}
+
+/* The cell of v holding item x of n. */
+static int block_of(int x, int n, int v)
+{
+    return n > 0 ? (int)(((long)(x + 1) * v - 1) / n) : 0;
+}
+
+/* The most items a cell holds. */
+static int block_most(int n, int v)
+{
+    return v > 0 ? (n + v - 1) / v : 1;
+}
+
+static hm_sample block_sample(void *ctx, int q, int k)
+{
+    const attn_block *b = ctx;
+    const attn_src *src = b->src;
+    hm_sample out = {HM_MASKED, 0};
+    bool pending = false;
+    for (int i = block_start(q, src->n_q, b->vq); i < block_start(q + 1, src->n_q, b->vq); i++)
+        for (int j = block_start(k, src->n_k, b->vk); j < block_start(k + 1, src->n_k, b->vk); j++) {
+            hm_sample s = sample(b->src, i, j);
+            if (s.state == HM_VALUE && (out.state != HM_VALUE || s.v > out.v))
+                out = s;
+            pending |= s.state == HM_PENDING;
+        }
+    if (out.state != HM_VALUE && pending)
+        out.state = HM_PENDING;
+    return out;
+}
+
+/* The cursor on the cell of query q and key k (in the geometry's cells). */
+static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, const hm_sample *s, int q, int k)
+{
+    int qs = hm_query_subrow(g, q), kc = hm_key_col(g, k);
     if (qs < 0 || kc < 0)
         return;
     int sr = qs + (g->ch - 1) / 2, col = kc + (g->cw - 1) / 2;
@@ -61,13 +109,14 @@ static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, con
     mvwaddstr(w, y0 + sr / g->sub, x0 + col, tf_glyph(G_CURSOR, u->t.utf8));
 }
 
-static void draw_cells(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, attn_src *src, bool cursor)
+/* The cells of one map; the cursor on (cq, ck) unless cq < 0. */
+static void draw_cells(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, hm_sample_fn fn, void *ctx, int cq, int ck)
 {
     size_t n = (size_t)g->rows * (size_t)g->sub * (size_t)g->cols;
     hm_sample *s = malloc(n ? n * sizeof *s : 1);
     if (!s)
         return;
-    hm_fill(g, sample, src, s);
+    hm_fill(g, fn, ctx, s);
     for (int r = 0; r < g->rows; r++)
         for (int c = 0; c < g->cols; c++) {
             const hm_sample *top = &s[(r * g->sub) * g->cols + c];
@@ -78,8 +127,8 @@ static void draw_cells(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, attn
             term_heat(&u->t, w, gl.fg, gl.bg);
             mvwaddstr(w, y0 + r, x0 + c, gl.text);
         }
-    if (cursor)
-        draw_cursor(u, w, y0, x0, g, s);
+    if (cq >= 0)
+        draw_cursor(u, w, y0, x0, g, s, cq, ck);
     free(s);
     term_role(&u->t, w, R_NORMAL);
 }
@@ -235,19 +284,39 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
     hm_follow(&state(u)->geom, view_row(&u->v), u->v.key);
     state(u)->heat_y = 2;
     state(u)->heat_x = 1 + lw;
-    draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, &state(u)->geom, src, true);
+    draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, &state(u)->geom, sample, src, view_row(&u->v), u->v.key);
     draw_query_labels(u, w, lw, src);
     draw_key_labels(u, w, src);
 }
 
-static void grid_view(tui *u, WINDOW *w, attn_src *src)
+/* The grid's tiles, and how many queries and keys share a cell so that
+ * each head's whole map fits its tile: every key shows, the first
+ * token's column among them, rather than a window of them. */
+static attn_block grid_layout(tui *u, attn_src *src)
 {
+    WINDOW *w = u->win[P_ATTN];
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
     int heads = as_view_site_heads(as_program_attn(as_view_program(u->s), src->hook));
     state(u)->grid = hm_grid_arrange(heads, src->n_q > src->n_k ? src->n_q : src->n_k, rows - 1, cols, sub);
-    hm_geom g = state(u)->geom;
-    hm_fit(&g, src->n_q, src->n_k, state(u)->grid.tile_rows - 1, state(u)->grid.tile_cols, sub, 16);
-    hm_follow(&g, view_row(&u->v), u->v.key);
+    int tr = (state(u)->grid.tile_rows - 1) * sub, tc = state(u)->grid.tile_cols;
+    attn_block b = {src, src->n_q, src->n_k};
+    if (tr > 0 && src->n_q > tr)
+        b.vq = tr;
+    if (tc > 0 && src->n_k > tc)
+        b.vk = tc;
+    return b;
+}
+
+/* Every head's whole map, each in a tile, blocks of queries and keys to a
+ * cell where they do not fit (block_sample; the title says so). */
+static void grid_view(tui *u, WINDOW *w, attn_src *src)
+{
+    int sub = hm_sub_for(u->t.style);
+    int heads = as_view_site_heads(as_program_attn(as_view_program(u->s), src->hook));
+    attn_block b = grid_layout(u, src);
+    hm_geom g = {0};
+    hm_fit(&g, b.vq, b.vk, state(u)->grid.tile_rows - 1,
+           state(u)->grid.tile_cols, sub, 16);
     state(u)->heat_y = state(u)->heat_x = 1;
     for (int h = 0; h < heads; h++) {
         int ty, tx;
@@ -257,7 +326,8 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src)
         term_role(&u->t, w, h == u->v.head ? R_LABEL_SEL : R_TITLE);
         put_text(u, w, 1 + ty, 1 + tx, title, state(u)->grid.tile_cols);
         src->head = h;
-        draw_cells(u, w, 2 + ty, 1 + tx, &g, src, h == u->v.head);
+        draw_cells(u, w, 2 + ty, 1 + tx, &g, block_sample, &b, h == u->v.head ? block_of(view_row(&u->v), src->n_q, b.vq) : -1,
+                   block_of(u->v.key, src->n_k, b.vk));
     }
     src->head = u->v.head;
 }
@@ -288,10 +358,20 @@ static void draw(tui *u)
     int n = as_view_n_tokens(s), hook = src.hook;
     const char *what = u->v.site == AS_PICK_CROSS ? "Cross-attention" : u->v.site == AS_PICK_SOURCE ? "Encoder attention"
                                                                                            : "Attention";
-    char title[96], note[96];
-    if (u->v.grid)
-        snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
-                 hook >= 0 ? as_view_site_heads(as_program_attn(as_view_program(s), hook)) : 0);
+    char title[160], note[96];
+    if (u->v.grid) {
+        int o = snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
+                         hook >= 0 ? as_view_site_heads(as_program_attn(as_view_program(s), hook)) : 0);
+        attn_block b = hook >= 0 && src.filled > 0 ? grid_layout(u, &src) : (attn_block){&src, src.n_q, src.n_k};
+        int bk = block_most(src.n_k, b.vk), bq = block_most(src.n_q, b.vq);
+        /* each cell the max of a block: "max of ≤2 keys×≤3 rows" (rows: queries) */
+        const char *le = u->t.utf8 ? "≤" : "<=", *x = u->t.utf8 ? "×" : "x";
+        if (bk > 1 && bq > 1)
+            snprintf(title + o, sizeof title - (size_t)o, "  max of %s%d keys%s%s%d rows", le, bk, x, le, bq);
+        else if (bk > 1 || bq > 1)
+            snprintf(title + o, sizeof title - (size_t)o, "  max of %s%d %s a cell", le, bk > 1 ? bk : bq,
+                     bk > 1 ? "keys" : "rows");
+    }
     else
         snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
     snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : u->v.site == AS_PICK_SOURCE ?

@@ -65,7 +65,9 @@ static void draw_row(tui *u, WINDOW *w, int y, int rank, int id, int next, const
     tf_fit(piece, 12, u->t.utf8, cut, sizeof cut);
     double p = u->probs[id];
     snprintf(pct, sizeof pct, p >= 0.0995 ? "%5.1f%%" : "%5.2f%%", p * 100);
-    int barw = cols - 4 - 13 - 7 - 10;
+    /* The bar from column 26 to the border, less the room of the mark
+     * (" ◀ generated") after it: the mark never runs into the border. */
+    int barw = cols + 2 - 26 - (2 + (int)strlen(mark));
     term_role(&u->t, w, id == next ? R_BAR_MARK : R_DIM);
     if (rank < 1000)
         mvwprintw(w, y, 1, "%3d ", rank);
@@ -98,11 +100,14 @@ static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
     if (!prev)
         return 0;
     int n = as_view_n_vocab(u->s), id = as_view_token(u->s, q);
-    char piece[96], line[256];
+    char piece[96], line[256], pct[16];
     probs_at(u, prev, n, u->probs);
     token_label(u, q, piece, sizeof piece);
-    snprintf(line, sizeof line, "%s%s%s at %d was generated: p %.2g%% before it, rank %d", u->t.utf8 ? "‘" : "'",
-             piece, u->t.utf8 ? "’" : "'", q, (double)u->probs[id] * 100, rank_of(u, id));
+    /* As the list prints it: 99.97% as 100.0%, never %g's 1e+02. */
+    double p = (double)u->probs[id] * 100;
+    snprintf(pct, sizeof pct, p >= 9.95 ? "%.1f" : "%.2g", p);
+    snprintf(line, sizeof line, "%s%s%s at %d was generated: p %s%% before it, rank %d", u->t.utf8 ? "‘" : "'",
+             piece, u->t.utf8 ? "’" : "'", q, pct, rank_of(u, id));
     term_role(&u->t, w, R_HINT);
     put_text(u, w, y, 2, line, cols - 1);
     term_role(&u->t, w, R_NORMAL);

@@ -2,7 +2,9 @@
  * the context's tokens (rows) by the experts (columns), each cell the
  * router's weight (hook_expert_weights) on the heatmap's colour scale,
  * the k experts it chose (hook_expert_indices) marked; a shared expert,
- * where the layer has one, apart on the right with its gate; under them
+ * where the layer has one, apart on the right (`sh`) with its gate, or
+ * full and marked where it is ungated (DeepSeek's: every token takes it
+ * whole); under them
  * each expert's load, the share of the tokens that chose it. Left/Right
  * (or a click on a column) select an expert, whose tokens the token
  * strip marks. Only where the program has routed MLPs: the hooks say
@@ -28,7 +30,8 @@ static route_state *state(const tui *u)
 }
 
 typedef struct route_src {
-    int hw, hi, hs;  /* weights, indices, the shared expert's gate (-1: none) */
+    int hw, hi, hs;  /* weights, indices, the shared expert's gate (-1: none, or ungated) */
+    bool shared;     /* the layer has a shared expert (gated or not) */
     int n_expert, k;
     int n;           /* positions holding values */
 } route_src;
@@ -54,6 +57,7 @@ static bool source(const tui *u, route_src *r)
     r->hw = hook(u, AS_HK_EXPERT_WEIGHTS, L);
     r->hi = hook(u, AS_HK_EXPERT_INDICES, L);
     r->hs = hook(u, AS_HK_SHARED_GATE, L);
+    r->shared = r->hs >= 0 || hook(u, AS_HK_SHARED_OUT, L) >= 0;
     const as_op *op = r->hi >= 0 ? as_program_producer(as_view_program(u->s), r->hi) : NULL;
     if (r->hw < 0 || !op)
         return false;
@@ -102,7 +106,7 @@ static route_geom geometry(tui *u, const route_src *r, int rows, int cols)
 {
     route_geom g;
     g.lw = cols >= 44 ? 12 : cols >= 28 ? 8 : 6;
-    int sw = r->hs >= 0 ? 4 : 0;
+    int sw = r->shared ? 4 : 0;
     int avail = cols - 1 - g.lw - sw;
     g.cw = avail / (r->n_expert > 0 ? r->n_expert : 1);
     g.cw = g.cw > 4 ? 4 : g.cw < 1 ? 1 : g.cw;
@@ -117,7 +121,7 @@ static route_geom geometry(tui *u, const route_src *r, int rows, int cols)
         e0 = r->n_expert - g.ve;
     g.e0 = state(u)->route_e0 = e0 < 0 ? 0 : e0;
     g.x0 = 1 + g.lw + 1;
-    g.xs = r->hs >= 0 ? g.x0 + g.cw * g.ve + 1 : -1;
+    g.xs = r->shared ? g.x0 + g.cw * g.ve + 1 : -1;
     g.vis = rows - 2 > 0 ? rows - 2 : 0; /* the header row and the load row */
     int first = state(u)->route_first, q = u->v.query;
     if (q < first)
@@ -213,8 +217,8 @@ static void draw(tui *u)
         const float *wt = as_capture_row(as_view_capture(u->s), r.hw, p);
         for (int e = g.e0; e < g.e0 + g.ve; e++)
             cell(u, w, y, g.x0 + (e - g.e0) * g.cw, g.cw, wt[e], chose(u, &r, p, e));
-        if (g.xs >= 0 && g.xs + 3 <= cols + 1)
-            cell(u, w, y, g.xs, 3, as_capture_row(as_view_capture(u->s), r.hs, p)[0], false);
+        if (g.xs >= 0 && g.xs + 3 <= cols + 1) /* its gate; ungated, every token takes it whole */
+            cell(u, w, y, g.xs, 3, r.hs >= 0 ? as_capture_row(as_view_capture(u->s), r.hs, p)[0] : 1.0f, r.hs < 0);
         term_role(&u->t, w, R_NORMAL);
     }
     /* the load, under the last token: percent where cells are wide

@@ -2,7 +2,10 @@
  * shades so that token boundaries show even inside a word; prompt tokens
  * are grey, generated ones amber; the selected query is in the accent
  * colour; the tokens that chose the routing pane's selected expert are
- * red and underlined. The strip wraps and scrolls to keep the selection in sight. */
+ * red and underlined. A sentence pair (BERT's segments, token types 0
+ * and 1): segment B's chips underlined, the title giving its positions
+ * and the legend A and B. The strip wraps and scrolls to keep the
+ * selection in sight. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,12 +71,39 @@ static bool ensure_positions(tui *u, int n)
     return true;
 }
 
-/* The legend in the top border: what the two chip colours mean. */
+/* A sentence pair's segment B: the first and last positions of type 1
+ * (false where every token is of type 0). */
+static bool segment_b(const tui *u, int *first, int *last)
+{
+    *first = *last = -1;
+    for (int i = 0; i < as_view_n_tokens(u->s); i++)
+        if (as_view_token_type(u->s, i) != 0) {
+            if (*first < 0)
+                *first = i;
+            *last = i;
+        }
+    return *first >= 0;
+}
+
+/* The legend in the top border: what the two chip colours mean (a
+ * pair's: the segments, B underlined). */
 static void legend(tui *u, WINDOW *w, const char *title)
 {
-    int cols = getmaxx(w), x = cols - 24;
+    int b0, b1;
+    bool pair = !as_view_pixels(u->s) && segment_b(u, &b0, &b1);
+    int cols = getmaxx(w), x = cols - (pair ? 27 : 24);
     if (x < tf_width(title, u->t.utf8) + 6)
         return;
+    if (pair) {
+        term_role(&u->t, w, R_TOK_PROMPT_A);
+        mvwaddstr(w, 0, x, " A: type 0 ");
+        term_role(&u->t, w, R_NORMAL);
+        waddstr(w, " ");
+        term_role_attr(&u->t, w, R_TOK_PROMPT_A, A_UNDERLINE);
+        waddstr(w, " B: type 1 ");
+        term_role(&u->t, w, R_NORMAL);
+        return;
+    }
     term_role(&u->t, w, R_TOK_PROMPT_A);
     mvwaddstr(w, 0, x, " prompt ");
     term_role(&u->t, w, R_NORMAL);
@@ -93,6 +123,8 @@ static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96]
         /* the routing pane's selected expert: the tokens that chose it */
         if (r != R_TOK_SEL && i >= ns && marked(u, i - ns))
             term_role_attr(&u->t, w, R_OUTLIER, A_UNDERLINE);
+        else if (i >= ns && as_view_token_type(u->s, i - ns) != 0)
+            term_role_attr(&u->t, w, r, A_UNDERLINE); /* a pair's segment B */
         else
             term_role(&u->t, w, r);
         put_text(u, w, 1 + y, 2 + state(u)->tok_col[i], labels[i], cols - state(u)->tok_col[i]);
@@ -113,6 +145,9 @@ static void draw(tui *u)
                  n - as_view_n_prompt(u->s));
     else
         snprintf(title, sizeof title, "Tokens  %d prompt + %d generated", as_view_n_prompt(u->s), n - as_view_n_prompt(u->s));
+    int b0, b1;
+    if (!image && !ns && segment_b(u, &b0, &b1)) /* a sentence pair: where B is */
+        snprintf(title, sizeof title, "Tokens  %d, a pair: A 0-%d, B %d-%d", n, b0 - 1, b0, b1);
     pane_frame(u, P_TOKENS, n ? title : image ? "Positions" : "Tokens", NULL);
     if (!image)
         legend(u, w, n ? title : "Tokens");

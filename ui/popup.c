@@ -17,10 +17,29 @@ static int count_rows(const tui *u, long from, int width)
     int starts[256], rows = 0;
     for (long n = from; n < u->log.total; n++) {
         const log_line *l = log_get_added(&u->log, n);
-        int k = l ? tf_wrap(l->text, width, u->t.utf8, starts, 256) : 0;
+        int k = l && l->cells && l->kind == LOG_OUT ? 1 : l ? tf_wrap(l->text, width, u->t.utf8, starts, 256) : 0; /* a table row: one */
         rows += k < 1 ? 1 : k > 256 ? 256 : k;
     }
     return rows;
+}
+
+/* A table's row (a run of lines with tab-separated cells, from `from` on)
+ * aligned and cut at width, as the Output pane draws it. */
+static void table_row(tui *u, WINDOW *w, long from, long n, int y, int width)
+{
+    long a = n, b = n;
+    const log_line *l;
+    while (a > from && (l = log_get_added(&u->log, a - 1)) && l->cells && l->kind == LOG_OUT)
+        a--;
+    while ((l = log_get_added(&u->log, b + 1)) && l->cells && l->kind == LOG_OUT)
+        b++;
+    int widths[TF_TABLE_COLS] = {0};
+    for (long i = a; i <= b; i++)
+        tf_table_widths(log_get_added(&u->log, i)->cells, u->t.utf8, widths, TF_TABLE_COLS);
+    char row[2048];
+    tf_table_format(log_get_added(&u->log, n)->cells, widths, TF_TABLE_COLS, u->t.utf8, row, sizeof row);
+    term_role(&u->t, w, R_NORMAL);
+    put_text(u, w, y, 2, row, width);
 }
 
 /* Draws the wrapped lines, skipping the first `skip` visual lines. */
@@ -30,6 +49,13 @@ static void draw_lines(tui *u, WINDOW *w, long from, int width, int skip, int y,
         const log_line *l = log_get_added(&u->log, n);
         if (!l)
             continue;
+        if (l->cells && l->kind == LOG_OUT) {
+            if (skip > 0)
+                skip--;
+            else
+                table_row(u, w, from, n, y++, width);
+            continue;
+        }
         int starts[256], k = tf_wrap(l->text, width, u->t.utf8, starts, 256);
         k = k < 1 ? 1 : k > 256 ? 256 : k;
         term_role(&u->t, w, kind_role(l->kind));

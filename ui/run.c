@@ -2,6 +2,8 @@
  * lesson's step), as in the REPL, its output captured into the log; then
  * what changed for the panes (a new model, the selection kept inside the
  * context, a pane `view PANE` asked for). */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -130,6 +132,21 @@ static int run_one(tui *u, const char *cmd)
 bool tui_log_visible(const tui *u)
 {
     return !u->lay.too_small && u->lay.r[P_LOG].h > 2;
+}
+
+void tui_say(tui *u, log_kind kind, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    log_addf(&u->log, kind, "%s", line);
+    u->dirty |= panes_showing(u, SHOWS_LOG);
+    if (!tui_log_visible(u)) {
+        u->echo_from = u->log.total - 1;
+        u->dirty |= RD(P_CMD);
+    }
 }
 
 /* Whether a command is `view dump`: a dump keeps the screen as the

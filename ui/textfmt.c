@@ -268,3 +268,50 @@ int tf_wrap(const char *s, int width, bool utf8, int *starts, int max)
     }
     return count;
 }
+
+/* The next cell of a tab-separated row into cell; returns what follows
+ * its tab, or NULL after the last. */
+static const char *next_cell(const char *t, char *cell, size_t cap)
+{
+    const char *tab = strchr(t, '\t');
+    snprintf(cell, cap, "%.*s", tab ? (int)(tab - t) : (int)strlen(t), t);
+    return tab ? tab + 1 : NULL;
+}
+
+void tf_table_widths(const char *row, bool utf8, int *widths, int max)
+{
+    char cell[512];
+    for (int c = 0; c < max && row; c++) {
+        row = next_cell(row, cell, sizeof cell);
+        int w = tf_width(cell, utf8);
+        widths[c] = w > widths[c] ? w : widths[c];
+    }
+}
+
+void tf_table_format(const char *row, const int *widths, int max, bool utf8, char *out, size_t cap)
+{
+    char cell[512];
+    size_t len = 0;
+    if (cap)
+        out[0] = '\0';
+    for (int c = 0; c < max && row && len + 1 < cap; c++) {
+        row = next_cell(row, cell, sizeof cell);
+        int pad = row ? widths[c] - tf_width(cell, utf8) + 2 : 0; /* the last cell unpadded */
+        int n = snprintf(out + len, cap - len, "%s%*s", cell, pad > 0 ? pad : 0, "");
+        len = n < 0 || (size_t)n >= cap - len ? cap - 1 : len + (size_t)n;
+    }
+}
+
+const char *tf_skip_cols(const char *s, int cols, bool utf8)
+{
+    for (int col = 0; *s && col < cols;) {
+        int n = 1;
+        while (utf8 && s[n] && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n++;
+        char ch[8];
+        snprintf(ch, sizeof ch, "%.*s", n, s);
+        col += tf_width(ch, utf8);
+        s += n;
+    }
+    return s;
+}

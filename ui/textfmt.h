@@ -59,4 +59,14 @@ int tf_scroll_follow(int first, int sel, int visible, int total);
  * (up to max) and returns the number of segments (at least 1). */
 int tf_wrap(const char *s, int width, bool utf8, int *starts, int max);
 
+/* A table's rows as tab-separated cells, drawn aligned: tf_table_widths
+ * widens widths[0..max) to the row's cells (start from zeros, over every
+ * row of the table), tf_table_format writes the row with each cell padded
+ * to its column's width, two spaces apart. */
+#define TF_TABLE_COLS 64
+void tf_table_widths(const char *row, bool utf8, int *widths, int max);
+void tf_table_format(const char *row, const int *widths, int max, bool utf8, char *out, size_t cap);
+/* s past its first `cols` display columns (a table scrolled sideways). */
+const char *tf_skip_cols(const char *s, int cols, bool utf8);
+
 #endif

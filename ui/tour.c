@@ -3,8 +3,10 @@
  * over the Output pane on a wide screen; on a small one at the bottom, or
  * at the top when the step shows the pane of the bottom slot. Space goes
  * on, Backspace goes back (the lesson replayed from its start to the step
- * before, so the screen is as it was), Esc or q ends it; every other key
- * works as ever, so a teacher can look around and carry on. */
+ * before, so the screen is as it was), Esc or q ends it (q quits only once
+ * no lesson runs); every other key works as ever, so a teacher can look
+ * around and carry on. When it ends, the grid and the focus are as they
+ * were before it (a step's `view grid on` or `view norms` does not stay). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +28,9 @@ void tour_end(tui *u)
 {
     if (!u->lesson)
         return;
+    u->v.grid = u->lesson_grid;
+    if (u->lesson_focus != u->focus && u->lesson_focus < P_COUNT && (u->present & RD(u->lesson_focus)))
+        u->dirty |= tui_focus(u, u->lesson_focus);
     lesson_free(u->lesson);
     free(u->lesson);
     u->lesson = NULL;
@@ -68,6 +73,8 @@ void tour_begin(tui *u)
         return;
     }
     u->dirty |= tui_after_command(u);
+    u->lesson_grid = u->v.grid;
+    u->lesson_focus = u->focus == P_CMD ? u->last_pane : u->focus;
     u->focus = u->last_pane = P_ATTN; /* Space and Backspace are the lesson's */
     u->dirty |= RD_LAYOUT;
     show_step(u, 0);
@@ -112,17 +119,23 @@ unsigned tour_key(tui *u, int ch, bool keycode)
         return step_back(u);
     if (!keycode && ch == ' ') {
         if (u->lesson_step + 1 >= u->lesson->n_steps) {
-            log_addf(&u->log, LOG_HINT, "end of lesson %s", u->lesson->name);
+            char name[64];
+            snprintf(name, sizeof name, "%s", u->lesson->name);
             tour_end(u);
+            tui_say(u, LOG_HINT, "end of lesson %s", name);
             return RD_PANES;
         }
         show_step(u, u->lesson_step + 1);
         return RD_PANES | RD_LESSON;
     }
-    if (!keycode && (ch == KEY_ESC || ch == 'q')) {
-        log_addf(&u->log, LOG_HINT, "lesson %s ended at step %d of %d", u->lesson->name, u->lesson_step + 1,
-                 u->lesson->n_steps);
+    if (!keycode && (ch == KEY_ESC || ch == 'q' || ch == ('d' & 0x1f))) {
+        /* q and Ctrl-D end the lesson first, and say that a second one quits */
+        char name[64];
+        snprintf(name, sizeof name, "%s", u->lesson->name);
+        int at = u->lesson_step + 1, n = u->lesson->n_steps;
         tour_end(u);
+        tui_say(u, LOG_HINT, "lesson %s ended at step %d of %d%s", name, at, n,
+                ch == KEY_ESC ? "" : ch == 'q' ? " (q again quits)" : " (Ctrl-D again quits)");
         return RD_PANES;
     }
     return RD_IGNORED;

@@ -80,6 +80,8 @@ typedef struct tui {
     int lesson_step;
     bool lesson_pending;  /* `lesson NAME` ran: its first step follows the command line */
     char lesson_error[256];
+    bool lesson_grid;     /* the grid and the focus before the lesson, given back when it ends */
+    pane_id lesson_focus;
     bool busy;           /* a command is running: keys that run commands wait */
     bool quit;
     volatile sig_atomic_t *interrupted;
@@ -122,6 +124,9 @@ typedef enum run_from { RUN_TYPED, RUN_KEY, RUN_LESSON } run_from;
 int tui_run_line(tui *u, const char *line, run_from from);
 /* Whether the Output pane is on screen. */
 bool tui_log_visible(const tui *u);
+/* A line for the log that a key's effect (or its lack) owes the user:
+ * where the Output pane is hidden, shown in the command line's row. */
+void tui_say(tui *u, log_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The panes that change when the view's selection or data changes. */
 unsigned tui_after_command(tui *u);
 /* Moves what the running command printed so far into the log. */

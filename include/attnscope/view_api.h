@@ -98,6 +98,8 @@ int as_view_n_tokens(const as_session *s);
 int as_view_n_prompt(const as_session *s);
 int as_view_n_done(const as_session *s);
 int32_t as_view_token(const as_session *s, int pos);
+/* The token type (BERT's segment: 0 for A, 1 for B) at pos: 0 unless set. */
+int32_t as_view_token_type(const as_session *s, int pos);
 int as_view_stream_tokens(const as_session *s, int stream);
 const float *as_view_stream_pixels(const as_session *s, int stream);
 int as_view_n_ctx(const as_session *s);

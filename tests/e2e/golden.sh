@@ -207,5 +207,79 @@ for size in "160 48" "120 35" "80 24"; do
     state "made$c" "de-en-${c}x$r-math-cross" "view site cross; view key 2"
 done
 
+# ---- issue 33's live-class defects, each at the size a class saw it ----
+# The "◀ generated" mark inside the next-token pane's border, and a token
+# at ~100% printed as 100.0%, not 1e+02% (the line under the list).
+start d80 induction 80 24
+typed d80 'set delay 0; prompt abcdefghabcdefgh; gen 4; view pos 16'
+keys d80 Enter
+wait_for d80 'generated: abcd' 30 || bad "induction: gen 4 did not finish"
+state_keys d80 induction-80x24-probs-generated 3
+start d120 induction 120 35
+state d120 induction-120x35-probs-generated 'set delay 0; prompt abcdefghabcdefgh; gen 4; view pos 17'
+# The all-heads grid shows each head's whole map (blocks of keys to a
+# cell, the title says how many): the first token's column is there.
+start e80 austen-gpt2 80 24 NO_COLOR=1
+state e80 gpt2-80x24-nocolor-grid-layer2 "set delay 0; prompt $PROMPT; finish; view grid on; view layer 2"
+start e120 austen-gpt2 120 35 NO_COLOR=1
+state e120 gpt2-120x35-nocolor-grid-layer2 "set delay 0; prompt $PROMPT; finish; view grid on; view layer 2"
+
+# Keys that do not apply say why (the Output pane at 120x35; at 80x24 the
+# command line's row, which the dump's own ':' clears).
+start k120 austen-bert 120 35
+state k120 bert-120x35-finish 'set delay 0; prompt the cat sat on the [MASK]; finish'
+state_keys k120 bert-120x35-keys-not-here x 7 i Space
+# A lesson ended gives back the grid and the focus it found; q ends the
+# lesson first and says a second q quits.
+# lesson_state SESSION GOLDEN LESSON SPACES [KEYS...]: the lesson, SPACES
+# steps on, then the keys and the dump.
+lesson_state() {
+    name=$1 golden=$2 lesson=$3 spaces=$4
+    shift 4
+    rm -f "$TMP/$golden.txt"
+    typed "$name" "lesson $lesson"
+    keys "$name" Enter
+    wait_for "$name" ' 1/[0-9]+ ' 30 || bad "$golden: lesson $lesson did not start"
+    _i=1
+    while [ $_i -le "$spaces" ]; do
+        keys "$name" Space
+        _i=$((_i + 1))
+        wait_for "$name" " $_i/[0-9]+ " 30 || [ $# -gt 0 ] || bad "$golden: lesson $lesson: no step $_i"
+    done
+    [ $# -gt 0 ] && keys "$name" "$@"
+    sleep 0.3
+    typed "$name" ':view dump '"$golden.txt"
+    dumped "$name" "$golden"
+}
+start b80 austen-gpt2 80 24
+lesson_state b80 bert-80x24-lesson-esc-at-grid bert 4 Escape
+start b80r austen-gpt2 80 24
+lesson_state b80r bert-80x24-lesson-end-right bert 5 Space Right
+start b120 austen-gpt2 120 35
+lesson_state b120 bert-120x35-lesson-q bert 1 q
+
+# austen-moe's shared expert (ungated, DeepSeek's) drawn as the routing
+# pane's sh column; BERT's sentence pair: segment B's positions in the
+# strip's title, A and B in its legend (B's chips underlined).
+start m2 austen-moe 120 35 NO_COLOR=1
+state m2 moe-120x35-nocolor-routing-shared 'set delay 0; prompt It is a truth universally acknowledged, that a single man; finish; view layer 2; view routing'
+start m3 austen-moe 80 24 NO_COLOR=1
+state m3 moe-80x24-nocolor-routing-shared 'set delay 0; prompt It is a truth universally acknowledged, that a single man; finish; view layer 2; view routing'
+PAIR='"She was not handsome, but she was clever." "Her sister thought him [MASK] agreeable."'
+start p80 austen-bert 80 24
+state p80 bert-80x24-pair "set delay 0; prompt $PAIR; finish"
+start p120 austen-bert 120 35
+state p120 bert-120x35-pair "set delay 0; prompt $PAIR; finish"
+
+# `lens table` in the Output pane: aligned columns cut at the border (not
+# wrapped mid-row); at 80x24 the pane (6) scrolled sideways with Right.
+start t120 austen-gpt2 120 35
+state t120 gpt2-120x35-lens-table "set delay 0; prompt $PROMPT; finish; lens table"
+start t80 austen-gpt2 80 24
+typed t80 "set delay 0; prompt $PROMPT; finish; lens table"
+keys t80 Enter
+wait_for t80 'any key closes' 30 || bad "lens table: no output overlay at 80x24"
+state_keys t80 gpt2-80x24-lens-table-right 6 Right
+
 echo "golden e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
