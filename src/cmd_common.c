@@ -464,30 +464,12 @@ void as_cmd_warn_tokens(as_session *s, const char *text)
 /* Text -> ids as llama.cpp's llama_tokenize(add_special = true,
  * parse_special = !raw): BOS/EOS as the vocabulary wants them, and unless
  * raw, control tokens' texts (<|im_start|>, <s>) read as those tokens. */
-/* Offset of the first byte of text that is not well-formed UTF-8, or -1. */
-static long first_invalid_utf8(const unsigned char *u)
-{
-    for (const unsigned char *p = u; *p;) {
-        size_t k = *p < 0x80 ? 1 : *p >= 0xc2 && *p <= 0xdf ? 2 : *p >= 0xe0 && *p <= 0xef ? 3
-                 : *p >= 0xf0 && *p <= 0xf4 ? 4 : 0;
-        unsigned char lo = *p == 0xe0 ? 0xa0 : *p == 0xf0 ? 0x90 : 0x80;
-        unsigned char hi = *p == 0xed ? 0x9f : *p == 0xf4 ? 0x8f : 0xbf;
-        for (size_t i = 1; i < k; i++, lo = 0x80, hi = 0xbf)
-            if (p[i] < lo || p[i] > hi)
-                k = 0;
-        if (k == 0)
-            return (long)(p - u);
-        p += k;
-    }
-    return -1;
-}
-
 int as_cmd_encode(as_session *s, const char *text, bool raw, int32_t **ids, size_t *n, as_error *err)
 {
     const as_tokenizer *t = s->model->tok;
     /* A byte-level vocabulary (GPT-2's, a byte fallback) holds any byte;
      * WordPiece reads Unicode text, and would drop the bytes silently. */
-    long bad = as_tokenizer_kind(t) == AS_TOK_BERT ? first_invalid_utf8((const unsigned char *)text) : -1;
+    long bad = as_tokenizer_kind(t) == AS_TOK_BERT ? as_tokenizer_first_invalid_utf8(text, strlen(text)) : -1;
     if (bad >= 0)
         return as_error_set(err, "the text is not UTF-8 at byte %ld (0x%02X): %s's WordPiece vocabulary reads "
                             "Unicode text (is the terminal in another encoding? prompt-ids takes ids)", bad,

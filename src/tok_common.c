@@ -52,6 +52,18 @@ size_t as_tok_utf8_char(const uint8_t *s, size_t n, uint32_t *cp)
     return k;
 }
 
+long as_tokenizer_first_invalid_utf8(const char *text, size_t n)
+{
+    uint32_t cp;
+    for (size_t i = 0; i < n;) {
+        size_t k = as_tok_utf8_char((const uint8_t *)text + i, n - i, &cp);
+        if (k == 0)
+            return (long)i;
+        i += k;
+    }
+    return -1;
+}
+
 /* "<0xNN>" (either case of hex digit) -> the byte. */
 bool as_tok_parse_byte_token(const char *s, size_t n, uint8_t *b)
 {

@@ -103,6 +103,9 @@ int as_tokenizer_from_gguf(as_tokenizer **out, const as_gguf *g, as_error *err);
 void as_tokenizer_free(as_tokenizer *t);
 
 as_tok_kind as_tokenizer_kind(const as_tokenizer *t);
+/* Offset of the first byte of text[0..n) that does not start a
+ * well-formed UTF-8 character, or -1 when it is all well-formed. */
+long as_tokenizer_first_invalid_utf8(const char *text, size_t n);
 size_t as_tokenizer_vocab_size(const as_tokenizer *t);
 int32_t as_tokenizer_bos(const as_tokenizer *t); /* -1 if none */
 int32_t as_tokenizer_eos(const as_tokenizer *t);
