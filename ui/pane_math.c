@@ -212,6 +212,18 @@ static void add(line *l, const char *fmt, ...)
         l->len = sizeof l->buf - 1;
 }
 
+/* " (HOOK 0.1234)" after a computed value: the captured one it is checked
+ * against ("captured" when full is off), " DIFFERS" where they part, or
+ * that the hook was not captured. */
+static void add_captured(line *l, const math_src *m, bool have, int hook, bool full, double calc, float cap)
+{
+    if (have)
+        add(l, " (%s %.4f%s)", full ? hook_name(m, hook) : "captured", (double)cap,
+            differs(calc, cap, 1e-4) ? " DIFFERS" : "");
+    else
+        add(l, " (%s not captured)", hook_name(m, hook));
+}
+
 static void draw_text(tui *u, WINDOW *w, int y, const char *text, int cols, int look, int attr)
 {
     term_role_attr(&u->t, w, look, attr);
@@ -380,11 +392,7 @@ static void draw_followed(tui *u, WINDOW *w, int y, const math_src *m, int cols)
         for (int full = 1; full >= 0; full--) {
             b.len = at;
             b.buf[at] = '\0';
-            if (m->scores)
-                add(&b, " (%s %.4f%s)", full ? hook_name(m, m->m.scores) : "captured", (double)r.score_cap,
-                    differs(r.score, r.score_cap, 1e-4) ? " DIFFERS" : "");
-            else
-                add(&b, " (%s not captured)", hook_name(m, m->m.scores));
+            add_captured(&b, m, m->scores, m->m.scores, full, r.score, r.score_cap);
             if (tf_width(b.buf, utf8) <= cols - 1)
                 break;
         }
@@ -394,11 +402,7 @@ static void draw_followed(tui *u, WINDOW *w, int y, const math_src *m, int cols)
             c = (line){0};
             add(&c, "exp(%.4f %s%s %.4f) / %s%.4f = %.4f = weight", (double)r.score_cap, utf8 ? "−" : "-",
                 full ? " max" : "", m->max, full ? (utf8 ? "Σ " : "sum ") : "", m->sum, r.weight);
-            if (m->pattern)
-                add(&c, " (%s %.4f%s)", full ? hook_name(m, m->m.pattern) : "captured", (double)r.weight_cap,
-                    differs(r.weight, r.weight_cap, 1e-4) ? " DIFFERS" : "");
-            else
-                add(&c, " (%s not captured)", hook_name(m, m->m.pattern));
+            add_captured(&c, m, m->pattern, m->m.pattern, full, r.weight, r.weight_cap);
             if (tf_width(c.buf, utf8) <= cols - 1)
                 break;
         }
