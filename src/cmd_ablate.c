@@ -223,9 +223,11 @@ int as_cmd_compare_runs(as_session *s, as_error *err)
     const float *logits = rc == AS_OK ? as_cmd_final_logits(s, err) : NULL;
     /* non-finite logits give no KL and no ranking: said, with where the pass first went wrong */
     int pos = s->prog->logits_pos >= 0 ? s->prog->logits_pos : s->it->out->n_tokens - 1;
-    if (logits && (as_cmd_nonfinite_logits(s, clean, pos, err) || as_cmd_nonfinite_logits(s, logits, pos, err))) {
-        as_error_prefix(err, "compare: %s run", isfinite(clean[0]) && !as_cmd_nonfinite_logits(s, clean, pos, NULL)
-                                                    ? "the changed" : "the clean");
+    const char *bad = !logits ? NULL
+                      : as_cmd_nonfinite_logits(s, clean, pos, err) ? "the clean"
+                      : as_cmd_nonfinite_logits(s, logits, pos, err) ? "the changed" : NULL;
+    if (bad) {
+        as_error_prefix(err, "compare: %s run", bad);
         logits = NULL;
     }
     if (!logits) {
