@@ -148,114 +148,114 @@ static int cmd_quit(cmd_ctx *c)
 
 static const command commands[] = {
     {{"prompt", "prompt TEXT | prompt \"A\" \"B\"", "Tokenize TEXT and make it the context (no compute yet); <|im_start|>, <s>... are special tokens. Two quoted texts: a sentence pair [CLS] A [SEP] B [SEP], types 0 then 1.",
-      "prompt \"It is a truth universally acknowledged\""}, as_cmd_prompt},
+      "prompt \"It is a truth universally acknowledged\""}, as_cmd_prompt, .keeps_state = true},
     {{"prompt-ids", "prompt-ids ID [ID ...]", "Set the context from token ids.", "prompt-ids 0 464 1310"},
-     as_cmd_prompt_ids},
+     as_cmd_prompt_ids, .keeps_state = true},
     {{"source", "source TEXT", "An encoder-decoder's source sentence: the encoder's input (prompt then sets the "
-      "decoder's prefix, by default its start token).", "source \"Das Haus ist klein.\""}, as_cmd_source},
+      "decoder's prefix, by default its start token).", "source \"Das Haus ist klein.\""}, as_cmd_source, .keeps_state = true},
     {{"source-ids", "source-ids ID [ID ...]", "Set an encoder-decoder's source from token ids.", "source-ids 5 9 12"},
-     as_cmd_source_ids},
+     as_cmd_source_ids, .keeps_state = true},
     {{"tokenize", "tokenize TEXT", "Show how TEXT splits into tokens: id<TAB>piece lines.",
-      "tokenize \"Mr. Darcy's\""}, as_cmd_tokenize},
+      "tokenize \"Mr. Darcy's\""}, as_cmd_tokenize, .keeps_state = true},
     {{"prompt-raw", "prompt-raw TEXT", "Like prompt, but special tokens' texts (<|im_start|>, <s>) stay plain text.",
-      "prompt-raw \"a literal <|im_start|>\""}, as_cmd_prompt_raw},
+      "prompt-raw \"a literal <|im_start|>\""}, as_cmd_prompt_raw, .keeps_state = true},
     {{"tokenize-raw", "tokenize-raw TEXT", "Like tokenize, but special tokens' texts stay plain text.",
-      "tokenize-raw \"<s>\""}, as_cmd_tokenize_raw},
+      "tokenize-raw \"<s>\""}, as_cmd_tokenize_raw, .keeps_state = true},
     {{"token-types", "token-types T [T ...]", "Set each token's type (BERT's segments: 0, then 1), one per token.",
-      "token-types 0 0 0 1 1"}, as_cmd_token_types},
+      "token-types 0 0 0 1 1"}, as_cmd_token_types, .keeps_state = true},
     {{"image", "image FILE", "Make an image (PNG, JPEG, PGM, PPM; a JPEG turned as its EXIF orientation says) the "
       "input of a vision model, resized and normalised as the model file says (a Hugging Face directory's "
       "preprocessor_config.json as transformers' PIL image processors do).", "image assets/fashion/sneaker.png"},
-     as_cmd_image},
+     as_cmd_image, .keeps_state = true},
     {{"tokens", "tokens", "List the context: position, id, piece, prompt or generated (an image: CLS and its "
       "patches r0c0, r0c1, ...).", "tokens"},
-     as_cmd_tokens},
-    {{"step", "step [N]", "Run the next op (or N ops), stopping at breakpoints.", "step 5"}, as_cmd_step},
-    {{"next", "next", "Run to the end of the current block.", "next"}, as_cmd_next},
-    {{"finish", "finish", "Run the pass to the logits (ignores breakpoints).", "finish"}, as_cmd_finish},
+     as_cmd_tokens, .keeps_state = true, .args = ARGS(0)},
+    {{"step", "step [N]", "Run the next op (or N ops), stopping at breakpoints.", "step 5"}, as_cmd_step, .keeps_state = true, .args = ARGS(1)},
+    {{"next", "next", "Run to the end of the current block.", "next"}, as_cmd_next, .keeps_state = true, .args = ARGS(0)},
+    {{"finish", "finish", "Run the pass to the logits (ignores breakpoints).", "finish"}, as_cmd_finish, .keeps_state = true, .args = ARGS(0)},
     {{"continue", "continue", "Run until a breakpoint's hook is filled or the pass ends.", "continue"},
-     as_cmd_continue},
-    {{"back", "back [N]", "Go back one op (or N), restoring the captured state.", "back 3"}, as_cmd_back},
+     as_cmd_continue, .keeps_state = true, .args = ARGS(0)},
+    {{"back", "back [N]", "Go back one op (or N), restoring the captured state.", "back 3"}, as_cmd_back, .args = ARGS(1)},
     {{"break", "break HOOK", "Stop after HOOK is filled; '*' matches anything.",
-      "break blocks.*.attn.hook_pattern"}, as_cmd_break_on},
-    {{"unbreak", "unbreak HOOK", "Remove breakpoints matching HOOK.", "unbreak blocks.*"}, as_cmd_unbreak},
-    {{"where", "where", "Show the op the interpreter stands at.", "where"}, as_cmd_where},
-    {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, as_cmd_gen},
+      "break blocks.*.attn.hook_pattern"}, as_cmd_break_on, .keeps_state = true},
+    {{"unbreak", "unbreak HOOK", "Remove breakpoints matching HOOK.", "unbreak blocks.*"}, as_cmd_unbreak, .keeps_state = true},
+    {{"where", "where", "Show the op the interpreter stands at.", "where"}, as_cmd_where, .keeps_state = true, .args = ARGS(0)},
+    {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, as_cmd_gen, .args = ARGS(1)},
     {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N]",
       "Sampler and engine settings (temp 0 is greedy; ctx caps the context you work in, 0 for the "
-      "model's window); `set` alone lists them.", "set temp 0.8"}, as_cmd_set},
+      "model's window); `set` alone lists them.", "set temp 0.8"}, as_cmd_set, .keeps_state = true},
     {{"top", "top [K] [POS]", "The next-token distribution after POS (the last position by default): rank, id, piece, probability, logit (an encoder: "
       "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},
-     as_cmd_top},
+     as_cmd_top, .args = ARGS(2)},
     {{"rollout", "rollout [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Attention rollout (Abnar & Zuidema): per layer 0.5 * "
       "mean-over-heads pattern + 0.5 * I, rows renormalised, multiplied through the layers; printed for CLS over the "
       "patch grid, the matrix as .npy, or laid over the image as a figure.",
-      "rollout rollout.npy"}, as_cmd_rollout},
+      "rollout rollout.npy"}, as_cmd_rollout, .keeps_state = false},
     {{"fill", "fill [K] [POS]", "An encoder's masked-LM predictions at each [MASK] (or at POS): rank, id, piece, "
-      "probability, logit.", "fill 5"}, as_cmd_fill},
+      "probability, logit.", "fill 5"}, as_cmd_fill, .keeps_state = false},
     {{"embed", "embed [FILE.npy]", "The pooled vector of an embedding model (pooling as the file says).",
-      "embed vec.npy"}, as_cmd_embed},
+      "embed vec.npy"}, as_cmd_embed, .keeps_state = false},
     {{"similarity", "similarity \"A\" \"B\"", "Cosine of the pooled vectors of two texts (each its own run).",
-      "similarity \"a cat\" \"a dog\""}, as_cmd_similarity},
-    {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, as_cmd_hooks},
+      "similarity \"a cat\" \"a dog\""}, as_cmd_similarity, .keeps_state = false},
+    {{"hooks", "hooks [PATTERN]", "Every hook point with its shape.", "hooks blocks.0.*"}, as_cmd_hooks, .keeps_state = true},
     {{"stats", "stats HOOK", "Min, max, mean, std and NaN/Inf counts of a captured hook.",
-      "stats blocks.2.hook_resid_post"}, as_cmd_stats},
+      "stats blocks.2.hook_resid_post"}, as_cmd_stats, .keeps_state = false},
     {{"norms", "norms LAYER|final|embed", "Per-token statistics of a layer's norms (mean, std or RMS, scale, "
       "min, max, largest dimensions); final: the norm after the blocks; embed: an encoder's embedding norm.",
-      "norms 1"}, as_cmd_norms},
+      "norms 1"}, as_cmd_norms, .keeps_state = false},
     {{"dump", "dump HOOK FILE.npy | dump all DIR", "Write a captured hook as a NumPy array (float32, or int32 "
       "for expert indices; C order) to FILE, whose name must end in .npy; `dump all`: every hook into DIR, plus "
       "index.json. A file is replaced whole or not at all, never a device, a FIFO or the loaded model's file.",
-      "dump blocks.0.attn.hook_pattern pattern.npy"}, as_cmd_dump},
+      "dump blocks.0.attn.hook_pattern pattern.npy"}, as_cmd_dump, .keeps_state = false},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
       "overlay L H|mean|rollout|all | routing L | load | experts L  FILE.png|FILE.svg|FILE.pdf [key=value]",
       "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
       "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
-      "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export},
+      "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export, .keeps_state = false},
     {{"lens", "lens [POS] [FILE.npy] | lens table [FILE.npy]", "Logit lens: the final norm and unembedding applied after every layer.",
-      "lens table"}, as_cmd_lens},
+      "lens table"}, as_cmd_lens, .keeps_state = false},
     {{"ablate", "ablate L.H zero|mean | ablate mlp L | ablate expert L.E",
       "Zero or mean-ablate a head's output (hook_z) or an MLP; zero a routed expert's output (the routing kept).",
-      "ablate 1.3 zero"}, as_cmd_ablate},
+      "ablate 1.3 zero"}, as_cmd_ablate, .keeps_state = true},
     {{"route", "route L.E off", "The router of layer L may not choose expert E (the next best is taken); "
-      "`unablate` removes it.", "route 1.3 off"}, as_cmd_route},
+      "`unablate` removes it.", "route 1.3 off"}, as_cmd_route, .keeps_state = true},
     {{"experts", "experts [LAYER]", "A routed MLP's experts over the context: each one's load (the share of tokens "
       "whose router chose it), times chosen, mean gate, and the tokens it took most often.", "experts 1"},
-     as_cmd_experts},
-    {{"unablate", "unablate", "Remove every ablation and patch.", "unablate"}, as_cmd_unablate},
-    {{"ablations", "ablations", "List ablations and patches.", "ablations"}, as_cmd_ablations},
+     as_cmd_experts, .keeps_state = false},
+    {{"unablate", "unablate", "Remove every ablation and patch.", "unablate"}, as_cmd_unablate, .keeps_state = true, .args = ARGS(0)},
+    {{"ablations", "ablations", "List ablations and patches.", "ablations"}, as_cmd_ablations, .keeps_state = true, .args = ARGS(0)},
     {{"compare", "compare [TOKEN_A TOKEN_B]", "Rerun with and without ablations/patches: KL, top tokens, logit "
-      "difference.", "compare"}, as_cmd_compare},
+      "difference.", "compare"}, as_cmd_compare, .keeps_state = true, .args = ARGS(2)},
     {{"metric", "metric TOKEN_A TOKEN_B", "The logit difference compare and patch sweep report.",
-      "metric \" Mary\" \" John\""}, as_cmd_metric},
+      "metric \" Mary\" \" John\""}, as_cmd_metric, .keeps_state = true},
     {{"patch", "patch HOOK from \"OTHER\" [pos=N] | patch sweep KIND from \"OTHER\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
       "Activation patching from another prompt of the same length; sweep over layers x positions (or heads), "
       "as an array or a heatmap figure.",
-      "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch},
+      "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch, .keeps_state = true},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
-      "dla \" the\""}, as_cmd_dla},
+      "dla \" the\""}, as_cmd_dla, .keeps_state = false},
     {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder).",
-      "heads"}, as_cmd_heads},
+      "heads"}, as_cmd_heads, .keeps_state = false},
     {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
-      "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch},
-    {{"unwatch", "unwatch", "Remove every watch.", "unwatch"}, as_cmd_unwatch},
-    {{"watches", "watches", "List watches.", "watches"}, as_cmd_watches},
+      "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch, .keeps_state = true},
+    {{"unwatch", "unwatch", "Remove every watch.", "unwatch"}, as_cmd_unwatch, .keeps_state = true, .args = ARGS(0)},
+    {{"watches", "watches", "List watches.", "watches"}, as_cmd_watches, .keeps_state = true, .args = ARGS(0)},
     {{"weights", "weights [PATTERN]", "Per-tensor statistics (and a histogram for one tensor).",
-      "weights blk.0.*"}, as_cmd_weights},
+      "weights blk.0.*"}, as_cmd_weights, .keeps_state = true, .args = ARGS(1)},
     {{"diff", "diff OTHER.gguf|DIR", "Compare with another model (a GGUF file or a Hugging Face directory): "
       "tensors' values per tensor and per layer (NaN and Inf counted and located, block scales, shapes and types) "
       "and every metadata key (hyperparameters, vocabulary, merges, special ids).",
-      "diff models/austen-gpt2-f16.gguf"}, as_cmd_diff},
+      "diff models/austen-gpt2-f16.gguf"}, as_cmd_diff, .keeps_state = true},
     {{"load", "load MODEL", "Open another model in place of this one (a GGUF file, a Hugging Face directory, or a "
       "llama2.c checkpoint); a model that does not load leaves the current one.", "load models/induction.gguf"},
-     cmd_load},
+     cmd_load, .keeps_state = true},
     {{"convert", "convert DIR OUT.gguf", "Write a Hugging Face directory (config.json, safetensors, tokenizer.json) "
       "as a GGUF file llama.cpp loads, its tensors in their stored types.", "convert ~/models/gpt2 gpt2.gguf"},
-     cmd_convert},
+     cmd_convert, .keeps_state = true},
     {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
-     as_cmd_info},
-    {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help},
-    {{"quit", "quit", "Leave attnscope.", "quit"}, cmd_quit},
+     as_cmd_info, .keeps_state = true, .args = ARGS(0)},
+    {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help, .keeps_state = true, .args = ARGS(1)},
+    {{"quit", "quit", "Leave attnscope.", "quit"}, cmd_quit, .keeps_state = true, .args = ARGS(0)},
 };
 
 #define N_COMMANDS ((int)(sizeof commands / sizeof commands[0]))
@@ -283,45 +283,19 @@ static int cmd_help(cmd_ctx *c)
     return AS_OK;
 }
 
-/* Commands that read nothing computed (they set input, rules or
- * settings, list what is there, or run the interpreter, which recomputes
- * a stale pass itself): the others see the pass recomputed first when the
- * interventions changed since it ran. */
-static bool keeps_state(const char *name)
-{
-    static const char *const names[] = {"prompt", "prompt-ids", "source", "source-ids", "tokenize", "prompt-raw",
-        "tokenize-raw", "token-types", "image", "tokens", "step", "next", "finish", "continue", "break", "unbreak",
-        "where", "set", "hooks", "ablate", "route", "unablate", "ablations", "compare", "metric", "patch", "watch",
-        "unwatch", "watches", "weights", "diff", "load", "convert", "info", "help", "quit"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (!strcmp(name, names[i]))
-            return true;
-    return false;
-}
-
-/* Commands with a fixed most of arguments: one more is refused with the
- * usage, never dropped silently (`gen 2 3` generated 2). */
+/* A command with a fixed most of arguments (.args): one more is refused
+ * with the usage, never dropped silently (`gen 2 3` generated 2). */
 static int too_many_args(const command *cmd, const cmd_ctx *c)
 {
-    static const struct {
-        const char *name;
-        int most;
-    } limits[] = {{"finish", 0}, {"continue", 0}, {"next", 0}, {"where", 0}, {"tokens", 0}, {"unablate", 0},
-                  {"ablations", 0}, {"watches", 0}, {"unwatch", 0}, {"info", 0}, {"quit", 0}, {"step", 1},
-                  {"gen", 1}, {"back", 1}, {"weights", 1}, {"help", 1}, {"top", 2}, {"compare", 2}};
-    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
-        if (strcmp(cmd->info.name, limits[i].name))
-            continue;
-        int most = limits[i].most;
-        if (!strcmp(cmd->info.name, "compare") && c->argc == 2)
-            return as_error_set(c->err, "usage: %s (the metric takes two tokens, or none to keep the one set)",
-                                cmd->info.usage);
-        if (c->argc - 1 > most)
-            return as_error_set(c->err, "usage: %s (%s takes %s%d argument%s: '%s' is one too many)",
-                                cmd->info.usage, cmd->info.name, most ? "at most " : "", most, most == 1 ? "" : "s",
-                                c->argv[most + 1]);
+    if (!cmd->args)
         return AS_OK;
-    }
+    int most = cmd->args - 1;
+    if (!strcmp(cmd->info.name, "compare") && c->argc == 2)
+        return as_error_set(c->err, "usage: %s (the metric takes two tokens, or none to keep the one set)",
+                            cmd->info.usage);
+    if (c->argc - 1 > most)
+        return as_error_set(c->err, "usage: %s (%s takes %s%d argument%s: '%s' is one too many)", cmd->info.usage,
+                            cmd->info.name, most ? "at most " : "", most, most == 1 ? "" : "s", c->argv[most + 1]);
     return AS_OK;
 }
 
@@ -348,22 +322,25 @@ int as_session_exec(as_session *s, const char *line, as_error *err)
         as_error_clear(err);
     }
     int rc = AS_OK;
-    if (c.argc > 0 && c.argv[0][0] != '#' && !keeps_state(c.argv[0]) && as_session_refresh(s, err))
-        rc = AS_ERR;
-    else if (c.argc > 0 && c.argv[0][0] != '#') {
+    if (c.argc > 0 && c.argv[0][0] != '#') {
         const char *p = line;
         while (isspace((unsigned char)*p))
             p++;
         while (*p && !isspace((unsigned char)*p))
             p++;
         c.rest = p;
-        rc = as_error_set(err, "unknown command '%s' (help lists them)", c.argv[0]);
-        for (int i = 0; i < N_COMMANDS; i++)
-            if (!strcmp(c.argv[0], commands[i].info.name)) {
-                as_error_clear(err);
-                rc = too_many_args(&commands[i], &c) ? AS_ERR : commands[i].fn(&c);
-                break;
-            }
+        const command *cmd = NULL;
+        for (int i = 0; i < N_COMMANDS && !cmd; i++)
+            if (!strcmp(c.argv[0], commands[i].info.name))
+                cmd = &commands[i];
+        /* a command that reads the pass sees it recomputed first when the
+         * interventions changed since it ran */
+        if (!cmd)
+            rc = as_error_set(err, "unknown command '%s' (help lists them)", c.argv[0]);
+        else if (too_many_args(cmd, &c) || (!cmd->keeps_state && as_session_refresh(s, err)))
+            rc = AS_ERR;
+        else
+            rc = cmd->fn(&c);
     }
     as_free_commands(c.argv, c.argc);
     return rc;

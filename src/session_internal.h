@@ -52,7 +52,14 @@ typedef struct cmd_ctx {
 typedef struct command {
     as_command_info info;
     int (*fn)(cmd_ctx *c);
+    /* Reads nothing computed (sets input, rules or settings, lists what
+     * is there, or runs the interpreter, which recomputes a stale pass
+     * itself); the others see the pass recomputed first when the
+     * interventions changed since it ran. */
+    bool keeps_state;
+    int args; /* ARGS(n): at most n arguments; 0: no fixed most */
 } command;
+#define ARGS(n) ((n) + 1)
 
 /* cmd_parse.c: numbers in a range; the text argument of `prompt`/`tokenize`
  * (one quoted word, else the rest of the line as typed; malloc'd). */
