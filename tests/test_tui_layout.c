@@ -54,8 +54,8 @@ Test(tui_layout, projector_size_shows_every_pane_and_the_heatmap_is_largest)
     check_tiling(&l);
     /* the image pane is a vision model's, the routing pane a MoE's: absent here; the arithmetic only when asked */
     for (int p = 0; p < P_COUNT; p++)
-        cr_assert(p == P_IMAGE || p == P_ROUTE || p == P_MATH ? l.r[p].h == 0 : l.r[p].h > 0, "pane %d %s at 160x48", p,
-                  p == P_IMAGE || p == P_ROUTE || p == P_MATH ? "shown unasked" : "hidden");
+        cr_assert(p == P_IMAGE || p == P_ROUTE || PANE_IS_WIDE(p) ? l.r[p].h == 0 : l.r[p].h > 0, "pane %d %s at 160x48", p,
+                  p == P_IMAGE || p == P_ROUTE || PANE_IS_WIDE(p) ? "shown unasked" : "hidden");
     int attn = l.r[P_ATTN].h * l.r[P_ATTN].w;
     for (int p = 0; p < P_COUNT; p++)
         if (p != P_ATTN)

@@ -16,8 +16,9 @@ static const struct entry {
                "norms|output); a small screen shows one side pane at a time"},
     {"7", "Routing (a model with routed MLPs: view routing): tokens by experts, Left/Right pick an expert, whose "
           "tokens the strip underlines"},
-    {"8, m", "Attention worked out (view math): the selected head's q, each key's k, q·k, scale, mask, score, "
-             "softmax weight and z, from the captured hooks; the cursor's key (H/L) followed by hand"},
+    {"8, m", "Attention worked out (view math): q, each key's k, q·k, scale, mask, softmax and z from the "
+             "captured hooks; H/L follow a key"},
+    {"p a r M", "Positions, MLP, Residual stream, MLA latent (view positions|mlp|residual|mla)"},
     {"Tab, Shift-Tab", "next / previous pane"},
     {"", NULL},
     {"Moving", NULL},

@@ -14,13 +14,15 @@
 #define KEY_CTRL(c) ((c) & 0x1f)
 
 /* Tab and Shift-Tab: the next pane that takes the focus and applies to
- * the program, in the table's order. */
+ * the program, in the table's order; the concept views (math, positions,
+ * ...) are reached by their keys, not by Tab, which would otherwise
+ * pass through five of them on every round. */
 static unsigned cycle_focus(tui *u, int dir)
 {
     int p = (int)u->focus;
     for (int i = 0; i < P_COUNT; i++) {
         p = (p + dir + P_COUNT) % P_COUNT;
-        if (pane_classes[p]->focusable && (u->present & RD(p)))
+        if (pane_classes[p]->focusable && (u->present & RD(p)) && !PANE_IS_WIDE(p))
             return tui_focus(u, (pane_id)p);
     }
     return 0;
@@ -35,14 +37,18 @@ static const char *why_absent(pane_id p)
     case P_ROUTE: return "has no routed experts";
     case P_IMAGE: return "reads no image";
     case P_MATH: return "has no attention site to work out";
+    case P_POS: return "has no position signal to draw";
+    case P_MLP: return "has no MLP to draw";
+    case P_RESID: return "has no residual stream to draw";
+    case P_MLA: return "has no latent attention (MLA)";
     default: return "has none";
     }
 }
 
-/* Keys 1-8: the pane of that number, or why this model has none. */
-static unsigned focus_key(tui *u, int ch)
+/* Keys 1-8 (and the letters of the concept views): the pane of that
+ * number, or why this model has none. */
+static unsigned focus_key(tui *u, pane_id p, int ch)
 {
-    pane_id p = (pane_id)(ch - '1');
     if (u->present & RD(p))
         return tui_focus(u, p);
     tui_say(u, LOG_HINT, "%c: %s %s: no %s pane", ch, as_view_model_name(u->s), why_absent(p),
@@ -199,8 +205,12 @@ static unsigned view_key(tui *u, int ch)
     case '\t': return cycle_focus(u, 1);
     case '?': u->help = true; u->help_top = 0; return RD_HELP;
     case '1': case '2': case '3': case '4': case '5': case '6': case '7': case '8':
-        return focus_key(u, ch);
-    case 'm': return focus_key(u, '1' + P_MATH);
+        return focus_key(u, (pane_id)(ch - '1'), ch);
+    case 'm': return focus_key(u, P_MATH, 'm');
+    case 'p': return focus_key(u, P_POS, 'p');
+    case 'a': return focus_key(u, P_MLP, 'a');
+    case 'r': return focus_key(u, P_RESID, 'r');
+    case 'M': return focus_key(u, P_MLA, 'M');
     case KEY_CTRL('l'): clearok(curscr, TRUE); return RD_LAYOUT;
     default: return 0;
     }

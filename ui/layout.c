@@ -36,9 +36,9 @@ static void stack_side(layout *l, rect area, pane_id shown, unsigned present)
         l->r[shown] = area;
         return;
     }
-    if (shown == P_MATH) { /* the arithmetic over the log */
+    if (PANE_IS_WIDE(shown)) { /* a concept view over the log */
         int log = clamp(area.h / 5, 5, 8);
-        l->r[P_MATH] = (rect){area.y, area.x, area.h - log, area.w};
+        l->r[shown] = (rect){area.y, area.x, area.h - log, area.w};
         l->r[P_LOG] = (rect){area.y + area.h - log, area.x, log, area.w};
         return;
     }
@@ -92,7 +92,7 @@ bool layout_single(int rows)
 
 void layout_compute(layout *l, int rows, int cols, pane_id shown)
 {
-    layout_compute_for(l, rows, cols, shown, LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE) & ~LAYOUT_PANE(P_ROUTE) & ~LAYOUT_PANE(P_MATH));
+    layout_compute_for(l, rows, cols, shown, LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE) & ~LAYOUT_PANE(P_ROUTE) & ~LAYOUT_WIDE);
 }
 
 void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned present)
@@ -121,7 +121,7 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
         return;
     }
     if (cols >= 100) {
-        int side = shown == P_MATH ? clamp(cols * 3 / 5, 44, 80) : clamp(cols * 2 / 5, 44, 76), left = cols - side;
+        int side = PANE_IS_WIDE(shown) ? clamp(cols * 3 / 5, 44, 80) : clamp(cols * 2 / 5, 44, 76), left = cols - side;
         l->r[P_ATTN] = (rect){top, 0, body, left};
         if (has(present, P_IMAGE)) {
             /* as wide as a square image of the body's height (two pixels a row), at most half */
@@ -138,7 +138,7 @@ void layout_compute_for(layout *l, int rows, int cols, pane_id shown, unsigned p
         stack_side(l, (rect){top, cols - side, body, side}, shown, present);
         return;
     }
-    int lower = shown == P_MATH ? clamp(body * 3 / 5, 5, body - 5) : clamp(body * 2 / 5, 5, 12);
+    int lower = PANE_IS_WIDE(shown) ? clamp(body * 3 / 5, 5, body - 5) : clamp(body * 2 / 5, 5, 12);
     l->r[P_ATTN] = (rect){top, 0, body - lower, cols};
     if (has(present, P_IMAGE)) {
         /* a projector's 80 columns: the image beside the heatmap all the same, smaller */

@@ -13,7 +13,8 @@
  * rows the same tokens), two fifths of the heatmap's area wide, at least
  * 32 columns, but never more than half; on a single-pane screen it shows alone
  * when it has the focus, like a side pane.
- * The attention arithmetic (P_MATH) has a place only when it is the side
+ * The concept views (P_MATH to P_MLA: the attention arithmetic,
+ * positions, the MLP, the residual stream, MLA) have a place only when one is the side
  * pane shown: on a wide screen it takes the stack (wider: three fifths
  * of the screen, at most 80 columns) over the log, on a small one the shared slot (taller: three
  * fifths of the body), on a single-pane screen the whole body.
@@ -31,14 +32,24 @@ typedef enum pane_id {
     P_ATTN, P_TOKENS, P_PROBS, P_LENS, P_NORMS, P_LOG, /* the panes Tab visits, in order */
     P_ROUTE,                                   /* a routed MLP's experts (only where the program has them) */
     P_MATH,                                    /* attention worked out (`view math`): a side pane shown on request */
+    P_POS,                                     /* the position signal (`view positions`): likewise */
+    P_MLP,                                     /* the MLP's activation and neurons (`view mlp`): likewise */
+    P_RESID,                                   /* the residual stream and the norms' place (`view residual`) */
+    P_MLA,                                     /* MLA's latent and its cache (`view mla`) */
     P_IMAGE,                                   /* a vision model's input (only where the program reads pixels) */
     P_CMD,                                     /* the command line */
     P_STATUS,
     P_COUNT
 } pane_id;
 
+/* The concept views: side panes shown only on request, wider or taller
+ * than the others (the attention arithmetic, positions, MLP, residual
+ * stream, MLA). */
+#define PANE_IS_WIDE(p) ((p) >= P_MATH && (p) <= P_MLA)
 /* The side panes: those that may share a slot. */
-#define PANE_IS_SIDE(p) (((p) >= P_PROBS && (p) <= P_LOG) || (p) == P_MATH)
+#define PANE_IS_SIDE(p) (((p) >= P_PROBS && (p) <= P_LOG) || PANE_IS_WIDE(p))
+/* Every concept view's bit (LAYOUT_PANE). */
+#define LAYOUT_WIDE ((LAYOUT_PANE(P_MLA + 1) - 1) & ~(LAYOUT_PANE(P_MATH) - 1))
 
 #define LAYOUT_MIN_W 40
 #define LAYOUT_MIN_H 12

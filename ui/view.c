@@ -17,12 +17,16 @@ static const as_command_info commands[] = {
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
     {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | "
-     "site self|cross|encoder | dump FILE | view attention|tokens|probs|lens|norms|output|routing|math",
+     "site self|cross|encoder | dump FILE | view attention|tokens|probs|lens|norms|output|routing|math|positions|"
+     "mlp|residual|mla",
      "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
      "most the selected token); `site cross` shows an encoder-decoder's cross-attention (rows the target's "
      "tokens, columns the source's), `site encoder` its encoder's self-attention (key x cycles them); a pane's "
      "name focuses it (keys 1-7; routing: a model with routed MLPs; math, key 8 or m: the selected head's scaled "
-     "dot-product attention worked out from the captured q, k, scores, pattern and z, the cursor's key followed), "
+     "dot-product attention worked out from the captured q, k, scores, pattern and z, the cursor's key followed; "
+     "positions, key p: the model's position signal; mlp, key a: the activation function with the token's "
+     "pre-activations on it; residual, key r: the residual stream's norm by depth with the norms where the "
+     "architecture puts them; mla, key M: a latent-attention model's latent and its cache), "
      "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
      "one line per row.",
      "view lens"},
@@ -37,7 +41,8 @@ const as_command_info *view_commands(int *n)
 }
 
 static const char *const pane_names[VIEW_N_PANES] = {"attention", "tokens", "probs", "lens", "norms", "output",
-                                                      "routing", "math"};
+                                                      "routing", "math", "positions", "mlp",
+                                                      "residual", "mla"};
 
 const char *view_pane_name(int i)
 {
@@ -48,7 +53,7 @@ const char *view_pane_name(int i)
 static int pane_index(const char *name)
 {
     static const char *const also[VIEW_N_PANES] = {"attn", "strip", "next", "logit-lens", "layernorm", "log", "experts",
-                                                   "arithmetic"};
+                                                   "arithmetic", "pos", "activations", "resid", "latent"};
     for (int i = 0; i < VIEW_N_PANES; i++)
         if (!strcmp(name, pane_names[i]) || !strcmp(name, also[i]))
             return i;

@@ -51,8 +51,9 @@ typedef struct view {
 
 /* The panes `view PANE` names, in the full-screen view's Tab order (the
  * keys 1-8 too): attention, tokens, probs, lens, norms, output, a
- * model with routed MLPs' routing pane, and the attention worked out. */
-#define VIEW_N_PANES 8
+ * model with routed MLPs' routing pane, and the concept views: the
+ * attention worked out, positions, the MLP, the residual stream, MLA. */
+#define VIEW_N_PANES 12
 const char *view_pane_name(int i);
 
 void view_init(view *v);
