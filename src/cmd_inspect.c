@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attnscope/npy.h"
+#include "attnscope/view_api.h"
 #include "session_internal.h"
 
 int as_cmd_top(cmd_ctx *c)
@@ -268,20 +269,46 @@ int as_cmd_info(cmd_ctx *c)
     fprintf(c->s->out, "context: %d of %d positions%s\n", it->out->n_tokens, it->n_ctx,
             it->n_ctx < c->s->prog->streams[c->s->prog->out_stream].n_ctx ? " (set ctx; the model's window is larger)"
                                                                           : " (the model's window)");
-    /* a cache smaller than a plain multi-head one (MLA's latent): both, when the program says */
+    /* MLA's cache (the latent and the shared rotary key) against a plain multi-head and a grouped-query
+     * one of the same heads, values a position (as_view_site_cache: the program's hooks' widths; `view
+     * mla` shows the same) */
     const as_program *p = c->s->prog;
-    long cached = 0, plain = 0;
-    bool said = false;
+    long mla = 0, plain = 0, gqa = 0, mqa = 0, held = 0;
+    int n = 0;
+    bool uniform = true;
+    as_site_cache f = {0};
     for (int a = 0; a < p->n_attn; a++) {
-        const as_attn *s = &p->attn[a];
-        long w = (long)p->hooks[s->k].width + p->hooks[s->v].width;
-        cached += w;
-        plain += s->plain_kv > 0 ? s->plain_kv : w;
-        said = said || s->plain_kv > 0;
+        as_site_cache k;
+        as_view_site_cache(c->s, &p->attn[a], &k);
+        if (!k.latent)
+            continue;
+        if (n++ == 0)
+            f = k;
+        uniform = uniform && k.latent == f.latent && k.rope == f.rope && k.plain == f.plain && k.held == f.held &&
+                  k.gqa_kv == f.gqa_kv && k.d_k == f.d_k && k.d_v == f.d_v;
+        mla += k.latent + k.rope, plain += k.plain, held += k.held;
+        gqa += (long)k.gqa_kv * (k.d_k + k.d_v), mqa += k.d_k + k.d_v;
     }
-    if (said)
-        fprintf(c->s->out, "KV cache: %ld values a position over %d attention layers (%.1f KiB a token in float32); "
-                "a plain multi-head cache of the same heads: %ld (%.1fx)\n", cached, p->n_attn, cached * 4 / 1024.0,
-                plain, cached ? (double)plain / (double)cached : 0.0);
+    if (n == 0)
+        return AS_OK;
+    FILE *o = c->s->out;
+    fprintf(o, "KV cache: MLA caches a position the latent and the rotary key every head shares: ");
+    if (uniform)
+        fprintf(o, "%d + %d = %d values a layer, ", f.latent, f.rope, f.latent + f.rope);
+    fprintf(o, "%ld over %d layer%s (%.2f KiB a token in float32)\n", mla, n, n == 1 ? "" : "s", mla * 4 / 1024.0);
+    fprintf(o, "  plain multi-head attention of the same %d heads: ", f.n_head);
+    if (uniform)
+        fprintf(o, "%d x (k %d + v %d) = %d a layer, ", f.n_head, f.d_k, f.d_v, f.plain);
+    fprintf(o, "%ld (%.1fx the latent's)%s\n", plain, (double)plain / (double)mla,
+            plain <= mla ? ": no saving, the latent and the rotary key are as wide as every head's keys and "
+                           "values together" : "");
+    if (gqa && uniform)
+        fprintf(o, "  grouped-query, %d kv heads of %d query heads each: %d a layer, %ld (%.1fx); multi-query, "
+                "1 kv head: %d a layer, %ld (%.1fx)\n", f.gqa_kv, f.n_head / f.gqa_kv,
+                f.gqa_kv * (f.d_k + f.d_v), gqa, (double)gqa / (double)mla, f.d_k + f.d_v, mqa,
+                (double)mqa / (double)mla);
+    fprintf(o, "  attnscope's own cache as it runs this file: %ld values a position over the layers (%s)\n", held,
+            f.absorbed ? "llama.cpp's absorbed form: k holds the latent and the rotary key, v the latent again"
+                       : "the legacy attn_kv_b layout: the keys and values expanded per head, as a plain cache");
     return AS_OK;
 }

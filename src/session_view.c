@@ -93,3 +93,27 @@ size_t as_view_keep_mb(const as_session *s) { return s->cap->keep_mb; }
 size_t as_view_capture_used(const as_session *s) { return s->cap->used; }
 bool as_view_dropped_some(const as_session *s) { return s->cap->dropped_from >= 0; }
 const char *as_view_dropped_note(const as_session *s) { return s->cap->dropped; }
+
+/* ---- view mla (issue #33): a site's KV cache ---- */
+void as_view_site_cache(const as_session *s, const as_attn *a, as_site_cache *out)
+{
+    const as_program *p = s->prog;
+    int l = a->layer;
+    *out = (as_site_cache){.layer = l, .latent_hook = as_program_hook(p, AS_HK_KV_A_NORM_NORMALIZED, l),
+                           .rope_hook = as_program_hook(p, AS_HK_K_PE, l), .kv_hook = as_program_hook(p, AS_HK_KV, l),
+                           .k_nope_hook = as_program_hook(p, AS_HK_K_NOPE, l), .n_head = a->n_head};
+    out->held = p->hooks[a->k].width + p->hooks[a->v].width;
+    if (out->latent_hook >= 0 && out->rope_hook >= 0) {
+        out->latent = p->hooks[out->latent_hook].width;
+        out->rope = p->hooks[out->rope_hook].width;
+    }
+    /* the heads' own widths: MLA's hook_z is [heads, d_v] in either layout (the absorbed site's own z is
+     * the latent's); a plain cache's from the site's word */
+    int z = out->latent > 0 ? as_program_hook(p, AS_HK_Z, l) : -1;
+    out->d_v = z >= 0 && a->n_head > 0 ? p->hooks[z].width / a->n_head : a->d_v;
+    out->plain = a->plain_kv > 0 ? a->plain_kv : a->n_head * (a->d_qk + a->d_v);
+    out->d_k = a->n_head > 0 ? out->plain / a->n_head - out->d_v : a->d_qk;
+    int H = a->n_head;
+    out->gqa_kv = H >= 8 && H % 4 == 0 ? H / 4 : H >= 4 && H % 2 == 0 ? H / 2 : 0;
+    out->absorbed = out->latent > 0 && a->n_head_kv == 1 && a->d_v == out->latent;
+}

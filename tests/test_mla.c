@@ -2,7 +2,7 @@
  * tiny-deepseek2* file to PyTorch at every hook, the experts chosen
  * exactly, the KV cache to recomputing): DeepSeek-V3's routing
  * invariants and routing off under its groups, the latent cache against
- * a plain one in `info`, and broken files refused by name. */
+ * a plain one in `info` (austen-moe's among them), and broken files refused by name. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -70,7 +70,8 @@ Test(mla, deepseek_v3_routing_invariants_and_route_off)
     close_session(off);
 }
 
-static void info_line(const char *model, char *line, size_t cap)
+/* info's lines from "KV cache:" on (the cache comparison), joined. */
+static void info_lines(const char *model, char *text, size_t cap)
 {
     as_session *s = open_session(model, 64);
     FILE *out = tmpfile(), *saved = s->out;
@@ -79,29 +80,56 @@ static void info_line(const char *model, char *line, size_t cap)
     run_ok(s, "info");
     s->out = saved;
     rewind(out);
-    line[0] = '\0';
+    text[0] = '\0';
     char buf[1024];
-    while (fgets(buf, sizeof buf, out))
-        if (!strncmp(buf, "KV cache:", 9))
-            snprintf(line, cap, "%s", buf);
+    bool on = false;
+    size_t len = 0;
+    while (fgets(buf, sizeof buf, out)) {
+        on = on || !strncmp(buf, "KV cache:", 9);
+        if (on && len < cap)
+            len += (size_t)snprintf(text + len, cap - len, "%s", buf);
+    }
     fclose(out);
     close_session(s);
 }
 
-/* The absorbed file caches per layer the normed latent (12) and the
- * rotated shared key (4) twice over: k [1, 16] and v [1, 12], 28 values
- * against a plain cache's 4 heads x (12 + 6) = 72; the legacy file
- * caches the expanded keys and values: as much as a plain cache. */
+/* MLA caches a position, a layer, the normed latent (kv_lora_rank) and the
+ * rotary key every head shares (rope.dimension_count), against a plain
+ * cache's n_head x (key_length + value_length): the tiny files' 12 + 4 =
+ * 16 against 4 x (12 + 6) = 72 (4.5x) in either layout; what attnscope
+ * itself caches said apart: the absorbed file's k [1, 16] and v [1, 12]
+ * (84 over 3 layers), the legacy file's expanded keys and values (144
+ * over 2). */
 Test(mla, info_compares_the_latent_cache_with_a_plain_one)
 {
-    char line[1024];
-    info_line(ABSORBED, line, sizeof line);
-    cr_assert(strstr(line, "84 values a position over 3 attention layers") && strstr(line, ": 216 (2.6x)"), "%s", line);
-    info_line(LEGACY, line, sizeof line);
-    cr_assert(strstr(line, "144 values a position over 2 attention layers") && strstr(line, ": 144 (1.0x)"), "%s",
-              line);
-    info_line("fixtures/tiny-llama.gguf", line, sizeof line);
-    cr_assert_str_empty(line, "a plain model says nothing of it: %s", line);
+    char t[4096];
+    info_lines(ABSORBED, t, sizeof t);
+    cr_assert(strstr(t, "12 + 4 = 16 values a layer, 48 over 3 layers") &&
+              strstr(t, "4 x (k 12 + v 6) = 72 a layer, 216 (4.5x the latent's)") &&
+              strstr(t, "own cache as it runs this file: 84 values") && strstr(t, "absorbed form"), "%s", t);
+    info_lines(LEGACY, t, sizeof t);
+    cr_assert(strstr(t, "12 + 4 = 16 values a layer, 32 over 2 layers") &&
+              strstr(t, "4 x (k 12 + v 6) = 72 a layer, 144 (4.5x the latent's)") &&
+              strstr(t, "own cache as it runs this file: 144 values") && strstr(t, "legacy attn_kv_b"), "%s", t);
+    info_lines("fixtures/tiny-llama.gguf", t, sizeof t);
+    cr_assert_str_empty(t, "a plain model says nothing of it: %s", t);
+}
+
+/* issue #33: `info` said austen-moe's latent cache saved nothing (2560
+ * against 2560, 1.0x), comparing the expanded keys and values the legacy
+ * layout keeps with themselves. Its hyperparameters: kv_lora_rank 64,
+ * rope 16, 8 heads of key_length 48 and value_length 32, 4 layers: MLA
+ * caches 80 a layer against 640 (8.0x); grouped-query with 2 kv heads
+ * 160, multi-query 80. */
+Test(mla, info_gives_austen_moe_the_latent_cache_it_saves)
+{
+    char t[4096];
+    info_lines("../models/austen-moe.gguf", t, sizeof t);
+    cr_assert(strstr(t, "64 + 16 = 80 values a layer, 320 over 4 layers (1.25 KiB a token in float32)"), "%s", t);
+    cr_assert(strstr(t, "8 x (k 48 + v 32) = 640 a layer, 2560 (8.0x the latent's)"), "%s", t);
+    cr_assert(strstr(t, "2 kv heads of 4 query heads each: 160 a layer, 640 (2.0x)"), "%s", t);
+    cr_assert(strstr(t, "1 kv head: 80 a layer, 320 (1.0x)"), "%s", t);
+    cr_assert(!strstr(t, "2560 (1.0x)"), "%s", t);
 }
 
 static void load_edited(const char *file, const char *skip_key, const char *drop, const char *u32_key, uint32_t v,

@@ -117,4 +117,25 @@ size_t as_view_capture_used(const as_session *s);
 bool as_view_dropped_some(const as_session *s);
 const char *as_view_dropped_note(const as_session *s);
 
+/* ---- view mla (issue #33): a site's KV cache, values a position ----
+ * What a latent-attention (MLA) site caches against a plain multi-head
+ * and a grouped-query cache of the same heads, from the program's hooks:
+ * the latent (hook_kv_latent's width) and the rotary key shared by every
+ * head (hook_k_pe's); the heads' key width (without and with rotary) and
+ * value width (hook_z's per head); and what the interpreter itself keeps
+ * (its k and v hooks' widths). latent is 0 where the site is not MLA.
+ * `info` and `view mla` both read it. */
+typedef struct as_site_cache {
+    int layer, latent, rope;   /* latent, rope: MLA's cached widths (0: not MLA) */
+    int latent_hook, rope_hook, kv_hook, k_nope_hook; /* -1 where the program has none */
+    int n_head, d_k, d_v;      /* the heads': a plain cache holds n_head · (d_k + d_v) */
+    int plain;                 /* n_head · (d_k + d_v) */
+    int gqa_kv;                /* the grouped-query comparison's kv heads (4 query heads a group, as
+                                * Llama 3's; 2 where the heads do not divide so), 0: none; the
+                                * multi-query one (1 kv head) holds d_k + d_v */
+    int held;                  /* what attnscope caches: its k and v hooks' widths */
+    bool absorbed;             /* k holds the latent itself (llama.cpp's absorbed form) */
+} as_site_cache;
+void as_view_site_cache(const as_session *s, const as_attn *a, as_site_cache *out);
+
 #endif

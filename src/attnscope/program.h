@@ -119,8 +119,8 @@ typedef struct as_attn {
     float softcap;       /* > 0: scores = softcap * tanh(scores / softcap) */
     int scores, pattern, z; /* hooks it fills */
     int plain_kv;        /* > 0: values a position a plain multi-head cache of its heads would hold
-                          * (MLA's n_head · (d_qk + d_v)), against its k and v hooks' widths, which
-                          * it caches (`info` compares them); 0: not said */
+                          * (MLA's n_head · (d_qk + d_v)), against the latent and the shared rotary
+                          * key MLA caches (`info`, `view mla`: as_view_site_cache); 0: not said */
 } as_attn;
 
 typedef enum as_op_kind {
