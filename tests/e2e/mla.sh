@@ -20,7 +20,7 @@
 # - `info`'s cache lines against the same arithmetic (issue #33: it said
 #   1.0x, no saving);
 # - lesson moe's claims (assets/lessons/moe.txt) from the same dumps and
-#   the routing hooks: see the end.
+#   the routing hooks (each numbered sentence rebuilt from them): see the end.
 set -u
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -48,14 +48,15 @@ EOF
 $T new-session -d -s "$name" -c "$TMP" -x 160 -y 48 "sh $TMP/$name.sh"
 wait_for "$name" '^attnscope>' 20 || bad "$name: the view did not start"
 b=blocks.$LAYER.attn
-typed "$name" "set delay 0; prompt $PROMPT; finish; view layer $LAYER; view head $HEAD; view pos $POS; view mla; view dump $name.txt; dump $b.kv_a_norm.hook_normalized c.npy; dump $b.hook_k_pe kpe.npy; dump $b.hook_k_nope knope.npy; dump $b.hook_v v.npy; dump blocks.1.mlp.hook_expert_indices idx.npy"
+typed "$name" "set delay 0; prompt $PROMPT; finish; view layer $LAYER; view head $HEAD; view pos $POS; view mla; view dump $name.txt; dump $b.kv_a_norm.hook_normalized c.npy; dump $b.hook_k_pe kpe.npy; dump $b.hook_k_nope knope.npy; dump $b.hook_v v.npy; dump blocks.1.mlp.hook_expert_gates gates.npy; dump blocks.1.mlp.hook_routed_out routed.npy; dump blocks.1.mlp.shared.hook_out shared.npy; dump blocks.1.hook_mlp_out mlpout.npy; dump blocks.1.mlp.hook_expert_indices idx.npy"
 keys "$name" Enter
 _w=0
 while [ $_w -lt 600 ] && [ ! -f "$TMP/idx.npy" ]; do sleep 0.05; _w=$((_w + 1)); done
 [ -f "$TMP/$name.txt" ] && [ -f "$TMP/idx.npy" ] || bad "$name: no dump written"
 "$BIN" -m "$MODELS/austen-moe.gguf" --threads 1 --no-tui -e info > "$TMP/info.txt" 2>&1 || bad "info failed"
+"$BIN" -m "$MODELS/austen-moe.gguf" --threads 1 --no-tui -e "prompt a; hooks" > "$TMP/hooks.txt" 2>&1 || bad "hooks failed"
 
-if $PY - "$TMP" "$MODELS/austen-moe.gguf" "$HEAD" "$POS" <<'EOF'; then pass=$((pass + 1)); else bad "view mla's numbers are not the capture's or the hyperparameters'"; fi
+if $PY - "$TMP" "$MODELS/austen-moe.gguf" "$HEAD" "$POS" "$HERE/../../assets/lessons/moe.txt" <<'EOF'; then pass=$((pass + 1)); else bad "view mla's numbers are not the capture's or the hyperparameters'"; fi
 import re, struct, sys
 import numpy as np
 tmp, gguf, head, pos = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -184,6 +185,36 @@ for want in (f"{kl} + {r} = {MLA} values a layer, {MLA * L} over {L} layers",
              f"1 kv head: {MQA} a layer, {MQA * L} ({MQA / MLA:.1f}x)"):
     check(want in info, f"info lacks '{want}'")
 check("(1.0x)" not in info.split("plain multi-head")[1].split("\n")[0], "info's plain cache still 1.0x")
+
+# lesson moe's claims: each sentence with a number is rebuilt here from the
+# hyperparameters and the dumps and must stand in the lesson as written
+lesson = " ".join(open(sys.argv[5], encoding="utf-8").read().split())
+idx = np.load(f"{tmp}/idx.npy").astype(int)
+gates = np.load(f"{tmp}/gates.npy").astype(np.float64)
+E, k, dense = m[a + "expert_count"], m[a + "expert_used_count"], m[a + "leading_dense_block_count"]
+hooks = open(f"{tmp}/hooks.txt", encoding="utf-8").read()
+routed_layers = [l for l in range(L) if f"blocks.{l}.mlp.hook_expert_indices" in hooks]
+check(routed_layers == list(range(dense, L)), f"routed layers {routed_layers}, dense {dense}")
+check(dense == 1, f"leading dense layers: {dense}")
+def says(text):
+    check(text in lesson, f"lesson moe does not say '{text}'")
+says(f"From layer {dense} on, each MLP is a mixture of {E} experts (layer 0 is one plain MLP)")
+check(idx.shape[1] == k, f"experts chosen a token: {idx.shape[1]}, expert_used_count {k}")
+says(f"A router picks {k} of the {E} for every token")
+order = np.argsort(idx[pos])
+e0, e1 = idx[pos][order]
+g0, g1 = gates[pos][order]
+says(f'Token {pos} "ally" goes to experts {e0} and {e1}: its output is their sum weighted {g0:.2f} and {g1:.2f}')
+mo, ro, so = (np.load(f"{tmp}/{x}.npy").astype(np.float64) for x in ("mlpout", "routed", "shared"))
+check(np.abs(mo - (ro + so)).max() <= 1e-5 * (1 + np.abs(mo).max()), "mlp_out is not the routed sum + the shared expert")
+check(np.abs(so).min(axis=1).shape[0] == mo.shape[0] and (np.abs(so).sum(axis=1) > 0).all(),
+      "the shared expert is not on every token")
+says("its output added to the chosen two's")
+says(f"a latent c of {kl} values plus a {r}-value rotary key; all {H} heads rebuild")
+says(f"So the cache holds {MLA} values a token and layer, where plain attention of {H} heads would hold "
+     f"{H} x ({dk} + {dv}) = {MHA}: {MHA / MLA:.1f}x less")
+says(f"its largest is at dimension {int(c.argmax())} ({c.max():.3f}), its smallest at {int(c.argmin())}")
+says(f"H{head} shows head {head}'s k and v")
 
 if errors:
     print("\n".join(errors[:20]))
