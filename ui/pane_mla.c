@@ -100,7 +100,10 @@ static void cache_bar(line *l, const char *name, const char *what, int values, i
                       bool utf8)
 {
     char bar[256];
-    add(l, "%-4s%-15s%5d%6d B ", name, what, values, values * 4);
+    if (cols >= 56)
+        add(l, "%-4s%-15s%5d%6d B ", name, what, values, values * 4);
+    else
+        add(l, "%-4s%5d%6d B ", name, values, values * 4);
     int bw = cols - 2 - (int)strlen(l->buf) - 7;
     bw = bw < 4 ? 4 : bw > 60 ? 60 : bw;
     tf_bar(largest ? (double)values / largest : 0, bw, utf8, bar, sizeof bar);
@@ -148,9 +151,12 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
     /* the latent of the selected token */
     const float *cv = row_of(u, c->latent_hook, pos);
     l = put(sh, 1, R_LABEL_SEL, A_BOLD);
+    if (as_view_filled(u->s, c->latent_hook) <= pos) {
+        add(l, "token %d's latent: not computed yet (f finishes the pass)", pos);
+        return;
+    }
     if (!cv) {
-        add(l, "c (%s[%d]): not captured here%s", short_name(u, c->latent_hook), pos,
-            as_view_filled(u->s, c->latent_hook) <= pos ? " (not computed yet: f finishes the pass)" : "");
+        add(l, "c (%s[%d]): not captured here (--capture-mb keeps it)", short_name(u, c->latent_hook), pos);
     } else {
         int lo = 0, hi = 0;
         for (int i = 1; i < c->latent; i++) {
@@ -159,8 +165,10 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
         }
         add(l, "c (%s[%d]): min %.3f @%d, max %.3f @%d", short_name(u, c->latent_hook), pos, (double)cv[lo], lo,
             (double)cv[hi], hi);
-        /* the strip: one cell a value, in rows of the pane's width (at most two; then the first values) */
+        /* the strip: one cell a value, in rows of the pane's width (at most two: then the first values) */
         int w = cols - 2 - 2, n = c->latent;
+        if (n > 2 * w)
+            add(l, "; strip: dims 0-%d", 2 * w - 1);
         for (int r = 0; r < 2 && r * w < n; r++) {
             int k = n - r * w < w ? n - r * w : w;
             char spark[4096];
@@ -172,7 +180,7 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
             const char *e = s;
             for (int i = 0; i < k; i++)
                 e += utf8 ? (((unsigned char)*e & 0xe0) == 0xe0 ? 3 : 1) : 1;
-            l = put(sh, r ? 9 : 1, R_BAR, A_NORMAL);
+            l = put(sh, 1, R_BAR, A_NORMAL);
             add(l, "%s %.*s", r ? " " : (utf8 ? "▕" : "|"), (int)(e - s), s);
         }
         l = put(sh, 2, R_NORMAL, A_NORMAL);
@@ -192,10 +200,10 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
     /* the selected head rebuilt from c */
     if (c->absorbed) {
         l = put(sh, 2, R_NORMAL, A_NORMAL);
-        add(l, "H%d: W_UK[%d] is taken into q (q_absorbed = W_UK[%d]%s q_nope): its scores read c itself", head, head,
-            head, utf8 ? "ᵀ·" : "^T .");
+        add(l, "H%d: W_UK[%d] is folded into q (q_absorbed = W_UK[%d]%sq_nope): scores read c", head, head,
+            head, utf8 ? "ᵀ·" : "^T.");
         l = put(sh, 2, R_NORMAL, A_NORMAL);
-        add(l, "    v: z = W_UV[%d] %s (the weights' mix of c), %d values: k and v never stored per head", head,
+        add(l, "    z = W_UV[%d]%s(the weights' mix of c), %d values: no k, v kept per head", head,
             utf8 ? "·" : ".", c->d_v);
         return;
     }
