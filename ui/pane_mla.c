@@ -124,6 +124,8 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
     add(l, "W_DKV packs x into c; W_UK, W_UV rebuild each head's k, v from c");
     l = put(sh, 4, R_DIM, A_NORMAL);
     add(l, "%-19s%5s%8s  (float32)", "cache a token/layer", "vals", "bytes");
+    int gap = cols - 2 - tf_width(l->buf, utf8) - 5;
+    add(l, "%*s%s MLA", gap > 0 ? gap : 1, "", utf8 ? "×" : "x");
     int gqa = c->gqa_kv * dkv;
     char what[48];
     snprintf(what, sizeof what, "latent+rope");
