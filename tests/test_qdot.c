@@ -1,0 +1,194 @@
+/* Tests for llama.cpp's arithmetic on quantized weights (qdot.c), held to
+ * ggml's own CPU backend (tests/ggml_ref.h: libggml-cpu-VARIANT.so of the
+ * npm package, the variant llama.cpp loads on this CPU): the pairing of
+ * each weight type with its activations' type, the activations quantized
+ * byte for byte as its from_float does, and the dot products equal to its
+ * vec_dot but for the order of float additions. The portable and AVX2
+ * kernels give the same bits. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/qdot.h"
+#include "attnscope/quant.h"
+#include "ggml_ref.h"
+
+static void ggml_cpu_or_skip(const char *test)
+{
+    char why[512];
+    int rc = ggml_ref_cpu_open(why, sizeof why);
+    if (rc == GGML_REF_MISSING) {
+        fprintf(stderr, "\n**** SKIP qdot::%s: NOT CHECKED AGAINST GGML: %s ****\n\n", test, why);
+        cr_skip_test("not checked against ggml: %s", why);
+    }
+    cr_assert_eq(rc, GGML_REF_OK, "%s", why);
+    cr_log_info("ggml %s, CPU variant %s", ggml_ref_version(), ggml_ref_cpu_variant());
+}
+
+/* The block types attnscope reads whose activations ggml quantizes. */
+static const as_ggml_type quantized[] = {
+    AS_GGML_Q4_0, AS_GGML_Q4_1, AS_GGML_Q5_0, AS_GGML_Q5_1, AS_GGML_Q8_0, AS_GGML_Q2_K,
+    AS_GGML_Q3_K, AS_GGML_Q4_K, AS_GGML_Q5_K, AS_GGML_Q6_K, AS_GGML_IQ4_NL, AS_GGML_IQ4_XS,
+};
+#define N_QUANTIZED (int)(sizeof quantized / sizeof *quantized)
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static float uniform(void) /* [-1, 1) */
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (float)((rng >> 40) * (1.0 / (1ull << 23))) - 1.0f;
+}
+
+/* Activations as a model has them: a scale per 64 values from 1e-3 to 10,
+ * one block of zeros, one spike, and values on rounding's halfway points
+ * (k + 0.5 after the scaling ggml applies) in the first block. */
+static void activations(float *x, int n)
+{
+    for (int i = 0; i < n; i++) {
+        float scale = powf(10.0f, 4.0f * (float)((i / 64) % 5) / 4.0f - 3.0f);
+        x[i] = uniform() * scale;
+    }
+    for (int i = 256; i < 512 && i < n; i++)
+        x[i] = 0.0f;
+    if (n > 700)
+        x[700] = 50.0f;
+    x[0] = 127.0f; /* max 127: id = 1, so x itself is rounded */
+    for (int i = 1; i < 32; i++)
+        x[i] = (float)(i % 7) - 3.5f;
+}
+
+Test(qdot, activation_types_are_ggmls)
+{
+    ggml_cpu_or_skip("activation_types_are_ggmls");
+    for (int t = 0; t < AS_GGML_TYPE_END; t++) {
+        if (!as_ggml_type_supported((as_ggml_type)t))
+            continue;
+        as_ggml_type ours = as_qdot_act_type((as_ggml_type)t);
+        int theirs = ggml_ref_vec_dot_type(t);
+        if (t == AS_GGML_F32 || t == AS_GGML_F16 || t == AS_GGML_BF16) {
+            /* float weights keep float32 activations (ggml's F16 and BF16 pair with themselves) */
+            cr_expect_eq(ours, AS_GGML_F32, "%s", as_ggml_type_name((as_ggml_type)t));
+            continue;
+        }
+        cr_expect_eq((int)ours, theirs, "%s: attnscope pairs it with %s, ggml with %s", as_ggml_type_name((as_ggml_type)t),
+                     as_ggml_type_name(ours), as_ggml_type_name((as_ggml_type)theirs));
+        cr_expect_not_null(as_qdot_kernel(AS_QDOT_PORTABLE, (as_ggml_type)t), "%s has no kernel",
+                           as_ggml_type_name((as_ggml_type)t));
+    }
+}
+
+#define N 2304 /* 9 super-blocks, 72 blocks of 32 */
+
+Test(qdot, activations_quantize_as_ggml_byte_for_byte)
+{
+    ggml_cpu_or_skip("activations_quantize_as_ggml_byte_for_byte");
+    float *x = malloc(sizeof(float) * N);
+    activations(x, N);
+    const as_ggml_type by_act[] = {AS_GGML_Q8_0, AS_GGML_Q4_1, AS_GGML_Q4_K}; /* Q8_0, Q8_1, Q8_K */
+    for (int k = 0; k < 3; k++) {
+        as_ggml_type w = by_act[k], a = as_qdot_act_type(w);
+        size_t bytes = as_qdot_act_bytes(w, N);
+        cr_assert_eq((uint64_t)bytes, as_ggml_nbytes(a, N));
+        uint8_t *ours = malloc(bytes), *theirs = calloc(1, bytes); /* ggml leaves a zero Q8_K block's sums unwritten */
+        as_qdot_quantize(w, x, N, ours);
+        ggml_ref_from_float(a, x, theirs, N);
+        for (size_t i = 0; i < bytes; i++)
+            cr_assert_eq(ours[i], theirs[i], "%s: byte %zu: 0x%02x, ggml 0x%02x", as_ggml_type_name(a), i, ours[i],
+                         theirs[i]);
+        free(ours);
+        free(theirs);
+    }
+    free(x);
+}
+
+#define ROWS 16
+
+/* For every type: rows quantized by ggml, activations quantized by ggml's
+ * from_float; our dot against ggml's vec_dot, relative to Σ|w·x| of the
+ * row (the size of the rounding a float sum of these terms may carry). */
+Test(qdot, dots_equal_ggmls_vec_dot)
+{
+    ggml_cpu_or_skip("dots_equal_ggmls_vec_dot");
+    float *w = malloc(sizeof(float) * ROWS * N), *x = malloc(sizeof(float) * N), *wd = malloc(sizeof(float) * N);
+    uint8_t *q = malloc((size_t)ROWS * N * 2), *act = malloc((size_t)N * 2);
+    for (int i = 0; i < ROWS * N; i++)
+        w[i] = uniform() * (1.0f + (float)(i % 97) / 10.0f);
+    activations(x, N);
+    double worst_all = 0;
+    for (int k = 0; k < N_QUANTIZED; k++) {
+        as_ggml_type t = quantized[k];
+        size_t row_bytes = (size_t)as_ggml_nbytes(t, N);
+        ggml_ref_quantize(t, w, q, ROWS, N);
+        ggml_ref_from_float(ggml_ref_vec_dot_type(t), x, act, N);
+        as_qdot_fn portable = as_qdot_kernel(AS_QDOT_PORTABLE, t), avx2 = as_qdot_kernel(AS_QDOT_AVX2, t);
+        double worst = 0;
+        for (int r = 0; r < ROWS; r++) {
+            const uint8_t *row = q + (size_t)r * row_bytes;
+            float ours = portable(row, act, N), theirs = ggml_ref_vec_dot(t, N, row, act);
+            float simd = avx2(row, act, N);
+            cr_assert(memcmp(&ours, &simd, sizeof ours) == 0, "%s row %d: portable %.9g, avx2 %.9g",
+                      as_ggml_type_name(t), r, ours, simd);
+            as_dequantize(t, row, N, wd, NULL);
+            double mag = 0;
+            for (int i = 0; i < N; i++)
+                mag += fabs((double)wd[i] * x[i]);
+            double rel = fabs((double)ours - theirs) / mag;
+            worst = rel > worst ? rel : worst;
+            cr_assert(rel <= 1e-6, "%s row %d: %.9g, ggml %.9g (%.3g of sum |w·x| = %g)", as_ggml_type_name(t), r, ours,
+                      theirs, rel, mag);
+        }
+        cr_log_info("%s: worst |ours - ggml| / sum|w·x| = %.3g", as_ggml_type_name(t), worst);
+        worst_all = worst > worst_all ? worst : worst_all;
+    }
+    fprintf(stderr, "qdot: dots vs ggml %s vec_dot: worst |diff| / sum|w*x| = %.3g\n", ggml_ref_cpu_variant(), worst_all);
+    free(w);
+    free(x);
+    free(wd);
+    free(q);
+    free(act);
+}
+
+/* Portable and AVX2 agree bit for bit on random bytes too (any scales,
+ * any codes, -128 in a Q8_0 weight), where ggml's quantizers would never
+ * put them. */
+Test(qdot, portable_equals_avx2_on_any_bytes)
+{
+    if (!as_qdot_isa_runs(AS_QDOT_AVX2)) {
+        fprintf(stderr, "\n**** SKIP qdot::portable_equals_avx2_on_any_bytes: this CPU has no AVX2 ****\n\n");
+        cr_skip_test("no AVX2");
+    }
+    float *x = malloc(sizeof(float) * N);
+    activations(x, N);
+    uint8_t *row = malloc((size_t)N * 2), *act = malloc((size_t)N * 2);
+    for (int k = 0; k < N_QUANTIZED; k++) {
+        as_ggml_type t = quantized[k];
+        const as_ggml_traits *tr = as_ggml_traits_of(t);
+        as_qdot_quantize(t, x, N, act);
+        for (int rep = 0; rep < 8; rep++) {
+            size_t bytes = (size_t)as_ggml_nbytes(t, N);
+            for (size_t i = 0; i < bytes; i++)
+                row[i] = (uint8_t)(uniform() * 128 + 128);
+            /* finite scales, so the comparison is of numbers */
+            for (size_t b = 0; b < bytes; b += tr->block_bytes) {
+                if (tr->d_off >= 0) {
+                    uint16_t h = as_f32_to_f16(uniform());
+                    row[b + tr->d_off] = (uint8_t)h, row[b + tr->d_off + 1] = (uint8_t)(h >> 8);
+                }
+                if (tr->dmin_off >= 0) {
+                    uint16_t h = as_f32_to_f16(uniform());
+                    row[b + tr->dmin_off] = (uint8_t)h, row[b + tr->dmin_off + 1] = (uint8_t)(h >> 8);
+                }
+            }
+            float p = as_qdot_kernel(AS_QDOT_PORTABLE, t)(row, act, N), v = as_qdot_kernel(AS_QDOT_AVX2, t)(row, act, N);
+            cr_assert(memcmp(&p, &v, sizeof p) == 0, "%s: portable %.9g, avx2 %.9g", as_ggml_type_name(t), p, v);
+        }
+    }
+    free(x);
+    free(row);
+    free(act);
+}
