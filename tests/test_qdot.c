@@ -11,10 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "attnscope/gguf.h"
+#include "attnscope/interp.h"
+#include "attnscope/kernels.h"
+#include "attnscope/program.h"
 #include "attnscope/qdot.h"
 #include "attnscope/quant.h"
 #include "ggml_ref.h"
+#include "helpers.h"
 
 static void ggml_cpu_or_skip(const char *test)
 {
@@ -191,4 +197,146 @@ Test(qdot, portable_equals_avx2_on_any_bytes)
     free(x);
     free(row);
     free(act);
+}
+
+/* ---------------------------------------------------------------- wired into the engine */
+
+/* A copy of the GGUF at src with every float32 matrix whose rows are
+ * whole blocks of `type` quantized by ggml (the others stay float32). */
+static void write_ggml_quantized(const char *src, const char *dst, as_ggml_type type)
+{
+    as_gguf *g;
+    as_error err = {{0}};
+    cr_assert_eq(as_gguf_open(&g, src, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer *w = as_gguf_writer_new(3);
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        as_gguf_writer_copy_kv(w, &g->kvs[i]);
+    uint32_t block = as_ggml_traits_of(type)->block_elems;
+    int quantized_n = 0;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        const as_gguf_tensor *t = &g->tensors[i];
+        if (t->n_dims != 2 || t->type != AS_GGML_F32 || t->ne[0] % block) {
+            cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, t->type, t->n_dims, t->ne, t->data, &err), AS_OK);
+            continue;
+        }
+        uint8_t *q = malloc(as_ggml_nbytes(type, t->n_elements));
+        ggml_ref_quantize(type, (const float *)t->data, q, (int64_t)(t->n_elements / t->ne[0]), t->ne[0]);
+        cr_assert_eq(as_gguf_writer_add_tensor(w, t->name, type, t->n_dims, t->ne, q, &err), AS_OK, "%s", err.msg);
+        free(q);
+        quantized_n++;
+    }
+    cr_assert_gt(quantized_n, 0);
+    cr_assert_eq(as_gguf_writer_write(w, dst, &err), AS_OK, "%s", err.msg);
+    as_gguf_writer_free(w);
+    as_gguf_close(g);
+}
+
+#define PROMPT "prompt-ids 1 5 6 9 12 3 7 2 8"
+
+/* Logits after the prompt, copied (n_vocab floats). */
+static float *logits_of(as_session *s)
+{
+    const float *l = as_interp_logits(s->it);
+    cr_assert_not_null(l);
+    float *c = malloc(sizeof(float) * s->model->cfg.n_vocab);
+    memcpy(c, l, sizeof(float) * s->model->cfg.n_vocab);
+    return c;
+}
+
+static void native_model(const char *src, as_ggml_type type, const char *test)
+{
+    ggml_cpu_or_skip(test);
+    char path[128];
+    snprintf(path, sizeof path, "/tmp/attnscope-qdot-%d-%s.gguf", (int)getpid(), as_ggml_type_name(type));
+    write_ggml_quantized(src, path, type);
+    cr_assert(as_set_activations("native"));
+
+    /* the unembedding against ggml's vec_dot on the final norm's output */
+    as_session *s = open_session(path, 64);
+    run_ok(s, PROMPT "; finish");
+    const as_program *p = s->prog;
+    const as_weight *w = &p->ops[p->unembed].w;
+    cr_assert_eq(w->type, type, "the unembedding is %s", as_ggml_type_name(w->type));
+    int n_tok = s->it->out->n_tokens, hook = as_program_find_hook(p, "ln_final.hook_normalized");
+    cr_assert_geq(hook, 0);
+    const float *h = as_capture_row(s->cap, hook, n_tok - 1);
+    cr_assert_not_null(h);
+    uint8_t *act = malloc(as_qdot_act_bytes(type, w->cols));
+    ggml_ref_from_float(ggml_ref_vec_dot_type(type), h, act, w->cols);
+    float *l = logits_of(s), big = 0;
+    for (int r = 0; r < w->rows; r++)
+        big = fabsf(l[r]) > big ? fabsf(l[r]) : big;
+    double worst = 0;
+    for (int r = 0; r < w->rows; r++) {
+        float theirs = ggml_ref_vec_dot(type, w->cols, (const uint8_t *)w->data + (size_t)r * w->row_bytes, act);
+        double d = fabs((double)l[r] - theirs) / big;
+        worst = d > worst ? d : worst;
+        cr_assert(d <= 1e-6, "logit %d: %.9g, ggml %.9g", r, l[r], theirs);
+    }
+    fprintf(stderr, "qdot: %s logits vs ggml vec_dot: worst |diff| / max|logit| = %.3g\n", as_ggml_type_name(type), worst);
+
+    /* the f32 arithmetic gives other logits (so native was in use), and
+     * switching back recomputes: the session's state is stale */
+    cr_assert(as_set_activations("f32"));
+    cr_assert(as_interp_stale(s->it));
+    run_ok(s, "top 1");
+    float *lf = logits_of(s);
+    cr_assert_neq(memcmp(l, lf, sizeof(float) * w->rows), 0);
+    cr_assert(as_set_activations("native"));
+    run_ok(s, "top 1");
+    float *ln = logits_of(s);
+    cr_assert_eq(memcmp(l, ln, sizeof(float) * w->rows), 0, "native again gives other bits");
+
+    /* step == run, and 1 thread == 2 threads, bit for bit */
+    as_session *st = open_session(path, 64);
+    run_ok(st, PROMPT);
+    do
+        run_ok(st, "step");
+    while (st->it->in_pass);
+    float *ls = logits_of(st);
+    cr_assert_eq(memcmp(l, ls, sizeof(float) * w->rows), 0, "stepping differs from running");
+    as_set_threads(1);
+    as_session *one = open_session(path, 64);
+    run_ok(one, PROMPT "; finish");
+    float *l1 = logits_of(one);
+    as_set_threads(2);
+    cr_assert_eq(memcmp(l, l1, sizeof(float) * w->rows), 0, "1 thread differs from 2");
+
+    /* KV cache == recompute: the last token generated one at a time */
+    as_session *kv = open_session(path, 64);
+    run_ok(kv, "prompt-ids 1 5 6 9 12 3 7 2; finish; set temp 0; gen 1");
+    int last = kv->it->out->tokens[kv->it->out->n_tokens - 1];
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "prompt-ids 1 5 6 9 12 3 7 2 %d; finish", last);
+    as_session *re = open_session(path, 64);
+    run_ok(re, cmd);
+    run_ok(kv, "gen 1");
+    run_ok(re, "gen 1");
+    float *lk = logits_of(kv), *lr = logits_of(re), kvd = 0;
+    for (int r = 0; r < w->rows; r++)
+        kvd = fabsf(lk[r] - lr[r]) > kvd ? fabsf(lk[r] - lr[r]) : kvd;
+    fprintf(stderr, "qdot: %s KV cache vs recompute: max |diff| = %.3g (max|logit| %.3g)\n", as_ggml_type_name(type),
+            (double)kvd, (double)big);
+    cr_assert(kvd <= 1e-5f * big, "KV cache %.3g from recompute", (double)kvd);
+
+    free(act);
+    free(l);
+    free(lf);
+    free(ln);
+    free(ls);
+    free(l1);
+    free(lk);
+    free(lr);
+    close_session(s);
+    close_session(st);
+    close_session(one);
+    close_session(kv);
+    close_session(re);
+    unlink(path);
+}
+
+Test(qdot, native_q8_0_model_matches_ggml_step_threads_kv) { native_model("fixtures/tiny-llama.gguf", AS_GGML_Q8_0, "native_q8_0_model"); }
+Test(qdot, native_q4_k_model_matches_ggml_step_threads_kv)
+{
+    native_model("../models/austen-llama.gguf", AS_GGML_Q4_K, "native_q4_k_model");
 }
