@@ -507,6 +507,156 @@ AVX2 static float dot_q6_k_avx2(const void *row, const void *act, int n)
     }
     return sumf;
 }
+
+/* 32 bytes, 0xFF where bit j of the 32 bits at p is set (ggml's bytes_from_bits_32). */
+AVX2 static inline __m256i bits_to_bytes(const uint8_t *p)
+{
+    uint32_t x32;
+    memcpy(&x32, p, sizeof x32);
+    const __m256i shuf = _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0);
+    __m256i bytes = _mm256_shuffle_epi8(_mm256_set1_epi32((int)x32), shuf);
+    bytes = _mm256_or_si256(bytes, _mm256_set1_epi64x(0x7fbfdfeff7fbfdfe));
+    return _mm256_cmpeq_epi8(bytes, _mm256_set1_epi64x(-1));
+}
+
+/* A 32-block's 16 bytes of nibbles: the low ones first, as the blocks order them. */
+AVX2 static inline __m256i nibbles(const uint8_t *p)
+{
+    __m128i t = _mm_loadu_si128((const __m128i *)p);
+    return _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), _mm256_set1_epi8(0xF));
+}
+
+AVX2 static inline __m256i dot_u8(__m256i q, __m256i y)
+{
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), _mm256_set1_epi16(1));
+}
+
+AVX2 static float dot_q4_1_avx2(const void *row, const void *act, int n)
+{
+    const uint8_t *w = row, *a = act;
+    float sumf = 0.0f;
+    for (int b = 0; b < n / 32; b++, w += 20, a += Q8_1_BYTES)
+        sumf = fin_1(sumf, f16_at(w), f16_at(a), hsum_i32(dot_u8(nibbles(w + 4), loadu(a + 4))), f16_at(w + 2),
+                     f16_at(a + 2));
+    return sumf;
+}
+
+AVX2 static float dot_q5_0_avx2(const void *row, const void *act, int n)
+{
+    const uint8_t *w = row, *a = act;
+    const __m256i h16 = _mm256_set1_epi8(0x10), sixteen = _mm256_set1_epi8(16);
+    float sumf = 0.0f;
+    for (int b = 0; b < n / 32; b++, w += 22, a += Q8_0_BYTES) {
+        __m256i q = _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bits_to_bytes(w + 2), h16));
+        sumf = fin_0(sumf, f16_at(w), f16_at(a), hsum_i32(dot_i8(_mm256_sub_epi8(q, sixteen), loadu(a + 2))));
+    }
+    return sumf;
+}
+
+AVX2 static float dot_q5_1_avx2(const void *row, const void *act, int n)
+{
+    const uint8_t *w = row, *a = act;
+    const __m256i h16 = _mm256_set1_epi8(0x10);
+    float sumf = 0.0f;
+    for (int b = 0; b < n / 32; b++, w += 24, a += Q8_1_BYTES) {
+        __m256i q = _mm256_or_si256(nibbles(w + 8), _mm256_and_si256(bits_to_bytes(w + 4), h16));
+        sumf = fin_1(sumf, f16_at(w), f16_at(a), hsum_i32(dot_u8(q, loadu(a + 4))), f16_at(w + 2), f16_at(a + 2));
+    }
+    return sumf;
+}
+
+/* IQ4's codes looked up in its table of 16 int8 values. */
+AVX2 static inline __m256i iq4_values(const uint8_t *p)
+{
+    const __m128i t = _mm_loadu_si128((const __m128i *)kvalues_iq4nl);
+    return _mm256_shuffle_epi8(_mm256_set_m128i(t, t), nibbles(p));
+}
+
+AVX2 static float dot_iq4_nl_avx2(const void *row, const void *act, int n)
+{
+    const uint8_t *w = row, *a = act;
+    float sumf = 0.0f;
+    for (int b = 0; b < n / 32; b++, w += 18, a += Q8_0_BYTES)
+        sumf = fin_0(sumf, f16_at(w), f16_at(a), hsum_i32(dot_i8(iq4_values(w + 2), loadu(a + 2))));
+    return sumf;
+}
+
+AVX2 static float dot_iq4_xs_avx2(const void *row, const void *act, int n)
+{
+    const uint8_t *w = row, *a = act;
+    float sumf = 0.0f;
+    for (int b = 0; b < n / AS_QK_K; b++, w += 136, a += Q8_K_BYTES) {
+        unsigned h = (unsigned)w[2] | (unsigned)w[3] << 8;
+        __m256i acc = _mm256_setzero_si256();
+        for (int ib = 0; ib < 8; ib++) {
+            int ls = (int)(((w[4 + ib / 2] >> (4 * (ib % 2))) & 0xF) | ((h >> (2 * ib)) & 3) << 4) - 32;
+            __m256i x = iq4_values(w + 8 + 16 * ib), y = loadu(a + Q8_K_QS + 32 * ib);
+            __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(x, x), _mm256_sign_epi8(y, x));
+            acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, _mm256_set1_epi16((short)ls)));
+        }
+        sumf = fin_k(sumf, f16_at(w), q8k_d(a), hsum_i32(acc), 0.0f, 0);
+    }
+    return sumf;
+}
+
+AVX2 static float dot_q2_k_avx2(const void *row, const void *act, int n)
+{
+    const uint8_t *w = row, *a = act;
+    const __m256i m3 = _mm256_set1_epi8(3);
+    float sumf = 0.0f;
+    for (int b = 0; b < n / AS_QK_K; b++, w += 84, a += Q8_K_BYTES) {
+        const uint8_t *sc = w;
+        int summs = 0;
+        for (int g = 0; g < 16; g++)
+            summs += q8k_bsum(a, g) * (sc[g] >> 4);
+        __m256i acc = _mm256_setzero_si256();
+        for (int k = 0; k < 2; k++) {
+            __m256i q2 = loadu(w + 16 + 32 * k);
+            for (int j = 0; j < 4; j++) {
+                __m256i q = _mm256_and_si256(_mm256_srl_epi16(q2, _mm_cvtsi32_si128(2 * j)), m3);
+                int is = 8 * k + 2 * j;
+                __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[is + 1] & 0xF), _mm_set1_epi16(sc[is] & 0xF));
+                acc = _mm256_add_epi32(acc, dot_u8_scaled(q, loadu(a + Q8_K_QS + 128 * k + 32 * j), s16));
+            }
+        }
+        sumf = fin_k(sumf, f16_at(w + 80), q8k_d(a), hsum_i32(acc), f16_at(w + 82), summs);
+    }
+    return sumf;
+}
+
+/* Q3_K: the values 0..7 (two low bits, the high one from hmask) through
+ * maddubs, each 16 times its scale; the offset 4 comes back through the
+ * activations' 16-sums. */
+AVX2 static float dot_q3_k_avx2(const void *row, const void *act, int n)
+{
+    const uint8_t *w = row, *a = act;
+    const __m256i m3 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+    float sumf = 0.0f;
+    for (int b = 0; b < n / AS_QK_K; b++, w += 110, a += Q8_K_BYTES) {
+        const uint8_t *s = w + 96;
+        int sc[16], off = 0;
+        for (int j = 0; j < 16; j++) {
+            int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+            int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+            sc[j] = (lo | hi << 4) - 32;
+            off += sc[j] * q8k_bsum(a, j);
+        }
+        __m256i hm = loadu(w), acc = _mm256_setzero_si256();
+        for (int c = 0; c < 2; c++) {
+            __m256i q3 = loadu(w + 32 + 32 * c);
+            for (int sh = 0; sh < 4; sh++) {
+                __m256i lo = _mm256_and_si256(_mm256_srl_epi16(q3, _mm_cvtsi32_si128(2 * sh)), m3);
+                __m256i hb = _mm256_and_si256(_mm256_srl_epi16(hm, _mm_cvtsi32_si128(4 * c + sh)), one);
+                __m256i q = _mm256_or_si256(lo, _mm256_slli_epi16(hb, 2));
+                int g = 8 * c + 2 * sh;
+                __m256i s16 = _mm256_set_m128i(_mm_set1_epi16((short)sc[g + 1]), _mm_set1_epi16((short)sc[g]));
+                acc = _mm256_add_epi32(acc, dot_u8_scaled(q, loadu(a + Q8_K_QS + 128 * c + 32 * sh), s16));
+            }
+        }
+        sumf = fin_k(sumf, f16_at(w + 108), q8k_d(a), hsum_i32(acc) - 4 * off, 0.0f, 0);
+    }
+    return sumf;
+}
 #endif
 
 /* ---------------------------------------------------------------- the table */
@@ -524,17 +674,17 @@ typedef struct qdot_row {
 
 static const qdot_row rows[AS_GGML_TYPE_END] = {
     [AS_GGML_Q4_0] = {AS_GGML_Q8_0, dot_q4_0_c, X86(dot_q4_0_avx2)},
-    [AS_GGML_Q4_1] = {AS_GGML_Q8_1, dot_q4_1_c, NULL},
-    [AS_GGML_Q5_0] = {AS_GGML_Q8_0, dot_q5_0_c, NULL},
-    [AS_GGML_Q5_1] = {AS_GGML_Q8_1, dot_q5_1_c, NULL},
+    [AS_GGML_Q4_1] = {AS_GGML_Q8_1, dot_q4_1_c, X86(dot_q4_1_avx2)},
+    [AS_GGML_Q5_0] = {AS_GGML_Q8_0, dot_q5_0_c, X86(dot_q5_0_avx2)},
+    [AS_GGML_Q5_1] = {AS_GGML_Q8_1, dot_q5_1_c, X86(dot_q5_1_avx2)},
     [AS_GGML_Q8_0] = {AS_GGML_Q8_0, dot_q8_0_c, X86(dot_q8_0_avx2)},
-    [AS_GGML_Q2_K] = {AS_GGML_Q8_K, dot_q2_k_c, NULL},
-    [AS_GGML_Q3_K] = {AS_GGML_Q8_K, dot_q3_k_c, NULL},
+    [AS_GGML_Q2_K] = {AS_GGML_Q8_K, dot_q2_k_c, X86(dot_q2_k_avx2)},
+    [AS_GGML_Q3_K] = {AS_GGML_Q8_K, dot_q3_k_c, X86(dot_q3_k_avx2)},
     [AS_GGML_Q4_K] = {AS_GGML_Q8_K, dot_q4_k_c, X86(dot_q4_k_avx2)},
     [AS_GGML_Q5_K] = {AS_GGML_Q8_K, dot_q5_k_c, X86(dot_q5_k_avx2)},
     [AS_GGML_Q6_K] = {AS_GGML_Q8_K, dot_q6_k_c, X86(dot_q6_k_avx2)},
-    [AS_GGML_IQ4_NL] = {AS_GGML_Q8_0, dot_iq4_nl_c, NULL},
-    [AS_GGML_IQ4_XS] = {AS_GGML_Q8_K, dot_iq4_xs_c, NULL},
+    [AS_GGML_IQ4_NL] = {AS_GGML_Q8_0, dot_iq4_nl_c, X86(dot_iq4_nl_avx2)},
+    [AS_GGML_IQ4_XS] = {AS_GGML_Q8_K, dot_iq4_xs_c, X86(dot_iq4_xs_avx2)},
 };
 
 static const qdot_row *row_of(as_ggml_type w)
