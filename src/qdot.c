@@ -128,13 +128,13 @@ static void quantize_q8_k(const float *x, int n, uint8_t *out)
 
 /* ---------------------------------------------------------------- the shared float steps */
 
-/* A 32-block with one scale each side (Q4_0, Q5_0, Q8_0, IQ4_NL). */
-static inline float fin_0(float sumf, float dw, float da, int sumi) { return sumf + (dw * da) * (float)sumi; }
+/* The 32-blocks' terms are summed in 8 lanes, block b into lane b % 8,
+ * which the AVX2 kernels do 8 blocks at a time, then the lanes as a tree. */
+static inline float reduce8(const float *a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
+/* A 32-block's term with one scale each side (Q4_0, Q5_0, Q8_0, IQ4_NL). */
+static inline float blk_0(float dw, float da, int sumi) { return (dw * da) * (float)sumi; }
 /* With the weights' minimum and the activations' d·Σq (Q4_1, Q5_1). */
-static inline float fin_1(float sumf, float dw, float da, int sumi, float mw, float sa)
-{
-    return sumf + ((dw * da) * (float)sumi + mw * sa);
-}
+static inline float blk_1(float dw, float da, int sumi, float mw, float sa) { return (dw * da) * (float)sumi + mw * sa; }
 /* A super-block: its scaled integer sum and, for the types with mins, the
  * mins times the activations' 16-sums. */
 static inline float fin_k(float sumf, float dw, float da, int isum, float dminw, int summs)
@@ -169,46 +169,46 @@ static inline int k4_summs(const uint8_t *a, const uint8_t *m)
 static float dot_q8_0_c(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int b = 0; b < n / 32; b++, w += 34, a += Q8_0_BYTES) {
         int s = 0;
         for (int j = 0; j < 32; j++)
             s += (int8_t)w[2 + j] * (int8_t)a[2 + j];
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), s);
+        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
     }
-    return sumf;
+    return reduce8(acc);
 }
 
 static float dot_q4_0_c(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int b = 0; b < n / 32; b++, w += 18, a += Q8_0_BYTES) {
         int s = 0;
         for (int j = 0; j < 16; j++)
             s += ((w[2 + j] & 0xF) - 8) * (int8_t)a[2 + j] + ((w[2 + j] >> 4) - 8) * (int8_t)a[18 + j];
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), s);
+        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
     }
-    return sumf;
+    return reduce8(acc);
 }
 
 static float dot_q4_1_c(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int b = 0; b < n / 32; b++, w += 20, a += Q8_1_BYTES) {
         int s = 0;
         for (int j = 0; j < 16; j++)
             s += (w[4 + j] & 0xF) * (int8_t)a[4 + j] + (w[4 + j] >> 4) * (int8_t)a[20 + j];
-        sumf = fin_1(sumf, f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2));
+        acc[b & 7] += blk_1(f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2));
     }
-    return sumf;
+    return reduce8(acc);
 }
 
 static float dot_q5_0_c(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int b = 0; b < n / 32; b++, w += 22, a += Q8_0_BYTES) {
         uint32_t qh = (uint32_t)w[2] | (uint32_t)w[3] << 8 | (uint32_t)w[4] << 16 | (uint32_t)w[5] << 24;
         int s = 0;
@@ -217,15 +217,15 @@ static float dot_q5_0_c(const void *row, const void *act, int n)
             int v1 = (int)((w[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
             s += v0 * (int8_t)a[2 + j] + v1 * (int8_t)a[18 + j];
         }
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), s);
+        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
     }
-    return sumf;
+    return reduce8(acc);
 }
 
 static float dot_q5_1_c(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int b = 0; b < n / 32; b++, w += 24, a += Q8_1_BYTES) {
         uint32_t qh = (uint32_t)w[4] | (uint32_t)w[5] << 8 | (uint32_t)w[6] << 16 | (uint32_t)w[7] << 24;
         int s = 0;
@@ -234,22 +234,22 @@ static float dot_q5_1_c(const void *row, const void *act, int n)
             int v1 = (int)((w[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
             s += v0 * (int8_t)a[4 + j] + v1 * (int8_t)a[20 + j];
         }
-        sumf = fin_1(sumf, f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2));
+        acc[b & 7] += blk_1(f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2));
     }
-    return sumf;
+    return reduce8(acc);
 }
 
 static float dot_iq4_nl_c(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
+    float acc[8] = {0};
     for (int b = 0; b < n / 32; b++, w += 18, a += Q8_0_BYTES) {
         int s = 0;
         for (int j = 0; j < 16; j++)
             s += kvalues_iq4nl[w[2 + j] & 0xF] * (int8_t)a[2 + j] + kvalues_iq4nl[w[2 + j] >> 4] * (int8_t)a[18 + j];
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), s);
+        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
     }
-    return sumf;
+    return reduce8(acc);
 }
 
 /* Q2_K: scales[16] (low nibble the scale, high the min), qs[64], d, dmin. */
@@ -395,7 +395,7 @@ static float dot_iq4_xs_c(const void *row, const void *act, int n)
 /* ---------------------------------------------------------------- AVX2 kernels */
 
 #if defined(__x86_64__)
-#define AVX2 __attribute__((target("avx2")))
+#define AVX2 __attribute__((target("avx2,f16c")))
 
 AVX2 static inline int hsum_i32(__m256i v)
 {
@@ -415,27 +415,7 @@ AVX2 static inline __m256i dot_i8(__m256i x, __m256i y)
     return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
-AVX2 static float dot_q8_0_avx2(const void *row, const void *act, int n)
-{
-    const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
-    for (int b = 0; b < n / 32; b++, w += 34, a += Q8_0_BYTES)
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), hsum_i32(dot_i8(loadu(w + 2), loadu(a + 2))));
-    return sumf;
-}
 
-AVX2 static float dot_q4_0_avx2(const void *row, const void *act, int n)
-{
-    const uint8_t *w = row, *a = act;
-    const __m256i m4 = _mm256_set1_epi8(0xF), eight = _mm256_set1_epi8(8);
-    float sumf = 0.0f;
-    for (int b = 0; b < n / 32; b++, w += 18, a += Q8_0_BYTES) {
-        __m128i t = _mm_loadu_si128((const __m128i *)(w + 2));
-        __m256i q = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(t, 4), t), m4);
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), hsum_i32(dot_i8(_mm256_sub_epi8(q, eight), loadu(a + 2))));
-    }
-    return sumf;
-}
 
 /* Unsigned weights (< 64) times signed activations, 16 pairs summed into
  * int16 lanes, then times a scale per lane pair into int32. */
@@ -531,39 +511,8 @@ AVX2 static inline __m256i dot_u8(__m256i q, __m256i y)
     return _mm256_madd_epi16(_mm256_maddubs_epi16(q, y), _mm256_set1_epi16(1));
 }
 
-AVX2 static float dot_q4_1_avx2(const void *row, const void *act, int n)
-{
-    const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
-    for (int b = 0; b < n / 32; b++, w += 20, a += Q8_1_BYTES)
-        sumf = fin_1(sumf, f16_at(w), f16_at(a), hsum_i32(dot_u8(nibbles(w + 4), loadu(a + 4))), f16_at(w + 2),
-                     f16_at(a + 2));
-    return sumf;
-}
 
-AVX2 static float dot_q5_0_avx2(const void *row, const void *act, int n)
-{
-    const uint8_t *w = row, *a = act;
-    const __m256i h16 = _mm256_set1_epi8(0x10), sixteen = _mm256_set1_epi8(16);
-    float sumf = 0.0f;
-    for (int b = 0; b < n / 32; b++, w += 22, a += Q8_0_BYTES) {
-        __m256i q = _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bits_to_bytes(w + 2), h16));
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), hsum_i32(dot_i8(_mm256_sub_epi8(q, sixteen), loadu(a + 2))));
-    }
-    return sumf;
-}
 
-AVX2 static float dot_q5_1_avx2(const void *row, const void *act, int n)
-{
-    const uint8_t *w = row, *a = act;
-    const __m256i h16 = _mm256_set1_epi8(0x10);
-    float sumf = 0.0f;
-    for (int b = 0; b < n / 32; b++, w += 24, a += Q8_1_BYTES) {
-        __m256i q = _mm256_or_si256(nibbles(w + 8), _mm256_and_si256(bits_to_bytes(w + 4), h16));
-        sumf = fin_1(sumf, f16_at(w), f16_at(a), hsum_i32(dot_u8(q, loadu(a + 4))), f16_at(w + 2), f16_at(a + 2));
-    }
-    return sumf;
-}
 
 /* IQ4's codes looked up in its table of 16 int8 values. */
 AVX2 static inline __m256i iq4_values(const uint8_t *p)
@@ -572,14 +521,6 @@ AVX2 static inline __m256i iq4_values(const uint8_t *p)
     return _mm256_shuffle_epi8(_mm256_set_m128i(t, t), nibbles(p));
 }
 
-AVX2 static float dot_iq4_nl_avx2(const void *row, const void *act, int n)
-{
-    const uint8_t *w = row, *a = act;
-    float sumf = 0.0f;
-    for (int b = 0; b < n / 32; b++, w += 18, a += Q8_0_BYTES)
-        sumf = fin_0(sumf, f16_at(w), f16_at(a), hsum_i32(dot_i8(iq4_values(w + 2), loadu(a + 2))));
-    return sumf;
-}
 
 AVX2 static float dot_iq4_xs_avx2(const void *row, const void *act, int n)
 {
@@ -659,6 +600,83 @@ AVX2 static float dot_q3_k_avx2(const void *row, const void *act, int n)
 }
 #endif
 
+#if defined(__x86_64__)
+/* Eight fp16 scales stride bytes apart, as floats (exactly as_f16_to_f32's). */
+AVX2 static inline __m256 f16x8(const uint8_t *p, size_t stride)
+{
+    uint16_t h[8];
+    for (int k = 0; k < 8; k++)
+        h[k] = (uint16_t)(p[k * stride] | p[k * stride + 1] << 8);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
+}
+
+/* Eight blocks' lanes of int32 partial sums into one vector of their
+ * eight totals, in block order. */
+AVX2 static inline __m256i sums8(const __m256i *v)
+{
+    __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
+    __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
+    __m128i lo = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    __m128i hi = _mm_add_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
+    return _mm256_set_m128i(hi, lo);
+}
+
+/* Each 32-block's integer sums as 8 int32 lanes (w: the weights' block,
+ * a: the activations'). */
+AVX2 static inline __m256i ints_q8_0(const uint8_t *w, const uint8_t *a) { return dot_i8(loadu(w + 2), loadu(a + 2)); }
+AVX2 static inline __m256i ints_q4_0(const uint8_t *w, const uint8_t *a)
+{
+    return dot_i8(_mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8)), loadu(a + 2));
+}
+AVX2 static inline __m256i ints_q4_1(const uint8_t *w, const uint8_t *a) { return dot_u8(nibbles(w + 4), loadu(a + 4)); }
+AVX2 static inline __m256i ints_q5_0(const uint8_t *w, const uint8_t *a)
+{
+    __m256i q = _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bits_to_bytes(w + 2), _mm256_set1_epi8(0x10)));
+    return dot_i8(_mm256_sub_epi8(q, _mm256_set1_epi8(16)), loadu(a + 2));
+}
+AVX2 static inline __m256i ints_q5_1(const uint8_t *w, const uint8_t *a)
+{
+    __m256i q = _mm256_or_si256(nibbles(w + 8), _mm256_and_si256(bits_to_bytes(w + 4), _mm256_set1_epi8(0x10)));
+    return dot_u8(q, loadu(a + 4));
+}
+AVX2 static inline __m256i ints_iq4_nl(const uint8_t *w, const uint8_t *a) { return dot_i8(iq4_values(w + 2), loadu(a + 2)); }
+
+/* A 32-block type's kernel: eight blocks at a time into the eight lanes
+ * (the portable code's block b into lane b % 8), the rest one by one;
+ * with MIN, the types whose blocks add m·s (Q4_1, Q5_1). */
+#define DOT32_AVX2(NAME, INTS, WB, AB, MIN)                                                                    \
+    AVX2 static float NAME(const void *row, const void *act, int n)                                           \
+    {                                                                                                          \
+        const uint8_t *w = row, *a = act;                                                                      \
+        int nb = n / 32, b = 0;                                                                                \
+        __m256 acc = _mm256_setzero_ps();                                                                      \
+        for (; b + 8 <= nb; b += 8, w += 8 * (WB), a += 8 * (AB)) {                                            \
+            __m256i v[8];                                                                                      \
+            for (int k = 0; k < 8; k++)                                                                        \
+                v[k] = INTS(w + k * (WB), a + k * (AB));                                                       \
+            __m256 p = _mm256_mul_ps(_mm256_mul_ps(f16x8(w, WB), f16x8(a, AB)), _mm256_cvtepi32_ps(sums8(v))); \
+            if (MIN)                                                                                           \
+                p = _mm256_add_ps(p, _mm256_mul_ps(f16x8(w + 2, WB), f16x8(a + 2, AB)));                       \
+            acc = _mm256_add_ps(acc, p);                                                                       \
+        }                                                                                                      \
+        float lanes[8];                                                                                        \
+        _mm256_storeu_ps(lanes, acc);                                                                          \
+        for (; b < nb; b++, w += (WB), a += (AB)) {                                                            \
+            int s = hsum_i32(INTS(w, a));                                                                      \
+            lanes[b & 7] += MIN ? blk_1(f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2))                 \
+                                : blk_0(f16_at(w), f16_at(a), s);                                              \
+        }                                                                                                      \
+        return reduce8(lanes);                                                                                 \
+    }
+
+DOT32_AVX2(dot_q8_0_avx2, ints_q8_0, 34, Q8_0_BYTES, false)
+DOT32_AVX2(dot_q4_0_avx2, ints_q4_0, 18, Q8_0_BYTES, false)
+DOT32_AVX2(dot_q4_1_avx2, ints_q4_1, 20, Q8_1_BYTES, true)
+DOT32_AVX2(dot_q5_0_avx2, ints_q5_0, 22, Q8_0_BYTES, false)
+DOT32_AVX2(dot_q5_1_avx2, ints_q5_1, 24, Q8_1_BYTES, true)
+DOT32_AVX2(dot_iq4_nl_avx2, ints_iq4_nl, 18, Q8_0_BYTES, false)
+#endif
+
 /* ---------------------------------------------------------------- the table */
 
 typedef struct qdot_row {
@@ -729,12 +747,22 @@ void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act)
     }
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+/* F16C from CPUID leaf 1 (ECX bit 29), as kernels.c reads it. */
+static bool has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
+#endif
+
 bool as_qdot_isa_runs(as_qdot_isa isa)
 {
 #if defined(__x86_64__)
     if (isa == AS_QDOT_AVX2) {
         __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2");
+        return __builtin_cpu_supports("avx2") && has_f16c();
     }
 #endif
     return isa == AS_QDOT_PORTABLE;
