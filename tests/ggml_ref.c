@@ -126,7 +126,8 @@ int ggml_ref_cpu_open(char *why, size_t cap)
     __builtin_cpu_init();
     bool haswell = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                    __builtin_cpu_supports("bmi2");
-    snprintf(cpu.variant, sizeof cpu.variant, "%s", haswell ? "haswell" : "x64");
+    const char *want = getenv("AS_GGML_CPU_VARIANT"); /* another variant on request: x64, sse42, ... */
+    snprintf(cpu.variant, sizeof cpu.variant, "%s", want && *want ? want : haswell ? "haswell" : "x64");
     const char *base = ggml_ref_path(), *slash = strrchr(base, '/');
     char path[1024];
     snprintf(path, sizeof path, "%.*slibggml-cpu-%s.so", slash ? (int)(slash - base + 1) : 0, base, cpu.variant);

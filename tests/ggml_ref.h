@@ -38,7 +38,8 @@ size_t ggml_ref_quantize(int t, const float *src, void *dst, int64_t rows, int64
 void ggml_ref_decode(int t, const void *src, float *out, int64_t n);
 
 /* The CPU backend (libggml-cpu-VARIANT.so beside libggml-base.so, the
- * variant llama.cpp would load on this CPU: haswell with AVX2, else x64):
+ * variant llama.cpp would load on this CPU: haswell with AVX2, else x64;
+ * $AS_GGML_CPU_VARIANT names another):
  * its type traits, what llama.cpp multiplies with. Opens the base library
  * first; same return values as ggml_ref_open. */
 int ggml_ref_cpu_open(char *why, size_t cap);
