@@ -347,3 +347,49 @@ Test(qdot, native_q4_k_model_matches_ggml_step_threads_kv)
 {
     native_model("../models/austen-llama.gguf", AS_GGML_Q4_K, "native_q4_k_model");
 }
+
+/* In native mode a prompt's product (many positions), a generated
+ * token's (one position, rows shared among threads) and one row's dot
+ * give the same bits for every type, with and without a bias. */
+Test(qdot, native_products_agree_bit_for_bit)
+{
+    ggml_cpu_or_skip("native_products_agree_bit_for_bit");
+    cr_assert(as_set_activations("native"));
+    enum { ROWS_W = 96, POS = 5 };
+    float *w = malloc(sizeof(float) * ROWS_W * N), *x = malloc(sizeof(float) * POS * N), *bias = malloc(sizeof(float) * ROWS_W);
+    float *y_many = malloc(sizeof(float) * POS * ROWS_W), *y_one = malloc(sizeof(float) * ROWS_W);
+    uint8_t *q = malloc((size_t)ROWS_W * N * 2);
+    for (int i = 0; i < ROWS_W * N; i++)
+        w[i] = uniform();
+    for (int p = 0; p < POS; p++)
+        activations(x + (size_t)p * N, N);
+    for (int r = 0; r < ROWS_W; r++)
+        bias[r] = uniform();
+    for (int k = 0; k < N_QUANTIZED; k++) {
+        as_ggml_type t = quantized[k];
+        ggml_ref_quantize(t, w, q, ROWS_W, N);
+        as_weight m = {q, t, ROWS_W, N, (size_t)as_ggml_nbytes(t, N)};
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            const float *b = with_bias ? bias : NULL;
+            as_linear(x, POS, &m, b, y_many);
+            for (int p = 0; p < POS; p++) {
+                as_linear(x + (size_t)p * N, 1, &m, b, y_one);
+                cr_assert_eq(memcmp(y_one, y_many + (size_t)p * ROWS_W, sizeof(float) * ROWS_W), 0,
+                             "%s: position %d alone differs from the prompt's", as_ggml_type_name(t), p);
+                for (int r = 0; r < ROWS_W; r++) {
+                    float d = as_weight_dot(&m, r, x + (size_t)p * N);
+                    if (b)
+                        d += b[r];
+                    cr_assert(memcmp(&d, &y_one[r], sizeof d) == 0, "%s row %d: dot %.9g, product %.9g",
+                              as_ggml_type_name(t), r, d, y_one[r]);
+                }
+            }
+        }
+    }
+    free(w);
+    free(x);
+    free(bias);
+    free(y_many);
+    free(y_one);
+    free(q);
+}
