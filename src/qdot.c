@@ -128,13 +128,8 @@ static void quantize_q8_k(const float *x, int n, uint8_t *out)
 
 /* ---------------------------------------------------------------- the shared float steps */
 
-/* The 32-blocks' terms are summed in 8 lanes, block b into lane b % 8,
- * which the AVX2 kernels do 8 blocks at a time, then the lanes as a tree. */
+/* Eight lanes summed as a tree (the 32-block types' accumulators). */
 static inline float reduce8(const float *a) { return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7])); }
-/* A 32-block's term with one scale each side (Q4_0, Q5_0, Q8_0, IQ4_NL). */
-static inline float blk_0(float dw, float da, int sumi) { return (dw * da) * (float)sumi; }
-/* With the weights' minimum and the activations' d·Σq (Q4_1, Q5_1). */
-static inline float blk_1(float dw, float da, int sumi, float mw, float sa) { return (dw * da) * (float)sumi + mw * sa; }
 /* A super-block: its scaled integer sum and, for the types with mins, the
  * mins times the activations' 16-sums. */
 static inline float fin_k(float sumf, float dw, float da, int isum, float dminw, int summs)
@@ -166,90 +161,77 @@ static inline int k4_summs(const uint8_t *a, const uint8_t *m)
 
 /* ---------------------------------------------------------------- portable kernels */
 
-static float dot_q8_0_c(const void *row, const void *act, int n)
+/* A 32-block type's weights as ints, one block: v[j] is element j. */
+typedef void (*block_ints)(const uint8_t *w, int *v);
+
+static void ints_q8_0_c(const uint8_t *w, int *v)
 {
-    const uint8_t *w = row, *a = act;
-    float acc[8] = {0};
-    for (int b = 0; b < n / 32; b++, w += 34, a += Q8_0_BYTES) {
-        int s = 0;
-        for (int j = 0; j < 32; j++)
-            s += (int8_t)w[2 + j] * (int8_t)a[2 + j];
-        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
-    }
-    return reduce8(acc);
+    for (int j = 0; j < 32; j++)
+        v[j] = (int8_t)w[2 + j];
 }
 
-static float dot_q4_0_c(const void *row, const void *act, int n)
+static void ints_q4_0_c(const uint8_t *w, int *v)
 {
-    const uint8_t *w = row, *a = act;
-    float acc[8] = {0};
-    for (int b = 0; b < n / 32; b++, w += 18, a += Q8_0_BYTES) {
-        int s = 0;
-        for (int j = 0; j < 16; j++)
-            s += ((w[2 + j] & 0xF) - 8) * (int8_t)a[2 + j] + ((w[2 + j] >> 4) - 8) * (int8_t)a[18 + j];
-        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
-    }
-    return reduce8(acc);
+    for (int j = 0; j < 16; j++)
+        v[j] = (w[2 + j] & 0xF) - 8, v[j + 16] = (w[2 + j] >> 4) - 8;
 }
 
-static float dot_q4_1_c(const void *row, const void *act, int n)
+static void ints_q4_1_c(const uint8_t *w, int *v)
 {
-    const uint8_t *w = row, *a = act;
-    float acc[8] = {0};
-    for (int b = 0; b < n / 32; b++, w += 20, a += Q8_1_BYTES) {
-        int s = 0;
-        for (int j = 0; j < 16; j++)
-            s += (w[4 + j] & 0xF) * (int8_t)a[4 + j] + (w[4 + j] >> 4) * (int8_t)a[20 + j];
-        acc[b & 7] += blk_1(f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2));
-    }
-    return reduce8(acc);
+    for (int j = 0; j < 16; j++)
+        v[j] = w[4 + j] & 0xF, v[j + 16] = w[4 + j] >> 4;
 }
 
-static float dot_q5_0_c(const void *row, const void *act, int n)
+static void ints_q5_c(const uint8_t *qh4, const uint8_t *qs, int offset, int *v)
+{
+    uint32_t qh = (uint32_t)qh4[0] | (uint32_t)qh4[1] << 8 | (uint32_t)qh4[2] << 16 | (uint32_t)qh4[3] << 24;
+    for (int j = 0; j < 16; j++) {
+        v[j] = (int)((qs[j] & 0xF) | ((qh >> j) & 1) << 4) - offset;
+        v[j + 16] = (int)((qs[j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - offset;
+    }
+}
+
+static void ints_q5_0_c(const uint8_t *w, int *v) { ints_q5_c(w + 2, w + 6, 16, v); }
+static void ints_q5_1_c(const uint8_t *w, int *v) { ints_q5_c(w + 4, w + 8, 0, v); }
+
+static void ints_iq4_nl_c(const uint8_t *w, int *v)
+{
+    for (int j = 0; j < 16; j++)
+        v[j] = kvalues_iq4nl[w[2 + j] & 0xF], v[j + 16] = kvalues_iq4nl[w[2 + j] >> 4];
+}
+
+/* The 32-block types: each block's 8 lanes (lane l: elements 4l..4l+3,
+ * exact in int32) times the product of the two scales, summed lane by
+ * lane over the blocks, then the lanes as a tree; the types with a
+ * minimum add m·s block by block beside them. */
+static float dot32_c(block_ints ints, size_t wb, size_t ab, bool with_min, const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    float acc[8] = {0};
-    for (int b = 0; b < n / 32; b++, w += 22, a += Q8_0_BYTES) {
-        uint32_t qh = (uint32_t)w[2] | (uint32_t)w[3] << 8 | (uint32_t)w[4] << 16 | (uint32_t)w[5] << 24;
-        int s = 0;
-        for (int j = 0; j < 16; j++) {
-            int v0 = (int)((w[6 + j] & 0xF) | ((qh >> j) & 1) << 4) - 16;
-            int v1 = (int)((w[6 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4) - 16;
-            s += v0 * (int8_t)a[2 + j] + v1 * (int8_t)a[18 + j];
+    float acc[8] = {0}, summ = 0.0f;
+    int qs = with_min ? 4 : 2, v[32];
+    for (int b = 0; b < n / 32; b++, w += wb, a += ab) {
+        ints(w, v);
+        const int8_t *q8 = (const int8_t *)(a + qs);
+        float dd = f16_at(w) * f16_at(a);
+        for (int l = 0; l < 8; l++) {
+            int s = v[4 * l] * q8[4 * l] + v[4 * l + 1] * q8[4 * l + 1] + v[4 * l + 2] * q8[4 * l + 2] +
+                    v[4 * l + 3] * q8[4 * l + 3];
+            acc[l] = acc[l] + dd * (float)s;
         }
-        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
+        if (with_min)
+            summ = summ + f16_at(w + 2) * f16_at(a + 2);
     }
-    return reduce8(acc);
+    return with_min ? reduce8(acc) + summ : reduce8(acc);
 }
 
-static float dot_q5_1_c(const void *row, const void *act, int n)
-{
-    const uint8_t *w = row, *a = act;
-    float acc[8] = {0};
-    for (int b = 0; b < n / 32; b++, w += 24, a += Q8_1_BYTES) {
-        uint32_t qh = (uint32_t)w[4] | (uint32_t)w[5] << 8 | (uint32_t)w[6] << 16 | (uint32_t)w[7] << 24;
-        int s = 0;
-        for (int j = 0; j < 16; j++) {
-            int v0 = (int)((w[8 + j] & 0xF) | ((qh >> j) & 1) << 4);
-            int v1 = (int)((w[8 + j] >> 4) | ((qh >> (j + 16)) & 1) << 4);
-            s += v0 * (int8_t)a[4 + j] + v1 * (int8_t)a[20 + j];
-        }
-        acc[b & 7] += blk_1(f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2));
-    }
-    return reduce8(acc);
-}
-
+static float dot_q8_0_c(const void *row, const void *act, int n) { return dot32_c(ints_q8_0_c, 34, Q8_0_BYTES, false, row, act, n); }
+static float dot_q4_0_c(const void *row, const void *act, int n) { return dot32_c(ints_q4_0_c, 18, Q8_0_BYTES, false, row, act, n); }
+static float dot_q4_1_c(const void *row, const void *act, int n) { return dot32_c(ints_q4_1_c, 20, Q8_1_BYTES, true, row, act, n); }
+static float dot_q5_0_c(const void *row, const void *act, int n) { return dot32_c(ints_q5_0_c, 22, Q8_0_BYTES, false, row, act, n); }
+static float dot_q5_1_c(const void *row, const void *act, int n) { return dot32_c(ints_q5_1_c, 24, Q8_1_BYTES, true, row, act, n); }
 static float dot_iq4_nl_c(const void *row, const void *act, int n)
 {
-    const uint8_t *w = row, *a = act;
-    float acc[8] = {0};
-    for (int b = 0; b < n / 32; b++, w += 18, a += Q8_0_BYTES) {
-        int s = 0;
-        for (int j = 0; j < 16; j++)
-            s += kvalues_iq4nl[w[2 + j] & 0xF] * (int8_t)a[2 + j] + kvalues_iq4nl[w[2 + j] >> 4] * (int8_t)a[18 + j];
-        acc[b & 7] += blk_0(f16_at(w), f16_at(a), s);
-    }
-    return reduce8(acc);
+    return dot32_c(ints_iq4_nl_c, 18, Q8_0_BYTES, false, row, act, n);
 }
 
 /* Q2_K: scales[16] (low nibble the scale, high the min), qs[64], d, dmin. */
@@ -601,25 +583,8 @@ AVX2 static float dot_q3_k_avx2(const void *row, const void *act, int n)
 #endif
 
 #if defined(__x86_64__)
-/* Eight fp16 scales stride bytes apart, as floats (exactly as_f16_to_f32's). */
-AVX2 static inline __m256 f16x8(const uint8_t *p, size_t stride)
-{
-    uint16_t h[8];
-    for (int k = 0; k < 8; k++)
-        h[k] = (uint16_t)(p[k * stride] | p[k * stride + 1] << 8);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)h));
-}
-
-/* Eight blocks' lanes of int32 partial sums into one vector of their
- * eight totals, in block order. */
-AVX2 static inline __m256i sums8(const __m256i *v)
-{
-    __m256i a = _mm256_hadd_epi32(_mm256_hadd_epi32(v[0], v[1]), _mm256_hadd_epi32(v[2], v[3]));
-    __m256i b = _mm256_hadd_epi32(_mm256_hadd_epi32(v[4], v[5]), _mm256_hadd_epi32(v[6], v[7]));
-    __m128i lo = _mm_add_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
-    __m128i hi = _mm_add_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256(b, 1));
-    return _mm256_set_m128i(hi, lo);
-}
+/* An fp16 scale as a float (exactly as_f16_to_f32's). */
+AVX2 static inline float f16c_at(const uint8_t *p) { return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8)); }
 
 /* Each 32-block's integer sums as 8 int32 lanes (w: the weights' block,
  * a: the activations'). */
@@ -641,32 +606,24 @@ AVX2 static inline __m256i ints_q5_1(const uint8_t *w, const uint8_t *a)
 }
 AVX2 static inline __m256i ints_iq4_nl(const uint8_t *w, const uint8_t *a) { return dot_i8(iq4_values(w + 2), loadu(a + 2)); }
 
-/* A 32-block type's kernel: eight blocks at a time into the eight lanes
- * (the portable code's block b into lane b % 8), the rest one by one;
- * with MIN, the types whose blocks add m·s (Q4_1, Q5_1). */
-#define DOT32_AVX2(NAME, INTS, WB, AB, MIN)                                                                    \
-    AVX2 static float NAME(const void *row, const void *act, int n)                                           \
-    {                                                                                                          \
-        const uint8_t *w = row, *a = act;                                                                      \
-        int nb = n / 32, b = 0;                                                                                \
-        __m256 acc = _mm256_setzero_ps();                                                                      \
-        for (; b + 8 <= nb; b += 8, w += 8 * (WB), a += 8 * (AB)) {                                            \
-            __m256i v[8];                                                                                      \
-            for (int k = 0; k < 8; k++)                                                                        \
-                v[k] = INTS(w + k * (WB), a + k * (AB));                                                       \
-            __m256 p = _mm256_mul_ps(_mm256_mul_ps(f16x8(w, WB), f16x8(a, AB)), _mm256_cvtepi32_ps(sums8(v))); \
-            if (MIN)                                                                                           \
-                p = _mm256_add_ps(p, _mm256_mul_ps(f16x8(w + 2, WB), f16x8(a + 2, AB)));                       \
-            acc = _mm256_add_ps(acc, p);                                                                       \
-        }                                                                                                      \
-        float lanes[8];                                                                                        \
-        _mm256_storeu_ps(lanes, acc);                                                                          \
-        for (; b < nb; b++, w += (WB), a += (AB)) {                                                            \
-            int s = hsum_i32(INTS(w, a));                                                                      \
-            lanes[b & 7] += MIN ? blk_1(f16_at(w), f16_at(a), s, f16_at(w + 2), f16_at(a + 2))                 \
-                                : blk_0(f16_at(w), f16_at(a), s);                                              \
-        }                                                                                                      \
-        return reduce8(lanes);                                                                                 \
+/* A 32-block type's kernel: dot32_c's lanes are maddubs/madd's int32
+ * lanes (lane l: elements 4l..4l+3), so each block is a conversion, a
+ * multiply by the scales' product and an add; MIN: the types whose blocks
+ * add m·s (Q4_1, Q5_1). */
+#define DOT32_AVX2(NAME, INTS, WB, AB, MIN)                                                      \
+    AVX2 static float NAME(const void *row, const void *act, int n)                             \
+    {                                                                                            \
+        const uint8_t *w = row, *a = act;                                                        \
+        __m256 acc = _mm256_setzero_ps();                                                        \
+        float summ = 0.0f, lanes[8];                                                             \
+        for (int b = 0; b < n / 32; b++, w += (WB), a += (AB)) {                                 \
+            __m256 dd = _mm256_set1_ps(f16c_at(w) * f16c_at(a));                                 \
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(dd, _mm256_cvtepi32_ps(INTS(w, a))));         \
+            if (MIN)                                                                             \
+                summ = summ + f16c_at(w + 2) * f16c_at(a + 2);                                   \
+        }                                                                                        \
+        _mm256_storeu_ps(lanes, acc);                                                            \
+        return MIN ? reduce8(lanes) + summ : reduce8(lanes);                                     \
     }
 
 DOT32_AVX2(dot_q8_0_avx2, ints_q8_0, 34, Q8_0_BYTES, false)
