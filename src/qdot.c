@@ -11,6 +11,7 @@
 #include "attnscope/qdot.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -718,8 +719,16 @@ bool as_qdot_isa_runs(as_qdot_isa isa)
 {
 #if defined(__x86_64__)
     if (isa == AS_QDOT_AVX2) {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && has_f16c();
+        /* asked at every product: CPUID once (it traps to the hypervisor
+         * in a virtual machine), the answer kept like the CPU it describes */
+        static _Atomic int avx2 = -1;
+        int known = atomic_load_explicit(&avx2, memory_order_relaxed);
+        if (known < 0) {
+            __builtin_cpu_init();
+            known = __builtin_cpu_supports("avx2") && has_f16c();
+            atomic_store_explicit(&avx2, known, memory_order_relaxed);
+        }
+        return known;
     }
 #endif
     return isa == AS_QDOT_PORTABLE;
