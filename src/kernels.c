@@ -153,24 +153,11 @@ static void *quantize_act(const as_weight *w, const float *x, void *buf, size_t 
 
 float as_dot(const float *a, const float *b, int n) { return K()->dot(a, b, n); }
 void as_weight_row(const as_weight *w, int r, float *out) { K()->weight_row(w, r, out); }
-float as_weight_dot(const as_weight *w, int r, const float *x)
+/* Native mode's rows [r0, r1) of w · x (one row: as_weight_dot), x
+ * quantized here; apart, so the float path's frame keeps no buffer. */
+__attribute__((noinline)) static void native_rows(as_qdot_fn f, const float *x, const as_weight *w, const float *b,
+                                                  float *y, int r0, int r1)
 {
-    as_qdot_fn f = native_kernel(w);
-    if (!f)
-        return K()->weight_dot(w, r, x);
-    unsigned char buf[ACT_STACK];
-    void *owned = NULL, *a = quantize_act(w, x, buf, sizeof buf, &owned);
-    float v = a ? f((const char *)w->data + (size_t)r * w->row_bytes, a, w->cols) : NAN;
-    free(owned);
-    return v;
-}
-void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y, int r0, int r1)
-{
-    as_qdot_fn f = native_kernel(w);
-    if (!f) {
-        K()->matvec_rows(x, w, b, y, r0, r1);
-        return;
-    }
     unsigned char buf[ACT_STACK];
     void *owned = NULL, *a = quantize_act(w, x, buf, sizeof buf, &owned);
     if (a)
@@ -179,6 +166,25 @@ void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y
         for (int r = r0; r < r1; r++)
             y[r] = NAN; /* no memory: said by the interpreter's non-finite checks */
     free(owned);
+}
+
+float as_weight_dot(const as_weight *w, int r, const float *x)
+{
+    as_qdot_fn f = native_kernel(w);
+    if (!f)
+        return K()->weight_dot(w, r, x);
+    float v[1];
+    native_rows(f, x, &(as_weight){(const char *)w->data + (size_t)r * w->row_bytes, w->type, 1, w->cols, w->row_bytes},
+                NULL, v, 0, 1);
+    return v[0];
+}
+void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y, int r0, int r1)
+{
+    as_qdot_fn f = native_kernel(w);
+    if (!f)
+        K()->matvec_rows(x, w, b, y, r0, r1);
+    else
+        native_rows(f, x, w, b, y, r0, r1);
 }
 void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1)
 {
