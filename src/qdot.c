@@ -2,12 +2,15 @@
  * quantized weight rows with them (qdot.h). Block layouts are ggml's
  * (ggml-common.h), read byte by byte.
  *
- * Each kernel computes a block's (or a super-block's) integer sums, which
- * are exact in int32 for every type here (the largest, Q6_K's and IQ4_XS's
- * scaled sums, stay below 2^28), then hands them to one of the fin_*
- * functions below for the float steps. The AVX2 kernels compute the same
- * integers with maddubs/madd and call the same fin_*, so they give the
- * portable kernels' bits. */
+ * Every integer sum is exact in int32 for every type here (the largest,
+ * Q6_K's and IQ4_XS's scaled sums, stay below 2^28), so only the float
+ * steps after them decide the bits, and both kernels of a type take the
+ * same ones: a 32-block type sums 8 lanes per block (lane l: elements
+ * 4l..4l+3, which is what maddubs/madd leave in an AVX2 register) times
+ * the scales' product, lane by lane over the blocks (dot32_c); a
+ * super-block type sums its scaled integers over the super-block and
+ * takes one fin_k step. The AVX2 kernels therefore give the portable
+ * kernels' bits. */
 #include "attnscope/qdot.h"
 
 #include <math.h>

@@ -13,11 +13,12 @@
  * AVX (127/max as the inverse scale, rounding half to even), which is
  * what llama.cpp runs on every x86-64 it ships a fast build for.
  *
- * One arithmetic whatever the instruction set: each block's (or
- * super-block's) integer sums are exact, and the float steps that follow
- * them are one shared code path, so the portable and the AVX2 kernels give
- * the same bits (tests/test_qdot.c). Against ggml's own vec_dot the
- * values differ only by the order of float additions. */
+ * One arithmetic whatever the instruction set: the integer sums are
+ * exact and the float steps after them the same operations in the same
+ * order in every kernel (qdot.c says which), so the portable and the AVX2
+ * kernels give the same bits (tests/test_qdot.c). Against ggml's own
+ * vec_dot the values differ only by the order of float additions and
+ * ggml's FMA (measured: within 1.2e-7 of Σ|w·x|). */
 #ifndef ATTNSCOPE_QDOT_H
 #define ATTNSCOPE_QDOT_H
 
