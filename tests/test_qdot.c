@@ -342,7 +342,10 @@ static void native_model(const char *src, as_ggml_type type, const char *test)
     unlink(path);
 }
 
-Test(qdot, native_q8_0_model_matches_ggml_step_threads_kv) { native_model("fixtures/tiny-llama.gguf", AS_GGML_Q8_0, "native_q8_0_model_matches_ggml_step_threads_kv"); }
+Test(qdot, native_q8_0_model_matches_ggml_step_threads_kv)
+{
+    native_model("fixtures/tiny-llama.gguf", AS_GGML_Q8_0, "native_q8_0_model_matches_ggml_step_threads_kv");
+}
 Test(qdot, native_q4_k_model_matches_ggml_step_threads_kv)
 {
     native_model("../models/austen-llama.gguf", AS_GGML_Q4_K, "native_q4_k_model_matches_ggml_step_threads_kv");
