@@ -269,6 +269,8 @@ int as_cmd_info(cmd_ctx *c)
     fprintf(c->s->out, "context: %d of %d positions%s\n", it->out->n_tokens, it->n_ctx,
             it->n_ctx < c->s->prog->streams[c->s->prog->out_stream].n_ctx ? " (set ctx; the model's window is larger)"
                                                                           : " (the model's window)");
+    /* which arithmetic produced the numbers (quantized weights: float32 or llama.cpp's 8-bit activations) */
+    fprintf(c->s->out, "activations: %s\n", as_activations_describe());
     /* MLA's cache (the latent and the shared rotary key) against a plain multi-head and a grouped-query
      * one of the same heads, values a position (as_view_site_cache: the program's hooks' widths; `view
      * mla` shows the same) */

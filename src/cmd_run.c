@@ -260,11 +260,12 @@ int as_cmd_set(cmd_ctx *c)
                 (double)sm->top_p, sm->top_p >= 1 ? " (off)" : "", (unsigned long long)sm->seed, as_get_threads());
         fprintf(c->s->out, "ctx = %d%s\n", c->s->it->n_ctx,
                 c->s->ctx > 0 && c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
+        fprintf(c->s->out, "activations = %s\n", as_activations_describe());
         return AS_OK;
     }
     if (c->argc != 3)
         return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N"
-                                    " | ctx N");
+                                    " | ctx N | activations native|f32");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -290,6 +291,14 @@ int as_cmd_set(cmd_ctx *c)
         if (as_cmd_parse_long(val, 1, 256, "threads", &k, c->err))
             return AS_ERR;
         as_set_threads((int)k);
+    } else if (!strcmp(key, "activations")) {
+        /* what was computed under the other arithmetic is stale from here
+         * (as_interp_stale): the next command that reads it recomputes */
+        if (!as_set_activations(val))
+            return as_error_set(c->err, "activations is native (llama.cpp's arithmetic: 8-bit activations for "
+                                        "quantized weights) or f32 (float32 activations), not '%s'", val);
+        fprintf(c->s->out, "activations = %s\n", as_activations_describe());
+        return AS_OK;
     } else if (!strcmp(key, "ctx")) {
         if (as_cmd_parse_long(val, 0, 1L << 30, "ctx", &k, c->err) || as_interp_set_ctx(c->s->it, (int)k, c->err))
             return AS_ERR;
@@ -298,7 +307,7 @@ int as_cmd_set(cmd_ctx *c)
                 c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
         return AS_OK;
     } else {
-        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx)", key);
+        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx, activations)", key);
     }
     fprintf(c->s->out, "%s = %s\n", key, val);
     return AS_OK;

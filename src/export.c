@@ -300,7 +300,8 @@ static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int
              as_figure_add_meta(f, "Prompt", prompt ? prompt : "", err) ||
              as_figure_add_meta(f, "Positions", win, err) ||
              as_figure_add_meta(f, "Colormap", as_cmap_name(o->st.cmap), err) ||
-             as_figure_add_meta(f, "Scale", o->st.log_scale ? "log" : "linear", err);
+             as_figure_add_meta(f, "Scale", o->st.log_scale ? "log" : "linear", err) ||
+             as_figure_add_meta(f, "Activations", as_activations_describe(), err);
     free(prompt);
     char *source = as_export_source_text(s);
     if (rc == AS_OK && source)

@@ -420,6 +420,7 @@ static int begin_pass(as_interp *it, const as_pass *ps, as_error *err)
     if (!as_interp_has_state(it)) {
         it->state_gen = it->rules_gen;
         it->state_off = it->rules_off;
+        it->state_native = !strcmp(as_get_activations(), "native");
     }
     if (enter_pass(it, ps, err))
         return AS_ERR;

@@ -191,7 +191,8 @@ static bool changes_values(const as_rule *r)
 
 bool as_interp_stale(const as_interp *it)
 {
-    return as_interp_has_state(it) && (it->state_gen != it->rules_gen || it->state_off != it->rules_off);
+    return as_interp_has_state(it) && (it->state_gen != it->rules_gen || it->state_off != it->rules_off ||
+                                       it->state_native != !strcmp(as_get_activations(), "native"));
 }
 
 bool as_interp_state_clean(const as_interp *it)

@@ -9,6 +9,7 @@
 #include "attnscope/kernels.h"
 
 #include "attnscope/pool.h"
+#include "attnscope/qdot.h"
 #include "attnscope/quant.h"
 #include "simd/simd.h"
 
@@ -88,12 +89,102 @@ bool as_kernels_use(const char *name)
     return false;
 }
 
+/* ---------------------------------------------------------------- the activations' arithmetic */
+
+/* llama.cpp's (native: activations quantized to the weight type's
+ * vec_dot_type, integer dots, qdot.c) or float32 for quantized matrices;
+ * one setting for the process, like the threads. Default float32 until
+ * the bench shows native at llama.cpp's speed (issue #32). */
+static _Atomic bool activations_native = false;
+
+bool as_set_activations(const char *name)
+{
+    if (!name || (strcmp(name, "native") && strcmp(name, "f32")))
+        return false;
+    atomic_store(&activations_native, !strcmp(name, "native"));
+    return true;
+}
+
+const char *as_get_activations(void)
+{
+    return atomic_load(&activations_native) ? "native" : "f32";
+}
+
+const char *as_activations_describe(void)
+{
+    if (!atomic_load(&activations_native))
+        return "f32 (float32 activations for every weight type)";
+    return strcmp(K()->name, "generic") && as_qdot_isa_runs(AS_QDOT_AVX2)
+               ? "native (llama.cpp's: quantized weights take 8-bit activations, integer dots, AVX2)"
+               : "native (llama.cpp's: quantized weights take 8-bit activations, integer dots, portable C)";
+}
+
+/* The integer kernel for w in native mode, on the vector kernels' choice
+ * (the generic table takes the portable code); NULL: float32. */
+static as_qdot_fn native_kernel(const as_weight *w)
+{
+    if (!atomic_load_explicit(&activations_native, memory_order_relaxed))
+        return NULL;
+    return as_qdot_kernel(strcmp(K()->name, "generic") ? AS_QDOT_AVX2 : AS_QDOT_PORTABLE, w->type);
+}
+
+/* Rows [r0, r1) of w times the quantized activations act. */
+static void qdot_rows(as_qdot_fn f, const void *act, const as_weight *w, const float *b, float *y, int r0, int r1)
+{
+    const char *rows = w->data;
+    for (int r = r0; r < r1; r++) {
+        float v = f(rows + (size_t)r * w->row_bytes, act, w->cols);
+        y[r] = b ? v + b[r] : v;
+    }
+}
+
+/* x[n] quantized for w's type: into buf when it fits, else allocated
+ * (*owned set, to free); NULL when memory ran out. */
+static void *quantize_act(const as_weight *w, const float *x, void *buf, size_t cap, void **owned)
+{
+    size_t bytes = as_qdot_act_bytes(w->type, w->cols);
+    void *a = bytes <= cap ? buf : (*owned = malloc(bytes));
+    if (a)
+        as_qdot_quantize(w->type, x, w->cols, a);
+    return a;
+}
+
+#define ACT_STACK 32768 /* bytes of quantized activations kept on the stack: 28000 Q8_K columns */
+
 float as_dot(const float *a, const float *b, int n) { return K()->dot(a, b, n); }
 void as_weight_row(const as_weight *w, int r, float *out) { K()->weight_row(w, r, out); }
-float as_weight_dot(const as_weight *w, int r, const float *x) { return K()->weight_dot(w, r, x); }
+/* Native mode's rows [r0, r1) of w · x (one row: as_weight_dot), x
+ * quantized here; apart, so the float path's frame keeps no buffer. */
+__attribute__((noinline)) static void native_rows(as_qdot_fn f, const float *x, const as_weight *w, const float *b,
+                                                  float *y, int r0, int r1)
+{
+    unsigned char buf[ACT_STACK];
+    void *owned = NULL, *a = quantize_act(w, x, buf, sizeof buf, &owned);
+    if (a)
+        qdot_rows(f, a, w, b, y, r0, r1);
+    else
+        for (int r = r0; r < r1; r++)
+            y[r] = NAN; /* no memory: said by the interpreter's non-finite checks */
+    free(owned);
+}
+
+float as_weight_dot(const as_weight *w, int r, const float *x)
+{
+    as_qdot_fn f = native_kernel(w);
+    if (!f)
+        return K()->weight_dot(w, r, x);
+    float v[1];
+    native_rows(f, x, &(as_weight){(const char *)w->data + (size_t)r * w->row_bytes, w->type, 1, w->cols, w->row_bytes},
+                NULL, v, 0, 1);
+    return v[0];
+}
 void as_matvec_rows(const float *x, const as_weight *w, const float *b, float *y, int r0, int r1)
 {
-    K()->matvec_rows(x, w, b, y, r0, r1);
+    as_qdot_fn f = native_kernel(w);
+    if (!f)
+        K()->matvec_rows(x, w, b, y, r0, r1);
+    else
+        native_rows(f, x, w, b, y, r0, r1);
 }
 void as_matvec_rows_ld(const float *x, int in, const float *w, size_t ld, float *y, int r0, int r1)
 {
@@ -135,7 +226,18 @@ typedef struct matvec_job {
     int n;
     int rows[AS_MATVEC_MAX];  /* rows per task of each product */
     int first[AS_MATVEC_MAX + 1]; /* each product's first task */
+    as_qdot_fn qdot[AS_MATVEC_MAX]; /* native: each product's integer kernel, or NULL */
+    const void *act[AS_MATVEC_MAX]; /* and its x quantized once for every task */
 } matvec_job;
+
+static void matvec_spec_rows(const matvec_job *j, int i, int r0, int r1)
+{
+    const as_matvec_spec *s = &j->s[i];
+    if (j->qdot[i])
+        qdot_rows(j->qdot[i], j->act[i], s->w, s->b, s->y, r0, r1);
+    else
+        as_matvec_rows(s->x, s->w, s->b, s->y, r0, r1);
+}
 
 static void matvec_task(void *ctx, int t)
 {
@@ -145,7 +247,7 @@ static void matvec_task(void *ctx, int t)
         i++;
     const as_matvec_spec *s = &j->s[i];
     int r0 = (t - j->first[i]) * j->rows[i], r1 = r0 + j->rows[i] < s->w->rows ? r0 + j->rows[i] : s->w->rows;
-    as_matvec_rows(s->x, s->w, s->b, s->y, r0, r1);
+    matvec_spec_rows(j, i, r0, r1);
 }
 
 void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n)
@@ -157,7 +259,24 @@ void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n)
      * OpenMP's static halves, 256 KB lost up to 20%, 64 KB a third (each
      * task restarts the stream the prefetcher follows). */
     int threads = as_pool_size(pool);
-    matvec_job j = {s, n, {0}, {0}};
+    matvec_job j = {s, n, {0}, {0}, {NULL}, {NULL}};
+    /* Native: each x quantized once here, not once per task (the
+     * quantized bytes are the same either way, so are the outputs). */
+    unsigned char buf[ACT_STACK];
+    size_t used = 0;
+    void *owned[AS_MATVEC_MAX] = {NULL};
+    for (int i = 0; i < n; i++)
+        if ((j.qdot[i] = native_kernel(s[i].w))) {
+            size_t bytes = as_qdot_act_bytes(s[i].w->type, s[i].w->cols);
+            void *a = used + bytes <= sizeof buf ? buf + used : (owned[i] = malloc(bytes));
+            if (!a) { /* no memory: this product quantizes x in each task */
+                j.qdot[i] = NULL;
+                continue;
+            }
+            used += a == buf + used ? (bytes + 63) / 64 * 64 : 0;
+            as_qdot_quantize(s[i].w->type, s[i].x, s[i].w->cols, a);
+            j.act[i] = a;
+        }
     long work = 0;
     for (int i = 0; i < n; i++) {
         long in = s[i].w->cols, out = s[i].w->rows;
@@ -172,10 +291,12 @@ void as_matvec_many(as_pool *pool, const as_matvec_spec *s, int n)
     }
     if (work < 65536 || threads == 1) {
         for (int i = 0; i < n; i++)
-            as_matvec_rows(s[i].x, s[i].w, s[i].b, s[i].y, 0, s[i].w->rows);
-        return;
+            matvec_spec_rows(&j, i, 0, s[i].w->rows);
+    } else {
+        as_pool_run(pool, matvec_task, &j, j.first[n]);
     }
-    as_pool_run(pool, matvec_task, &j, j.first[n]);
+    for (int i = 0; i < n; i++)
+        free(owned[i]);
 }
 
 void as_matvec(as_pool *pool, const float *x, const as_weight *w, const float *b, float *y)
@@ -255,6 +376,30 @@ static void panel_task(void *ctx, int t)
     atomic_fetch_and(&j->busy, ~(1u << k));
 }
 
+typedef struct qgemm_job {
+    as_qdot_fn f;
+    const unsigned char *acts; /* n positions' activations, quantized */
+    size_t act_bytes;
+    const as_weight *w;
+    const float *b;
+    float *y;
+    int n;
+} qgemm_job;
+
+/* Rows [t·PANEL_ROWS, ...) of the weights against every position. */
+static void qgemm_task(void *ctx, int t)
+{
+    const qgemm_job *j = ctx;
+    int out = j->w->rows, r0 = t * PANEL_ROWS, r1 = r0 + PANEL_ROWS < out ? r0 + PANEL_ROWS : out;
+    for (int r = r0; r < r1; r++) {
+        const char *row = (const char *)j->w->data + (size_t)r * j->w->row_bytes;
+        for (int i = 0; i < j->n; i++) {
+            float v = j->f(row, j->acts + (size_t)i * j->act_bytes, j->w->cols);
+            j->y[(size_t)i * out + r] = j->b ? v + j->b[r] : v;
+        }
+    }
+}
+
 void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, const float *b, float *y)
 {
     int in = wt->cols, out = wt->rows;
@@ -267,6 +412,25 @@ void as_linear_pool(as_pool *pool, const float *x, int n, const as_weight *wt, c
     if ((long)n * in * out < (1L << 20))
         pool = NULL;
     int threads = as_pool_size(pool);
+    as_qdot_fn f = native_kernel(wt);
+    size_t act_bytes = f ? as_qdot_act_bytes(wt->type, in) : 0;
+    unsigned char *acts = f ? malloc(act_bytes * (size_t)n) : NULL;
+    if (acts) {
+        /* Native: every position quantized once, then each row of the
+         * weights against every position, panel by panel; the same dots
+         * as one position's, so a prompt equals its positions decoded. */
+        for (int i = 0; i < n; i++)
+            as_qdot_quantize(wt->type, x + (size_t)i * in, in, acts + (size_t)i * act_bytes);
+        qgemm_job j = {f, acts, act_bytes, wt, b, y, n};
+        as_pool_run(pool, qgemm_task, &j, (out + PANEL_ROWS - 1) / PANEL_ROWS);
+        free(acts);
+        return;
+    }
+    if (f) { /* no memory for the positions' activations: row by row, the same values */
+        for (int i = 0; i < n; i++)
+            as_matvec_rows(x + (size_t)i * in, wt, b, y + (size_t)i * out, 0, out);
+        return;
+    }
     if (wt->type != AS_GGML_F32) {
         /* Decoded panels of a bounded size (threads x PANEL_ROWS rows),
          * never the whole matrix in float32. */

@@ -96,6 +96,77 @@ int ggml_ref_open(char *why, size_t cap)
 
 const char *ggml_ref_version(void) { return ggml.version_text; }
 
+/* ---------------------------------------------------------------- the CPU backend's arithmetic */
+
+/* struct ggml_type_traits_cpu (ggml-cpu.h) */
+typedef void (*vec_dot_fn)(int n, float *s, size_t bs, const void *x, size_t bx, const void *y, size_t by, int nrc);
+typedef struct traits_cpu {
+    from_float_fn from_float;
+    vec_dot_fn vec_dot;
+    int vec_dot_type;
+    int64_t nrows;
+} traits_cpu;
+
+static struct {
+    void *lib;
+    const traits_cpu *(*get)(int type);
+    char variant[32];
+} cpu;
+
+int ggml_ref_cpu_open(char *why, size_t cap)
+{
+    if (cpu.get)
+        return GGML_REF_OK;
+    int rc = ggml_ref_open(why, cap);
+    if (rc != GGML_REF_OK)
+        return rc;
+    /* The variant llama.cpp's loader would choose here among those we can
+     * name from the CPU's flags: haswell (AVX2, FMA, F16C, BMI2), else the
+     * x86-64 baseline. */
+    __builtin_cpu_init();
+    bool haswell = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                   __builtin_cpu_supports("bmi2");
+    const char *want = getenv("AS_GGML_CPU_VARIANT"); /* another variant on request: x64, sse42, ... */
+    snprintf(cpu.variant, sizeof cpu.variant, "%s", want && *want ? want : haswell ? "haswell" : "x64");
+    const char *base = ggml_ref_path(), *slash = strrchr(base, '/');
+    char path[1024];
+    snprintf(path, sizeof path, "%.*slibggml-cpu-%s.so", slash ? (int)(slash - base + 1) : 0, base, cpu.variant);
+    cpu.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!cpu.lib) {
+        snprintf(why, cap, "cannot open ggml's CPU library %s (%s)", path, dlerror());
+        return GGML_REF_MISSING;
+    }
+    void *g, *init;
+    if (!(g = dlsym(cpu.lib, "ggml_get_type_traits_cpu")) || !(init = dlsym(cpu.lib, "ggml_cpu_init"))) {
+        snprintf(why, cap, "%s has no ggml_get_type_traits_cpu or ggml_cpu_init", path);
+        return GGML_REF_WRONG;
+    }
+    void (*init_fn)(void);
+    memcpy(&init_fn, &init, sizeof init);
+    init_fn(); /* its fp16 tables */
+    memcpy(&cpu.get, &g, sizeof g);
+    return GGML_REF_OK;
+}
+
+const char *ggml_ref_cpu_variant(void) { return cpu.variant; }
+
+int ggml_ref_vec_dot_type(int t)
+{
+    return cpu.get(t)->vec_dot ? cpu.get(t)->vec_dot_type : -1;
+}
+
+void ggml_ref_from_float(int t, const float *x, void *out, int64_t n)
+{
+    cpu.get(t)->from_float(x, out, n);
+}
+
+float ggml_ref_vec_dot(int t, int n, const void *row, const void *act)
+{
+    float s = 0.0f;
+    cpu.get(t)->vec_dot(n, &s, 0, row, 0, act, 0, 1);
+    return s;
+}
+
 ggml_ref_type ggml_ref_type_of(int t)
 {
     ggml_ref_type r = {0};

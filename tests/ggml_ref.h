@@ -37,6 +37,20 @@ size_t ggml_ref_quantize(int t, const float *src, void *dst, int64_t rows, int64
 /* ggml's to_float: n values of type t. */
 void ggml_ref_decode(int t, const void *src, float *out, int64_t n);
 
+/* The CPU backend (libggml-cpu-VARIANT.so beside libggml-base.so, the
+ * variant llama.cpp would load on this CPU: haswell with AVX2, else x64;
+ * $AS_GGML_CPU_VARIANT names another):
+ * its type traits, what llama.cpp multiplies with. Opens the base library
+ * first; same return values as ggml_ref_open. */
+int ggml_ref_cpu_open(char *why, size_t cap);
+const char *ggml_ref_cpu_variant(void); /* "haswell" or "x64" */
+/* Weight type t's vec_dot_type (the activations' type); -1: no vec_dot. */
+int ggml_ref_vec_dot_type(int t);
+/* Type t's from_float on the CPU backend: n floats into t's blocks. */
+void ggml_ref_from_float(int t, const float *x, void *out, int64_t n);
+/* Type t's vec_dot: a row of n weights · act (quantized to its vec_dot_type). */
+float ggml_ref_vec_dot(int t, int n, const void *row, const void *act);
+
 /* Frees ggml's quantization tables (LeakSanitizer would report them). */
 void ggml_ref_close(void);
 

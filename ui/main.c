@@ -36,6 +36,7 @@ typedef struct options {
     int threads;
     int no_tui;
     const char *kernels;   /* --kernels: generic, avx2, avx512 */
+    const char *activations; /* --activations: native, f32 */
     int version;
 } options;
 
@@ -43,7 +44,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--ctx N]\n"
-            "                 [--threads N]\n"
+            "                 [--threads N] [--activations native|f32]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
             "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint) or a Hugging Face directory\n"
@@ -60,6 +61,9 @@ static void usage(FILE *f)
             "  --threads N      compute threads (default: one per core, at most 16)\n"
             "  --kernels ISA    vector kernels: avx512, avx2 or generic (default: the widest this\n"
             "                   CPU runs; --version names it)\n"
+            "  --activations A  quantized weights' arithmetic: f32 (float32 activations, the default)\n"
+            "                   or native (llama.cpp's: 8-bit activations, integer dots); `set\n"
+            "                   activations` later\n"
             "  --no-tui         the plain REPL instead of the full-screen view\n"
             "  --version, --help\n"
             "\n"
@@ -102,7 +106,7 @@ static int parse_args(int argc, char **argv, options *o)
             return -1;
         }
         static const char *const with_value[] = {"-m", "--model", "-e", "-x", "--kernels", "--info", "--tokenizer",
-                                                 "--capture-mb", "--ctx", "--threads"};
+                                                 "--capture-mb", "--ctx", "--threads", "--activations"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(a, with_value[k]);
@@ -134,6 +138,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->script = val;
         else if (!strcmp(a, "--kernels"))
             o->kernels = val;
+        else if (!strcmp(a, "--activations") && (!strcmp(val, "native") || !strcmp(val, "f32")))
+            o->activations = val;
         else if (!strcmp(a, "--info"))
             o->info = val;
         else if (!strcmp(a, "--tokenizer"))
@@ -149,6 +155,7 @@ static int parse_args(int argc, char **argv, options *o)
             const char *range = !strcmp(a, "--ctx") ? "a whole number from 1 to 1073741824"
                                 : !strcmp(a, "--threads") ? "a whole number from 1 to 256"
                                 : !strcmp(a, "--capture-mb") ? "a whole number of MB from 0 to 1073741824"
+                                : !strcmp(a, "--activations") ? "native or f32"
                                 : NULL;
             if (range)
                 fprintf(stderr, "attnscope: bad option '%s %s': %s takes %s (see --help)\n", a, val, a, range);
@@ -340,8 +347,11 @@ int main(int argc, char **argv)
                         "the widest here is %s)\n", o.kernels, as_kernels_isa());
         return 2;
     }
+    if (o.activations)
+        as_set_activations(o.activations);
     if (o.version) {
         printf("attnscope %s (kernels: %s)\n", AS_VERSION, as_kernels_isa());
+        printf("activations: %s\n", as_activations_describe());
         return 0;
     }
 

@@ -28,6 +28,18 @@ bool as_kernels_use(const char *name);
  * kept single-threaded and runs inside the pool's tasks). */
 void as_set_threads(int n);
 int as_get_threads(void);
+/* The arithmetic of products with quantized weight matrices, for the
+ * whole process: "f32" (float32 activations, the model's exact
+ * arithmetic; the default) or "native" (llama.cpp's: each activation row
+ * quantized to the weight type's vec_dot_type, integer dot products).
+ * F32, F16 and BF16 weights always take float32. as_set_activations is
+ * false, with nothing changed, for another name. A session recomputes
+ * what it computed under the other setting (as_interp_stale). */
+bool as_set_activations(const char *name);
+const char *as_get_activations(void);
+/* The setting in words, with the kernels native mode runs on: for `info`,
+ * `--version` and figures' provenance. */
+const char *as_activations_describe(void);
 
 /* ---- a model: opening, the checks of `--info` (model.h, gguf.h, hf.h) ---- */
 

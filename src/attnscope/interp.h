@@ -133,6 +133,9 @@ typedef struct as_interp {
      * may have: caches of derived results key on it. */
     unsigned long rules_gen, state_gen, gen;
     bool state_off;
+    /* The activations' arithmetic the computed state ran under
+     * (as_set_activations): another setting makes it stale too. */
+    bool state_native;
 } as_interp;
 
 /* With nothing captured (a budget of 0), a run to the end (FINISH,

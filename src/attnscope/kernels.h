@@ -6,9 +6,12 @@
  * goes through OpenBLAS; the matrix-vector products of a generated token,
  * attention over the KV cache and the elementwise functions are vectorized
  * here (GCC/Clang vector extensions, as wide as the target allows, F16C and
- * the AVX2/AVX-512 widening loads where the target has them). Pure
- * functions of their arguments: no state, no allocation except where
- * noted. */
+ * the AVX2/AVX-512 widening loads where the target has them). With
+ * as_set_activations("native") (engine.h), every product with a quantized
+ * matrix (these, as_weight_dot) instead quantizes each x row to the type's
+ * vec_dot_type and takes llama.cpp's integer dots (qdot.h), the same bits
+ * for a prompt, a token and a row. Pure functions of their arguments and
+ * that setting: no other state, no allocation except where noted. */
 #ifndef ATTNSCOPE_KERNELS_H
 #define ATTNSCOPE_KERNELS_H
 

@@ -70,6 +70,7 @@ typedef struct model {
 
 typedef struct opts {
     const char *dir, *only, *out;
+    const char *activations; /* --activations: native or f32 (the workers read it from the environment) */
     int runs, threads;
     const char *runc, *llama_peer, *llama_lib;
     char self[1024];
@@ -550,6 +551,10 @@ static void machine(FILE *f, const opts *o)
     fprintf(f, "Machine: %s, %ld cores online; %d threads per engine; %s; load average %.2f %.2f %.2f; "
                "median of %d runs.\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), o->threads, date, load[0], load[1],
             load[2], o->runs);
+    fprintf(f, "attnscope's activations: %s.\n",
+            o->activations && !strcmp(o->activations, "native")
+                ? "native (llama.cpp's arithmetic for quantized weights: 8-bit activations, integer dots)"
+                : "f32 (float32 activations for every weight type)");
     const char *core = getenv("OPENBLAS_CORETYPE");
     if (core)
         fprintf(f, "OPENBLAS_CORETYPE=%s is set in the environment (OpenBLAS's sgemm kernels for that core).\n", core);
@@ -662,11 +667,15 @@ static int parse(int argc, char **argv, opts *o)
             o->only = v;
         else if (!strcmp(argv[i], "--out"))
             o->out = v;
+        else if (!strcmp(argv[i], "--activations") && (!strcmp(v, "native") || !strcmp(v, "f32")))
+            o->activations = v;
         else
             return -1;
     }
     if (o->runs < 1 || o->runs > MAX_RUNS || o->threads < 1)
         return -1;
+    if (o->activations)
+        setenv("AS_BENCH_ACTIVATIONS", o->activations, 1); /* for the workers this process starts */
     o->runc = getenv("BENCH_RUNC");
     o->llama_peer = getenv("BENCH_LLAMA_PEER");
     o->llama_lib = getenv("BENCH_LLAMA_LIB");
@@ -698,7 +707,7 @@ int main(int argc, char **argv)
     static opts o;
     if (parse(argc, argv, &o))
         return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels] "
-                               "[--out FILE.md]\n",
+                               "[--out FILE.md] [--activations native|f32]\n",
                        MAX_RUNS), 2;
     mkdir(o.dir, 0755);
     /* Llama-3.2-1B's shape (grouped-query attention, a 128256-token

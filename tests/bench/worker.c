@@ -97,6 +97,9 @@ int bench_worker(int argc, char **argv)
     size_t capture_mb = strtoull(argv[3], NULL, 10);
     bool decode = !strcmp(argv[4], "decode"), gpt2 = !strcmp(argv[6], "gpt2");
     as_set_threads(atoi(argv[5]));
+    const char *act = getenv("AS_BENCH_ACTIVATIONS"); /* bench --activations */
+    if (act && !as_set_activations(act))
+        return fprintf(stderr, "bench worker: AS_BENCH_ACTIVATIONS=%s: native or f32\n", act), 2;
     as_model *m;
     as_session *s;
     as_error err = {{0}};

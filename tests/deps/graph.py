@@ -30,7 +30,7 @@ import sys
 # table; a new file is added to its layer here and there). A file is in the
 # highest layer one of whose patterns it matches (arch_hf.c: loaders).
 LAYERS = {"src": [
-    ("base", ["error.c", "file.c", "pool.c", "kernels.c", "simd/*.c", "quant.c", "weight.c",
+    ("base", ["error.c", "file.c", "pool.c", "kernels.c", "simd/*.c", "qdot.c", "quant.c", "weight.c",
               "gguf_read.c", "gguf_write.c", "npy.c", "colormap.c", "image.c"]),
     ("tokenizer", ["tokenizer*.c", "tok_*.c", "vocab*.c"]),
     ("program", ["program*.c"]),

@@ -35,6 +35,9 @@ if [ "$a" = "$b" ] && [ "$a" != "$c" ]; then ok; else bad "same seed, same token
 # build lacks is refused by name; every set greedily picks the same tokens.
 expect "version names the kernels" 0 '^attnscope [0-9.]+ \(kernels: (avx512|avx2|generic)\)$' '' -- --version
 expect "generic kernels on request" 0 '\(kernels: generic\)$' '' -- --kernels generic --version
+expect "version names the activations' arithmetic" 0 '^activations: f32 ' '' -- --version
+expect "native activations on request" 0 '^activations: native ' '' -- --activations native --version
+expect "unknown activations refused" 2 '' "--activations int4.*native or f32" -- --activations int4 -m "$G" -e "info"
 expect "unknown kernels refused by name" 1 '' '--kernels sse9: .*no such kernels' -- --kernels sse9 -m "$G" -e "info"
 k1=$("$BIN" -m "$L" -e 'prompt-ids 1 5 6; gen 12' 2>&1)
 k2=$("$BIN" --kernels generic -m "$L" -e 'prompt-ids 1 5 6; gen 12' 2>&1)
