@@ -155,3 +155,4 @@ void as_view_pos_row(const as_op *op, int pos, float *out)
 void as_view_rope_theta(const as_op *op, int pos, double *theta) { as_rope_theta(&op->rope, pos, theta); }
 int as_view_rel_bucket(const as_op *op, int q, int k) { return as_rel_bucket(&op->rel, q, k); }
 void as_view_rel_row(const as_op *op, int bucket, float *out) { as_weight_row(&op->w, bucket, out); }
+int as_view_op_input(const as_op *op, int i) { return i >= 0 && i < 3 ? op->in[i] : -1; }

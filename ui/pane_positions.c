@@ -101,6 +101,13 @@ static int wrapped(tui *u, WINDOW *w, int y, const char *s, int cols, int max, i
     return n;
 }
 
+/* The long description where it fits in max rows, else the short one. */
+static int described(tui *u, WINDOW *w, int y, const char *lng, const char *shrt, int cols, int max)
+{
+    int starts[8], n = tf_wrap(lng, cols - 1, u->t.utf8, starts, 8);
+    return wrapped(u, w, y, n <= max ? lng : shrt, cols, max, R_DIM);
+}
+
 /* "v0 v1 v2 … (n dims)" in `width` columns, values as fmt prints them. */
 static void values_text(const double *v, int n, const char *fmt, int width, bool utf8, line *l)
 {
@@ -143,13 +150,14 @@ typedef struct heat {
     double lo, hi;  /* the colour scale */
 } heat;
 
-static heat heat_fit(int n_pos, int n_col, int avail)
+/* sines: an even stride, so that every column is a sine (the sinusoids' interleaved sin, cos) */
+static heat heat_fit(int n_pos, int n_col, int avail, bool sines)
 {
     heat h = {n_pos, n_col, 1, 1, -1, 1};
     if (avail < 1)
         avail = 1;
     if (n_col > avail)
-        h.stride = (n_col + avail - 1) / avail;
+        h.stride = (n_col + avail - 1) / avail + (sines && (n_col + avail - 1) / avail % 2);
     else
         h.cw = avail / n_col > 3 ? 3 : avail / n_col;
     return h;
@@ -260,7 +268,13 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
         add(&l, "Sinusoidal: %s[p, 2i] = sin(p / %g^(2i/%d)), [p, 2i+1] = cos(the same): no weights; fast "
                 "waves in the first dims, slow in the last.",
             hook, ps->f.base, d);
-    y += wrapped(u, w, y, l.buf, cols, rows >= 16 ? 3 : rows >= 11 ? 2 : 1, R_DIM);
+    line sh = {0};
+    if (learned)
+        add(&sh, "Learned: W_pos, %d positions %s %d dims, added to the token embedding.", ps->f.rows,
+            tf_glyph(G_TIMES, utf8), d);
+    else
+        add(&sh, "Sinusoidal: PE[p,2i] = sin(p/%g^(2i/%d)), [2i+1] = cos; no weights.", ps->f.base, d);
+    y += described(u, w, y, l.buf, sh.buf, cols, rows >= 16 ? 3 : rows >= 11 ? 2 : 1);
     /* the selected position's values */
     as_view_pos_row(ps->op, sel, row);
     for (int i = 0; i < d; i++)
@@ -272,7 +286,7 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
     values_text(v, d, "%.3f", cols - 2 - (int)l.len, utf8, &l);
     text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
     /* the heatmap */
-    heat h = heat_fit(n_pos, d, cols - LABEL_W - 2);
+    heat h = heat_fit(n_pos, d, cols - LABEL_W - 2, !learned);
     double mx = 0;
     if (learned) { /* a symmetric scale over the rows shown: 0 in the middle */
         int hrows = rows - (y - 1) - 2, first = heat_first(sel, hrows > 0 ? hrows : 1, n_pos);
@@ -286,8 +300,8 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
     }
     l = (line){0};
     if (h.stride > 1)
-        add(&l, "position %s dim 0..%d, every %d%s dim", tf_glyph(G_TIMES, utf8), d - 1, h.stride,
-            h.stride == 2 ? "nd" : h.stride == 3 ? "rd" : "th");
+        add(&l, "position %s dim 0..%d, every %d%s dim%s", tf_glyph(G_TIMES, utf8), d - 1, h.stride,
+            h.stride == 2 ? "nd" : h.stride == 3 ? "rd" : "th", !learned && h.stride % 2 == 0 ? ": the sines" : "");
     else
         add(&l, "position %s dim 0..%d", tf_glyph(G_TIMES, utf8), d - 1);
     text_at(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
@@ -322,42 +336,67 @@ static double rope_cell(const pos_src *ps, int pos, int col, void *ctx)
     return cos(r->theta[col]);
 }
 
-/* mean_i cos(Δ·θ_i): q·k of q = k = (1,…,1) rotated Δ apart, over its value at Δ = 0 (θ_i from position 1) */
-static double decay(const double *theta1, int pairs, int delta)
+/* A curve of q·k over the distance Δ between a query and a key: both
+ * vectors the same at every Δ, only their rotations differ (θ_i(Δ) =
+ * Δ·θ_i(1), every scaling being linear in the position). q NULL: q = k =
+ * (1,…,1), divided by its value at Δ = 0 (the mean of cos(Δ·θ_i)); else
+ * a token's own q and k (their rotated dims), the rotary part of q·k
+ * when k is turned Δ positions back from q. */
+typedef struct curve {
+    const double *theta1;
+    int pairs;
+    bool halves;
+    const float *q, *k;
+    double scale; /* cos and sin scaled by the model's attention factor: the dot by its square */
+} curve;
+
+static double curve_at(const curve *cv, int delta)
 {
     double s = 0;
-    for (int i = 0; i < pairs; i++)
-        s += cos(delta * theta1[i]);
-    return s / pairs;
+    for (int i = 0; i < cv->pairs; i++) {
+        double c = cos(delta * cv->theta1[i]), sn = sin(delta * cv->theta1[i]);
+        if (!cv->q) {
+            s += c;
+            continue;
+        }
+        int a = cv->halves ? i : 2 * i, b = cv->halves ? i + cv->pairs : 2 * i + 1;
+        /* R(Δθ)q · k with y0 = x0·c − x1·s, y1 = x0·s + x1·c (as the kernels turn pairs) */
+        s += ((double)cv->q[a] * cv->k[a] + (double)cv->q[b] * cv->k[b]) * c +
+             ((double)cv->q[a] * cv->k[b] - (double)cv->q[b] * cv->k[a]) * sn;
+    }
+    return cv->q ? s * cv->scale : s / cv->pairs;
 }
 
-static void draw_curve(tui *u, WINDOW *w, int y, int rows, int cols, const pos_src *ps, const double *theta1,
-                       int pairs, int max_delta)
+/* The plot (rows rows, y from row y), then its axis below. */
+static void draw_curve(tui *u, WINDOW *w, int y, int rows, int cols, const pos_src *ps, const curve *cv, int max_delta)
 {
     bool utf8 = u->t.utf8;
-    int x0 = 8, xs = cols - x0 - 1;
-    if (xs < 8 || rows < 3)
+    int x0 = 9, xs = cols - x0 - 1;
+    if (xs < 8 || rows < 3 || max_delta < 1)
         return;
     double *yv = malloc(sizeof *yv * (size_t)xs);
     if (!yv)
         return;
-    double lo = 0, hi = 1;
+    double lo = 0, hi = cv->q ? 0 : 1;
     for (int c = 0; c < xs; c++) {
         int dlt = (int)lround((double)c * max_delta / (xs - 1));
-        yv[c] = decay(theta1, pairs, dlt);
+        yv[c] = curve_at(cv, dlt);
         lo = yv[c] < lo ? yv[c] : lo;
+        hi = yv[c] > hi ? yv[c] : hi;
     }
-    int zero = (int)lround((hi - 0) / (hi - lo) * (rows - 1));
+    if (hi - lo < 1e-12)
+        hi = lo + 1;
+    int zero = (int)lround(hi / (hi - lo) * (rows - 1));
     for (int r = 0; r < rows; r++) {
         char a[16] = "";
         if (r == 0)
-            snprintf(a, sizeof a, "%5.2f", hi);
+            tf_num(hi, 6, a, sizeof a);
         else if (r == rows - 1)
-            snprintf(a, sizeof a, "%5.2f", lo);
+            tf_num(lo, 6, a, sizeof a);
         else if (r == zero)
-            snprintf(a, sizeof a, "%5.2f", 0.0);
+            snprintf(a, sizeof a, "0");
         term_role(&u->t, w, R_DIM);
-        mvwaddstr(w, y + r, 2, a);
+        mvwprintw(w, y + r, 2, "%6s", a);
         mvwaddstr(w, y + r, x0 - 1, utf8 ? "│" : "|");
         if (r == zero && zero > 0 && zero < rows - 1)
             for (int c = 0; c < xs; c++)
@@ -391,6 +430,55 @@ static void draw_curve(tui *u, WINDOW *w, int y, int rows, int cols, const pos_s
     text_at(u, w, y + rows, x0 - 2, l.buf, cols - x0 + 1, R_DIM, A_NORMAL);
 }
 
+/* A curve's block of `n` rows from y: its title, the plot, its axis, and
+ * its values at a few distances (prefix, then " Δ: value" pairs). */
+static void curve_block(tui *u, WINDOW *w, int y, int n, int cols, const pos_src *ps, const curve *cv,
+                        const char *title, const char *prefix, int max_delta)
+{
+    bool utf8 = u->t.utf8;
+    text_at(u, w, y, 2, title, cols - 1, R_LABEL, A_BOLD);
+    draw_curve(u, w, y + 1, n - 3, cols, ps, cv, max_delta);
+    line l = {0};
+    static const int ds[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+    add(&l, "%s", prefix);
+    for (size_t i = cv->q ? 0 : 1; i < sizeof ds / sizeof ds[0] && ds[i] <= max_delta; i++) {
+        char one[32];
+        snprintf(one, sizeof one, " %d: %.3f", ds[i], curve_at(cv, ds[i]));
+        if (tf_width(l.buf, utf8) + (int)strlen(one) > cols - 2)
+            break;
+        add(&l, "%s", one);
+    }
+    text_at(u, w, y + n - 1, 2, l.buf, cols - 1, R_NORMAL, A_NORMAL);
+}
+
+/* The selected token's own q and k at the selected head, where the
+ * capture holds the rotation's inputs: their rotated dims. */
+static bool own_qk(tui *u, const pos_src *ps, curve *cv, int *head)
+{
+    const as_program *p = as_view_program(u->s);
+    const as_capture *cap = as_view_capture(u->s);
+    int layer = as_view_op_layer(ps->op);
+    int hk = as_program_hook_in(p, AS_HK_ROT_K, layer, ps->stream);
+    const as_op *kop = hk >= 0 ? as_program_producer(p, hk) : NULL;
+    as_pos_facts kf;
+    if (!kop || !as_view_pos_facts(u->s, kop, &kf) || kf.rot_dim != ps->f.rot_dim || kf.halves != ps->f.halves)
+        return false;
+    int qin = as_view_op_input(ps->op, 0), kin = as_view_op_input(kop, 0);
+    if (qin < 0 || kin < 0 || !as_capture_has(cap, qin) || !as_capture_has(cap, kin) ||
+        as_view_filled(u->s, qin) <= ps->sel || as_view_filled(u->s, kin) <= ps->sel)
+        return false;
+    int H = ps->f.n_heads, h = u->v.head < H ? u->v.head : H - 1;
+    int kvh = (int)((long)h * kf.n_heads / H);
+    cv->q = as_capture_row(cap, qin, ps->sel) + (size_t)h * (size_t)ps->f.d_head + (size_t)ps->f.offset;
+    cv->k = as_capture_row(cap, kin, ps->sel) + (size_t)kvh * (size_t)kf.d_head + (size_t)kf.offset;
+    double m = ps->f.attn_factor;
+    if (ps->f.ext_factor != 0)
+        m *= 1.0 + 0.1 * log(1.0 / ps->f.freq_scale);
+    cv->scale = m * m;
+    *head = h;
+    return true;
+}
+
 static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
 {
     bool utf8 = u->t.utf8;
@@ -422,21 +510,28 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
             f->ext_factor != 0 ? " YaRN" : "", f->freqs ? " per-pair factors" : "");
     add(&l, "; q%sk then depends on the distance only.", utf8 ? "·" : ".");
     int desc_max = rows >= 16 ? 3 : rows >= 12 ? 2 : 1;
-    y += wrapped(u, w, y, l.buf, cols, desc_max, R_DIM);
+    line sh = {0};
+    add(&sh, "Rotary (L%d): %d pairs turn by pos%s%s_i, %s_i = %g^(%s2i/%d)%s.", as_view_op_layer(ps->op), pairs,
+        utf8 ? "·" : "*", utf8 ? "θ" : "theta", utf8 ? "θ" : "theta", f->base, utf8 ? "−" : "-", f->rot_dim,
+        f->freq_scale != 1 || f->ext_factor != 0 || f->freqs ? ", scaled" : "");
+    y += described(u, w, y, l.buf, sh.buf, cols, desc_max);
     /* the angles at the selected position */
     as_view_rope_theta(ps->op, ps->sel, theta);
     l = (line){0};
     add(&l, "pos %d angles (rad):", ps->sel);
     values_text(theta, pairs, "%.3f", cols - 2 - (int)l.len, utf8, &l);
     text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
-    /* rows left: heatmap header + rows, curve title + rows + axis + values */
-    int left = rows - y + 1;
-    /* the curve (title, at least 3 rows of plot, axis, values) first, the heatmap (header, rows) with what is left */
-    int curve = left >= 10 ? (left / 2 > 6 ? left / 2 : 6) : left >= 6 ? left : 0;
-    int hrows = left - curve - 1;
-    int max_delta = as_view_model_ctx(u->s) - 1;
+    /* rows left: the curves (each a title, at least 3 rows of plot, the
+     * axis and values: 6 rows) before the heatmap (a header and rows):
+     * the all-ones curve first, the token's own q·k where there is room */
+    int left = rows - y + 1, max_delta = as_view_model_ctx(u->s) - 1, head = 0;
+    curve ones = {theta1, pairs, f->halves, NULL, NULL, 1}, own = ones;
+    bool have_own = own_qk(u, ps, &own, &head);
+    int n_curves = left >= 16 && have_own ? 2 : left >= 6 ? 1 : 0;
+    int hrows = n_curves == 2 ? (left / 3 > 4 ? left / 3 : 4) - 1 : left >= 10 ? (left - 6) / 2 - 1 : n_curves ? 0 : left - 1;
+    int crows = left - (hrows > 0 ? hrows + 1 : 0);
     if (hrows >= 1) {
-        heat h = heat_fit(max_delta + 1, pairs, cols - LABEL_W - 2);
+        heat h = heat_fit(max_delta + 1, pairs, cols - LABEL_W - 2, false);
         l = (line){0};
         add(&l, "cos(pos%s%s_i), position %s pair 0..%d", utf8 ? "·" : "*", utf8 ? "θ" : "theta",
             tf_glyph(G_TIMES, utf8), pairs - 1);
@@ -445,26 +540,25 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
         heat_draw(u, w, y, hrows, ps, &h, rope_cell, &rc);
         y += hrows;
     }
-    if (curve) {
-        /* title, plot (curve - 3 rows), axis, values */
+    const char *dl = utf8 ? "Δ" : "d", *dot = utf8 ? "·" : ".", *th = utf8 ? "θ" : "theta";
+    if (n_curves >= 1) {
+        int n = n_curves == 2 ? crows / 2 : crows;
         l = (line){0};
-        const char *dl = utf8 ? "Δ" : "d", *dot = utf8 ? "·" : ".";
         add(&l, "q%sk(%s)/q%sk(0), q = k = (1,%s,1) turned %s apart = mean cos(%s%s%s_i)", dot, dl, dot,
-            tf_glyph(G_ELLIPSIS, utf8), dl, dl, dot, utf8 ? "θ" : "theta");
-        text_at(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
-        draw_curve(u, w, y, curve - 3, cols, ps, theta1, pairs, max_delta);
-        y += curve - 2;
+            tf_glyph(G_ELLIPSIS, utf8), dl, dl, dot, th);
+        char pre[32];
+        snprintf(pre, sizeof pre, "at %s", dl);
+        curve_block(u, w, y, n, cols, ps, &ones, l.buf, pre, max_delta);
+        y += n;
+        crows -= n;
+    }
+    if (n_curves == 2) {
         l = (line){0};
-        static const int ds[] = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512};
-        add(&l, "at %s", utf8 ? "Δ" : "d");
-        for (size_t i = 0; i < sizeof ds / sizeof ds[0] && ds[i] <= max_delta; i++) {
-            char one[32];
-            snprintf(one, sizeof one, " %d: %.3f", ds[i], decay(theta1, pairs, ds[i]));
-            if (tf_width(l.buf, utf8) + (int)strlen(one) > cols - 2)
-                break;
-            add(&l, "%s", one);
-        }
-        text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_NORMAL);
+        add(&l, "%s q%sk, L%d H%d: token %d's own q and k, k turned %s back%s", f->rot_dim < f->d_head ? "rotary part of" : "this",
+            dot, as_view_op_layer(ps->op), head, ps->sel, dl, f->rot_dim < f->d_head ? " (other dims: a constant)" : "");
+        char pre[32];
+        snprintf(pre, sizeof pre, "own q%sk at %s", dot, dl);
+        curve_block(u, w, y, crows, cols, ps, &own, l.buf, pre, max_delta);
     }
     free(theta);
     free(theta1);

@@ -152,5 +152,7 @@ void as_view_rope_theta(const as_op *op, int pos, double *theta);
  * the table (out has one value per head). */
 int as_view_rel_bucket(const as_op *op, int q, int k);
 void as_view_rel_row(const as_op *op, int bucket, float *out);
+/* The hook an op reads as its input i (0..2), or -1. */
+int as_view_op_input(const as_op *op, int i);
 
 #endif

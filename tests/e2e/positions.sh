@@ -15,7 +15,9 @@
 #     pos 8 == 8 · base^(-2i/dim) with the file's rope.freq_base and
 #     rope.dimension_count (the files have no rope scaling: asserted, so a
 #     file that gets one fails here until the formula has it), and the
-#     curve's values q·k(Δ)/q·k(0) == mean_i cos(Δ θ_i);
+#     curve's values q·k(Δ)/q·k(0) == mean_i cos(Δ θ_i); on austen-llama
+#     the token's own q·k at Δ == its dumped hook_q · hook_k (the rotary's
+#     inputs) each turned pair by pair here, q by 8·θ_i and k by (8 − Δ)·θ_i;
 #   - T5's relative buckets (tests/fixtures/tiny-t5.gguf, the decoder:
 #     causal): each distance's bucket == transformers'
 #     _relative_position_bucket written out below, each bias == the file's
@@ -60,10 +62,11 @@ EOS
 
 # check KIND NAME MODEL-PATH SELECTED: the Python below on the dumped screen
 check() {
-    if $PY - "$1" "$TMP/$2" "$3" "$4" <<'PYEOF'; then pass=$((pass + 1)); else bad "$2: the pane's numbers are not the model's"; fi
+    if $PY - "$1" "$TMP/$2" "$3" "$4" ${5:-} <<'PYEOF'; then pass=$((pass + 1)); else bad "$2: the pane's numbers are not the model's"; fi
 import math, re, struct, sys
 import numpy as np
 kind, base, model, sel = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+own = len(sys.argv) > 5
 
 def read_gguf(path):
     """GGUF v3: metadata and F32 tensors (as numpy arrays, shape reversed(ne))."""
@@ -185,6 +188,24 @@ elif kind == "rotary":
     for dlt, v in pts:
         dlt = int(dlt)
         close(float(v), sum(math.cos(dlt * t) for t in theta) / len(theta), f"q·k({dlt})/q·k(0)")
+    if own:  # the token's own q and k (the rope's inputs, dumped), k turned Δ back: rotations done here
+        q = np.load(base + "-q.npy").astype(np.float64)
+        k = np.load(base + "-k.npy").astype(np.float64)
+        head = int(re.search(r"L\d+ H(\d+): token", "\n".join(pane)).group(1))
+        kvh = head * k.shape[1] // q.shape[1]
+        def rot(x, p):
+            y = x.copy()
+            for i, t in enumerate(theta):
+                c, s = math.cos(p * t), math.sin(p * t)
+                y[2 * i], y[2 * i + 1] = x[2 * i] * c - x[2 * i + 1] * s, x[2 * i] * s + x[2 * i + 1] * c
+            return y
+        ol = next(l for l in pane if l.strip().startswith("own q·k at Δ"))
+        pts = re.findall(r"(\d+): (-?\d+\.\d+)", ol)
+        assert len(pts) >= 4, ol
+        for dlt, v in pts:
+            dlt = int(dlt)
+            want = float(rot(q[sel, head], sel) @ rot(k[sel, kvh], sel - dlt))
+            close(float(v), want, f"own q·k at Δ {dlt}")
     if f"{b:g}^(−2i/{dim})" not in "".join(pane):
         errors.append(f"the formula on screen does not name {b:g}^(−2i/{dim})")
     marked_row()
@@ -240,8 +261,8 @@ run p-gpt2 "$M/austen-gpt2.gguf" "set delay 0; prompt $PROMPT; finish; view pos 
     check learned p-gpt2 "$M/austen-gpt2.gguf" 8
 run p-deen "$M/de-en.gguf" "set delay 0; source Der Mann ist gut.; prompt The man is; finish; view pos 3; view positions; dump decoder.hook_pos_embed p-deen-pe.npy" p-deen-pe.npy &&
     check sinusoid p-deen "$M/de-en.gguf" 3
-run p-llama "$M/austen-llama.gguf" "set delay 0; prompt $PROMPT; finish; view pos 8; view positions" p-llama.txt &&
-    check rotary p-llama "$M/austen-llama.gguf" 8
+run p-llama "$M/austen-llama.gguf" "set delay 0; prompt $PROMPT; finish; view layer 1; view head 3; view pos 8; view positions; dump blocks.1.attn.hook_q p-llama-q.npy; dump blocks.1.attn.hook_k p-llama-k.npy" p-llama-k.npy &&
+    check rotary p-llama "$M/austen-llama.gguf" 8 own
 run p-moe "$M/austen-moe.gguf" "set delay 0; prompt $PROMPT; finish; view layer 2; view pos 8; view positions" p-moe.txt &&
     check rotary p-moe "$M/austen-moe.gguf" 8
 run p-t5 "$ROOT/tests/fixtures/tiny-t5.gguf" "set delay 0; source-ids 5 6 7 8 9; prompt-ids 0 5 6 7; finish; view head 2; view positions" p-t5.txt &&
