@@ -268,5 +268,124 @@ run p-moe "$M/austen-moe.gguf" "set delay 0; prompt $PROMPT; finish; view layer 
 run p-t5 "$ROOT/tests/fixtures/tiny-t5.gguf" "set delay 0; source-ids 5 6 7 8 9; prompt-ids 0 5 6 7; finish; view head 2; view positions" p-t5.txt &&
     check t5 p-t5 "$ROOT/tests/fixtures/tiny-t5.gguf" 3
 
+# ---- lesson positions at 80x24 and 120x35: each step's screen dumped
+# (`view dump` typed during the lesson), and every number the step's text
+# names found on its screen and equal to its source: the formula (sin,
+# cos; the rotary angles; the all-ones curve) or the file's table ----
+lesson_run() {
+    name=$1 cols=$2 rows=$3
+    cat > "$TMP/$name.sh" <<EOS
+unset COLORTERM NO_COLOR
+export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
+"$BIN" -m "$M/austen-gpt2.gguf" --threads 1
+exec sleep 600
+EOS
+    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
+    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return 1; }
+    typed "$name" 'lesson positions'
+    keys "$name" Enter
+    for i in 1 2 3 4 5; do
+        if [ "$i" != 1 ]; then # leave the command line (alone: Esc and Space together read as Alt+Space)
+            keys "$name" Escape
+            wait_for "$name" 'press : to type a command' || bad "$name: Esc did not leave the command line"
+            keys "$name" Space
+        fi
+        wait_for "$name" " $i/5 " 30 || { bad "$name: lesson positions: no step $i"; return 1; }
+        typed "$name" ":view dump $name-$i.txt"
+        keys "$name" Enter
+        _w=0
+        while [ $_w -lt 600 ] && [ ! -f "$TMP/$name-$i.txt" ]; do sleep 0.05; _w=$((_w + 1)); done
+        [ -f "$TMP/$name-$i.txt" ] || { bad "$name: step $i: no dump"; return 1; }
+    done
+}
+for size in "80 24" "120 35"; do
+    set -- $size
+    lesson_run "les$1" "$1" "$2" || continue
+    if $PY - "$TMP/les$1" "$ROOT/assets/lessons/positions.txt" "$M/austen-gpt2.gguf" <<'PYEOF'; then pass=$((pass + 1)); else bad "lesson positions at $1x$2: a claim the screen does not bear out"; fi
+import math, re, struct, sys
+import numpy as np
+base, lesson, gpt2 = sys.argv[1:4]
+steps = open(lesson, encoding="utf-8").read().split("\n---\n")
+text = [" ".join(l for l in st.split("\n") if l and not l.startswith((":", "#", "title:", "model:"))) for st in steps]
+assert len(text) == 5, len(text)
+errors, checked = [], 0
+def screen(i):
+    return open(f"{base}-{i}.txt", encoding="utf-8").read()
+def pane_line(i, prefix):
+    for l in screen(i).split("\n"):
+        m = re.search(re.escape(prefix) + r"(.*)", l)
+        if m:
+            return [float(t.replace("−", "-")) for t in m.group(1).split("…")[0].replace("│", " ").split()]
+    errors.append(f"step {i}: no {prefix!r} on screen")
+    return []
+def claim(i, said, shown, want, what):
+    """said: the number in the step's text; shown: on the screen; want: its source"""
+    global checked
+    checked += 1
+    if said not in text[i - 1]:
+        errors.append(f"step {i}: the text does not say {said}")
+    s = float(said.replace("−", "-"))
+    if shown is None or abs(shown - s) > 1e-9:
+        errors.append(f"step {i}: {what}: the text says {said}, the screen {shown}")
+    if abs(s - want) > 0.0005 + 1e-9:
+        errors.append(f"step {i}: {what}: the text says {said}, the source gives {want:.4f}")
+v = pane_line(1, "PE[3] =")
+claim(1, "0.141", v[0] if v else None, math.sin(3), "PE[3][0] = sin 3")
+claim(1, "−0.990", v[1] if len(v) > 1 else None, math.cos(3), "PE[3][1] = cos 3")
+v = pane_line(2, "PE[4] =")
+claim(2, "−0.757", v[0] if v else None, math.sin(4), "PE[4][0] = sin 4")
+checked += 1
+if "the sines" not in screen(2):
+    errors.append("step 2: the heatmap's header does not say its columns are the sines")
+# the learned table, from the file (GGUF v3, F32)
+buf = open(gpt2, "rb").read()
+pos = 4
+def take(fmt):
+    global pos
+    v = struct.unpack_from("<" + fmt, buf, pos)
+    pos += struct.calcsize("<" + fmt)
+    return v[0]
+def string():
+    global pos
+    n = take("Q"); s = buf[pos:pos + n].decode(); pos += n; return s
+sc = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+def value(t):
+    if t == 8: return string()
+    if t == 9:
+        et, n = take("I"), take("Q"); return [value(et) for _ in range(n)]
+    return take(sc[t])
+_, nt, nkv = take("I"), take("Q"), take("Q")
+kv = {}
+for _ in range(nkv):
+    k = string(); kv[k] = value(take("I"))
+infos = []
+for _ in range(nt):
+    nm = string(); nd = take("I"); ne = [take("Q") for _ in range(nd)]; gt, off = take("I"), take("Q")
+    infos.append((nm, ne, gt, off))
+data0 = pos + (-pos) % kv.get("general.alignment", 32)
+nm, ne, gt, off = next(x for x in infos if x[0] == "position_embd.weight")
+assert gt == 0
+W = np.frombuffer(buf, "<f4", ne[0] * ne[1], data0 + off).reshape(ne[1], ne[0])
+checked += 1
+if f"{W.shape[0]} rows" not in text[2]:
+    errors.append(f"step 3: the table has {W.shape[0]} rows, the text says otherwise")
+v = pane_line(3, "W_pos[8] =")
+claim(3, "0.086", v[0] if v else None, W[8, 0], "W_pos[8][0]")
+claim(3, "−0.047", v[1] if len(v) > 1 else None, W[8, 1], "W_pos[8][1]")
+theta = [10000 ** (-2 * i / 32) for i in range(16)]
+v = pane_line(4, "pos 8 angles (rad):")
+claim(4, "8.000", v[0] if v else None, 8 * theta[0], "pair 0's angle at 8")
+claim(4, "0.253", v[6] if len(v) > 6 else None, 8 * theta[6], "pair 6's angle at 8")
+cl = next((l for l in screen(5).split("\n") if "at Δ 1:" in l), "")
+pts = dict(re.findall(r"(\d+): (-?\d+\.\d+)", cl))
+for d, said in (("8", "0.658"), ("16", "0.495")):
+    claim(5, said, float(pts[d]) if d in pts else None, sum(math.cos(int(d) * t) for t in theta) / 16, f"q·k({d})/q·k(0)")
+for e in errors:
+    print("  " + e)
+print(f"  lesson: {checked} claims checked, {len(errors)} wrong")
+sys.exit(1 if errors else 0)
+PYEOF
+done
+
 echo "positions e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
