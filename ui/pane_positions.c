@@ -270,7 +270,7 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
             hook, ps->f.base, d);
     line sh = {0};
     if (learned)
-        add(&sh, "Learned: W_pos, %d positions %s %d dims, added to the token embedding.", ps->f.rows,
+        add(&sh, "Learned: W_pos, %d positions %s %d dims, added to each input's embedding.", ps->f.rows,
             tf_glyph(G_TIMES, utf8), d);
     else
         add(&sh, "Sinusoidal: PE[p,2i] = sin(p/%g^(2i/%d)), [2i+1] = cos; no weights.", ps->f.base, d);
@@ -524,7 +524,9 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
     /* rows left: the curves (each a title, at least 3 rows of plot, the
      * axis and values: 6 rows) before the heatmap (a header and rows):
      * the all-ones curve first, the token's own q·k where there is room */
-    int left = rows - y + 1, max_delta = as_view_model_ctx(u->s) - 1, head = 0;
+    int left = rows - y + 1, head = 0;
+    int max_delta = as_view_model_ctx(u->s) - 1; /* the distances drawn: the context, at most 1023 */
+    max_delta = max_delta > 1023 ? 1023 : max_delta;
     curve ones = {theta1, pairs, f->halves, NULL, NULL, 1}, own = ones;
     bool have_own = own_qk(u, ps, &own, &head);
     int n_curves = left >= 16 && have_own ? 2 : left >= 6 ? 1 : 0;
@@ -588,7 +590,7 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
     n = n < 1 ? 1 : n;
     int lo = f->bidirectional ? -(n / 2) : -(n - 1), q = 1000; /* a query far from the start: every distance */
     line a = {0}, b = {0}, c = {0};
-    add(&a, "%-10s", utf8 ? "k−q" : "k-q");
+    add(&a, "%s       ", utf8 ? "k−q" : "k-q"); /* 10 columns: "−" is one */
     add(&b, "%-10s", "bucket");
     add(&c, "bias H%-4d", head);
     for (int i = 0; i < n; i++) {
@@ -605,7 +607,7 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
     }
     /* where each bucket of one side starts */
     l = (line){0};
-    add(&l, "bucket starts at |k%sq|:", utf8 ? "−" : "-");
+    add(&l, "bucket starts at |k%sq|%s:", utf8 ? "−" : "-", f->bidirectional ? " (keys before; after: + half)" : "");
     int prev = -1;
     for (int d = 0; d <= f->max_distance * 2 && d < 100000; d++) {
         int bk = as_view_rel_bucket(ps->op, q, q - d);
@@ -614,7 +616,40 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
         prev = bk;
     }
     if (y <= rows)
-        y += wrapped(u, w, y, l.buf, cols, rows - y + 1, R_NORMAL);
+        y += wrapped(u, w, y, l.buf, cols, rows - y + 1 < 2 ? rows - y + 1 : 2, R_NORMAL);
+    /* every head's bias at those distances, a row each, on one scale (the table's largest |bias|) */
+    double mx = 0;
+    for (int bk = 0; bk < f->rows; bk++) {
+        as_view_rel_row(ps->op, bk, bias);
+        for (int h = 0; h < H; h++)
+            mx = fabs(bias[h]) > mx ? fabs(bias[h]) : mx;
+    }
+    mx = mx > 0 ? mx : 1;
+    if (y + 2 <= rows) {
+        text_at(u, w, y++, 2, "bias by head (rows) and k−q (columns above)", cols - 1, R_LABEL, A_BOLD);
+        int room = rows - y, h0 = head - room / 2; /* the heads around the selected one */
+        h0 = h0 + room > H ? H - room : h0;
+        h0 = h0 < 0 ? 0 : h0;
+        for (int h = h0; h < H && y < rows; h++, y++) {
+            char lab[16];
+            snprintf(lab, sizeof lab, "H%d", h);
+            term_role_attr(&u->t, w, h == head ? R_LABEL_SEL : R_LABEL, h == head ? A_BOLD | A_REVERSE : A_NORMAL);
+            mvwaddstr(w, y, 1, h == head ? ">" : " ");
+            put_text(u, w, y, 2, lab, 8);
+            int x = 2 + 10;
+            for (int i = 0; i < n; i++) {
+                as_view_rel_row(ps->op, as_view_rel_bucket(ps->op, q, q + lo + i), bias);
+                float t = (float)((bias[h] + mx) / (2 * mx));
+                hm_sample sm = {HM_VALUE, t < 0 ? 0 : t > 1 ? 1 : t};
+                hm_glyph g = hm_glyph_at(u->t.style, sm, sm, u->t.levels);
+                term_heat(&u->t, w, g.fg, g.bg);
+                for (int k = 0; k < 6; k++)
+                    mvwaddstr(w, y, x++, g.text);
+            }
+            term_role(&u->t, w, R_NORMAL);
+        }
+        legend(u, w, y, 2, -mx, mx);
+    }
     free(bias);
 }
 

@@ -3,7 +3,8 @@
 # in tmux at 160x48, 120x35 and 80x24 (its shared slot) on the four kinds
 # of position signal the bundled models have: a learned table
 # (austen-gpt2), the sinusoids (de-en, the decoder's), rotary
-# (austen-llama) and MLA's decoupled rotary part (austen-moe). Without
+# (austen-llama) and MLA's decoupled rotary part (austen-moe); and T5's
+# relative buckets on the tiny-t5 fixture at 120x35. Without
 # colour (NO_COLOR), so the heatmap's cells are shading characters and
 # its pattern is in the text. `view dump` writes each screen and it is
 # compared whole with tests/e2e/golden/positions-*.txt (GOLDEN_UPDATE=1
@@ -88,6 +89,12 @@ for size in "160 48" "120 35" "80 24"; do
     start "pode$c" de-en "$c" "$r"
     state "pode$c" "positions-de-en-${c}x$r" "set delay 0; source Der Mann ist gut.; prompt The man is; finish; view pos 3; view positions"
 done
+
+# T5's relative buckets (a fixture: no bundled model has them), the
+# decoder's (causal) and the encoder's (both ways)
+start pot5 ../tests/fixtures/tiny-t5 120 35
+state pot5 positions-t5-120x35 "set delay 0; source-ids 5 6 7 8; prompt-ids 0 5 6; finish; view head 2; view positions"
+state pot5 positions-t5-120x35-encoder "view site encoder"
 
 echo "golden positions e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
