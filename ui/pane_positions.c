@@ -96,6 +96,8 @@ static int wrapped(tui *u, WINDOW *w, int y, const char *s, int cols, int max, i
         int end = i + 1 < n ? starts[i + 1] : (int)strlen(s);
         char one[512];
         snprintf(one, sizeof one, "%.*s", end - starts[i], s + starts[i]);
+        for (size_t k = strlen(one); k > 0 && one[k - 1] == ' '; k--) /* a segment may end in spaces */
+            one[k - 1] = '\0';
         text_at(u, w, y + i, 2, one, cols - 1, look, A_NORMAL);
     }
     return n;
@@ -224,6 +226,12 @@ static void legend(tui *u, WINDOW *w, int y, int x, double lo, double hi)
 
 /* ---- learned table and sinusoids ---- */
 
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
 typedef struct table_ctx {
     float *row;
     int row_pos;
@@ -287,14 +295,25 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
     text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
     /* the heatmap */
     heat h = heat_fit(n_pos, d, cols - LABEL_W - 2, !learned);
-    double mx = 0;
-    if (learned) { /* a symmetric scale over the rows shown: 0 in the middle */
-        int hrows = rows - (y - 1) - 2, first = heat_first(sel, hrows > 0 ? hrows : 1, n_pos);
-        for (int p = first; p < first + (hrows > 0 ? hrows : 1) && p < n_pos; p++) {
+    bool clipped = false;
+    if (learned) { /* a symmetric scale over the cells shown, 0 in the middle: up to the 95th percentile of
+                    * |value| (one outlier, such as GPT-2's position 0, would leave the rest one grey) */
+        int hrows = rows - (y - 1) - 2, first = heat_first(sel, hrows > 0 ? hrows : 1, n_pos), n = 0;
+        hrows = hrows > 0 ? hrows : 1;
+        float *a = malloc(sizeof *a * (size_t)hrows * (size_t)d);
+        for (int p = first; a && p < first + hrows && p < n_pos; p++) {
             as_view_pos_row(ps->op, p, row);
-            for (int i = 0; i < d; i++)
-                mx = fabs(row[i]) > mx ? fabs(row[i]) : mx;
+            for (int i = 0; i < d; i += h.stride)
+                a[n++] = fabsf(row[i]);
         }
+        double mx = 0, all = 0;
+        if (n > 0) {
+            qsort(a, (size_t)n, sizeof *a, cmp_float);
+            mx = a[(int)(0.95 * (n - 1))];
+            all = a[n - 1];
+        }
+        free(a);
+        clipped = all > mx;
         h.lo = -(mx > 0 ? mx : 1);
         h.hi = mx > 0 ? mx : 1;
     }
@@ -313,8 +332,11 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
     table_ctx tc = {row, -1};
     heat_draw(u, w, y, hrows, &at, &h, table_cell, &tc);
     y += hrows < n_pos ? hrows : n_pos;
-    if (y <= rows)
+    if (y <= rows) {
         legend(u, w, y, 2, h.lo, h.hi);
+        if (clipped)
+            text_at(u, w, y, 2 + 24, "(the largest 5% of |values| beyond the scale)", cols - 25, R_DIM, A_NORMAL);
+    }
     free(row);
     free(v);
 }
