@@ -527,9 +527,13 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
             f->offset + f->rot_dim - 1, f->d_head);
     add(&l, " by pos%s%s_i, %s_i = %g^(%s2i/%d)", utf8 ? "·" : "*", utf8 ? "θ" : "theta", utf8 ? "θ" : "theta",
         f->base, utf8 ? "−" : "-", f->rot_dim);
-    if (f->freq_scale != 1 || f->ext_factor != 0 || f->freqs)
-        add(&l, ", scaled: %s%s%s", f->freq_scale != 1 ? "freq x" : "",
-            f->ext_factor != 0 ? " YaRN" : "", f->freqs ? " per-pair factors" : "");
+    if (f->ext_factor != 0)
+        add(&l, ", scaled by YaRN (factor %g: the slow pairs' angles divided by it, the fast ones kept)",
+            1 / f->freq_scale);
+    else if (f->freq_scale != 1)
+        add(&l, ", scaled linearly (angles divided by %g)", 1 / f->freq_scale);
+    if (f->freqs)
+        add(&l, ", each pair's angle divided by its own factor (rope_freqs)");
     add(&l, "; q%sk then depends on the distance only.", utf8 ? "·" : ".");
     int desc_max = rows >= 16 ? 3 : rows >= 12 ? 2 : 1;
     line sh = {0};
