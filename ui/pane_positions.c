@@ -582,8 +582,8 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
     }
     if (n_curves == 2) {
         l = (line){0};
-        add(&l, "%s q%sk, L%d H%d: token %d's own q and k, k turned %s back%s", f->rot_dim < f->d_head ? "rotary part of" : "this",
-            dot, as_view_op_layer(ps->op), head, ps->sel, dl, f->rot_dim < f->d_head ? " (other dims: a constant)" : "");
+        add(&l, "%s q%sk, L%d H%d: token %d's own q and k, k turned %s back",
+            f->rot_dim < f->d_head ? "rotary part of" : "this", dot, as_view_op_layer(ps->op), head, ps->sel, dl);
         char pre[32];
         snprintf(pre, sizeof pre, "own q%sk at %s", dot, dl);
         curve_block(u, w, y, crows, cols, ps, &own, l.buf, pre, max_delta);
