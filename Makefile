@@ -246,6 +246,8 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/math.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/mla.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_mla.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/positions.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_positions.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 	AS_BIN=$(abspath $(PROG)) /usr/bin/python3 tests/stale/run.py
 	AS_BIN=$(abspath $(PROG)) sh tests/badinput/run.sh

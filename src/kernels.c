@@ -547,6 +547,34 @@ static void yarn_corr(const as_rope_spec *r, float corr[2])
     corr[1] = hi < (float)(r->dim - 1) ? hi : (float)(r->dim - 1);
 }
 
+/* Pair i's angle at pos under a spec's scalings (corr: yarn_corr's, when
+ * YaRN is on). */
+static double rope_theta_i(const as_rope_spec *r, const float corr[2], int pos, int i)
+{
+    double extrap = pos * pow(r->base, -2.0 * i / r->dim) / (r->freqs ? r->freqs[i] : 1.0f);
+    double theta = r->freq_scale * extrap;
+    if (r->ext_factor != 0.0f) {
+        float y = ((float)i - corr[0]) / fmaxf(0.001f, corr[1] - corr[0]);
+        double mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * r->ext_factor;
+        theta = theta * (1 - mix) + extrap * mix;
+    }
+    return theta;
+}
+
+void as_rope_theta(const as_rope_spec *r, int pos, double *theta)
+{
+    float corr[2] = {0, 0};
+    if (rope_is_plain(r)) {
+        for (int i = 0; i < r->dim / 2; i++)
+            theta[i] = pos * pow(r->base, -2.0 * i / r->dim); /* as as_rope_angles */
+        return;
+    }
+    if (r->ext_factor != 0.0f)
+        yarn_corr(r, corr);
+    for (int i = 0; i < r->dim / 2; i++)
+        theta[i] = rope_theta_i(r, corr, pos, i);
+}
+
 void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos)
 {
     if (rope_is_plain(r)) {
@@ -560,13 +588,7 @@ void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos)
         mscale *= 1.0 + 0.1 * log(1.0 / r->freq_scale);
     }
     for (int i = 0; i < r->dim / 2; i++) {
-        double extrap = pos * pow(r->base, -2.0 * i / r->dim) / (r->freqs ? r->freqs[i] : 1.0f);
-        double theta = r->freq_scale * extrap;
-        if (r->ext_factor != 0.0f) {
-            float y = ((float)i - corr[0]) / fmaxf(0.001f, corr[1] - corr[0]);
-            double mix = (1.0f - fminf(1.0f, fmaxf(0.0f, y))) * r->ext_factor;
-            theta = theta * (1 - mix) + extrap * mix;
-        }
+        double theta = rope_theta_i(r, corr, pos, i);
         float c = (float)(cos(theta) * mscale), s = (float)(sin(theta) * mscale);
         cs[2 * i] = cs[2 * i + 1] = c;
         cs[r->dim + 2 * i] = -s;

@@ -117,3 +117,65 @@ void as_view_site_cache(const as_session *s, const as_attn *a, as_site_cache *ou
     out->gqa_kv = H >= 8 && H % 4 == 0 ? H / 4 : H >= 4 && H % 2 == 0 ? H / 2 : 0;
     out->absorbed = out->latent > 0 && a->n_head_kv == 1 && a->d_v == out->latent;
 }
+/* ---- view positions ---- */
+#include <math.h>
+
+bool as_view_pos_facts(const as_session *s, const as_op *op, as_pos_facts *out)
+{
+    *out = (as_pos_facts){.kind = AS_POSK_NONE};
+    switch (op->kind) {
+    case AS_OP_POS_EMBED:
+        out->kind = AS_POSK_LEARNED;
+        out->rows = op->w.rows;
+        out->dims = op->w.cols;
+        return true;
+    case AS_OP_SIN_POS:
+        out->kind = AS_POSK_SINUSOID;
+        out->dims = op->n_out;
+        out->base = op->scale;
+        return true;
+    case AS_OP_ROPE: {
+        const as_rope_spec *r = &op->rope;
+        out->kind = AS_POSK_ROTARY;
+        out->base = r->base;
+        out->rot_dim = r->dim;
+        out->offset = r->offset;
+        out->halves = r->mode == AS_ROPE_HALVES;
+        out->freq_scale = r->freq_scale;
+        out->ext_factor = r->ext_factor;
+        out->attn_factor = r->attn_factor;
+        out->n_ctx_orig = r->n_ctx_orig;
+        out->n_heads = s->prog->hooks[op->out].dims[0];
+        out->d_head = s->prog->hooks[op->out].dims[1];
+        out->freqs = r->freqs != NULL;
+        return true;
+    }
+    case AS_OP_REL_BIAS:
+        out->kind = AS_POSK_RELATIVE;
+        out->rows = op->rel.buckets;
+        out->dims = op->n_out;
+        out->max_distance = op->rel.max_distance;
+        out->bidirectional = op->rel.bidirectional;
+        return true;
+    default:
+        return false;
+    }
+}
+
+void as_view_pos_row(const as_op *op, int pos, float *out)
+{
+    if (op->kind == AS_OP_POS_EMBED) {
+        as_weight_row(&op->w, pos, out);
+    } else if (op->kind == AS_OP_SIN_POS) { /* interp_ops.c's AS_OP_SIN_POS, the same expression */
+        for (int j = 0; j + 1 < op->n_out; j += 2) {
+            double a = pos * pow((double)op->scale, -(double)j / op->n_out);
+            out[j] = (float)sin(a);
+            out[j + 1] = (float)cos(a);
+        }
+    }
+}
+
+void as_view_rope_theta(const as_op *op, int pos, double *theta) { as_rope_theta(&op->rope, pos, theta); }
+int as_view_rel_bucket(const as_op *op, int q, int k) { return as_rel_bucket(&op->rel, q, k); }
+void as_view_rel_row(const as_op *op, int bucket, float *out) { as_weight_row(&op->w, bucket, out); }
+int as_view_op_input(const as_op *op, int i) { return i >= 0 && i < 3 ? op->in[i] : -1; }

@@ -244,3 +244,47 @@ Test(kernels, pools_come_and_go_with_or_without_jobs)
         as_pool_free(p);
     }
 }
+
+/* as_rope_theta (view positions) gives the angles as_rope_angles_spec
+ * takes the cos and sin of: plain, pos · base^(-2i/dim) exactly as
+ * written; under YaRN (the fast pairs keep their angle, the slow ones are
+ * divided by the factor, a ramp between) and per-pair divisors,
+ * cos(theta) · mscale and sin(theta) · mscale equal the spec's table. */
+Test(kernels, rope_theta_is_the_angle_the_rotation_uses)
+{
+    enum { DIM = 16 };
+    double th[DIM / 2];
+    float cs[2 * DIM];
+    as_rope_spec plain = as_rope_plain(DIM, 10000.0f);
+    as_rope_theta(&plain, 7, th);
+    for (int i = 0; i < DIM / 2; i++)
+        cr_assert_float_eq(th[i], 7 * pow(10000.0, -2.0 * i / DIM), 1e-12, "plain pair %d", i);
+    static const float freqs[DIM / 2] = {1, 1, 1.5f, 2, 3, 4, 6, 8};
+    as_rope_spec yarn = plain;
+    yarn.freq_scale = 0.25f;
+    yarn.ext_factor = 1.0f;
+    yarn.attn_factor = 1.0f;
+    yarn.beta_fast = 32.0f;
+    yarn.beta_slow = 1.0f;
+    yarn.n_ctx_orig = 64;
+    as_rope_spec divided = plain;
+    divided.freqs = freqs;
+    const as_rope_spec *specs[] = {&yarn, &divided};
+    for (int k = 0; k < 2; k++) {
+        const as_rope_spec *r = specs[k];
+        double mscale = r->attn_factor * (r->ext_factor != 0 ? 1 + 0.1 * log(1 / r->freq_scale) : 1);
+        for (int pos = 0; pos < 300; pos += 37) {
+            as_rope_theta(r, pos, th);
+            as_rope_angles_spec(cs, r, pos);
+            for (int i = 0; i < DIM / 2; i++) {
+                cr_assert_float_eq(cos(th[i]) * mscale, cs[2 * i], 1e-6, "spec %d pos %d pair %d: cos", k, pos, i);
+                cr_assert_float_eq(sin(th[i]) * mscale, cs[DIM + 2 * i + 1], 1e-6, "spec %d pos %d pair %d: sin", k,
+                                   pos, i);
+            }
+        }
+    }
+    /* YaRN leaves the fastest pair's angle unscaled and divides the slowest's by the factor */
+    as_rope_theta(&yarn, 100, th);
+    cr_assert_float_eq(th[0], 100.0, 1e-9);
+    cr_assert_float_eq(th[DIM / 2 - 1], 100 * pow(10000.0, -2.0 * (DIM / 2 - 1) / DIM) * 0.25, 1e-9);
+}

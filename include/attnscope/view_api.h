@@ -138,4 +138,41 @@ typedef struct as_site_cache {
 } as_site_cache;
 void as_view_site_cache(const as_session *s, const as_attn *a, as_site_cache *out);
 
+/* ---- view positions: how a program's ops put positions in ----
+ * The op that fills a stream's hook_pos_embed (a learned table or the
+ * sinusoids), a layer's rot_q (rotary) or its attn.hook_position_bias
+ * (T5's relative buckets), found with as_program_hook_in and
+ * as_program_producer, read here. */
+typedef enum as_pos_kind {
+    AS_POSK_NONE, AS_POSK_LEARNED, AS_POSK_SINUSOID, AS_POSK_ROTARY, AS_POSK_RELATIVE
+} as_pos_kind;
+typedef struct as_pos_facts {
+    as_pos_kind kind;
+    int rows;            /* LEARNED: the table's positions; RELATIVE: its buckets */
+    int dims;            /* LEARNED, SINUSOID: values per position; RELATIVE: heads */
+    double base;         /* SINUSOID: [2i] = sin(pos / base^(2i/dims)), [2i+1] = cos; ROTARY: theta's base */
+    int rot_dim;         /* ROTARY: dims rotated per head (pairs: rot_dim / 2), from dim `offset` */
+    int offset, d_head, n_heads;
+    bool halves;         /* ROTARY: pairs (i, i + rot_dim/2) (NEOX), else (2i, 2i+1) */
+    double freq_scale, ext_factor, attn_factor; /* ROTARY: 1, 0, 1 when unscaled */
+    int n_ctx_orig;      /* ROTARY, YaRN: the context trained on */
+    bool freqs;          /* ROTARY: per-pair divisors (llama 3's rope_freqs) */
+    int max_distance;    /* RELATIVE */
+    bool bidirectional;  /* RELATIVE */
+} as_pos_facts;
+/* The facts of a position op of the session's program; false (kind NONE) for any other op. */
+bool as_view_pos_facts(const as_session *s, const as_op *op, as_pos_facts *out);
+/* LEARNED: the table's row pos (decoded); SINUSOID: the sinusoids at pos,
+ * as the op computes them. out has facts.dims values. */
+void as_view_pos_row(const as_op *op, int pos, float *out);
+/* ROTARY: the angle (radians) each pair turns by at pos, the model's
+ * scalings included; theta has rot_dim / 2 values. */
+void as_view_rope_theta(const as_op *op, int pos, double *theta);
+/* RELATIVE: the bucket of key k seen from query q, and a bucket's row of
+ * the table (out has one value per head). */
+int as_view_rel_bucket(const as_op *op, int q, int k);
+void as_view_rel_row(const as_op *op, int bucket, float *out);
+/* The hook an op reads as its input i (0..2), or -1. */
+int as_view_op_input(const as_op *op, int i);
+
 #endif

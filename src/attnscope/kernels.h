@@ -108,6 +108,9 @@ as_rope_spec as_rope_plain(int dim, float base);
  * -sin_i at dim + 2i and sin_i at dim + 2i + 1. Bit-identical to
  * as_rope_angles when the spec is plain. */
 void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos);
+/* The angle each pair i < dim/2 turns by at pos, as as_rope_angles_spec
+ * computes it before its cos and sin (`view positions`). */
+void as_rope_theta(const as_rope_spec *r, int pos, double *theta);
 /* NEOX mode: pair (i, i + dim/2) of each head rotated by angle i. */
 void as_rope_apply_halves(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs);
 /* y = gelu_tanh(gate) * up (GEGLU: Gemma's MLP) */
