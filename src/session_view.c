@@ -2,6 +2,7 @@
  * (include/attnscope/view_api.h). Each reads one fact; none computes. */
 #include "attnscope/view_api.h"
 #include "session_internal.h"
+#include <math.h>
 
 FILE *as_view_out(const as_session *s) { return s->out; }
 FILE *as_view_warn(const as_session *s) { return s->warn; }
@@ -117,8 +118,8 @@ void as_view_site_cache(const as_session *s, const as_attn *a, as_site_cache *ou
     out->gqa_kv = H >= 8 && H % 4 == 0 ? H / 4 : H >= 4 && H % 2 == 0 ? H / 2 : 0;
     out->absorbed = out->latent > 0 && a->n_head_kv == 1 && a->d_v == out->latent;
 }
+
 /* ---- view positions ---- */
-#include <math.h>
 
 bool as_view_pos_facts(const as_session *s, const as_op *op, as_pos_facts *out)
 {
