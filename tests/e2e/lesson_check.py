@@ -79,7 +79,9 @@ def named_pane(cmds):
 
 # What a step's sentences call the panes.
 PROSE = {"predictions pane": "probs", "next token pane": "probs", "norms pane": "norms", "output pane": "output",
-         "lens pane": "lens", "heatmap": "attention", "image pane": "image", "routing pane": "routing"}
+         "lens pane": "lens", "heatmap": "attention", "image pane": "image", "routing pane": "routing",
+         "classes pane": "probs", "math pane": "math", "positions pane": "positions", "mlp pane": "mlp",
+         "residual pane": "residual", "mla pane": "mla"}
 
 
 def prose_panes(text):

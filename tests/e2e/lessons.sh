@@ -44,7 +44,7 @@ pane_key() {
 key_pane() {
     case $1 in
     1) echo attention ;; 3) echo probs ;; 4) echo lens ;; 5) echo norms ;; 6) echo output ;; 7) echo routing ;;
-    8) echo math ;; *) echo "" ;;
+    8|m) echo math ;; p) echo positions ;; a) echo mlp ;; r) echo residual ;; M) echo mla ;; *) echo "" ;;
     esac
 }
 
@@ -109,7 +109,7 @@ import re, sys
 sys.path.insert(0, '$HERE')
 import lesson_check as c
 t = c.parse_lesson('$file')[1][$i - 1]['text']
-print(' '.join(sorted(set(re.findall(r'\bkeys? ([1-8])\b', t)))))")
+print(' '.join(sorted(set(re.findall(r'\bkeys? ([1-8mparM])\b', t)))))")
             for k in $ks; do
                 pane=$(key_pane "$k")
                 [ -n "$pane" ] || continue
