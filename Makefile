@@ -46,7 +46,7 @@ LIB_OBJS  = $(LIB_SRCS:%.c=$(BUILD)/%.o) $(SIMD_OBJS)
 UI_OBJS   = $(UI_SRCS:%.c=$(BUILD)/%.o)
 TEST_OBJS = $(TEST_SRCS:%.c=$(BUILD)/%.o)
 # The view's pure parts (no curses, no readline), unit-tested with the engine.
-UI_TESTABLE = ui/layout.c ui/heatmap.c ui/palette.c ui/textfmt.c ui/logbuf.c ui/view.c ui/usage.c ui/datadir.c ui/lesson.c
+UI_TESTABLE = ui/layout.c ui/tour_place.c ui/heatmap.c ui/palette.c ui/textfmt.c ui/logbuf.c ui/view.c ui/usage.c ui/datadir.c ui/lesson.c
 UI_TEST_OBJS = $(UI_TESTABLE:%.c=$(BUILD)/%.o)
 LIB       = $(BUILD)/libattnscope.a
 PROG      = $(BUILD)/attnscope
@@ -248,6 +248,9 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_mla.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/positions.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_positions.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/lessons.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/lesson_claims.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_lessons.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 	AS_BIN=$(abspath $(PROG)) /usr/bin/python3 tests/stale/run.py
 	AS_BIN=$(abspath $(PROG)) sh tests/badinput/run.sh

@@ -958,3 +958,80 @@ Test(tui_view, view_site_cross_is_an_encoder_decoders)
     cr_assert_eq(view_row(&v), 5);
     close_session(s);
 }
+
+/* ---- a lesson's box ---- */
+
+#include "../ui/tour_place.h"
+
+static int need_rows(int width, void *ctx)
+{
+    (void)width;
+    return *(int *)ctx;
+}
+
+/* The box keeps clear of the pane looked at (laid out as the view lays it
+ * out when that pane has the focus), of the strip, the status and the
+ * command line, at every size a class meets and with any pane focused,
+ * and is as tall as its text where a free place holds it (7 rows from
+ * 80x24 up, 4 everywhere); on a screen
+ * of one pane at a time it stays inside the body. */
+Test(tui_lesson, the_box_keeps_clear_of_the_pane_looked_at)
+{
+    int sizes[][2] = {{24, 80}, {35, 120}, {48, 160}, {30, 100}, {20, 60}, {16, 80}, {12, 40}};
+    unsigned kinds[] = {LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE) & ~LAYOUT_PANE(P_ROUTE),
+                        LAYOUT_ALL & ~LAYOUT_PANE(P_ROUTE), LAYOUT_ALL & ~LAYOUT_PANE(P_IMAGE)};
+    int needs[] = {4, 7, 12, 200};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
+            for (int p = 0; p < P_CMD; p++) {
+                if (!(kinds[k] & LAYOUT_PANE(p)))
+                    continue;
+                layout l;
+                /* as redraw.c lays out: a side pane focused is the one shown */
+                pane_id shown = PANE_IS_SIDE(p) ? (pane_id)p
+                                : layout_single(sizes[s][0]) ? (p == P_ROUTE ? P_ROUTE : P_ATTN)
+                                                             : P_PROBS;
+                layout_compute_for(&l, sizes[s][0], sizes[s][1], shown, kinds[k]);
+                if (l.r[p].h == 0)
+                    continue;
+                for (size_t n = 0; n < sizeof needs / sizeof needs[0]; n++) {
+                    rect b = tour_place(&l, (pane_id)p, need_rows, &needs[n]);
+                    char what[96];
+                    snprintf(what, sizeof what, "%dx%d, kind %zu, pane %d focused, %d rows wanted: box %d,%d %dx%d",
+                             sizes[s][1], sizes[s][0], k, p, needs[n], b.y, b.x, b.h, b.w);
+                    cr_assert_gt(b.h, 0, "%s", what);
+                    cr_assert(b.y >= l.r[P_TOKENS].h && b.y + b.h <= l.rows - 2 && b.x >= 0 && b.x + b.w <= l.cols,
+                              "%s: outside the body", what);
+                    if (l.single)
+                        continue;
+                    cr_assert(!overlap(b, l.r[p]), "%s: over the focused pane %d,%d %dx%d", what, l.r[p].y, l.r[p].x,
+                              l.r[p].h, l.r[p].w);
+                    if (needs[n] <= 4 || (needs[n] <= 7 && sizes[s][0] >= 24)) /* 80x24's slot holds 7 */
+                        cr_assert_eq(b.h, needs[n], "%s: not as tall as its text", what);
+                }
+            }
+}
+
+/* Where it goes: on a wide screen over the stack's bottom when the
+ * heatmap is looked at, above the Output pane when that is; on 80x24
+ * over the shared slot, or over the heatmap when the slot's pane is
+ * looked at. */
+Test(tui_lesson, the_box_goes_where_it_hides_least)
+{
+    layout l;
+    int six = 6;
+    layout_compute(&l, 35, 120, P_PROBS);
+    rect b = tour_place(&l, P_ATTN, need_rows, &six);
+    cr_assert(b.x == l.r[P_LOG].x && b.y + b.h == l.rows - 2 && b.h == 6, "%d,%d %dx%d", b.y, b.x, b.h, b.w);
+    b = tour_place(&l, P_LOG, need_rows, &six);
+    cr_assert(b.x == l.r[P_LOG].x && b.y == l.r[P_TOKENS].h && b.h == 6, "%d,%d %dx%d", b.y, b.x, b.h, b.w);
+    int tall = 25; /* more than the stack holds around the norms pane: the heatmap's bottom */
+    layout_compute(&l, 35, 120, P_NORMS);
+    b = tour_place(&l, P_NORMS, need_rows, &tall);
+    cr_assert(b.x == 0 && b.w == l.r[P_ATTN].w && b.h == 25, "%d,%d %dx%d", b.y, b.x, b.h, b.w);
+    layout_compute(&l, 24, 80, P_PROBS);
+    b = tour_place(&l, P_ATTN, need_rows, &six);
+    cr_assert(b.y >= l.r[P_PROBS].y && b.w == 80, "%d,%d %dx%d", b.y, b.x, b.h, b.w);
+    b = tour_place(&l, P_PROBS, need_rows, &six);
+    cr_assert(b.y == l.r[P_TOKENS].h && b.y + b.h <= l.r[P_PROBS].y, "%d,%d %dx%d", b.y, b.x, b.h, b.w);
+}

@@ -15,12 +15,12 @@
 /* The kind's folder in the repository and in the installed data directory. */
 static const char *repo_sub(data_kind k)
 {
-    return k == DATA_MODELS ? "models" : "assets/lessons";
+    return k == DATA_MODELS ? "models" : k == DATA_IMAGES ? "assets/fashion" : "assets/lessons";
 }
 
 static const char *installed_sub(data_kind k)
 {
-    return k == DATA_MODELS ? "models" : "lessons";
+    return k == DATA_MODELS ? "models" : k == DATA_IMAGES ? "fashion" : "lessons";
 }
 
 static bool is_dir(const char *p)

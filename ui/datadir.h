@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 /* The data kinds: where each lives in the repository and when installed. */
-typedef enum data_kind { DATA_MODELS, DATA_LESSONS } data_kind;
+typedef enum data_kind { DATA_MODELS, DATA_LESSONS, DATA_IMAGES } data_kind;
 
 /* The first readable DIR/name for the kind's directories, in the order
  * above, into buf; false (buf the last candidate) if none is. */

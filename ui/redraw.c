@@ -74,7 +74,7 @@ void tui_redraw(tui *u)
         u->dirty = 0;
         return;
     }
-    unsigned dirty = u->dirty;
+    unsigned dirty = u->dirty | tour_moved(u);
     u->dirty = 0;
     for (int p = 0; p < P_COUNT; p++)
         if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)

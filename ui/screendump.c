@@ -11,6 +11,7 @@
 #include <wchar.h>
 
 #include "attnscope/file.h"
+#include "lesson.h"
 #include "tui.h"
 
 /* The VT100 alternate character set: the letter curses stores, the
@@ -141,4 +142,42 @@ int screen_dump(const tui *u, const char *path, as_error *err)
     int rc = as_write_atomic(path, write_text, &j, err);
     free(s);
     return rc;
+}
+
+/* ---- the layout ---- */
+
+static const char *pane_word(pane_id p)
+{
+    switch (p) {
+    case P_IMAGE: return "image";
+    case P_CMD: return "command";
+    case P_STATUS: return "status";
+    default: return view_pane_name((int)p);
+    }
+}
+
+static int write_layout(void *ctx, void *stream, as_error *err)
+{
+    const tui *u = ctx;
+    FILE *f = stream;
+    const layout *l = &u->lay;
+    pane_id at = u->focus == P_CMD ? u->last_pane : u->focus;
+    fprintf(f, "# attnscope layout: `size ROWS COLS`, `focus PANE` (the pane looked at), `pane NAME Y X H W` for each "
+               "pane shown, `lesson Y X H W STEP/STEPS` for a lesson's box\n");
+    fprintf(f, "size %d %d\n", l->rows, l->cols);
+    fprintf(f, "focus %s\n", pane_word(at));
+    for (int p = 0; p < P_COUNT && !l->too_small; p++)
+        if (l->r[p].h > 0 && l->r[p].w > 0)
+            fprintf(f, "pane %s %d %d %d %d\n", pane_word((pane_id)p), l->r[p].y, l->r[p].x, l->r[p].h, l->r[p].w);
+    rect b = u->lesson_box;
+    if (u->lesson && b.h > 0)
+        fprintf(f, "lesson %d %d %d %d %d/%d\n", b.y, b.x, b.h, b.w, u->lesson_step + 1, u->lesson->n_steps);
+    if (ferror(f))
+        return as_error_set(err, "short write");
+    return AS_OK;
+}
+
+int layout_dump(const tui *u, const char *path, as_error *err)
+{
+    return as_write_atomic(path, write_layout, (void *)u, err);
 }

@@ -35,6 +35,7 @@ void tour_end(tui *u)
     free(u->lesson);
     u->lesson = NULL;
     u->lesson_pending = false;
+    u->lesson_box = (rect){0, 0, 0, 0};
     u->dirty |= RD_PANES;
 }
 

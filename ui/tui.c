@@ -30,6 +30,22 @@ static int dump_view(void *ctx, const char *path, as_error *err)
     return rc;
 }
 
+/* `view dump-layout FILE`: where the panes and a lesson's box are, as
+ * drawn for the screen `view dump` would write. */
+static int dump_layout(void *ctx, const char *path, as_error *err)
+{
+    tui *u = ctx;
+    capture_drain(u);
+    u->busy = false;
+    u->dirty |= tui_after_command(u);
+    tui_redraw(u);
+    u->busy = true;
+    int rc = layout_dump(u, path, err);
+    if (rc == AS_OK)
+        fprintf(as_view_out(u->s), "wrote %s (where the panes are)\n", path);
+    return rc;
+}
+
 /* ---- input ---- */
 
 static long now_ms(void)
@@ -241,6 +257,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.interrupted = interrupted;
     view_init(&u.v);
     u.v.dump = dump_view;
+    u.v.dump_layout = dump_layout;
     u.v.dump_ctx = &u;
     u.v.lesson = tour_take;
     log_init(&u.log, 2000);

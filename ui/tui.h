@@ -82,6 +82,7 @@ typedef struct tui {
     char lesson_error[256];
     bool lesson_grid;     /* the grid and the focus before the lesson, given back when it ends */
     pane_id lesson_focus;
+    rect lesson_box;      /* where the step's box was drawn (h == 0: nowhere) */
     bool busy;           /* a command is running: keys that run commands wait */
     bool quit;
     volatile sig_atomic_t *interrupted;
@@ -220,10 +221,17 @@ unsigned tour_key(tui *u, int ch, bool keycode);
 void tour_end(tui *u);
 /* tour_box.c: the step's box. */
 void tour_draw(tui *u);
+/* RD_PANES when the box goes elsewhere than where it was drawn (the
+ * focus moved, say): the panes it covered are drawn again. */
+unsigned tour_moved(tui *u);
 
 /* screendump.c: the screen as plain text (`view dump FILE`), written
  * through a temporary file renamed into place. */
 int screen_dump(const tui *u, const char *path, as_error *err);
+/* `view dump-layout FILE`: where each pane and a lesson's box are, and
+ * which pane is looked at, one line each (the file's first comment says
+ * the format), for tests that check what covers what. */
+int layout_dump(const tui *u, const char *path, as_error *err);
 
 /* cmdline.c: GNU readline inside the view. */
 void cmdline_init(tui *u);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const as_command_info commands[] = {
     {"lesson", "lesson [NAME]",
@@ -17,7 +18,7 @@ static const as_command_info commands[] = {
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
     {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | "
-     "site self|cross|encoder | dump FILE | view attention|tokens|probs|lens|norms|output|routing|math|positions|"
+     "site self|cross|encoder | dump FILE | dump-layout FILE | view attention|tokens|probs|lens|norms|output|routing|math|positions|"
      "mlp|residual|mla",
      "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
      "most the selected token); `site cross` shows an encoder-decoder's cross-attention (rows the target's "
@@ -28,7 +29,7 @@ static const as_command_info commands[] = {
      "pre-activations on it; residual, key r: the residual stream's norm by depth with the norms where the "
      "architecture puts them; mla, key M: a latent-attention model's latent and its cache), "
      "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
-     "one line per row.",
+     "one line per row; `dump-layout` writes where each pane and a lesson's box are.",
      "view lens"},
 };
 
@@ -252,6 +253,9 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
         rc = view_site(v, s, arg, err);
     else if (!strcmp(what, "dump"))
         return view_dump(v, arg, err);
+    else if (!strcmp(what, "dump-layout"))
+        return v->dump_layout ? v->dump_layout(v->dump_ctx, arg, err)
+                              : as_error_set(err, "view dump-layout: there is no screen outside the full-screen view");
     else
         return as_error_set(err, "usage: %s", commands[2].usage);
     if (rc == AS_OK)
@@ -369,6 +373,14 @@ int view_exec(view *v, as_session *s, const char *cmd, bool *view_changed, as_er
         rc = view_cmd(v, s, w, n, err);
     } else if (n > 0 && !strcmp(w[0], "lesson")) {
         rc = view_lesson(v, s, w, n, err);
+    } else if (n == 2 && !strcmp(w[0], "image") && !strchr(w[1], '/') && access(w[1], F_OK) != 0 &&
+               !strchr(w[1], '"')) {
+        /* a bundled image by name (a lesson's `image sneaker.png`), wherever the program runs */
+        char buf[4096], line[4200];
+        if (!datadir_find(DATA_IMAGES, w[1], buf, sizeof buf) || strchr(buf, '"'))
+            snprintf(buf, sizeof buf, "%s", w[1]);
+        snprintf(line, sizeof line, "image \"%s\"", buf);
+        rc = as_session_exec(s, line, err);
     } else if (n == 2 && !strcmp(w[0], "load")) {
         char buf[4096];
         rc = as_session_load(s, datadir_model(w[1], buf, sizeof buf), err);

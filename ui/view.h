@@ -40,6 +40,7 @@ typedef struct view {
     /* `view dump FILE`: writes the screen as text; set by the full-screen
      * view, NULL where there is no screen (the REPL, batch mode). */
     int (*dump)(void *ctx, const char *path, as_error *err);
+    int (*dump_layout)(void *ctx, const char *path, as_error *err); /* `view dump-layout FILE`: the panes' places */
     void *dump_ctx;
     /* `lesson NAME`: the full-screen view and the REPL take the lesson
      * (*l, to free) and pause between its steps; NULL: the steps run

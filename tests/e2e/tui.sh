@@ -239,11 +239,12 @@ keys small 1
 keys small :
 typed small 'lesson attention'
 keys small Enter
-expect small "a lesson starts, its step in a box" 'What attention is: one head, the grid .* 1/6'
+expect small "a lesson starts, its step in a box" 'What attention is: one head, the grid'
+expect small "its number in the box's bottom border" 'Esc ends ─+ 1/6 '
 expect small "the box says how to go on" 'Space next +Backspace back +Esc ends'
 keys small Space
 expect small "Space: the next step" ' 2/6 '
-expect small "the step's command ran" 'query 12 , → key 11'
+expect small "the step's command ran" 'query 13 ·that → key 12 ,'
 keys small BSpace
 expect small "Backspace: one step back" ' 1/6 '
 expect small "and its view" 'query [0-9]+ ·fortune'
