@@ -93,3 +93,18 @@ size_t as_view_keep_mb(const as_session *s) { return s->cap->keep_mb; }
 size_t as_view_capture_used(const as_session *s) { return s->cap->used; }
 bool as_view_dropped_some(const as_session *s) { return s->cap->dropped_from >= 0; }
 const char *as_view_dropped_note(const as_session *s) { return s->cap->dropped; }
+
+/* view mlp */
+as_act_kind as_view_op_act(const as_op *op, bool *gated)
+{
+    *gated = op->kind == AS_OP_SWIGLU || op->kind == AS_OP_GEGLU;
+    switch (op->kind) {
+    case AS_OP_GELU: return op->gelu == AS_GELU_ERF ? AS_ACT_GELU_ERF : AS_ACT_GELU_TANH;
+    case AS_OP_GEGLU: return AS_ACT_GELU_TANH; /* as_geglu: the tanh form, whatever op->gelu says */
+    case AS_OP_RELU: return AS_ACT_RELU;
+    case AS_OP_SWIGLU: return AS_ACT_SILU;
+    default: return AS_ACT_NONE;
+    }
+}
+int as_view_op_in(const as_op *op, int i) { return i >= 0 && i < 3 ? op->in[i] : -1; }
+int as_view_hook_width(const as_session *s, int hook) { return s->prog->hooks[hook].width; }

@@ -117,4 +117,15 @@ size_t as_view_capture_used(const as_session *s);
 bool as_view_dropped_some(const as_session *s);
 const char *as_view_dropped_note(const as_session *s);
 
+/* view mlp: an MLP's activation, read off the op that fills its post
+ * hook (as_program_producer): the function it applies to its first input
+ * (a gated op's gate), whether it multiplies that by its second (the up
+ * projection: GEGLU, SwiGLU), and its inputs' hooks (-1: none);
+ * AS_ACT_NONE for an op that is no activation. A hook's values per
+ * position (a routed MLP's expert hooks: its k slots of a width each). */
+typedef enum as_act_kind { AS_ACT_NONE, AS_ACT_GELU_TANH, AS_ACT_GELU_ERF, AS_ACT_RELU, AS_ACT_SILU } as_act_kind;
+as_act_kind as_view_op_act(const as_op *op, bool *gated);
+int as_view_op_in(const as_op *op, int i);
+int as_view_hook_width(const as_session *s, int hook);
+
 #endif
