@@ -271,9 +271,9 @@ static void formula_text(const mlp_src *m, bool utf8, line *l)
 {
     const char *dot = utf8 ? "·" : "*", *fn = act_name(m->act);
     if (m->gated)
-        add(l, "%s: post = %s(gate) %s up, ", m->act == AS_ACT_SILU ? "SwiGLU" : "GEGLU", fn, tf_glyph(G_TIMES, utf8));
+        add(l, "%s: post = %s(gate) %s up" SEG, m->act == AS_ACT_SILU ? "SwiGLU" : "GEGLU", fn, tf_glyph(G_TIMES, utf8));
     else
-        add(l, "post = %s(pre), ", fn);
+        add(l, "post = %s(pre)" SEG, fn);
     switch (m->act) {
     case AS_ACT_GELU_TANH:
         add(l, "gelu(x) = 0.5x(1 + tanh(%s(x + 0.044715x%s)))" SEG "the tanh form", utf8 ? "√(2/π)" : "sqrt(2/pi)",
