@@ -298,7 +298,7 @@ static void formula_text(const mlp_src *m, bool utf8, line *l)
 /* A routed layer: the experts the token chose, and the key. */
 static void routing_text(const mlp_src *m, bool utf8, line *l)
 {
-    add(l, "the token chose");
+    add(l, "chose");
     for (int j = 0; j < m->k; j++) {
         if (m->expert[j] < 0)
             add(l, "%s ?", j ? "," : "");

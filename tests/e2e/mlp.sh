@@ -124,7 +124,7 @@ for fn in fns:
 
 # the routing line
 if kind in ("expert", "shared"):
-    rl = next(l for l in pane if "the token chose" in l)
+    rl = next(l for l in pane if "chose expert" in l)
     pairs = re.findall(r"(\d+) \((?:gate )?(\d\.\d+)\)", rl)
     same(len(pairs), idx.shape[1], "experts listed")
     for j, (e, g) in enumerate(pairs):
