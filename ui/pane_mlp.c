@@ -59,7 +59,6 @@ typedef struct mlp_src {
     double lo, hi;              /* the x range drawn: the pre-activations', with 0 */
     int active;
     int top[MAX_TOP], n_top;
-    double max_abs;
     double inactive_min;        /* the smallest act among the inactive (0 for ReLU) */
     int bad;                    /* the first neuron the formula does not reproduce, -1: none */
     double bad_calc, bad_cap;
@@ -219,8 +218,6 @@ static bool gather(tui *u, mlp_src *m, const char **why)
         double calc = m->gated ? a * m->up_v[i] : a, cap = m->post_v[i];
         if (m->bad < 0 && !(fabs(calc - cap) <= 1e-4 * (1 + fabs(cap))))
             m->bad = i, m->bad_calc = calc, m->bad_cap = cap;
-        if (fabs(cap) > m->max_abs)
-            m->max_abs = fabs(cap);
         /* the largest |post| so far, kept sorted (insertion; MAX_TOP is small) */
         int at = m->n_top < MAX_TOP ? m->n_top : MAX_TOP;
         while (at > 0 && fabs(m->post_v[m->top[at - 1]]) < fabs(cap))
@@ -492,12 +489,12 @@ static void draw_plot(tui *u, WINDOW *w, const plot *g, const mlp_src *m, int hi
 
 /* ---- the table ---- */
 
-static int table_width(const mlp_src *m, bool bar)
+static int table_width(const mlp_src *m)
 {
-    return 2 + 7 + 8 + (m->gated ? 8 + 8 : 0) + 8 + (bar ? 9 : 0);
+    return 2 + 7 + 8 + (m->gated ? 8 + 8 : 0) + 8;
 }
 
-static void table_header(const mlp_src *m, bool bar, line *l)
+static void table_header(const mlp_src *m, line *l)
 {
     add(l, "%2s %6s%8s", "#", "neuron", m->gated ? "gate" : "pre");
     if (m->gated) {
@@ -506,22 +503,15 @@ static void table_header(const mlp_src *m, bool bar, line *l)
         add(l, "%8s%8s", an, "up");
     }
     add(l, "%8s", "post");
-    if (bar)
-        add(l, " |post|");
 }
 
-static void table_row(const mlp_src *m, int rank, bool bar, bool utf8, line *l)
+static void table_row(const mlp_src *m, int rank, line *l)
 {
     int i = m->top[rank];
     add(l, "%2d %6d%8.3f", rank + 1, i, (double)m->pre_v[i]);
     if (m->gated)
         add(l, "%8.3f%8.3f", act_of(m->act, m->pre_v[i]), (double)m->up_v[i]);
     add(l, "%8.3f", (double)m->post_v[i]);
-    if (bar) {
-        char b[64];
-        tf_bar(m->max_abs > 0 ? fabs(m->post_v[i]) / m->max_abs : 0, 8, utf8, b, sizeof b);
-        add(l, " %s", b);
-    }
 }
 
 /* ---- the pane ---- */
@@ -546,17 +536,19 @@ static void draw(tui *u)
     }
     stream_label(u, m.stream, m.pos, piece, sizeof piece);
     char drawn[48] = "";
-    if (m.routed && m.slot < m.k)
+    if (m.routed && m.slot < m.k && m.expert[m.slot] >= 0)
         snprintf(drawn, sizeof drawn, " expert %d", m.expert[m.slot]);
+    else if (m.routed && m.slot < m.k)
+        snprintf(drawn, sizeof drawn, " chosen expert %d of %d", m.slot + 1, m.k);
     else if (m.routed)
         snprintf(drawn, sizeof drawn, " shared expert");
     snprintf(title, sizeof title, "%s L%d%s, %s %d %s", who, m.layer, drawn,
              two && m.stream == as_view_source_stream(u->s) ? "source" : "token", m.pos, piece);
     char note[64];
     if (m.bad >= 0)
-        snprintf(note, sizeof note, "does NOT reproduce post");
+        snprintf(note, sizeof note, "the formula does NOT give post");
     else
-        snprintf(note, sizeof note, "%s%s reproduces post", utf8 ? "✓ " : "", m.gated ? (utf8 ? "act(gate)·up" : "act(gate)*up") : "act(pre)");
+        snprintf(note, sizeof note, "%sthe formula gives post", utf8 ? "✓ " : "");
     pane_frame(u, P_MLP, title, note);
     if (rows < 4 || width < 30) {
         pane_message(u, P_MLP, "Too small: a larger window shows the MLP.");
@@ -599,7 +591,7 @@ static void draw(tui *u)
     /* Side by side (the plot left, the table right) on a short pane;
      * stacked (the plot across the pane, the table and the legend under
      * it) where there are rows for both. */
-    int tw = table_width(&m, false), label_w = 7;
+    int tw = table_width(&m), label_w = 7;
     bool stacked = body >= 18;
     int pw = stacked ? width : width - tw - 2;
     bool plot_on = pw - label_w >= 16;
@@ -613,11 +605,11 @@ static void draw(tui *u)
     int n_rows = rows - ty < m.n_top ? rows - ty : m.n_top;
     n_rows = n_rows > 20 ? 20 : n_rows;
     line th = {0};
-    table_header(&m, false, &th);
+    table_header(&m, &th);
     draw_text(u, w, ty, tx, th.buf, width - tx + 2, R_LABEL, A_BOLD);
     for (int r = 0; r < n_rows; r++) {
         line l = {0};
-        table_row(&m, r, false, utf8, &l);
+        table_row(&m, r, &l);
         draw_text(u, w, ty + 1 + r, tx, l.buf, width - tx + 2, r < MARKED ? R_NORMAL : R_DIM, A_NORMAL);
     }
     if (!plot_on) {

@@ -12,7 +12,7 @@
 #     the neurons of largest |post| in order;
 #   - the formula: applied here to every neuron's captured pre (× up), it
 #     gives the captured post within 1e-4 × (1 + |post|), and the pane's
-#     title says it reproduces post;
+#     title says so ("the formula gives post");
 #   - the active share: the count of pre (gate) > 0, the neuron count and
 #     the percentage (to its 0.1), and the inactive neurons' smallest act;
 #   - the plot: the x range's labels are min(pre, 0) and max(pre, 0) to 2
@@ -108,7 +108,7 @@ if kind == "expert":
 if kind == "shared":
     same("shared expert" in title, True, "title names the shared expert")
 checked += 1
-if "reproduces post" not in title or "NOT" in title:
+if "✓ the formula gives post" not in title or "NOT" in title:
     errors.append(f"the title does not say the formula reproduces post: {title}")
 calc = f(x) * u if gated else f(x)
 checked += 1
