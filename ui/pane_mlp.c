@@ -584,7 +584,7 @@ static void draw(tui *u)
         draw_text(u, w, y++, 2, l.buf, width, R_WARN, A_BOLD);
     }
     int body = rows - y + 1;
-    if (body < 3) {
+    if (body < 2) {
         wnoutrefresh(w);
         return;
     }
@@ -594,7 +594,7 @@ static void draw(tui *u)
     int tw = table_width(&m), label_w = 7;
     bool stacked = body >= 18;
     int pw = stacked ? width : width - tw - 2;
-    bool plot_on = pw - label_w >= 16;
+    bool plot_on = pw - label_w >= 16 && body >= 4; /* two curve rows at least */
     int hist_rows = body >= 16 ? 2 : 1, curve = 0;
     if (plot_on) {
         curve = stacked ? (body - 3) / 2 : body - hist_rows - 1;
