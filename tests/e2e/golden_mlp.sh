@@ -144,9 +144,10 @@ state_keys md120 mlp-de-en-120x35-encoder-row3 J J J
 # outside UTF-8: the curve in '*', the histogram in ASCII shades
 start ma80 austen-gpt2 80 24 'LANG=C LC_ALL=C'
 state ma80 mlp-gpt2-80x24-ascii "$S; view layer 1; view pos 8; view mlp"
-# before any pass: what there is to do
+# before any pass, and in the middle of one: what there is to do
 start mf80 austen-llama 80 24
 state mf80 mlp-llama-80x24-no-context 'view mlp'
+state mf80 mlp-llama-80x24-mid-pass 'set delay 0; prompt It is a truth; step; step; step; view layer 1'
 
 echo "golden mlp e2e: $pass passed, $fail failed"
 [ "$fail" = 0 ]
