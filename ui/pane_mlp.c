@@ -268,7 +268,8 @@ static void formula_text(const mlp_src *m, bool utf8, line *l)
 {
     const char *dot = utf8 ? "·" : "*", *fn = act_name(m->act);
     if (m->gated)
-        add(l, "%s: post = %s(gate) %s up" SEG, m->act == AS_ACT_SILU ? "SwiGLU" : "GEGLU", fn, tf_glyph(G_TIMES, utf8));
+        add(l, "%s: post = %s(gate) %s up" SEG, m->act == AS_ACT_SILU ? "SwiGLU" : "GEGLU", fn,
+            tf_glyph(G_TIMES, utf8));
     else
         add(l, "post = %s(pre)" SEG, fn);
     switch (m->act) {
@@ -397,13 +398,13 @@ static void draw_plot(tui *u, WINDOW *w, const plot *g, const mlp_src *m, int hi
         int r = dot_row(g, act_of(m->act, x));
         if (!utf8)
             r = r / 4 * 4;
-        int a = prev < 0 ? r : prev < r ? prev + (utf8 ? 1 : 4) : r, b = prev < 0 ? r : prev > r ? prev - (utf8 ? 1 : 4) : r;
-        if (a > b) {
-            int t = a;
-            a = b;
-            b = t;
-        }
-        for (int d = a; d <= b; d += utf8 ? 1 : 4) {
+        /* the dots between the previous sample's row and this one's, so a steep curve stays joined */
+        int step = utf8 ? 1 : 4, a = r, b = r;
+        if (prev >= 0 && prev < r)
+            a = prev + step;
+        else if (prev > r)
+            b = prev - step;
+        for (int d = a; d <= b; d += step) {
             int cy = d / 4, cx = sx / sub;
             cells[(size_t)cy * C + cx] |= utf8 ? bit[sx % 2][d % 4] : 1;
         }
@@ -432,7 +433,9 @@ static void draw_plot(tui *u, WINDOW *w, const plot *g, const mlp_src *m, int hi
                     mvwaddch(w, g->y0 + r, px + c, '*');
             } else if (r == zr || c == zc) {
                 term_role(&u->t, w, R_DIM);
-                const char *ax = r == zr && c == zc ? (utf8 ? "┼" : "+") : r == zr ? (utf8 ? "─" : "-") : (utf8 ? "│" : "|");
+                const char *ax = r == zr && c == zc ? (utf8 ? "┼" : "+")
+                                 : r == zr           ? (utf8 ? "─" : "-")
+                                                     : (utf8 ? "│" : "|");
                 mvwaddstr(w, g->y0 + r, px + c, ax);
             }
         }
