@@ -180,3 +180,17 @@ void as_view_rope_theta(const as_op *op, int pos, double *theta) { as_rope_theta
 int as_view_rel_bucket(const as_op *op, int q, int k) { return as_rel_bucket(&op->rel, q, k); }
 void as_view_rel_row(const as_op *op, int bucket, float *out) { as_weight_row(&op->w, bucket, out); }
 int as_view_op_input(const as_op *op, int i) { return i >= 0 && i < 3 ? op->in[i] : -1; }
+/* view mlp */
+as_act_kind as_view_op_act(const as_op *op, bool *gated)
+{
+    *gated = op->kind == AS_OP_SWIGLU || op->kind == AS_OP_GEGLU;
+    switch (op->kind) {
+    case AS_OP_GELU: return op->gelu == AS_GELU_ERF ? AS_ACT_GELU_ERF : AS_ACT_GELU_TANH;
+    case AS_OP_GEGLU: return AS_ACT_GELU_TANH; /* as_geglu: the tanh form, whatever op->gelu says */
+    case AS_OP_RELU: return AS_ACT_RELU;
+    case AS_OP_SWIGLU: return AS_ACT_SILU;
+    default: return AS_ACT_NONE;
+    }
+}
+int as_view_op_in(const as_op *op, int i) { return i >= 0 && i < 3 ? op->in[i] : -1; }
+int as_view_hook_width(const as_session *s, int hook) { return s->prog->hooks[hook].width; }

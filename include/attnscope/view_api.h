@@ -174,5 +174,15 @@ int as_view_rel_bucket(const as_op *op, int q, int k);
 void as_view_rel_row(const as_op *op, int bucket, float *out);
 /* The hook an op reads as its input i (0..2), or -1. */
 int as_view_op_input(const as_op *op, int i);
+/* view mlp: an MLP's activation, read off the op that fills its post
+ * hook (as_program_producer): the function it applies to its first input
+ * (a gated op's gate), whether it multiplies that by its second (the up
+ * projection: GEGLU, SwiGLU), and its inputs' hooks (-1: none);
+ * AS_ACT_NONE for an op that is no activation. A hook's values per
+ * position (a routed MLP's expert hooks: its k slots of a width each). */
+typedef enum as_act_kind { AS_ACT_NONE, AS_ACT_GELU_TANH, AS_ACT_GELU_ERF, AS_ACT_RELU, AS_ACT_SILU } as_act_kind;
+as_act_kind as_view_op_act(const as_op *op, bool *gated);
+int as_view_op_in(const as_op *op, int i);
+int as_view_hook_width(const as_session *s, int hook);
 
 #endif
