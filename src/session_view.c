@@ -93,3 +93,23 @@ size_t as_view_keep_mb(const as_session *s) { return s->cap->keep_mb; }
 size_t as_view_capture_used(const as_session *s) { return s->cap->used; }
 bool as_view_dropped_some(const as_session *s) { return s->cap->dropped_from >= 0; }
 const char *as_view_dropped_note(const as_session *s) { return s->cap->dropped; }
+
+/* view residual */
+const as_op *as_view_op(const as_session *s, int i) { return &s->prog->ops[i]; }
+as_op_role as_view_op_role(const as_op *op)
+{
+    switch (op->kind) {
+    case AS_OP_ADD: return AS_ROLE_ADD;
+    case AS_OP_COPY: return AS_ROLE_COPY;
+    case AS_OP_NORM_APPLY: return AS_ROLE_NORM;
+    case AS_OP_NORM_SCALE: return AS_ROLE_NORM_SCALE;
+    case AS_OP_SCORES: return AS_ROLE_SCORES;
+    default: return AS_ROLE_OTHER;
+    }
+}
+int as_view_op_in(const as_op *op, int j) { return j >= 0 && j < 3 ? op->in[j] : -1; }
+int as_view_op_out(const as_op *op) { return op->out; }
+as_hook_kind as_view_hook_kind(const as_session *s, int hook) { return s->prog->hooks[hook].kind; }
+int as_view_hook_stream(const as_session *s, int hook) { return s->prog->hooks[hook].stream; }
+int as_view_hook_layer(const as_session *s, int hook) { return s->prog->hooks[hook].layer; }
+int as_view_hook_width(const as_session *s, int hook) { return s->prog->hooks[hook].width; }
