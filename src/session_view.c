@@ -109,7 +109,6 @@ as_op_role as_view_op_role(const as_op *op)
 }
 int as_view_op_in(const as_op *op, int j) { return j >= 0 && j < 3 ? op->in[j] : -1; }
 int as_view_op_out(const as_op *op) { return op->out; }
-as_hook_kind as_view_hook_kind(const as_session *s, int hook) { return s->prog->hooks[hook].kind; }
 int as_view_hook_stream(const as_session *s, int hook) { return s->prog->hooks[hook].stream; }
 int as_view_hook_layer(const as_session *s, int hook) { return s->prog->hooks[hook].layer; }
 int as_view_hook_width(const as_session *s, int hook) { return s->prog->hooks[hook].width; }

@@ -122,7 +122,7 @@ const char *as_view_dropped_note(const as_session *s);
  * architecture's name): an op by index, its role there (an add of two or
  * three hooks, a copy, a norm's output or its scale, an attention site's
  * scores, anything else), the hooks it reads (j = 0..2, -1: none) and
- * fills; a hook's kind, stream, layer and values per position. */
+ * fills; a hook's stream, layer and values per position. */
 typedef enum as_op_role {
     AS_ROLE_OTHER, AS_ROLE_ADD, AS_ROLE_COPY, AS_ROLE_NORM, AS_ROLE_NORM_SCALE, AS_ROLE_SCORES
 } as_op_role;
@@ -130,7 +130,6 @@ const as_op *as_view_op(const as_session *s, int i);
 as_op_role as_view_op_role(const as_op *op);
 int as_view_op_in(const as_op *op, int j);
 int as_view_op_out(const as_op *op);
-as_hook_kind as_view_hook_kind(const as_session *s, int hook);
 int as_view_hook_stream(const as_session *s, int hook);
 int as_view_hook_layer(const as_session *s, int hook);
 int as_view_hook_width(const as_session *s, int hook);
