@@ -547,8 +547,26 @@ static void draw(tui *u)
             break;
     bool schem = sw <= cols - 1;
 
-    /* rows: schematic (stream, branches; labels), header, layers, ends, then the extras */
-    int fixed = (schem ? 2 : 1) + 1 + 1;
+    double vmax = 0;
+    double (*val)[RS_POINTS] = calloc((size_t)r.n_layer, sizeof *val);
+    bool any_nc = false, any_done = false;
+    for (int l = 0; val && l < r.n_layer; l++)
+        for (int i = 0; i < blk[l].n; i++) {
+            double v = have_tok ? norm_at(&r, blk[l].pt[i].hook, r.pos) : NAN;
+            val[l][i] = v;
+            any_nc |= v < 0;
+            any_done |= v >= 0;
+            if (v > vmax)
+                vmax = v;
+        }
+    double fin_in = NAN, fin_out = NAN;
+    if (r.final_norm >= 0 && have_tok) {
+        fin_in = norm_at(&r, blk[r.n_layer - 1].end, r.pos);
+        fin_out = norm_at(&r, r.final_norm, r.pos);
+    }
+    /* rows: schematic (stream, branches; labels), header, layers, ends,
+     * the note on cells not captured, then the extras */
+    int fixed = (schem ? 2 : 1) + 1 + 1 + (any_nc ? 1 : 0);
     int layer_rows = rows - fixed;
     bool labels = schem && layer_rows - 1 >= r.n_layer;
     if (labels)
@@ -582,26 +600,12 @@ static void draw(tui *u)
     int numw = 6, bw = cw - 1 - numw - 1;
     if (bw < 0)
         bw = 0;
-    double vmax = 0;
-    double (*val)[RS_POINTS] = calloc((size_t)r.n_layer, sizeof *val);
-    bool any_nc = false, any_done = false;
-    for (int l = 0; val && l < r.n_layer; l++)
-        for (int i = 0; i < blk[l].n; i++) {
-            double v = have_tok ? norm_at(&r, blk[l].pt[i].hook, r.pos) : NAN;
-            val[l][i] = v;
-            any_nc |= v < 0;
-            any_done |= v >= 0;
-            if (v > vmax)
-                vmax = v;
-        }
-    double fin_in = NAN, fin_out = NAN;
-    if (r.final_norm >= 0 && have_tok) {
-        fin_in = norm_at(&r, blk[r.n_layer - 1].end, r.pos);
-        fin_out = norm_at(&r, r.final_norm, r.pos);
-    }
+    /* the columns that fit (a narrow pane shows the first ones) */
+    int shown = (cols - 1 - lw) / cw;
+    shown = shown > np ? np : shown < 0 ? 0 : shown;
     term_role_attr(&u->t, w, R_LABEL, A_BOLD);
     put_text(u, w, y, 2, "layer", lw - 1);
-    for (int i = 0; i < np; i++) {
+    for (int i = 0; i < shown; i++) {
         char lab[32];
         int x = 2 + lw + i * cw, lwid = tf_fit(b->pt[i].label, cw - 1, utf8, lab, sizeof lab);
         term_role_attr(&u->t, w, b->pt[i].norm ? R_BAR_MARK : R_LABEL, A_BOLD);
@@ -620,7 +624,7 @@ static void draw(tui *u)
         term_role_attr(&u->t, w, is_sel ? R_LABEL_SEL : R_LABEL, is_sel ? A_BOLD | A_REVERSE : A_NORMAL);
         put_text(u, w, y, 2, lab, lw - 1);
         term_role(&u->t, w, R_NORMAL);
-        for (int i = 0; i < blk[l].n && i < np; i++) {
+        for (int i = 0; i < blk[l].n && i < shown; i++) {
             double v = val ? val[l][i] : NAN;
             int x = 2 + lw + i * cw;
             char num[24], bar[256];
@@ -659,6 +663,9 @@ static void draw(tui *u)
         }
         text_at(u, w, y++, l.buf, cols, R_NORMAL, A_NORMAL);
     }
+    if (any_nc)
+        text_at(u, w, y++, "n/c: not captured under the memory budget (--capture-mb keeps it).", cols, R_WARN,
+                A_NORMAL);
     /* extras, as rows allow: the encoder's wiring, what the wiring
      * means, the hooks read, what is missing */
     if (spare > 0 && src >= 0) {
@@ -684,11 +691,7 @@ static void draw(tui *u)
         text_at(u, w, y++, "No context yet: a prompt, then  f .", cols, R_HINT, A_NORMAL);
         spare--;
     }
-    if (spare > 0 && any_nc) {
-        text_at(u, w, y++, "n/c: not captured under the memory budget (--capture-mb keeps it).", cols, R_WARN,
-                A_NORMAL);
-        spare--;
-    }
+
     int used = spare > 0 ? wrapped(u, w, y, meaning(kind), cols, spare, R_DIM) : 0;
     y += used, spare -= used;
     /* what each branch of the selected block adds: the norm of its term */
