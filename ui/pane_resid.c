@@ -712,6 +712,66 @@ static void draw(tui *u)
         used = wrapped(u, w, y, l.buf, cols, spare, R_NORMAL);
         y += used, spare -= used;
     }
+    /* the block's output at every token, on one scale: a character a
+     * token (a window around the selected one where they do not fit),
+     * the selected one in reverse, and the least and the largest */
+    if (have_tok && any_done && spare >= r.n_layer + 1) {
+        int lastc = np - 1, avail = cols - 1 - lw - 17;
+        int nshow = n_tok < avail ? n_tok : avail;
+        double *tv = nshow > 0 ? malloc((size_t)r.n_layer * (size_t)n_tok * sizeof *tv) : NULL;
+        if (tv) {
+            double top = 0;
+            for (int l = 0; l < r.n_layer; l++)
+                for (int t = 0; t < n_tok; t++) {
+                    int h = blk[l].n > lastc ? blk[l].pt[lastc].hook : -1;
+                    tv[(size_t)l * n_tok + t] = norm_at(&r, h, t);
+                    top = tv[(size_t)l * n_tok + t] > top ? tv[(size_t)l * n_tok + t] : top;
+                }
+            int t0 = r.pos - nshow / 2;
+            t0 = t0 + nshow > n_tok ? n_tok - nshow : t0;
+            t0 = t0 < 0 ? 0 : t0;
+            line l = {0};
+            add(&l, "block output (%s), tokens %d-%d:", b->pt[lastc].label, t0, t0 + nshow - 1);
+            /* the numbers' columns right of the strip and of this title */
+            int xn = 2 + lw + nshow + 1, tw = 2 + tf_width(l.buf, utf8) + 1;
+            xn = xn < tw ? tw : xn;
+            char hdr[64];
+            snprintf(hdr, sizeof hdr, "%7s %7s", "min", "max");
+            text_at(u, w, y, l.buf, cols, R_LABEL, A_BOLD);
+            term_role_attr(&u->t, w, R_LABEL, A_BOLD);
+            put_text(u, w, y, xn, hdr, cols + 1 - xn);
+            term_role(&u->t, w, R_NORMAL);
+            y++, spare--;
+            static const char *const blocks[8] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+            static const char ascii[8] = {'_', '.', '-', '=', '+', '*', '#', '@'};
+            for (int k = 0; k < r.n_layer; k++) {
+                const double *v = tv + (size_t)k * n_tok;
+                char lab[16];
+                snprintf(lab, sizeof lab, "%sL%-3d", k == sel ? ">" : " ", k);
+                term_role_attr(&u->t, w, k == sel ? R_LABEL_SEL : R_LABEL, A_NORMAL);
+                put_text(u, w, y, 2, lab, lw - 1);
+                double lo = INFINITY, hi = -INFINITY;
+                for (int t = 0; t < n_tok; t++)
+                    if (v[t] >= 0)
+                        lo = v[t] < lo ? v[t] : lo, hi = v[t] > hi ? v[t] : hi;
+                for (int t = t0; t < t0 + nshow; t++) {
+                    int q = v[t] >= 0 && top > 0 ? (int)(v[t] / top * 8) : -1;
+                    q = q > 7 ? 7 : q;
+                    char one[2] = {q < 0 ? ' ' : ascii[q], 0};
+                    term_role_attr(&u->t, w, R_BAR, t == r.pos ? A_REVERSE : A_NORMAL);
+                    mvwaddstr(w, y, 2 + lw + t - t0, q < 0 ? "?" : utf8 ? blocks[q] : one);
+                }
+                char a[24], c[24], nums[64];
+                fmt_norm(isinf(lo) ? NAN : lo, a, sizeof a);
+                fmt_norm(isinf(hi) ? NAN : hi, c, sizeof c);
+                snprintf(nums, sizeof nums, "%7s %7s", a, c);
+                term_role(&u->t, w, R_NORMAL);
+                put_text(u, w, y, xn, nums, cols + 1 - xn);
+                y++, spare--;
+            }
+            free(tv);
+        }
+    }
     /* the hooks the columns read */
     if (spare > 0) {
         line l = {0};

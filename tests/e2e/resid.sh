@@ -134,6 +134,28 @@ adds = re.findall(r"(\w+) ‖·‖ (\d+\.\d+) \(([\w.]+)\)", flat)
 must([a[0] for a in adds] == spec["branches"], f"branches {[a[0] for a in adds]}, expected {spec['branches']}")
 for name, t, h in adds:
     close(t, norm(f"{spec['scope']}.{layer}.{h}", pos), f"L{layer} adds {name} ({h})")
+# the block's output at every token: one character a token on one scale
+# (level = floor(8 * norm / the largest), the eighth blocks), min and max
+si = next((i for i, l in enumerate(pane) if l.strip().startswith("block output (")), None)
+must(si is not None, "no every-token strip")
+if si is not None:
+    m = re.search(r"block output \((\S+)\), tokens (\d+)-(\d+):", pane[si])
+    must(m is not None and m.group(1) == spec["cols"][-1][0], f"the strip's title: {pane[si]!r}")
+    t0, t1 = int(m.group(2)), int(m.group(3))
+    suffix = spec["cols"][-1][1]
+    allv = np.array([[np.linalg.norm(r) for r in hook(f"{spec['scope']}.{L}.{suffix}").reshape(-1, hook(f"{spec['scope']}.{L}.{suffix}").shape[-1])]
+                     for L in range(spec["layers"])])
+    top = allv.max()
+    for L in range(spec["layers"]):
+        m = re.match(r"^\s*>?L(\d+)\s+(\S+)\s+(\d+\.\d+)\s+(\d+\.\d+)$", pane[si + 1 + L])
+        must(m is not None and int(m.group(1)) == L, f"strip row {L}: {pane[si + 1 + L]!r}")
+        if not m:
+            continue
+        strip = m.group(2)
+        want = "".join("▁▂▃▄▅▆▇█"[min(7, int(v / top * 8))] for v in allv[L, t0:t1 + 1])
+        must(strip == want, f"L{L} strip {strip}, expected {want}")
+        close(m.group(3), allv[L].min(), f"L{L} least over the tokens")
+        close(m.group(4), allv[L].max(), f"L{L} largest over the tokens")
 if "n/c" in flat or re.search(r"\s-\s", " ".join(pane[hi + 1:hi + 1 + rows]) + " "):
     errors.append("a cell is not computed or not captured")
 for e in errors:
