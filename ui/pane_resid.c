@@ -436,6 +436,8 @@ static void add(line *l, const char *fmt, ...)
 
 static void text_at(tui *u, WINDOW *w, int y, const char *s, int cols, int look, int attr)
 {
+    if (y > getmaxy(w) - 2)
+        return; /* below the pane (a pane too short for its fixed rows) */
     term_role_attr(&u->t, w, look, attr);
     put_text(u, w, y, 2, s, cols - 1);
     term_role(&u->t, w, R_NORMAL);
@@ -616,7 +618,7 @@ static void draw(tui *u)
     int first = sel - layer_rows / 2;
     first = first + layer_rows > r.n_layer ? r.n_layer - layer_rows : first;
     first = first < 0 ? 0 : first;
-    for (int k = 0; k < layer_rows; k++) {
+    for (int k = 0; k < layer_rows && y <= rows; k++) {
         int l = first + k;
         bool is_sel = l == sel;
         char lab[16];
