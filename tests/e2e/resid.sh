@@ -16,7 +16,9 @@
 #    Post-LN (a norm on the stream after each add: austen-bert and de-en's
 #    decoder, with its cross-attention's add and third norm), and Gemma 2's
 #    sandwich (a norm opening and one closing each branch: the tiny-gemma2
-#    fixture), each as the title's note and the schematic's lines.
+#    fixture), each as the title's note and the schematic's lines; and on
+#    more fixtures (gemma3, t5 with its cross-attention and encoder, nomic-
+#    bert, vit, qwen2moe, deepseek2) the note and the schematic's pieces.
 # Then lesson prepost's claims, each phrase found in the lesson's text and
 # its numbers checked against the arrays of the same prompts (batch mode).
 set -u
@@ -208,6 +210,43 @@ check r-gemma2 "$FIXTURES/tiny-gemma2.gguf" "prompt-ids 1 5 9 30 41 77 120; fini
  "cols": [["pre", "hook_resid_pre"], ["+attn", "hook_resid_mid"], ["+MLP", "hook_resid_post"]],
  "wiring": ["└─RMSNorm─attn─RMSNorm─┘", "└─RMSNorm─MLP─RMSNorm─┘"], "not": ["(+)─RMSNorm"],
  "final": "ln_final", "branches": ["attn", "MLP"]}'
+
+# wiring NAME MODEL-PATH "COMMANDS" "NOTE" "PIECE"...: on more of the
+# test fixtures' architectures, the title's note and the schematic's
+# pieces (the wiring read from their ops, no name of theirs known to the view).
+wiring() {
+    name=$1 model=$2 cmds=$3 note=$4
+    shift 4
+    cat > "$TMP/$name.sh" <<EOF
+unset COLORTERM NO_COLOR
+export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
+"$BIN" -m "$model" --threads 1
+exec sleep 600
+EOF
+    $T new-session -d -s "$name" -c "$TMP" -x 120 -y 35 "sh $TMP/$name.sh"
+    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return; }
+    typed "$name" "set delay 0; $cmds; view residual; view dump $name.txt"
+    keys "$name" Enter
+    _w=0
+    while [ $_w -lt 400 ] && [ ! -f "$TMP/$name.txt" ]; do sleep 0.05; _w=$((_w + 1)); done
+    [ -f "$TMP/$name.txt" ] || { bad "$name: no dump written"; return; }
+    _ok=1
+    grep -q "┌ Residual.*$note" "$TMP/$name.txt" || { _ok=0; bad "$name: the title does not say $note"; }
+    for piece in "$@"; do
+        grep -qF -- "$piece" "$TMP/$name.txt" || { _ok=0; bad "$name: no $piece on screen"; }
+    done
+    [ $_ok = 1 ] && pass=$((pass + 1))
+}
+IDS='prompt-ids 1 5 9 30 41 77 120'
+wiring w-gemma3 "$FIXTURES/tiny-gemma3.gguf" "$IDS; finish" "sandwich norms │ RMSNorm" "└─RMSNorm─attn─RMSNorm─┘"
+wiring w-t5 "$FIXTURES/tiny-t5.gguf" "source-ids 5 9 30 41; prompt-ids 0 5 9; finish" "Pre-LN │ RMSNorm" \
+    "└─RMSNorm─cross─┘" "encoder: Pre-LN, RMSNorm" "final RMSNorm (decoder_final_ln)"
+wiring w-nomic "$FIXTURES/tiny-nomic-bert.gguf" "prompt-ids 1 5 9 30 41 2; finish" "Post-LN │ LayerNorm" \
+    "(+)─LayerNorm" "└─MLP─┘" "no final norm"
+wiring w-vit "$FIXTURES/tiny-vit.gguf" "image $FIXTURES/image/grey-17x11.png; finish" "Pre-LN │ LayerNorm" \
+    "└─LayerNorm─attn─┘" "token 0 CLS"
+wiring w-qwen2moe "$FIXTURES/tiny-qwen2moe.gguf" "$IDS; finish" "Pre-LN │ RMSNorm" "└─RMSNorm─MoE─┘"
+wiring w-deepseek "$FIXTURES/tiny-deepseek2.gguf" "$IDS; finish" "Pre-LN │ RMSNorm" "└─RMSNorm─attn─┘"
 
 # ---- lesson prepost: each claim's phrase is in the lesson, and holds in
 # the arrays of the lesson's own prompts ----
