@@ -403,7 +403,7 @@ static int lay_out(const tui *u, const rs_block *b, int level, schematic *sc)
 
 static void draw_cells(tui *u, WINDOW *w, int y, const cell *cells, int n, int x0)
 {
-    for (int c = 0; c < n; c++) {
+    for (int c = 0; c < n && c < SW; c++) {
         term_role(&u->t, w, cells[c].role);
         if (cells[c].g) {
             mvwaddstr(w, y, x0 + c, cells[c].g);
