@@ -179,7 +179,6 @@ void as_view_pos_row(const as_op *op, int pos, float *out)
 void as_view_rope_theta(const as_op *op, int pos, double *theta) { as_rope_theta(&op->rope, pos, theta); }
 int as_view_rel_bucket(const as_op *op, int q, int k) { return as_rel_bucket(&op->rel, q, k); }
 void as_view_rel_row(const as_op *op, int bucket, float *out) { as_weight_row(&op->w, bucket, out); }
-int as_view_op_input(const as_op *op, int i) { return i >= 0 && i < 3 ? op->in[i] : -1; }
 /* view mlp */
 as_act_kind as_view_op_act(const as_op *op, bool *gated)
 {
@@ -192,5 +191,21 @@ as_act_kind as_view_op_act(const as_op *op, bool *gated)
     default: return AS_ACT_NONE;
     }
 }
-int as_view_op_in(const as_op *op, int i) { return i >= 0 && i < 3 ? op->in[i] : -1; }
+/* view residual */
+const as_op *as_view_op(const as_session *s, int i) { return &s->prog->ops[i]; }
+as_op_role as_view_op_role(const as_op *op)
+{
+    switch (op->kind) {
+    case AS_OP_ADD: return AS_ROLE_ADD;
+    case AS_OP_COPY: return AS_ROLE_COPY;
+    case AS_OP_NORM_APPLY: return AS_ROLE_NORM;
+    case AS_OP_NORM_SCALE: return AS_ROLE_NORM_SCALE;
+    case AS_OP_SCORES: return AS_ROLE_SCORES;
+    default: return AS_ROLE_OTHER;
+    }
+}
+int as_view_op_in(const as_op *op, int j) { return j >= 0 && j < 3 ? op->in[j] : -1; }
+int as_view_op_out(const as_op *op) { return op->out; }
+int as_view_hook_stream(const as_session *s, int hook) { return s->prog->hooks[hook].stream; }
+int as_view_hook_layer(const as_session *s, int hook) { return s->prog->hooks[hook].layer; }
 int as_view_hook_width(const as_session *s, int hook) { return s->prog->hooks[hook].width; }

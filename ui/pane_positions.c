@@ -485,7 +485,7 @@ static bool own_qk(tui *u, const pos_src *ps, curve *cv, int *head)
     as_pos_facts kf;
     if (!kop || !as_view_pos_facts(u->s, kop, &kf) || kf.rot_dim != ps->f.rot_dim || kf.halves != ps->f.halves)
         return false;
-    int qin = as_view_op_input(ps->op, 0), kin = as_view_op_input(kop, 0);
+    int qin = as_view_op_in(ps->op, 0), kin = as_view_op_in(kop, 0);
     if (qin < 0 || kin < 0 || !as_capture_has(cap, qin) || !as_capture_has(cap, kin) ||
         as_view_filled(u->s, qin) <= ps->sel || as_view_filled(u->s, kin) <= ps->sel)
         return false;

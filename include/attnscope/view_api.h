@@ -172,8 +172,6 @@ void as_view_rope_theta(const as_op *op, int pos, double *theta);
  * the table (out has one value per head). */
 int as_view_rel_bucket(const as_op *op, int q, int k);
 void as_view_rel_row(const as_op *op, int bucket, float *out);
-/* The hook an op reads as its input i (0..2), or -1. */
-int as_view_op_input(const as_op *op, int i);
 /* view mlp: an MLP's activation, read off the op that fills its post
  * hook (as_program_producer): the function it applies to its first input
  * (a gated op's gate), whether it multiplies that by its second (the up
@@ -182,7 +180,21 @@ int as_view_op_input(const as_op *op, int i);
  * position (a routed MLP's expert hooks: its k slots of a width each). */
 typedef enum as_act_kind { AS_ACT_NONE, AS_ACT_GELU_TANH, AS_ACT_GELU_ERF, AS_ACT_RELU, AS_ACT_SILU } as_act_kind;
 as_act_kind as_view_op_act(const as_op *op, bool *gated);
-int as_view_op_in(const as_op *op, int i);
+/* view residual: the op list read in order, to find where the norms sit
+ * on the residual stream (the wiring comes from the ops, never from the
+ * architecture's name): an op by index, its role there (an add of two or
+ * three hooks, a copy, a norm's output or its scale, an attention site's
+ * scores, anything else), the hooks it reads (j = 0..2, -1: none) and
+ * fills; a hook's stream, layer and values per position. */
+typedef enum as_op_role {
+    AS_ROLE_OTHER, AS_ROLE_ADD, AS_ROLE_COPY, AS_ROLE_NORM, AS_ROLE_NORM_SCALE, AS_ROLE_SCORES
+} as_op_role;
+const as_op *as_view_op(const as_session *s, int i);
+as_op_role as_view_op_role(const as_op *op);
+int as_view_op_in(const as_op *op, int j);
+int as_view_op_out(const as_op *op);
+int as_view_hook_stream(const as_session *s, int hook);
+int as_view_hook_layer(const as_session *s, int hook);
 int as_view_hook_width(const as_session *s, int hook);
 
 #endif
