@@ -256,7 +256,7 @@ Test(tui_heatmap, a_context_just_over_the_rows_fills_them)
 }
 
 /* The labels take what the cells leave: the query labels the columns
- * right of the map, the key labels the rows under it. */
+ * right of the map, the key labels the rows free above it. */
 Test(tui_heatmap, labels_get_the_room_the_map_leaves)
 {
     cr_assert_eq(hm_label_cols(14, 17, 78, 52), 17, "80x24: 12 columns free, 3 of them wanted");

@@ -293,7 +293,7 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
 /* One head's map: the cells first (as large as the area allows with
  * short labels, the rows filled), then the labels take what the cells
  * leave: the query labels the columns right of the map, the key labels
- * the rows below it. */
+ * the rows free above it. */
 static void single_view(tui *u, WINDOW *w, attn_src *src)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
