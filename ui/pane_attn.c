@@ -158,7 +158,7 @@ static int widest_label(const tui *u, int stream, int n, bool with_pos)
 }
 
 /* One label per character row: a query's middle row; the selected query
- * wins when two share a row. */
+ * wins when two share a row (a filled map's shared rows name both). */
 static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
 {
     const hm_geom *g = &state(u)->geom;
@@ -175,9 +175,18 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
     for (int r = 0; r < g->rows; r++) {
         if (rowq[r] < 0)
             continue;
-        char l[128];
-        axis_label(u, src->q_stream, rowq[r], l, sizeof l);
-        term_role(&u->t, w, rowq[r] == view_row(&u->v) ? R_LABEL_SEL : R_LABEL);
+        char l[256];
+        int q = rowq[r];
+        axis_label(u, src->q_stream, q, l, sizeof l);
+        if (g->shared > 0 && q != view_row(&u->v) && hm_query_height(g, q) < g->ch && q + 1 < g->n_q &&
+            hm_query_subrow(g, q + 1) / g->sub == r) {
+            /* a row the filled map gives two queries: both named, "0-1 <s>·It" */
+            char a[96], b[96];
+            stream_label(u, src->q_stream, q, a, sizeof a);
+            stream_label(u, src->q_stream, q + 1, b, sizeof b);
+            snprintf(l, sizeof l, "%d-%d %s%s", q, q + 1, a, b);
+        }
+        term_role(&u->t, w, q == view_row(&u->v) ? R_LABEL_SEL : R_LABEL);
         put_text(u, w, state(u)->heat_y + r, 2, l, lw - 2);
     }
     free(rowq);
