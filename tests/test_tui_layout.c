@@ -263,14 +263,16 @@ Test(tui_heatmap, labels_get_the_room_the_map_leaves)
     cr_assert_eq(hm_label_cols(14, 17, 68, 52), 16, "2 free");
     cr_assert_eq(hm_label_cols(14, 17, 66, 52), 14, "none free");
     cr_assert_eq(hm_label_cols(14, 10, 78, 20), 14, "never shrinks");
-    cr_assert_eq(hm_key_rows(8, 7, 0), 1, "pieces across when each fits its key");
-    cr_assert_eq(hm_key_rows(3, 7, 11), 3, "·Wasser over 3-column keys: 3 rows of 8");
-    cr_assert_eq(hm_key_rows(3, 13, 14), 5, "<|endoftext|>: 5 rows of 14");
-    cr_assert_eq(hm_key_rows(3, 7, 1), 2, "fewer rows free: 2 rows, pieces cut to 5");
-    cr_assert_eq(hm_key_rows(2, 7, 1), 0, "3 columns is no piece: numbers");
-    cr_assert_eq(hm_key_rows(2, 7, 0), 0);
-    cr_assert_eq(hm_key_rows(6, 9, 0), 1, "no row free, wide keys: cut pieces across");
-    cr_assert_eq(hm_key_rows(0, 7, 5), 0);
+    cr_assert_eq(hm_key_rows(8, 7, 7, 0), 1, "pieces across when each fits its key");
+    cr_assert_eq(hm_key_rows(3, 7, 6, 11), 3, "·Wasser over 3-column keys: 3 rows of 8");
+    cr_assert_eq(hm_key_rows(3, 13, 6, 14), 5, "<|endoftext|>: 5 rows of 14");
+    cr_assert_eq(hm_key_rows(2, 13, 1, 4), 1, "one <|endoftext|> among letters: one row, it alone cut");
+    cr_assert_eq(hm_key_rows(3, 13, 7, 3), 3, "else the rows the typical piece needs");
+    cr_assert_eq(hm_key_rows(3, 7, 7, 1), 2, "fewer rows free: 2 rows, pieces cut to 5");
+    cr_assert_eq(hm_key_rows(2, 7, 7, 1), 0, "3 columns is no piece: numbers");
+    cr_assert_eq(hm_key_rows(2, 7, 7, 0), 0);
+    cr_assert_eq(hm_key_rows(6, 9, 9, 0), 1, "no row free, wide keys: cut pieces across");
+    cr_assert_eq(hm_key_rows(0, 7, 7, 5), 0);
 }
 
 Test(tui_heatmap, long_context_scrolls_to_the_cursor)

@@ -122,7 +122,7 @@ int hm_query_height(const hm_geom *g, int q)
     return g->shared > 0 && q < 2 * g->shared ? 1 : g->ch;
 }
 
-int hm_key_rows(int cw, int widest, int spare)
+int hm_key_rows(int cw, int widest, int typical, int spare)
 {
     if (cw < 1)
         return 0;
@@ -131,6 +131,11 @@ int hm_key_rows(int cw, int widest, int spare)
     int need = (widest + 1 + cw - 1) / cw, have = spare + 1;
     if (need <= have)
         return need;
+    /* not every piece whole: as few rows as the typical piece needs
+     * (single letters with one <|endoftext|> stay on one row) */
+    int need_typical = (typical + 1 + cw - 1) / cw;
+    if (need_typical <= have)
+        return need_typical;
     /* cut pieces: worth it while three letters and the ellipsis show */
     if (have >= 2 && have * cw - 1 >= 4)
         return have;

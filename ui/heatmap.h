@@ -44,12 +44,13 @@ int hm_key_col(const hm_geom *g, int k);
 int hm_query_height(const hm_geom *g, int q);
 
 /* Key labels above a map whose keys are cw columns wide, the widest
- * piece `widest` columns, `spare` character rows free above the map:
- * 1 (pieces across, one row, whole when cw > widest), n >= 2 (pieces
- * staggered over n rows, key k's on row k % n from its column, n*cw - 1
- * columns each: whole where the spare rows allow, else cut), or 0 (the
- * keys' numbers: no room for pieces worth reading). */
-int hm_key_rows(int cw, int widest, int spare);
+ * piece `widest` columns (`typical` the width nine pieces in ten fit),
+ * `spare` character rows free above the map: 1 (pieces across, one row,
+ * whole when cw > widest), n >= 2 (pieces staggered over n rows, key k's
+ * on row k % n from its column, n*cw - 1 columns each: every piece whole
+ * where the spare rows allow, else the typical piece, else cut), or 0
+ * (the keys' numbers: no room for pieces worth reading). */
+int hm_key_rows(int cw, int widest, int typical, int spare);
 /* The query labels' width: `least` (what the map left them), grown by
  * the columns the map leaves unused right of it, up to `widest`. */
 int hm_label_cols(int least, int widest, int area, int map);

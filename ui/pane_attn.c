@@ -141,19 +141,35 @@ static void axis_label(const tui *u, int stream, int pos, char *out, size_t cap)
     snprintf(out, cap, "%d %s", pos, piece);
 }
 
-/* The widest of a stream's labels: "pos piece" (with_pos) or the piece. */
-static int widest_label(const tui *u, int stream, int n, bool with_pos)
+static int cmp_int(const void *a, const void *b)
 {
-    int widest = 1;
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The widest of a stream's labels: "pos piece" (with_pos) or the piece;
+ * *typical the width nine in ten fit. */
+static int widest_label(const tui *u, int stream, int n, bool with_pos, int *typical)
+{
+    int widest = 1, *w = malloc((size_t)(n > 0 ? n : 1) * sizeof *w);
     for (int i = 0; i < n; i++) {
         char l[128];
         if (with_pos)
             axis_label(u, stream, i, l, sizeof l);
         else
             stream_label(u, stream, i, l, sizeof l);
-        int w = tf_width(l, u->t.utf8);
-        widest = w > widest ? w : widest;
+        int lw = tf_width(l, u->t.utf8);
+        widest = lw > widest ? lw : widest;
+        if (w)
+            w[i] = lw;
     }
+    if (typical) {
+        *typical = widest;
+        if (w && n > 0) {
+            qsort(w, (size_t)n, sizeof *w, cmp_int);
+            *typical = w[(n - 1) * 9 / 10];
+        }
+    }
+    free(w);
     return widest;
 }
 
@@ -306,7 +322,8 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
 static void single_view(tui *u, WINDOW *w, attn_src *src)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
-    int wq = widest_label(u, src->q_stream, src->n_q, true), wk = widest_label(u, src->k_stream, src->n_k, false);
+    int wk_typical, wq = widest_label(u, src->q_stream, src->n_q, true, NULL);
+    int wk = widest_label(u, src->k_stream, src->n_k, false, &wk_typical);
     int cap = cols / 5 < 12 ? cols / 5 : 12; /* the heatmap matters more than long labels */
     wq = wq < 4 ? 4 : wq;
     int least = (wq < cap ? wq : cap) + 2; /* a column each side */
@@ -315,7 +332,7 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
     hm_fill_rows(g);
     hm_follow(g, view_row(&u->v), u->v.key);
     int lw = hm_label_cols(least, wq + 2, cols, g->vis_k * g->cw);
-    int key_rows = hm_key_rows(g->cw, wk, rows - 2 - hm_rows_used(g));
+    int key_rows = hm_key_rows(g->cw, wk, wk_typical, rows - 2 - hm_rows_used(g));
     state(u)->heat_y = 1 + (key_rows > 1 ? key_rows : 1);
     state(u)->heat_x = 1 + lw;
     draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, g, sample, src, view_row(&u->v), u->v.key);
