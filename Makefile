@@ -244,6 +244,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/tui.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/math.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_heatstrip.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 	AS_BIN=$(abspath $(PROG)) /usr/bin/python3 tests/stale/run.py
 	AS_BIN=$(abspath $(PROG)) sh tests/badinput/run.sh

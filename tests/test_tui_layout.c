@@ -272,6 +272,7 @@ Test(tui_heatmap, labels_get_the_room_the_map_leaves)
     cr_assert_eq(hm_key_rows(2, 7, 7, 1), 0, "3 columns is no piece: numbers");
     cr_assert_eq(hm_key_rows(2, 7, 7, 0), 0);
     cr_assert_eq(hm_key_rows(6, 9, 9, 0), 1, "no row free, wide keys: cut pieces across");
+    cr_assert_eq(hm_key_rows(1, 7, 5, 20), 0, "one column a key: numbers, however many rows are free");
     cr_assert_eq(hm_key_rows(0, 7, 7, 5), 0);
 }
 

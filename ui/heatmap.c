@@ -128,6 +128,8 @@ int hm_key_rows(int cw, int widest, int typical, int spare)
         return 0;
     if (cw > widest)
         return 1;
+    if (cw < 2)
+        return 0; /* one column a key: a staircase of pieces a column apart reads as none */
     int need = (widest + 1 + cw - 1) / cw, have = spare + 1;
     if (need <= have)
         return need;

@@ -48,8 +48,9 @@ int hm_query_height(const hm_geom *g, int q);
  * `spare` character rows free above the map: 1 (pieces across, one row,
  * whole when cw > widest), n >= 2 (pieces staggered over n rows, key k's
  * on row k % n from its column, n*cw - 1 columns each: every piece whole
- * where the spare rows allow, else the typical piece, else cut), or 0
- * (the keys' numbers: no room for pieces worth reading). */
+ * where the spare rows allow, else the typical piece, else cut; keys
+ * two columns wide or more), or 0 (the keys' numbers: no room for pieces
+ * worth reading). */
 int hm_key_rows(int cw, int widest, int typical, int spare);
 /* The query labels' width: `least` (what the map left them), grown by
  * the columns the map leaves unused right of it, up to `widest`. */

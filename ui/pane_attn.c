@@ -166,7 +166,7 @@ static int widest_label(const tui *u, int stream, int n, bool with_pos, int *typ
         *typical = widest;
         if (w && n > 0) {
             qsort(w, (size_t)n, sizeof *w, cmp_int);
-            *typical = w[(n - 1) * 9 / 10];
+            *typical = w[(9 * n + 9) / 10 - 1]; /* at most one in ten wider */
         }
     }
     free(w);
