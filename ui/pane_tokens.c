@@ -208,6 +208,13 @@ static void draw(tui *u)
     } else {
         state(u)->tok_first = -1;
         state(u)->tok_first_row = tf_scroll_follow(state(u)->tok_first_row, state(u)->tok_row[sel], rows, state(u)->tok_rows);
+        /* rows scrolled out: a … in the margin before the first row shown
+         * and after the last */
+        term_role(&u->t, w, R_DIM);
+        if (state(u)->tok_first_row > 0)
+            mvwaddstr(w, 1, 1, tf_glyph(G_ELLIPSIS, u->t.utf8));
+        if (state(u)->tok_first_row + rows < state(u)->tok_rows)
+            mvwaddstr(w, rows, cols + 2, tf_glyph(G_ELLIPSIS, u->t.utf8));
     }
     draw_chips(u, w, rows, cols, labels, n);
     free(labels);
