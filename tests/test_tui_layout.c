@@ -214,6 +214,68 @@ Test(tui_heatmap, short_context_gets_large_square_cells)
     cr_assert_eq(g.ch, 2, "nor taller than 2:1");
 }
 
+/* A context a little longer than the rows (26 tokens, 25 rows at 120x35):
+ * a query a sub-row filled 13 rows and left 12 empty; now each query has
+ * a row of its own but the first 2 x 1, two to a row, and all show. */
+Test(tui_heatmap, a_context_just_over_the_rows_fills_them)
+{
+    hm_geom g = {0};
+    hm_fit(&g, 26, 26, 25, 54, 2, 16);
+    cr_assert_eq(g.ch, 1);
+    cr_assert_eq(hm_rows_used(&g), 13, "a query a sub-row: half the rows");
+    hm_fill_rows(&g);
+    cr_assert_eq(g.shared, 1);
+    cr_assert_eq(hm_rows_used(&g), 25);
+    cr_assert_eq(g.vis_q, 26);
+    cr_assert_eq(g.cw, 2, "the columns as before");
+    int sub = 0;
+    for (int q = 0; q < 26; q++) {
+        cr_assert_eq(hm_query_subrow(&g, q), sub, "query %d", q);
+        cr_assert_eq(hm_query_height(&g, q), q < 2 ? 1 : 2);
+        for (int i = 0; i < hm_query_height(&g, q); i++)
+            cr_assert_eq(hm_query_at(&g, sub + i), q);
+        sub += hm_query_height(&g, q);
+    }
+    cr_assert_eq(sub, 50, "every sub-row of the 25 rows");
+    cr_assert_eq(hm_query_at(&g, 50), -1);
+    hm_follow(&g, 25, 25);
+    cr_assert_eq(g.q0, 0, "nothing scrolls");
+    /* not when a query a sub-row already fills two thirds, nor with one
+     * sub-row a character, nor when the queries outnumber the sub-rows */
+    hm_fit(&g, 40, 40, 25, 54, 2, 16);
+    hm_fill_rows(&g);
+    cr_assert_eq(g.shared, 0);
+    hm_fit(&g, 26, 26, 25, 54, 1, 16);
+    hm_fill_rows(&g);
+    cr_assert_eq(g.shared, 0);
+    hm_fit(&g, 26, 26, 8, 54, 2, 16);
+    hm_fill_rows(&g);
+    cr_assert_eq(g.shared, 0);
+    hm_fit(&g, 26, 26, 25, 54, 2, 16);
+    cr_assert_eq(g.shared, 0, "a refit starts uniform");
+}
+
+/* The labels take what the cells leave: the query labels the columns
+ * right of the map, the key labels the rows free above it. */
+Test(tui_heatmap, labels_get_the_room_the_map_leaves)
+{
+    cr_assert_eq(hm_label_cols(14, 17, 78, 52), 17, "80x24: 12 columns free, 3 of them wanted");
+    cr_assert_eq(hm_label_cols(14, 17, 68, 52), 16, "2 free");
+    cr_assert_eq(hm_label_cols(14, 17, 66, 52), 14, "none free");
+    cr_assert_eq(hm_label_cols(14, 10, 78, 20), 14, "never shrinks");
+    cr_assert_eq(hm_key_rows(8, 7, 7, 0), 1, "pieces across when each fits its key");
+    cr_assert_eq(hm_key_rows(3, 7, 6, 11), 3, "·Wasser over 3-column keys: 3 rows of 8");
+    cr_assert_eq(hm_key_rows(3, 13, 6, 14), 5, "<|endoftext|>: 5 rows of 14");
+    cr_assert_eq(hm_key_rows(2, 13, 1, 4), 1, "one <|endoftext|> among letters: one row, it alone cut");
+    cr_assert_eq(hm_key_rows(3, 13, 7, 3), 3, "else the rows the typical piece needs");
+    cr_assert_eq(hm_key_rows(3, 7, 7, 1), 2, "fewer rows free: 2 rows, pieces cut to 5");
+    cr_assert_eq(hm_key_rows(2, 7, 7, 1), 0, "3 columns is no piece: numbers");
+    cr_assert_eq(hm_key_rows(2, 7, 7, 0), 0);
+    cr_assert_eq(hm_key_rows(6, 9, 9, 0), 1, "no row free, wide keys: cut pieces across");
+    cr_assert_eq(hm_key_rows(1, 7, 5, 20), 0, "one column a key: numbers, however many rows are free");
+    cr_assert_eq(hm_key_rows(0, 7, 7, 5), 0);
+}
+
 Test(tui_heatmap, long_context_scrolls_to_the_cursor)
 {
     hm_geom g = {0};
@@ -462,6 +524,53 @@ Test(tui_text, token_strip_wraps_and_follows_the_selection)
     cr_assert_eq(tf_scroll_follow(3, 4, 3, 10), 3);
     cr_assert_eq(tf_scroll_follow(3, 1, 3, 10), 1);
     cr_assert_eq(tf_scroll_follow(9, 9, 3, 4), 1, "never past the end");
+}
+
+/* One row (80x24): chips scrolled whole around the selection, a marker
+ * column where chips are hidden, a chip or two of movement per step. */
+Test(tui_text, one_row_strip_scrolls_by_chip_with_context)
+{
+    enum { N = 30 };
+    int widths[N], col[N], last;
+    for (int i = 0; i < N; i++)
+        widths[i] = 4;
+    widths[7] = 9;
+    /* 30 chips of ~4 in 40 columns, a quarter of it (10) as context */
+    int first = tf_strip_window(widths, N, 40, 0, 0, 0, 10, &last, col);
+    cr_assert_eq(first, 0);
+    cr_assert_eq(col[0], 0, "no left marker at the start");
+    cr_assert_eq(last, 7, "chips 0..7 (4*7+9 = 37) fit before the right marker's column");
+    cr_assert_eq(col[8], -1);
+    int prev = first;
+    for (int sel = 0; sel < N; sel++) {
+        first = tf_strip_window(widths, N, 40, 0, sel, prev, 10, &last, col);
+        cr_assert(first <= sel && sel <= last, "sel %d shows (%d..%d)", sel, first, last);
+        cr_assert_geq(col[sel], first > 0 ? 1 : 0);
+        cr_assert_leq(col[last] + widths[last] + (last < N - 1 ? 1 : 0), 40, "whole chips and the marker fit");
+        int left = col[sel] - (first > 0 ? 1 : 0), right = col[last] + widths[last] - col[sel] - widths[sel];
+        cr_assert(first == 0 || left >= 10, "sel %d: %d columns of context at the left", sel, left);
+        cr_assert(last == N - 1 || right >= 10, "sel %d: %d columns of context at the right", sel, right);
+        cr_assert_leq(first - prev, 3, "sel %d: a chip or three, never a row (%d -> %d)", sel, prev, first);
+        prev = first;
+    }
+    cr_assert_eq(last, N - 1, "the end reached");
+    cr_assert_gt(col[N - 1] + widths[N - 1] + widths[first - 1] - (first - 1 > 0 ? 0 : 1), 40,
+                 "no room left at the end for the chip before the first");
+    /* back to the start a step at a time, then a jump back from the end */
+    for (int sel = N - 1; sel >= 0; sel--) {
+        first = tf_strip_window(widths, N, 40, 0, sel, prev, 10, &last, col);
+        cr_assert(first <= sel && sel <= last);
+        cr_assert_leq(prev - first, 3, "sel %d: %d -> %d", sel, prev, first);
+        prev = first;
+    }
+    cr_assert_eq(first, 0);
+    /* everything fits: no scrolling, no markers */
+    first = tf_strip_window(widths, 5, 40, 1, 4, 3, 10, &last, col);
+    cr_assert(first == 0 && last == 4 && col[4] == 20, "gaps take room: 4 * (4 + 1)");
+    /* a chip wider than the row shows alone, from the left marker */
+    widths[3] = 60;
+    first = tf_strip_window(widths, N, 40, 0, 3, 0, 10, &last, col);
+    cr_assert(first == 3 && last == 3 && col[3] == 1);
 }
 
 /* ---- log ---- */

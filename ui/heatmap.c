@@ -14,6 +14,13 @@ static int aspect(int sub)
 
 static void update_visible(hm_geom *g)
 {
+    if (g->shared > 0) {
+        g->q0 = 0;
+        g->vis_q = g->n_q;
+        g->k0 = tf_scroll_follow(g->k0, g->k0, g->cols / g->cw, g->n_k);
+        g->vis_k = g->n_k - g->k0 < g->cols / g->cw ? g->n_k - g->k0 : g->cols / g->cw;
+        return;
+    }
     int sr = g->rows * g->sub;
     g->q0 = tf_scroll_follow(g->q0, g->q0, sr / g->ch, g->n_q);
     g->k0 = tf_scroll_follow(g->k0, g->k0, g->cols / g->cw, g->n_k);
@@ -32,6 +39,7 @@ void hm_fit(hm_geom *g, int n_q, int n_k, int rows, int cols, int sub, int max_z
     g->rows = rows > 0 ? rows : 0;
     g->cols = cols > 0 ? cols : 0;
     g->sub = sub;
+    g->shared = 0;
     int a = aspect(sub);
     int ch = n_q > 0 ? g->rows * sub / n_q : 1, cw = n_k > 0 ? g->cols / n_k : 1;
     ch = ch < 1 ? 1 : ch > max_zoom ? max_zoom : ch;
@@ -52,17 +60,39 @@ void hm_fit(hm_geom *g, int n_q, int n_k, int rows, int cols, int sub, int max_z
     update_visible(g);
 }
 
+void hm_fill_rows(hm_geom *g)
+{
+    if (g->sub != 2 || g->ch != 1 || g->n_q <= g->rows || 2 * g->n_q > 3 * g->rows)
+        return;
+    g->shared = g->n_q - g->rows;
+    g->ch = 2;
+    update_visible(g);
+}
+
+int hm_rows_used(const hm_geom *g)
+{
+    if (g->shared > 0)
+        return g->n_q - g->shared;
+    int sr = g->vis_q * g->ch;
+    return (sr + g->sub - 1) / g->sub;
+}
+
 void hm_follow(hm_geom *g, int q, int k)
 {
     if (g->ch < 1 || g->cw < 1)
         return;
-    g->q0 = tf_scroll_follow(g->q0, q, g->rows * g->sub / g->ch, g->n_q);
+    if (g->shared == 0)
+        g->q0 = tf_scroll_follow(g->q0, q, g->rows * g->sub / g->ch, g->n_q);
     g->k0 = tf_scroll_follow(g->k0, k, g->cols / g->cw, g->n_k);
     update_visible(g);
 }
 
 int hm_query_at(const hm_geom *g, int subrow)
 {
+    if (g->shared > 0) {
+        int q = subrow < 2 * g->shared ? subrow : g->shared + subrow / 2;
+        return subrow < 0 || q >= g->n_q ? -1 : q;
+    }
     if (subrow < 0 || g->ch < 1 || subrow / g->ch >= g->vis_q)
         return -1;
     return g->q0 + subrow / g->ch;
@@ -77,12 +107,49 @@ int hm_key_at(const hm_geom *g, int col)
 
 int hm_query_subrow(const hm_geom *g, int q)
 {
+    if (g->shared > 0)
+        return q < 0 || q >= g->n_q ? -1 : q < 2 * g->shared ? q : 2 * q - 2 * g->shared;
     return q < g->q0 || q >= g->q0 + g->vis_q ? -1 : (q - g->q0) * g->ch;
 }
 
 int hm_key_col(const hm_geom *g, int k)
 {
     return k < g->k0 || k >= g->k0 + g->vis_k ? -1 : (k - g->k0) * g->cw;
+}
+
+int hm_query_height(const hm_geom *g, int q)
+{
+    return g->shared > 0 && q < 2 * g->shared ? 1 : g->ch;
+}
+
+int hm_key_rows(int cw, int widest, int typical, int spare)
+{
+    if (cw < 1)
+        return 0;
+    if (cw > widest)
+        return 1;
+    if (cw < 2)
+        return 0; /* one column a key: a staircase of pieces a column apart reads as none */
+    int need = (widest + 1 + cw - 1) / cw, have = spare + 1;
+    if (need <= have)
+        return need;
+    /* not every piece whole: as few rows as the typical piece needs
+     * (single letters with one <|endoftext|> stay on one row) */
+    int need_typical = (typical + 1 + cw - 1) / cw;
+    if (need_typical <= have)
+        return need_typical;
+    /* cut pieces: worth it while three letters and the ellipsis show */
+    if (have >= 2 && have * cw - 1 >= 4)
+        return have;
+    return cw >= 6 ? 1 : 0;
+}
+
+int hm_label_cols(int least, int widest, int area, int map)
+{
+    int spare = area - least - map;
+    if (spare <= 0 || widest <= least)
+        return least;
+    return least + (spare < widest - least ? spare : widest - least);
 }
 
 void hm_fill(const hm_geom *g, hm_sample_fn fn, void *ctx, hm_sample *out)

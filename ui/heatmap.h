@@ -16,12 +16,22 @@ typedef struct hm_geom {
     int ch, cw;       /* sub-rows per query, columns per key */
     int q0, k0;       /* first visible query and key (kept across fits) */
     int vis_q, vis_k; /* how many are visible */
+    int shared;       /* hm_fill_rows: the first `shared` character rows hold
+                         two queries each (a sub-row each), the rest one
+                         (two sub-rows); 0: every query is ch sub-rows */
 } hm_geom;
 
 /* Sizes cells as large as fits (at most max_zoom sub-rows; square on
  * screen when room allows, never more than 2:1 either way), down to one
  * sub-row by one column, keeping g->q0/k0 where still valid. */
 void hm_fit(hm_geom *g, int n_q, int n_k, int rows, int cols, int sub, int max_zoom);
+/* With half blocks, when a query a sub-row leaves a third or more of the
+ * rows empty (n_q > rows, n_q <= 1.5 rows): every query a character row of
+ * its own (square cells, each labelled) but for the first 2(n_q - rows),
+ * two to a row, so the map fills the area and nothing scrolls. */
+void hm_fill_rows(hm_geom *g);
+/* Character rows the visible queries take from the area's top. */
+int hm_rows_used(const hm_geom *g);
 /* Scrolls as little as needed for (q, k) to be visible. */
 void hm_follow(hm_geom *g, int q, int k);
 /* The query at a sub-row / the key at a column of the area, or -1. */
@@ -30,6 +40,21 @@ int hm_key_at(const hm_geom *g, int col);
 /* The first sub-row of query q / first column of key k, or -1 if hidden. */
 int hm_query_subrow(const hm_geom *g, int q);
 int hm_key_col(const hm_geom *g, int k);
+/* Sub-rows query q takes (ch, or 1 in a shared row). */
+int hm_query_height(const hm_geom *g, int q);
+
+/* Key labels above a map whose keys are cw columns wide, the widest
+ * piece `widest` columns (`typical` the width nine pieces in ten fit),
+ * `spare` character rows free above the map: 1 (pieces across, one row,
+ * whole when cw > widest), n >= 2 (pieces staggered over n rows, key k's
+ * on row k % n from its column, n*cw - 1 columns each: every piece whole
+ * where the spare rows allow, else the typical piece, else cut; keys
+ * two columns wide or more), or 0 (the keys' numbers: no room for pieces
+ * worth reading). */
+int hm_key_rows(int cw, int widest, int typical, int spare);
+/* The query labels' width: `least` (what the map left them), grown by
+ * the columns the map leaves unused right of it, up to `widest`. */
+int hm_label_cols(int least, int widest, int area, int map);
 
 typedef enum hm_state { HM_NONE, HM_VALUE, HM_MASKED, HM_PENDING } hm_state;
 typedef struct hm_sample {

@@ -99,7 +99,7 @@ static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, con
     int qs = hm_query_subrow(g, q), kc = hm_key_col(g, k);
     if (qs < 0 || kc < 0)
         return;
-    int sr = qs + (g->ch - 1) / 2, col = kc + (g->cw - 1) / 2;
+    int sr = qs + (hm_query_height(g, q) - 1) / 2, col = kc + (g->cw - 1) / 2;
     if (u->t.style == HM_SHADE || u->t.style == HM_ASCII) {
         term_role(&u->t, w, R_LABEL_SEL);
     } else {
@@ -141,21 +141,40 @@ static void axis_label(const tui *u, int stream, int pos, char *out, size_t cap)
     snprintf(out, cap, "%d %s", pos, piece);
 }
 
-static int label_width(const tui *u, const attn_src *src, int cols)
+static int cmp_int(const void *a, const void *b)
 {
-    int widest = 4;
-    for (int i = 0; i < src->n_q; i++) {
+    return *(const int *)a - *(const int *)b;
+}
+
+/* The widest of a stream's labels: "pos piece" (with_pos) or the piece;
+ * *typical the width nine in ten fit. */
+static int widest_label(const tui *u, int stream, int n, bool with_pos, int *typical)
+{
+    int widest = 1, *w = malloc((size_t)(n > 0 ? n : 1) * sizeof *w);
+    for (int i = 0; i < n; i++) {
         char l[128];
-        axis_label(u, src->q_stream, i, l, sizeof l);
-        int w = tf_width(l, u->t.utf8);
-        widest = w > widest ? w : widest;
+        if (with_pos)
+            axis_label(u, stream, i, l, sizeof l);
+        else
+            stream_label(u, stream, i, l, sizeof l);
+        int lw = tf_width(l, u->t.utf8);
+        widest = lw > widest ? lw : widest;
+        if (w)
+            w[i] = lw;
     }
-    int cap = cols / 5 < 12 ? cols / 5 : 12; /* the heatmap matters more than long labels */
-    return (widest < cap ? widest : cap) + 1;
+    if (typical) {
+        *typical = widest;
+        if (w && n > 0) {
+            qsort(w, (size_t)n, sizeof *w, cmp_int);
+            *typical = w[(9 * n + 9) / 10 - 1]; /* at most one in ten wider */
+        }
+    }
+    free(w);
+    return widest;
 }
 
 /* One label per character row: a query's middle row; the selected query
- * wins when two share a row. */
+ * wins when two share a row (a filled map's shared rows name both). */
 static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
 {
     const hm_geom *g = &state(u)->geom;
@@ -165,16 +184,25 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
     for (int r = 0; r < g->rows; r++)
         rowq[r] = -1;
     for (int q = g->q0; q < g->q0 + g->vis_q; q++) {
-        int row = (hm_query_subrow(g, q) + (g->ch - 1) / 2) / g->sub;
+        int row = (hm_query_subrow(g, q) + (hm_query_height(g, q) - 1) / 2) / g->sub;
         if (row < g->rows && (rowq[row] < 0 || q == view_row(&u->v)))
             rowq[row] = q;
     }
     for (int r = 0; r < g->rows; r++) {
         if (rowq[r] < 0)
             continue;
-        char l[128];
-        axis_label(u, src->q_stream, rowq[r], l, sizeof l);
-        term_role(&u->t, w, rowq[r] == view_row(&u->v) ? R_LABEL_SEL : R_LABEL);
+        char l[256];
+        int q = rowq[r];
+        axis_label(u, src->q_stream, q, l, sizeof l);
+        if (g->shared > 0 && q != view_row(&u->v) && hm_query_height(g, q) < g->ch && q + 1 < g->n_q &&
+            hm_query_subrow(g, q + 1) / g->sub == r) {
+            /* a row the filled map gives two queries: both named, "0-1 <s>·It" */
+            char a[96], b[96];
+            stream_label(u, src->q_stream, q, a, sizeof a);
+            stream_label(u, src->q_stream, q + 1, b, sizeof b);
+            snprintf(l, sizeof l, "%d-%d %s%s", q, q + 1, a, b);
+        }
+        term_role(&u->t, w, q == view_row(&u->v) ? R_LABEL_SEL : R_LABEL);
         put_text(u, w, state(u)->heat_y + r, 2, l, lw - 2);
     }
     free(rowq);
@@ -194,34 +222,45 @@ static int tick_step(const hm_geom *g)
     return 1000;
 }
 
-/* Key labels, one row: the keys' pieces across when a key is six or more
- * columns wide; else the keys' positions, numbered, whose pieces the
- * query labels at the left give (a self-attention's keys are its
- * queries), the selected key's in the line below the heatmap. Pieces
- * written downwards, a letter a row, ran together into fake words. */
-static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src)
+/* Key labels: the keys' pieces across when each fits its columns;
+ * staggered over `rows` rows (key k's on row k % rows, from its first
+ * column) when rows above the map are free; else the keys' positions,
+ * numbered, whose pieces the query labels at the left give (a
+ * self-attention's keys are its queries), the selected key's in the line
+ * below the heatmap. Pieces written downwards, a letter a row, ran
+ * together into fake words. */
+static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src, int rows)
 {
     const hm_geom *g = &state(u)->geom;
     int step = tick_step(g), next_free = 0, right = g->vis_k * g->cw;
+    int room = getmaxx(w) - 1 - state(u)->heat_x; /* to the border: a piece may pass the map's right edge */
     if (state(u)->heat_x >= 7) {
         term_role(&u->t, w, R_DIM);
         mvwaddstr(w, 1, 2, "key");
     }
     for (int k = g->k0; k < g->k0 + g->vis_k; k++) {
-        int x = hm_key_col(g, k);
+        int x = hm_key_col(g, k), y = 1;
         char text[96];
-        if (g->cw >= 6)
+        int width;
+        if (rows >= 1) {
             stream_label(u, src->k_stream, k, text, sizeof text);
-        else if (k % step == 0 || k == u->v.key)
+            width = rows * g->cw - 1;
+            y = 1 + k % rows;
+            if (width > room - x)
+                width = room - x;
+            if (width < 1)
+                continue;
+        } else {
+            if (k % step != 0 && k != u->v.key)
+                continue;
             snprintf(text, sizeof text, "%d", k);
-        else
-            continue;
-        int width = g->cw >= 6 ? g->cw - 1 : tf_width(text, u->t.utf8);
-        if (x < next_free || x + width > right)
-            continue;
+            width = tf_width(text, u->t.utf8);
+            if (x < next_free || x + width > right)
+                continue;
+            next_free = x + width + 1;
+        }
         term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
-        put_text(u, w, 1, state(u)->heat_x + x, text, width);
-        next_free = x + width + 1;
+        put_text(u, w, y, state(u)->heat_x + x, text, width);
     }
     term_role(&u->t, w, R_NORMAL);
 }
@@ -276,17 +315,29 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
     }
 }
 
+/* One head's map: the cells first (as large as the area allows with
+ * short labels, the rows filled), then the labels take what the cells
+ * leave: the query labels the columns right of the map, the key labels
+ * the rows free above it. */
 static void single_view(tui *u, WINDOW *w, attn_src *src)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
-    int lw = label_width(u, src, cols) + 1;
-    hm_fit(&state(u)->geom, src->n_q, src->n_k, rows - 2, cols - lw, sub, 16);
-    hm_follow(&state(u)->geom, view_row(&u->v), u->v.key);
-    state(u)->heat_y = 2;
+    int wk_typical, wq = widest_label(u, src->q_stream, src->n_q, true, NULL);
+    int wk = widest_label(u, src->k_stream, src->n_k, false, &wk_typical);
+    int cap = cols / 5 < 12 ? cols / 5 : 12; /* the heatmap matters more than long labels */
+    wq = wq < 4 ? 4 : wq;
+    int least = (wq < cap ? wq : cap) + 2; /* a column each side */
+    hm_geom *g = &state(u)->geom;
+    hm_fit(g, src->n_q, src->n_k, rows - 2, cols - least, sub, 16);
+    hm_fill_rows(g);
+    hm_follow(g, view_row(&u->v), u->v.key);
+    int lw = hm_label_cols(least, wq + 2, cols, g->vis_k * g->cw);
+    int key_rows = hm_key_rows(g->cw, wk, wk_typical, rows - 2 - hm_rows_used(g));
+    state(u)->heat_y = 1 + (key_rows > 1 ? key_rows : 1);
     state(u)->heat_x = 1 + lw;
-    draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, &state(u)->geom, sample, src, view_row(&u->v), u->v.key);
+    draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, g, sample, src, view_row(&u->v), u->v.key);
     draw_query_labels(u, w, lw, src);
-    draw_key_labels(u, w, src);
+    draw_key_labels(u, w, src, key_rows);
 }
 
 /* The grid's tiles, and how many queries and keys share a cell so that

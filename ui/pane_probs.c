@@ -106,8 +106,11 @@ static int sampled_line(tui *u, WINDOW *w, int y, int q, int cols)
     /* As the list prints it: 99.97% as 100.0%, never %g's 1e+02. */
     double p = (double)u->probs[id] * 100;
     snprintf(pct, sizeof pct, p >= 9.95 ? "%.1f" : "%.2g", p);
-    snprintf(line, sizeof line, "%s%s%s at %d was generated: p %s%% before it, rank %d", u->t.utf8 ? "‘" : "'",
-             piece, u->t.utf8 ? "’" : "'", q, pct, rank_of(u, id));
+    const char *lq = u->t.utf8 ? "‘" : "'", *rq = u->t.utf8 ? "’" : "'";
+    snprintf(line, sizeof line, "%s%s%s at %d was generated: p %s%% before it, rank %d", lq, piece, rq, q, pct,
+             rank_of(u, id));
+    if (tf_width(line, u->t.utf8) > cols - 1) /* a narrow pane (120x35): the same, shorter */
+        snprintf(line, sizeof line, "generated %s%s%s at %d had p %s%%, rank %d", lq, piece, rq, q, pct, rank_of(u, id));
     term_role(&u->t, w, R_HINT);
     put_text(u, w, y, 2, line, cols - 1);
     term_role(&u->t, w, R_NORMAL);

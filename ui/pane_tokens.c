@@ -15,6 +15,7 @@
 /* The pane's state: where the last draw put each chip, for scrolling and clicks. */
 typedef struct tokens_state {
     int tok_first_row;
+    int tok_first;       /* one row (80x24): the first chip shown, -1 when the strip wraps */
     int tok_rows, *tok_row, *tok_col, tok_n, tok_cap;
 } tokens_state;
 
@@ -188,7 +189,33 @@ static void draw(tui *u)
     state(u)->tok_rows = tf_strip_layout(widths, n, cols, gap, state(u)->tok_row, state(u)->tok_col);
     state(u)->tok_n = n;
     int sel = u->v.site == AS_PICK_SOURCE && ns ? u->v.src_query : ns + u->v.query;
-    state(u)->tok_first_row = tf_scroll_follow(state(u)->tok_first_row, state(u)->tok_row[sel], rows, state(u)->tok_rows);
+    if (rows == 1 && state(u)->tok_rows > 1) {
+        /* One row (80x24): scrolled by whole chips around the selection,
+         * a marker where chips are hidden, rather than wrapped rows
+         * shown one at a time (a fragment of the text, a screen a jump). */
+        int last, first = state(u)->tok_first < 0 ? 0 : state(u)->tok_first;
+        first = tf_strip_window(widths, n, cols, gap, sel, first, cols / 4, &last, state(u)->tok_col);
+        state(u)->tok_first = first;
+        for (int i = 0; i < n; i++)
+            state(u)->tok_row[i] = state(u)->tok_col[i] < 0 ? -1 : 0;
+        state(u)->tok_first_row = 0;
+        term_role(&u->t, w, R_DIM);
+        if (first > 0)
+            mvwaddstr(w, 1, 2, tf_glyph(G_ELLIPSIS, u->t.utf8));
+        int x = 2 + state(u)->tok_col[last] + widths[last] + gap;
+        if (last < n - 1 && x <= cols + 1)
+            mvwaddstr(w, 1, x, tf_glyph(G_ELLIPSIS, u->t.utf8));
+    } else {
+        state(u)->tok_first = -1;
+        state(u)->tok_first_row = tf_scroll_follow(state(u)->tok_first_row, state(u)->tok_row[sel], rows, state(u)->tok_rows);
+        /* rows scrolled out: a … in the margin before the first row shown
+         * and after the last */
+        term_role(&u->t, w, R_DIM);
+        if (state(u)->tok_first_row > 0)
+            mvwaddstr(w, 1, 1, tf_glyph(G_ELLIPSIS, u->t.utf8));
+        if (state(u)->tok_first_row + rows < state(u)->tok_rows)
+            mvwaddstr(w, rows, cols + 2, tf_glyph(G_ELLIPSIS, u->t.utf8));
+    }
     draw_chips(u, w, rows, cols, labels, n);
     free(labels);
     free(widths);

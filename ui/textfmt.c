@@ -213,6 +213,68 @@ int tf_strip_layout(const int *widths, int n, int cols, int gap, int *row, int *
     return n ? r + 1 : 0;
 }
 
+/* The last chip from `first` that fits whole, markers counted. */
+static int strip_last(const int *widths, int n, int cols, int gap, int first)
+{
+    int used = first > 0 ? 1 + gap : 0, last = first - 1;
+    for (int i = first; i < n; i++) {
+        int room = i < n - 1 ? cols - 1 - gap : cols; /* a right marker unless this is the end */
+        if (used + widths[i] > room) {
+            /* the rest may still fit without a right marker */
+            int rest = used;
+            for (int j = i; j < n; j++)
+                rest += widths[j] + (j < n - 1 ? gap : 0);
+            return rest <= cols ? n - 1 : last;
+        }
+        used += widths[i] + gap;
+        last = i;
+    }
+    return last;
+}
+
+int tf_strip_window(const int *widths, int n, int cols, int gap, int sel, int first, int margin, int *last, int *col)
+{
+    if (n <= 0) {
+        *last = -1;
+        return 0;
+    }
+    sel = sel < 0 ? 0 : sel >= n ? n - 1 : sel;
+    first = first < 0 ? 0 : first > sel ? sel : first;
+    /* context at the left: columns of the chips between first and sel */
+    for (;;) {
+        int left = 0;
+        for (int i = first; i < sel; i++)
+            left += widths[i] + gap;
+        if (first == 0 || left >= margin)
+            break;
+        first--;
+    }
+    /* sel whole, and context at the right, moving right a chip at a time */
+    for (; first < sel; first++) {
+        int l = strip_last(widths, n, cols, gap, first);
+        if (l < sel)
+            continue;
+        int right = 0;
+        for (int i = sel + 1; i <= l; i++)
+            right += gap + widths[i];
+        if (l == n - 1 || right >= margin)
+            break;
+    }
+    /* no empty room at the end while chips before first are hidden */
+    while (first > 0 && strip_last(widths, n, cols, gap, first - 1) == n - 1)
+        first--;
+    *last = strip_last(widths, n, cols, gap, first);
+    if (*last < first)
+        *last = first; /* wider than the row: alone, cut */
+    int x = first > 0 ? 1 + gap : 0;
+    for (int i = 0; i < n; i++) {
+        col[i] = i < first || i > *last ? -1 : x;
+        if (i >= first && i <= *last)
+            x += widths[i] + gap;
+    }
+    return first;
+}
+
 int tf_scroll_follow(int first, int sel, int visible, int total)
 {
     if (visible <= 0)

@@ -49,6 +49,16 @@ void tf_num(double v, int width, char *out, size_t cap);
  * col[i]), items separated by `gap` columns, a new row when one is full.
  * Returns the number of rows. */
 int tf_strip_layout(const int *widths, int n, int cols, int gap, int *row, int *col);
+/* Tokens as one row scrolled by whole chips, for a strip one row high:
+ * the chips first..*last show whole, col[i] their column; a marker (one
+ * column and the gap) at the left when chips before `first` are hidden,
+ * at the right after *last when chips after it are. Chip `sel` shows
+ * whole with `margin` columns of its neighbours on each side where the
+ * strip has them, `first` moving from its previous value as little as
+ * that needs (a chip or two when sel moves by one, never a whole row);
+ * the end of the strip reaches the right edge rather than leave it
+ * empty. A chip wider than the row shows alone, to be cut. Returns first. */
+int tf_strip_window(const int *widths, int n, int cols, int gap, int sel, int first, int margin, int *last, int *col);
 /* First row to show so that row `sel` is visible in `visible` rows,
  * starting from the previous first row `first` (scrolls only as needed). */
 int tf_scroll_follow(int first, int sel, int visible, int total);
