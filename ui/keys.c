@@ -28,8 +28,8 @@ static unsigned cycle_focus(tui *u, int dir)
     return 0;
 }
 
-/* Why a pane is not there for this model (keys 1-7 and i say it). */
-static const char *why_absent(pane_id p)
+/* Why a pane is not there for this model (its key and `view PANE` say it). */
+const char *pane_why_absent(pane_id p)
 {
     switch (p) {
     case P_PROBS: case P_LENS: return "ends in no logits";
@@ -51,7 +51,7 @@ static unsigned focus_key(tui *u, pane_id p, int ch)
 {
     if (u->present & RD(p))
         return tui_focus(u, p);
-    tui_say(u, LOG_HINT, "%c: %s %s: no %s pane", ch, as_view_model_name(u->s), why_absent(p),
+    tui_say(u, LOG_HINT, "%c: %s %s: no %s pane", ch, as_view_model_name(u->s), pane_why_absent(p),
             pane_classes[p]->name);
     return 0;
 }

@@ -58,7 +58,8 @@ static unsigned show_pane(tui *u, int req)
 {
     pane_id p = (pane_id)req;
     if (!(u->present & RD(p))) {
-        log_addf(&u->log, LOG_HINT, "the %s pane does not apply to this model", view_pane_name(req));
+        log_addf(&u->log, LOG_HINT, "view %s: %s %s: no %s pane", view_pane_name(req), as_view_model_name(u->s),
+                 pane_why_absent(p), pane_classes[p]->name);
         return panes_showing(u, SHOWS_LOG);
     }
     if (u->focus != P_CMD)
