@@ -346,6 +346,12 @@ screenshot: $(PROG) $(BUILD)/ansi2png
 	  GEN=4 ROUTE=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=80x24 FONT=22 MATH=37 \
 	  sh tests/e2e/tui_screenshot.sh assets/screenshot-math-80x24.png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=120x35 VIEW=residual \
+	  sh tests/e2e/tui_screenshot.sh assets/screenshot-residual.png
+	for v in positions mlp; do AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=120x35 VIEW=$$v \
+	  AS_TUI_MODEL=models/austen-llama.gguf sh tests/e2e/tui_screenshot.sh assets/screenshot-$$v.png || exit 1; done
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=120x35 VIEW=mla AS_TUI_MODEL=models/austen-moe.gguf \
+	  sh tests/e2e/tui_screenshot.sh assets/screenshot-mla.png
 
 $(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@

@@ -7,13 +7,15 @@
 # it; or, with ROUTE=E on a model with routed MLPs, the routing pane
 # focused with expert E selected (PROMPT= sets the prompt, GEN= how many
 # tokens follow it); or, with MATH=K, the attention worked out (`view
-# math`) with the cursor on key K. SIZE=COLSxROWS (default 160x48), FONT=PX (default
+# math`) with the cursor on key K; or, with VIEW=NAME, that concept view
+# (positions, mlp, residual, mla) focused. SIZE=COLSxROWS (default 160x48), FONT=PX (default
 # 14). Usage (or `make screenshot`, which makes the README's):
 #   AS_BIN=build/attnscope ANSI2PNG=build/ansi2png sh tests/e2e/tui_screenshot.sh assets/screenshot.png
 #   SIZE=80x24 FONT=22 LESSON=heads STEP=3 sh tests/e2e/tui_screenshot.sh assets/screenshot-80x24.png
 #   AS_TUI_MODEL=models/austen-moe.gguf PROMPT='My dear Mr. Bennet, ...' GEN=4 ROUTE=3 \
 #     sh tests/e2e/tui_screenshot.sh assets/screenshot-routing.png
 #   SIZE=80x24 FONT=22 MATH=37 sh tests/e2e/tui_screenshot.sh assets/screenshot-math-80x24.png
+#   SIZE=120x35 FONT=16 VIEW=residual sh tests/e2e/tui_screenshot.sh assets/screenshot-residual.png
 set -eu
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
 RENDER=${ANSI2PNG:-$(pwd)/build/ansi2png}
@@ -24,6 +26,7 @@ PROMPT=${PROMPT:-'It is a truth universally acknowledged, that a single man in p
 GEN=${GEN:-6}
 ROUTE=${ROUTE:-}
 MATH=${MATH:-}
+VIEW=${VIEW:-}
 SIZE=${SIZE:-160x48}
 COLS=${SIZE%x*}
 ROWS=${SIZE#*x}
@@ -78,7 +81,7 @@ if [ -n "$LESSON" ]; then
     sleep 0.5 # the step's commands have run when its box shows; let curses settle
     what="lesson $LESSON, step $STEP"
 else
-    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen $GEN; view layer $layer; view head $head; view pos last${MATH:+; view key $MATH; view math}"
+    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen $GEN; view layer $layer; view head $head; view pos last${MATH:+; view key $MATH; view math}${VIEW:+; view $VIEW}"
     $T send-keys -t shot Enter
     wait_for 'generated: '
     $T send-keys -t shot Escape
@@ -97,6 +100,10 @@ else
     if [ -n "$MATH" ]; then
         wait_for 'worked out'
         what="$what, attention worked out, key $MATH"
+    fi
+    if [ -n "$VIEW" ]; then
+        sleep 0.5 # the view's pane is drawn with the others; let curses settle
+        what="$what, view $VIEW"
     fi
 fi
 $T capture-pane -p -e -t shot > "$TMP/screen.ans"

@@ -181,11 +181,13 @@ static void blend(uint8_t out[3], const uint8_t a[3], const uint8_t b[3], int al
 
 static bool is_shape(uint32_t ch)
 {
-    return (ch >= 0x2580 && ch <= 0x2593) || ch == 0x2500 || ch == 0x2502 ||
+    return (ch >= 0x2580 && ch <= 0x2593) || (ch >= 0x2800 && ch <= 0x28FF) || ch == 0x2500 || ch == 0x2502 ||
            (ch >= 0x250C && ch <= 0x2524 && (ch - 0x250C) % 4 == 0);
 }
 
-/* Block elements, shades and light box lines; 0 if ch is none of them. */
+/* Block elements, shades, braille dots (the plots' curves: the fonts
+ * here have no braille glyphs) and light box lines; 0 if ch is none of
+ * them. */
 static int shape(canvas *cv, const cell *c, int x0, int y0)
 {
     uint32_t ch = c->ch;
@@ -199,6 +201,13 @@ static int shape(canvas *cv, const cell *c, int x0, int y0)
     } else if (ch >= 0x2589 && ch <= 0x258F) {
         int w = (int)(0x2590 - ch) * cw / 8;
         fill(cv, x0, y0, w, chh, c->fg);
+    } else if (ch >= 0x2800 && ch <= 0x28FF) {
+        /* bits 0-2 and 6 the left column's dots top to bottom, 3-5 and 7 the right's */
+        static const int dx[8] = {0, 0, 0, 1, 1, 1, 0, 1}, dy[8] = {0, 1, 2, 0, 1, 2, 3, 3};
+        int d = cw / 4 > 1 ? cw / 4 : 1;
+        for (int b = 0; b < 8; b++)
+            if ((ch - 0x2800) >> b & 1)
+                fill(cv, x0 + cw / 4 + dx[b] * cw / 2 - d / 2, y0 + chh / 8 + dy[b] * chh / 4 - d / 2, d, d, c->fg);
     } else if (ch >= 0x2591 && ch <= 0x2593) {
         blend(mix, c->fg, c->bg, (int)(ch - 0x2590) * 64);
         fill(cv, x0, y0, cw, chh, mix);
