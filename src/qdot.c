@@ -263,6 +263,20 @@ static float dot_q2_k_c(const void *row, const void *act, int n)
 }
 
 /* Q3_K: hmask[32], qs[64], scales[12] (16 six-bit, offset 32), d. */
+/* Q3_K's and Q6_K's integer sum: 16 groups of 16 values, each group's
+ * dot with the activations times the group's scale. */
+static int isum_groups16(const int8_t *v, const int8_t *q8, const int *sc)
+{
+    int isum = 0;
+    for (int g = 0; g < 16; g++) {
+        int t = 0;
+        for (int l = 0; l < 16; l++)
+            t += v[16 * g + l] * q8[16 * g + l];
+        isum += sc[g] * t;
+    }
+    return isum;
+}
+
 static float dot_q3_k_c(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
@@ -282,13 +296,7 @@ static float dot_q3_k_c(const void *row, const void *act, int n)
                 for (int l = 0; l < 32; l++)
                     v[128 * c + 32 * sh + l] = (int8_t)(((q3[32 * c + l] >> (2 * sh)) & 3) -
                                                         (hm[l] & (1 << (4 * c + sh)) ? 0 : 4));
-        int isum = 0;
-        for (int g = 0; g < 16; g++) {
-            int t = 0;
-            for (int l = 0; l < 16; l++)
-                t += v[16 * g + l] * q8[16 * g + l];
-            isum += sc[g] * t;
-        }
+        int isum = isum_groups16(v, q8, sc);
         sumf = fin_k(sumf, f16_at(w + 108), q8k_d(a), isum, 0.0f, 0);
     }
     return sumf;
@@ -332,8 +340,11 @@ static float dot_q6_k_c(const void *row, const void *act, int n)
     const uint8_t *w = row, *a = act;
     float sumf = 0.0f;
     for (int b = 0; b < n / AS_QK_K; b++, w += 210, a += Q8_K_BYTES) {
-        const int8_t *q8 = (const int8_t *)(a + Q8_K_QS), *sc = (const int8_t *)(w + 192);
+        const int8_t *q8 = (const int8_t *)(a + Q8_K_QS), *s8 = (const int8_t *)(w + 192);
         int8_t v[AS_QK_K];
+        int sc[16];
+        for (int g = 0; g < 16; g++)
+            sc[g] = s8[g];
         for (int c = 0; c < 2; c++) {
             const uint8_t *ql = w + 64 * c, *qh = w + 128 + 32 * c;
             for (int l = 0; l < 32; l++) {
@@ -343,13 +354,7 @@ static float dot_q6_k_c(const void *row, const void *act, int n)
                 v[128 * c + l + 96] = (int8_t)(((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32);
             }
         }
-        int isum = 0;
-        for (int g = 0; g < 16; g++) {
-            int t = 0;
-            for (int l = 0; l < 16; l++)
-                t += v[16 * g + l] * q8[16 * g + l];
-            isum += sc[g] * t;
-        }
+        int isum = isum_groups16(v, q8, sc);
         sumf = fin_k(sumf, f16_at(w + 208), q8k_d(a), isum, 0.0f, 0);
     }
     return sumf;

@@ -9,7 +9,6 @@
  * where the arithmetic does not give back the captured score, weight or
  * z (beyond float rounding) the pane says so. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -194,34 +193,16 @@ static void vec_text(const float *v, int n, int width, bool utf8, char *out, siz
     snprintf(out + len, cap - len, "%s", tail + (len ? 0 : 1));
 }
 
-/* Appends to a line builder. */
-typedef struct line {
-    char buf[1024];
-    size_t len;
-} line;
-
-static void add(line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(line *l, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (l->len < sizeof l->buf)
-        l->len += (size_t)vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
-    va_end(ap);
-    if (l->len >= sizeof l->buf)
-        l->len = sizeof l->buf - 1;
-}
-
 /* " (HOOK 0.1234)" after a computed value: the captured one it is checked
  * against ("captured" when full is off), " DIFFERS" where they part, or
  * that the hook was not captured. */
-static void add_captured(line *l, const math_src *m, bool have, int hook, bool full, double calc, float cap)
+static void add_captured(tf_line *l, const math_src *m, bool have, int hook, bool full, double calc, float cap)
 {
     if (have)
-        add(l, " (%s %.4f%s)", full ? hook_name(m, hook) : "captured", (double)cap,
+        tf_add(l, " (%s %.4f%s)", full ? hook_name(m, hook) : "captured", (double)cap,
             differs(calc, cap, 1e-4) ? " DIFFERS" : "");
     else
-        add(l, " (%s not captured)", hook_name(m, hook));
+        tf_add(l, " (%s not captured)", hook_name(m, hook));
 }
 
 static void draw_text(tui *u, WINDOW *w, int y, const char *text, int cols, int look, int attr)
@@ -244,33 +225,33 @@ static void scale_text(const math_src *m, bool utf8, char *out, size_t cap)
 }
 
 /* The site's facts: scale, mask, which kv head, where keys come from. */
-static void facts_text(tui *u, const math_src *m, line *l)
+static void facts_text(tui *u, const math_src *m, tf_line *l)
 {
     bool utf8 = u->t.utf8;
     char sc[96];
     scale_text(m, utf8, sc, sizeof sc);
-    add(l, "scale %s", sc);
+    tf_add(l, "scale %s", sc);
     if (m->m.softcap > 0)
-        add(l, ", soft-cap %g%stanh(x/%g)", (double)m->m.softcap, tf_glyph(G_TIMES, utf8), (double)m->m.softcap);
+        tf_add(l, ", soft-cap %g%stanh(x/%g)", (double)m->m.softcap, tf_glyph(G_TIMES, utf8), (double)m->m.softcap);
     if (m->m.window > 0)
-        add(l, " %s sliding window: last %d keys", tf_glyph(G_SEP, utf8), m->m.window);
+        tf_add(l, " %s sliding window: last %d keys", tf_glyph(G_SEP, utf8), m->m.window);
     else if (m->m.causal)
-        add(l, " %s causal: later keys masked", tf_glyph(G_SEP, utf8));
+        tf_add(l, " %s causal: later keys masked", tf_glyph(G_SEP, utf8));
     else if (m->q_stream != m->k_stream)
-        add(l, " %s no mask; keys: the source's %d positions", tf_glyph(G_SEP, utf8), m->nk);
+        tf_add(l, " %s no mask; keys: the source's %d positions", tf_glyph(G_SEP, utf8), m->nk);
     else
-        add(l, " %s no mask (an encoder: every key)", tf_glyph(G_SEP, utf8));
+        tf_add(l, " %s no mask (an encoder: every key)", tf_glyph(G_SEP, utf8));
     if (m->m.n_head_kv < m->m.n_head)
-        add(l, " %s GQA: head %d reads kv head %d (heads %d-%d)", tf_glyph(G_SEP, utf8), m->head, m->kvh,
+        tf_add(l, " %s GQA: head %d reads kv head %d (heads %d-%d)", tf_glyph(G_SEP, utf8), m->head, m->kvh,
             m->kvh * (m->m.n_head / m->m.n_head_kv), (m->kvh + 1) * (m->m.n_head / m->m.n_head_kv) - 1);
     const as_program *p = as_view_program(u->s);
     if (as_program_hook(p, AS_HK_KV_LATENT, m->layer) >= 0)
-        add(l, " %s MLA: k = [k_nope from the latent hook_kv_latent%s, shared rotary k_pe]", tf_glyph(G_SEP, utf8),
+        tf_add(l, " %s MLA: k = [k_nope from the latent hook_kv_latent%s, shared rotary k_pe]", tf_glyph(G_SEP, utf8),
             as_program_hook(p, AS_HK_KV, m->layer) >= 0 ? " via hook_kv" : " (absorbed into q)");
     if (m->m.bias >= 0)
-        add(l, " %s + %s", tf_glyph(G_SEP, utf8), hook_name(m, m->m.bias));
+        tf_add(l, " %s + %s", tf_glyph(G_SEP, utf8), hook_name(m, m->m.bias));
     else
-        add(l, " %s no position bias", tf_glyph(G_SEP, utf8));
+        tf_add(l, " %s no position bias", tf_glyph(G_SEP, utf8));
 }
 
 /* The columns of a key's row, for a width: how many k dimensions, and
@@ -294,20 +275,20 @@ static cols_fit fit_cols(int cols, int d)
     return c;
 }
 
-static void header_text(const math_src *m, const cols_fit *c, bool utf8, line *l)
+static void header_text(const math_src *m, const cols_fit *c, bool utf8, tf_line *l)
 {
     char kd[64];
     snprintf(kd, sizeof kd, "k[0:%d] %s", c->dims, hook_name(m, m->m.k));
-    add(l, " %-*s ", c->label, "key");
+    tf_add(l, " %-*s ", c->label, "key");
     if (c->dims)
-        add(l, "%-*s", c->dims * 8 + 2, kd);
-    add(l, "%9s", utf8 ? "q·k" : "q.k");
+        tf_add(l, "%-*s", c->dims * 8 + 2, kd);
+    tf_add(l, "%9s", utf8 ? "q·k" : "q.k");
     if (c->scaled)
-        add(l, "%*s", utf8 ? 10 : 9, utf8 ? "×scale" : "xscale");
-    add(l, " %-4s%9s%8s", "mask", "score", "weight");
+        tf_add(l, "%*s", utf8 ? 10 : 9, utf8 ? "×scale" : "xscale");
+    tf_add(l, " %-4s%9s%8s", "mask", "score", "weight");
 }
 
-static void key_text(tui *u, const math_src *m, const cols_fit *c, int k, const key_math *r, line *l)
+static void key_text(tui *u, const math_src *m, const cols_fit *c, int k, const key_math *r, tf_line *l)
 {
     bool utf8 = u->t.utf8;
     char piece[96], lab[128], fit[64];
@@ -315,42 +296,42 @@ static void key_text(tui *u, const math_src *m, const cols_fit *c, int k, const 
     snprintf(lab, sizeof lab, "%3d %s", k, piece);
     tf_fit(lab, c->label, utf8, fit, sizeof fit);
     int pad = c->label - tf_width(fit, utf8);
-    add(l, "%s%s%*s ", k == m->qpos && m->q_stream == m->k_stream ? "=" : " ", fit, pad > 0 ? pad : 0, "");
+    tf_add(l, "%s%s%*s ", k == m->qpos && m->q_stream == m->k_stream ? "=" : " ", fit, pad > 0 ? pad : 0, "");
     if (c->dims) {
         if (r->k) {
             for (int i = 0; i < c->dims; i++)
-                add(l, "%8.3f", (double)r->k[i]);
-            add(l, c->dims < m->m.d_qk ? " %s" : "  ", tf_glyph(G_ELLIPSIS, utf8));
+                tf_add(l, "%8.3f", (double)r->k[i]);
+            tf_add(l, c->dims < m->m.d_qk ? " %s" : "  ", tf_glyph(G_ELLIPSIS, utf8));
         } else {
-            add(l, "%-*s", c->dims * 8 + 2, "  (k not captured)");
+            tf_add(l, "%-*s", c->dims * 8 + 2, "  (k not captured)");
         }
     }
     if (r->have_k)
-        add(l, "%9.4f", r->dot);
+        tf_add(l, "%9.4f", r->dot);
     else
-        add(l, "%9s", "-");
+        tf_add(l, "%9s", "-");
     if (c->scaled) {
         if (r->have_k)
-            add(l, "%9.4f", r->scaled);
+            tf_add(l, "%9.4f", r->scaled);
         else
-            add(l, "%9s", "-");
+            tf_add(l, "%9s", "-");
     }
-    add(l, " %-4s", r->visible ? "0" : utf8 ? "−∞" : "-inf");
+    tf_add(l, " %-4s", r->visible ? "0" : utf8 ? "−∞" : "-inf");
     if (!r->visible)
-        add(l, "%9s%8s", "masked", "0");
+        tf_add(l, "%9s%8s", "masked", "0");
     else if (m->scores)
-        add(l, "%9.4f%8.4f", (double)r->score_cap, m->pattern ? (double)r->weight_cap : r->weight);
+        tf_add(l, "%9.4f%8.4f", (double)r->score_cap, m->pattern ? (double)r->weight_cap : r->weight);
     else
-        add(l, "%9s%8s", "n/c", "n/c");
+        tf_add(l, "%9s%8s", "n/c", "n/c");
 }
 
 /* q·k = q0×k0 + q1×k1 + … (d terms) = total, as much as fits. */
-static void dot_text(tui *u, const math_src *m, const key_math *r, int cols, line *l)
+static void dot_text(tui *u, const math_src *m, const key_math *r, int cols, tf_line *l)
 {
     bool utf8 = u->t.utf8;
     char total[64];
     snprintf(total, sizeof total, " %s %s (%d terms) = %.4f", "+", tf_glyph(G_ELLIPSIS, utf8), m->m.d_qk, r->dot);
-    add(l, "%s = ", utf8 ? "q·k" : "q.k");
+    tf_add(l, "%s = ", utf8 ? "q·k" : "q.k");
     int tw = tf_width(total, utf8);
     for (int i = 0; i < m->m.d_qk; i++) {
         char one[64];
@@ -358,13 +339,13 @@ static void dot_text(tui *u, const math_src *m, const key_math *r, int cols, lin
                  (double)r->k[i]);
         if (tf_width(l->buf, utf8) + tf_width(one, utf8) + (i + 1 < m->m.d_qk ? tw : 12) > cols - 1)
             break;
-        add(l, "%s", one);
+        tf_add(l, "%s", one);
         if (i + 1 == m->m.d_qk) {
-            add(l, " = %.4f", r->dot);
+            tf_add(l, " = %.4f", r->dot);
             return;
         }
     }
-    add(l, "%s", total);
+    tf_add(l, "%s", total);
 }
 
 static void draw_followed(tui *u, WINDOW *w, int y, const math_src *m, int cols)
@@ -372,22 +353,22 @@ static void draw_followed(tui *u, WINDOW *w, int y, const math_src *m, int cols)
     bool utf8 = u->t.utf8;
     int k = u->v.key;
     key_math r = key_at(m, k);
-    line a = {0}, b = {0}, c = {0};
+    tf_line a = {0}, b = {0}, c = {0};
     if (!r.visible) {
-        add(&a, "key %d is %s: masked (score %s, weight 0)", k,
+        tf_add(&a, "key %d is %s: masked (score %s, weight 0)", k,
             m->m.window > 0 && k <= m->qpos ? "outside the window" : "after the query", utf8 ? "−∞" : "-inf");
     } else if (!r.have_k) {
-        add(&a, "q%sk: %s not captured here (--capture-mb keeps it)", utf8 ? "·" : ".",
+        tf_add(&a, "q%sk: %s not captured here (--capture-mb keeps it)", utf8 ? "·" : ".",
             !m->q ? hook_name(m, m->m.q) : hook_name(m, m->m.k));
     } else {
         dot_text(u, m, &r, cols, &a);
-        add(&b, "%.4f %s %.4f = %.4f", r.dot, tf_glyph(G_TIMES, utf8), (double)m->m.scale, r.scaled);
+        tf_add(&b, "%.4f %s %.4f = %.4f", r.dot, tf_glyph(G_TIMES, utf8), (double)m->m.scale, r.scaled);
         if (m->m.softcap > 0)
-            add(&b, "; %g%stanh(%s/%g) = %.4f", (double)m->m.softcap, tf_glyph(G_TIMES, utf8), "x",
+            tf_add(&b, "; %g%stanh(%s/%g) = %.4f", (double)m->m.softcap, tf_glyph(G_TIMES, utf8), "x",
                 (double)m->m.softcap, m->m.softcap * tanh(r.scaled / m->m.softcap));
         if (m->m.bias >= 0)
-            add(&b, " + bias %.4f", r.bias);
-        add(&b, " = score");
+            tf_add(&b, " + bias %.4f", r.bias);
+        tf_add(&b, " = score");
         size_t at = b.len;
         for (int full = 1; full >= 0; full--) {
             b.len = at;
@@ -399,17 +380,17 @@ static void draw_followed(tui *u, WINDOW *w, int y, const math_src *m, int cols)
     }
     if (r.visible && m->scores) {
         for (int full = 1; full >= 0; full--) {
-            c = (line){0};
-            add(&c, "exp(%.4f %s%s %.4f) / %s%.4f = %.4f = weight", (double)r.score_cap, utf8 ? "−" : "-",
+            c = (tf_line){0};
+            tf_add(&c, "exp(%.4f %s%s %.4f) / %s%.4f = %.4f = weight", (double)r.score_cap, utf8 ? "−" : "-",
                 full ? " max" : "", m->max, full ? (utf8 ? "Σ " : "sum ") : "", m->sum, r.weight);
             add_captured(&c, m, m->pattern, m->m.pattern, full, r.weight, r.weight_cap);
             if (tf_width(c.buf, utf8) <= cols - 1)
                 break;
         }
     } else if (r.visible) {
-        add(&c, "weight: %s not captured here", hook_name(m, m->m.scores));
+        tf_add(&c, "weight: %s not captured here", hook_name(m, m->m.scores));
     }
-    const line *ls[3] = {&a, &b, &c};
+    const tf_line *ls[3] = {&a, &b, &c};
     for (int i = 0, yy = y; i < 3; i++)
         if (ls[i]->len)
             draw_text(u, w, yy++, ls[i]->buf, cols, i == 0 ? R_LABEL_SEL : R_NORMAL, i == 0 ? A_BOLD : A_NORMAL);
@@ -451,7 +432,7 @@ static void draw(tui *u)
     bool bad = m.bad_key >= 0 || m.z_bad;
     int spare = rows - (1 + (bad ? 1 : 0) + 2 + followed_rows());
     bool zline = spare-- > 0;
-    line fl = {0};
+    tf_line fl = {0};
     facts_text(u, &m, &fl);
     int starts[8], nf = tf_wrap(fl.buf, cols - 1 > 8 ? cols - 1 : 8, utf8, starts, 8);
     nf = nf > 8 ? 8 : nf;
@@ -463,34 +444,34 @@ static void draw(tui *u)
     if (spare > 0)
         facts += spare < nf - facts ? spare : nf - facts;
     int y = 1;
-    line l = {0};
+    tf_line l = {0};
     char vec[512];
     /* q */
     if (m.q) {
-        add(&l, "q = %s[%d, H%d]  ", hook_name(&m, m.m.q), m.qpos, m.head);
+        tf_add(&l, "q = %s[%d, H%d]  ", hook_name(&m, m.m.q), m.qpos, m.head);
         vec_text(m.q, m.m.d_qk, cols - 2 - tf_width(l.buf, utf8), utf8, vec, sizeof vec);
-        add(&l, "%s", vec);
+        tf_add(&l, "%s", vec);
     } else {
-        add(&l, "q: %s not captured at %d (--capture-mb keeps it)", hook_name(&m, m.m.q), m.qpos);
+        tf_add(&l, "q: %s not captured at %d (--capture-mb keeps it)", hook_name(&m, m.m.q), m.qpos);
     }
     draw_text(u, w, y++, l.buf, cols, R_NORMAL, A_NORMAL);
     if (bad) {
-        l = (line){0};
+        l = (tf_line){0};
         if (m.bad_key >= 0)
-            add(&l, "! key %d: the arithmetic gives %s %.4f, the capture holds %.4f: the pane does not reproduce it",
+            tf_add(&l, "! key %d: the arithmetic gives %s %.4f, the capture holds %.4f: the pane does not reproduce it",
                 m.bad_key, m.bad_what, m.bad_calc, m.bad_cap);
         else
-            add(&l, "! z: the sum of weight%sv does not reproduce %s", utf8 ? "·" : "*", hook_name(&m, m.m.z));
+            tf_add(&l, "! z: the sum of weight%sv does not reproduce %s", utf8 ? "·" : "*", hook_name(&m, m.m.z));
         draw_text(u, w, y++, l.buf, cols, R_WARN, A_BOLD);
     }
     for (int i = 0; i < facts; i++) {
-        l = (line){0};
+        l = (tf_line){0};
         int end = i + 1 < nf ? starts[i + 1] : (int)fl.len;
-        add(&l, "%.*s", end - starts[i], fl.buf + starts[i]);
+        tf_add(&l, "%.*s", end - starts[i], fl.buf + starts[i]);
         draw_text(u, w, y++, l.buf, cols, R_DIM, A_NORMAL);
     }
     cols_fit c = fit_cols(cols - 1, m.m.d_qk);
-    l = (line){0};
+    l = (tf_line){0};
     header_text(&m, &c, utf8, &l);
     draw_text(u, w, y++, l.buf, cols, R_LABEL, A_BOLD);
     int kc = u->v.key < shown ? u->v.key : shown - 1;
@@ -500,7 +481,7 @@ static void draw(tui *u)
     for (int i = 0; i < key_rows; i++) {
         int k = first + i;
         key_math r = key_at(&m, k);
-        l = (line){0};
+        l = (tf_line){0};
         key_text(u, &m, &c, k, &r, &l);
         bool sel = k == u->v.key;
         if (sel)
@@ -511,14 +492,14 @@ static void draw(tui *u)
     draw_followed(u, w, y, &m, cols);
     y += followed_rows();
     if (zline && y <= rows) {
-        l = (line){0};
+        l = (tf_line){0};
         if (m.z) {
-            add(&l, "z = %s weight%sv = %s[%d, H%d]  ", utf8 ? "Σ" : "sum", utf8 ? "·" : "*", hook_name(&m, m.m.z),
+            tf_add(&l, "z = %s weight%sv = %s[%d, H%d]  ", utf8 ? "Σ" : "sum", utf8 ? "·" : "*", hook_name(&m, m.m.z),
                 m.qpos, m.head);
             vec_text(m.z, m.m.d_v, cols - 2 - tf_width(l.buf, utf8) - 4, utf8, vec, sizeof vec);
-            add(&l, "%s%s", vec, m.z_checked && !m.z_bad ? (utf8 ? " ✓" : " ok") : "");
+            tf_add(&l, "%s%s", vec, m.z_checked && !m.z_bad ? (utf8 ? " ✓" : " ok") : "");
         } else {
-            add(&l, "z: %s not captured at %d", hook_name(&m, m.m.z), m.qpos);
+            tf_add(&l, "z: %s not captured at %d", hook_name(&m, m.m.z), m.qpos);
         }
         draw_text(u, w, y++, l.buf, cols, R_NORMAL, A_NORMAL);
     }

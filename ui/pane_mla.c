@@ -11,28 +11,10 @@
  * Every value is read from the captured hooks; a hook not captured is
  * said so. Only a program with latent attention (deepseek2) has it. */
 #include <math.h>
-#include <stdarg.h>
 #include <string.h>
 
 #include "textfmt.h"
 #include "tui.h"
-
-typedef struct line {
-    char buf[1024];
-    size_t len;
-} line;
-
-static void add(line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(line *l, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (l->len < sizeof l->buf)
-        l->len += (size_t)vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
-    va_end(ap);
-    if (l->len >= sizeof l->buf)
-        l->len = sizeof l->buf - 1;
-}
 
 /* The site of a layer's self-attention, or NULL. */
 static const as_attn *site_of(const tui *u, int layer)
@@ -57,7 +39,7 @@ static const char *short_name(const tui *u, int hook)
 }
 
 /* "0.123 -0.456 … (32 dims)": as many leading values as fit in width. */
-static void add_vec(line *l, const float *v, int n, int width, bool utf8)
+static void add_vec(tf_line *l, const float *v, int n, int width, bool utf8)
 {
     char tail[48];
     snprintf(tail, sizeof tail, " %s (%d dims)", tf_glyph(G_ELLIPSIS, utf8), n);
@@ -67,28 +49,28 @@ static void add_vec(line *l, const float *v, int n, int width, bool utf8)
         int w = snprintf(one, sizeof one, "%s%.3f", i ? " " : "", (double)v[i]);
         if (used + w + (i + 1 < n ? tw : 0) > width)
             break;
-        add(l, "%s", one);
+        tf_add(l, "%s", one);
         used += w;
         if (i + 1 == n)
             return;
     }
-    add(l, "%s", tail + (used ? 0 : 1));
+    tf_add(l, "%s", tail + (used ? 0 : 1));
 }
 
 /* Lines with a priority: the fewest rows keep the first ones. */
 enum { MAX_LINES = 40 };
 typedef struct sheet {
-    line l[MAX_LINES];
+    tf_line l[MAX_LINES];
     int prio[MAX_LINES], look[MAX_LINES], attr[MAX_LINES];
     int n;
 } sheet;
 
-static line *put(sheet *s, int prio, int look, int attr)
+static tf_line *put(sheet *s, int prio, int look, int attr)
 {
     if (s->n == MAX_LINES)
         s->n--;
-    line *l = &s->l[s->n];
-    *l = (line){0};
+    tf_line *l = &s->l[s->n];
+    *l = (tf_line){0};
     s->prio[s->n] = prio, s->look[s->n] = look, s->attr[s->n] = attr;
     s->n++;
     return l;
@@ -96,20 +78,20 @@ static line *put(sheet *s, int prio, int look, int attr)
 
 /* One bar of the cache: NAME, what, values, bytes in float32, a bar
  * scaled to the largest, and the ratio to MLA's. */
-static void cache_bar(line *l, const char *name, const char *what, int values, int mla, int largest, int cols,
+static void cache_bar(tf_line *l, const char *name, const char *what, int values, int mla, int largest, int cols,
                       bool utf8)
 {
     char bar[256];
     if (cols >= 56)
-        add(l, "%-4s%-15s%5d%6d B ", name, what, values, values * 4);
+        tf_add(l, "%-4s%-15s%5d%6d B ", name, what, values, values * 4);
     else
-        add(l, "%-4s%5d%6d B ", name, values, values * 4);
+        tf_add(l, "%-4s%5d%6d B ", name, values, values * 4);
     int bw = cols - 2 - (int)strlen(l->buf) - 7;
     bw = bw < 4 ? 4 : bw > 60 ? 60 : bw;
     tf_bar(largest ? (double)values / largest : 0, bw, utf8, bar, sizeof bar);
-    add(l, "%s", bar);
+    tf_add(l, "%s", bar);
     int pad = bw - tf_width(bar, utf8);
-    add(l, "%*s %5.1fx", pad > 0 ? pad : 0, "", mla ? (double)values / mla : 0.0);
+    tf_add(l, "%*s %5.1fx", pad > 0 ? pad : 0, "", mla ? (double)values / mla : 0.0);
 }
 
 static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, sheet *sh)
@@ -117,15 +99,15 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
     bool utf8 = u->t.utf8;
     const char *to = tf_glyph(G_ARROW, utf8), *x = tf_glyph(G_TIMES, utf8);
     int nope = c->d_k - c->rope, mla = c->latent + c->rope, dkv = c->d_k + c->d_v;
-    line *l = put(sh, 1, R_LABEL, A_BOLD);
-    add(l, "x %d %s latent c %d + rope key %d %s %d heads %s (k %d+%d, v %d)", as_view_d_model(u->s), to,
+    tf_line *l = put(sh, 1, R_LABEL, A_BOLD);
+    tf_add(l, "x %d %s latent c %d + rope key %d %s %d heads %s (k %d+%d, v %d)", as_view_d_model(u->s), to,
         c->latent, c->rope, to, c->n_head, x, nope, c->rope, c->d_v);
     l = put(sh, 5, R_DIM, A_NORMAL);
-    add(l, "W_DKV packs x into c; W_UK, W_UV rebuild each head's k, v from c");
+    tf_add(l, "W_DKV packs x into c; W_UK, W_UV rebuild each head's k, v from c");
     l = put(sh, 4, R_DIM, A_NORMAL);
-    add(l, "%-19s%5s%8s  (float32)", "cache a token/layer", "vals", "bytes");
+    tf_add(l, "%-19s%5s%8s  (float32)", "cache a token/layer", "vals", "bytes");
     int gap = cols - 2 - tf_width(l->buf, utf8) - 5;
-    add(l, "%*s%s MLA", gap > 0 ? gap : 1, "", utf8 ? "×" : "x");
+    tf_add(l, "%*s%s MLA", gap > 0 ? gap : 1, "", utf8 ? "×" : "x");
     int gqa = c->gqa_kv * dkv;
     char what[48];
     snprintf(what, sizeof what, "latent+rope");
@@ -139,38 +121,38 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
     cache_bar(put(sh, 1, R_NORMAL, A_NORMAL), "MHA", what, c->plain, mla, c->plain, cols, utf8);
     l = put(sh, 7, R_DIM, A_NORMAL);
     if (c->plain <= mla)
-        add(l, "no saving: c and the rope key are as wide as all heads' k and v");
+        tf_add(l, "no saving: c and the rope key are as wide as all heads' k and v");
     else if (mla <= dkv)
-        add(l, "as small as MQA's one kv head, yet every head has its own k and v");
+        tf_add(l, "as small as MQA's one kv head, yet every head has its own k and v");
     else
-        add(l, "%.1fx smaller than MHA: the heads share c, each rebuilding k, v", (double)c->plain / mla);
+        tf_add(l, "%.1fx smaller than MHA: the heads share c, each rebuilding k, v", (double)c->plain / mla);
     l = put(sh, 8, R_DIM, A_NORMAL);
     if (c->absorbed)
-        add(l, "attnscope keeps %d a layer: k = [c, rope key], v = c (absorbed)", c->held);
+        tf_add(l, "attnscope keeps %d a layer: k = [c, rope key], v = c (absorbed)", c->held);
     else
-        add(l, "attnscope keeps %d a layer: legacy attn_kv_b caches k, v expanded", c->held);
+        tf_add(l, "attnscope keeps %d a layer: legacy attn_kv_b caches k, v expanded", c->held);
 
     /* the latent of the selected token */
     const float *cv = row_of(u, c->latent_hook, pos);
     l = put(sh, 1, R_LABEL_SEL, A_BOLD);
     if (as_view_filled(u->s, c->latent_hook) <= pos) {
-        add(l, "token %d's latent: not computed yet (f finishes the pass)", pos);
+        tf_add(l, "token %d's latent: not computed yet (f finishes the pass)", pos);
         return;
     }
     if (!cv) {
-        add(l, "c (%s[%d]): not captured here (--capture-mb keeps it)", short_name(u, c->latent_hook), pos);
+        tf_add(l, "c (%s[%d]): not captured here (--capture-mb keeps it)", short_name(u, c->latent_hook), pos);
     } else {
         int lo = 0, hi = 0;
         for (int i = 1; i < c->latent; i++) {
             lo = cv[i] < cv[lo] ? i : lo;
             hi = cv[i] > cv[hi] ? i : hi;
         }
-        add(l, "c (%s[%d]): min %.3f @%d, max %.3f @%d", short_name(u, c->latent_hook), pos, (double)cv[lo], lo,
+        tf_add(l, "c (%s[%d]): min %.3f @%d, max %.3f @%d", short_name(u, c->latent_hook), pos, (double)cv[lo], lo,
             (double)cv[hi], hi);
         /* the strip: one cell a value, in rows of the pane's width (at most two: then the first values) */
         int w = cols - 2 - 2, n = c->latent;
         if (n > 2 * w)
-            add(l, "; strip: dims 0-%d", 2 * w - 1);
+            tf_add(l, "; strip: dims 0-%d", 2 * w - 1);
         for (int r = 0; r < 2 && r * w < n; r++) {
             int k = n - r * w < w ? n - r * w : w;
             char spark[4096];
@@ -183,29 +165,29 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
             for (int i = 0; i < k; i++)
                 e += utf8 ? (((unsigned char)*e & 0xe0) == 0xe0 ? 3 : 1) : 1;
             l = put(sh, 1, R_BAR, A_NORMAL);
-            add(l, "%s %.*s", r ? " " : (utf8 ? "▕" : "|"), (int)(e - s), s);
+            tf_add(l, "%s %.*s", r ? " " : (utf8 ? "▕" : "|"), (int)(e - s), s);
         }
         l = put(sh, 2, R_NORMAL, A_NORMAL);
-        add(l, "c = ");
+        tf_add(l, "c = ");
         add_vec(l, cv, c->latent, cols - 2 - 4, utf8);
     }
     const float *kp = row_of(u, c->rope_hook, pos);
     l = put(sh, 3, R_NORMAL, A_NORMAL);
     if (kp) {
-        add(l, "k_pe = ");
+        tf_add(l, "k_pe = ");
         add_vec(l, kp, c->rope, cols - 2 - 7 - 14, utf8);
-        add(l, " (all heads')");
+        tf_add(l, " (all heads')");
     } else {
-        add(l, "k_pe: %s not captured here", short_name(u, c->rope_hook));
+        tf_add(l, "k_pe: %s not captured here", short_name(u, c->rope_hook));
     }
 
     /* the selected head rebuilt from c */
     if (c->absorbed) {
         l = put(sh, 2, R_NORMAL, A_NORMAL);
-        add(l, "H%d: W_UK[%d] is folded into q (q_absorbed = W_UK[%d]%sq_nope): scores read c", head, head,
+        tf_add(l, "H%d: W_UK[%d] is folded into q (q_absorbed = W_UK[%d]%sq_nope): scores read c", head, head,
             head, utf8 ? "ᵀ·" : "^T.");
         l = put(sh, 2, R_NORMAL, A_NORMAL);
-        add(l, "    z = W_UV[%d]%s(the weights' mix of c), %d values: no k, v kept per head", head,
+        tf_add(l, "    z = W_UV[%d]%s(the weights' mix of c), %d values: no k, v kept per head", head,
             utf8 ? "·" : ".", c->d_v);
         return;
     }
@@ -215,37 +197,37 @@ static void build(tui *u, const as_site_cache *c, int pos, int head, int cols, s
     l = put(sh, 2, R_NORMAL, A_NORMAL);
     char pre[96];
     snprintf(pre, sizeof pre, "H%d k = [W_UK[%d]%sc = ", head, head, utf8 ? "·" : ".");
-    add(l, "%s", pre);
+    tf_add(l, "%s", pre);
     if (kn)
         add_vec(l, kn + (size_t)head * nope, nope, cols - 2 - tf_width(pre, utf8) - 14, utf8);
     else
-        add(l, "(%s not captured)", short_name(u, c->k_nope_hook));
-    add(l, ", k_pe %d]", c->rope);
+        tf_add(l, "(%s not captured)", short_name(u, c->k_nope_hook));
+    tf_add(l, ", k_pe %d]", c->rope);
     l = put(sh, 2, R_NORMAL, A_NORMAL);
     snprintf(pre, sizeof pre, "%*s v = W_UV[%d]%sc = ", head >= 10 ? 3 : 2, "", head, utf8 ? "·" : ".");
-    add(l, "%s", pre);
+    tf_add(l, "%s", pre);
     if (vv)
         add_vec(l, vv + (size_t)head * c->d_v, c->d_v, cols - 2 - tf_width(pre, utf8), utf8);
     else
-        add(l, "(%s not captured)", vh >= 0 ? short_name(u, vh) : "hook_v");
+        tf_add(l, "(%s not captured)", vh >= 0 ? short_name(u, vh) : "hook_v");
     if (!kn || !vv)
         return;
     /* every head rebuilt from the same c: its k and v's first values */
     l = put(sh, 10, R_DIM, A_NORMAL);
-    add(l, "every head from the same c: k = W_UK[h]%sc %s v = W_UV[h]%sc", utf8 ? "·" : ".", tf_glyph(G_SEP, utf8),
+    tf_add(l, "every head from the same c: k = W_UK[h]%sc %s v = W_UV[h]%sc", utf8 ? "·" : ".", tf_glyph(G_SEP, utf8),
         utf8 ? "·" : ".");
     int each = (cols - 2 - 4 - 2 * 4 - 2) / 2 / 7; /* values a side, 7 columns each */
     each = each < 1 ? 1 : each;
     for (int h = 0; h < c->n_head && sh->n < MAX_LINES; h++) {
         l = put(sh, 10, h == head ? R_LABEL_SEL : R_NORMAL, A_NORMAL);
-        add(l, "H%-2d k", h);
+        tf_add(l, "H%-2d k", h);
         for (int i = 0; i < each && i < nope; i++)
-            add(l, "%7.3f", (double)kn[(size_t)h * nope + i]);
-        add(l, " %s %s v", each < nope ? tf_glyph(G_ELLIPSIS, utf8) : " ", tf_glyph(G_SEP, utf8));
+            tf_add(l, "%7.3f", (double)kn[(size_t)h * nope + i]);
+        tf_add(l, " %s %s v", each < nope ? tf_glyph(G_ELLIPSIS, utf8) : " ", tf_glyph(G_SEP, utf8));
         for (int i = 0; i < each && i < c->d_v; i++)
-            add(l, "%7.3f", (double)vv[(size_t)h * c->d_v + i]);
+            tf_add(l, "%7.3f", (double)vv[(size_t)h * c->d_v + i]);
         if (each < c->d_v)
-            add(l, " %s", tf_glyph(G_ELLIPSIS, utf8));
+            tf_add(l, " %s", tf_glyph(G_ELLIPSIS, utf8));
     }
 }
 

@@ -16,7 +16,6 @@
  * captured pre (× up) is checked against the captured post for every
  * neuron: the title says whether it reproduces it. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -239,23 +238,6 @@ static bool gather(tui *u, mlp_src *m, const char **why)
 
 /* ---- text ---- */
 
-typedef struct line {
-    char buf[1024];
-    size_t len;
-} line;
-
-static void add(line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(line *l, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (l->len < sizeof l->buf)
-        l->len += (size_t)vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
-    va_end(ap);
-    if (l->len >= sizeof l->buf)
-        l->len = sizeof l->buf - 1;
-}
-
 static void draw_text(tui *u, WINDOW *w, int y, int x, const char *text, int width, int look, int attr)
 {
     term_role_attr(&u->t, w, look, attr);
@@ -264,76 +246,76 @@ static void draw_text(tui *u, WINDOW *w, int y, int x, const char *text, int wid
 }
 
 /* The formula, then which hooks it reads. */
-static void formula_text(const mlp_src *m, bool utf8, line *l)
+static void formula_text(const mlp_src *m, bool utf8, tf_line *l)
 {
     const char *dot = utf8 ? "·" : "*", *fn = act_name(m->act);
     if (m->gated)
-        add(l, "%s: post = %s(gate) %s up" SEG, m->act == AS_ACT_SILU ? "SwiGLU" : "GEGLU", fn,
+        tf_add(l, "%s: post = %s(gate) %s up" SEG, m->act == AS_ACT_SILU ? "SwiGLU" : "GEGLU", fn,
             tf_glyph(G_TIMES, utf8));
     else
-        add(l, "post = %s(pre)" SEG, fn);
+        tf_add(l, "post = %s(pre)" SEG, fn);
     switch (m->act) {
     case AS_ACT_GELU_TANH:
-        add(l, "gelu(x) = 0.5x(1 + tanh(%s(x + 0.044715x%s)))" SEG "the tanh form", utf8 ? "√(2/π)" : "sqrt(2/pi)",
+        tf_add(l, "gelu(x) = 0.5x(1 + tanh(%s(x + 0.044715x%s)))" SEG "the tanh form", utf8 ? "√(2/π)" : "sqrt(2/pi)",
             utf8 ? "³" : "^3");
         break;
     case AS_ACT_GELU_ERF:
-        add(l, "gelu(x) = 0.5x(1 + erf(x/%s))" SEG "the exact, erf form", utf8 ? "√2" : "sqrt 2");
+        tf_add(l, "gelu(x) = 0.5x(1 + erf(x/%s))" SEG "the exact, erf form", utf8 ? "√2" : "sqrt 2");
         break;
-    case AS_ACT_RELU: add(l, "relu(x) = max(0, x)"); break;
+    case AS_ACT_RELU: tf_add(l, "relu(x) = max(0, x)"); break;
     case AS_ACT_SILU:
-        add(l, "silu(x) = x%s%s(x) = x/(1 + e^%sx)", dot, utf8 ? "σ" : "sigmoid", utf8 ? "−" : "-");
+        tf_add(l, "silu(x) = x%s%s(x) = x/(1 + e^%sx)", dot, utf8 ? "σ" : "sigmoid", utf8 ? "−" : "-");
         break;
     default: break;
     }
     if (m->gated)
-        add(l, SEG "gate = %s, up = %s" SEG "post = %s", short_name(m->s, m->pre), short_name(m->s, m->up),
+        tf_add(l, SEG "gate = %s, up = %s" SEG "post = %s", short_name(m->s, m->pre), short_name(m->s, m->up),
             short_name(m->s, m->post));
     else
-        add(l, SEG "pre = %s, post = %s", short_name(m->s, m->pre), short_name(m->s, m->post));
+        tf_add(l, SEG "pre = %s, post = %s", short_name(m->s, m->pre), short_name(m->s, m->post));
 }
 
 /* A routed layer: the experts the token chose, and the key. */
-static void routing_text(const mlp_src *m, bool utf8, line *l)
+static void routing_text(const mlp_src *m, bool utf8, tf_line *l)
 {
-    add(l, "chose");
+    tf_add(l, "chose");
     for (int j = 0; j < m->k; j++) {
         if (m->expert[j] < 0)
-            add(l, "%s ?", j ? "," : "");
+            tf_add(l, "%s ?", j ? "," : "");
         else if (isnan(m->gate[j]))
-            add(l, "%s expert %d", j ? "," : "", m->expert[j]);
+            tf_add(l, "%s expert %d", j ? "," : "", m->expert[j]);
         else
-            add(l, "%s %s%d (%s%.3f)", j ? "," : "", j ? "" : "expert ", m->expert[j], j ? "" : "gate ",
+            tf_add(l, "%s %s%d (%s%.3f)", j ? "," : "", j ? "" : "expert ", m->expert[j], j ? "" : "gate ",
                 (double)m->gate[j]);
     }
     if (m->shared) {
         if (m->shared_gated && !isnan(m->shared_gate))
-            add(l, " + shared (gate %.3f)", (double)m->shared_gate);
+            tf_add(l, " + shared (gate %.3f)", (double)m->shared_gate);
         else
-            add(l, " + shared (ungated)");
+            tf_add(l, " + shared (ungated)");
     }
-    add(l, SEG "%s another", utf8 ? "←/→" : "<-/->");
+    tf_add(l, SEG "%s another", utf8 ? "←/→" : "<-/->");
 }
 
-static void active_text(const mlp_src *m, bool utf8, line *l)
+static void active_text(const mlp_src *m, bool utf8, tf_line *l)
 {
     const char *in = m->gated ? "gate" : "pre";
-    add(l, "active (%s > 0): %d of %d neurons = %.1f%%", in, m->active, m->f,
+    tf_add(l, "active (%s > 0): %d of %d neurons = %.1f%%", in, m->active, m->f,
         m->f ? 100.0 * m->active / m->f : 0.0);
     int rest = m->f - m->active;
     if (rest > 0) {
         if (m->act == AS_ACT_RELU)
-            add(l, SEG "the other %d give exactly 0", rest);
+            tf_add(l, SEG "the other %d give exactly 0", rest);
         else
-            add(l, SEG "the other %d: %s(%s) in [%.3f, 0]", rest, act_name(m->act), in, m->inactive_min);
+            tf_add(l, SEG "the other %d: %s(%s) in [%.3f, 0]", rest, act_name(m->act), in, m->inactive_min);
     }
 }
 
 /* Packs a text's segments (separated by SEG) into lines of at most
  * width columns, " │ " between segments on a line; a segment wider than
- * a line gets one of its own (cut when drawn). Returns the line count
- * (at most max), each line written into out[i]. */
-static int pack(const char *text, int width, bool utf8, line *out, int max)
+ * a tf_line gets one of its own (cut when drawn). Returns the tf_line count
+ * (at most max), each tf_line written into out[i]. */
+static int pack(const char *text, int width, bool utf8, tf_line *out, int max)
 {
     int n = 0;
     const char *p = text, *sep = tf_glyph(G_SEP, utf8);
@@ -343,12 +325,12 @@ static int pack(const char *text, int width, bool utf8, line *out, int max)
         char seg[512];
         snprintf(seg, sizeof seg, "%.*s", (int)len, p);
         if (n > 0 && out[n - 1].len && tf_width(out[n - 1].buf, utf8) + 3 + tf_width(seg, utf8) <= width) {
-            add(&out[n - 1], " %s %s", sep, seg);
+            tf_add(&out[n - 1], " %s %s", sep, seg);
         } else {
             if (n == max)
                 break;
-            out[n] = (line){0};
-            add(&out[n++], "%s", seg);
+            out[n] = (tf_line){0};
+            tf_add(&out[n++], "%s", seg);
         }
         p = e ? e + 1 : p + len;
     }
@@ -497,24 +479,24 @@ static int table_width(const mlp_src *m)
     return 2 + 7 + 8 + (m->gated ? 8 + 8 : 0) + 8;
 }
 
-static void table_header(const mlp_src *m, line *l)
+static void table_header(const mlp_src *m, tf_line *l)
 {
-    add(l, "%2s %6s%8s", "#", "neuron", m->gated ? "gate" : "pre");
+    tf_add(l, "%2s %6s%8s", "#", "neuron", m->gated ? "gate" : "pre");
     if (m->gated) {
         char an[16];
         snprintf(an, sizeof an, "%s(g)", act_name(m->act));
-        add(l, "%8s%8s", an, "up");
+        tf_add(l, "%8s%8s", an, "up");
     }
-    add(l, "%8s", "post");
+    tf_add(l, "%8s", "post");
 }
 
-static void table_row(const mlp_src *m, int rank, line *l)
+static void table_row(const mlp_src *m, int rank, tf_line *l)
 {
     int i = m->top[rank];
-    add(l, "%2d %6d%8.3f", rank + 1, i, (double)m->pre_v[i]);
+    tf_add(l, "%2d %6d%8.3f", rank + 1, i, (double)m->pre_v[i]);
     if (m->gated)
-        add(l, "%8.3f%8.3f", act_of(m->act, m->pre_v[i]), (double)m->up_v[i]);
-    add(l, "%8.3f", (double)m->post_v[i]);
+        tf_add(l, "%8.3f%8.3f", act_of(m->act, m->pre_v[i]), (double)m->up_v[i]);
+    tf_add(l, "%8.3f", (double)m->post_v[i]);
 }
 
 /* ---- the pane ---- */
@@ -560,7 +542,7 @@ static void draw(tui *u)
     }
     /* Rows: the formula (wrapped), the routing, the active share, a
      * warning when the formula does not reproduce post, then the body. */
-    line fl = {0}, rl = {0}, al = {0}, fls[6], rls[2], als[2];
+    tf_line fl = {0}, rl = {0}, al = {0}, fls[6], rls[2], als[2];
     formula_text(&m, utf8, &fl);
     if (m.routed)
         routing_text(&m, utf8, &rl);
@@ -575,14 +557,14 @@ static void draw(tui *u)
     int y = 1;
     for (int i = 0; i < facts; i++)
         draw_text(u, w, y++, 2, fls[i].buf, width, R_DIM, A_NORMAL);
-    /* a routing line that does not fit one line: the experts, then which is drawn */
+    /* a routing tf_line that does not fit one line: the experts, then which is drawn */
     for (int i = 0; i < nr && (i == 0 || rows - y - 1 - body_min >= 0); i++)
         draw_text(u, w, y++, 2, rls[i].buf, width, R_NORMAL, A_NORMAL);
     for (int i = 0; i < na && (i == 0 || rows - y - body_min >= 0); i++)
         draw_text(u, w, y++, 2, als[i].buf, width, R_NORMAL, i == 0 ? A_BOLD : A_NORMAL);
     if (m.bad >= 0) {
-        line l = {0};
-        add(&l, "! neuron %d: the formula gives %.4f, %s holds %.4f", m.bad, m.bad_calc, short_name(u->s, m.post),
+        tf_line l = {0};
+        tf_add(&l, "! neuron %d: the formula gives %.4f, %s holds %.4f", m.bad, m.bad_calc, short_name(u->s, m.post),
             m.bad_cap);
         draw_text(u, w, y++, 2, l.buf, width, R_WARN, A_BOLD);
     }
@@ -607,11 +589,11 @@ static void draw(tui *u)
     int ty = stacked ? y + plot_rows : y, tx = stacked || !plot_on ? 2 : 2 + pw + 2;
     int n_rows = rows - ty < m.n_top ? rows - ty : m.n_top;
     n_rows = n_rows > 20 ? 20 : n_rows;
-    line th = {0};
+    tf_line th = {0};
     table_header(&m, &th);
     draw_text(u, w, ty, tx, th.buf, width - tx + 2, R_LABEL, A_BOLD);
     for (int r = 0; r < n_rows; r++) {
-        line l = {0};
+        tf_line l = {0};
         table_row(&m, r, &l);
         draw_text(u, w, ty + 1 + r, tx, l.buf, width - tx + 2, r < MARKED ? R_NORMAL : R_DIM, A_NORMAL);
     }
@@ -636,24 +618,24 @@ static void draw(tui *u)
     int lx = stacked ? tx + tw + 3 : 2, lw = stacked ? width - tw - 3 : pw;
     int ly = stacked ? ty + 1 : y + plot_rows + 1, lrows = rows - ly + 1;
     if (lw >= 20 && lrows > 0) {
-        line lg = {0};
+        tf_line lg = {0};
         int marked = m.n_top < MARKED ? m.n_top : MARKED;
-        add(&lg, "The curve: %s(x) over the range of this token's %d %s values; under it, how many fall in "
+        tf_add(&lg, "The curve: %s(x) over the range of this token's %d %s values; under it, how many fall in "
                  "each column. 1-%d on the curve: the table's first %d neurons, by |post|.",
             act_name(m.act), m.f, m.gated ? "gate" : "pre", marked, marked);
         if (m.gated)
-            add(&lg, " Each neuron's post is %s(gate) %s up: its gate picks the point on the curve, up scales "
+            tf_add(&lg, " Each neuron's post is %s(gate) %s up: its gate picks the point on the curve, up scales "
                      "it (and may flip its sign).",
                 act_name(m.act), tf_glyph(G_TIMES, utf8));
         int ls[16], nl = tf_wrap(lg.buf, lw, utf8, ls, 16);
         nl = nl > 16 ? 16 : nl;
         if (nl <= lrows)
             for (int i = 0; i < nl; i++, ly++) {
-                line l = {0};
+                tf_line l = {0};
                 int end = i + 1 < nl ? ls[i + 1] : (int)lg.len;
                 while (end > ls[i] && lg.buf[end - 1] == ' ')
                     end--;
-                add(&l, "%.*s", end - ls[i], lg.buf + ls[i]);
+                tf_add(&l, "%.*s", end - ls[i], lg.buf + ls[i]);
                 draw_text(u, w, ly, lx, l.buf, lw, R_DIM, A_NORMAL);
             }
     }

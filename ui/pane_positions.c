@@ -16,7 +16,6 @@
  * spec with its scalings, its bucket function); the pane only lays them
  * out. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,23 +61,6 @@ static bool find(const tui *u, pos_src *ps)
 
 /* ---- text helpers ---- */
 
-typedef struct line {
-    char buf[1024];
-    size_t len;
-} line;
-
-static void add(line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(line *l, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (l->len < sizeof l->buf)
-        l->len += (size_t)vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
-    va_end(ap);
-    if (l->len >= sizeof l->buf)
-        l->len = sizeof l->buf - 1;
-}
-
 static void text_at(tui *u, WINDOW *w, int y, int x, const char *s, int width, int look, int attr)
 {
     term_role_attr(&u->t, w, look, attr);
@@ -111,7 +93,7 @@ static int described(tui *u, WINDOW *w, int y, const char *lng, const char *shrt
 }
 
 /* "v0 v1 v2 … (n dims)" in `width` columns, values as fmt prints them. */
-static void values_text(const double *v, int n, const char *fmt, int width, bool utf8, line *l)
+static void values_text(const double *v, int n, const char *fmt, int width, bool utf8, tf_line *l)
 {
     char tail[48];
     snprintf(tail, sizeof tail, " %s (%d)", tf_glyph(G_ELLIPSIS, utf8), n);
@@ -122,11 +104,11 @@ static void values_text(const double *v, int n, const char *fmt, int width, bool
         int need = (int)l->len - start + 1 + (int)strlen(one) + (i + 1 < n ? tw : 0);
         if (need > width)
             break;
-        add(l, " %s", one);
+        tf_add(l, " %s", one);
         if (i + 1 == n)
             return;
     }
-    add(l, "%s", tail);
+    tf_add(l, "%s", tail);
 }
 
 static void pos_label(tui *u, const pos_src *ps, int pos, char *out, size_t cap)
@@ -266,22 +248,22 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
         pane_message(u, P_POS, "Out of memory.");
         return;
     }
-    line l = {0};
+    tf_line l = {0};
     const char *hook = as_view_hook_name(u->s, ps->hook);
     if (learned)
-        add(&l, "Learned: %s = W_pos[position], a trained table of %d positions %s %d dims, added to the token's "
+        tf_add(&l, "Learned: %s = W_pos[position], a trained table of %d positions %s %d dims, added to the token's "
                 "embedding.",
             hook, ps->f.rows, tf_glyph(G_TIMES, utf8), d);
     else
-        add(&l, "Sinusoidal: %s[p, 2i] = sin(p / %g^(2i/%d)), [p, 2i+1] = cos(the same): no weights; fast "
+        tf_add(&l, "Sinusoidal: %s[p, 2i] = sin(p / %g^(2i/%d)), [p, 2i+1] = cos(the same): no weights; fast "
                 "waves in the first dims, slow in the last.",
             hook, ps->f.base, d);
-    line sh = {0};
+    tf_line sh = {0};
     if (learned)
-        add(&sh, "Learned: W_pos, %d positions %s %d dims, added to each input's embedding.", ps->f.rows,
+        tf_add(&sh, "Learned: W_pos, %d positions %s %d dims, added to each input's embedding.", ps->f.rows,
             tf_glyph(G_TIMES, utf8), d);
     else
-        add(&sh, "Sinusoidal: PE[p,2i] = sin(p/%g^(2i/%d)), [2i+1] = cos; no weights.", ps->f.base, d);
+        tf_add(&sh, "Sinusoidal: PE[p,2i] = sin(p/%g^(2i/%d)), [2i+1] = cos; no weights.", ps->f.base, d);
     y += described(u, w, y, l.buf, sh.buf, cols, rows >= 16 ? 3 : rows >= 11 ? 2 : 1);
     /* the selected position's values */
     as_view_pos_row(ps->op, sel, row);
@@ -289,8 +271,8 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
         v[i] = row[i];
     char lab[64];
     pos_label(u, ps, sel, lab, sizeof lab);
-    l = (line){0};
-    add(&l, "%s[%d] =", learned ? "W_pos" : "PE", sel);
+    l = (tf_line){0};
+    tf_add(&l, "%s[%d] =", learned ? "W_pos" : "PE", sel);
     values_text(v, d, "%.3f", cols - 2 - (int)l.len, utf8, &l);
     text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
     /* the heatmap */
@@ -317,12 +299,12 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
         h.lo = -(mx > 0 ? mx : 1);
         h.hi = mx > 0 ? mx : 1;
     }
-    l = (line){0};
+    l = (tf_line){0};
     if (h.stride > 1)
-        add(&l, "position %s dim 0..%d, every %d%s dim%s", tf_glyph(G_TIMES, utf8), d - 1, h.stride,
+        tf_add(&l, "position %s dim 0..%d, every %d%s dim%s", tf_glyph(G_TIMES, utf8), d - 1, h.stride,
             h.stride == 2 ? "nd" : h.stride == 3 ? "rd" : "th", !learned && h.stride % 2 == 0 ? ": the sines" : "");
     else
-        add(&l, "position %s dim 0..%d", tf_glyph(G_TIMES, utf8), d - 1);
+        tf_add(&l, "position %s dim 0..%d", tf_glyph(G_TIMES, utf8), d - 1);
     text_at(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
     int hrows = rows - y; /* the legend below */
     if (hrows < 1)
@@ -433,10 +415,10 @@ static void draw_curve(tui *u, WINDOW *w, int y, int rows, int cols, const pos_s
     term_role(&u->t, w, R_NORMAL);
     free(yv);
     /* the axis: Δ from 0 to max_delta, the selected position's distance from token 0 marked */
-    line l = {0};
+    tf_line l = {0};
     char right[32];
     snprintf(right, sizeof right, "%d", max_delta);
-    add(&l, "%s 0", utf8 ? "Δ" : "d");
+    tf_add(&l, "%s 0", utf8 ? "Δ" : "d");
     int pad = xs - 2 - (int)strlen(right);
     if (sel_col >= 0) {
         char mark[48];
@@ -444,11 +426,11 @@ static void draw_curve(tui *u, WINDOW *w, int y, int rows, int cols, const pos_s
         int at = sel_col - 1 > 2 ? sel_col - 1 : 2;
         int mw = tf_width(mark, utf8);
         if (at + mw < xs - (int)strlen(right) - 1) {
-            add(&l, "%*s%s", at - 2, "", mark);
+            tf_add(&l, "%*s%s", at - 2, "", mark);
             pad = xs - at - mw - (int)strlen(right);
         }
     }
-    add(&l, "%*s%s", pad > 0 ? pad : 0, "", right);
+    tf_add(&l, "%*s%s", pad > 0 ? pad : 0, "", right);
     text_at(u, w, y + rows, x0 - 2, l.buf, cols - x0 + 1, R_DIM, A_NORMAL);
 }
 
@@ -460,15 +442,15 @@ static void curve_block(tui *u, WINDOW *w, int y, int n, int cols, const pos_src
     bool utf8 = u->t.utf8;
     text_at(u, w, y, 2, title, cols - 1, R_LABEL, A_BOLD);
     draw_curve(u, w, y + 1, n - 3, cols, ps, cv, max_delta);
-    line l = {0};
+    tf_line l = {0};
     static const int ds[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
-    add(&l, "%s", prefix);
+    tf_add(&l, "%s", prefix);
     for (size_t i = cv->q ? 0 : 1; i < sizeof ds / sizeof ds[0] && ds[i] <= max_delta; i++) {
         char one[32];
         snprintf(one, sizeof one, " %d: %.3f", ds[i], curve_at(cv, ds[i]));
         if (tf_width(l.buf, utf8) + (int)strlen(one) > cols - 2)
             break;
-        add(&l, "%s", one);
+        tf_add(&l, "%s", one);
     }
     text_at(u, w, y + n - 1, 2, l.buf, cols - 1, R_NORMAL, A_NORMAL);
 }
@@ -516,35 +498,35 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
     }
     as_view_rope_theta(ps->op, 1, theta1);
     /* what rotates */
-    line l = {0};
-    add(&l, "Rotary (L%d): q and k turn in %d pairs ", as_view_op_layer(ps->op), pairs);
+    tf_line l = {0};
+    tf_add(&l, "Rotary (L%d): q and k turn in %d pairs ", as_view_op_layer(ps->op), pairs);
     if (f->halves)
-        add(&l, "(i, i+%d)", pairs);
+        tf_add(&l, "(i, i+%d)", pairs);
     else
-        add(&l, "(2i, 2i+1)");
+        tf_add(&l, "(2i, 2i+1)");
     if (f->offset > 0 || f->rot_dim < f->d_head)
-        add(&l, " of dims %d..%d of each %d-dim head (the rest carry no position)", f->offset,
+        tf_add(&l, " of dims %d..%d of each %d-dim head (the rest carry no position)", f->offset,
             f->offset + f->rot_dim - 1, f->d_head);
-    add(&l, " by pos%s%s_i, %s_i = %g^(%s2i/%d)", utf8 ? "·" : "*", utf8 ? "θ" : "theta", utf8 ? "θ" : "theta",
+    tf_add(&l, " by pos%s%s_i, %s_i = %g^(%s2i/%d)", utf8 ? "·" : "*", utf8 ? "θ" : "theta", utf8 ? "θ" : "theta",
         f->base, utf8 ? "−" : "-", f->rot_dim);
     if (f->ext_factor != 0)
-        add(&l, ", scaled by YaRN (factor %g: the slow pairs' angles divided by it, the fast ones kept)",
+        tf_add(&l, ", scaled by YaRN (factor %g: the slow pairs' angles divided by it, the fast ones kept)",
             1 / f->freq_scale);
     else if (f->freq_scale != 1)
-        add(&l, ", scaled linearly (angles divided by %g)", 1 / f->freq_scale);
+        tf_add(&l, ", scaled linearly (angles divided by %g)", 1 / f->freq_scale);
     if (f->freqs)
-        add(&l, ", each pair's angle divided by its own factor (rope_freqs)");
-    add(&l, "; q%sk then depends on the distance only.", utf8 ? "·" : ".");
+        tf_add(&l, ", each pair's angle divided by its own factor (rope_freqs)");
+    tf_add(&l, "; q%sk then depends on the distance only.", utf8 ? "·" : ".");
     int desc_max = rows >= 16 ? 3 : rows >= 12 ? 2 : 1;
-    line sh = {0};
-    add(&sh, "Rotary (L%d): %d pairs turn by pos%s%s_i, %s_i = %g^(%s2i/%d)%s.", as_view_op_layer(ps->op), pairs,
+    tf_line sh = {0};
+    tf_add(&sh, "Rotary (L%d): %d pairs turn by pos%s%s_i, %s_i = %g^(%s2i/%d)%s.", as_view_op_layer(ps->op), pairs,
         utf8 ? "·" : "*", utf8 ? "θ" : "theta", utf8 ? "θ" : "theta", f->base, utf8 ? "−" : "-", f->rot_dim,
         f->freq_scale != 1 || f->ext_factor != 0 || f->freqs ? ", scaled" : "");
     y += described(u, w, y, l.buf, sh.buf, cols, desc_max);
     /* the angles at the selected position */
     as_view_rope_theta(ps->op, ps->sel, theta);
-    l = (line){0};
-    add(&l, "pos %d angles (rad):", ps->sel);
+    l = (tf_line){0};
+    tf_add(&l, "pos %d angles (rad):", ps->sel);
     values_text(theta, pairs, "%.3f", cols - 2 - (int)l.len, utf8, &l);
     text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
     /* rows left: the curves (each a title, at least 3 rows of plot, the
@@ -560,8 +542,8 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
     int crows = left - (hrows > 0 ? hrows + 1 : 0);
     if (hrows >= 1) {
         heat h = heat_fit(max_delta + 1, pairs, cols - LABEL_W - 2, false);
-        l = (line){0};
-        add(&l, "cos(pos%s%s_i), position %s pair 0..%d", utf8 ? "·" : "*", utf8 ? "θ" : "theta",
+        l = (tf_line){0};
+        tf_add(&l, "cos(pos%s%s_i), position %s pair 0..%d", utf8 ? "·" : "*", utf8 ? "θ" : "theta",
             tf_glyph(G_TIMES, utf8), pairs - 1);
         text_at(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
         rope_ctx rc = {theta, -1};
@@ -571,8 +553,8 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
     const char *dl = utf8 ? "Δ" : "d", *dot = utf8 ? "·" : ".", *th = utf8 ? "θ" : "theta";
     if (n_curves >= 1) {
         int n = n_curves == 2 ? crows / 2 : crows;
-        l = (line){0};
-        add(&l, "q%sk(%s)/q%sk(0), q = k = (1,%s,1) turned %s apart = mean cos(%s%s%s_i)", dot, dl, dot,
+        l = (tf_line){0};
+        tf_add(&l, "q%sk(%s)/q%sk(0), q = k = (1,%s,1) turned %s apart = mean cos(%s%s%s_i)", dot, dl, dot,
             tf_glyph(G_ELLIPSIS, utf8), dl, dl, dot, th);
         char pre[32];
         snprintf(pre, sizeof pre, "at %s", dl);
@@ -581,8 +563,8 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
         crows -= n;
     }
     if (n_curves == 2) {
-        l = (line){0};
-        add(&l, "%s q%sk, L%d H%d: token %d's own q and k, k turned %s back",
+        l = (tf_line){0};
+        tf_add(&l, "%s q%sk, L%d H%d: token %d's own q and k, k turned %s back",
             f->rot_dim < f->d_head ? "rotary part of" : "this", dot, as_view_op_layer(ps->op), head, ps->sel, dl);
         char pre[32];
         snprintf(pre, sizeof pre, "own q%sk at %s", dot, dl);
@@ -605,8 +587,8 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
         return;
     }
     int half = f->bidirectional ? f->rows / 2 : f->rows, exact = half / 2;
-    line l = {0};
-    add(&l, "Relative (T5, L%d): no position vectors; each head adds bias[bucket(k%sq)] to its scores. %d buckets%s: "
+    tf_line l = {0};
+    tf_add(&l, "Relative (T5, L%d): no position vectors; each head adds bias[bucket(k%sq)] to its scores. %d buckets%s: "
             "distances below %d each their own, then log-spaced up to %d.",
         as_view_op_layer(ps->op), utf8 ? "−" : "-", f->rows, f->bidirectional ? ", half each way" : ", keys before",
         exact, f->max_distance);
@@ -615,16 +597,16 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
     int n = (cols - 12) / 6;
     n = n < 1 ? 1 : n;
     int lo = f->bidirectional ? -(n / 2) : -(n - 1), q = 1000; /* a query far from the start: every distance */
-    line a = {0}, b = {0}, c = {0};
-    add(&a, "%s       ", utf8 ? "k−q" : "k-q"); /* 10 columns: "−" is one */
-    add(&b, "%-10s", "bucket");
-    add(&c, "bias H%-4d", head);
+    tf_line a = {0}, b = {0}, c = {0};
+    tf_add(&a, "%s       ", utf8 ? "k−q" : "k-q"); /* 10 columns: "−" is one */
+    tf_add(&b, "%-10s", "bucket");
+    tf_add(&c, "bias H%-4d", head);
     for (int i = 0; i < n; i++) {
         int dk = lo + i, bk = as_view_rel_bucket(ps->op, q, q + dk);
         as_view_rel_row(ps->op, bk, bias);
-        add(&a, "%6d", dk);
-        add(&b, "%6d", bk);
-        add(&c, "%6.2f", (double)bias[head]);
+        tf_add(&a, "%6d", dk);
+        tf_add(&b, "%6d", bk);
+        tf_add(&c, "%6.2f", (double)bias[head]);
     }
     if (y + 3 <= rows + 1) {
         text_at(u, w, y++, 2, a.buf, cols - 1, R_LABEL, A_BOLD);
@@ -632,13 +614,13 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
         text_at(u, w, y++, 2, c.buf, cols - 1, R_NORMAL, A_NORMAL);
     }
     /* where each bucket of one side starts */
-    l = (line){0};
-    add(&l, "bucket starts at |k%sq|%s:", utf8 ? "−" : "-", f->bidirectional ? " (keys before; after: + half)" : "");
+    l = (tf_line){0};
+    tf_add(&l, "bucket starts at |k%sq|%s:", utf8 ? "−" : "-", f->bidirectional ? " (keys before; after: + half)" : "");
     int prev = -1;
     for (int d = 0; d <= f->max_distance * 2 && d < 100000; d++) {
         int bk = as_view_rel_bucket(ps->op, q, q - d);
         if (bk != prev)
-            add(&l, " %d%s%d", d, utf8 ? "→" : ">", bk);
+            tf_add(&l, " %d%s%d", d, utf8 ? "→" : ">", bk);
         prev = bk;
     }
     if (y <= rows)

@@ -19,7 +19,6 @@
  * (cross), routed experts (MoE), else an MLP. An encoder-decoder shows
  * its decoder, the stream the other panes show. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -300,7 +299,7 @@ static void fmt_norm(double v, char *out, size_t cap)
 
 /* ---- the wiring, drawn ---- */
 
-#define SW 512 /* cells a schematic line holds */
+#define SW 512 /* cells a schematic tf_line holds */
 
 typedef struct cell {
     const char *g; /* a glyph (static) or NULL: the char c */
@@ -379,7 +378,7 @@ static int lay_out(const tui *u, const rs_block *b, int level, schematic *sc)
             put_s(sc, 1, col + 3 + tw, "(+)", R_LABEL);
             put_g(sc, 2, col + 1, bl, R_DIM);
             put_g(sc, 2, col + 2, H, R_DIM);
-            /* the branch's text, its norms in the norm's colour, '-' drawn as a line */
+            /* the branch's text, its norms in the norm's colour, '-' drawn as a tf_line */
             for (int k = 0; k < tw; k++) {
                 bool in_norm = (pt->pre_norm >= 0 && k < (int)strlen(norm_word(pt->pre_rms, level))) ||
                                (pt->post_norm >= 0 && k >= tw - (int)strlen(norm_word(pt->post_rms, level)));
@@ -416,23 +415,6 @@ static void draw_cells(tui *u, WINDOW *w, int y, const cell *cells, int n, int x
 }
 
 /* ---- the pane ---- */
-
-typedef struct line {
-    char buf[512];
-    size_t len;
-} line;
-
-static void add(line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add(line *l, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (l->len < sizeof l->buf)
-        l->len += (size_t)vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
-    va_end(ap);
-    if (l->len >= sizeof l->buf)
-        l->len = sizeof l->buf - 1;
-}
 
 static void text_at(tui *u, WINDOW *w, int y, const char *s, int cols, int look, int attr)
 {
@@ -587,9 +569,9 @@ static void draw(tui *u)
         draw_cells(u, w, y++, sc->line[1], sw, x0);
         draw_cells(u, w, y++, sc->line[2], sw, x0);
     } else {
-        line l = {0};
+        tf_line l = {0};
         for (int i = 0; i < b->n; i++)
-            add(&l, "%s%s", i ? tf_glyph(G_ARROW, utf8) : "", b->pt[i].label);
+            tf_add(&l, "%s%s", i ? tf_glyph(G_ARROW, utf8) : "", b->pt[i].label);
         text_at(u, w, y++, l.buf, cols, R_NORMAL, A_NORMAL);
     }
 
@@ -644,24 +626,24 @@ static void draw(tui *u)
     }
     /* the ends: the final norm (its input and output), or none */
     {
-        line l = {0};
+        tf_line l = {0};
         char a[24], c[24], nm[48];
         if (r.final_norm >= 0) {
             scope_of(s, r.final_norm, nm, sizeof nm);
             fmt_norm(fin_in, a, sizeof a);
             fmt_norm(fin_out, c, sizeof c);
-            add(&l, "final %s (%s): %s %s %s", r.final_rms ? "RMSNorm" : "LayerNorm", nm, a, tf_glyph(G_ARROW, utf8),
+            tf_add(&l, "final %s (%s): %s %s %s", r.final_rms ? "RMSNorm" : "LayerNorm", nm, a, tf_glyph(G_ARROW, utf8),
                 c);
         } else {
-            add(&l, "no final norm after L%d", r.n_layer - 1);
+            tf_add(&l, "no final norm after L%d", r.n_layer - 1);
         }
         if (r.embed_norm >= 0) {
             scope_of(s, r.embed_norm, nm, sizeof nm);
-            line e = {0};
-            add(&e, " %s embedding %s (%s) before L0", tf_glyph(G_SEP, utf8), r.embed_rms ? "RMSNorm" : "LayerNorm",
+            tf_line e = {0};
+            tf_add(&e, " %s embedding %s (%s) before L0", tf_glyph(G_SEP, utf8), r.embed_rms ? "RMSNorm" : "LayerNorm",
                 nm);
             if (tf_width(l.buf, utf8) + tf_width(e.buf, utf8) <= cols - 1)
-                add(&l, "%s", e.buf);
+                tf_add(&l, "%s", e.buf);
         }
         text_at(u, w, y++, l.buf, cols, R_NORMAL, A_NORMAL);
     }
@@ -677,8 +659,8 @@ static void draw(tui *u)
             walk(&e, 0, &eb);
             bool er = false, el = false;
             rs_kind ek = kind_of(&eb, &er, &el);
-            line l = {0};
-            add(&l, "Decoder shown, as in the other panes; encoder: %s, %s", kind_name(ek), er && el ? "LayerNorm+RMSNorm" : er ? "RMSNorm" : el ? "LayerNorm" : "no norm");
+            tf_line l = {0};
+            tf_add(&l, "Decoder shown, as in the other panes; encoder: %s, %s", kind_name(ek), er && el ? "LayerNorm+RMSNorm" : er ? "RMSNorm" : el ? "LayerNorm" : "no norm");
             text_at(u, w, y++, l.buf, cols, R_DIM, A_NORMAL);
             spare--;
         }
@@ -698,8 +680,8 @@ static void draw(tui *u)
     y += used, spare -= used;
     /* what each branch of the selected block adds: the norm of its term */
     if (spare > 0 && have_tok && any_done) {
-        line l = {0};
-        add(&l, "L%d adds:", sel);
+        tf_line l = {0};
+        tf_add(&l, "L%d adds:", sel);
         for (int i = 1; i < np; i++) {
             const rs_point *pt = &b->pt[i];
             if (pt->norm || pt->branch_hook < 0)
@@ -708,7 +690,7 @@ static void draw(tui *u)
             const char *h = strstr(as_view_hook_name(s, pt->branch_hook), ".hook_");
             scope_of(s, pt->branch_hook, nm, sizeof nm);
             fmt_norm(norm_at(&r, pt->branch_hook, r.pos), v, sizeof v);
-            add(&l, " %s %s %s (%s%s%s)", pt->branch, utf8 ? "‖·‖" : "|.|", v, nm, *nm && h ? "." : "",
+            tf_add(&l, " %s %s %s (%s%s%s)", pt->branch, utf8 ? "‖·‖" : "|.|", v, nm, *nm && h ? "." : "",
                 h ? h + 1 : "");
         }
         used = wrapped(u, w, y, l.buf, cols, spare, R_NORMAL);
@@ -732,8 +714,8 @@ static void draw(tui *u)
             int t0 = r.pos - nshow / 2;
             t0 = t0 + nshow > n_tok ? n_tok - nshow : t0;
             t0 = t0 < 0 ? 0 : t0;
-            line l = {0};
-            add(&l, "block output (%s), tokens %d-%d:", b->pt[lastc].label, t0, t0 + nshow - 1);
+            tf_line l = {0};
+            tf_add(&l, "block output (%s), tokens %d-%d:", b->pt[lastc].label, t0, t0 + nshow - 1);
             /* the numbers' columns right of the strip and of this title */
             int xn = 2 + lw + nshow + 1, tw = 2 + tf_width(l.buf, utf8) + 1;
             xn = xn < tw ? tw : xn;
@@ -776,16 +758,16 @@ static void draw(tui *u)
     }
     /* the hooks the columns read */
     if (spare > 0) {
-        line l = {0};
+        tf_line l = {0};
         char nm[64], blkname[64];
         const char *n0 = as_view_hook_name(s, b->pt[0].hook), *d1 = strchr(n0, '.');
         snprintf(blkname, sizeof blkname, "%.*s", d1 ? (int)(d1 - n0) : 0, n0);
-        add(&l, "%s = L2 norm over %d dims of %s.L's", utf8 ? "‖x‖" : "|x|", as_view_hook_width(s, b->pt[0].hook),
+        tf_add(&l, "%s = L2 norm over %d dims of %s.L's", utf8 ? "‖x‖" : "|x|", as_view_hook_width(s, b->pt[0].hook),
             blkname);
         for (int i = 0; i < np; i++) {
             const char *h = strstr(as_view_hook_name(s, b->pt[i].hook), ".hook_");
             scope_of(s, b->pt[i].hook, nm, sizeof nm);
-            add(&l, "%s %s%s%s", i ? "," : "", nm, *nm && h ? "." : "", h ? h + 1 : "");
+            tf_add(&l, "%s %s%s%s", i ? "," : "", nm, *nm && h ? "." : "", h ? h + 1 : "");
         }
         used = wrapped(u, w, y, l.buf, cols, spare, R_DIM);
         y += used, spare -= used;

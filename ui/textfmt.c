@@ -2,6 +2,7 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <wchar.h>
@@ -376,4 +377,15 @@ const char *tf_skip_cols(const char *s, int cols, bool utf8)
         s += n;
     }
     return s;
+}
+
+void tf_add(tf_line *l, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (l->len < sizeof l->buf)
+        l->len += (size_t)vsnprintf(l->buf + l->len, sizeof l->buf - l->len, fmt, ap);
+    va_end(ap);
+    if (l->len >= sizeof l->buf)
+        l->len = sizeof l->buf - 1;
 }

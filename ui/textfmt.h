@@ -79,4 +79,12 @@ void tf_table_format(const char *row, const int *widths, int max, bool utf8, cha
 /* s past its first `cols` display columns (a table scrolled sideways). */
 const char *tf_skip_cols(const char *s, int cols, bool utf8);
 
+/* A line built up piece by piece, printf-style: tf_add appends and stops
+ * at the buffer's end (the text cut, never overrun). */
+typedef struct tf_line {
+    char buf[1024];
+    size_t len;
+} tf_line;
+void tf_add(tf_line *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -16,14 +16,20 @@
 /* `view dump FILE`: the screen as it stands once the commands before
  * this one have run (the panes redrawn as when nothing runs: no
  * "running" line), then read back from curses' picture of it. */
-static int dump_view(void *ctx, const char *path, as_error *err)
+/* The screen as it stands once the commands before a dump have run. */
+static void settle_for_dump(tui *u)
 {
-    tui *u = ctx;
     capture_drain(u);
     u->busy = false;
     u->dirty |= tui_after_command(u);
     tui_redraw(u);
     u->busy = true;
+}
+
+static int dump_view(void *ctx, const char *path, as_error *err)
+{
+    tui *u = ctx;
+    settle_for_dump(u);
     int rc = screen_dump(u, path, err);
     if (rc == AS_OK)
         fprintf(as_view_out(u->s), "wrote %s (the %dx%d screen as text)\n", path, u->lay.cols, u->lay.rows);
@@ -35,11 +41,7 @@ static int dump_view(void *ctx, const char *path, as_error *err)
 static int dump_layout(void *ctx, const char *path, as_error *err)
 {
     tui *u = ctx;
-    capture_drain(u);
-    u->busy = false;
-    u->dirty |= tui_after_command(u);
-    tui_redraw(u);
-    u->busy = true;
+    settle_for_dump(u);
     int rc = layout_dump(u, path, err);
     if (rc == AS_OK)
         fprintf(as_view_out(u->s), "wrote %s (where the panes are)\n", path);
