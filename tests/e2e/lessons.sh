@@ -30,7 +30,7 @@ bad() {
     echo "FAIL: $1"
 }
 
-SIZES=${LESSON_SIZES:-80x24 120x35 160x48}
+SIZES="${LESSON_SIZES:-80x24 120x35 160x48}"
 LIST=${LESSONS:-$(cd "$ROOT/assets/lessons" && ls *.txt | sed 's/\.txt$//')}
 
 # The key that focuses a pane, by the pane's name in dump-layout.
