@@ -370,14 +370,8 @@ void as_interp_exec(as_interp *it, const as_op *op)
             as_weight_row(&op->w, st->p0 + i, span_row(it, op->out, i));
         break;
     case AS_OP_SIN_POS: /* computed in double, rounded once: no table, whatever the context */
-        for (int i = 0; i < st->n; i++) {
-            float *y = span_row(it, op->out, i);
-            for (int j = 0; j + 1 < op->n_out; j += 2) {
-                double a = (st->p0 + i) * pow((double)op->scale, -(double)j / op->n_out);
-                y[j] = (float)sin(a);
-                y[j + 1] = (float)cos(a);
-            }
-        }
+        for (int i = 0; i < st->n; i++)
+            as_sinusoid_row(st->p0 + i, op->n_out, op->scale, span_row(it, op->out, i));
         break;
     case AS_OP_TYPE_EMBED:
         for (int i = 0; i < st->n; i++)

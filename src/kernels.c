@@ -561,6 +561,15 @@ static double rope_theta_i(const as_rope_spec *r, const float corr[2], int pos, 
     return theta;
 }
 
+void as_sinusoid_row(int pos, int n, float base, float *out)
+{
+    for (int j = 0; j + 1 < n; j += 2) {
+        double a = pos * pow((double)base, -(double)j / n);
+        out[j] = (float)sin(a);
+        out[j + 1] = (float)cos(a);
+    }
+}
+
 void as_rope_theta(const as_rope_spec *r, int pos, double *theta)
 {
     float corr[2] = {0, 0};

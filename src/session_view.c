@@ -1,8 +1,9 @@
 /* session_view: the accessors a front reads a session through
- * (include/attnscope/view_api.h). Each reads one fact; none computes. */
+ * (include/attnscope/view_api.h). Each reads one fact; what is computed
+ * (a position row, rotary angles, a bucket) is the kernels' own function,
+ * never a second copy of the arithmetic. */
 #include "attnscope/view_api.h"
 #include "session_internal.h"
-#include <math.h>
 
 FILE *as_view_out(const as_session *s) { return s->out; }
 FILE *as_view_warn(const as_session *s) { return s->warn; }
@@ -167,12 +168,8 @@ void as_view_pos_row(const as_op *op, int pos, float *out)
 {
     if (op->kind == AS_OP_POS_EMBED) {
         as_weight_row(&op->w, pos, out);
-    } else if (op->kind == AS_OP_SIN_POS) { /* interp_ops.c's AS_OP_SIN_POS, the same expression */
-        for (int j = 0; j + 1 < op->n_out; j += 2) {
-            double a = pos * pow((double)op->scale, -(double)j / op->n_out);
-            out[j] = (float)sin(a);
-            out[j + 1] = (float)cos(a);
-        }
+    } else if (op->kind == AS_OP_SIN_POS) {
+        as_sinusoid_row(pos, op->n_out, op->scale, out);
     }
 }
 

@@ -111,6 +111,10 @@ void as_rope_angles_spec(float *cs, const as_rope_spec *r, int pos);
 /* The angle each pair i < dim/2 turns by at pos, as as_rope_angles_spec
  * computes it before its cos and sin (`view positions`). */
 void as_rope_theta(const as_rope_spec *r, int pos, double *theta);
+/* The original Transformer's sinusoidal positions at pos, n values:
+ * [2i] = sin(pos / base^(2i/n)), [2i+1] the cosine, in double, rounded
+ * once (the forward pass and `view positions` both call it). */
+void as_sinusoid_row(int pos, int n, float base, float *out);
 /* NEOX mode: pair (i, i + dim/2) of each head rotated by angle i. */
 void as_rope_apply_halves(const float *x, float *y, int n_heads, int d_head, int rope_dim, const float *cs);
 /* y = gelu_tanh(gate) * up (GEGLU: Gemma's MLP) */
