@@ -186,7 +186,7 @@ typedef struct pane_class {
 extern const pane_class pane_attn, pane_tokens, pane_probs, pane_lens, pane_norms, pane_log, pane_status,
     pane_cmdline, pane_image, pane_route, pane_math, pane_positions, pane_mlp, pane_resid, pane_mla;
 
-/* keys.c: why pane p is not there for the loaded model ("has no routed
+/* panes.c: why pane p is not there for the loaded model ("has no routed
  * experts"), after the model's name. */
 const char *pane_why_absent(pane_id p);
 
