@@ -106,14 +106,7 @@ class Scan:
     # ---- shell ----
 
     def shell(self, path, text):
-        funcs = set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(\)", text, re.M))
-        # sourced libraries define functions too
-        for m in re.finditer(r'^\s*\.\s+"?\$(?:HERE|here|\{HERE\})/([\w./-]+)"?', text, re.M):
-            lib = os.path.join(os.path.dirname(path), m.group(1))
-            if os.path.isfile(lib):
-                funcs |= set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(\)",
-                                        open(lib, encoding="utf-8").read(), re.M))
-                self.file(lib)
+        funcs = self.functions(path, text, set())
         lines = text.split("\n")
         # Here-documents are data, or Python after `python3 -`: read them
         # apart and blank them (line numbers stay).
@@ -138,6 +131,19 @@ class Scan:
         text = re.sub(r"(python3?\s+-c\s+)'[^']*'", lambda m: m.group(1) + "''" + "\n" * m.group(0).count("\n"),
                       text)
         self.words(path, tokenize(text), funcs)
+
+    def functions(self, path, text, seen):
+        """The functions a shell file defines, with those of the libraries it
+        sources (`. "$HERE/lib.sh"`), and theirs in turn (golden_lib.sh
+        sources tmux_lib.sh); each library is read as a file too."""
+        funcs = set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(\)", text, re.M))
+        for m in re.finditer(r'^\s*\.\s+"?\$(?:HERE|here|\{HERE\})/([\w./-]+)"?', text, re.M):
+            lib = os.path.realpath(os.path.join(os.path.dirname(path), m.group(1)))
+            if os.path.isfile(lib) and lib not in seen:
+                seen.add(lib)
+                funcs |= self.functions(lib, open(lib, encoding="utf-8").read(), seen)
+                self.file(lib)
+        return funcs
 
     def words(self, path, toks, funcs):
         """toks: (word, line) pairs; a newline is the word "\\n"."""

@@ -16,116 +16,13 @@
 # diff shows exactly where.
 #
 # GOLDEN_UPDATE=1 rewrites the expected screens from this run instead of
-# comparing: read every changed file (git diff) before committing it.
+# comparing: read every changed file (git diff) before committing it. The
+# machinery (start, state, state_keys, same_as_tmux, lesson_step) is
+# golden_lib.sh's, shared with the other golden_*.sh.
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MODELS=$HERE/../../models
-GOLDEN=$HERE/golden
-UPDATE=${GOLDEN_UPDATE:-0}
-. "$HERE/tmux_lib.sh"
-tmux_setup attnscope-golden
-
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-# start NAME MODEL COLS ROWS [ENV]: attnscope on models/MODEL.gguf in a new
-# tmux session whose working directory (where dumps land) is $TMP.
-start() {
-    name=$1 model=$2 cols=$3 rows=$4 envs=${5:-}
-    cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name" $envs
-"$BIN" -m "$MODELS/$model.gguf" --threads 1
-exec sleep 600
-EOF
-    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || bad "$name: the view did not start"
-}
-
-# wait_file FILE [SECONDS]: the dump is renamed into place whole, so its
-# existence says it is complete.
-wait_file() {
-    _w=0
-    while [ $_w -lt $(( ${2:-20} * 20 )) ]; do
-        [ -f "$1" ] && return 0
-        sleep 0.05
-        _w=$((_w + 1))
-    done
-    return 1
-}
-
-# state SESSION GOLDEN "COMMANDS": runs the commands (';'-separated, may
-# be empty) and `view dump GOLDEN.txt` on one command line, then compares.
-state() {
-    name=$1 golden=$2 cmds=$3
-    rm -f "$TMP/$golden.txt"
-    typed "$name" "${cmds:+$cmds; }view dump $golden.txt"
-    dumped "$name" "$golden"
-}
-
-# Enter on the typed dump command, then the dump compared once written.
-dumped() {
-    keys "$1" Enter
-    if ! wait_file "$TMP/$2.txt" 60; then
-        screen "$1"
-        bad "$2: no dump written"
-        sed 's/^/  screen: /' "$TMP/screen"
-        return
-    fi
-    compare "$2"
-}
-
-# Keys (not commands) then the dump, for states only keys reach: Esc
-# leaves the command line first (alone: Esc and the next key sent
-# together would read as Alt+key), then the keys, then : and the dump.
-state_keys() {
-    name=$1 golden=$2
-    shift 2
-    rm -f "$TMP/$golden.txt"
-    keys "$name" Escape
-    wait_for "$name" 'press : to type a command' || bad "$golden: Esc did not leave the command line"
-    keys "$name" "$@"
-    typed "$name" ":view dump $golden.txt"
-    dumped "$name" "$golden"
-}
-
-compare() {
-    if [ "$UPDATE" = 1 ]; then
-        mkdir -p "$GOLDEN"
-        cmp -s "$TMP/$1.txt" "$GOLDEN/$1.txt" || echo "golden: updated $1.txt"
-        cp "$TMP/$1.txt" "$GOLDEN/$1.txt"
-        ok
-    elif [ ! -f "$GOLDEN/$1.txt" ]; then
-        bad "$1: no expected screen tests/e2e/golden/$1.txt (GOLDEN_UPDATE=1 writes it)"
-    elif diff -u "$GOLDEN/$1.txt" "$TMP/$1.txt" > "$TMP/$1.diff"; then
-        ok
-    else
-        bad "$1: the screen differs from tests/e2e/golden/$1.txt (- expected, + now)"
-        cat "$TMP/$1.diff"
-    fi
-}
-
-# The dump is what the terminal shows: once the command is done, tmux's
-# own copy of the screen (capture-pane trims trailing spaces too) is the
-# same, where no pane changes after the dump (at 80x24 the log, where
-# "wrote ..." lands, is hidden).
-same_as_tmux() {
-    name=$1 golden=$2
-    _w=0
-    while [ $_w -lt 200 ]; do
-        screen "$name"
-        cmp -s "$TMP/screen" "$TMP/$golden.txt" && { ok; return; }
-        sleep 0.05
-        _w=$((_w + 1))
-    done
-    bad "$golden: the dump is not what tmux shows (- dump, + tmux)"
-    diff -u "$TMP/$golden.txt" "$TMP/screen"
-}
+. "$HERE/golden_lib.sh"
+golden_setup attnscope-golden
 
 PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune'
 
@@ -162,16 +59,7 @@ state g120 gpt2-120x35-gen 'view grid off; view layer 0; view head 1; view pos l
 
 # ---- a lesson's step at 80x24: the box over the bottom slot ----
 start l80 austen-gpt2 80 24
-typed l80 'lesson heads'
-keys l80 Enter
-wait_for l80 ' 1/6 ' 30 || bad "lesson heads did not start"
-keys l80 Space
-wait_for l80 ' 2/6 ' 30 || bad "lesson heads: no step 2"
-keys l80 Space
-wait_for l80 ' 3/6 ' 30 || bad "lesson heads: no step 3"
-rm -f "$TMP/induction-80x24-lesson-heads-3.txt"
-typed l80 ':view dump induction-80x24-lesson-heads-3.txt'
-dumped l80 induction-80x24-lesson-heads-3
+lesson_step l80 induction-80x24-lesson-heads-3 heads 3
 
 # ---- austen-llama: RMSNorm, grouped-query attention ----
 start l160 austen-llama 160 48
@@ -231,32 +119,13 @@ state k120 bert-120x35-finish 'set delay 0; prompt the cat sat on the [MASK]; fi
 state_keys k120 bert-120x35-keys-not-here x 7 i Space
 # A lesson ended gives back the grid and the focus it found; q ends the
 # lesson first and says a second q quits.
-# lesson_state SESSION GOLDEN LESSON SPACES [KEYS...]: the lesson, SPACES
-# steps on, then the keys and the dump.
-lesson_state() {
-    name=$1 golden=$2 lesson=$3 spaces=$4
-    shift 4
-    rm -f "$TMP/$golden.txt"
-    typed "$name" "lesson $lesson"
-    keys "$name" Enter
-    wait_for "$name" ' 1/[0-9]+ ' 30 || bad "$golden: lesson $lesson did not start"
-    _i=1
-    while [ $_i -le "$spaces" ]; do
-        keys "$name" Space
-        _i=$((_i + 1))
-        wait_for "$name" " $_i/[0-9]+ " 30 || [ $# -gt 0 ] || bad "$golden: lesson $lesson: no step $_i"
-    done
-    [ $# -gt 0 ] && keys "$name" "$@"
-    sleep 0.3
-    typed "$name" ':view dump '"$golden.txt"
-    dumped "$name" "$golden"
-}
+# (lesson_step: the lesson to its step, then the keys and the dump)
 start b80 austen-gpt2 80 24
-lesson_state b80 bert-80x24-lesson-esc-at-grid bert 4 Escape
+lesson_step b80 bert-80x24-lesson-esc-at-grid bert 5 Escape
 start b80r austen-gpt2 80 24
-lesson_state b80r bert-80x24-lesson-end-right bert 5 Space Right
+lesson_step b80r bert-80x24-lesson-end-right bert 6 Space Right
 start b120 austen-gpt2 120 35
-lesson_state b120 bert-120x35-lesson-q bert 1 q
+lesson_step b120 bert-120x35-lesson-q bert 2 q
 
 # austen-moe's shared expert (ungated, DeepSeek's) drawn as the routing
 # pane's sh column; BERT's sentence pair: segment B's positions in the

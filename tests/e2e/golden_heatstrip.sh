@@ -3,7 +3,8 @@
 # sizes a class meets (80x24, 120x35, 160x48), each compared whole with
 # the reviewed screen in tests/e2e/golden/heatstrip-*.txt (diff -u on a
 # difference; GOLDEN_UPDATE=1 rewrites them: read every changed file).
-# The way of tests/e2e/golden.sh: `view dump`, one thread, greedy `gen`.
+# The way of tests/e2e/golden.sh (golden_lib.sh's machinery): `view dump`,
+# one thread, greedy `gen`.
 #
 # - The heatmap uses its pane: the cells first, then the labels take what
 #   they leave (query labels whole where the map leaves columns, the key
@@ -21,88 +22,9 @@
 #   and the line under the list whole, at 160x48 too (80x24 and 120x35:
 #   golden.sh, and here with the issue's key 3 at 120x35).
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MODELS=$HERE/../../models
-GOLDEN=$HERE/golden
-UPDATE=${GOLDEN_UPDATE:-0}
-. "$HERE/tmux_lib.sh"
-tmux_setup attnscope-heatstrip
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-start() {
-    name=$1 model=$2 cols=$3 rows=$4 envs=${5:-}
-    cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name" $envs
-"$BIN" -m "$MODELS/$model.gguf" --threads 1
-exec sleep 600
-EOF
-    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || bad "$name: the view did not start"
-}
-
-wait_file() {
-    _w=0
-    while [ $_w -lt $(( ${2:-20} * 20 )) ]; do
-        [ -f "$1" ] && return 0
-        sleep 0.05
-        _w=$((_w + 1))
-    done
-    return 1
-}
-
-compare() {
-    if [ "$UPDATE" = 1 ]; then
-        cmp -s "$TMP/$1.txt" "$GOLDEN/$1.txt" || echo "golden: updated $1.txt"
-        cp "$TMP/$1.txt" "$GOLDEN/$1.txt"
-        ok
-    elif [ ! -f "$GOLDEN/$1.txt" ]; then
-        bad "$1: no expected screen tests/e2e/golden/$1.txt (GOLDEN_UPDATE=1 writes it)"
-    elif diff -u "$GOLDEN/$1.txt" "$TMP/$1.txt" > "$TMP/$1.diff"; then
-        ok
-    else
-        bad "$1: the screen differs from tests/e2e/golden/$1.txt (- expected, + now)"
-        cat "$TMP/$1.diff"
-    fi
-}
-
-dumped() {
-    keys "$1" Enter
-    if ! wait_file "$TMP/$2.txt" 60; then
-        screen "$1"
-        bad "$2: no dump written"
-        sed 's/^/  screen: /' "$TMP/screen"
-        return
-    fi
-    compare "$2"
-}
-
-# state SESSION GOLDEN "COMMANDS": the commands and `view dump` on one line.
-state() {
-    name=$1 golden=$2 cmds=$3
-    rm -f "$TMP/$golden.txt"
-    typed "$name" "${cmds:+$cmds; }view dump $golden.txt"
-    dumped "$name" "$golden"
-}
-
-# state_keys SESSION GOLDEN KEYS...: Esc, the keys, then : and the dump.
-state_keys() {
-    name=$1 golden=$2
-    shift 2
-    rm -f "$TMP/$golden.txt"
-    keys "$name" Escape
-    wait_for "$name" 'press : to type a command' || bad "$golden: Esc did not leave the command line"
-    keys "$name" "$@"
-    sleep 0.3
-    typed "$name" ":view dump $golden.txt"
-    dumped "$name" "$golden"
-}
+. "$HERE/golden_lib.sh"
+golden_setup attnscope-heatstrip
 
 PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune'
 SOURCE='Der Mann ist gut, aber das Wasser ist kalt.'
@@ -151,13 +73,7 @@ state s120 heatstrip-gpt2-120x35-strip "set delay 0; prompt $PROMPT; finish; vie
 
 # ---- after lesson bert, Right changes the head, at 120x35 too ----
 start b120 austen-gpt2 120 35
-typed b120 'lesson bert'
-keys b120 Enter
-wait_for b120 ' 1/6 ' 30 || bad "lesson bert did not start"
-for i in 2 3 4 5 6; do
-    keys b120 Space
-    wait_for b120 " $i/6 " 30 || bad "lesson bert: no step $i"
-done
+lesson_to b120 bert 6
 keys b120 Space
 sleep 0.5
 state_keys b120 heatstrip-bert-120x35-lesson-end-right Right

@@ -17,18 +17,10 @@
 # the screen (the box's corners must be where the layout says).
 # LESSON_KEEP=DIR keeps the dumps there, to read.
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$HERE/../..
-MODELS=$ROOT/models
 PY=/usr/bin/python3
 . "$HERE/tmux_lib.sh"
-tmux_setup attnscope-lessons
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
+e2e_setup attnscope-lessons
 
 SIZES="${LESSON_SIZES:-80x24 120x35 160x48}"
 LIST=${LESSONS:-$(cd "$ROOT/assets/lessons" && ls *.txt | sed 's/\.txt$//')}
@@ -48,16 +40,6 @@ key_pane() {
     esac
 }
 
-wait_file() {
-    _w=0
-    while [ $_w -lt $(( ${2:-30} * 20 )) ]; do
-        [ -f "$1" ] && return 0
-        sleep 0.05
-        _w=$((_w + 1))
-    done
-    return 1
-}
-
 # dump SESSION BASE: the layout and the screen, BASE.layout and BASE.txt.
 dump() {
     rm -f "$TMP/$2.layout" "$TMP/$2.txt"
@@ -74,14 +56,7 @@ for size in $SIZES; do
         file=$ROOT/assets/lessons/$l.txt
         n=$($PY -c "import sys; sys.path.insert(0, '$HERE'); import lesson_check as c; print(len(c.parse_lesson('$file')[1]))")
         name=$l-$size
-        cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$MODELS/austen-gpt2.gguf" --threads 1
-exec sleep 600
-EOF
-        $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
-        wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; continue; }
+        view_start "$name" "$MODELS/austen-gpt2.gguf" "$cols" "$rows" || continue
         typed "$name" "lesson $l"
         keys "$name" Enter
         i=1

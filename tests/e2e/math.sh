@@ -12,58 +12,31 @@
 # (grouped-query: query head 3 reads kv head 0; rotary: hook_rot_q /
 # hook_rot_k).
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MODELS=$HERE/../../models
-PY=/usr/bin/python3
 . "$HERE/tmux_lib.sh"
-tmux_setup attnscope-math
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-$PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
+e2e_setup attnscope-math
+need_numpy
 
 PROMPT='It is a truth universally acknowledged, that a single man in possession'
 
 # check NAME MODEL Q-HOOK K-HOOK LAYER HEAD POS KEY
 check() {
     name=$1 model=$2 qh=$3 kh=$4 layer=$5 head=$6 pos=$7 key=$8
-    cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$MODELS/$model.gguf" --threads 1
-exec sleep 600
-EOF
-    $T new-session -d -s "$name" -c "$TMP" -x 160 -y 48 "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return; }
+    view_start "$name" "$MODELS/$model.gguf" 160 48 || return
     b=blocks.$layer.attn
-    typed "$name" "set delay 0; prompt $PROMPT; finish; view layer $layer; view head $head; view pos $pos; view key $key; view math; view dump $name.txt; dump $b.$qh $name-q.npy; dump $b.$kh $name-k.npy; dump $b.hook_attn_scores $name-s.npy; dump $b.hook_pattern $name-p.npy; dump $b.hook_z $name-z.npy"
-    keys "$name" Enter
-    _w=0
-    while [ $_w -lt 600 ] && [ ! -f "$TMP/$name-z.npy" ]; do sleep 0.05; _w=$((_w + 1)); done
-    [ -f "$TMP/$name.txt" ] && [ -f "$TMP/$name-z.npy" ] || { bad "$name: no dump written"; return; }
+    view_run "$name" "set delay 0; prompt $PROMPT; finish; view layer $layer; view head $head; view pos $pos; view key $key; view math; view dump $name.txt; dump $b.$qh $name-q.npy; dump $b.$kh $name-k.npy; dump $b.hook_attn_scores $name-s.npy; dump $b.hook_pattern $name-p.npy; dump $b.hook_z $name-z.npy" \
+        30 "$name.txt" "$name-z.npy" || return
     if $PY - "$TMP/$name" "$head" "$pos" "$key" <<'EOF'; then pass=$((pass + 1)); else bad "$name: the pane's numbers are not the capture's"; fi
 import re, sys
 import numpy as np
+from e2e_read import find_pane, num
 base, head, pos, key = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 q, k, s, p, z = (np.load(f"{base}-{x}.npy") for x in "qkspz")
 H, Hkv = q.shape[1], k.shape[1]
 kvh = head // (H // Hkv)
 lines = open(f"{base}.txt", encoding="utf-8").read().split("\n")
-top = next(i for i, l in enumerate(lines) if "worked out L" in l)
-col = lines[top].rindex("┌", 0, lines[top].index("worked out"))
-pane = []
-for l in lines[top + 1:]:
-    seg = l[col:]
-    if seg.startswith("└"):
-        break
-    pane.append(seg[1:-1])
+top, col, end, pane = find_pane(lines, "worked out L")
 errors, checked = [], 0
-def num(t):
-    return float(t.replace("−", "-"))
 def close(shown, want, what, places):
     global checked
     checked += 1

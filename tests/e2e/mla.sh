@@ -14,77 +14,36 @@
 # - the cache bars (values and float32 bytes a token and a layer, and the
 #   ratios to MLA's) and the title's ratio against the arithmetic from the
 #   model's hyperparameters, read from the GGUF file by a reader written
-#   here (not attnscope's): MLA = kv_lora_rank + rope.dimension_count,
-#   MHA = head_count x (key_length + value_length), GQA with head_count/4
-#   kv heads, MQA with one;
+#   for the tests (e2e_read.py, not attnscope's): MLA = kv_lora_rank +
+#   rope.dimension_count, MHA = head_count x (key_length + value_length),
+#   GQA with head_count/4 kv heads, MQA with one;
 # - `info`'s cache lines against the same arithmetic (issue #33: it said
 #   1.0x, no saving);
 # - lesson moe's claims (assets/lessons/moe.txt) from the same dumps and
 #   the routing hooks (each numbered sentence rebuilt from them): see the end.
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MODELS=$HERE/../../models
-PY=/usr/bin/python3
 . "$HERE/tmux_lib.sh"
-tmux_setup attnscope-mla
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-$PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
+e2e_setup attnscope-mla
+need_numpy
 
 PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune'
 LAYER=1 HEAD=3 POS=8
 name=mla160
-cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$MODELS/austen-moe.gguf" --threads 1
-exec sleep 600
-EOF
-$T new-session -d -s "$name" -c "$TMP" -x 160 -y 48 "sh $TMP/$name.sh"
-wait_for "$name" '^attnscope>' 20 || bad "$name: the view did not start"
+view_start "$name" "$MODELS/austen-moe.gguf" 160 48
 b=blocks.$LAYER.attn
-typed "$name" "set delay 0; prompt $PROMPT; finish; view layer $LAYER; view head $HEAD; view pos $POS; view mla; view dump $name.txt; dump $b.kv_a_norm.hook_normalized c.npy; dump $b.hook_k_pe kpe.npy; dump $b.hook_k_nope knope.npy; dump $b.hook_v v.npy; dump blocks.1.mlp.hook_expert_gates gates.npy; dump blocks.1.mlp.hook_routed_out routed.npy; dump blocks.1.mlp.shared.hook_out shared.npy; dump blocks.1.hook_mlp_out mlpout.npy; dump blocks.1.mlp.hook_expert_indices idx.npy"
-keys "$name" Enter
-_w=0
-while [ $_w -lt 600 ] && [ ! -f "$TMP/idx.npy" ]; do sleep 0.05; _w=$((_w + 1)); done
-[ -f "$TMP/$name.txt" ] && [ -f "$TMP/idx.npy" ] || bad "$name: no dump written"
+view_run "$name" "set delay 0; prompt $PROMPT; finish; view layer $LAYER; view head $HEAD; view pos $POS; view mla; view dump $name.txt; dump $b.kv_a_norm.hook_normalized c.npy; dump $b.hook_k_pe kpe.npy; dump $b.hook_k_nope knope.npy; dump $b.hook_v v.npy; dump blocks.1.mlp.hook_expert_gates gates.npy; dump blocks.1.mlp.hook_routed_out routed.npy; dump blocks.1.mlp.shared.hook_out shared.npy; dump blocks.1.hook_mlp_out mlpout.npy; dump blocks.1.mlp.hook_expert_indices idx.npy" \
+    30 "$name.txt" idx.npy
 "$BIN" -m "$MODELS/austen-moe.gguf" --threads 1 --no-tui -e info > "$TMP/info.txt" 2>&1 || bad "info failed"
 "$BIN" -m "$MODELS/austen-moe.gguf" --threads 1 --no-tui -e "prompt a; hooks" > "$TMP/hooks.txt" 2>&1 || bad "hooks failed"
 
 if $PY - "$TMP" "$MODELS/austen-moe.gguf" "$HEAD" "$POS" "$HERE/../../assets/lessons/moe.txt" <<'EOF'; then pass=$((pass + 1)); else bad "view mla's numbers are not the capture's or the hyperparameters'"; fi
-import re, struct, sys
+import re, sys
 import numpy as np
 tmp, gguf, head, pos = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 
-# a GGUF file's metadata, read here (the format: magic, version, counts, then key, type, value)
-def gguf_meta(path):
-    f = open(path, "rb")
-    def rd(fmt):
-        return struct.unpack("<" + fmt, f.read(struct.calcsize("<" + fmt)))[0]
-    def rstr():
-        return f.read(rd("Q")).decode("utf-8", "replace")
-    scal = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-    def val(t):
-        if t in scal:
-            return rd(scal[t])
-        if t == 8:
-            return rstr()
-        if t == 9:
-            et, n = rd("I"), rd("Q")
-            return [val(et) for _ in range(n)]
-        raise ValueError(f"type {t}")
-    assert f.read(4) == b"GGUF"
-    rd("I"); rd("Q"); n_kv = rd("Q")
-    meta = {}
-    for _ in range(n_kv):
-        k = rstr()
-        meta[k] = val(rd("I"))
-    return meta
+# the GGUF file's metadata, read by tests/e2e/e2e_read.py (not attnscope's)
+from e2e_read import find_pane, gguf_meta, num
 
 m = gguf_meta(gguf)
 a = "deepseek2."
@@ -100,20 +59,12 @@ def check(ok, what):
     checked += 1
     if not ok:
         errors.append(what)
-def num(t):
-    return float(t.replace("−", "-"))
 def close(shown, want, what):
     check(abs(shown - want) <= 0.0005 + 1e-6 * abs(want), f"{what}: the pane shows {shown}, the array holds {want}")
 
 lines = open(f"{tmp}/mla160.txt", encoding="utf-8").read().split("\n")
-top = next(i for i, l in enumerate(lines) if "MLA latent L" in l)
-col = lines[top].rindex("┌", 0, lines[top].index("MLA latent L"))
-pane = []
-for l in lines[top + 1:]:
-    seg = l[col:]
-    if seg.startswith("└"):
-        break
-    pane.append(seg[1:-1].strip())
+top, col, end, pane = find_pane(lines, "MLA latent L")
+pane = [r.strip() for r in pane]
 title = lines[top][col:]
 
 c = np.load(f"{tmp}/c.npy")[pos].astype(np.float64)

@@ -32,26 +32,18 @@
 # lesson states is read from its text and compared with the arrays of the
 # state the lesson's step sets up (the same prompt, layer and token).
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MODELS=$HERE/../../models
-LESSON=$HERE/../../assets/lessons/mlp.txt
-PY=/usr/bin/python3
 . "$HERE/tmux_lib.sh"
-tmux_setup attnscope-mlp
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-$PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
+e2e_setup attnscope-mlp
+need_numpy
+LESSON=$ROOT/assets/lessons/mlp.txt
 
 PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune'
 
 cat > "$TMP/check.py" <<'EOF'
 import math, re, sys
 import numpy as np
+from e2e_read import find_pane
 
 base, act, kind, pos, layer = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 slot = int(sys.argv[6]) if len(sys.argv) > 6 else 0
@@ -88,16 +80,8 @@ def same(a, b, what):
         errors.append(f"{what}: the pane shows {a!r}, the arrays give {b!r}")
 
 lines = open(f"{base}.txt", encoding="utf-8").read().split("\n")
-top = next(i for i, l in enumerate(lines) if re.search(r"┌ (Encoder |Decoder )?MLP L\d", l))
-tl = lines[top]
-col = tl.rindex("┌", 0, tl.index("MLP L"))
-end = tl.index("┐", col)
-title = tl[col:end]
-pane = []
-for l in lines[top + 1:]:
-    if l[col] == "└":
-        break
-    pane.append(l[col + 1:end])
+top, col, end, pane = find_pane(lines, r"┌ (Encoder |Decoder )?MLP L\d")
+title = lines[top][col:end]
 
 # the title: layer, token, the drawn expert; the check of the formula
 m = re.search(r"MLP L(\d+)(?: expert (\d+)| shared expert)?, (?:token|source) (\d+) ", title)
@@ -229,14 +213,7 @@ check() {
     shift 9
     setup=$1
     shift
-    cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$MODELS/$model.gguf" --threads 1
-exec sleep 600
-EOF
-    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return; }
+    view_start "$name" "$MODELS/$model.gguf" "$cols" "$rows" || return
     typed "$name" "$setup; view mlp"
     keys "$name" Enter
     wait_for "$name" 'MLP L' 30 || { bad "$name: no MLP pane"; return; }
@@ -256,11 +233,8 @@ EOF
     [ "$act" = silu ] && up="; dump $h.hook_pre_linear $name-up.npy"
     route=""
     [ "$kind" = dense ] || route="; dump $prefix.hook_expert_indices $name-idx.npy; dump $prefix.hook_expert_gates $name-gates.npy"
-    typed "$name" "view dump $name.txt; dump $h.hook_pre $name-pre.npy$up$route; dump $h.hook_post $name-post.npy"
-    keys "$name" Enter
-    _w=0
-    while [ $_w -lt 600 ] && [ ! -f "$TMP/$name-post.npy" ]; do sleep 0.05; _w=$((_w + 1)); done
-    [ -f "$TMP/$name.txt" ] && [ -f "$TMP/$name-post.npy" ] || { bad "$name: no dump written"; return; }
+    view_run "$name" "view dump $name.txt; dump $h.hook_pre $name-pre.npy$up$route; dump $h.hook_post $name-post.npy" \
+        30 "$name.txt" "$name-post.npy" || return
     echo "$name:"
     if $PY "$TMP/check.py" "$TMP/$name" "$act" "$kind" "$pos" "$layer"; then pass=$((pass + 1)); else bad "$name: the pane's numbers are not the capture's"; fi
 }

@@ -6,7 +6,7 @@
 # 0.0005; the T5 bias at 2: within 0.005), with what is computed here
 # independently of attnscope:
 #   - learned (austen-gpt2): W_pos[8]'s values on screen == the row 8 of
-#     the file's position_embd.weight (read by a GGUF reader written here)
+#     the file's position_embd.weight (read by tests/e2e/e2e_read.py, not attnscope's)
 #     and == the dumped hook_pos_embed at position 8;
 #   - sinusoidal (de-en, the decoder): PE[3] == sin(3 / 10000^(2i/d)) at
 #     2i and cos at 2i+1, d the model's width (embedding_length), and ==
@@ -25,19 +25,10 @@
 #     bucket starts == the same function's;
 # and on each, the heatmap row marked '>' is the selected position.
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$HERE/../..
-PY=/usr/bin/python3
 . "$HERE/tmux_lib.sh"
-tmux_setup attnscope-positions
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-$PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
+e2e_setup attnscope-positions
+need_numpy
 
 PROMPT='It is a truth universally acknowledged, that a single man in possession'
 
@@ -45,87 +36,22 @@ PROMPT='It is a truth universally acknowledged, that a single man in possession'
 # commands then `view dump NAME.txt`, waiting for LAST-FILE in $TMP.
 run() {
     name=$1 model=$2 cmds=$3 last=$4
-    cat > "$TMP/$name.sh" <<EOS
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$model" --threads 1
-exec sleep 600
-EOS
-    $T new-session -d -s "$name" -c "$TMP" -x 160 -y 48 "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return 1; }
-    typed "$name" "$cmds; view dump $name.txt"
-    keys "$name" Enter
-    _w=0
-    while [ $_w -lt 600 ] && { [ ! -f "$TMP/$name.txt" ] || [ ! -f "$TMP/$last" ]; }; do sleep 0.05; _w=$((_w + 1)); done
-    [ -f "$TMP/$name.txt" ] && [ -f "$TMP/$last" ] || { bad "$name: no dump written"; return 1; }
+    view_start "$name" "$model" 160 48 || return 1
+    view_run "$name" "$cmds; view dump $name.txt" 30 "$name.txt" "$last"
 }
 
 # check KIND NAME MODEL-PATH SELECTED: the Python below on the dumped screen
 check() {
     if $PY - "$1" "$TMP/$2" "$3" "$4" ${5:-} <<'PYEOF'; then pass=$((pass + 1)); else bad "$2: the pane's numbers are not the model's"; fi
-import math, re, struct, sys
+import math, re, sys
 import numpy as np
+from e2e_read import find_pane, num, read_gguf  # tests/e2e/e2e_read.py
 kind, base, model, sel = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 own = len(sys.argv) > 5
 
-def read_gguf(path):
-    """GGUF v3: metadata and F32 tensors (as numpy arrays, shape reversed(ne))."""
-    buf = open(path, "rb").read()
-    pos = 0
-    def take(fmt):
-        nonlocal pos
-        v = struct.unpack_from("<" + fmt, buf, pos)
-        pos += struct.calcsize("<" + fmt)
-        return v[0]
-    def string():
-        nonlocal pos
-        n = take("Q")
-        s = buf[pos:pos + n].decode("utf-8")
-        pos += n
-        return s
-    scalar = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-    def value(t):
-        if t == 8:
-            return string()
-        if t == 9:
-            et, n = take("I"), take("Q")
-            return [value(et) for _ in range(n)]
-        return take(scalar[t])
-    assert buf[:4] == b"GGUF"
-    pos = 4
-    version, n_t, n_kv = take("I"), take("Q"), take("Q")
-    kv = {}
-    for _ in range(n_kv):
-        k = string()
-        kv[k] = value(take("I"))
-    align = kv.get("general.alignment", 32)
-    infos = []
-    for _ in range(n_t):
-        name = string()
-        nd = take("I")
-        ne = [take("Q") for _ in range(nd)]
-        gt, off = take("I"), take("Q")
-        infos.append((name, ne, gt, off))
-    data0 = pos + (-pos) % align
-    tensors = {}
-    for name, ne, gt, off in infos:
-        if gt == 0:
-            n = int(np.prod(ne))
-            tensors[name] = np.frombuffer(buf, "<f4", n, data0 + off).reshape(list(reversed(ne)))
-    return kv, tensors
-
 lines = open(base + ".txt", encoding="utf-8").read().split("\n")
-top = next(i for i, l in enumerate(lines) if "Positions: " in l)
-col = lines[top].rindex("┌", 0, lines[top].index("Positions: "))
-pane = []
-for l in lines[top + 1:]:
-    seg = l[col:]
-    if seg.startswith("└"):
-        break
-    pane.append(seg[1:-1])
+top, col, end, pane = find_pane(lines, "Positions: ")
 errors, checked = [], 0
-def num(t):
-    return float(t.replace("−", "-"))
 def close(shown, want, what, tol=0.0005):
     global checked
     checked += 1
@@ -274,14 +200,7 @@ run p-t5 "$ROOT/tests/fixtures/tiny-t5.gguf" "set delay 0; source-ids 5 6 7 8 9;
 # cos; the rotary angles; the all-ones curve) or the file's table ----
 lesson_run() {
     name=$1 cols=$2 rows=$3
-    cat > "$TMP/$name.sh" <<EOS
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$M/austen-gpt2.gguf" --threads 1
-exec sleep 600
-EOS
-    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return 1; }
+    view_start "$name" "$M/austen-gpt2.gguf" "$cols" "$rows" || return 1
     typed "$name" 'lesson positions'
     keys "$name" Enter
     for i in 1 2 3 4 5; do
@@ -293,17 +212,16 @@ EOS
         wait_for "$name" " $i/5 " 30 || { bad "$name: lesson positions: no step $i"; return 1; }
         typed "$name" ":view dump $name-$i.txt"
         keys "$name" Enter
-        _w=0
-        while [ $_w -lt 600 ] && [ ! -f "$TMP/$name-$i.txt" ]; do sleep 0.05; _w=$((_w + 1)); done
-        [ -f "$TMP/$name-$i.txt" ] || { bad "$name: step $i: no dump"; return 1; }
+        wait_file "$TMP/$name-$i.txt" 30 || { bad "$name: step $i: no dump"; return 1; }
     done
 }
 for size in "80 24" "120 35"; do
     set -- $size
     lesson_run "les$1" "$1" "$2" || continue
     if $PY - "$TMP/les$1" "$ROOT/assets/lessons/positions.txt" "$M/austen-gpt2.gguf" <<'PYEOF'; then pass=$((pass + 1)); else bad "lesson positions at $1x$2: a claim the screen does not bear out"; fi
-import math, re, struct, sys
+import math, re, sys
 import numpy as np
+from e2e_read import read_gguf
 base, lesson, gpt2 = sys.argv[1:4]
 steps = open(lesson, encoding="utf-8").read().split("\n---\n")
 text = [" ".join(l for l in st.split("\n") if l and not l.startswith((":", "#", "title:", "model:"))) for st in steps]
@@ -337,35 +255,8 @@ claim(2, "−0.757", v[0] if v else None, math.sin(4), "PE[4][0] = sin 4")
 checked += 1
 if "the sines" not in screen(2):
     errors.append("step 2: the heatmap's header does not say its columns are the sines")
-# the learned table, from the file (GGUF v3, F32)
-buf = open(gpt2, "rb").read()
-pos = 4
-def take(fmt):
-    global pos
-    v = struct.unpack_from("<" + fmt, buf, pos)
-    pos += struct.calcsize("<" + fmt)
-    return v[0]
-def string():
-    global pos
-    n = take("Q"); s = buf[pos:pos + n].decode(); pos += n; return s
-sc = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
-def value(t):
-    if t == 8: return string()
-    if t == 9:
-        et, n = take("I"), take("Q"); return [value(et) for _ in range(n)]
-    return take(sc[t])
-_, nt, nkv = take("I"), take("Q"), take("Q")
-kv = {}
-for _ in range(nkv):
-    k = string(); kv[k] = value(take("I"))
-infos = []
-for _ in range(nt):
-    nm = string(); nd = take("I"); ne = [take("Q") for _ in range(nd)]; gt, off = take("I"), take("Q")
-    infos.append((nm, ne, gt, off))
-data0 = pos + (-pos) % kv.get("general.alignment", 32)
-nm, ne, gt, off = next(x for x in infos if x[0] == "position_embd.weight")
-assert gt == 0
-W = np.frombuffer(buf, "<f4", ne[0] * ne[1], data0 + off).reshape(ne[1], ne[0])
+# the learned table, from the file (tests/e2e/e2e_read.py)
+W = read_gguf(gpt2)[1]["position_embd.weight"]
 checked += 1
 if f"{W.shape[0]} rows" not in text[2]:
     errors.append(f"step 3: the table has {W.shape[0]} rows, the text says otherwise")

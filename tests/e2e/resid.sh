@@ -22,21 +22,12 @@
 # Then lesson prepost's claims, each phrase found in the lesson's text and
 # its numbers checked against the arrays of the same prompts (batch mode).
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MODELS=$HERE/../../models
-FIXTURES=$HERE/../fixtures
-LESSON=$HERE/../../assets/lessons/prepost.txt
-PY=/usr/bin/python3
 . "$HERE/tmux_lib.sh"
-tmux_setup attnscope-resid
-
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-$PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
+e2e_setup attnscope-resid
+need_numpy
+FIXTURES=$HERE/../fixtures
+LESSON=$ROOT/assets/lessons/prepost.txt
 
 PROMPT='It is a truth universally acknowledged, that a single man in possession of a good fortune'
 
@@ -45,32 +36,17 @@ PROMPT='It is a truth universally acknowledged, that a single man in possession 
 # commands chose), dumped with every hook, and read back against SPEC.
 check() {
     name=$1 model=$2 cmds=$3 layer=$4 spec=$5
-    cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$model" --threads 1
-exec sleep 600
-EOF
-    $T new-session -d -s "$name" -c "$TMP" -x 160 -y 48 "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return; }
-    typed "$name" "set delay 0; $cmds; view layer $layer; view residual; view dump $name.txt; dump all $name-hooks"
-    keys "$name" Enter
-    _w=0
-    while [ $_w -lt 600 ] && [ ! -f "$TMP/$name-hooks/index.json" ]; do sleep 0.05; _w=$((_w + 1)); done
-    [ -f "$TMP/$name.txt" ] && [ -f "$TMP/$name-hooks/index.json" ] || { bad "$name: no dump written"; return; }
+    view_start "$name" "$model" 160 48 || return
+    view_run "$name" "set delay 0; $cmds; view layer $layer; view residual; view dump $name.txt; dump all $name-hooks" \
+        30 "$name.txt" "$name-hooks/index.json" || return
     if $PY - "$TMP/$name" "$layer" "$spec" <<'EOF'; then pass=$((pass + 1)); else bad "$name: the pane is not the capture's or the model's wiring"; fi
 import json, re, sys
 import numpy as np
+from e2e_read import find_pane
 base, layer, spec = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
 lines = open(f"{base}.txt", encoding="utf-8").read().split("\n")
-top = next(i for i, l in enumerate(lines) if "┌ Residual" in l)
-col = lines[top].index("┌ Residual")
-right = lines[top].index("┐", col)
-pane = []
-for l in lines[top + 1:]:
-    if l[col:].startswith("└"):
-        break
-    pane.append(l[col + 1:right].rstrip())
+top, col, right, pane = find_pane(lines, "┌ Residual")
+pane = [r.rstrip() for r in pane]
 title = lines[top][col:]
 errors, checked = [], 0
 def hook(name):
@@ -217,19 +193,8 @@ check r-gemma2 "$FIXTURES/tiny-gemma2.gguf" "prompt-ids 1 5 9 30 41 77 120; fini
 wiring() {
     name=$1 model=$2 cmds=$3 note=$4
     shift 4
-    cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name"
-"$BIN" -m "$model" --threads 1
-exec sleep 600
-EOF
-    $T new-session -d -s "$name" -c "$TMP" -x 120 -y 35 "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || { bad "$name: the view did not start"; return; }
-    typed "$name" "set delay 0; $cmds; view residual; view dump $name.txt"
-    keys "$name" Enter
-    _w=0
-    while [ $_w -lt 400 ] && [ ! -f "$TMP/$name.txt" ]; do sleep 0.05; _w=$((_w + 1)); done
-    [ -f "$TMP/$name.txt" ] || { bad "$name: no dump written"; return; }
+    view_start "$name" "$model" 120 35 || return
+    view_run "$name" "set delay 0; $cmds; view residual; view dump $name.txt" 20 "$name.txt" || return
     _ok=1
     grep -q "┌ Residual.*$note" "$TMP/$name.txt" || { _ok=0; bad "$name: the title does not say $note"; }
     for piece in "$@"; do
