@@ -233,6 +233,10 @@ int as_cmd_watch(cmd_ctx *c);
 int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);
 int as_cmd_weights(cmd_ctx *c);
+/* cmd_circuit.c: `weight`, `circuit`; cmd_steer.c: `steer`. */
+int as_cmd_weight(cmd_ctx *c);
+int as_cmd_circuit(cmd_ctx *c);
+int as_cmd_steer(cmd_ctx *c);
 int as_cmd_diff(cmd_ctx *c);
 /* The output stream is not causal (an encoder, a vision transformer). */
 bool as_cmd_is_encoder(const as_session *s);
