@@ -258,11 +258,85 @@ static void keep_top(pair *top, int *n, int k, float v, int a, int b)
     top[i] = (pair){v, a, b};
 }
 
+
+/* The figure: the circuit over the tokens of its largest pairs (rows the
+ * first tokens of the pairs, columns the second, each once, in order of
+ * their first pair), computed from the factors, on a diverging scale. */
+static int circuit_figure(cmd_ctx *c, const char *path, int opt_first, bool ov, long l, long hd, const float *A,
+                          const float *B, int dh, const pair *top, int nt, double copying)
+{
+    as_session *s = c->s;
+    int ra[1000], cb[1000], nr = 0, nc = 0;
+    for (int i = 0; i < nt; i++) {
+        bool seen_r = false, seen_c = false;
+        for (int k = 0; k < nr; k++)
+            seen_r |= ra[k] == top[i].a;
+        for (int k = 0; k < nc; k++)
+            seen_c |= cb[k] == top[i].b;
+        if (!seen_r)
+            ra[nr++] = top[i].a;
+        if (!seen_c)
+            cb[nc++] = top[i].b;
+    }
+    float *v = malloc((size_t)nr * (size_t)nc * sizeof *v);
+    char **rl = calloc((size_t)nr, sizeof *rl), **cl = calloc((size_t)nc, sizeof *cl);
+    int rc = AS_ERR;
+    if (!v || !rl || !cl) {
+        as_error_set(c->err, "out of memory");
+        goto out;
+    }
+    for (int i = 0; i < nr; i++)
+        for (int j = 0; j < nc; j++) {
+            double acc = 0;
+            for (int k = 0; k < dh; k++)
+                acc += (double)A[(size_t)ra[i] * (size_t)dh + (size_t)k] * B[(size_t)cb[j] * (size_t)dh + (size_t)k];
+            v[(size_t)i * (size_t)nc + (size_t)j] = (float)acc;
+        }
+    for (int i = 0; i < nr; i++) {
+        char b[128];
+        as_cmd_token_label(s, ra[i], b, sizeof b);
+        if (!(rl[i] = strdup(b)))
+            goto oom;
+    }
+    for (int j = 0; j < nc; j++) {
+        char b[128];
+        as_cmd_token_label(s, cb[j], b, sizeof b);
+        if (!(cl[j] = strdup(b)))
+            goto oom;
+    }
+    char title[96], note0[160], note1[200];
+    snprintf(title, sizeof title, "%s circuit of head %ld.%ld", ov ? "OV" : "QK", l, hd);
+    if (ov)
+        snprintf(note0, sizeof note0, "copying score %.4f (sum of the eigenvalues / sum of their moduli); the tokens "
+                 "of its %d largest pairs", copying, nt);
+    else
+        snprintf(note0, sizeof note0, "the tokens of its %d largest pairs", nt);
+    snprintf(note1, sizeof note1, "norm weights folded in; the norms' centring and scaling, biases%s not",
+             ov ? "" : ", rotary and the attention scale");
+    const char *notes[2] = {note0, note1};
+    as_table_fig t = {.v = v, .rows = nr, .cols = nc, .n_mats = 1, .col_labels = (const char *const *)cl,
+                      .col_axis = ov ? "logit written" : "key token", .diverging = true, .title = title,
+                      .cbar_label = ov ? "direct logit change per unit attention" : "score (unscaled)",
+                      .what = ov ? "OV circuit" : "QK circuit", .notes = notes, .n_notes = 2,
+                      .row_labels = (const char *const *)rl, .row_axis = ov ? "token attended to" : "query token"};
+    rc = as_cmd_export_table(c, path, opt_first, &t);
+    goto out;
+oom:
+    as_error_set(c->err, "out of memory");
+out:
+    for (int i = 0; rl && i < nr; i++)
+        free(rl[i]);
+    for (int j = 0; cl && j < nc; j++)
+        free(cl[j]);
+    free(rl), free(cl), free(v);
+    return rc;
+}
+
 int as_cmd_circuit(cmd_ctx *c)
 {
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
-    const char *usage = "usage: circuit ov|qk LAYER.HEAD [top=K] [FILE.npy]";
+    const char *usage = "usage: circuit ov|qk LAYER.HEAD [top=K] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]";
     if (c->argc < 3)
         return as_error_set(c->err, "%s", usage);
     bool ov = !strcmp(c->argv[1], "ov");
@@ -278,14 +352,19 @@ int as_cmd_circuit(cmd_ctx *c)
     if (as_cmd_parse_long(lh, 0, cfg->n_layer - 1, "the layer", &l, c->err))
         return AS_ERR;
     const char *path = NULL;
+    bool figure = false;
+    int opt_first = c->argc;
     for (int i = 3; i < c->argc; i++) {
         if (!strncmp(c->argv[i], "top=", 4)) {
             if (as_cmd_parse_long(c->argv[i] + 4, 1, 1000, "top", &top_k, c->err))
                 return AS_ERR;
-        } else if (!path && as_cmd_output_kind(c->argv[i]) && !strcmp(as_cmd_output_kind(c->argv[i]), "npy")) {
+        } else if (as_cmd_output_kind(c->argv[i])) {
             path = c->argv[i];
+            figure = strcmp(as_cmd_output_kind(path), "npy") != 0;
+            opt_first = i + 1;
+            break; /* a figure's options follow it (width=, title=...) */
         } else {
-            return as_error_set(c->err, "circuit: '%s' is neither top=K nor a .npy file (%s)", c->argv[i], usage);
+            return as_error_set(c->err, "circuit: '%s' is neither top=K nor an output file (%s)", c->argv[i], usage);
         }
     }
     head_ops h;
@@ -298,6 +377,9 @@ int as_cmd_circuit(cmd_ctx *c)
     int dh = ov ? a->d_v : a->d_qk;
     int V = h.embed->w.rows, VU = ov ? h.unembed->w.rows : V;
     float *wl = NULL, *wr = NULL, *A = NULL, *B = NULL;
+    pair *best = NULL;
+    int n_best = 0;
+    double copying = NAN;
     int rc = AS_ERR;
     /* left: W_E · W_V (ov) or W_E · W_Q (qk); right: (W_O · W_U)ᵀ or W_E · W_K, both [vocab][dh] */
     if (ov) {
@@ -373,6 +455,7 @@ int as_cmd_circuit(cmd_ctx *c)
         fprintf(s->out, "copying score\t%.4f\t(Σλ / Σ|λ| over the %d eigenvalues of the [%d, %d] factor W_O·W_U·W_E·W_V, "
                 "real part; 1: copies every token it attends to)\n", abs_sum > 0 ? sum / abs_sum : 0.0, dh, dh, dh);
         fprintf(s->out, "positive eigenvalues\t%d of %d\n", pos, dh);
+        copying = abs_sum > 0 ? sum / abs_sum : 0.0;
         free(ba), free(wre), free(wim);
     }
 
@@ -393,14 +476,14 @@ int as_cmd_circuit(cmd_ctx *c)
                         B, dh, 0.0f, blk, VU);
             for (int r = 0; r < nb; r++) {
                 const float *row = blk + (size_t)r * (size_t)VU;
-                int best = 0;
+                int argmax = 0;
                 for (int t = 0; t < VU; t++) {
-                    if (row[t] > row[best])
-                        best = t;
+                    if (row[t] > row[argmax])
+                        argmax = t;
                     if (nt < top_k || row[t] > top[nt - 1].v)
                         keep_top(top, &nt, (int)top_k, row[t], r0 + r, t);
                 }
-                diag_top += r0 + r < Vm && best == r0 + r;
+                diag_top += r0 + r < Vm && argmax == r0 + r;
             }
             if (as_cmd_interrupted(s)) {
                 free(top), free(blk);
@@ -417,10 +500,13 @@ int as_cmd_circuit(cmd_ctx *c)
             as_cmd_label(s, top[i].b, 0, lb, sizeof lb);
             fprintf(s->out, "%d\t%s\t%s\t%.6g\n", i + 1, la, lb, (double)top[i].v);
         }
-        free(top), free(blk);
+        best = top, n_best = nt;
+        free(blk);
     }
 
-    if (path) {
+    if (path && figure) {
+        rc = circuit_figure(c, path, opt_first, ov, l, hd, A, B, dh, best, n_best, copying);
+    } else if (path) {
         char what[160];
         if ((size_t)V * (size_t)VU <= (size_t)4096 * 4096) {
             float *full = malloc((size_t)V * (size_t)VU * sizeof *full);
@@ -455,6 +541,6 @@ int as_cmd_circuit(cmd_ctx *c)
         rc = AS_OK;
     }
 done:
-    free(wl), free(wr), free(A), free(B);
+    free(wl), free(wr), free(A), free(B), free(best);
     return rc;
 }

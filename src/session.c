@@ -253,13 +253,14 @@ static const command commands[] = {
       "array's shape is the one gguf-py gives (ggml's ne reversed): blk.0.attn_q.weight is [out, in], "
       "token_embd.weight [vocab, d_model].",
       "weight blk.0.attn_v.weight v.npy"}, as_cmd_weight, .keeps_state = true, .args = ARGS(2)},
-    {{"circuit", "circuit ov|qk L.H [top=K] [FILE.npy]",
+    {{"circuit", "circuit ov|qk L.H [top=K] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
       "A head's OV circuit (W_E W_V W_O W_U: the token attended to against the logit written) or QK circuit "
       "(W_E W_Q W_K^T W_E^T: query token against key token), kept factored as TransformerLens's FactoredMatrix; "
       "the K largest token pairs, the share of tokens whose largest entry is their own, and for OV the copying "
       "score (sum of the eigenvalues over the sum of their moduli, from the d_head x d_head factor). The norms' "
       "weights are folded in, their centring and scaling, biases and rotary are not; a grouped-query head reads its "
-      "key-value head. FILE.npy: the [vocab, vocab] matrix (beyond 4096 tokens its factors [2, vocab, d_head]).",
+      "key-value head. FILE.npy: the [vocab, vocab] matrix (beyond 4096 tokens its factors [2, vocab, d_head]); a figure: "
+      "the circuit over the tokens of the K largest pairs.",
       "circuit ov 1.0 top=5"}, as_cmd_circuit, .keeps_state = true},
     {{"diff", "diff OTHER.gguf|DIR", "Compare with another model (a GGUF file or a Hugging Face directory): "
       "tensors' values per tensor and per layer (NaN and Inf counted and located, block scales, shapes and types) "

@@ -117,6 +117,8 @@ typedef struct as_table_fig {
     int n_notes;
     const unsigned char *masked; /* n_mats × [rows][cols], nonzero: no value there (grey), or NULL */
     const char *masked_label;     /* what such a cell is, in the legend ("dense layer"); NULL: "masked" */
+    const char *const *row_labels; /* [rows], else layers numbered */
+    const char *row_axis;          /* NULL: "layer" */
 } as_table_fig;
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
 /* cmd_output.c: a token as figures label it: its text with spaces as '·' and control

@@ -15,7 +15,8 @@
 #   (a fused q/k/v matrix, LayerNorm, tied unembedding), tiny-llama3 and
 #   tiny-gemma2 (grouped-query heads: head h reads kv head h // (H/H_kv));
 #   on induction the four induction heads 1.x (models/README.md) score
-#   above 0.9 and the previous-token head 0.3 below 0.5;
+#   above 0.9 and the previous-token head 0.3 below 0.5; the figures are
+#   written as PNG, SVG and PDF;
 # - steer: a zero vector changes no logit's bits; steering the last
 #   layer's resid_post by v at one position changes only that position's
 #   logits, to W_U · rmsnorm(resid_post + scale·v) computed here (within
@@ -138,6 +139,16 @@ for h in 0 1 2 3; do
 done
 s=$(awk -F'\t' '$1 == "copying score" {print $2}' "$TMP/ind-ov-03.txt")
 awk -v s="$s" 'BEGIN {exit !(s < 0.5)}' && pass=$((pass + 1)) || bad "previous-token head 0.3: copying score $s, not below 0.5"
+
+# the figure: a PNG, an SVG and a PDF of the circuit over its top pairs' tokens
+if "$BIN" -m "$M/induction.gguf" -e "circuit ov 1.0 top=8 $TMP/ov.png; circuit qk 1.0 $TMP/qk.svg width=12cm; circuit ov 0.3 $TMP/ov.pdf" > "$TMP/fig.txt" 2>&1 &&
+    [ "$(head -c 8 "$TMP/ov.png" | od -An -c | tr -d ' ')" = '211PNG\r\n032\n' ] &&
+    grep -q '<svg' "$TMP/qk.svg" && [ "$(head -c 4 "$TMP/ov.pdf")" = '%PDF' ] &&
+    [ "$(grep -c '^wrote ' "$TMP/fig.txt")" = 3 ]; then
+    pass=$((pass + 1))
+else
+    bad "circuit figures: $(cat "$TMP/fig.txt")"
+fi
 
 # ---- steer
 P='abcabcabcxyz'
