@@ -22,7 +22,8 @@
 #   logits, to W_U · rmsnorm(resid_post + scale·v) computed here (within
 #   1e-4 of the largest |logit|); `ablations` lists the rule and
 #   `unablate` gives the first logits back bit for bit; wrong input is
-#   refused with a message naming it.
+#   refused with a message naming it (a FIFO at once; the loaded model,
+#   even through a link, never written over).
 set -u
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -209,6 +210,19 @@ refused "not a NumPy .npy file" "steer blocks.0.hook_resid_pre $TMP/junk.npy"
 refused "attention scores" "steer blocks.0.attn.hook_pattern $TMP/zero.npy"
 refused "neither scale=S nor pos=P" "steer blocks.0.hook_resid_pre $TMP/zero.npy sale=2"
 refused "cannot write in directory /proc/nonexistent" "weight token_embd.weight /proc/nonexistent/x.npy"
+
+# a FIFO as the vector is refused at once, never read (it would block)
+mkfifo "$TMP/fifo.npy"
+out=$(timeout 10 "$BIN" -m "$M/induction.gguf" -e "steer blocks.0.hook_resid_pre $TMP/fifo.npy" 2>&1 </dev/null)
+rc=$?
+if [ "$rc" = 124 ]; then bad "steer from a FIFO: still waiting after 10 s"
+elif [ "$rc" = 0 ]; then bad "steer from a FIFO was not refused"
+else case $out in *FIFO*|*fifo*) pass=$((pass + 1)) ;; *) bad "steer from a FIFO: $out" ;; esac
+fi
+# the loaded model is never written over, even through a link named .npy
+cp "$M/induction.gguf" "$TMP/m.gguf" && ln -s "$TMP/m.gguf" "$TMP/link.npy"
+refused "a model file in use" "weight token_embd.weight $TMP/link.npy" "$TMP/m.gguf"
+cmp -s "$M/induction.gguf" "$TMP/m.gguf" && pass=$((pass + 1)) || bad "weight wrote over the loaded model"
 
 echo "circuits: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
