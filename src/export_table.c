@@ -41,7 +41,8 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
             goto oom;
     for (int i = 0; i < n_mats; i++)
         mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols,
-                                  t->masked ? t->masked + (size_t)i * (size_t)t->rows * (size_t)t->cols : NULL, NULL};
+                                  t->masked ? t->masked + (size_t)i * (size_t)t->rows * (size_t)t->cols : NULL, NULL,
+                                  t->cell_text ? t->cell_text + (size_t)i * (size_t)t->rows * (size_t)t->cols : NULL};
     as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols,
                      t->row_axis ? t->row_axis : "layer",
                      t->col_axis ? t->col_axis : t->by_position ? "position" : "head", t->cbar_label, n_mats, mats,

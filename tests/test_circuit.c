@@ -4,6 +4,7 @@
  * reversed). The e2e script tests/e2e/circuits.sh holds F32 tensors,
  * `circuit` and `steer` to NumPy. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,4 +98,43 @@ Test(circuit, weight_dequantizes_every_type_as_ggml)
     fprintf(stderr, "circuit: `weight` equals ggml's decoder bit for bit on %d types:%s\n", checked, done);
     free(src);
     free(ref);
+}
+
+/* The logit lens figure's table (as_cmd_lens_grid: the top token and its
+ * probability per layer and position) agrees with `lens POS`, which ranks
+ * through as_probs on its own path: the same top token, its probability
+ * within the 4 printed decimals. */
+Test(circuit, lens_grid_matches_lens_at_each_position)
+{
+    as_session *s = open_session("../models/austen-gpt2.gguf", 64);
+    run_ok(s, "prompt It is a truth universally acknowledged; finish");
+    int32_t *ids;
+    float *probs;
+    int R, n;
+    as_error err = {{0}};
+    cr_assert_eq(as_cmd_lens_grid(s, &ids, &probs, &R, &n, &err), AS_OK, "%s", err.msg);
+    cr_assert_eq(R, s->model->cfg.n_layer + 1);
+    cr_assert_eq(n, s->it->out->n_tokens);
+    for (int p = 0; p < n; p++) {
+        char cmd[32];
+        snprintf(cmd, sizeof cmd, "lens %d", p);
+        char *out = run_output(s, cmd), *line = strstr(out, "\nembed\t");
+        cr_assert_not_null(line, "%s", out);
+        for (int r = 0; r < R; r++) {
+            line++;
+            char piece[64], want[64];
+            float pr;
+            cr_assert_eq(sscanf(strchr(line, '\t') + 1, "%63[^\t]\t%f", piece, &pr), 2, "%s", line);
+            as_cmd_label(s, ids[(size_t)r * (size_t)n + (size_t)p], 0, want, sizeof want);
+            cr_assert_str_eq(piece, want, "layer row %d, position %d", r, p);
+            cr_assert(fabsf(pr - probs[(size_t)r * (size_t)n + (size_t)p]) <= 5e-5f, "layer row %d, position %d: %g vs %g",
+                      r, p, pr, probs[(size_t)r * (size_t)n + (size_t)p]);
+            line = strchr(line, '\n');
+            cr_assert_not_null(line);
+        }
+        free(out);
+    }
+    free(ids);
+    free(probs);
+    close_session(s);
 }

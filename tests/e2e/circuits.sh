@@ -21,8 +21,10 @@
 #   layer's resid_post by v at one position changes only that position's
 #   logits, to W_U · rmsnorm(resid_post + scale·v) computed here (within
 #   1e-4 of the largest |logit|); `ablations` lists the rule and
-#   `unablate` gives the first logits back bit for bit; wrong input is
-#   refused with a message naming it (a FIFO at once; the loaded model,
+#   `unablate` gives the first logits back bit for bit;
+# - export lens: written as PNG, SVG and PDF, refused before the pass,
+#   for an array, and on a model without an unembedding;
+# - wrong input is refused with a message naming it (a FIFO at once; the loaded model,
 #   even through a link, never written over).
 set -u
 BIN=${AS_BIN:-$(pwd)/build/attnscope}
@@ -37,6 +39,15 @@ pass=0 fail=0
 bad() {
     fail=$((fail + 1))
     echo "FAIL: $1"
+}
+# refused WANT CMDS [MODEL]: the commands fail with a message holding WANT
+refused() {
+    want=$1 cmds=$2 model=${3:-$M/induction.gguf}
+    out=$("$BIN" -m "$model" -e "$cmds" 2>&1) && { bad "'$cmds' was not refused"; return; }
+    case $out in
+    *"$want"*) pass=$((pass + 1)) ;;
+    *) bad "'$cmds': expected '$want', got: $out" ;;
+    esac
 }
 $PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
 
@@ -184,15 +195,19 @@ assert "steer by v.npy scale=2.5 pos=4" in out and "no ablations or patches" in 
 print(f"steer: zero and unablate bit for bit, pos 4 steered: max |diff| / max |logit| = {err:.2g}")
 PYEOF
 
+# ---- export lens: the figure in three formats, its cells the tokens `lens table` prints
+if "$BIN" -m "$M/austen-gpt2.gguf" -e "prompt It is a truth universally acknowledged; finish; export lens $TMP/lens.png; export lens $TMP/lens.svg width=18cm; export lens $TMP/lens.pdf" > "$TMP/lens.txt" 2>&1 &&
+    [ "$(grep -c '^wrote .*logit lens' "$TMP/lens.txt")" = 3 ] && [ "$(head -c 4 "$TMP/lens.pdf")" = '%PDF' ] &&
+    grep -q '<svg' "$TMP/lens.svg"; then
+    pass=$((pass + 1))
+else
+    bad "export lens: $(cat "$TMP/lens.txt")"
+fi
+refused "the pass has not reached every position" "prompt It is; export lens $TMP/l.png" "$M/austen-gpt2.gguf"
+refused "lens table FILE.npy" "prompt It is; finish; export lens $TMP/l.npy" "$M/austen-gpt2.gguf"
+refused "needs an unembedding" "prompt-ids 1 2 3; finish; export lens $TMP/l.png" "$F/tiny-t5encoder.gguf"
+
 # ---- bad input, one message naming what
-refused() {
-    want=$1 cmds=$2 model=${3:-$M/induction.gguf}
-    out=$("$BIN" -m "$model" -e "$cmds" 2>&1) && { bad "'$cmds' was not refused"; return; }
-    case $out in
-    *"$want"*) pass=$((pass + 1)) ;;
-    *) bad "'$cmds': expected '$want', got: $out" ;;
-    esac
-}
 printf 'this is a text file and no array at all, long enough for a header\n' > "$TMP/junk.npy"
 refused "no tensor 'blk.9.attn_q.weight'" "weight blk.9.attn_q.weight"
 refused "is not one" "weight token_embd.weight $TMP/x.png"
