@@ -1,5 +1,5 @@
 /* The `export` command: which figure (attn, grid, lines, norms, probs,
- * probs-trace, overlay, routing, load, experts), handed to its kind
+ * probs-trace, overlay, routing, load, experts, lens), handed to its kind
  * (export_*.c, and cmd_experts.c's load), which runs the skeleton of
  * export.c. */
 #include <string.h>
@@ -10,7 +10,7 @@ int as_cmd_export(cmd_ctx *c)
 {
     static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export lines "
                                 "LAYER HEAD|all FILE | export norms LAYER|final FILE | export probs FILE | export "
-                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export routing LAYER FILE | export load FILE | export experts LAYER FILE  (FILE .png, .svg "
+                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export routing LAYER FILE | export load FILE | export experts LAYER FILE | export lens FILE  (FILE .png, .svg "
                                 "or .pdf, then key=value options)";
     if (c->argc < 2)
         return as_error_set(c->err, "%s", usage);
@@ -35,7 +35,9 @@ int as_cmd_export(cmd_ctx *c)
         return as_export_routing(c);
     if (!strcmp(what, "experts"))
         return as_export_experts(c);
+    if (!strcmp(what, "lens"))
+        return as_export_lens(c);
     return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay, "
-                        "routing, load, experts)",
+                        "routing, load, experts, lens)",
                         what);
 }

@@ -175,7 +175,7 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
         int li = i / heads, head = job->head < 0 ? i % heads : job->head;
         size_t off = (size_t)i * (size_t)m * (size_t)mk_n;
         head_matrix_keys(s, hooks[li], head, a, b, ka, kb, v + off, mk + off);
-        mats[i] = (as_fig_matrix){v + off, mk + off, NULL};
+        mats[i] = (as_fig_matrix){v + off, mk + off, NULL, NULL};
     }
     as_fig_heat h = {m, mk_n, (const char *const *)labels, (const char *const *)key_labels,
                      cross ? "target position (decoder)" : fig.o.site == AS_PICK_SOURCE ? "source query position" : "query position",

@@ -79,7 +79,7 @@ int as_export_routing(cmd_ctx *c)
     }
     if (as_cmd_expert_load(s, layer, v + (size_t)n * (size_t)E, &ne, &np, c->err))
         goto out;
-    as_fig_matrix mat = {v, NULL, mk};
+    as_fig_matrix mat = {v, NULL, mk, NULL};
     as_fig_heat h = {R, E, (const char *const *)rows, (const char *const *)cols, "token", "expert",
                      "router weight; load", 1, &mat, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0, NULL};
     /* A few experts across the width would make cells the size of a

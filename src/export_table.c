@@ -32,7 +32,8 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
         goto out;
     }
     for (int i = 0; i < t->rows; i++)
-        if (!(rows[i] = malloc(16)) || snprintf(rows[i], 16, "%d", i) < 0)
+        if (!(rows[i] = t->row_labels ? strdup(t->row_labels[i]) : malloc(16)) ||
+            (!t->row_labels && snprintf(rows[i], 16, "%d", i) < 0))
             goto oom;
     for (int j = 0; !t->by_position && j < t->cols; j++)
         if (!(cols[j] = t->col_labels ? strdup(t->col_labels[j]) : malloc(16)) ||
@@ -40,8 +41,10 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
             goto oom;
     for (int i = 0; i < n_mats; i++)
         mats[i] = (as_fig_matrix){t->v + (size_t)i * (size_t)t->rows * (size_t)t->cols,
-                                  t->masked ? t->masked + (size_t)i * (size_t)t->rows * (size_t)t->cols : NULL, NULL};
-    as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols, "layer",
+                                  t->masked ? t->masked + (size_t)i * (size_t)t->rows * (size_t)t->cols : NULL, NULL,
+                                  t->cell_text ? t->cell_text + (size_t)i * (size_t)t->rows * (size_t)t->cols : NULL};
+    as_fig_heat h = {t->rows, t->cols, (const char *const *)rows, (const char *const *)cols,
+                     t->row_axis ? t->row_axis : "layer",
                      t->col_axis ? t->col_axis : t->by_position ? "position" : "head", t->cbar_label, n_mats, mats,
                      t->mat_titles, n_mats > 1 ? 0 : 1, n_mats > 1 ? 0 : 1, NULL, NULL, NULL, NULL,
                      t->diverging ? (float)-a : 0, t->diverging ? (float)a : 0, t->masked_label};

@@ -184,6 +184,22 @@ static bool heat_panel(lay *L, const as_fig_heat *h, const scale *s, const heat_
             as_lay_mark(L, cx, cy, r, INK, 1);
             as_lay_mark(L, cx, cy, r * 0.6f, white, 1);
         }
+    /* Cell texts: as large as the labels where they fit, never below 4 pt. */
+    for (int i = 0; h->mats[m].text && i < R * C; i++) {
+        const char *t = h->mats[m].text[i];
+        if (!t || !*t)
+            continue;
+        float size = fminf(L->small, g->cell * 0.45f / PT(L, 1));
+        if (size < 4)
+            break;
+        char buf[64];
+        as_fig_elide(L->c, t, PT(L, size), g->cell * 0.92f, buf, sizeof buf);
+        const uint8_t *c3 = p->rgb + (size_t)i * 3;
+        static const uint8_t white_ink[3] = {255, 255, 255};
+        bool dark = 0.299 * c3[0] + 0.587 * c3[1] + 0.114 * c3[2] < 128;
+        float cx = (float)px + ((float)(i % C) + 0.5f) * g->cell, cy = (float)py + ((float)(i / C) + 0.5f) * g->cell;
+        as_lay_text_vc(L, cx, cy, size, AL_MIDDLE, dark ? white_ink : INK, buf);
+    }
     if (h->mat_titles) {
         char buf[256];
         as_fig_elide(L->c, h->mat_titles[m], PT(L, L->small), pw + (float)g->gap_x, buf, sizeof buf);

@@ -106,6 +106,9 @@ static void apply_rule(as_interp *it, const as_rule *r)
         float *dst = span_row(it, r->hook, i) + off;
         if (r->kind == AS_RULE_ZERO)
             memset(dst, 0, (size_t)len * sizeof *dst);
+        else if (r->kind == AS_RULE_ADD)
+            for (int j = 0; j < len; j++)
+                dst[j] += r->values[j];
         else if (r->per_position && pos >= r->n_pos) /* past the positions the values came from */
             memset(dst, 0, (size_t)len * sizeof *dst);
         else

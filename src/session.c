@@ -209,7 +209,7 @@ static const command commands[] = {
       "index.json. A file is replaced whole or not at all, never a device, a FIFO or the loaded model's file.",
       "dump blocks.0.attn.hook_pattern pattern.npy"}, as_cmd_dump, .keeps_state = false},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
-      "overlay L H|mean|rollout|all | routing L | load | experts L  FILE.png|FILE.svg|FILE.pdf [key=value]",
+      "overlay L H|mean|rollout|all | routing L | load | experts L | lens  FILE.png|FILE.svg|FILE.pdf [key=value]",
       "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
       "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export, .keeps_state = false},
@@ -220,6 +220,10 @@ static const command commands[] = {
       "ablate 1.3 zero"}, as_cmd_ablate, .keeps_state = true},
     {{"route", "route L.E off", "The router of layer L may not choose expert E (the next best is taken); "
       "`unablate` removes it.", "route 1.3 off"}, as_cmd_route, .keeps_state = true},
+    {{"steer", "steer HOOK FILE.npy [scale=S] [pos=P]",
+      "Add a vector (a .npy of the hook's width per position, float32 or float64) times S to HOOK as it is filled, "
+      "at every position or at P: a steering intervention, listed by `ablations` and removed by `unablate`.",
+      "steer blocks.1.hook_resid_post dir.npy scale=4"}, as_cmd_steer, .keeps_state = true},
     {{"experts", "experts [LAYER]", "A routed MLP's experts over the context: each one's load (the share of tokens "
       "whose router chose it), times chosen, mean gate, and the tokens it took most often.", "experts 1"},
      as_cmd_experts, .keeps_state = false},
@@ -243,6 +247,21 @@ static const command commands[] = {
     {{"watches", "watches", "List watches.", "watches"}, as_cmd_watches, .keeps_state = true, .args = ARGS(0)},
     {{"weights", "weights [PATTERN]", "Per-tensor statistics (and a histogram for one tensor).",
       "weights blk.0.*"}, as_cmd_weights, .keeps_state = true, .args = ARGS(1)},
+    {{"weight", "weight TENSOR [FILE.npy]",
+      "One tensor of the model file by its name (as `weights` lists it; a Hugging Face directory's under llama.cpp's "
+      "names), dequantized to float32: its shape, type, min, max, mean, std and first values, or the array. The "
+      "array's shape is the one gguf-py gives (ggml's ne reversed): blk.0.attn_q.weight is [out, in], "
+      "token_embd.weight [vocab, d_model].",
+      "weight blk.0.attn_v.weight v.npy"}, as_cmd_weight, .keeps_state = true, .args = ARGS(2)},
+    {{"circuit", "circuit ov|qk L.H [top=K] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
+      "A head's OV circuit (W_E W_V W_O W_U: the token attended to against the logit written) or QK circuit "
+      "(W_E W_Q W_K^T W_E^T: query token against key token), kept factored as TransformerLens's FactoredMatrix; "
+      "the K largest token pairs, the share of tokens whose largest entry is their own, and for OV the copying "
+      "score (sum of the eigenvalues over the sum of their moduli, from the d_head x d_head factor). The norms' "
+      "weights are folded in, their centring and scaling, biases and rotary are not; a grouped-query head reads its "
+      "key-value head. FILE.npy: the [vocab, vocab] matrix (beyond 4096 tokens its factors [2, vocab, d_head]); a figure: "
+      "the circuit over the tokens of the K largest pairs.",
+      "circuit ov 1.0 top=5"}, as_cmd_circuit, .keeps_state = true},
     {{"diff", "diff OTHER.gguf|DIR", "Compare with another model (a GGUF file or a Hugging Face directory): "
       "tensors' values per tensor and per layer (NaN and Inf counted and located, block scales, shapes and types) "
       "and every metadata key (hyperparameters, vocabulary, merges, special ids).",

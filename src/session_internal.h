@@ -117,7 +117,16 @@ typedef struct as_table_fig {
     int n_notes;
     const unsigned char *masked; /* n_mats × [rows][cols], nonzero: no value there (grey), or NULL */
     const char *masked_label;     /* what such a cell is, in the legend ("dense layer"); NULL: "masked" */
+    const char *const *row_labels; /* [rows], else layers numbered */
+    const char *row_axis;          /* NULL: "layer" */
+    const char *const *cell_text;  /* n_mats × [rows][cols] written in the cells, or NULL */
 } as_table_fig;
+/* cmd_lens.c: the logit lens's table: the top token and its probability
+ * per layer (row 0: the embeddings) and computed position, [rows][n]
+ * each (malloc'd). */
+int as_cmd_lens_grid(as_session *s, int32_t **ids, float **probs, int *rows, int *n, as_error *err);
+/* export lens FILE [options]: that table as a figure, the top token written in each cell. */
+int as_export_lens(cmd_ctx *c);
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
 /* cmd_output.c: a token as figures label it: its text with spaces as '·' and control
  * bytes escaped (control tokens by their vocabulary string). */
@@ -233,6 +242,10 @@ int as_cmd_watch(cmd_ctx *c);
 int as_cmd_unwatch(cmd_ctx *c);
 int as_cmd_watches(cmd_ctx *c);
 int as_cmd_weights(cmd_ctx *c);
+/* cmd_circuit.c: `weight`, `circuit`; cmd_steer.c: `steer`. */
+int as_cmd_weight(cmd_ctx *c);
+int as_cmd_circuit(cmd_ctx *c);
+int as_cmd_steer(cmd_ctx *c);
 int as_cmd_diff(cmd_ctx *c);
 /* The output stream is not causal (an encoder, a vision transformer). */
 bool as_cmd_is_encoder(const as_session *s);

@@ -428,7 +428,7 @@ static void one_hot_make(one_hot *o, int n, int hot_r, int hot_c, const char *co
         as_fig_visible_text(w, strlen(w), buf, sizeof buf);
         o->labels[i] = strdup(buf);
     }
-    o->m = (as_fig_matrix){o->v, o->mk, NULL};
+    o->m = (as_fig_matrix){o->v, o->mk, NULL, NULL};
     o->h = (as_fig_heat){n, n, (const char *const *)o->labels, (const char *const *)o->labels, "query position",
                          "key position", "attention weight", 1, &o->m, NULL, 1, 1, NULL, NULL, NULL, NULL, 0, 0, NULL};
 }
@@ -708,7 +708,7 @@ static int make_kind(int kind, kinds_data *d, as_fig_ctx *ctx, const as_fig_styl
         return as_fig_heatmap(f, ctx, st, &cap, &h, err);
     case K_TABLE: {
         static const char *const rows[] = {"0", "1"};
-        as_fig_matrix m = {d->table, NULL, NULL};
+        as_fig_matrix m = {d->table, NULL, NULL, NULL};
         as_fig_heat t = {2, 6, rows, d->tcols, "layer", "component", "contribution to the logit", 1, &m, NULL, 1, 1,
                          NULL, NULL, NULL, NULL, -2, 2, NULL};
         return as_fig_heatmap(f, ctx, st, &cap, &t, err);
@@ -1154,7 +1154,7 @@ Test(figure, short_ticks_read_across_long_labels_turn)
     static const char *const words[] = {"<|endoftext|>", "Elizabeth", "Darcy", "Bingley", "Netherfield", "Longbourn",
                                         "Pemberley", "Wickham"};
     float v[8 * 8] = {0};
-    as_fig_matrix m = {v, NULL, NULL};
+    as_fig_matrix m = {v, NULL, NULL, NULL};
     char *dir = make_tmpdir(), path[300];
     snprintf(path, sizeof path, "%s/t.pdf", dir);
     for (int round = 0; round < 2; round++) {

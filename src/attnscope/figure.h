@@ -90,6 +90,8 @@ typedef struct as_fig_matrix {
     const unsigned char *masked; /* [rows][cols], nonzero: causally hidden; may be NULL */
     const unsigned char *marked; /* [rows][cols], nonzero: a dot on the cell (a router's chosen
                                   * experts: white ringed in black, seen on any colormap); may be NULL */
+    const char *const *text;     /* [rows][cols] written in each cell (the logit lens's top tokens),
+                                  * shortened to the cell, white on dark cells; may be NULL */
 } as_fig_matrix;
 
 /* n_mats matrices of the same shape laid out in grid_rows × grid_cols

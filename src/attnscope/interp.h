@@ -49,6 +49,7 @@ typedef enum as_rule_kind {
     /* a routed MLP's experts (`head` names the expert): */
     AS_RULE_EXPERT_ZERO, /* on experts.hook_out: the slots where the expert was chosen are zeroed (routing kept) */
     AS_RULE_ROUTE_OFF,   /* on hook_expert_indices: chosen again without it (and any other routed off) */
+    AS_RULE_ADD,   /* add `values` (one row) to the hook at every position, or at `pos` (a steering vector) */
 } as_rule_kind;
 
 typedef enum as_watch_cond {
@@ -61,7 +62,7 @@ typedef struct as_rule {
     int hook;
     int head;          /* -1: the whole row; else the head's slice of a [head, d_head] hook */
     int pos;           /* -1: every position; else only this one */
-    float *values;     /* SET: owned copy; per_position ? [n_pos][len] : [len] */
+    float *values;     /* SET, ADD: owned copy; per_position ? [n_pos][len] : [len] */
     bool per_position;
     int n_pos;         /* per_position: the stream's tokens when the rule was added (past them: zeros) */
     as_watch_cond cond;

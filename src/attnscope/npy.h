@@ -19,4 +19,10 @@ size_t as_npy_header(char *buf, size_t cap, as_npy_dtype dtype, const size_t *sh
 int as_npy_write(const char *path, as_npy_dtype dtype, const void *data, const size_t *shape, int ndim,
                  as_error *err);
 
+#define AS_NPY_MAX_DIMS 8
+/* Reads a little-endian float32 or float64 .npy array in C order (the file
+ * opened as file.h's reads are: a regular file only) into *data, float32,
+ * malloc'd; its shape into shape[AS_NPY_MAX_DIMS], *ndim dims. */
+int as_npy_read_f32(const char *path, float **data, size_t *shape, int *ndim, as_error *err);
+
 #endif
