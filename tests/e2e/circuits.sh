@@ -1,6 +1,6 @@
 #!/bin/sh
 # `weight`, `circuit` and `steer` against NumPy on the weights read by an
-# independent GGUF reader (tests/e2e/gguf_read.py, from the format's spec):
+# independent GGUF reader (tests/e2e/e2e_read.py, from the format's spec):
 # - weight: the .npy of a matrix, the embedding and a norm vector equal the
 #   reader's arrays bit for bit, in the same shape (gguf-py's: ne reversed);
 #   the summary's shape, min, max and first value agree with them (to the
@@ -56,7 +56,7 @@ if "$BIN" -m "$M/induction.gguf" -e "weight blk.1.attn_v.weight $TMP/wv.npy; wei
     PYTHONPATH=$HERE $PY - "$M/induction.gguf" "$TMP" <<'PYEOF'; then pass=$((pass + 1)); else bad "weight: not the file's tensors"; fi
 import sys
 import numpy as np
-from gguf_read import read_gguf
+from e2e_read import read_gguf
 kv, T = read_gguf(sys.argv[1])
 d = sys.argv[2]
 for f, name in (("wv", "blk.1.attn_v.weight"), ("we", "token_embd.weight"), ("wn", "output_norm.weight")):
@@ -83,7 +83,7 @@ circuit() {
     if PYTHONPATH=$HERE $PY - "$model" "$kind" "$lh" "$TMP/$name" <<'PYEOF'; then pass=$((pass + 1)); else bad "circuit $kind $lh on $name: not NumPy's"; fi
 import sys
 import numpy as np
-from gguf_read import read_gguf
+from e2e_read import read_gguf
 model, kind, lh, base = sys.argv[1:5]
 kv, T = read_gguf(model)
 arch = kv["general.architecture"]
@@ -174,7 +174,7 @@ if "$BIN" -m "$M/induction.gguf" -e "prompt $P; finish; dump unembed.hook_out $T
     PYTHONPATH=$HERE $PY - "$M/induction.gguf" "$TMP" <<'PYEOF'; then pass=$((pass + 1)); else bad "steer: not NumPy's logits"; cat "$TMP/steer.txt"; fi
 import sys
 import numpy as np
-from gguf_read import read_gguf
+from e2e_read import read_gguf
 kv, T = read_gguf(sys.argv[1])
 d = sys.argv[2]
 l0, lz, ls, lu, r = (np.load(f"{d}/{n}.npy") for n in ("l0", "lz", "ls", "lu", "r"))

@@ -1,5 +1,5 @@
 """What the numeric e2e checks (tests/e2e/math.sh, mla.sh, positions.sh,
-mlp.sh, resid.sh) read, shared by their Python: a pane of a dumped screen
+mlp.sh, resid.sh, circuits.sh) read, shared by their Python: a pane of a dumped screen
 (`view dump`), and a GGUF file read here, not by attnscope's reader, so
 that the hyperparameters and tables the screens are checked against come
 from the file independently. The scripts import it with tests/e2e on
@@ -19,8 +19,9 @@ _SCALAR = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "
 
 def read_gguf(path, tensors=True):
     """(metadata, tensors): the metadata as a dict (arrays as lists), and the
-    F32 tensors (type 0) as numpy arrays of shape reversed(ne), viewing the
-    file's bytes; other types are left out. tensors=False: the metadata
+    F32 tensors (type 0, viewing the file's bytes), F16 and BF16 ones
+    (widened to float32) as numpy arrays of shape reversed(ne) (gguf-py's);
+    quantized types are left out. tensors=False: the metadata
     only, and {}."""
     buf = open(path, "rb").read()
     pos = 4
@@ -68,9 +69,14 @@ def read_gguf(path, tensors=True):
     data0 = pos + (-pos) % align
     out = {}
     for name, ne, gt, off in infos:
+        n, shape = int(np.prod(ne)), list(reversed(ne))
         if gt == 0:
-            n = int(np.prod(ne))
-            out[name] = np.frombuffer(buf, "<f4", n, data0 + off).reshape(list(reversed(ne)))
+            out[name] = np.frombuffer(buf, "<f4", n, data0 + off).reshape(shape)
+        elif gt == 1:
+            out[name] = np.frombuffer(buf, "<f2", n, data0 + off).astype(np.float32).reshape(shape)
+        elif gt == 30:  # BF16: the float32's upper half
+            u = np.frombuffer(buf, "<u2", n, data0 + off).astype(np.uint32) << 16
+            out[name] = u.view(np.float32).reshape(shape)
     return kv, out
 
 
