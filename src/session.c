@@ -235,8 +235,12 @@ static const command commands[] = {
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch, .keeps_state = true},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla, .keeps_state = false},
-    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder).",
+    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder); then sink-mass (weight on keys 0-3), mean attention distance and entropy (nats).",
       "heads"}, as_cmd_heads, .keeps_state = false},
+    {{"retrieval", "retrieval NEEDLE [threshold=X]", "Score every head as a retrieval head (Wu et al. 2024): "
+      "where a later token is one of the needle's (its first occurrence in the computed context), the share of "
+      "those queries whose top key is that same token inside the needle.",
+      "retrieval \"the key is 7341\""}, as_cmd_retrieval, .keeps_state = false},
     {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
       "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch, .keeps_state = true},
     {{"unwatch", "unwatch", "Remove every watch.", "unwatch"}, as_cmd_unwatch, .keeps_state = true, .args = ARGS(0)},

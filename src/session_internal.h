@@ -221,6 +221,7 @@ int as_cmd_compare_runs(as_session *s, as_error *err);
 int as_cmd_patch(cmd_ctx *c);
 int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);
+int as_cmd_retrieval(cmd_ctx *c);
 /* cmd_experts.c: `experts [LAYER]`, `export load FILE`. */
 int as_cmd_experts(cmd_ctx *c);
 int as_cmd_export_load(cmd_ctx *c);
