@@ -237,6 +237,10 @@ static const command commands[] = {
       "dla \" the\""}, as_cmd_dla, .keeps_state = false},
     {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder); then sink-mass (weight on keys 0-3), mean attention distance and entropy (nats).",
       "heads"}, as_cmd_heads, .keeps_state = false},
+    {{"zoom", "zoom LAYER HEAD BLOCK max|mean [FILE.npy]", "The heatmap zoomed out as numbers: each cell the max "
+      "or the mean of a BLOCK x BLOCK block of one head's self-attention pattern (BLOCK a power of two, blocks from "
+      "position 0; masked cells left out), the cells the view draws at that zoom.",
+      "zoom 1 2 4 max"}, as_cmd_zoom, .keeps_state = true, .args = ARGS(5)},
     {{"retrieval", "retrieval NEEDLE [threshold=X]", "Score every head as a retrieval head (Wu et al. 2024): "
       "where a later token is one of the needle's (its first occurrence in the computed context), the share of "
       "those queries whose top key is that same token inside the needle.",

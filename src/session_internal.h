@@ -222,6 +222,7 @@ int as_cmd_patch(cmd_ctx *c);
 int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);
 int as_cmd_retrieval(cmd_ctx *c);
+int as_cmd_zoom(cmd_ctx *c);
 /* cmd_experts.c: `experts [LAYER]`, `export load FILE`. */
 int as_cmd_experts(cmd_ctx *c);
 int as_cmd_export_load(cmd_ctx *c);
