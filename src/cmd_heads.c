@@ -311,3 +311,71 @@ int as_cmd_retrieval(cmd_ctx *c)
     free(text);
     return AS_OK;
 }
+
+/* `export distance FILE`: each head's mean attention distance (as
+ * `heads` prints it: sum_k w_qk |q - k| averaged over queries q >= 1) on
+ * the computed context, layers x heads with each layer's mean as a last
+ * column, on a sequential scale from 0 to the largest. */
+int as_cmd_export_distance(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    if (c->argc < 3)
+        return as_error_set(c->err, "usage: export distance FILE.png|FILE.svg|FILE.pdf [key=value ...]");
+    if (s->prog->streams[s->prog->out_stream].input != AS_INPUT_TOKENS)
+        return as_error_set(c->err, "export distance measures attention over a text context; %s reads image patches",
+                            cfg->name);
+    int n = s->it->out->n_done;
+    if (n < 2)
+        return as_error_set(c->err, "export distance needs a computed context of at least 2 tokens (prompt, then "
+                                    "finish)");
+    int L = cfg->n_layer, H = cfg->n_head, cols = H + 1;
+    float *v = malloc((size_t)L * (size_t)cols * sizeof *v);
+    unsigned char *mk = calloc((size_t)L * (size_t)cols, 1);
+    char **labels = calloc((size_t)cols, sizeof *labels);
+    char names[64][16];
+    int rc = AS_ERR;
+    if (!v || !mk || !labels || H > 63) {
+        rc = as_error_set(c->err, H > 63 ? "export distance draws at most 63 heads (%d here)" : "out of memory", H);
+        goto out;
+    }
+    float most = 0;
+    for (int l = 0; l < L; l++) {
+        int hook = as_program_pattern(s->prog, l, AS_PICK_SELF);
+        if (hook < 0 || !as_capture_has(s->cap, hook)) {
+            rc = as_error_set(c->err, "export distance needs every layer's attention pattern, but %s%s%s",
+                              hook < 0 ? "a layer has none" : s->prog->hooks[hook].name,
+                              hook >= 0 ? " is not captured: " : "", hook >= 0 ? s->cap->dropped : "");
+            goto out;
+        }
+        if (as_cmd_check_finite(s, s->cap, hook, 0, n, "export distance: no figure", c->err))
+            goto out;
+        double sum = 0;
+        for (int h = 0; h < H; h++) {
+            double d = as_head_stat_of(s->cap, hook, h, n, AS_STAT_DISTANCE);
+            v[(size_t)l * cols + h] = (float)d;
+            sum += d;
+            most = d > most ? (float)d : most;
+        }
+        v[(size_t)l * cols + H] = (float)(sum / H);
+    }
+    for (int h = 0; h < cols; h++) {
+        snprintf(names[h], sizeof names[h], h < H ? "%d" : "mean", h);
+        labels[h] = names[h];
+    }
+    char note[200], title[64], what[96];
+    snprintf(note, sizeof note, "Mean attention distance: sum over keys of weight x |query - key|, in positions, "
+             "averaged over queries 1 to %d of the context (%d tokens); the last column is the layer's mean.", n - 1, n);
+    snprintf(title, sizeof title, "Mean attention distance by layer and head");
+    snprintf(what, sizeof what, "mean attention distance, %d layers x %d heads", L, H);
+    const char *notes[1] = {note};
+    as_table_fig fig = {.v = v, .rows = L, .cols = cols, .n_mats = 1, .col_labels = (const char *const *)labels,
+                        .col_axis = "head", .title = title, .cbar_label = "distance (positions)", .what = what,
+                        .notes = notes, .n_notes = 1, .vmax = most > 0 ? most : 1};
+    rc = as_cmd_export_table(c, c->argv[2], 3, &fig);
+out:
+    free(v);
+    free(mk);
+    free(labels);
+    return rc;
+}

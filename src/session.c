@@ -209,8 +209,10 @@ static const command commands[] = {
       "index.json. A file is replaced whole or not at all, never a device, a FIFO or the loaded model's file.",
       "dump blocks.0.attn.hook_pattern pattern.npy"}, as_cmd_dump, .keeps_state = false},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
-      "overlay L H|mean|rollout|all | routing L | load | experts L  FILE.png|FILE.svg|FILE.pdf [key=value]",
-      "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
+      "overlay L H|mean|rollout|all | routing L | load | experts L | distance  FILE.png|FILE.svg|FILE.pdf [key=value]",
+      "Write a figure, one column (3.3 in) wide by default (distance: each head's mean attention distance on the "
+      "computed context, layers x heads and each layer's mean; SVG/PDF attention grids with more tokens than pixels "
+      "show blocks, cells=max|mean). Options: width=7in height=8cm font=PT dpi=N "
       "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export, .keeps_state = false},
     {{"lens", "lens [POS] [FILE.npy] | lens table [FILE.npy]", "Logit lens: the final norm and unembedding applied after every layer.",

@@ -117,6 +117,7 @@ typedef struct as_table_fig {
     int n_notes;
     const unsigned char *masked; /* n_mats × [rows][cols], nonzero: no value there (grey), or NULL */
     const char *masked_label;     /* what such a cell is, in the legend ("dense layer"); NULL: "masked" */
+    float vmax;           /* > 0: a sequential scale over [0, vmax] (a distance), not 0-1 */
 } as_table_fig;
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
 /* cmd_output.c: a token as figures label it: its text with spaces as '·' and control
@@ -223,6 +224,7 @@ int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);
 int as_cmd_retrieval(cmd_ctx *c);
 int as_cmd_zoom(cmd_ctx *c);
+int as_cmd_export_distance(cmd_ctx *c);
 /* cmd_experts.c: `experts [LAYER]`, `export load FILE`. */
 int as_cmd_experts(cmd_ctx *c);
 int as_cmd_export_load(cmd_ctx *c);
