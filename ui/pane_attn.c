@@ -229,7 +229,8 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src, in
             int first = q;
             while (first - 1 >= g->q0 && hm_query_subrow(g, first - 1) / g->sub == r)
                 first--;
-            snprintf(l, sizeof l, "%d-%d", first * z, mini((last + 1) * z, src->n_q) - 1);
+            int lo = first * z, hi = mini((last + 1) * z, src->n_q) - 1;
+            snprintf(l, sizeof l, lo < hi ? "%d-%d" : "%d", lo, hi);
             int sel = view_row(&u->v) / z;
             term_role(&u->t, w, sel >= first && sel <= last ? R_LABEL_SEL : R_LABEL);
             put_text(u, w, state(u)->heat_y + r, 2, l, lw - 2);
@@ -394,6 +395,7 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
         wq = snprintf(l, sizeof l, "%d-%d", src->n_q - 1, src->n_q - 1);
         least = (wq < cap ? wq : cap) + 2;
         hm_fit(g, (src->n_q + z - 1) / z, (src->n_k + z - 1) / z, rows - 2, cols - least, sub, 16);
+        hm_fill_rows(g);
         hm_follow(g, view_row(&u->v) / z, u->v.key / z);
         int lw = hm_label_cols(least, wq + 2, cols, g->vis_k * g->cw);
         state(u)->heat_y = 2;
