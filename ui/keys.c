@@ -28,23 +28,6 @@ static unsigned cycle_focus(tui *u, int dir)
     return 0;
 }
 
-/* Why a pane is not there for this model (its key and `view PANE` say it). */
-const char *pane_why_absent(pane_id p)
-{
-    switch (p) {
-    case P_PROBS: case P_LENS: return "ends in no logits";
-    case P_NORMS: return "has no norms";
-    case P_ROUTE: return "has no routed experts";
-    case P_IMAGE: return "reads no image";
-    case P_MATH: return "has no attention site to work out";
-    case P_POS: return "has no position signal to draw";
-    case P_MLP: return "has no MLP to draw";
-    case P_RESID: return "has no residual stream to draw";
-    case P_MLA: return "has no latent attention (MLA)";
-    default: return "has none";
-    }
-}
-
 /* Keys 1-8 (and the letters of the concept views): the pane of that
  * number, or why this model has none. */
 static unsigned focus_key(tui *u, pane_id p, int ch)

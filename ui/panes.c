@@ -30,3 +30,20 @@ unsigned panes_present(const tui *u)
             bits |= RD(p);
     return bits;
 }
+
+/* Why a pane is not there for this model (its key and `view PANE` say it). */
+const char *pane_why_absent(pane_id p)
+{
+    switch (p) {
+    case P_PROBS: case P_LENS: return "ends in no logits";
+    case P_NORMS: return "has no norms";
+    case P_ROUTE: return "has no routed experts";
+    case P_IMAGE: return "reads no image";
+    case P_MATH: return "has no attention site to work out";
+    case P_POS: return "has no position signal to draw";
+    case P_MLP: return "has no MLP to draw";
+    case P_RESID: return "has no residual stream to draw";
+    case P_MLA: return "has no latent attention (MLA)";
+    default: return "has none";
+    }
+}
