@@ -243,9 +243,10 @@ static const command commands[] = {
       "or the mean of a BLOCK x BLOCK block of one head's self-attention pattern (BLOCK a power of two, blocks from "
       "position 0; masked cells left out), the cells the view draws at that zoom.",
       "zoom 1 2 4 max"}, as_cmd_zoom, .keeps_state = true, .args = ARGS(5)},
-    {{"retrieval", "retrieval NEEDLE [threshold=X]", "Score every head as a retrieval head (Wu et al. 2024): "
-      "where a later token is one of the needle's (its first occurrence in the computed context), the share of "
-      "those queries whose top key is that same token inside the needle.",
+    {{"retrieval", "retrieval NEEDLE [threshold=X]", "Score every head as a retrieval head (Wu et al. 2024, \"Retrieval Head Mechanistically "
+      "Explains Long-Context Factuality\", sec. 2) on the computed context: the needle is its first occurrence; over "
+      "the later queries whose next token is one of the needle's, the share whose top key (argmax of the row) is "
+      "that same token inside the needle (a copy). * marks scores >= X (0.1).",
       "retrieval \"the key is 7341\""}, as_cmd_retrieval, .keeps_state = false},
     {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
       "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch, .keeps_state = true},
