@@ -182,6 +182,51 @@ PYEOF
 then ok; else bad "zoom's cells differ from NumPy's block max/mean"; fi
 grep -q "^queries	0-3	4-7" "$TMP/zoom.txt" && ok || bad "zoom's table lacks its block header"
 
+# ---- a sliding window (tiny-mistral, window 5): keys before it are masked, never averaged in ----
+M=$HERE/../fixtures/tiny-mistral.gguf
+cmds="prompt-ids 1 5 9 13 17 21 25 29 33 37 41 45 49 53 57 61 65 69 73 77; finish; heads context; dump all $TMP/mis"
+for b in 1 2 4 8; do cmds="$cmds; zoom 1 1 $b max $TMP/wmax-$b.npy; zoom 1 1 $b mean $TMP/wmean-$b.npy"; done
+"$BIN" -m "$M" -e "$cmds" > "$TMP/win.txt" 2>&1 || bad "tiny-mistral: $(tail -2 "$TMP/win.txt")"
+if $PY - "$TMP" <<'PYEOF'
+import sys, numpy as np
+t = sys.argv[1]
+text = open(f"{t}/win.txt").read().splitlines()
+def table(name):
+    i = text.index(name); out = []
+    for line in text[i + 2:]:
+        f = line.split("\t")
+        if not f[0].isdigit(): break
+        out.append([float(x.rstrip("*")) for x in f[1:]])
+    return np.array(out)
+p = np.load(f"{t}/mis/blocks.1.attn.hook_pattern.npy").astype(np.float64)
+n = p.shape[1]
+q = np.arange(n)[:, None]; k = np.arange(n)[None, :]
+vis = (k <= q) & (k > q - 5)
+assert not np.any(np.where(vis, 0, p[1]) > 0), "weights outside the window"
+for b in (1, 2, 4, 8):
+    for how in ("max", "mean"):
+        got = np.load(f"{t}/w{how}-{b}.npy"); nb = (n + b - 1) // b
+        for i in range(nb):
+            for j in range(nb):
+                blk, v = p[1, i*b:(i+1)*b, j*b:(j+1)*b], vis[i*b:(i+1)*b, j*b:(j+1)*b]
+                if not v.any():
+                    assert np.isnan(got[i, j]), (how, b, i, j); continue
+                want = blk[v].max() if how == "max" else blk[v].mean()
+                assert abs(got[i, j] - want) <= 1e-6, (how, b, i, j, got[i, j], want)
+dist, ent, sink = table("distance"), table("entropy"), table("sink-mass")
+L, H = dist.shape
+for l in range(L):
+    pl = np.load(f"{t}/mis/blocks.{l}.attn.hook_pattern.npy").astype(np.float64)
+    for h in range(H):
+        w = np.where(vis, pl[h], 0.0)
+        assert abs(dist[l, h] - (w * np.abs(q - k))[1:].sum(1).mean()) <= 0.0005 + 1e-6, ("distance", l, h)
+        e = -np.where(w > 0, w * np.log(np.where(w > 0, w, 1)), 0.0)[1:].sum(1).mean()
+        assert abs(ent[l, h] - e) <= 0.0005 + 1e-6, ("entropy", l, h)
+        assert abs(sink[l, h] - w[4:, :4].sum(1).mean()) <= 0.0005 + 1e-6, ("sink", l, h)
+print(f"sliding window: zoom and heads' statistics equal NumPy's with the window's mask ({L}x{H} heads, {n} tokens)")
+PYEOF
+then ok; else bad "a sliding window's zoom or statistics differ from NumPy"; fi
+
 # ---- figures past a pixel a cell: blocks in SVG and PDF, PNG refused ----
 W=$("$PY" -c "
 import random, string
