@@ -25,11 +25,9 @@ static const struct entry {
     {"Up/Down  k/j", "layer"},
     {"Left/Right  h/l", "head"},
     {", .  [ ]", "previous / next token (the query row)"},
-    {"H J K L", "move the heatmap's cursor (Shift+arrows too)"},
+    {"H J K L  - +  z", "heatmap cursor (Shift+arrows); zoom out, in; max/mean"},
     {"PgUp/PgDn", "a page of tokens; in Output, scroll"},
     {"g, Enter", "grid of every head; back to one head"},
-    {"- +  z", "zoom the heatmap out / in by powers of two (each cell a block of tokens); z: a cell the block's "
-               "max or mean (view zoom, view find TEXT)"},
     {"x", "an encoder-decoder: cross-attention (target rows, source columns), the encoder's, then self again"},
     {"i", "image pane (a vision model): blend, image, heat over its patches"},
     {"N, c", "next norm (ln1, ln2, final); next colormap"},
