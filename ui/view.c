@@ -277,14 +277,12 @@ int view_find(const as_session *s, const char *text, int from)
     for (int step = 1; step <= n && found < 0 && all; step++) {
         int i = (from + step) % n;
         int next = i + 1 < n ? start[i + 1] : (int)used;
-        for (int at = start[i]; at < next || (at == start[i] && next == start[i]); at++) {
+        /* a match starts inside token i's bytes (BOS and EOS have none) */
+        for (int at = start[i]; at < next; at++)
             if ((size_t)at + len <= used && !memcmp(all + at, text, len)) {
                 found = i;
                 break;
             }
-            if (next == start[i])
-                break;
-        }
     }
     free(all);
     free(start);
