@@ -150,7 +150,8 @@ static int write_blocks(export_fig *fig, as_fig_heat *h, const float *v, const u
     cmd_ctx *c = fig->c;
     int rc = AS_ERR, note = -1;
     (void)q_stream, (void)k_stream;
-    for (int z = 2; z < 2 * (m > mk_n ? m : mk_n); z *= 2) {
+    /* at least 8 blocks along the longer side: a map of fewer is no map, and the width is what is wrong */
+    for (int z = 2; z <= (m > mk_n ? m : mk_n) / 8; z *= 2) {
         int bq = (m + z - 1) / z, bk = (mk_n + z - 1) / z;
         size_t cells = (size_t)h->n_mats * (size_t)bq * (size_t)bk;
         float *bv = malloc(cells * sizeof *bv);
@@ -197,13 +198,17 @@ static int write_blocks(export_fig *fig, as_fig_heat *h, const float *v, const u
             } else
                 snprintf(fig->cp.notes[note], sizeof fig->cp.notes[0], "%s", text);
             snprintf(w2, sizeof w2, "%s, %s of %dx%d blocks", what, fig->o.cells_mean ? "mean" : "max", z, z);
-            if (fig->n_meta < EXPORT_MAX_META && note == fig->cp.c.n_notes - 1 && z == 2)
-                as_export_meta(fig, "Cells", "%s of %dx%d tokens", fig->o.cells_mean ? "mean" : "max", z, z);
-            else
-                for (int i = 0; i < fig->n_meta; i++)
-                    if (!strcmp(fig->meta_key[i], "Cells"))
-                        snprintf(fig->meta_val[i], sizeof fig->meta_val[0], "%s of %dx%d tokens",
-                                 fig->o.cells_mean ? "mean" : "max", z, z);
+            /* the file's metadata: "Cells: max of 4x4 tokens" (z < 2^20 here) */
+            char cell_meta[64];
+            snprintf(cell_meta, sizeof cell_meta, "%s of %dx%d tokens", fig->o.cells_mean ? "mean" : "max", z & 0xFFFFF,
+                     z & 0xFFFFF);
+            int at = -1;
+            for (int i = 0; i < fig->n_meta; i++)
+                at = !strcmp(fig->meta_key[i], "Cells") ? i : at;
+            if (at < 0 && fig->n_meta < EXPORT_MAX_META)
+                as_export_meta(fig, "Cells", "%.28s", cell_meta);
+            else if (at >= 0)
+                snprintf(fig->meta_val[at], sizeof fig->meta_val[0], "%.28s", cell_meta);
             c->err->msg[0] = '\0';
             rc = as_export_write(fig, EXPORT_HEATMAP, &hb, a, a + m, w2);
         }
