@@ -236,6 +236,8 @@ r = random.Random(3); print(''.join(r.choice(string.ascii_lowercase + ' ') for _
 grep -Eq "^wrote $TMP/g\.pdf: attention 2 layers x 4 heads, max of ([0-9]+)x\1 blocks [0-9]+x[0-9]+ pt$" "$TMP/fig.txt" && ok ||
     bad "grid all PDF: no block line: $(cat "$TMP/fig.txt")"
 grep -Eq "^wrote $TMP/g\.svg: attention 2 layers x 4 heads, mean of ([0-9]+)x\1 blocks" "$TMP/fig.txt" && ok || bad "grid all SVG mean"
+grep -Eq "Cells: mean of ([0-9]+)x\1 tokens" "$TMP/g.svg" && ok || bad "the SVG's metadata lacks its Cells line"
+expect "blocks stop at 8 a side: a width too small is still refused" 1 '' 'width=0.50in is too narrow' -- -m "$I" -e "prompt $W; finish; export attn 1 0 $TMP/tiny.pdf width=0.5in"
 expect "grid all PNG still refuses at 241 tokens" 1 '' 'too narrow for a pixel per cell' -- -m "$I" -e "prompt $W; finish; export grid all $TMP/g.png"
 for f in g d; do
     if pdftoppm -png -r 60 "$TMP/$f.pdf" "$TMP/$f-page" && $PY - "$TMP/$f-page-1.png" <<'PYEOF'
