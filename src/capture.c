@@ -400,6 +400,33 @@ float as_capture_attn(const as_capture *c, int hook, int head, int q, int k)
     return c->store[hook][as_capture_attn_offset(c, hook, head, q) + (size_t)k];
 }
 
+int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, int q0, int q1, int k0, int k1,
+                          bool mean, float *v)
+{
+    const as_attn *a = &c->prog->attn[c->prog->hooks[hook].attn];
+    double sum = 0;
+    float most = 0;
+    long count = 0;
+    bool pending = false;
+    for (int q = q0; q < q1; q++)
+        for (int k = k0; k < k1; k++) {
+            if (!as_attn_visible(a, q, k))
+                continue;
+            if (q >= filled) {
+                pending = true;
+                continue;
+            }
+            float w = c->store[hook][as_capture_attn_offset(c, hook, head, q) + (size_t)k];
+            most = count == 0 || w > most ? w : most;
+            sum += w;
+            count++;
+        }
+    if (count == 0)
+        return pending ? AS_BLOCK_PENDING : AS_BLOCK_MASKED;
+    *v = mean ? (float)(sum / (double)count) : most;
+    return AS_BLOCK_VALUE;
+}
+
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos)
 {
     return as_capture_norm_group(c, hook, pos, 0);

@@ -10,7 +10,7 @@ int as_cmd_export(cmd_ctx *c)
 {
     static const char usage[] = "usage: export attn LAYER HEAD FILE | export grid LAYER|all FILE | export lines "
                                 "LAYER HEAD|all FILE | export norms LAYER|final FILE | export probs FILE | export "
-                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export routing LAYER FILE | export load FILE | export experts LAYER FILE | export lens FILE  (FILE .png, .svg "
+                                "probs-trace FILE | export overlay LAYER HEAD|mean|rollout|all FILE | export routing LAYER FILE | export load FILE | export experts LAYER FILE | export lens FILE | export distance FILE  (FILE .png, .svg "
                                 "or .pdf, then key=value options)";
     if (c->argc < 2)
         return as_error_set(c->err, "%s", usage);
@@ -37,7 +37,9 @@ int as_cmd_export(cmd_ctx *c)
         return as_export_experts(c);
     if (!strcmp(what, "lens"))
         return as_export_lens(c);
+    if (!strcmp(what, "distance"))
+        return as_cmd_export_distance(c);
     return as_error_set(c->err, "export: unknown figure '%s' (attn, grid, lines, norms, probs, probs-trace, overlay, "
-                        "routing, load, experts, lens)",
+                        "routing, load, experts, lens, distance)",
                         what);
 }

@@ -131,6 +131,30 @@ int as_cmd_heads(cmd_ctx *c)
             fprintf(s->out, "\n");
         }
     }
+    /* The long-context statistics: not scores on 0-1 (no threshold), and
+     * not in the array or the figure, whose shape is a contract. */
+    fprintf(s->out, "long-context statistics, each a mean over queries: sink-mass the weight on keys 0-%d "
+                    "(queries q >= %d), distance sum_k w_qk |q-k| in positions, entropy -sum_k w_qk ln w_qk in nats "
+                    "(queries q >= 1)\n", AS_SINK_KEYS - 1, AS_SINK_KEYS);
+    for (int k = 0; k < AS_STAT_COUNT; k++) {
+        if (k == AS_STAT_SINK && n <= AS_SINK_KEYS) {
+            fprintf(s->out, "%s\nundefined: %d tokens, no query past the first %d keys\n",
+                    as_head_stat_name((as_head_stat)k), n, AS_SINK_KEYS);
+            continue;
+        }
+        fprintf(s->out, "%s\nlayer", as_head_stat_name((as_head_stat)k));
+        for (int h = 0; h < cfg->n_head; h++)
+            fprintf(s->out, "\tH%d", h);
+        fprintf(s->out, "\n");
+        for (int l = 0; l < cfg->n_layer; l++) {
+            int hook = as_program_pattern(s->prog, l, AS_PICK_SELF);
+            fprintf(s->out, "%d", l);
+            for (int h = 0; h < cfg->n_head; h++)
+                fprintf(s->out, "\t%.3f", as_capture_has(cap, hook) ? as_head_stat_of(cap, hook, h, n, (as_head_stat)k)
+                                                                     : NAN);
+            fprintf(s->out, "\n");
+        }
+    }
     as_cmd_side_run_free(&probe);
     free(ids);
     int rc = AS_OK;
@@ -161,5 +185,197 @@ int as_cmd_heads(cmd_ctx *c)
         }
         free(scores);
     }
+    return rc;
+}
+
+/* First occurrence of ids[0, m) in tokens[0, n), or -1. */
+static int find_span(const int32_t *tokens, int n, const int32_t *ids, int m)
+{
+    for (int p = 0; m > 0 && p + m <= n; p++)
+        if (!memcmp(tokens + p, ids, (size_t)m * sizeof *ids))
+            return p;
+    return -1;
+}
+
+/* `retrieval NEEDLE [threshold=X]`: every head's copy score (Wu et al.
+ * 2024) for the needle's tokens said again after its first occurrence in
+ * the computed context (as_retrieval_score). */
+int as_cmd_retrieval(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    double threshold = 0.1;
+    const char *usage = "usage: retrieval NEEDLE [threshold=X] (NEEDLE a text of the context, quoted when it has "
+                        "spaces, said again later in it)";
+    if (c->argc < 2)
+        return as_error_set(c->err, "%s", usage);
+    const char *rest = c->rest;
+    char *thr = c->argc >= 3 ? strstr(c->rest, "threshold=") : NULL;
+    if (thr && !strncmp(c->argv[c->argc - 1], "threshold=", 10)) {
+        if (as_cmd_parse_float(c->argv[c->argc - 1] + 10, 0, 1, "threshold", &threshold, c->err))
+            return AS_ERR;
+    } else
+        thr = NULL;
+    if (s->prog->streams[s->prog->out_stream].input != AS_INPUT_TOKENS || s->prog->source_stream >= 0)
+        return as_error_set(c->err, "retrieval scores a decoder's self-attention over a text context; %s has %s",
+                            cfg->name, s->prog->source_stream >= 0 ? "two streams (an encoder-decoder)"
+                                                                     : "no tokens (image patches)");
+    char *line = strdup(rest), *text = NULL;
+    if (!line)
+        return as_error_set(c->err, "out of memory");
+    if (thr) {
+        line[thr - rest] = '\0';
+        size_t l = strlen(line);
+        while (l && (line[l - 1] == ' ' || line[l - 1] == '\t'))
+            line[--l] = '\0';
+    }
+    text = as_cmd_text_arg(line, c->err);
+    free(line);
+    if (!text)
+        return AS_ERR;
+    const int32_t *tokens = s->it->out->tokens;
+    int n = s->it->out->n_done;
+    if (n < 2) {
+        free(text);
+        return as_error_set(c->err, "retrieval needs a computed context (prompt with the needle planted and said "
+                                    "again, then finish or gen)");
+    }
+    /* The needle as the context spells it: the text's tokens, else with a
+     * space in front (a word inside a sentence). */
+    int32_t *ids = NULL;
+    size_t m = 0;
+    int p = -1;
+    for (int tries = 0; tries < 2 && p < 0; tries++) {
+        char *t = malloc(strlen(text) + 2);
+        if (!t) {
+            free(text);
+            return as_error_set(c->err, "out of memory");
+        }
+        snprintf(t, strlen(text) + 2, "%s%s", tries ? " " : "", text);
+        free(ids);
+        ids = NULL;
+        int rc = as_tokenizer_tokenize(s->model->tok, t, strlen(t), 0, &ids, &m, c->err);
+        free(t);
+        if (rc) {
+            free(text);
+            return AS_ERR;
+        }
+        p = find_span(tokens, n, ids, (int)m);
+    }
+    if (p < 0 || m == 0) {
+        int rc = as_error_set(c->err, "retrieval: the needle \"%s\" (%zu tokens) is not in the context's %d computed "
+                              "tokens (`tokens` lists them)", text, m, n);
+        free(ids);
+        free(text);
+        return rc;
+    }
+    free(ids);
+    for (int l = 0; l < cfg->n_layer; l++) {
+        int hook = as_program_pattern(s->prog, l, AS_PICK_SELF);
+        int rc = AS_OK;
+        if (hook >= 0 && !as_capture_has(s->cap, hook))
+            rc = as_error_set(c->err, "retrieval needs every layer's attention pattern, but %s is not captured%s%s",
+                              s->prog->hooks[hook].name, s->cap->dropped[0] ? ": " : "", s->cap->dropped);
+        else if (hook >= 0)
+            rc = as_cmd_check_finite(s, s->cap, hook, 0, n, "retrieval: no scores", c->err);
+        if (rc) {
+            free(text);
+            return AS_ERR;
+        }
+    }
+    int counted = 0;
+    as_retrieval_score(s->cap, as_program_pattern(s->prog, 0, AS_PICK_SELF), 0, tokens, n, p, (int)m, &counted);
+    if (counted == 0) {
+        int rc = as_error_set(c->err, "retrieval: the needle \"%s\" is at positions %d-%d, but no later token is "
+                              "one of its tokens: nothing is copied to score (say the needle again after it)",
+                              text, p, p + (int)m - 1);
+        free(text);
+        return rc;
+    }
+    fprintf(s->out, "retrieval scores (Wu et al. 2024) for the needle \"%s\" at positions %d-%d (%zu tokens), over "
+                    "the %d later queries whose next token is one of the needle's: the share whose top key is that "
+                    "token inside the needle; * marks scores >= %.2f\nlayer",
+            text, p, p + (int)m - 1, m, counted, threshold);
+    for (int h = 0; h < cfg->n_head; h++)
+        fprintf(s->out, "\tH%d", h);
+    fprintf(s->out, "\n");
+    for (int l = 0; l < cfg->n_layer; l++) {
+        int hook = as_program_pattern(s->prog, l, AS_PICK_SELF);
+        fprintf(s->out, "%d", l);
+        for (int h = 0; h < cfg->n_head; h++) {
+            double v = hook >= 0 ? as_retrieval_score(s->cap, hook, h, tokens, n, p, (int)m, NULL) : NAN;
+            fprintf(s->out, "\t%.3f%s", v, v >= threshold ? "*" : "");
+        }
+        fprintf(s->out, "\n");
+    }
+    free(text);
+    return AS_OK;
+}
+
+/* `export distance FILE`: each head's mean attention distance (as
+ * `heads` prints it: sum_k w_qk |q - k| averaged over queries q >= 1) on
+ * the computed context, layers x heads with each layer's mean as a last
+ * column, on a sequential scale from 0 to the largest. */
+int as_cmd_export_distance(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const as_config *cfg = &s->model->cfg;
+    if (c->argc < 3)
+        return as_error_set(c->err, "usage: export distance FILE.png|FILE.svg|FILE.pdf [key=value ...]");
+    if (s->prog->streams[s->prog->out_stream].input != AS_INPUT_TOKENS)
+        return as_error_set(c->err, "export distance measures attention over a text context; %s reads image patches",
+                            cfg->name);
+    int n = s->it->out->n_done;
+    if (n < 2)
+        return as_error_set(c->err, "export distance needs a computed context of at least 2 tokens (prompt, then "
+                                    "finish)");
+    int L = cfg->n_layer, H = cfg->n_head, cols = H + 1;
+    float *v = malloc((size_t)L * (size_t)cols * sizeof *v);
+    unsigned char *mk = calloc((size_t)L * (size_t)cols, 1);
+    char **labels = calloc((size_t)cols, sizeof *labels);
+    char names[64][16];
+    int rc = AS_ERR;
+    if (!v || !mk || !labels || H > 63) {
+        rc = as_error_set(c->err, H > 63 ? "export distance draws at most 63 heads (%d here)" : "out of memory", H);
+        goto out;
+    }
+    float most = 0;
+    for (int l = 0; l < L; l++) {
+        int hook = as_program_pattern(s->prog, l, AS_PICK_SELF);
+        if (hook < 0 || !as_capture_has(s->cap, hook)) {
+            rc = as_error_set(c->err, "export distance needs every layer's attention pattern, but %s%s%s",
+                              hook < 0 ? "a layer has none" : s->prog->hooks[hook].name,
+                              hook >= 0 ? " is not captured: " : "", hook >= 0 ? s->cap->dropped : "");
+            goto out;
+        }
+        if (as_cmd_check_finite(s, s->cap, hook, 0, n, "export distance: no figure", c->err))
+            goto out;
+        double sum = 0;
+        for (int h = 0; h < H; h++) {
+            double d = as_head_stat_of(s->cap, hook, h, n, AS_STAT_DISTANCE);
+            v[(size_t)l * cols + h] = (float)d;
+            sum += d;
+            most = d > most ? (float)d : most;
+        }
+        v[(size_t)l * cols + H] = (float)(sum / H);
+    }
+    for (int h = 0; h < cols; h++) {
+        snprintf(names[h], sizeof names[h], h < H ? "%d" : "mean", h);
+        labels[h] = names[h];
+    }
+    char note[200], title[64], what[96];
+    snprintf(note, sizeof note, "Mean attention distance: sum over keys of weight x |query - key|, in positions, "
+             "averaged over queries 1 to %d of the context (%d tokens); the last column is the layer's mean.", n - 1, n);
+    snprintf(title, sizeof title, "Mean attention distance by layer and head");
+    snprintf(what, sizeof what, "mean attention distance, %d layers x %d heads", L, H);
+    const char *notes[1] = {note};
+    as_table_fig fig = {.v = v, .rows = L, .cols = cols, .n_mats = 1, .col_labels = (const char *const *)labels,
+                        .col_axis = "head", .title = title, .cbar_label = "distance (positions)", .what = what,
+                        .notes = notes, .n_notes = 1, .vmax = most > 0 ? most : 1};
+    rc = as_cmd_export_table(c, c->argv[2], 3, &fig);
+out:
+    free(v);
+    free(mk);
+    free(labels);
     return rc;
 }

@@ -314,3 +314,75 @@ int as_cmd_info(cmd_ctx *c)
                        : "the legacy attn_kv_b layout: the keys and values expanded per head, as a plain cache");
     return AS_OK;
 }
+
+/* `zoom LAYER HEAD BLOCK max|mean [FILE.npy]`: the heatmap zoomed out as
+ * numbers, each cell the max or the mean of a BLOCK x BLOCK block of the
+ * self-attention pattern (blocks from position 0; the last ones may be
+ * short), masked cells left out (as_capture_attn_block). The view's zoom
+ * draws these cells; printed here so that they can be checked. */
+int as_cmd_zoom(cmd_ctx *c)
+{
+    as_session *s = c->s;
+    const char *usage = "usage: zoom LAYER HEAD BLOCK max|mean [FILE.npy] (BLOCK a power of two, 1 to 4096)";
+    if (c->argc != 5 && c->argc != 6)
+        return as_error_set(c->err, "%s", usage);
+    long layer, head, block;
+    if (as_cmd_parse_long(c->argv[1], 0, s->model->cfg.n_layer - 1, "the layer", &layer, c->err) ||
+        as_cmd_parse_long(c->argv[2], 0, s->model->cfg.n_head - 1, "the head", &head, c->err) ||
+        as_cmd_parse_long(c->argv[3], 1, 4096, "the block", &block, c->err))
+        return AS_ERR;
+    if (block & (block - 1))
+        return as_error_set(c->err, "zoom: the block %ld is not a power of two (the view zooms by halves: 1, 2, 4, "
+                            "8, ...)", block);
+    bool mean = !strcmp(c->argv[4], "mean");
+    if (!mean && strcmp(c->argv[4], "max"))
+        return as_error_set(c->err, "zoom: '%s' is neither max nor mean (%s)", c->argv[4], usage);
+    const char *path = c->argc == 6 ? c->argv[5] : NULL;
+    size_t len = path ? strlen(path) : 0;
+    if (path && (len < 5 || strcmp(path + len - 4, ".npy")))
+        return as_error_set(c->err, "%s: zoom writes a NumPy array only: the file name must end in .npy", path);
+    int hook = as_program_pattern(s->prog, (int)layer, AS_PICK_SELF);
+    if (hook < 0)
+        return as_error_set(c->err, "zoom: %s has no self-attention in layer %ld", s->model->cfg.name, layer);
+    int n = s->it->st[s->prog->hooks[hook].stream].n_tokens, filled = s->cap->filled[hook];
+    if (head >= s->prog->attn[s->prog->hooks[hook].attn].n_head)
+        return as_error_set(c->err, "zoom: layer %ld has %d heads", layer, s->prog->attn[s->prog->hooks[hook].attn].n_head);
+    if (!as_capture_has(s->cap, hook))
+        return as_error_set(c->err, "zoom needs %s, which is not captured%s%s", s->prog->hooks[hook].name,
+                            s->cap->dropped[0] ? ": " : "", s->cap->dropped);
+    if (filled == 0)
+        return as_error_set(c->err, "zoom: %s is not computed yet (finish runs the pass)", s->prog->hooks[hook].name);
+    int b = (int)block, nq = (n + b - 1) / b;
+    float *v = malloc((size_t)nq * (size_t)nq * sizeof *v);
+    if (!v)
+        return as_error_set(c->err, "out of memory");
+    fprintf(s->out, "%s head %ld, %d tokens in blocks of %d: each cell the %s of a block's visible weights "
+            "(masked ones left out; '-' all masked, '?' not computed yet)\nqueries", s->prog->hooks[hook].name, head,
+            n, b, mean ? "mean" : "max");
+    for (int j = 0; j < nq; j++)
+        fprintf(s->out, "\t%d-%d", j * b, (j + 1) * b < n ? (j + 1) * b - 1 : n - 1);
+    fprintf(s->out, "\n");
+    for (int i = 0; i < nq; i++) {
+        fprintf(s->out, "%d-%d", i * b, (i + 1) * b < n ? (i + 1) * b - 1 : n - 1);
+        for (int j = 0; j < nq; j++) {
+            float x = NAN;
+            int st = as_capture_attn_block(s->cap, hook, (int)head, filled, i * b, (i + 1) * b < n ? (i + 1) * b : n,
+                                           j * b, (j + 1) * b < n ? (j + 1) * b : n, mean, &x);
+            v[(size_t)i * (size_t)nq + (size_t)j] = st == AS_BLOCK_VALUE ? x : NAN;
+            if (st == AS_BLOCK_VALUE)
+                fprintf(s->out, "\t%.6f", (double)x);
+            else
+                fprintf(s->out, "\t%s", st == AS_BLOCK_MASKED ? "-" : "?");
+        }
+        fprintf(s->out, "\n");
+    }
+    int rc = AS_OK;
+    if (path) {
+        size_t shape[2] = {(size_t)nq, (size_t)nq};
+        char what[96];
+        snprintf(what, sizeof what, "%s blocks [query block, key block] (NaN masked or not computed)", mean ? "mean" : "max");
+        rc = as_cmd_write_npy(s, path, AS_NPY_F32, v, shape, 2, what, c->err);
+    }
+    free(v);
+    return rc;
+}

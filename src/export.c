@@ -17,7 +17,7 @@
 /* ---- options ---- */
 
 static const char *const opt_names[] = {"cmap", "dpi", "scale", "hide-bos", "tokens", "title", "top",
-                                        "width", "height", "font", "site"};
+                                        "width", "height", "font", "site", "cells"};
 #define N_OPTS ((int)(sizeof opt_names / sizeof *opt_names))
 
 static void opt_list(unsigned allowed, char *buf, size_t cap)
@@ -100,6 +100,12 @@ static int parse_value(unsigned k, const char *v, export_opts *o, as_error *err)
             return AS_OK;
         }
         return as_error_set(err, "bad option: site must be self, cross or encoder, not '%s'", v);
+    case OPT_CELLS:
+        if (strcmp(v, "max") && strcmp(v, "mean"))
+            return as_error_set(err, "bad option: cells must be max or mean (what an SVG or PDF's block of tokens "
+                                "shows when the grid has too many for a cell each), not '%s'", v);
+        o->cells_mean = !strcmp(v, "mean");
+        return AS_OK;
     }
     return AS_ERR;
 }

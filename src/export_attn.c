@@ -122,6 +122,109 @@ static char **panel_names(const as_config *cfg, const attn_job *job)
     return names;
 }
 
+/* Block labels "64-127" for positions [a, a + n) in blocks of z. */
+static char **block_labels(int a, int n, int z, int nb)
+{
+    char **l = calloc((size_t)nb, sizeof *l);
+    for (int i = 0; l && i < nb; i++) {
+        char buf[48];
+        int lo = a + i * z, hi = a + (i + 1) * z < a + n ? a + (i + 1) * z - 1 : a + n - 1;
+        snprintf(buf, sizeof buf, "%d-%d", lo, hi);
+        if (!(l[i] = strdup(buf))) {
+            as_export_free_labels(l, i);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+/* A vector figure (SVG, PDF) of more tokens than its width gives a point
+ * each: the same matrices in blocks of z x z tokens (z = 2, 4, 8, ...,
+ * the least that fits), each cell the largest weight of its block's
+ * visible cells (cells=mean: their mean), masked where all are: the long
+ * context whole, where a PNG would ask for a larger width or tokens=.
+ * v, mk: h's n_mats matrices of m x mk_n; the first query a, key ka. */
+static int write_blocks(export_fig *fig, as_fig_heat *h, const float *v, const unsigned char *mk, int m, int mk_n,
+                        int a, int ka, int q_stream, int k_stream, const char *what)
+{
+    cmd_ctx *c = fig->c;
+    int rc = AS_ERR, note = -1;
+    (void)q_stream, (void)k_stream;
+    /* at least 8 blocks along the longer side: a map of fewer is no map, and the width is what is wrong */
+    for (int z = 2; z <= (m > mk_n ? m : mk_n) / 8; z *= 2) {
+        int bq = (m + z - 1) / z, bk = (mk_n + z - 1) / z;
+        size_t cells = (size_t)h->n_mats * (size_t)bq * (size_t)bk;
+        float *bv = malloc(cells * sizeof *bv);
+        unsigned char *bm = malloc(cells);
+        as_fig_matrix *mats = calloc((size_t)h->n_mats, sizeof *mats);
+        char **rl = block_labels(a, m, z, bq), **cl = block_labels(ka, mk_n, z, bk);
+        if (!bv || !bm || !mats || !rl || !cl) {
+            rc = as_error_set(c->err, "out of memory for %d patterns in blocks of %d", h->n_mats, z);
+        } else {
+            for (int t = 0; t < h->n_mats; t++)
+                for (int i = 0; i < bq; i++)
+                    for (int j = 0; j < bk; j++) {
+                        const float *src = v + (size_t)t * (size_t)m * (size_t)mk_n;
+                        const unsigned char *smk = mk + (size_t)t * (size_t)m * (size_t)mk_n;
+                        double sum = 0, most = 0;
+                        long count = 0;
+                        for (int q = i * z; q < m && q < (i + 1) * z; q++)
+                            for (int k = j * z; k < mk_n && k < (j + 1) * z; k++) {
+                                size_t at = (size_t)q * (size_t)mk_n + (size_t)k;
+                                if (smk[at])
+                                    continue;
+                                most = count == 0 || src[at] > most ? src[at] : most;
+                                sum += src[at];
+                                count++;
+                            }
+                        size_t o = (size_t)t * (size_t)bq * (size_t)bk + (size_t)i * (size_t)bk + (size_t)j;
+                        bv[o] = count ? (float)(fig->o.cells_mean ? sum / (double)count : most) : 0;
+                        bm[o] = count == 0;
+                    }
+            for (int t = 0; t < h->n_mats; t++) {
+                size_t o = (size_t)t * (size_t)bq * (size_t)bk;
+                mats[t] = (as_fig_matrix){bv + o, bm + o, NULL};
+            }
+            as_fig_heat hb = *h;
+            hb.rows = bq, hb.cols = bk, hb.mats = mats;
+            hb.row_labels = (const char *const *)rl, hb.col_labels = (const char *const *)cl;
+            char text[256], w2[160];
+            snprintf(text, sizeof text, "Each cell is the %s weight of a block of %d x %d tokens (masked weights left "
+                     "out): %d tokens are more than the width has a pixel each for at this dpi (cells=max|mean).",
+                     fig->o.cells_mean ? "mean" : "largest", z, z, m > mk_n ? m : mk_n);
+            if (note < 0) {
+                note = fig->cp.c.n_notes;
+                as_export_note(fig, "%s", text);
+            } else
+                snprintf(fig->cp.notes[note], sizeof fig->cp.notes[0], "%s", text);
+            snprintf(w2, sizeof w2, "%s, %s of %dx%d blocks", what, fig->o.cells_mean ? "mean" : "max", z, z);
+            /* the file's metadata: "Cells: max of 4x4 tokens" (z < 2^20 here) */
+            char cell_meta[64];
+            snprintf(cell_meta, sizeof cell_meta, "%s of %dx%d tokens", fig->o.cells_mean ? "mean" : "max", z & 0xFFFFF,
+                     z & 0xFFFFF);
+            int at = -1;
+            for (int i = 0; i < fig->n_meta; i++)
+                at = !strcmp(fig->meta_key[i], "Cells") ? i : at;
+            if (at < 0 && fig->n_meta < EXPORT_MAX_META)
+                as_export_meta(fig, "Cells", "%.28s", cell_meta);
+            else if (at >= 0)
+                snprintf(fig->meta_val[at], sizeof fig->meta_val[0], "%.28s", cell_meta);
+            c->err->msg[0] = '\0';
+            rc = as_export_write(fig, EXPORT_HEATMAP, &hb, a, a + m, w2);
+        }
+        free(bv);
+        free(bm);
+        free(mats);
+        if (rl)
+            as_export_free_labels(rl, bq);
+        if (cl)
+            as_export_free_labels(cl, bk);
+        if (rc == AS_OK || !strstr(c->err->msg, "a pixel per cell"))
+            return rc;
+    }
+    return rc;
+}
+
 /* An attention figure of one site kind (site=): queries are the site's
  * stream's positions [a, b); keys the same window on a self-attention
  * site, every position of the source on a cross-attention one (rows
@@ -133,7 +236,8 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     const as_config *cfg = &s->model->cfg;
     export_fig fig;
     unsigned site_opt = s->prog->source_stream >= 0 ? OPT_SITE : 0;
-    if (as_export_begin(&fig, c, path, opt_first, OPT_FIG | OPT_CMAP | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS | site_opt))
+    if (as_export_begin(&fig, c, path, opt_first,
+                        OPT_FIG | OPT_CMAP | OPT_SCALE | OPT_HIDE_BOS | OPT_TOKENS | OPT_CELLS | site_opt))
         return AS_ERR;
     bool cross = fig.o.site == AS_PICK_CROSS;
     if (cross && fig.o.hide_bos)
@@ -220,6 +324,8 @@ static int export_attention(cmd_ctx *c, const attn_job *job, const char *path, i
     if (site_opt)
         as_export_meta(&fig, "Site", "%s", pick_name[fig.o.site]);
     rc = as_export_write(&fig, EXPORT_HEATMAP, &h, a, b, what);
+    if (rc != AS_OK && fig.fmt != AS_FIG_PNG && strstr(c->err->msg, "a pixel per cell"))
+        rc = write_blocks(&fig, &h, v, mk, m, mk_n, a, ka, qs, cross ? site->kv_stream : qs, what);
 out:
     if (key_labels != labels)
         as_export_free_labels(key_labels, mk_n);

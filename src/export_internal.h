@@ -25,7 +25,7 @@
 enum {
     OPT_CMAP = 1 << 0, OPT_DPI = 1 << 1, OPT_SCALE = 1 << 2, OPT_HIDE_BOS = 1 << 3,
     OPT_TOKENS = 1 << 4, OPT_TITLE = 1 << 5, OPT_TOP = 1 << 6, OPT_WIDTH = 1 << 7,
-    OPT_HEIGHT = 1 << 8, OPT_FONT = 1 << 9, OPT_SITE = 1 << 10,
+    OPT_HEIGHT = 1 << 8, OPT_FONT = 1 << 9, OPT_SITE = 1 << 10, OPT_CELLS = 1 << 11,
     /* what every figure takes: its size, text size, resolution and title */
     OPT_FIG = OPT_DPI | OPT_TITLE | OPT_WIDTH | OPT_HEIGHT | OPT_FONT,
 };
@@ -38,6 +38,7 @@ typedef struct export_opts {
     long from, to;       /* Python slice bounds; LONG_MIN/LONG_MAX when left open */
     long top;            /* top=K, 0 when not given */
     as_site_pick site;   /* site=self|cross|encoder: which attention of a layer (self by default) */
+    bool cells_mean;     /* cells=mean: a vector figure's aggregated cells are their blocks' means, else maxima */
 } export_opts;
 
 /* A figure's caption: its title (title= or the default), the model and

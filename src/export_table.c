@@ -47,7 +47,7 @@ int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_ta
                      t->row_axis ? t->row_axis : "layer",
                      t->col_axis ? t->col_axis : t->by_position ? "position" : "head", t->cbar_label, n_mats, mats,
                      t->mat_titles, n_mats > 1 ? 0 : 1, n_mats > 1 ? 0 : 1, NULL, NULL, NULL, NULL,
-                     t->diverging ? (float)-a : 0, t->diverging ? (float)a : 0, t->masked_label};
+                     t->diverging ? (float)-a : 0, t->diverging ? (float)a : t->vmax > 0 ? t->vmax : 0, t->masked_label};
     as_export_title(&fig, "%s", t->title);
     for (int i = 0; i < t->n_notes; i++)
         as_export_note(&fig, "%s", t->notes[i]);

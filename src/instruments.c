@@ -293,6 +293,64 @@ const char *as_head_score_undefined(const int32_t *tokens, int n, as_head_score 
                    : "no token repeats";
 }
 
+const char *as_head_stat_name(as_head_stat s)
+{
+    static const char *const names[] = {"sink-mass", "distance", "entropy"};
+    return s < AS_STAT_COUNT ? names[s] : "?";
+}
+
+double as_head_stat_of(const as_capture *cap, int hook, int head, int n, as_head_stat kind)
+{
+    double total = 0;
+    int count = 0;
+    for (int q = kind == AS_STAT_SINK ? AS_SINK_KEYS : 1; q < n; q++) {
+        int k0, k1;
+        as_capture_attn_visible(cap, hook, q, &k0, &k1);
+        if (k1 > n)
+            k1 = n;
+        const float *p = as_capture_attn_row(cap, hook, head, q, NULL);
+        double v = 0;
+        for (int k = k0; k < k1; k++) {
+            double w = p[k];
+            if (kind == AS_STAT_SINK)
+                v += k < AS_SINK_KEYS ? w : 0;
+            else if (kind == AS_STAT_DISTANCE)
+                v += w * (q >= k ? q - k : k - q);
+            else if (w > 0)
+                v -= w * log(w);
+        }
+        total += v;
+        count++;
+    }
+    return count ? total / count : NAN;
+}
+
+double as_retrieval_score(const as_capture *cap, int hook, int head, const int32_t *tokens, int n, int p, int m,
+                          int *n_counted)
+{
+    int copies = 0, count = 0;
+    for (int q = p + m - 1; q + 1 < n; q++) {
+        int32_t w = tokens[q + 1];
+        bool in_needle = false;
+        for (int j = p; j < p + m && !in_needle; j++)
+            in_needle = tokens[j] == w;
+        if (!in_needle)
+            continue;
+        int k0, k1;
+        as_capture_attn_visible(cap, hook, q, &k0, &k1);
+        const float *row = as_capture_attn_row(cap, hook, head, q, NULL);
+        int top = k0;
+        for (int k = k0 + 1; k < k1; k++)
+            if (row[k] > row[top])
+                top = k;
+        count++;
+        copies += top >= p && top < p + m && tokens[top] == w;
+    }
+    if (n_counted)
+        *n_counted = count;
+    return count ? (double)copies / count : NAN;
+}
+
 int as_induction_probe(int32_t *out, int32_t bos, int len, int32_t lo, int32_t hi, uint64_t seed)
 {
     int n = 0;

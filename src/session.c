@@ -209,8 +209,10 @@ static const command commands[] = {
       "index.json. A file is replaced whole or not at all, never a device, a FIFO or the loaded model's file.",
       "dump blocks.0.attn.hook_pattern pattern.npy"}, as_cmd_dump, .keeps_state = false},
     {{"export", "export attn L H | grid L|all | lines L H|all | norms L|final | probs | probs-trace | "
-      "overlay L H|mean|rollout|all | routing L | load | experts L | lens  FILE.png|FILE.svg|FILE.pdf [key=value]",
-      "Write a figure, one column (3.3 in) wide by default. Options: width=7in height=8cm font=PT dpi=N "
+      "overlay L H|mean|rollout|all | routing L | load | experts L | lens | distance  FILE.png|FILE.svg|FILE.pdf [key=value]",
+      "Write a figure, one column (3.3 in) wide by default (distance: each head's mean attention distance on the "
+      "computed context, layers x heads and each layer's mean; SVG/PDF attention grids with more tokens than pixels "
+      "show blocks, cells=max|mean). Options: width=7in height=8cm font=PT dpi=N "
       "cmap=viridis|magma|gray scale=linear|log hide-bos=yes tokens=FROM:TO title=\"...\" top=K.",
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export, .keeps_state = false},
     {{"lens", "lens [POS] [FILE.npy] | lens table [FILE.npy]", "Logit lens: the final norm and unembedding applied after every layer.",
@@ -239,8 +241,17 @@ static const command commands[] = {
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch, .keeps_state = true},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla, .keeps_state = false},
-    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder).",
+    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder); then sink-mass (weight on keys 0-3), mean attention distance and entropy (nats).",
       "heads"}, as_cmd_heads, .keeps_state = false},
+    {{"zoom", "zoom LAYER HEAD BLOCK max|mean [FILE.npy]", "The heatmap zoomed out as numbers: each cell the max "
+      "or the mean of a BLOCK x BLOCK block of one head's self-attention pattern (BLOCK a power of two, blocks from "
+      "position 0; masked cells left out), the cells the view draws at that zoom.",
+      "zoom 1 2 4 max"}, as_cmd_zoom, .keeps_state = true, .args = ARGS(5)},
+    {{"retrieval", "retrieval NEEDLE [threshold=X]", "Score every head as a retrieval head (Wu et al. 2024, \"Retrieval Head Mechanistically "
+      "Explains Long-Context Factuality\", sec. 2) on the computed context: the needle is its first occurrence; over "
+      "the later queries whose next token is one of the needle's, the share whose top key (argmax of the row) is "
+      "that same token inside the needle (a copy). * marks scores >= X (0.1).",
+      "retrieval \"the key is 7341\""}, as_cmd_retrieval, .keeps_state = false},
     {{"watch", "watch HOOK nan | watch HOOK max > X", "Stop continue/gen when a condition holds at a hook.",
       "watch blocks.*.ln1.hook_scale max > 50"}, as_cmd_watch, .keeps_state = true},
     {{"unwatch", "unwatch", "Remove every watch.", "unwatch"}, as_cmd_unwatch, .keeps_state = true, .args = ARGS(0)},

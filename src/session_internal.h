@@ -120,6 +120,7 @@ typedef struct as_table_fig {
     const char *const *row_labels; /* [rows], else layers numbered */
     const char *row_axis;          /* NULL: "layer" */
     const char *const *cell_text;  /* n_mats × [rows][cols] written in the cells, or NULL */
+    float vmax;           /* > 0: a sequential scale over [0, vmax] (a distance), not 0-1 */
 } as_table_fig;
 /* cmd_lens.c: the logit lens's table: the top token and its probability
  * per layer (row 0: the embeddings) and computed position, [rows][n]
@@ -230,6 +231,9 @@ int as_cmd_compare_runs(as_session *s, as_error *err);
 int as_cmd_patch(cmd_ctx *c);
 int as_cmd_dla(cmd_ctx *c);
 int as_cmd_heads(cmd_ctx *c);
+int as_cmd_retrieval(cmd_ctx *c);
+int as_cmd_zoom(cmd_ctx *c);
+int as_cmd_export_distance(cmd_ctx *c);
 /* cmd_experts.c: `experts [LAYER]`, `export load FILE`. */
 int as_cmd_experts(cmd_ctx *c);
 int as_cmd_export_load(cmd_ctx *c);

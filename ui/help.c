@@ -25,7 +25,7 @@ static const struct entry {
     {"Up/Down  k/j", "layer"},
     {"Left/Right  h/l", "head"},
     {", .  [ ]", "previous / next token (the query row)"},
-    {"H J K L", "move the heatmap's cursor (Shift+arrows too)"},
+    {"H J K L  - +  z", "heatmap cursor (Shift+arrows); zoom out, in; max/mean"},
     {"PgUp/PgDn", "a page of tokens; in Output, scroll"},
     {"g, Enter", "grid of every head; back to one head"},
     {"x", "an encoder-decoder: cross-attention (target rows, source columns), the encoder's, then self again"},

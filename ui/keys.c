@@ -75,6 +75,23 @@ static unsigned move_key(tui *u, int d)
     return old == u->v.key ? 0 : panes_showing(u, SHOWS_KEY);
 }
 
+/* - and +: the heatmap's cells twice or half as many tokens; z: a
+ * zoomed cell the max or the mean of its block. */
+static unsigned zoom(tui *u, int how)
+{
+    int old = u->v.zoom;
+    bool mean = u->v.zoom_mean;
+    if (how == 0)
+        u->v.zoom_mean = !u->v.zoom_mean;
+    else if (how > 0 && u->v.zoom < view_zoom_most(as_view_n_tokens(u->s)))
+        u->v.zoom *= 2;
+    else if (how < 0 && u->v.zoom > 1)
+        u->v.zoom /= 2;
+    if (how == 0 && u->v.zoom == 1)
+        tui_say(u, LOG_HINT, "z: zoomed cells show their block's %s (- zooms out)", u->v.zoom_mean ? "mean" : "max");
+    return old == u->v.zoom && (mean == u->v.zoom_mean || u->v.zoom == 1) ? 0 : panes_showing(u, SHOWS_LOOK);
+}
+
 static unsigned cycle_cmap(tui *u)
 {
     u->v.cmap = (as_cmap)((u->v.cmap + 1) % AS_CMAP_COUNT);
@@ -150,10 +167,10 @@ static unsigned special_key(tui *u, int key)
 {
     switch (key) {
     case KEY_UP: case KEY_DOWN: case KEY_LEFT: case KEY_RIGHT: return arrow(u, key);
-    case KEY_SR: return tui_select_query(u, view_row(&u->v) - 1);
-    case KEY_SF: return tui_select_query(u, view_row(&u->v) + 1);
-    case KEY_SLEFT: return move_key(u, -1);
-    case KEY_SRIGHT: return move_key(u, 1);
+    case KEY_SR: return tui_select_query(u, view_row(&u->v) - (u->v.grid ? 1 : u->v.zoom));
+    case KEY_SF: return tui_select_query(u, view_row(&u->v) + (u->v.grid ? 1 : u->v.zoom));
+    case KEY_SLEFT: return move_key(u, u->v.grid ? -1 : -u->v.zoom);
+    case KEY_SRIGHT: return move_key(u, u->v.grid ? 1 : u->v.zoom);
     case KEY_PPAGE: return tui_select_query(u, view_row(&u->v) - pane_attn_page(u));
     case KEY_NPAGE: return tui_select_query(u, view_row(&u->v) + pane_attn_page(u));
     case KEY_HOME: return tui_select_query(u, 0);
@@ -173,10 +190,14 @@ static unsigned view_key(tui *u, int ch)
     case 'j': return move_layer(u, 1);
     case 'h': return move_head(u, -1);
     case 'l': return move_head(u, 1);
-    case 'K': return tui_select_query(u, view_row(&u->v) - 1);
-    case 'J': return tui_select_query(u, view_row(&u->v) + 1);
-    case 'H': return move_key(u, -1);
-    case 'L': return move_key(u, 1);
+    /* zoomed out, the cursor moves a cell: a block of tokens */
+    case 'K': return tui_select_query(u, view_row(&u->v) - (u->v.grid ? 1 : u->v.zoom));
+    case 'J': return tui_select_query(u, view_row(&u->v) + (u->v.grid ? 1 : u->v.zoom));
+    case 'H': return move_key(u, u->v.grid ? -1 : -u->v.zoom);
+    case 'L': return move_key(u, u->v.grid ? 1 : u->v.zoom);
+    case '-': return zoom(u, 1);
+    case '+': case '=': return zoom(u, -1);
+    case 'z': return zoom(u, 0);
     case ',': case '[': return tui_select_query(u, view_row(&u->v) - 1);
     case '.': case ']': return tui_select_query(u, view_row(&u->v) + 1);
     case 'g': return toggle_grid(u, !u->v.grid);

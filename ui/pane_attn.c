@@ -93,6 +93,34 @@ static hm_sample block_sample(void *ctx, int q, int k)
     return out;
 }
 
+/* The single view zoomed out (view zoom, keys - +): cell (i, j) the
+ * queries [i z, i z + z) by keys [j z, j z + z), blocks from position 0,
+ * the engine's max or mean of the weights they see (as_capture_attn_block,
+ * which the batch command `zoom` prints). */
+typedef struct attn_zoom {
+    const attn_src *src;
+    int z;
+    bool mean;
+} attn_zoom;
+
+static int mini(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+static hm_sample zoom_sample(void *ctx, int i, int j)
+{
+    const attn_zoom *zm = ctx;
+    const attn_src *a = zm->src;
+    hm_sample s = {HM_MASKED, 0};
+    float v = 0;
+    int st = as_capture_attn_block(a->cap, a->hook, a->head, a->filled, i * zm->z, mini((i + 1) * zm->z, a->n_q),
+                                   j * zm->z, mini((j + 1) * zm->z, a->n_k), zm->mean, &v);
+    s.state = st == AS_BLOCK_VALUE ? HM_VALUE : st == AS_BLOCK_PENDING ? HM_PENDING : HM_MASKED;
+    s.v = v;
+    return s;
+}
+
 /* The cursor on the cell of query q and key k (in the geometry's cells). */
 static void draw_cursor(tui *u, WINDOW *w, int y0, int x0, const hm_geom *g, const hm_sample *s, int q, int k)
 {
@@ -175,7 +203,7 @@ static int widest_label(const tui *u, int stream, int n, bool with_pos, int *typ
 
 /* One label per character row: a query's middle row; the selected query
  * wins when two share a row (a filled map's shared rows name both). */
-static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
+static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src, int z)
 {
     const hm_geom *g = &state(u)->geom;
     int *rowq = malloc((size_t)(g->rows > 0 ? g->rows : 1) * sizeof *rowq);
@@ -185,7 +213,7 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
         rowq[r] = -1;
     for (int q = g->q0; q < g->q0 + g->vis_q; q++) {
         int row = (hm_query_subrow(g, q) + (hm_query_height(g, q) - 1) / 2) / g->sub;
-        if (row < g->rows && (rowq[row] < 0 || q == view_row(&u->v)))
+        if (row < g->rows && (rowq[row] < 0 || q == view_row(&u->v) / z))
             rowq[row] = q;
     }
     for (int r = 0; r < g->rows; r++) {
@@ -193,6 +221,21 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
             continue;
         char l[256];
         int q = rowq[r];
+        if (z > 1) {
+            /* the row's queries: "64-127" (two blocks where a row holds two), the selected one's highlighted */
+            int last = q;
+            while (last + 1 < g->q0 + g->vis_q && hm_query_subrow(g, last + 1) / g->sub == r)
+                last++;
+            int first = q;
+            while (first - 1 >= g->q0 && hm_query_subrow(g, first - 1) / g->sub == r)
+                first--;
+            int lo = first * z, hi = mini((last + 1) * z, src->n_q) - 1;
+            snprintf(l, sizeof l, lo < hi ? "%d-%d" : "%d", lo, hi);
+            int sel = view_row(&u->v) / z;
+            term_role(&u->t, w, sel >= first && sel <= last ? R_LABEL_SEL : R_LABEL);
+            put_text(u, w, state(u)->heat_y + r, 2, l, lw - 2);
+            continue;
+        }
         axis_label(u, src->q_stream, q, l, sizeof l);
         if (g->shared > 0 && q != view_row(&u->v) && hm_query_height(g, q) < g->ch && q + 1 < g->n_q &&
             hm_query_subrow(g, q + 1) / g->sub == r) {
@@ -211,10 +254,10 @@ static void draw_query_labels(tui *u, WINDOW *w, int lw, const attn_src *src)
 
 /* The step between numbered keys: every key when its number fits in its
  * columns, else every 2nd, 5th, 10th... */
-static int tick_step(const hm_geom *g)
+static int tick_step(const hm_geom *g, int z)
 {
     char widest[16];
-    int len = snprintf(widest, sizeof widest, "%d", g->k0 + g->vis_k - 1);
+    int len = snprintf(widest, sizeof widest, "%d", (g->k0 + g->vis_k - 1) * z);
     static const int steps[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000};
     for (int i = 0; i < (int)(sizeof steps / sizeof steps[0]); i++)
         if (steps[i] * g->cw >= len + 1)
@@ -229,10 +272,10 @@ static int tick_step(const hm_geom *g)
  * self-attention's keys are its queries), the selected key's in the line
  * below the heatmap. Pieces written downwards, a letter a row, ran
  * together into fake words. */
-static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src, int rows)
+static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src, int rows, int z)
 {
     const hm_geom *g = &state(u)->geom;
-    int step = tick_step(g), next_free = 0, right = g->vis_k * g->cw;
+    int step = tick_step(g, z), next_free = 0, right = g->vis_k * g->cw, sel = u->v.key / z;
     int room = getmaxx(w) - 1 - state(u)->heat_x; /* to the border: a piece may pass the map's right edge */
     if (state(u)->heat_x >= 7) {
         term_role(&u->t, w, R_DIM);
@@ -251,15 +294,15 @@ static void draw_key_labels(tui *u, WINDOW *w, const attn_src *src, int rows)
             if (width < 1)
                 continue;
         } else {
-            if (k % step != 0 && k != u->v.key)
+            if (k % step != 0 && k != sel)
                 continue;
-            snprintf(text, sizeof text, "%d", k);
+            snprintf(text, sizeof text, "%d", k * z); /* zoomed: the block's first key */
             width = tf_width(text, u->t.utf8);
             if (x < next_free || x + width > right)
                 continue;
             next_free = x + width + 1;
         }
-        term_role(&u->t, w, k == u->v.key ? R_LABEL_SEL : R_DIM);
+        term_role(&u->t, w, k == sel ? R_LABEL_SEL : R_DIM);
         put_text(u, w, y, state(u)->heat_x + x, text, width);
     }
     term_role(&u->t, w, R_NORMAL);
@@ -296,7 +339,7 @@ static void draw_legend(tui *u, WINDOW *w, int y, int right, bool masks)
 static void draw_info(tui *u, WINDOW *w, const attn_src *src)
 {
     int y = getmaxy(w) - 2, cols = getmaxx(w) - 2;
-    char q[96], k[96], value[32], line[256];
+    char q[96], k[96], value[32], line[520];
     int qp = view_row(&u->v), kp = u->v.key;
     stream_label(u, src->q_stream, qp, q, sizeof q);
     stream_label(u, src->k_stream, kp, k, sizeof k);
@@ -306,6 +349,23 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
         snprintf(value, sizeof value, "%.3f", (double)as_capture_attn(src->cap, src->hook, src->head, qp, kp));
     /* The value first: a narrow pane cuts the pieces, never the number. */
     snprintf(line, sizeof line, "%s  query %d %s %s key %d %s", value, qp, q, tf_glyph(G_ARROW, u->t.utf8), kp, k);
+    int z = u->v.grid ? 1 : u->v.zoom;
+    if (z > 1) {
+        /* zoomed: the cursor's cell first (its block and what it shows), then the token's own weight */
+        attn_zoom zm = {src, z, u->v.zoom_mean};
+        hm_sample c = zoom_sample(&zm, qp / z, kp / z);
+        char cell[32];
+        if (c.state == HM_VALUE)
+            snprintf(cell, sizeof cell, "%.3f", (double)c.v);
+        else
+            snprintf(cell, sizeof cell, "%s", c.state == HM_PENDING ? "not computed yet" : "masked");
+        char rest[sizeof line], pre[128];
+        memcpy(rest, line, sizeof rest);
+        snprintf(pre, sizeof pre, "%s %s q %d-%d %s k %d-%d  ", cell, u->v.zoom_mean ? "mean" : "max", qp / z * z,
+                 mini(qp / z * z + z, src->n_q) - 1, u->t.utf8 ? "×" : "x", kp / z * z,
+                 mini(kp / z * z + z, src->n_k) - 1);
+        snprintf(line, sizeof line, "%s%.380s", pre, rest);
+    }
     bool legend = cols >= 70;
     term_role_attr(&u->t, w, R_NORMAL, A_BOLD);
     put_text(u, w, y, 2, line, legend ? cols - 30 : cols - 2);
@@ -328,6 +388,24 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
     wq = wq < 4 ? 4 : wq;
     int least = (wq < cap ? wq : cap) + 2; /* a column each side */
     hm_geom *g = &state(u)->geom;
+    int z = u->v.zoom > 1 ? u->v.zoom : 1;
+    if (z > 1) {
+        /* zoomed out: cells of z x z tokens, the queries labelled by their blocks */
+        char l[32];
+        wq = snprintf(l, sizeof l, "%d-%d", src->n_q - 1, src->n_q - 1);
+        least = (wq < cap ? wq : cap) + 2;
+        hm_fit(g, (src->n_q + z - 1) / z, (src->n_k + z - 1) / z, rows - 2, cols - least, sub, 16);
+        hm_fill_rows(g);
+        hm_follow(g, view_row(&u->v) / z, u->v.key / z);
+        int lw = hm_label_cols(least, wq + 2, cols, g->vis_k * g->cw);
+        state(u)->heat_y = 2;
+        state(u)->heat_x = 1 + lw;
+        attn_zoom zm = {src, z, u->v.zoom_mean};
+        draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, g, zoom_sample, &zm, view_row(&u->v) / z, u->v.key / z);
+        draw_query_labels(u, w, lw, src, z);
+        draw_key_labels(u, w, src, 0, z);
+        return;
+    }
     hm_fit(g, src->n_q, src->n_k, rows - 2, cols - least, sub, 16);
     hm_fill_rows(g);
     hm_follow(g, view_row(&u->v), u->v.key);
@@ -336,8 +414,8 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
     state(u)->heat_y = 1 + (key_rows > 1 ? key_rows : 1);
     state(u)->heat_x = 1 + lw;
     draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, g, sample, src, view_row(&u->v), u->v.key);
-    draw_query_labels(u, w, lw, src);
-    draw_key_labels(u, w, src, key_rows);
+    draw_query_labels(u, w, lw, src, 1);
+    draw_key_labels(u, w, src, key_rows, 1);
 }
 
 /* The grid's tiles, and how many queries and keys share a cell so that
@@ -423,6 +501,9 @@ static void draw(tui *u)
             snprintf(title + o, sizeof title - (size_t)o, "  max of %s%d %s a cell", le, bk > 1 ? bk : bq,
                      bk > 1 ? "keys" : "rows");
     }
+    else if (u->v.zoom > 1)
+        snprintf(title, sizeof title, "%s  layer %d  head %d  %s of %d%s%d tokens a cell", what, u->v.layer, u->v.head,
+                 u->v.zoom_mean ? "mean" : "max", u->v.zoom, u->t.utf8 ? "×" : "x", u->v.zoom);
     else
         snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
     snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : u->v.site == AS_PICK_SOURCE ?
@@ -471,11 +552,14 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
         u->v.head = h;
         return panes_showing(u, SHOWS_HEAD);
     }
+    int z = u->v.zoom > 1 ? u->v.zoom : 1; /* zoomed: a cell's first query and key */
     int q = hm_query_at(&state(u)->geom, hy * state(u)->geom.sub);
     if (q < 0)
         return 0;
+    q *= z;
     unsigned bits = tui_select_query(u, q) | RD(P_ATTN);
     int k = hm_key_at(&state(u)->geom, hx);
+    k = k >= 0 ? k * z : k;
     const as_attn *site = as_program_attn(as_view_program(u->s), source_of(u).hook);
     if (k >= 0 && (site ? as_attn_visible(site, q, k) : k <= q))
         u->v.key = k;
@@ -485,7 +569,8 @@ static unsigned mouse(tui *u, int y, int x, mmask_t buttons)
 int pane_attn_page(const tui *u)
 {
     int h = state(u)->geom.ch > 0 ? state(u)->geom.rows * state(u)->geom.sub / state(u)->geom.ch : 10;
-    return h > 1 ? h - 1 : 1;
+    int z = !u->v.grid && u->v.zoom > 1 ? u->v.zoom : 1; /* zoomed: a page of cells is z times the tokens */
+    return (h > 1 ? h - 1 : 1) * z;
 }
 
 static void *init(void)

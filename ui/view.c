@@ -18,7 +18,7 @@ static const as_command_info commands[] = {
      "View settings: the pause after each token `gen` produces, and the heatmap's colormap.",
      "set delay 300"},
     {"view", "view layer N | head N | pos N|last | key N | norm ln1|ln2|final | grid on|off | "
-     "site self|cross|encoder | dump FILE | dump-layout FILE | view attention|tokens|probs|lens|norms|output|routing|math|positions|"
+     "site self|cross|encoder | zoom in|out|N|max|mean | find TEXT | dump FILE | dump-layout FILE | view attention|tokens|probs|lens|norms|output|routing|math|positions|"
      "mlp|residual|mla",
      "Choose what the full-screen view shows (the keys do the same; `key` is the heatmap cursor's column, at "
      "most the selected token); `site cross` shows an encoder-decoder's cross-attention (rows the target's "
@@ -28,7 +28,10 @@ static const as_command_info commands[] = {
      "positions, key p: the model's position signal; mlp, key a: the activation function with the token's "
      "pre-activations on it; residual, key r: the residual stream's norm by depth with the norms where the "
      "architecture puts them; mla, key M: a latent-attention model's latent and its cache), "
-     "on a small screen showing it in the shared slot; `dump` writes the screen to FILE as plain text, "
+     "on a small screen showing it in the shared slot; `zoom` zooms the heatmap out by powers of two (keys - and +: "
+     "each cell N x N tokens, the max of their weights or, with `zoom mean` (key z), the mean of the visible ones, "
+     "masked cells left out; the title says which and the block; `zoom 1` one token a cell again); `find TEXT` puts "
+     "the query and key on the next token where TEXT starts in the context's text (wrapping; `pos N` on position N); `dump` writes the screen to FILE as plain text, "
      "one line per row; `dump-layout` writes where each pane and a lesson's box are.",
      "view lens"},
 };
@@ -67,6 +70,7 @@ void view_init(view *v)
     v->pane_req = -1;
     v->follow = true;
     v->cmap = AS_CMAP_VIRIDIS;
+    v->zoom = 1;
     v->delay_ms = 150;
 }
 
@@ -206,6 +210,107 @@ static int view_pos(view *v, const as_session *s, const char *arg, as_error *err
     return AS_OK;
 }
 
+int view_zoom_most(int n)
+{
+    int z = 1;
+    while (z < 4096 && z < n / 2)
+        z *= 2;
+    return z;
+}
+
+/* `view zoom in|out|N|max|mean`: halves or doubles the tokens a cell
+ * holds, sets them, or picks what a cell shows. */
+static int view_zoom(view *v, const as_session *s, const char *arg, as_error *err)
+{
+    int most = view_zoom_most(as_view_n_tokens(s));
+    if (!strcmp(arg, "max") || !strcmp(arg, "mean")) {
+        v->zoom_mean = !strcmp(arg, "mean");
+        return AS_OK;
+    }
+    if (!strcmp(arg, "in") || !strcmp(arg, "out")) {
+        v->zoom = !strcmp(arg, "in") ? (v->zoom > 1 ? v->zoom / 2 : 1) : (v->zoom < most ? v->zoom * 2 : v->zoom);
+        return AS_OK;
+    }
+    int z;
+    if (parse_int(arg, 1, 4096, "the zoom (tokens a cell)", &z, err))
+        return AS_ERR;
+    if (z & (z - 1))
+        return as_error_set(err, "view zoom %d: the tokens a cell are a power of two (1, 2, 4, ... 4096)", z);
+    v->zoom = z;
+    return AS_OK;
+}
+
+int view_find(const as_session *s, const char *text, int from)
+{
+    int n = as_view_n_tokens(s);
+    size_t len = strlen(text), cap = 0, used = 0;
+    if (n == 0 || len == 0)
+        return -1;
+    const as_tokenizer *tok = as_view_tokenizer(s);
+    int *start = malloc((size_t)n * sizeof *start);
+    char *all = NULL;
+    if (!start)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        char bytes[256];
+        size_t b = tok ? as_tokenizer_token_bytes(tok, as_view_token(s, i), bytes, sizeof bytes) : 0;
+        if (b > sizeof bytes)
+            b = sizeof bytes;
+        if (used + b + 1 > cap) {
+            size_t nc = (used + b + 1) * 2;
+            char *t = realloc(all, nc);
+            if (!t) {
+                free(all);
+                free(start);
+                return -1;
+            }
+            all = t;
+            cap = nc;
+        }
+        start[i] = (int)used;
+        memcpy(all + used, bytes, b);
+        used += b;
+        all[used] = '\0';
+    }
+    int found = -1;
+    /* each start position after `from`, then from the beginning */
+    for (int step = 1; step <= n && found < 0 && all; step++) {
+        int i = (from + step) % n;
+        int next = i + 1 < n ? start[i + 1] : (int)used;
+        /* a match starts inside token i's bytes (BOS and EOS have none) */
+        for (int at = start[i]; at < next; at++)
+            if ((size_t)at + len <= used && !memcmp(all + at, text, len)) {
+                found = i;
+                break;
+            }
+    }
+    free(all);
+    free(start);
+    return found;
+}
+
+/* `view find TEXT`: the query and the key on the next token holding TEXT. */
+static int view_find_cmd(view *v, const as_session *s, char **w, int n, as_error *err)
+{
+    char text[512] = "";
+    size_t o = 0;
+    for (int i = 2; i < n; i++)
+        o += (size_t)snprintf(text + o, o < sizeof text ? sizeof text - o : 0, "%s%s", i > 2 ? " " : "", w[i]);
+    if (o >= sizeof text)
+        return as_error_set(err, "view find: the text is longer than %zu bytes", sizeof text - 1);
+    if (as_view_n_tokens(s) == 0)
+        return as_error_set(err, "no context yet: start with `prompt TEXT`");
+    int pos = view_find(s, text, v->query);
+    if (pos < 0)
+        return as_error_set(err, "view find: \"%s\" is not in the context's %d tokens (`tokens` lists them)", text,
+                            as_view_n_tokens(s));
+    v->query = pos;
+    v->key = pos;
+    v->follow = false;
+    v->site = AS_PICK_SELF;
+    return AS_OK;
+}
+
 /* The screen as text: only the full-screen view has one. */
 static int view_dump(view *v, const char *path, as_error *err)
 {
@@ -227,6 +332,12 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
                                 as_view_model_name(s));
         v->pane_req = pane_index(w[1]);
         return AS_OK;
+    }
+    if (n >= 3 && !strcmp(w[1], "find")) {
+        rc = view_find_cmd(v, s, w, n, err);
+        if (rc == AS_OK)
+            view_clamp(v, s);
+        return rc;
     }
     if (n != 3)
         return as_error_set(err, "usage: %s", commands[2].usage);
@@ -251,6 +362,8 @@ static int view_cmd(view *v, as_session *s, char **w, int n, as_error *err)
         rc = (v->grid = !strcmp(arg, "on"), AS_OK);
     else if (!strcmp(what, "site"))
         rc = view_site(v, s, arg, err);
+    else if (!strcmp(what, "zoom"))
+        rc = view_zoom(v, s, arg, err);
     else if (!strcmp(what, "dump"))
         return view_dump(v, arg, err);
     else if (!strcmp(what, "dump-layout"))
@@ -352,6 +465,7 @@ static bool same_view(const view *a, const view *b)
 {
     return a->layer == b->layer && a->head == b->head && a->query == b->query && a->key == b->key &&
            a->follow == b->follow && a->norm == b->norm && a->grid == b->grid && a->site == b->site && a->src_query == b->src_query && a->cmap == b->cmap &&
+           a->zoom == b->zoom && a->zoom_mean == b->zoom_mean &&
            a->delay_ms == b->delay_ms && a->pane_req == b->pane_req;
 }
 

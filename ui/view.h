@@ -35,6 +35,8 @@ typedef struct view {
     int src_query;    /* the heatmap's row on the encoder's self-attention: a source position (the other
                        * panes keep showing the decoder's selected token) */
     as_cmap cmap;
+    int zoom;         /* the heatmap's cells: zoom x zoom tokens each (a power of two; 1 one token a cell) */
+    bool zoom_mean;   /* a zoomed cell is its block's mean weight, else its largest */
     int delay_ms;     /* pause after each generated token */
     int pane_req;     /* `view PANE`: the pane to focus (VIEW_PANES order), -1 none; the view takes it */
     /* `view dump FILE`: writes the screen as text; set by the full-screen
@@ -62,6 +64,12 @@ void view_init(view *v);
  * a generated token or `back`); with follow on, selects the newest token. */
 void view_clamp(view *v, const as_session *s);
 const char *view_norm_name(norm_kind k);
+/* The largest zoom worth having for n tokens: the power of two at which
+ * the whole context is one or two cells (at most 4096). */
+int view_zoom_most(int n);
+/* `view find TEXT`: the first position after `from` (wrapping) whose
+ * token starts an occurrence of TEXT in the context's text, or -1. */
+int view_find(const as_session *s, const char *text, int from);
 /* `view site self|cross|encoder`: an encoder-decoder's heatmap shows its
  * decoder's self-attention, its cross-attention over the source, or its
  * encoder's self-attention. */

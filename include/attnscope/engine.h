@@ -115,6 +115,16 @@ const float *as_capture_row(const as_capture *c, int hook, int pos);
 /* Attention weight or score at (head, q, k); a key the site hides from q
  * gives -inf for scores and 0 for patterns, as TransformerLens stores them. */
 float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
+/* One cell of a zoomed-out heatmap: queries [q0, q1) by keys [k0, k1) of
+ * one head, rows from `filled` on not computed yet. The cell is the
+ * largest weight (mean false) or the mean of the weights (true) of the
+ * block's visible, computed cells; masked cells are left out (never
+ * averaged in as zeros). Returns AS_BLOCK_VALUE with *v set, or
+ * AS_BLOCK_MASKED when every cell of the block is masked, AS_BLOCK_PENDING
+ * when its visible cells are all in rows not computed yet. */
+enum { AS_BLOCK_VALUE, AS_BLOCK_MASKED, AS_BLOCK_PENDING };
+int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, int q0, int q1, int k0, int k1,
+                          bool mean, float *v);
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
 
 /* ---- probabilities (sampler.h), the logit lens (instruments.h) ---- */

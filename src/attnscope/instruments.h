@@ -57,6 +57,31 @@ double as_head_score_of(const as_capture *cap, int hook, int head, const int32_t
 /* Why no query of tokens [0, n) qualifies for a score ("no token
  * repeats"), so that it is undefined for every head; NULL when some does. */
 const char *as_head_score_undefined(const int32_t *tokens, int n, as_head_score kind);
+/* Long-context statistics of one head's pattern over positions [0, n),
+ * averaged over queries; NaN when no query qualifies:
+ * AS_STAT_SINK: the weight on the first AS_SINK_KEYS keys (summed),
+ *   queries q >= AS_SINK_KEYS (earlier ones see nothing else);
+ * AS_STAT_DISTANCE: sum_k w_qk |q - k| (q - k on a causal site), queries q >= 1;
+ * AS_STAT_ENTROPY: -sum_k w_qk ln w_qk in nats, queries q >= 1.
+ * Only the keys query q sees are read (a window's early ones are 0). */
+#define AS_SINK_KEYS 4
+typedef enum as_head_stat { AS_STAT_SINK, AS_STAT_DISTANCE, AS_STAT_ENTROPY, AS_STAT_COUNT } as_head_stat;
+const char *as_head_stat_name(as_head_stat s);
+double as_head_stat_of(const as_capture *cap, int hook, int head, int n, as_head_stat kind);
+
+/* Retrieval (copy) score of one head, after Wu et al. 2024 ("Retrieval
+ * Head Mechanistically Explains Long-Context Factuality", sec. 2), on a
+ * context read whole (teacher-forced): the needle is tokens [p, p + m),
+ * and query q "generates" w = tokens[q + 1]. For every query q with
+ * q + 1 >= p + m (past the planted needle) whose w is one of the needle's
+ * tokens, the head copies w when its top key j (the row's argmax, the
+ * first on ties) is inside the needle and holds w (tokens[j] == w). The
+ * score is copies / such queries: with the needle said once again in
+ * full, Wu et al.'s |g_h ∩ k| / |k|. *n_counted the queries counted; NaN
+ * when none. */
+double as_retrieval_score(const as_capture *cap, int hook, int head, const int32_t *tokens, int n, int p, int m,
+                          int *n_counted);
+
 /* The repeated-random-token probe: [bos] R R with R of length len drawn
  * (fixed seed) from ids in [lo, hi). Returns the token count. */
 int as_induction_probe(int32_t *out, int32_t bos, int len, int32_t lo, int32_t hi, uint64_t seed);
