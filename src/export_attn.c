@@ -183,7 +183,7 @@ static int write_blocks(export_fig *fig, as_fig_heat *h, const float *v, const u
                     }
             for (int t = 0; t < h->n_mats; t++) {
                 size_t o = (size_t)t * (size_t)bq * (size_t)bk;
-                mats[t] = (as_fig_matrix){bv + o, bm + o, NULL};
+                mats[t] = (as_fig_matrix){.v = bv + o, .masked = bm + o};
             }
             as_fig_heat hb = *h;
             hb.rows = bq, hb.cols = bk, hb.mats = mats;
