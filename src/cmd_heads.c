@@ -131,12 +131,16 @@ int as_cmd_heads(cmd_ctx *c)
             fprintf(s->out, "\n");
         }
     }
-    /* The long-context statistics: not scores on 0-1 (no threshold), and
-     * not in the array or the figure, whose shape is a contract. */
-    fprintf(s->out, "long-context statistics, each a mean over queries: sink-mass the weight on keys 0-%d "
-                    "(queries q >= %d), distance sum_k w_qk |q-k| in positions, entropy -sum_k w_qk ln w_qk in nats "
-                    "(queries q >= 1)\n", AS_SINK_KEYS - 1, AS_SINK_KEYS);
-    for (int k = 0; k < AS_STAT_COUNT; k++) {
+    /* The long-context statistics, on the context only (a random probe has
+     * no sinks or distances worth reading, and the probe's output, which
+     * the heads lesson shows, ends with its scores): not scores on 0-1 (no
+     * threshold), and not in the array or the figure, whose shape is a
+     * contract. */
+    if (context)
+        fprintf(s->out, "long-context statistics, each a mean over queries: sink-mass the weight on keys 0-%d "
+                        "(queries q >= %d), distance sum_k w_qk |q-k| in positions, entropy -sum_k w_qk ln w_qk in "
+                        "nats (queries q >= 1)\n", AS_SINK_KEYS - 1, AS_SINK_KEYS);
+    for (int k = 0; context && k < AS_STAT_COUNT; k++) {
         if (k == AS_STAT_SINK && n <= AS_SINK_KEYS) {
             fprintf(s->out, "%s\nundefined: %d tokens, no query past the first %d keys\n",
                     as_head_stat_name((as_head_stat)k), n, AS_SINK_KEYS);

@@ -241,7 +241,9 @@ static const command commands[] = {
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch, .keeps_state = true},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla, .keeps_state = false},
-    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder); then sink-mass (weight on keys 0-3), mean attention distance and entropy (nats).",
+    {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder); with "
+      "`context`, on the current context, then also its long-context statistics: sink-mass (weight on keys 0-3), "
+      "mean attention distance and entropy (nats).",
       "heads"}, as_cmd_heads, .keeps_state = false},
     {{"zoom", "zoom LAYER HEAD BLOCK max|mean [FILE.npy]", "The heatmap zoomed out as numbers: each cell the max "
       "or the mean of a BLOCK x BLOCK block of one head's self-attention pattern (BLOCK a power of two, blocks from "
