@@ -1,0 +1,216 @@
+"""grad and saliency against PyTorch autograd (float64) on the reference
+model with the fixture's weights (models/recipes/make_fixtures.py builds
+it, seeded, as its --check does): for tiny-gpt2 and tiny-llama, every hook
+point's d metric / d hook written by `grad HOOK FILE.npy`, for each metric
+kind (a logit difference, logprob, prob at an earlier position, logit),
+within 1e-4 of the largest |gradient| of that hook (attnscope's forward and
+backward are float32); `saliency` (gradient x input on hook_embed) within
+the same tolerance; `saliency ig=STEPS` against the same Riemann sum
+(midpoint rule) in torch, and IG's completeness (the sum over tokens
+equals metric(input) - metric(zero baseline)) within 2% at 64 steps.
+Plus a central finite difference on a few coordinates of the torch model,
+so that a transpose that torch and attnscope share would still be caught.
+
+usage: grad_ref.py ATTNSCOPE_BINARY WORKDIR"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.join(HERE, "..", "..")
+sys.path.insert(0, os.path.join(ROOT, "models", "recipes"))
+import make_fixtures as MF  # noqa: E402
+import reference as R  # noqa: E402
+
+BIN, WORK = sys.argv[1], sys.argv[2]
+FIX = os.path.join(ROOT, "tests", "fixtures")
+TOL = 1e-4
+fails = []
+
+
+def bad(msg):
+    fails.append(msg)
+    print("FAIL: " + msg)
+
+
+_orig_rec = R._rec
+
+
+def _rec_grad(hooks, name, t):
+    if hooks is not None:
+        if t.requires_grad:
+            t.retain_grad()
+        hooks[name] = t
+
+
+def torch_grads(model, ids, metric):
+    """metric(logits [T,V]) -> scalar; returns (value, {hook: grad [..]})."""
+    R._rec = _rec_grad
+    try:
+        hooks = {}
+        logits = model(torch.tensor([ids], dtype=torch.long), hooks)[0]
+        m = metric(logits)
+        m.backward()
+    finally:
+        R._rec = _orig_rec
+    out = {}
+    for k, t in hooks.items():
+        out[k] = None if t.grad is None else t.grad[0].numpy()
+    return m.item(), out, {k: t[0].detach().numpy() for k, t in hooks.items()}
+
+
+def run(model_path, lines):
+    script = os.path.join(WORK, "grad.cmds")
+    with open(script, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    p = subprocess.run([BIN, "--no-tui", "-x", script, model_path], capture_output=True, text=True)
+    if p.returncode != 0:
+        bad("%s: attnscope failed: %s %s" % (model_path, p.stdout[-2000:], p.stderr[-2000:]))
+    return p.stdout
+
+
+def metrics(ids, V):
+    a, b = 5 % V, 7 % V
+    T = len(ids)
+    return [
+        ("diff", "metric %d %d" % (a, b), lambda l: l[T - 1, a] - l[T - 1, b]),
+        ("logprob", "metric logprob %d" % a, lambda l: torch.log_softmax(l[T - 1], -1)[a]),
+        ("prob", "metric prob %d 3" % b, lambda l: torch.softmax(l[3], -1)[b]),
+        ("logit", "metric logit %d" % a, lambda l: l[T - 1, a]),
+    ]
+
+
+def check_model(which):
+    name, cfg, model, tok, ids, text = MF.build(which)
+    model = model.double()
+    gguf = os.path.join(FIX, name + ".gguf")
+    meta = json.load(open(os.path.join(FIX, name, "meta.json")))
+    # the ids attnscope's `prompt` gives the fixture's text (its tokenizer's, no BOS on gpt2)
+    out = run(gguf, ["prompt %s" % json.dumps(meta["text"], ensure_ascii=False), "tokens"])
+    ids = [int(l.split("\t")[1]) for l in out.splitlines() if l.count("\t") >= 3]
+    if len(ids) < 4:
+        bad("%s: no token ids from `tokens`" % name)
+        return
+    names = R.hook_names(cfg)
+    for kind, cmd, fn in metrics(ids, cfg.vocab):
+        lines = ["prompt %s" % json.dumps(meta["text"], ensure_ascii=False), "finish", cmd]
+        for h in names:
+            lines.append("grad %s %s" % (h, os.path.join(WORK, "%s.%s.%s.npy" % (name, kind, h))))
+        lines.append("saliency " + os.path.join(WORK, "%s.%s.sal.npy" % (name, kind)))
+        run(gguf, lines)
+        value, grads, vals = torch_grads(model, ids, fn)
+        worst = 0.0
+        for h in names:
+            path = os.path.join(WORK, "%s.%s.%s.npy" % (name, kind, h))
+            if not os.path.exists(path):
+                bad("%s %s: no %s written" % (name, kind, h))
+                continue
+            a = np.load(path).astype(np.float64)
+            t = grads.get(h)
+            if t is None:
+                t = np.zeros_like(a)
+            if a.size != t.size:
+                bad("%s %s %s: shape %s, torch %s" % (name, kind, h, a.shape, t.shape))
+                continue
+            a = a.reshape(t.shape)
+            if h.endswith("hook_attn_scores"):
+                t = np.where(np.isfinite(vals[h]), t, 0.0)
+            scale = np.abs(t).max()
+            err = np.abs(a - t).max() / scale if scale > 0 else np.abs(a).max()
+            worst = max(worst, err)
+            if not err <= TOL:
+                bad("%s %s d/d %s: max error %.3g relative to the largest |grad| %.3g" % (name, kind, h, err, scale))
+        # saliency: gradient x input on hook_embed
+        sal = np.load(os.path.join(WORK, "%s.%s.sal.npy" % (name, kind)))
+        want = (grads["hook_embed"] * vals["hook_embed"]).sum(-1)
+        e = np.abs(sal - want).max() / max(np.abs(want).max(), 1e-30)
+        if not e <= TOL:
+            bad("%s %s saliency: max error %.3g relative" % (name, kind, e))
+        print("ok %s %s: %d hooks, worst relative error %.2e; saliency %.2e" % (name, kind, len(names), worst, e))
+    # integrated gradients with the logprob metric
+    steps = 64
+    fn = metrics(ids, cfg.vocab)[1][2]
+    out = run(gguf, ["prompt %s" % json.dumps(meta["text"], ensure_ascii=False), "finish", metrics(ids, cfg.vocab)[1][1],
+                     "saliency ig=%d %s" % (steps, os.path.join(WORK, name + ".ig.npy")),
+                     "saliency ig=%d" % steps])
+    ig = np.load(os.path.join(WORK, name + ".ig.npy")).astype(np.float64)
+    emb = model.tok_embd.weight.detach()[torch.tensor(ids)]
+    acc = torch.zeros_like(emb)
+    for k in range(steps):
+        alpha = (k + 0.5) / steps
+        x = (alpha * emb).clone().requires_grad_(True)
+        l = forward_from_embed(model, cfg, ids, x)
+        fn(l).backward()
+        acc += x.grad / steps
+    want = (acc * emb).sum(-1).numpy()
+    with torch.no_grad():
+        f1 = fn(forward_from_embed(model, cfg, ids, emb)).item()
+        f0 = fn(forward_from_embed(model, cfg, ids, torch.zeros_like(emb))).item()
+    e = np.abs(ig - want).max() / np.abs(want).max()
+    if not e <= TOL:
+        bad("%s IG: max error %.3g relative to torch's Riemann sum" % (name, e))
+    comp = abs(ig.sum() - (f1 - f0)) / abs(f1 - f0)
+    if not comp <= 0.02:
+        bad("%s IG completeness: sum %.5f vs metric difference %.5f" % (name, ig.sum(), f1 - f0))
+    if "difference %+.6f" % (f1 - f0) not in out and "difference %+.6f" % (f1 - f0 + 1e-6) not in out:
+        # the table states metric - metric(baseline); float32 vs float64: compare loosely
+        line = [x for x in out.splitlines() if "baseline" in x]
+        got = float(line[-1].split("difference")[1]) if line else float("nan")
+        if not abs(got - (f1 - f0)) <= 1e-4 * max(1.0, abs(f1 - f0)):
+            bad("%s IG: attnscope's metric difference %.6f, torch %.6f" % (name, got, f1 - f0))
+    print("ok %s IG (%d steps): %.2e relative to torch; completeness %.2e (sum %.5f, difference %.5f)"
+          % (name, steps, e, comp, ig.sum(), f1 - f0))
+    # finite differences (torch, float64) on the attnscope gradient at blocks.0.hook_resid_pre
+    g = np.load(os.path.join(WORK, "%s.logprob.blocks.0.hook_resid_pre.npy" % name)).astype(np.float64)
+    rng = np.random.default_rng(7)
+    for _ in range(4):
+        i, j = int(rng.integers(len(ids))), int(rng.integers(cfg.d_model))
+        h = 1e-5
+        fd = []
+        for sgn in (1, -1):
+            fd.append(fn(forward_with_resid0(model, cfg, ids, i, j, sgn * h)).item())
+        num = (fd[0] - fd[1]) / (2 * h)
+        if not abs(num - g[i, j]) <= 1e-4 * max(np.abs(g).max(), 1e-12):
+            bad("%s finite difference at resid_pre[0][%d, %d]: %.6g, grad %.6g" % (name, i, j, num, g[i, j]))
+    print("ok %s: central finite differences agree at 4 coordinates" % name)
+
+
+def forward_from_embed(model, cfg, ids, emb):
+    """The model with hook_embed replaced by emb [T, d]."""
+    def rec(hooks, name, t):
+        return None
+    real = model.tok_embd.forward
+    model.tok_embd.forward = lambda idx: emb[None]
+    try:
+        return model(torch.tensor([ids], dtype=torch.long))[0]
+    finally:
+        model.tok_embd.forward = real
+
+
+def forward_with_resid0(model, cfg, ids, i, j, h):
+    """The model with h added to blocks.0.hook_resid_pre[i, j]."""
+    real = model.tok_embd.forward
+
+    def f(idx):
+        x = real(idx).clone()
+        if cfg.arch == "gpt2":  # resid_pre 0 = embed + pos_embed: add to the embedding
+            pass
+        x[0, i, j] += h
+        return x
+    model.tok_embd.forward = f
+    try:
+        with torch.no_grad():
+            return model(torch.tensor([ids], dtype=torch.long))[0]
+    finally:
+        model.tok_embd.forward = real
+
+
+torch.set_grad_enabled(True)
+for which in ("tiny-gpt2", "tiny-llama"):
+    check_model(which)
+print("grad_ref: %d failures" % len(fails))
+sys.exit(1 if fails else 0)
