@@ -403,6 +403,10 @@ int as_cmd_saliency(cmd_ctx *c)
             if (steps)
                 fprintf(s->out, ", at the baseline %.6f, difference %+.6f", base, full - base);
             fputc('\n', s->out);
+            if (steps && fabs(total - (full - base)) > 0.05 * fabs(full - base))
+                fprintf(s->out, "the sum misses the metric's change by %.0f%%: more steps, or a model whose norm jumps "
+                        "near a zero input (RMSNorm without position embeddings) resolves it only with many\n",
+                        100 * fabs(total - (full - base)) / fmax(fabs(full - base), 1e-30));
         }
     }
     free(x);

@@ -84,8 +84,8 @@ def metrics(ids, V):
     ]
 
 
-def check_model(which):
-    name, cfg, model, tok, ids, text = MF.build(which)
+def check_model(which, decoder=False):
+    name, cfg, model, tok, ids, text = (MF.build_decoder if decoder else MF.build)(which)
     model = model.double()
     gguf = os.path.join(FIX, name + ".gguf")
     meta = json.load(open(os.path.join(FIX, name, "meta.json")))
@@ -95,7 +95,13 @@ def check_model(which):
     if len(ids) < 4:
         bad("%s: no token ids from `tokens`" % name)
         return
-    names = R.hook_names(cfg)
+    if decoder:
+        with torch.no_grad():
+            hk = {}
+            model(torch.tensor([ids], dtype=torch.long), hk)
+        names = [h for h in hk if not np.issubdtype(hk[h].numpy().dtype, np.integer)]
+    else:
+        names = R.hook_names(cfg)
     for kind, cmd, fn in metrics(ids, cfg.vocab):
         lines = ["prompt %s" % json.dumps(meta["text"], ensure_ascii=False), "finish", cmd]
         for h in names:
@@ -131,6 +137,8 @@ def check_model(which):
         if not e <= TOL:
             bad("%s %s saliency: max error %.3g relative" % (name, kind, e))
         print("ok %s %s: %d hooks, worst relative error %.2e; saliency %.2e" % (name, kind, len(names), worst, e))
+    if decoder:
+        return
     # integrated gradients with the logprob metric
     steps = 64
     fn = metrics(ids, cfg.vocab)[1][2]
@@ -154,7 +162,12 @@ def check_model(which):
     if not e <= TOL:
         bad("%s IG: max error %.3g relative to torch's Riemann sum" % (name, e))
     comp = abs(ig.sum() - (f1 - f0)) / abs(f1 - f0)
-    if not comp <= 0.02:
+    # Completeness is asserted on gpt2 only: on llama the zero baseline puts
+    # the residual stream at 0, where RMSNorm(alpha x) jumps within alpha ~
+    # sqrt(eps) / rms(x) ~ 0.003, a spike no Riemann sum of 64 (or 2048)
+    # steps resolves (torch's own sums: -2.16 at 64 steps, -0.22 at 256,
+    # -1.24 at 2048, against -1.99); there attnscope equals torch's sum above.
+    if cfg.arch == "gpt2" and not comp <= 0.02:
         bad("%s IG completeness: sum %.5f vs metric difference %.5f" % (name, ig.sum(), f1 - f0))
     if "difference %+.6f" % (f1 - f0) not in out and "difference %+.6f" % (f1 - f0 + 1e-6) not in out:
         # the table states metric - metric(baseline); float32 vs float64: compare loosely
@@ -212,5 +225,12 @@ def forward_with_resid0(model, cfg, ids, i, j, h):
 torch.set_grad_enabled(True)
 for which in ("tiny-gpt2", "tiny-llama"):
     check_model(which)
+# the llama family's variants: q/k/v biases and NEOX rotary (qwen2), YaRN,
+# llama 3's frequencies, a sliding window with linear scaling (mistral),
+# per-head q/k norms (qwen3), fused qkv (phi3), soft-capped scores and
+# logits with post-norms and GEGLU (gemma2), gemma3
+for which in ("tiny-qwen2", "tiny-llama-yarn", "tiny-llama3", "tiny-mistral", "tiny-qwen3", "tiny-phi3",
+              "tiny-gemma2", "tiny-gemma3"):
+    check_model(which, decoder=True)
 print("grad_ref: %d failures" % len(fails))
 sys.exit(1 if fails else 0)
