@@ -43,6 +43,8 @@ expect "grad to an unwritable path" 1 '' '/nonexistent/g.npy' -- -m "$G" -e 'pro
 expect "grad to a file that is not .npy" 1 '' "not 'g.png'" -- -m "$G" -e 'prompt-ids 276 257 262; metric 5 7; grad hook_embed g.png'
 expect "grad names the op kind without a VJP and the model" 1 '' 'no vector-Jacobian product for expert_sum.*austen-moe' \
     -- -m "$MODELS/austen-moe.gguf" -e 'prompt "It is a truth"; metric logprob 5; grad hook_embed'
+expect "grad on an embedding model without logits" 1 '' 'tiny-nomic-bert gives no logits' \
+    -- -m "$FIX/tiny-nomic-bert.gguf" -e 'prompt-ids 1 2 3; metric 5 7; grad embed.hook_embed'
 expect "grad runs the pass when needed and summarises per position" 0 '^  2  ' '' \
     -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5; grad blocks.0.hook_resid_pre'
 expect "grad at a metric position past the prompt" 1 '' 'position 9.*3 tokens' \

@@ -47,12 +47,15 @@ def _rec_grad(hooks, name, t):
         hooks[name] = t
 
 
-def torch_grads(model, ids, metric):
+def torch_grads(model, ids, metric, types=None):
     """metric(logits [T,V]) -> scalar; returns (value, {hook: grad [..]})."""
     R._rec = _rec_grad
     try:
         hooks = {}
-        logits = model(torch.tensor([ids], dtype=torch.long), hooks)[0]
+        if types is None:
+            logits = model(torch.tensor([ids], dtype=torch.long), hooks)[0]
+        else:
+            logits = model(torch.tensor([ids], dtype=torch.long), torch.tensor([types], dtype=torch.long), hooks)[0][0]
         m = metric(logits)
         m.backward()
     finally:
@@ -84,31 +87,47 @@ def metrics(ids, V):
     ]
 
 
-def check_model(which, decoder=False):
-    name, cfg, model, tok, ids, text = (MF.build_decoder if decoder else MF.build)(which)
+def check_model(which, decoder=False, encoder=False):
+    types = None
+    if encoder:  # a sentence pair: token types 0 then 1, bidirectional, Post-LN, the masked-LM head
+        cfg, seed = MF.ENCODERS[which]
+        name, model = which, MF.make_encoder(cfg, seed)
+        prompt = 'prompt "the cat sat on the mat" "the dog ate the fishes"'
+        if MF.encoder_input(which)[0] is None:  # no tokenizer: ids, all of type 0
+            prompt = "prompt-ids " + " ".join(str(i) for i in MF.encoder_input(which)[1])
+    else:
+        name, cfg, model, tok, ids, text = (MF.build_decoder if decoder else MF.build)(which)
+        meta = json.load(open(os.path.join(FIX, name, "meta.json")))
+        prompt = "prompt %s" % json.dumps(meta["text"], ensure_ascii=False)
     model = model.double()
     gguf = os.path.join(FIX, name + ".gguf")
-    meta = json.load(open(os.path.join(FIX, name, "meta.json")))
-    # the ids attnscope's `prompt` gives the fixture's text (its tokenizer's, no BOS on gpt2)
-    out = run(gguf, ["prompt %s" % json.dumps(meta["text"], ensure_ascii=False), "tokens"])
+    # the ids attnscope's `prompt` gives the text (its tokenizer's, no BOS on gpt2)
+    out = run(gguf, [prompt, "tokens"])
     ids = [int(l.split("\t")[1]) for l in out.splitlines() if l.count("\t") >= 3]
     if len(ids) < 4:
         bad("%s: no token ids from `tokens`" % name)
         return
-    if decoder:
+    if encoder:
+        import re
+        m = re.search(r"a pair: (\d+) of type 0, (\d+) of type 1", out)
+        types = [0] * int(m.group(1)) + [1] * int(m.group(2)) if m else [0] * len(ids)
+    if decoder or encoder:
         with torch.no_grad():
             hk = {}
-            model(torch.tensor([ids], dtype=torch.long), hk)
+            if encoder:
+                model(torch.tensor([ids], dtype=torch.long), torch.tensor([types]), hk)
+            else:
+                model(torch.tensor([ids], dtype=torch.long), hk)
         names = [h for h in hk if not np.issubdtype(hk[h].numpy().dtype, np.integer)]
     else:
         names = R.hook_names(cfg)
     for kind, cmd, fn in metrics(ids, cfg.vocab):
-        lines = ["prompt %s" % json.dumps(meta["text"], ensure_ascii=False), "finish", cmd]
+        lines = [prompt, "finish", cmd]
         for h in names:
             lines.append("grad %s %s" % (h, os.path.join(WORK, "%s.%s.%s.npy" % (name, kind, h))))
         lines.append("saliency " + os.path.join(WORK, "%s.%s.sal.npy" % (name, kind)))
         run(gguf, lines)
-        value, grads, vals = torch_grads(model, ids, fn)
+        value, grads, vals = torch_grads(model, ids, fn, types)
         worst = 0.0
         for h in names:
             path = os.path.join(WORK, "%s.%s.%s.npy" % (name, kind, h))
@@ -132,17 +151,18 @@ def check_model(which, decoder=False):
                 bad("%s %s d/d %s: max error %.3g relative to the largest |grad| %.3g" % (name, kind, h, err, scale))
         # saliency: gradient x input on hook_embed
         sal = np.load(os.path.join(WORK, "%s.%s.sal.npy" % (name, kind)))
-        want = (grads["hook_embed"] * vals["hook_embed"]).sum(-1)
+        he = "embed.hook_embed" if encoder else "hook_embed"
+        want = (grads[he] * vals[he]).sum(-1)
         e = np.abs(sal - want).max() / max(np.abs(want).max(), 1e-30)
         if not e <= TOL:
             bad("%s %s saliency: max error %.3g relative" % (name, kind, e))
         print("ok %s %s: %d hooks, worst relative error %.2e; saliency %.2e" % (name, kind, len(names), worst, e))
-    if decoder:
+    if decoder or encoder:
         return
     # integrated gradients with the logprob metric
     steps = 64
     fn = metrics(ids, cfg.vocab)[1][2]
-    out = run(gguf, ["prompt %s" % json.dumps(meta["text"], ensure_ascii=False), "finish", metrics(ids, cfg.vocab)[1][1],
+    out = run(gguf, [prompt, "finish", metrics(ids, cfg.vocab)[1][1],
                      "saliency ig=%d %s" % (steps, os.path.join(WORK, name + ".ig.npy")),
                      "saliency ig=%d" % steps])
     ig = np.load(os.path.join(WORK, name + ".ig.npy")).astype(np.float64)
@@ -232,5 +252,10 @@ for which in ("tiny-gpt2", "tiny-llama"):
 for which in ("tiny-qwen2", "tiny-llama-yarn", "tiny-llama3", "tiny-mistral", "tiny-qwen3", "tiny-phi3",
               "tiny-gemma2", "tiny-gemma3"):
     check_model(which, decoder=True)
+# BERT: bidirectional attention, token types (a sentence pair), Post-LN, the
+# masked-LM head's dense layer, GELU and norm (nomic-bert, an embedding
+# model without logits, has no metric yet: grad.sh checks it says so)
+for which in ("tiny-bert",):
+    check_model(which, encoder=True)
 print("grad_ref: %d failures" % len(fails))
 sys.exit(1 if fails else 0)
