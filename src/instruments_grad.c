@@ -179,8 +179,10 @@ static void vjp_linear(bw *b, const as_op *op, const float *dy)
     float *dyc = NULL;
     if (op->softcap > 0) { /* out = cap · tanh(z / cap): dz = dy · (1 - (out / cap)²) */
         dyc = malloc((size_t)n * (size_t)no * sizeof *dyc);
-        if (!dyc)
+        if (!dyc) {
+            b->oom = true;
             return;
+        }
         for (int i = 0; i < n; i++) {
             const float *y = fwd(b, op->out, i);
             for (int r = 0; r < no; r++) {
@@ -193,6 +195,7 @@ static void vjp_linear(bw *b, const as_op *op, const float *dy)
     double *acc = calloc((size_t)n * (size_t)ni, sizeof *acc);
     float *row = malloc((size_t)ni * sizeof *row);
     bool *any = calloc((size_t)n, sizeof *any);
+    b->oom = b->oom || !acc || !row || !any;
     if (acc && row && any) {
         for (int r = 0; r < no; r++) {
             bool loaded = false;
@@ -290,6 +293,7 @@ static void vjp_rope(bw *b, const as_op *op, const float *dy)
     int n = n_of(b->g, out->stream), H = out->dims[0], dh = out->dims[1];
     float *cs = malloc(2 * (size_t)r->dim * sizeof *cs), *t = malloc((size_t)out->width * sizeof *t);
     float *dx = grad_of(b, op->in[0]);
+    b->oom = b->oom || !cs || !t;
     if (cs && t && dx)
         for (int i = 0; i < n; i++) {
             as_rope_angles_spec(cs, r, i);
@@ -326,6 +330,7 @@ static void vjp_scores(bw *b, const as_op *op, const float *dy)
     float *dbias = a->bias >= 0 ? grad_of(b, a->bias) : NULL;
     double *acck = calloc((size_t)nk * (size_t)Hk * d, sizeof *acck), *accq = malloc((size_t)d * sizeof *accq);
     if (!dq || !dk || !acck || !accq || (a->bias >= 0 && !dbias)) {
+        b->oom = true;
         free(acck), free(accq);
         return;
     }
@@ -400,6 +405,7 @@ static void vjp_mix(bw *b, const as_op *op, const float *dy)
     float *dp = grad_of(b, op->in[0]), *dvv = grad_of(b, op->in[1]);
     double *accv = calloc((size_t)nk * (size_t)Hk * dv, sizeof *accv);
     if (!dp || !dvv || !accv) {
+        b->oom = true;
         free(accv);
         return;
     }
@@ -517,6 +523,7 @@ static void vjp_pool(bw *b, const as_op *op, const float *dy)
     int n = n_of(b->g, out->stream), d = op->n_out, wx = b->p->hooks[op->in[0]].width;
     float *dx = grad_of(b, op->in[0]);
     double *sum = calloc((size_t)d, sizeof *sum);
+    b->oom = b->oom || !sum;
     if (dx && sum) {
         for (int i = 0; i < n; i++)
             for (int j = 0; j < d; j++)

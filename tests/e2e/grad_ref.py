@@ -9,7 +9,11 @@ the same tolerance; `saliency ig=STEPS` against the same Riemann sum
 (midpoint rule) in torch, and IG's completeness (the sum over tokens
 equals metric(input) - metric(zero baseline)) within 2% at 64 steps.
 Plus a central finite difference on a few coordinates of the torch model,
-so that a transpose that torch and attnscope share would still be caught.
+so that a transpose that torch and attnscope share would still be caught,
+and `ablate 0.1 zero` on gpt2 and llama against torch with that head cut
+(the gradient stops where an intervention sets values); BERT (a sentence
+pair's token types, bidirectional, Post-LN, the masked-LM head) for every
+metric kind.
 
 usage: grad_ref.py ATTNSCOPE_BINARY WORKDIR"""
 import json
@@ -210,12 +214,51 @@ def check_model(which, decoder=False, encoder=False):
         if not abs(num - g[i, j]) <= 1e-4 * max(np.abs(g).max(), 1e-12):
             bad("%s finite difference at resid_pre[0][%d, %d]: %.6g, grad %.6g" % (name, i, j, num, g[i, j]))
     print("ok %s: central finite differences agree at 4 coordinates" % name)
+    # an intervention stops the gradient where it sets values: `ablate 0.1
+    # zero` (head 1 of blocks.0.attn.hook_z) against torch with the head
+    # zeroed in the graph; the gradient at hook_z itself is still its output's
+    kind, cmd, fn = metrics(ids, cfg.vocab)[1]
+    lines = [prompt, "ablate 0.1 zero", "finish", cmd]
+    for h in names:
+        lines.append("grad %s %s" % (h, os.path.join(WORK, "%s.abl.%s.npy" % (name, h))))
+    run(gguf, lines)
+    # torch: head 1's columns of W_O's input zeroed (z itself stays in the
+    # graph, so torch's gradient at hook_z is zero at head 1 where
+    # attnscope's is z's output gradient: that head is left out below)
+    blk = model.blocks[0]
+    orig = blk.o.forward
+    mask = torch.ones(cfg.n_head, cfg.d_model // cfg.n_head, dtype=torch.float64)
+    mask[1] = 0
+    blk.o.forward = lambda x: orig(x * mask.reshape(-1))
+    try:
+        value, grads, vals = torch_grads(model, ids, fn)
+    finally:
+        blk.o.forward = orig
+    worst = 0.0
+    for h in names:
+        a = np.load(os.path.join(WORK, "%s.abl.%s.npy" % (name, h))).astype(np.float64)
+        t = grads.get(h)
+        t = np.zeros_like(a) if t is None else t
+        a = a.reshape(t.shape)
+        if h.endswith("hook_attn_scores"):
+            t = np.where(np.isfinite(vals[h]), t, 0.0)
+        if h == "blocks.0.attn.hook_z":
+            a, t = a.copy(), t.copy()
+            a[:, 1, :] = t[:, 1, :] = 0
+        scale = np.abs(t).max()
+        err = np.abs(a - t).max() / scale if scale > 0 else np.abs(a).max()
+        worst = max(worst, err)
+        if not err <= TOL:
+            bad("%s with head 0.1 ablated, d/d %s: max error %.3g relative" % (name, h, err))
+    # and the ablation did something: head 1's q, k, v get no gradient in layer 0
+    q = np.load(os.path.join(WORK, "%s.abl.blocks.0.attn.hook_q.npy" % name))
+    if not (np.abs(q[:, 1, :]).max() == 0 and np.abs(q).max() > 0):
+        bad("%s with head 0.1 ablated: hook_q's gradient is not zero at head 1 alone" % name)
+    print("ok %s with head 0.1 ablated: %d hooks, worst relative error %.2e" % (name, len(names), worst))
 
 
 def forward_from_embed(model, cfg, ids, emb):
     """The model with hook_embed replaced by emb [T, d]."""
-    def rec(hooks, name, t):
-        return None
     real = model.tok_embd.forward
     model.tok_embd.forward = lambda idx: emb[None]
     try:
@@ -229,9 +272,7 @@ def forward_with_resid0(model, cfg, ids, i, j, h):
     real = model.tok_embd.forward
 
     def f(idx):
-        x = real(idx).clone()
-        if cfg.arch == "gpt2":  # resid_pre 0 = embed + pos_embed: add to the embedding
-            pass
+        x = real(idx).clone()  # resid_pre 0 = embed (+ pos_embed on gpt2): adding to the embedding adds to it
         x[0, i, j] += h
         return x
     model.tok_embd.forward = f
