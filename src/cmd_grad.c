@@ -161,7 +161,7 @@ static int grad_now(as_session *s, void *ctx, as_error *err)
     else if (pos == (p->logits_pos >= 0 ? p->logits_pos : n - 1))
         l = as_interp_logits(s->it);
     if (!l)
-        return as_error_set(err, "the logits at position %d are not captured (a larger budget, `set capture MB`, keeps "
+        return as_error_set(err, "the logits at position %d are not captured (a larger budget, --capture-mb N, keeps "
                             "them)", pos);
     if (as_backward_check(s->it, seed, err))
         return AS_ERR;
@@ -328,7 +328,7 @@ int as_cmd_saliency(cmd_ctx *c)
     double *sal = calloc((size_t)n, sizeof *sal), *gsum = calloc((size_t)n * w, sizeof *gsum);
     int rc = x && sal && gsum ? AS_OK : as_error_set(c->err, "out of memory");
     if (rc == AS_OK && !as_capture_has(s->cap, he))
-        rc = as_error_set(c->err, "%s is not captured (a larger budget, `set capture MB`, keeps it)",
+        rc = as_error_set(c->err, "%s is not captured (a larger budget, --capture-mb N, keeps it)",
                           s->prog->hooks[he].name);
     if (rc == AS_OK) {
         memcpy(x, as_capture_row(s->cap, he, 0), (size_t)n * w * sizeof *x);

@@ -143,7 +143,7 @@ static int check(const as_interp *it, int seed, bool *need, as_error *err)
         for (int j = 0; j < 4; j++)
             if (r[j] >= 0 && (!as_capture_has(it->cap, r[j]) || it->cap->filled[r[j]] < it->st[p->hooks[r[j]].stream].n_tokens))
                 return as_error_set(err, "the backward pass reads %s (for op %d, %s), which the capture budget dropped: "
-                                    "a larger budget (`set capture MB`) keeps it", p->hooks[r[j]].name, o,
+                                    "a larger budget (--capture-mb N) keeps it", p->hooks[r[j]].name, o,
                                     as_op_kind_name(op->kind));
         for (int j = 0; j < 3; j++)
             if (op->in[j] >= 0)

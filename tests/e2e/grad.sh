@@ -45,6 +45,8 @@ expect "grad names the op kind without a VJP and the model" 1 '' 'no vector-Jaco
     -- -m "$MODELS/austen-moe.gguf" -e 'prompt "It is a truth"; metric logprob 5; grad hook_embed'
 expect "grad on an embedding model without logits" 1 '' 'tiny-nomic-bert gives no logits' \
     -- -m "$FIX/tiny-nomic-bert.gguf" -e 'prompt-ids 1 2 3; metric 5 7; grad embed.hook_embed'
+expect "grad without the captured values it reads" 1 '' 'reads blocks.1.hook_resid_post.*capture budget dropped.*--capture-mb' \
+    -- -m "$G" --capture-mb 0 -e 'prompt-ids 276 257 262; metric logprob 5; grad hook_embed'
 expect "grad runs the pass when needed and summarises per position" 0 '^  2  ' '' \
     -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5; grad blocks.0.hook_resid_pre'
 expect "grad at a metric position past the prompt" 1 '' 'position 9.*3 tokens' \
