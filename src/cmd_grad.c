@@ -143,7 +143,49 @@ typedef struct grad_job {
     as_grads g;
     double value;    /* the metric */
     bool done;
+    const as_capture *cap; /* where the forward values were read: the session's, or the recomputation's */
+    as_side_run side;      /* the recomputation, when the session's capture lacked them */
 } grad_job;
+
+static void job_free(grad_job *j)
+{
+    as_grads_free(&j->g);
+    as_cmd_side_run_free(&j->side);
+    memset(&j->side, 0, sizeof j->side);
+}
+
+/* The pass again, with the default budget and the same input and
+ * interventions, when the capture lacks what the backward pass reads
+ * (a small --capture-mb). A program of one token stream only: another
+ * stream's input (a source, an image) is not carried over. */
+static int recompute(as_session *s, grad_job *j, as_error *err)
+{
+    const as_program *p = s->prog;
+    const as_interp *it = s->it;
+    as_stop stop;
+    if (p->n_streams != 1 || p->streams[0].input != AS_INPUT_TOKENS)
+        return AS_OK; /* the check then says which value is missing */
+    size_t budget = as_capture_default_mb() << 20;
+    if (as_capture_new(&j->side.cap, p, budget, err) || as_interp_new(&j->side.it, p, j->side.cap, err))
+        return AS_ERR;
+    as_interp *r = j->side.it;
+    r->interrupt = it->interrupt;
+    const as_stream_state *st = &it->st[0];
+    if (as_interp_set_tokens(r, st->tokens, st->n_tokens, err))
+        return AS_ERR;
+    bool typed = false;
+    for (int i = 0; i < st->n_tokens; i++)
+        typed = typed || st->types[i] != 0;
+    if (typed && as_interp_set_types(r, 0, st->types, st->n_tokens, err))
+        return AS_ERR;
+    for (int k = 0; k < it->n_rules && !it->rules_off; k++)
+        if (it->rules[k].kind != AS_RULE_WATCH &&
+            as_interp_add_rule(r, &it->rules[k], (size_t)as_rule_len(it, &it->rules[k]), err))
+            return AS_ERR;
+    if (as_interp_run(r, AS_RUN_FINISH, 0, &stop, err))
+        return AS_ERR;
+    return stop == AS_STOP_INTERRUPT ? as_error_set(err, "interrupted") : AS_OK;
+}
 
 /* The metric and its gradient at every hook, over the computed state. */
 static int grad_now(as_session *s, void *ctx, as_error *err)
@@ -151,26 +193,35 @@ static int grad_now(as_session *s, void *ctx, as_error *err)
     grad_job *j = ctx;
     const as_program *p = s->prog;
     int seed = p->ops[p->unembed].out, pos = metric_pos(s), n = s->it->out->n_tokens, V = s->model->cfg.n_vocab;
+    job_free(j);
+    const as_interp *it = s->it;
+    if (!as_backward_captured(it, seed)) {
+        if (recompute(s, j, err))
+            return AS_ERR;
+        if (j->side.it)
+            it = j->side.it;
+    }
+    j->cap = it->cap;
     if (pos >= n)
         return as_error_set(err, "the metric is at position %d, but the context has %d tokens", pos, n);
     if (p->hooks[seed].stream != p->out_stream || p->hooks[seed].width != V)
         return as_error_set(err, "%s gives no logits over its vocabulary to differentiate", s->model->cfg.name);
     const float *l = NULL;
-    if (as_capture_has(s->cap, seed) && s->cap->filled[seed] > pos)
-        l = as_capture_row(s->cap, seed, pos);
+    if (as_capture_has(it->cap, seed) && it->cap->filled[seed] > pos)
+        l = as_capture_row(it->cap, seed, pos);
     else if (pos == (p->logits_pos >= 0 ? p->logits_pos : n - 1))
-        l = as_interp_logits(s->it);
+        l = as_interp_logits(it);
     if (!l)
         return as_error_set(err, "the logits at position %d are not captured (a larger budget, --capture-mb N, keeps "
                             "them)", pos);
-    if (as_backward_check(s->it, seed, err))
+    if (as_backward_check(it, seed, err))
         return AS_ERR;
     float *sg = calloc((size_t)n * (size_t)V, sizeof *sg);
     if (!sg)
         return as_error_set(err, "out of memory");
     metric_seed(s, l, sg + (size_t)pos * V);
     j->value = as_cmd_metric_of(s, l);
-    int rc = as_backward(s->it, seed, sg, &j->g, err);
+    int rc = as_backward(it, seed, sg, &j->g, err);
     free(sg);
     j->done = rc == AS_OK;
     return rc;
@@ -213,8 +264,10 @@ int as_cmd_grad(cmd_ctx *c)
     if (path && (strlen(path) < 4 || strcasecmp(path + strlen(path) - 4, ".npy")))
         return as_error_set(c->err, "grad writes a .npy array, not '%s'", path);
     grad_job j;
-    if (run_grad(s, &j, c->err))
+    if (run_grad(s, &j, c->err)) {
+        job_free(&j);
         return AS_ERR;
+    }
     const as_hook *hk = &s->prog->hooks[h];
     size_t count = as_grads_count(&j.g, h);
     float *g = calloc(count ? count : 1, sizeof *g);
@@ -281,7 +334,7 @@ int as_cmd_grad(cmd_ctx *c)
         }
     }
     free(g);
-    as_grads_free(&j.g);
+    job_free(&j);
     return rc;
 }
 
@@ -320,23 +373,25 @@ int as_cmd_saliency(cmd_ctx *c)
         return as_error_set(c->err, "%s has no token embedding on its output stream to attribute to",
                             s->model->cfg.name);
     grad_job j;
-    if (run_grad(s, &j, c->err))
+    if (run_grad(s, &j, c->err)) {
+        job_free(&j);
         return AS_ERR;
+    }
     int n = j.g.n_pos[s->prog->out_stream], w = s->prog->hooks[he].width;
     double full = j.value, base = NAN;
     float *x = malloc((size_t)n * w * sizeof *x);
     double *sal = calloc((size_t)n, sizeof *sal), *gsum = calloc((size_t)n * w, sizeof *gsum);
     int rc = x && sal && gsum ? AS_OK : as_error_set(c->err, "out of memory");
-    if (rc == AS_OK && !as_capture_has(s->cap, he))
+    if (rc == AS_OK && !as_capture_has(j.cap, he))
         rc = as_error_set(c->err, "%s is not captured (a larger budget, --capture-mb N, keeps it)",
                           s->prog->hooks[he].name);
     if (rc == AS_OK) {
-        memcpy(x, as_capture_row(s->cap, he, 0), (size_t)n * w * sizeof *x);
+        memcpy(x, as_capture_row(j.cap, he, 0), (size_t)n * w * sizeof *x);
         if (steps == 0)
             for (size_t k = 0; k < (size_t)n * w; k++)
                 gsum[k] = j.g.g[he] ? j.g.g[he][k] : 0;
     }
-    as_grads_free(&j.g);
+    job_free(&j);
     /* Integrated gradients: the embeddings scaled by (k + 1/2) / STEPS
      * (the midpoint rule), each through a SET rule on hook_embed, the
      * gradients averaged; the baseline (all zeros) run for completeness. */
@@ -357,13 +412,15 @@ int as_cmd_saliency(cmd_ctx *c)
         free(v);
         if (rc == AS_OK)
             rc = as_cmd_rerun(s, false, grad_now, &j, c->err);
+        else
+            memset(&j, 0, sizeof j);
         as_interp_truncate_rules(s->it, n_rules);
         if (rc == AS_OK && k < steps && j.g.g[he])
             for (size_t t = 0; t < (size_t)n * w; t++)
                 gsum[t] += j.g.g[he][t] / (double)steps;
         if (rc == AS_OK && k == steps)
             base = j.value;
-        as_grads_free(&j.g);
+        job_free(&j);
         if (rc == AS_OK && as_cmd_interrupted(s))
             rc = as_error_set(c->err, "interrupted");
     }
@@ -404,8 +461,8 @@ int as_cmd_saliency(cmd_ctx *c)
                 fprintf(s->out, ", at the baseline %.6f, difference %+.6f", base, full - base);
             fputc('\n', s->out);
             if (steps && fabs(total - (full - base)) > 0.05 * fabs(full - base))
-                fprintf(s->out, "the sum misses the metric's change by %.0f%%: more steps, or a model whose norm jumps "
-                        "near a zero input (RMSNorm without position embeddings) resolves it only with many\n",
+                fprintf(s->out, "the sum misses the metric's change by %.0f%%: take more steps (a norm that jumps near "
+                        "the zero input, as RMSNorm does without position embeddings, needs many)\n",
                         100 * fabs(total - (full - base)) / fmax(fabs(full - base), 1e-30));
         }
     }

@@ -154,6 +154,32 @@ static int check(const as_interp *it, int seed, bool *need, as_error *err)
     return AS_OK;
 }
 
+bool as_backward_captured(const as_interp *it, int seed)
+{
+    const as_program *p = it->prog;
+    bool *need = calloc((size_t)p->n_hooks, sizeof *need), ok = true;
+    if (!need)
+        return false;
+    need[seed] = true;
+    for (int o = p->n_ops - 1; o >= 0 && ok; o--) {
+        const as_op *op = &p->ops[o];
+        if (!need[op->out])
+            continue;
+        int r[4];
+        reads(p, op, r);
+        for (int j = 0; j < 4; j++)
+            if (r[j] >= 0 && (!as_capture_has(it->cap, r[j]) || it->cap->filled[r[j]] < it->st[p->hooks[r[j]].stream].n_tokens))
+                ok = false;
+        for (int j = 0; j < 3; j++)
+            if (op->in[j] >= 0)
+                need[op->in[j]] = true;
+        if (op->kind == AS_OP_SCORES && p->attn[op->attn].bias >= 0)
+            need[p->attn[op->attn].bias] = true;
+    }
+    free(need);
+    return ok;
+}
+
 int as_backward_check(const as_interp *it, int seed, as_error *err)
 {
     bool *need = calloc((size_t)it->prog->n_hooks, sizeof *need);

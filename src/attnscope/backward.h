@@ -2,7 +2,8 @@
  * From a gradient on one hook (the seed: d metric / d logits), each op
  * from the last to the first passes its output's gradient to its inputs
  * by its vector-Jacobian product, reading the forward values the capture
- * holds. Values are float32, long sums accumulate in float64. An op kind
+ * holds (the caller recomputes a pass when they were dropped:
+ * as_backward_captured). Values are float32, long sums accumulate in float64. An op kind
  * without a VJP (or a forward value the capture budget dropped) on the
  * path makes the whole pass refuse, naming it: never a wrong number. */
 #ifndef ATTNSCOPE_BACKWARD_H
@@ -29,6 +30,9 @@ size_t as_grads_count(const as_grads *g, int hook);
  * capture hold what they read? AS_ERR says which op kind or hook is
  * missing, for which model. */
 int as_backward_check(const as_interp *it, int seed, as_error *err);
+/* Whether the capture holds every forward value the pass from seed reads
+ * (false: a run with a larger budget can recompute them). */
+bool as_backward_captured(const as_interp *it, int seed);
 /* Runs the backward pass from seed_grad (as_grads_count(seed) floats, the
  * hook's dense layout) over the computed state (complete, fresh). The
  * interventions in effect stop the gradient where they set values. */
