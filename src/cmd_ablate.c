@@ -250,7 +250,10 @@ int as_cmd_compare_runs(as_session *s, as_error *err)
             double a = as_cmd_metric_of(s, clean), b = as_cmd_metric_of(s, logits);
             char d[200];
             as_cmd_metric_describe(s, d, sizeof d);
-            fprintf(s->out, "metric %s: clean %.4f, changed %.4f, change %+.4f\n", d, a, b, b - a);
+            if (s->metric_kind == AS_METRIC_DIFF) /* the line as it always was */
+                fprintf(s->out, "logit difference (metric): clean %.4f, changed %.4f, change %+.4f\n", a, b, b - a);
+            else
+                fprintf(s->out, "metric (%s): clean %.6g, changed %.6g, change %+.6g\n", d, a, b, b - a);
         }
     }
     free(clean);
