@@ -435,6 +435,13 @@ int as_cmd_saliency(cmd_ctx *c)
         }
         char d[200];
         as_cmd_metric_describe(s, d, sizeof d);
+        float *keep = malloc((size_t)n * sizeof *keep); /* for the view's token strip */
+        if (keep) {
+            for (int i = 0; i < n; i++)
+                keep[i] = (float)sal[i];
+            free(s->saliency);
+            s->saliency = keep, s->saliency_n = n, s->saliency_gen = s->it->gen;
+        }
         if (path) {
             float *f = malloc((size_t)n * sizeof *f);
             size_t shape[1] = {(size_t)n};

@@ -68,6 +68,7 @@ void as_session_free(as_session *s)
     as_program_free(s->prog);
     as_model_free(s->model);
     free(s->probs);
+    free(s->saliency);
     free(s->order);
     free(s);
 }

@@ -39,6 +39,9 @@ struct as_session {
     bool has_metric;
     int metric_kind;    /* as_metric_kind */
     int metric_pos;     /* the position it reads, or -1: where the logits are read (the last) */
+    float *saliency;    /* the last `saliency` per position of the output stream, for the view's token strip */
+    int saliency_n;
+    unsigned long saliency_gen; /* the state (it->gen) it was computed on: another state shows none */
     char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
     char sampled[128];  /* how `gen` chose the context's generated tokens ("temperature 0.7, top-k 40"), for
                          * figures; "" when none */

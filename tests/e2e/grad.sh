@@ -9,6 +9,9 @@
 #  - the metric's words: `metric prob 1434` on austen-llama is a
 #    probability (prob is a token there), `metric "prob" 1434` the logit
 #    difference; usage errors;
+#  - the view: after `saliency` the token strip's chips are shaded and the
+#    tokens of negative saliency (in the batch table) underlined, the title
+#    saying so; before it, neither (grad_view.py reads the screen's colours);
 #  - bad input answered by one message naming what and where: an unknown
 #    hook, an unwritable path, a model whose op kind has no VJP (austen-moe's
 #    routed experts), no metric, no prompt.
@@ -18,9 +21,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MODELS=$HERE/../../models
 FIX=$HERE/../fixtures
 PY=/usr/bin/python3
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-pass=0 fail=0
+. "$HERE/tmux_lib.sh"
+tmux_setup attnscope-grad
 . "$HERE/expect_lib.sh"
 
 if $PY -c 'import numpy, torch' 2>/dev/null; then
@@ -61,6 +63,33 @@ expect "saliency ig= out of range" 1 '' 'ig steps' -- -m "$G" -e 'prompt-ids 276
 expect "saliency with a stray argument" 1 '' "saliency: 'x.png'" -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5; saliency x.png'
 expect "patch sweep refuses a metric at another position" 1 '' 'patch sweep reads the logits at position 2 only' \
     -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5 1; patch sweep resid_pre from "the cat"'
+
+# the view's token strip (tmux, 120x35): the chips before and after `saliency`
+"$BIN" --no-tui -m "$G" -e 'prompt "the cat sat on the mat"; finish; metric logprob 5; saliency' > "$TMP/sal.txt" 2>&1
+cat > "$TMP/view.sh" <<EOF
+unset COLORTERM NO_COLOR
+export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state"
+"$BIN" -m "$G" --threads 1
+exec sleep 600
+EOF
+$T new-session -d -s sal -c "$TMP" -x 120 -y 35 "sh $TMP/view.sh"
+if wait_for sal '^attnscope>' 20; then
+    typed sal 'set delay 0; prompt "the cat sat on the mat"; finish; view'
+    keys sal Enter
+    wait_for sal 'Tokens  6 prompt' 10
+    screen_e sal; cp "$TMP/screen" "$TMP/before"
+    keys sal ':'
+    sleep 0.3
+    typed sal 'metric logprob 5; saliency'
+    keys sal Enter
+    wait_for sal 'shaded by \|saliency\|' 10
+    screen_e sal; cp "$TMP/screen" "$TMP/after"
+    if $PY "$HERE/grad_view.py" "$TMP/before" "$TMP/after" "$TMP/sal.txt"; then ok; else
+        bad "the token strip after saliency: shading or underlines do not follow the table"; fi
+    if grep -q 'shaded by |saliency|' "$TMP/before"; then bad "the token strip says it is shaded before saliency ran"; else ok; fi
+else
+    bad "the view did not start"
+fi
 
 echo "grad.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]
