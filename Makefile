@@ -78,7 +78,8 @@ BUILD_NEEDS = pc/ncursesw:libncurses-dev pc/readline:libreadline-dev pc/openblas
 # module they use is here or on a fresh machine, tests/deps/fresh-commands).
 # PyTorch is not here: only the recipes and the fixture regeneration need it
 # (models/README.md); nothing `make test` runs imports it.
-TEST_NEEDS  = cmd/tmux:tmux cmd/infocmp:ncurses-bin cmd/python3:python3 py/numpy:python3-numpy py/PIL:python3-pil \
+TEST_NEEDS  = cmd/tmux:tmux cmd/infocmp:ncurses-bin cmd/python3:python3 py/numpy:python3-numpy py/PIL:python3-pil py/torch:python3-torch py/regex:python3-regex \
+              py/torchvision:python3-torchvision \
               cmd/git:git cmd/node:nodejs cmd/npm:npm \
               cmd/pdfinfo:poppler-utils cmd/pdftotext:poppler-utils cmd/pdftoppm:poppler-utils \
               cmd/rsvg-convert:librsvg2-bin file//usr/share/i18n/locales/en_US:locales
@@ -259,6 +260,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_heatstrip.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/longnav.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_longnav.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/grad.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 	AS_BIN=$(abspath $(PROG)) /usr/bin/python3 tests/stale/run.py
 	AS_BIN=$(abspath $(PROG)) sh tests/badinput/run.sh

@@ -246,9 +246,14 @@ int as_cmd_compare_runs(as_session *s, as_error *err)
                 s->prog->logits_pos >= 0 ? s->prog->logits_pos : s->it->out->n_tokens - 1, at, s->it->n_rules, s->it->n_rules == 1 ? "" : "s", kl_div(pc, pa, V));
         print_top(s, "clean  ", clean, pc);
         print_top(s, "changed", logits, pa);
-        if (s->has_metric) {
-            double a = clean[s->metric[0]] - clean[s->metric[1]], b = logits[s->metric[0]] - logits[s->metric[1]];
-            fprintf(s->out, "logit difference (metric): clean %.4f, changed %.4f, change %+.4f\n", a, b, b - a);
+        if (s->has_metric && as_cmd_metric_final(s, "compare", NULL) == AS_OK) {
+            double a = as_cmd_metric_of(s, clean), b = as_cmd_metric_of(s, logits);
+            char d[200];
+            as_cmd_metric_describe(s, d, sizeof d);
+            if (s->metric_kind == AS_METRIC_DIFF) /* the line as it always was */
+                fprintf(s->out, "logit difference (metric): clean %.4f, changed %.4f, change %+.4f\n", a, b, b - a);
+            else
+                fprintf(s->out, "metric (%s): clean %.6g, changed %.6g, change %+.6g\n", d, a, b, b - a);
         }
     }
     free(clean);
@@ -266,22 +271,8 @@ int as_cmd_compare(cmd_ctx *c)
             as_cmd_parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
             return AS_ERR;
         c->s->has_metric = true;
+        c->s->metric_kind = AS_METRIC_DIFF;
+        c->s->metric_pos = -1;
     }
     return as_cmd_compare_runs(c->s, c->err);
-}
-
-int as_cmd_metric(cmd_ctx *c)
-{
-    if (c->argc != 3)
-        return as_error_set(c->err, "usage: metric TOKEN_A TOKEN_B (ids or vocabulary pieces)");
-    if (as_cmd_parse_token(c->s, c->argv[1], &c->s->metric[0], c->err) ||
-        as_cmd_parse_token(c->s, c->argv[2], &c->s->metric[1], c->err))
-        return AS_ERR;
-    c->s->has_metric = true;
-    char a[64], b[64];
-    as_cmd_label(c->s, c->s->metric[0], 0, a, sizeof a);
-    as_cmd_label(c->s, c->s->metric[1], 0, b, sizeof b);
-    fprintf(c->s->out, "metric: logit[%s] - logit[%s] at %s\n", a, b,
-            c->s->prog->logits_pos >= 0 ? "CLS (where the classes are read)" : "the last position");
-    return AS_OK;
 }

@@ -61,7 +61,7 @@ static int metric_reader(as_session *s, void *ctx, as_error *err)
     const float *l = as_cmd_final_logits(s, err);
     if (!l)
         return AS_ERR;
-    *(double *)ctx = (double)l[s->metric[0]] - l[s->metric[1]];
+    *(double *)ctx = as_cmd_metric_of(s, l);
     return AS_OK;
 }
 
@@ -90,8 +90,8 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
         return as_error_set(c->err, "patch sweep: options such as '%s' are for a figure (.png/.svg/.pdf)", c->argv[6]);
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
-    if (!s->has_metric)
-        return as_error_set(c->err, "patch sweep needs a metric: `metric TOKEN_A TOKEN_B` first");
+    if (as_cmd_metric_final(s, "patch sweep", c->err))
+        return AS_ERR;
     as_side_run other;
     if (run_other(s, text, &other, c->err)) {
         as_cmd_side_run_free(&other);
@@ -103,7 +103,7 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
     double clean = 0, corrupt = 0;
     int rc = table ? as_cmd_rerun(s, true, metric_reader, &clean, c->err) : as_error_set(c->err, "out of memory");
     const float *ol = as_interp_logits(other.it);
-    corrupt = ol ? (double)ol[s->metric[0]] - ol[s->metric[1]] : NAN;
+    corrupt = ol ? as_cmd_metric_of(s, ol) : NAN;
     int saved = s->it->n_rules;
     for (int l = 0; rc == AS_OK && l < cfg->n_layer; l++) {
         int hook = as_program_hook(s->prog, kind, l);
@@ -166,8 +166,13 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
                      heads ? "heads" : "positions");
             as_cmd_token_label(s, s->metric[0], ta, sizeof ta);
             as_cmd_token_label(s, s->metric[1], tb, sizeof tb);
-            snprintf(notes[0], sizeof notes[0], "Metric: logit(%s) \xE2\x88\x92 logit(%s) at the last position: %.3f on "
-                     "this prompt (clean), %.3f on the other (corrupted).", ta, tb, clean, corrupt);
+            if (s->metric_kind == AS_METRIC_DIFF)
+                snprintf(notes[0], sizeof notes[0], "Metric: logit(%s) \xE2\x88\x92 logit(%s) at the last position: %.3f "
+                         "on this prompt (clean), %.3f on the other (corrupted).", ta, tb, clean, corrupt);
+            else
+                snprintf(notes[0], sizeof notes[0], "Metric: %s(%s) at the last position: %.3f on this prompt (clean), "
+                         "%.3f on the other (corrupted).", s->metric_kind == AS_METRIC_LOGPROB ? "log p"
+                         : s->metric_kind == AS_METRIC_PROB ? "p" : "logit", ta, clean, corrupt);
             snprintf(notes[1], sizeof notes[1], norm ? "Colour: (patched \xE2\x88\x92 clean) / (corrupted \xE2\x88\x92 "
                      "clean): 0 leaves the metric as it was, 1 moves it all the way to the other prompt's."
                      : "Colour: the patched metric itself (the two prompts' metrics agree, so there is no change to "

@@ -20,12 +20,16 @@ static const char *const op_name[] = {
     [AS_OP_HEAD_LINEAR] = "head_linear",
 };
 
+const char *as_op_kind_name(as_op_kind k)
+{
+    return (unsigned)k < sizeof op_name / sizeof op_name[0] && op_name[k] ? op_name[k] : "?";
+}
+
 /* An op, for messages: 'op 12 (linear "q = ln1 · W_Q")'. */
 static const char *op_desc(const as_program *p, int i, char *buf, size_t cap)
 {
     const as_op *op = &p->ops[i];
-    const char *name = (unsigned)op->kind < sizeof op_name / sizeof op_name[0] && op_name[op->kind]
-                           ? op_name[op->kind] : "?";
+    const char *name = as_op_kind_name(op->kind);
     snprintf(buf, cap, "op %d (%s \"%s\")", i, name, op->text);
     return buf;
 }

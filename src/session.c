@@ -24,6 +24,7 @@ int as_session_from_model(as_session **out, as_model *m, size_t capture_mb, FILE
         return as_error_set(err, "out of memory");
     s->model = m;
     s->capture_mb = capture_mb;
+    s->metric_pos = -1;
     s->out = out_stream;
     s->warn = warn_stream;
     as_sampler_init(&s->sampler);
@@ -67,6 +68,7 @@ void as_session_free(as_session *s)
     as_program_free(s->prog);
     as_model_free(s->model);
     free(s->probs);
+    free(s->saliency);
     free(s->order);
     free(s);
 }
@@ -105,6 +107,7 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     s->model = fresh->model, s->prog = fresh->prog, s->cap = fresh->cap, s->it = fresh->it;
     s->probs = fresh->probs, s->order = fresh->order;
     s->has_metric = false;
+    s->metric_pos = -1;
     s->image[0] = 0;
     s->it->interrupt = old.it->interrupt;
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
@@ -233,8 +236,16 @@ static const command commands[] = {
     {{"ablations", "ablations", "List ablations and patches.", "ablations"}, as_cmd_ablations, .keeps_state = true, .args = ARGS(0)},
     {{"compare", "compare [TOKEN_A TOKEN_B]", "Rerun with and without ablations/patches: KL, top tokens, logit "
       "difference.", "compare"}, as_cmd_compare, .keeps_state = true, .args = ARGS(2)},
-    {{"metric", "metric TOKEN_A TOKEN_B", "The logit difference compare and patch sweep report.",
-      "metric \" Mary\" \" John\""}, as_cmd_metric, .keeps_state = true},
+    {{"metric", "metric TOKEN_A TOKEN_B | metric logprob|prob|logit TOKEN [POS]", "What compare, patch sweep, grad "
+      "and saliency measure: a logit difference, or a token's log-probability, probability or logit (at POS; "
+      "default the last). A token whose text is a keyword is quoted: metric \"prob\" X.",
+      "metric logprob \" Paris\""}, as_cmd_metric, .keeps_state = true, .args = ARGS(3)},
+    {{"grad", "grad HOOK [FILE.npy]", "d metric / d HOOK at every position by the backward pass: the norm and largest "
+      "entries per position, or the whole array in the hook's shape.",
+      "grad blocks.0.hook_resid_pre"}, as_cmd_grad, .keeps_state = false, .args = ARGS(2)},
+    {{"saliency", "saliency [ig=STEPS] [FILE.npy]", "Gradient x input of the metric on the token embeddings, per "
+      "token; ig=STEPS: integrated gradients from a zero baseline (the sum then equals metric - metric(baseline)).",
+      "saliency ig=32"}, as_cmd_saliency, .keeps_state = false, .args = ARGS(2)},
     {{"patch", "patch HOOK from \"OTHER\" [pos=N] | patch sweep KIND from \"OTHER\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
       "Activation patching from another prompt of the same length; sweep over layers x positions (or heads), "
       "as an array or a heatmap figure.",

@@ -34,12 +34,21 @@ struct as_session {
     volatile sig_atomic_t *interrupt;
     as_pass_fn on_pass;
     void *on_pass_ctx;
-    int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report */
+    int32_t metric[2];  /* `metric A B`: the logit difference patching and compare report;
+                         * the other kinds: metric[0] is the token */
     bool has_metric;
+    int metric_kind;    /* as_metric_kind */
+    int metric_pos;     /* the position it reads, or -1: where the logits are read (the last) */
+    float *saliency;    /* the last `saliency` per position of the output stream, for the view's token strip */
+    int saliency_n;
+    unsigned long saliency_gen; /* the state (it->gen) it was computed on: another state shows none */
     char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
     char sampled[128];  /* how `gen` chose the context's generated tokens ("temperature 0.7, top-k 40"), for
                          * figures; "" when none */
 };
+
+/* What `metric` measures (cmd_grad.c). */
+typedef enum as_metric_kind { AS_METRIC_DIFF, AS_METRIC_LOGPROB, AS_METRIC_PROB, AS_METRIC_LOGIT } as_metric_kind;
 
 typedef struct cmd_ctx {
     as_session *s;
@@ -225,6 +234,14 @@ int as_cmd_unablate(cmd_ctx *c);
 int as_cmd_ablations(cmd_ctx *c);
 int as_cmd_compare(cmd_ctx *c);
 int as_cmd_metric(cmd_ctx *c);
+/* cmd_grad.c: the metric of a row of logits, in words, and whether an
+ * instrument reading only the final logits (patch sweep, compare) can use
+ * it (AS_ERR: none set, or it is at another position, with who's name). */
+double as_cmd_metric_of(const as_session *s, const float *logits);
+void as_cmd_metric_describe(const as_session *s, char *buf, size_t cap);
+int as_cmd_metric_final(const as_session *s, const char *who, as_error *err);
+int as_cmd_grad(cmd_ctx *c);
+int as_cmd_saliency(cmd_ctx *c);
 /* Clean run (rules off) against the run with rules; leaves the latter
  * captured (cmd_ablate.c: `compare`, and `patch` after adding its rule). */
 int as_cmd_compare_runs(as_session *s, as_error *err);

@@ -89,6 +89,18 @@ bool as_view_in_pass(const as_session *s) { return s->it->in_pass; }
 int as_view_pc(const as_session *s) { return s->it->pc; }
 unsigned long as_view_gen(const as_session *s) { return s->it->gen; }
 
+bool as_view_saliency(const as_session *s, int pos, float *share)
+{
+    if (!s->saliency || s->saliency_gen != s->it->gen || s->saliency_n != s->it->out->n_tokens || pos < 0 ||
+        pos >= s->saliency_n)
+        return false;
+    float mx = 0;
+    for (int i = 0; i < s->saliency_n; i++)
+        mx = fabsf(s->saliency[i]) > mx ? fabsf(s->saliency[i]) : mx;
+    *share = mx > 0 ? s->saliency[pos] / mx : 0.0f;
+    return true;
+}
+
 const as_capture *as_view_capture(const as_session *s) { return s->cap; }
 int as_view_filled(const as_session *s, int hook) { return s->cap->filled[hook]; }
 size_t as_view_keep_mb(const as_session *s) { return s->cap->keep_mb; }

@@ -6,6 +6,7 @@
  * and 1): segment B's chips underlined, the title giving its positions
  * and the legend A and B. The strip wraps and scrolls to keep the
  * selection in sight. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,7 +123,15 @@ static void draw_chips(tui *u, WINDOW *w, int rows, int cols, char (*labels)[96]
             continue;
         role r = chip_role(u, i);
         /* the routing pane's selected expert: the tokens that chose it */
-        if (r != R_TOK_SEL && i >= ns && marked(u, i - ns))
+        float sal;
+        bool shaded = r != R_TOK_SEL && i >= ns && u->t.style != HM_SHADE && u->t.style != HM_ASCII &&
+                      as_view_saliency(u->s, i - ns, &sal);
+        if (shaded) { /* `saliency` was run: the chip's background is |share| on the colour scale */
+            int bg = hm_slot((hm_sample){.state = HM_VALUE, .v = fabsf(sal)}, u->t.levels);
+            term_heat(&u->t, w, term_contrast_slot(&u->t, bg), bg);
+            if (sal < 0)
+                wattron(w, A_UNDERLINE); /* negative: underlined */
+        } else if (r != R_TOK_SEL && i >= ns && marked(u, i - ns))
             term_role_attr(&u->t, w, R_OUTLIER, A_UNDERLINE);
         else if (i >= ns && as_view_token_type(u->s, i - ns) != 0)
             term_role_attr(&u->t, w, r, A_UNDERLINE); /* a pair's segment B */
@@ -149,6 +158,9 @@ static void draw(tui *u)
     int b0, b1;
     if (!image && !ns && segment_b(u, &b0, &b1)) /* a sentence pair: where B is */
         snprintf(title, sizeof title, "Tokens  %d, a pair: A 0-%d, B %d-%d", n, b0 - 1, b0, b1);
+    float sal;
+    if (!image && as_view_saliency(u->s, 0, &sal)) /* the chips are shaded */
+        snprintf(title + strlen(title), sizeof title - strlen(title), "  shaded by |saliency|, underlined < 0");
     pane_frame(u, P_TOKENS, n ? title : image ? "Positions" : "Tokens", NULL);
     if (!image)
         legend(u, w, n ? title : "Tokens");

@@ -106,6 +106,9 @@ int as_view_n_ctx(const as_session *s);
 bool as_view_in_pass(const as_session *s);
 int as_view_pc(const as_session *s);
 unsigned long as_view_gen(const as_session *s);
+/* The last `saliency` of the token at pos as a share of the largest |value|
+ * (-1..1), if it was computed on the state shown; else false. */
+bool as_view_saliency(const as_session *s, int pos, float *share);
 
 /* The capture: positions a hook holds, whether it is kept, the budget
  * that keeps everything (MB), bytes in use, whether something was dropped

@@ -259,6 +259,8 @@ typedef struct as_program {
 /* Builds the program for the model's architecture. */
 int as_program_build(as_program **out, const as_model *m, as_error *err);
 void as_program_free(as_program *p);
+/* What an op kind computes, in a word ("linear", "scores"), for messages. */
+const char *as_op_kind_name(as_op_kind k);
 /* Hook index by exact name, or -1. */
 int as_program_find_hook(const as_program *p, const char *name);
 /* Shell-style match with '*' (any run of characters, dots included). */

@@ -1,0 +1,682 @@
+/* instruments_grad: the backward pass over the op list (backward.h).
+ * Each op kind the backward pass covers has a vector-Jacobian product
+ * below (vjp_*), reading the forward values from the capture: the op's
+ * inputs where its derivative needs them (a norm's input, a GELU's input,
+ * q and k for the scores, the pattern and v for the mix), its output where
+ * that is simpler (softmax, sigmoid, a soft-capped linear). Rotary angles
+ * and norm means are recomputed. Gradients are float32 arrays; every sum
+ * over a row, a head or the keys is accumulated in float64. */
+#include "attnscope/backward.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attnscope/capture.h"
+#include "attnscope/kernels.h"
+
+typedef struct bw {
+    const as_interp *it;
+    const as_program *p;
+    const as_capture *cap;
+    as_grads *g;
+    bool oom;
+} bw;
+
+static int n_of(const as_grads *g, int stream)
+{
+    return g->n_pos[stream];
+}
+
+size_t as_grads_count(const as_grads *g, int hook)
+{
+    const as_hook *h = &g->prog->hooks[hook];
+    if (h->is_attn) {
+        const as_attn *a = &g->prog->attn[h->attn];
+        return (size_t)h->width * (size_t)n_of(g, a->q_stream) * (size_t)n_of(g, a->kv_stream);
+    }
+    return (size_t)n_of(g, h->stream) * (size_t)h->width;
+}
+
+/* The gradient of hook h, allocated (zeros) on first use. */
+static float *grad_of(bw *b, int h)
+{
+    if (!b->g->g[h])
+        b->g->g[h] = calloc(as_grads_count(b->g, h) ? as_grads_count(b->g, h) : 1, sizeof(float));
+    b->oom = b->oom || !b->g->g[h];
+    return b->g->g[h];
+}
+
+static const float *fwd(const bw *b, int h, int pos)
+{
+    return as_capture_row(b->cap, h, pos);
+}
+
+/* The keys [k0, k1) query i of a site sees. */
+static void visible(const as_attn *a, int i, int nk, int *k0, int *k1)
+{
+    *k0 = 0, *k1 = nk;
+    if (a->mask == AS_MASK_CAUSAL || a->mask == AS_MASK_WINDOW) {
+        *k1 = i + 1 < nk ? i + 1 : nk;
+        if (a->mask == AS_MASK_WINDOW && i - a->window + 1 > 0)
+            *k0 = i - a->window + 1;
+    }
+}
+
+/* ---------------------------------------------------------------- what an op needs */
+
+/* Whether the backward pass covers op (and why not, in why). */
+static bool covered(const as_op *op, const char **why)
+{
+    *why = NULL;
+    switch (op->kind) {
+    case AS_OP_EMBED: case AS_OP_POS_EMBED: case AS_OP_TYPE_EMBED: case AS_OP_SIN_POS:
+    case AS_OP_PATCH_EMBED: case AS_OP_REL_BIAS:
+    case AS_OP_ADD: case AS_OP_COPY: case AS_OP_NORM_SCALE: case AS_OP_NORM_APPLY: case AS_OP_LINEAR:
+    case AS_OP_ROPE: case AS_OP_SCORES: case AS_OP_SOFTMAX: case AS_OP_MIX: case AS_OP_GELU:
+    case AS_OP_SWIGLU: case AS_OP_GEGLU: case AS_OP_RELU: case AS_OP_SIGMOID: case AS_OP_GATED_ADD:
+        return true;
+    case AS_OP_POOL:
+        if (op->pool_l2 || op->pool == AS_POOL_MAX || op->pool == AS_POOL_RANK) {
+            *why = op->pool_l2 ? "an L2-normalized pooling" : "this pooling";
+            return false;
+        }
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The forward values op's VJP reads (hooks; -1 ends the list). */
+static void reads(const as_program *p, const as_op *op, int out[4])
+{
+    out[0] = out[1] = out[2] = out[3] = -1;
+    switch (op->kind) {
+    case AS_OP_NORM_SCALE: out[0] = op->in[0]; out[1] = op->out; break;
+    case AS_OP_NORM_APPLY: out[0] = op->in[0]; out[1] = op->in[1]; break;
+    case AS_OP_LINEAR: if (op->softcap > 0) out[0] = op->out; break;
+    case AS_OP_SCORES: {
+        const as_attn *a = &p->attn[op->attn];
+        out[0] = op->in[0], out[1] = op->in[1];
+        if (a->softcap > 0)
+            out[2] = op->out, out[3] = a->bias;
+        break;
+    }
+    case AS_OP_SOFTMAX: case AS_OP_SIGMOID: out[0] = op->out; break;
+    case AS_OP_MIX: out[0] = op->in[0]; out[1] = op->in[1]; break;
+    case AS_OP_GELU: case AS_OP_RELU: out[0] = op->in[0]; break;
+    case AS_OP_SWIGLU: case AS_OP_GEGLU: out[0] = op->in[0]; out[1] = op->in[1]; break;
+    case AS_OP_GATED_ADD: out[0] = op->in[1]; out[1] = op->in[2]; break;
+    default: break;
+    }
+}
+
+static int check(const as_interp *it, int seed, bool *need, as_error *err)
+{
+    const as_program *p = it->prog;
+    if (it->in_pass)
+        return as_error_set(err, "the pass is under way (op %d of %d): gradients need it finished (`finish` or `continue`)",
+                            it->pc, p->n_ops);
+    if (as_interp_stale(it))
+        return as_error_set(err, "the computed state predates the interventions in effect: run it again first");
+    for (int s = 0; s < p->n_streams; s++)
+        if (it->st[s].n_done != it->st[s].n_tokens)
+            return as_error_set(err, "the %s stream has %d of its %d positions computed: run the prompt to the end first",
+                                p->streams[s].name, it->st[s].n_done, it->st[s].n_tokens);
+    if (it->out->n_tokens == 0)
+        return as_error_set(err, "nothing computed yet: give a prompt and run it first");
+    memset(need, 0, (size_t)p->n_hooks * sizeof *need);
+    need[seed] = true;
+    for (int o = p->n_ops - 1; o >= 0; o--) {
+        const as_op *op = &p->ops[o];
+        if (!need[op->out])
+            continue;
+        const char *why;
+        if (!covered(op, &why))
+            return as_error_set(err, "the backward pass has no vector-Jacobian product for %s (op %d, %s \"%s\"), "
+                                "which %s's gradient from %s passes through: no gradient rather than a wrong one",
+                                why ? why : as_op_kind_name(op->kind), o, as_op_kind_name(op->kind), op->text,
+                                it->model->cfg.name, p->hooks[seed].name);
+        int r[4];
+        reads(p, op, r);
+        for (int j = 0; j < 4; j++)
+            if (r[j] >= 0 && (!as_capture_has(it->cap, r[j]) || it->cap->filled[r[j]] < it->st[p->hooks[r[j]].stream].n_tokens))
+                return as_error_set(err, "the backward pass reads %s (for op %d, %s), which the capture budget dropped: "
+                                    "a larger budget (--capture-mb N) keeps it", p->hooks[r[j]].name, o,
+                                    as_op_kind_name(op->kind));
+        for (int j = 0; j < 3; j++)
+            if (op->in[j] >= 0)
+                need[op->in[j]] = true;
+        if (op->kind == AS_OP_SCORES && p->attn[op->attn].bias >= 0)
+            need[p->attn[op->attn].bias] = true;
+    }
+    return AS_OK;
+}
+
+bool as_backward_captured(const as_interp *it, int seed)
+{
+    const as_program *p = it->prog;
+    bool *need = calloc((size_t)p->n_hooks, sizeof *need), ok = true;
+    if (!need)
+        return false;
+    need[seed] = true;
+    for (int o = p->n_ops - 1; o >= 0 && ok; o--) {
+        const as_op *op = &p->ops[o];
+        if (!need[op->out])
+            continue;
+        int r[4];
+        reads(p, op, r);
+        for (int j = 0; j < 4; j++)
+            if (r[j] >= 0 && (!as_capture_has(it->cap, r[j]) || it->cap->filled[r[j]] < it->st[p->hooks[r[j]].stream].n_tokens))
+                ok = false;
+        for (int j = 0; j < 3; j++)
+            if (op->in[j] >= 0)
+                need[op->in[j]] = true;
+        if (op->kind == AS_OP_SCORES && p->attn[op->attn].bias >= 0)
+            need[p->attn[op->attn].bias] = true;
+    }
+    free(need);
+    return ok;
+}
+
+int as_backward_check(const as_interp *it, int seed, as_error *err)
+{
+    bool *need = calloc((size_t)it->prog->n_hooks, sizeof *need);
+    if (!need)
+        return as_error_set(err, "out of memory");
+    int rc = check(it, seed, need, err);
+    free(need);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- the VJPs */
+
+static void add_into(float *dst, const float *src, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        dst[j] += src[j];
+}
+
+static void vjp_linear(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *ho = &b->p->hooks[op->out];
+    int n = n_of(b->g, ho->stream), no = op->n_out, ni = op->n_in;
+    float *dyc = NULL;
+    if (op->softcap > 0) { /* out = cap · tanh(z / cap): dz = dy · (1 - (out / cap)²) */
+        dyc = malloc((size_t)n * (size_t)no * sizeof *dyc);
+        if (!dyc) {
+            b->oom = true;
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            const float *y = fwd(b, op->out, i);
+            for (int r = 0; r < no; r++) {
+                double t = y[r] / op->softcap;
+                dyc[(size_t)i * no + r] = (float)(dy[(size_t)i * no + r] * (1 - t * t));
+            }
+        }
+        dy = dyc;
+    }
+    double *acc = calloc((size_t)n * (size_t)ni, sizeof *acc);
+    float *row = malloc((size_t)ni * sizeof *row);
+    bool *any = calloc((size_t)n, sizeof *any);
+    b->oom = b->oom || !acc || !row || !any;
+    if (acc && row && any) {
+        for (int r = 0; r < no; r++) {
+            bool loaded = false;
+            for (int i = 0; i < n; i++) {
+                double d = dy[(size_t)i * no + r];
+                if (d == 0)
+                    continue;
+                if (!loaded)
+                    as_weight_row(&op->w, r, row), loaded = true;
+                double *a = acc + (size_t)i * ni;
+                for (int c = 0; c < ni; c++)
+                    a[c] += d * row[c];
+                any[i] = true;
+            }
+        }
+        float *dx = grad_of(b, op->in[0]);
+        int wx = b->p->hooks[op->in[0]].width;
+        for (int i = 0; i < n && dx; i++)
+            for (int c = 0; c < ni && any[i]; c++)
+                dx[(size_t)i * wx + c] += (float)acc[(size_t)i * ni + c];
+    }
+    free(any);
+    free(row);
+    free(acc);
+    free(dyc);
+}
+
+/* NORM_APPLY: y = (x - mean) / s · w + b (LayerNorm) or x / s · w (RMS),
+ * s the scale hook's value, per group of n_in values. */
+static void vjp_norm_apply(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *hx = &b->p->hooks[op->in[0]];
+    int n = n_of(b->g, hx->stream), d = op->n_in, G = b->p->hooks[op->in[1]].width;
+    bool ln = op->norm == AS_NORM_LAYER;
+    float *dx = grad_of(b, op->in[0]), *ds = grad_of(b, op->in[1]);
+    if (!dx || !ds)
+        return;
+    for (int i = 0; i < n; i++) {
+        const float *x = fwd(b, op->in[0], i), *s = fwd(b, op->in[1], i);
+        for (int g = 0; g < G; g++) {
+            const float *xg = x + (size_t)g * d, *dyg = dy + (size_t)i * hx->width + (size_t)g * d;
+            float *dxg = dx + (size_t)i * hx->width + (size_t)g * d;
+            double mean = 0, mdw = 0, sdx = 0;
+            if (ln) {
+                for (int j = 0; j < d; j++)
+                    mean += xg[j];
+                mean /= d;
+            }
+            for (int j = 0; j < d; j++) {
+                double dw = dyg[j] * (op->nw ? op->nw[j] : 1.0f);
+                mdw += dw;
+                sdx += dw * (xg[j] - mean);
+            }
+            mdw /= d;
+            double sc = s[g];
+            for (int j = 0; j < d; j++) {
+                double dw = dyg[j] * (op->nw ? op->nw[j] : 1.0f);
+                dxg[j] += (float)((ln ? dw - mdw : dw) / sc);
+            }
+            ds[(size_t)i * G + g] += (float)(-sdx / (sc * sc));
+        }
+    }
+}
+
+/* NORM_SCALE: s = sqrt(mean((x - mean)²) + eps), or sqrt(mean(x²) + eps). */
+static void vjp_norm_scale(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *hx = &b->p->hooks[op->in[0]];
+    int n = n_of(b->g, hx->stream), d = op->n_in, G = b->p->hooks[op->out].width;
+    bool ln = op->norm == AS_NORM_LAYER;
+    float *dx = grad_of(b, op->in[0]);
+    if (!dx)
+        return;
+    for (int i = 0; i < n; i++) {
+        const float *x = fwd(b, op->in[0], i), *s = fwd(b, op->out, i);
+        for (int g = 0; g < G; g++) {
+            const float *xg = x + (size_t)g * d;
+            double mean = 0, k = dy[(size_t)i * G + g] / ((double)d * s[g]);
+            if (ln) {
+                for (int j = 0; j < d; j++)
+                    mean += xg[j];
+                mean /= d;
+            }
+            for (int j = 0; j < d; j++)
+                dx[(size_t)i * hx->width + (size_t)g * d + j] += (float)(k * (xg[j] - mean));
+        }
+    }
+}
+
+/* The rotation's transpose: the same rotation with the sines negated. */
+static void vjp_rope(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *out = &b->p->hooks[op->out];
+    const as_rope_spec *r = &op->rope;
+    int n = n_of(b->g, out->stream), H = out->dims[0], dh = out->dims[1];
+    float *cs = malloc(2 * (size_t)r->dim * sizeof *cs), *t = malloc((size_t)out->width * sizeof *t);
+    float *dx = grad_of(b, op->in[0]);
+    b->oom = b->oom || !cs || !t;
+    if (cs && t && dx)
+        for (int i = 0; i < n; i++) {
+            as_rope_angles_spec(cs, r, i);
+            for (int j = r->dim; j < 2 * r->dim; j++)
+                cs[j] = -cs[j];
+            const float *g = dy + (size_t)i * out->width;
+            if (r->offset > 0) {
+                memcpy(t, g, (size_t)out->width * sizeof *t);
+                for (int h = 0; h < H; h++) {
+                    size_t o = (size_t)h * dh + (size_t)r->offset;
+                    if (r->mode == AS_ROPE_HALVES)
+                        as_rope_apply_halves(g + o, t + o, 1, r->dim, r->dim, cs);
+                    else
+                        as_rope_apply(g + o, t + o, 1, r->dim, r->dim, cs);
+                }
+            } else if (r->mode == AS_ROPE_HALVES) {
+                as_rope_apply_halves(g, t, H, dh, r->dim, cs);
+            } else {
+                as_rope_apply(g, t, H, dh, r->dim, cs);
+            }
+            add_into(dx + (size_t)i * out->width, t, (size_t)out->width);
+        }
+    free(t);
+    free(cs);
+}
+
+/* scores[h][i][k] = scale · q_i,h · k_k,h' (then soft-capped, biased, masked). */
+static void vjp_scores(bw *b, const as_op *op, const float *dy)
+{
+    const as_attn *a = &b->p->attn[op->attn];
+    int H = a->n_head, Hk = a->n_head_kv, grp = H / Hk, d = a->d_qk;
+    int nq = n_of(b->g, a->q_stream), nk = n_of(b->g, a->kv_stream);
+    float *dq = grad_of(b, op->in[0]), *dk = grad_of(b, op->in[1]);
+    float *dbias = a->bias >= 0 ? grad_of(b, a->bias) : NULL;
+    double *acck = calloc((size_t)nk * (size_t)Hk * d, sizeof *acck), *accq = malloc((size_t)d * sizeof *accq);
+    if (!dq || !dk || !acck || !accq || (a->bias >= 0 && !dbias)) {
+        b->oom = true;
+        free(acck), free(accq);
+        return;
+    }
+    for (int h = 0; h < H; h++) {
+        int hk = h / grp;
+        for (int i = 0; i < nq; i++) {
+            const float *q = fwd(b, op->in[0], i) + (size_t)h * d;
+            const float *row = dy + ((size_t)h * nq + i) * nk;
+            int k0, k1;
+            visible(a, i, nk, &k0, &k1);
+            memset(accq, 0, (size_t)d * sizeof *accq);
+            for (int k = k0; k < k1; k++) {
+                double g = row[k];
+                if (dbias)
+                    dbias[((size_t)h * nq + i) * nk + k] += row[k];
+                if (a->softcap > 0) {
+                    double sc = as_capture_attn(b->cap, op->out, h, i, k);
+                    double bias = a->bias >= 0 ? as_capture_attn(b->cap, a->bias, h, i, k) : 0;
+                    double t = (sc - bias) / a->softcap;
+                    g *= 1 - t * t;
+                }
+                if (g == 0)
+                    continue;
+                g *= a->scale;
+                const float *kk = fwd(b, op->in[1], k) + (size_t)hk * d;
+                double *ak = acck + ((size_t)k * Hk + hk) * d;
+                for (int c = 0; c < d; c++) {
+                    accq[c] += g * kk[c];
+                    ak[c] += g * q[c];
+                }
+            }
+            float *dqr = dq + (size_t)i * H * d + (size_t)h * d;
+            for (int c = 0; c < d; c++)
+                dqr[c] += (float)accq[c];
+        }
+    }
+    int wk = b->p->hooks[op->in[1]].width;
+    for (int k = 0; k < nk; k++)
+        for (int c = 0; c < Hk * d; c++)
+            dk[(size_t)k * wk + c] += (float)acck[(size_t)k * Hk * d + c];
+    free(acck);
+    free(accq);
+}
+
+static void vjp_softmax(bw *b, const as_op *op, const float *dy)
+{
+    const as_attn *a = &b->p->attn[op->attn];
+    int H = a->n_head, nq = n_of(b->g, a->q_stream), nk = n_of(b->g, a->kv_stream);
+    float *dx = grad_of(b, op->in[0]);
+    if (!dx)
+        return;
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < nq; i++) {
+            int k0, k1;
+            visible(a, i, nk, &k0, &k1);
+            size_t o = ((size_t)h * nq + i) * nk;
+            double dot = 0;
+            for (int k = k0; k < k1; k++)
+                dot += (double)as_capture_attn(b->cap, op->out, h, i, k) * dy[o + k];
+            for (int k = k0; k < k1; k++)
+                dx[o + k] += (float)(as_capture_attn(b->cap, op->out, h, i, k) * (dy[o + k] - dot));
+        }
+}
+
+/* z_i,h = Σ_k pattern[h][i][k] · v_k,h' */
+static void vjp_mix(bw *b, const as_op *op, const float *dy)
+{
+    const as_attn *a = &b->p->attn[op->attn];
+    int H = a->n_head, Hk = a->n_head_kv, grp = H / Hk, dv = a->d_v;
+    int nq = n_of(b->g, a->q_stream), nk = n_of(b->g, a->kv_stream);
+    int wz = b->p->hooks[op->out].width, wv = b->p->hooks[op->in[1]].width;
+    float *dp = grad_of(b, op->in[0]), *dvv = grad_of(b, op->in[1]);
+    double *accv = calloc((size_t)nk * (size_t)Hk * dv, sizeof *accv);
+    if (!dp || !dvv || !accv) {
+        b->oom = true;
+        free(accv);
+        return;
+    }
+    for (int h = 0; h < H; h++) {
+        int hv = h / grp;
+        for (int i = 0; i < nq; i++) {
+            const float *dz = dy + (size_t)i * wz + (size_t)h * dv;
+            /* every key, hidden ones too: z is linear in the whole row, as
+             * TransformerLens's (and PyTorch's) gradient at hook_pattern is;
+             * the softmax's VJP passes on only the visible keys' */
+            for (int k = 0; k < nk; k++) {
+                const float *v = fwd(b, op->in[1], k) + (size_t)hv * dv;
+                double s = 0, p = as_capture_attn(b->cap, op->in[0], h, i, k);
+                double *av = accv + ((size_t)k * Hk + hv) * dv;
+                for (int c = 0; c < dv; c++) {
+                    s += (double)dz[c] * v[c];
+                    av[c] += p * dz[c];
+                }
+                dp[((size_t)h * nq + i) * nk + k] += (float)s;
+            }
+        }
+    }
+    for (int k = 0; k < nk; k++)
+        for (int c = 0; c < Hk * dv; c++)
+            dvv[(size_t)k * wv + c] += (float)accv[(size_t)k * Hk * dv + c];
+    free(accv);
+}
+
+static double gelu_tanh_d(double x)
+{
+    const double c = 0.7978845608028654, k = 0.044715;
+    double t = tanh(c * (x + k * x * x * x));
+    return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * k * x * x);
+}
+
+static double gelu_tanh_v(double x)
+{
+    return 0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+static double gelu_erf_d(double x)
+{
+    return 0.5 * (1 + erf(x * 0.7071067811865476)) + x * exp(-0.5 * x * x) * 0.3989422804014327;
+}
+
+/* Element-wise ops: their gradient row by row. */
+static void vjp_elementwise(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *out = &b->p->hooks[op->out];
+    int n = n_of(b->g, out->stream), w = out->width;
+    float *d0 = grad_of(b, op->in[0]);
+    float *d1 = (op->kind == AS_OP_SWIGLU || op->kind == AS_OP_GEGLU) ? grad_of(b, op->in[1]) : NULL;
+    if (!d0)
+        return;
+    for (int i = 0; i < n; i++) {
+        const float *x = (op->kind == AS_OP_SIGMOID) ? fwd(b, op->out, i) : fwd(b, op->in[0], i);
+        const float *u = d1 ? fwd(b, op->in[1], i) : NULL;
+        const float *g = dy + (size_t)i * w;
+        float *dx = d0 + (size_t)i * w;
+        for (int j = 0; j < w; j++) {
+            double xj = x[j];
+            switch (op->kind) {
+            case AS_OP_GELU:
+                dx[j] += (float)(g[j] * (op->gelu == AS_GELU_ERF ? gelu_erf_d(xj) : gelu_tanh_d(xj)));
+                break;
+            case AS_OP_RELU:
+                dx[j] += xj > 0 ? g[j] : 0.0f;
+                break;
+            case AS_OP_SIGMOID: /* x is the output */
+                dx[j] += (float)(g[j] * xj * (1 - xj));
+                break;
+            case AS_OP_SWIGLU: {
+                double sg = 1 / (1 + exp(-xj));
+                dx[j] += (float)(g[j] * u[j] * sg * (1 + xj * (1 - sg)));
+                d1[(size_t)i * w + j] += (float)(g[j] * xj * sg);
+                break;
+            }
+            case AS_OP_GEGLU: /* the forward's as_geglu is the tanh form */
+                dx[j] += (float)(g[j] * u[j] * gelu_tanh_d(xj));
+                d1[(size_t)i * w + j] += (float)(g[j] * gelu_tanh_v(xj));
+                break;
+            default:
+                break;
+            }
+        }
+    }
+}
+
+static void vjp_gated_add(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *out = &b->p->hooks[op->out];
+    int n = n_of(b->g, out->stream), w = out->width;
+    float *d0 = grad_of(b, op->in[0]), *d1 = grad_of(b, op->in[1]), *d2 = grad_of(b, op->in[2]);
+    if (!d0 || !d1 || !d2)
+        return;
+    int w2 = b->p->hooks[op->in[2]].width;
+    for (int i = 0; i < n; i++) {
+        const float *x1 = fwd(b, op->in[1], i);
+        double gate = fwd(b, op->in[2], i)[0], s = 0;
+        for (int c = 0; c < w; c++) {
+            double g = dy[(size_t)i * w + c];
+            d0[(size_t)i * w + c] += (float)g;
+            d1[(size_t)i * w + c] += (float)(gate * g);
+            s += g * x1[c];
+        }
+        d2[(size_t)i * w2] += (float)s;
+    }
+}
+
+/* Every row of the output is the pooled vector: its gradient is the sum
+ * of the rows' gradients, spread back over the rows pooled. */
+static void vjp_pool(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *out = &b->p->hooks[op->out];
+    int n = n_of(b->g, out->stream), d = op->n_out, wx = b->p->hooks[op->in[0]].width;
+    float *dx = grad_of(b, op->in[0]);
+    double *sum = calloc((size_t)d, sizeof *sum);
+    b->oom = b->oom || !sum;
+    if (dx && sum) {
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < d; j++)
+                sum[j] += dy[(size_t)i * d + j];
+        for (int i = 0; i < n; i++) {
+            double f = op->pool == AS_POOL_MEAN ? 1.0 / n : op->pool == AS_POOL_MEAN_SQRT_LEN ? 1.0 / sqrt((double)n)
+                     : (op->pool == AS_POOL_LAST ? i == n - 1 : i == 0) ? 1.0 : 0.0;
+            for (int j = 0; j < d && f != 0; j++)
+                dx[(size_t)i * wx + j] += (float)(sum[j] * f);
+        }
+    }
+    free(sum);
+}
+
+/* ---------------------------------------------------------------- the pass */
+
+/* The gradient an op passes on: its output's, with the slices the
+ * interventions set zeroed (there the output does not depend on the
+ * inputs). NULL when no rule acts (use the gradient itself). */
+static float *masked(bw *b, int hook, const float *g)
+{
+    const as_interp *it = b->it;
+    const as_hook *h = &b->p->hooks[hook];
+    float *m = NULL;
+    for (int k = 0; k < it->n_rules && !it->rules_off && !m; k++)
+        if (it->rules[k].hook == hook && (it->rules[k].kind == AS_RULE_ZERO || it->rules[k].kind == AS_RULE_SET)) {
+            size_t count = as_grads_count(b->g, hook);
+            if (!(m = malloc(count * sizeof *m))) {
+                b->oom = true;
+                return NULL;
+            }
+            memcpy(m, g, count * sizeof *m);
+        }
+    if (!m)
+        return NULL;
+    for (int k = 0; k < it->n_rules && !it->rules_off; k++) {
+        const as_rule *r = &it->rules[k];
+        if (r->hook != hook || (r->kind != AS_RULE_ZERO && r->kind != AS_RULE_SET))
+            continue;
+        if (h->is_attn) {
+            const as_attn *a = &b->p->attn[h->attn];
+            int nq = n_of(b->g, a->q_stream), nk = n_of(b->g, a->kv_stream);
+            for (int hd = 0; hd < h->width; hd++)
+                for (int i = 0; i < nq; i++)
+                    if ((r->head < 0 || r->head == hd) && (r->pos < 0 || r->pos == i))
+                        memset(m + ((size_t)hd * nq + i) * nk, 0, (size_t)nk * sizeof *m);
+            continue;
+        }
+        int len = as_rule_len(it, r), off = r->head >= 0 ? r->head * len : 0, n = n_of(b->g, h->stream);
+        for (int i = 0; i < n; i++)
+            if (r->pos < 0 || r->pos == i)
+                memset(m + (size_t)i * h->width + off, 0, (size_t)len * sizeof *m);
+    }
+    return m;
+}
+
+int as_backward(const as_interp *it, int seed, const float *seed_grad, as_grads *out, as_error *err)
+{
+    const as_program *p = it->prog;
+    memset(out, 0, sizeof *out);
+    bool *need = calloc((size_t)p->n_hooks, sizeof *need);
+    if (!need)
+        return as_error_set(err, "out of memory");
+    if (check(it, seed, need, err)) {
+        free(need);
+        return AS_ERR;
+    }
+    free(need);
+    out->prog = p;
+    for (int s = 0; s < p->n_streams; s++)
+        out->n_pos[s] = it->st[s].n_tokens;
+    out->g = calloc((size_t)p->n_hooks, sizeof *out->g);
+    if (!out->g)
+        return as_error_set(err, "out of memory");
+    bw b = {it, p, it->cap, out, false};
+    float *g0 = grad_of(&b, seed);
+    if (!g0) {
+        as_grads_free(out);
+        return as_error_set(err, "out of memory");
+    }
+    memcpy(g0, seed_grad, as_grads_count(out, seed) * sizeof *g0);
+    for (int o = p->n_ops - 1; o >= 0; o--) {
+        const as_op *op = &p->ops[o];
+        if (!out->g[op->out])
+            continue;
+        float *m = masked(&b, op->out, out->g[op->out]);
+        const float *dy = m ? m : out->g[op->out];
+        size_t cnt = as_grads_count(out, op->out);
+        switch (op->kind) {
+        case AS_OP_ADD:
+            for (int j = 0; j < 3; j++)
+                if (op->in[j] >= 0 && grad_of(&b, op->in[j]))
+                    add_into(out->g[op->in[j]], dy, cnt);
+            break;
+        case AS_OP_COPY:
+            if (grad_of(&b, op->in[0]))
+                add_into(out->g[op->in[0]], dy, cnt);
+            break;
+        case AS_OP_NORM_SCALE: vjp_norm_scale(&b, op, dy); break;
+        case AS_OP_NORM_APPLY: vjp_norm_apply(&b, op, dy); break;
+        case AS_OP_LINEAR: vjp_linear(&b, op, dy); break;
+        case AS_OP_ROPE: vjp_rope(&b, op, dy); break;
+        case AS_OP_SCORES: vjp_scores(&b, op, dy); break;
+        case AS_OP_SOFTMAX: vjp_softmax(&b, op, dy); break;
+        case AS_OP_MIX: vjp_mix(&b, op, dy); break;
+        case AS_OP_GELU: case AS_OP_RELU: case AS_OP_SIGMOID: case AS_OP_SWIGLU: case AS_OP_GEGLU:
+            vjp_elementwise(&b, op, dy);
+            break;
+        case AS_OP_GATED_ADD: vjp_gated_add(&b, op, dy); break;
+        case AS_OP_POOL: vjp_pool(&b, op, dy); break;
+        default: break; /* the leaves: embeddings, sinusoids, patches, relative bias */
+        }
+        free(m);
+    }
+    if (b.oom) {
+        as_grads_free(out);
+        return as_error_set(err, "out of memory for the gradients");
+    }
+    return AS_OK;
+}
+
+void as_grads_free(as_grads *g)
+{
+    if (!g || !g->g)
+        return;
+    for (int h = 0; h < g->prog->n_hooks; h++)
+        free(g->g[h]);
+    free(g->g);
+    g->g = NULL;
+}

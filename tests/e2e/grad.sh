@@ -1,0 +1,95 @@
+#!/bin/sh
+# The backward pass: `grad`, `saliency` and the metric's kinds.
+#  - grad_ref.py: every hook's d metric / d hook on tiny-gpt2, tiny-llama
+#    and the llama family's fixtures equals PyTorch autograd on the
+#    reference model (float64) within 1e-4 of the largest gradient, for a
+#    logit difference, logprob, prob at an earlier position and logit;
+#    saliency and integrated gradients against torch; IG's completeness on
+#    gpt2 within 2%; central finite differences at a few coordinates;
+#  - the metric's words: `metric prob 1434` on austen-llama is a
+#    probability (prob is a token there), `metric "prob" 1434` the logit
+#    difference; usage errors;
+#  - the view: after `saliency` the token strip's chips are shaded and the
+#    tokens of negative saliency (in the batch table) underlined, the title
+#    saying so; before it, neither (grad_view.py reads the screen's colours);
+#  - bad input answered by one message naming what and where: an unknown
+#    hook, an unwritable path, a model whose op kind has no VJP (austen-moe's
+#    routed experts), no metric, no prompt.
+set -u
+BIN=${AS_BIN:-$(pwd)/build/attnscope}
+HERE=$(cd "$(dirname "$0")" && pwd)
+MODELS=$HERE/../../models
+FIX=$HERE/../fixtures
+PY=/usr/bin/python3
+. "$HERE/tmux_lib.sh"
+tmux_setup attnscope-grad
+. "$HERE/expect_lib.sh"
+
+if $PY -c 'import numpy, torch' 2>/dev/null; then
+    if $PY "$HERE/grad_ref.py" "$BIN" "$TMP" >"$TMP/ref.log" 2>&1; then ok; else bad "grad_ref.py"; tail -30 "$TMP/ref.log"; fi
+    grep '^ok' "$TMP/ref.log" | tail -3
+else
+    bad "$PY with numpy and torch is needed (make test-deps)"
+fi
+
+L=$MODELS/austen-llama.gguf
+G=$FIX/tiny-gpt2.gguf
+expect "metric prob is a probability even where prob is a token" 0 '^metric: p\(' '' -- -m "$L" -e 'metric prob 1434'
+expect "a quoted keyword is a token" 0 '^metric: logit\[.prob\] - logit\[' '' -- -m "$L" -e 'metric "prob" 1434'
+expect "metric logprob with a position" 0 '^metric: log p\(.*\) at position 2$' '' -- -m "$L" -e 'metric logprob 1434 2'
+expect "metric without its token" 1 '' 'usage: metric' -- -m "$L" -e 'metric logit'
+expect "grad before a metric" 1 '' 'no metric' -- -m "$G" -e 'prompt-ids 276 257 262; grad hook_embed'
+expect "grad before a prompt" 1 '' 'prompt' -- -m "$G" -e 'metric 5 7; grad hook_embed'
+expect "grad of an unknown hook" 1 '' 'blocks.9.hook_nope' -- -m "$G" -e 'prompt-ids 276 257 262; metric 5 7; grad blocks.9.hook_nope'
+expect "grad to an unwritable path" 1 '' '/nonexistent/g.npy' -- -m "$G" -e 'prompt-ids 276 257 262; metric 5 7; grad hook_embed /nonexistent/g.npy'
+expect "grad to a file that is not .npy" 1 '' "not 'g.png'" -- -m "$G" -e 'prompt-ids 276 257 262; metric 5 7; grad hook_embed g.png'
+expect "grad names the op kind without a VJP and the model" 1 '' 'no vector-Jacobian product for expert_sum.*austen-moe' \
+    -- -m "$MODELS/austen-moe.gguf" -e 'prompt "It is a truth"; metric logprob 5; grad hook_embed'
+expect "grad on an embedding model without logits" 1 '' 'tiny-nomic-bert gives no logits' \
+    -- -m "$FIX/tiny-nomic-bert.gguf" -e 'prompt-ids 1 2 3; metric 5 7; grad embed.hook_embed'
+# with nothing captured (--capture-mb 0) the pass is recomputed with the
+# default budget, the interventions included: the same array to the bit
+for mb in 0 ""; do
+    "$BIN" -m "$G" ${mb:+--capture-mb $mb} --no-tui -e "prompt-ids 276 257 262 264; metric logprob 5; ablate 0.1 zero; grad blocks.0.hook_resid_pre $TMP/g$mb.npy" >/dev/null 2>&1
+done
+if $PY -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(0 if a.shape == (4, 32) and np.array_equal(a, b) and abs(b).max() > 0 else 1)" "$TMP/g0.npy" "$TMP/g.npy" 2>/dev/null; then ok; else bad "grad at --capture-mb 0 (recomputed) differs from the captured run's"; fi
+expect "grad runs the pass when needed and summarises per position" 0 '^  2  ' '' \
+    -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5; grad blocks.0.hook_resid_pre'
+expect "grad at a metric position past the prompt" 1 '' 'position 9.*3 tokens' \
+    -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5 9; grad hook_embed'
+expect "saliency's table and its sum" 0 '^sum [-+][0-9.]+; metric' '' \
+    -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5; saliency'
+expect "saliency ig= out of range" 1 '' 'ig steps' -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5; saliency ig=0'
+expect "saliency with a stray argument" 1 '' "saliency: 'x.png'" -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5; saliency x.png'
+expect "patch sweep refuses a metric at another position" 1 '' 'patch sweep reads the logits at position 2 only' \
+    -- -m "$G" -e 'prompt-ids 276 257 262; metric logprob 5 1; patch sweep resid_pre from "the cat"'
+
+# the view's token strip (tmux, 120x35): the chips before and after `saliency`
+"$BIN" --no-tui -m "$G" -e 'prompt "the cat sat on the mat"; finish; metric logprob 5; saliency' > "$TMP/sal.txt" 2>&1
+cat > "$TMP/view.sh" <<EOF
+unset COLORTERM NO_COLOR
+export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state"
+"$BIN" -m "$G" --threads 1
+exec sleep 600
+EOF
+$T new-session -d -s sal -c "$TMP" -x 120 -y 35 "sh $TMP/view.sh"
+if wait_for sal '^attnscope>' 20; then
+    typed sal 'set delay 0; prompt "the cat sat on the mat"; finish; view'
+    keys sal Enter
+    wait_for sal 'Tokens  6 prompt' 10
+    screen_e sal; cp "$TMP/screen" "$TMP/before"
+    keys sal ':'
+    sleep 0.3
+    typed sal 'metric logprob 5; saliency'
+    keys sal Enter
+    wait_for sal 'shaded by \|saliency\|' 10
+    screen_e sal; cp "$TMP/screen" "$TMP/after"
+    if $PY "$HERE/grad_view.py" "$TMP/before" "$TMP/after" "$TMP/sal.txt"; then ok; else
+        bad "the token strip after saliency: shading or underlines do not follow the table"; fi
+    if grep -q 'shaded by |saliency|' "$TMP/before"; then bad "the token strip says it is shaded before saliency ran"; else ok; fi
+else
+    bad "the view did not start"
+fi
+
+echo "grad.sh: $pass passed, $fail failed"
+[ "$fail" = 0 ]
