@@ -5,6 +5,8 @@
 #include "attnscope/view_api.h"
 #include "session_internal.h"
 
+#include <math.h>
+
 FILE *as_view_out(const as_session *s) { return s->out; }
 FILE *as_view_warn(const as_session *s) { return s->warn; }
 
