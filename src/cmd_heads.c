@@ -10,6 +10,15 @@
 #include "attnscope/instruments.h"
 #include "session_internal.h"
 
+/* A section of heads' tables: its name, then the layer x head header. */
+static void table_head(FILE *out, const char *name, int n_head)
+{
+    fprintf(out, "%s\nlayer", name);
+    for (int h = 0; h < n_head; h++)
+        fprintf(out, "\tH%d", h);
+    fprintf(out, "\n");
+}
+
 /* The first id past a SentencePiece vocabulary's byte-fallback tokens
  * (<0x00>..<0xFF>), which no text uses as a word; 0 where there are none
  * or the vocabulary is too small to spare them. */
@@ -115,10 +124,7 @@ int as_cmd_heads(cmd_ctx *c)
                 scores[(size_t)k * per + i] = NAN;
             continue;
         }
-        fprintf(s->out, "%s\nlayer", as_head_score_name((as_head_score)k));
-        for (int h = 0; h < cfg->n_head; h++)
-            fprintf(s->out, "\tH%d", h);
-        fprintf(s->out, "\n");
+        table_head(s->out, as_head_score_name((as_head_score)k), cfg->n_head);
         for (int l = 0; l < cfg->n_layer; l++) {
             int hook = as_program_pattern(s->prog, l, AS_PICK_SELF); /* the context's own self-attention */
             fprintf(s->out, "%d", l);
@@ -146,10 +152,7 @@ int as_cmd_heads(cmd_ctx *c)
                     as_head_stat_name((as_head_stat)k), n, AS_SINK_KEYS);
             continue;
         }
-        fprintf(s->out, "%s\nlayer", as_head_stat_name((as_head_stat)k));
-        for (int h = 0; h < cfg->n_head; h++)
-            fprintf(s->out, "\tH%d", h);
-        fprintf(s->out, "\n");
+        table_head(s->out, as_head_stat_name((as_head_stat)k), cfg->n_head);
         for (int l = 0; l < cfg->n_layer; l++) {
             int hook = as_program_pattern(s->prog, l, AS_PICK_SELF);
             fprintf(s->out, "%d", l);

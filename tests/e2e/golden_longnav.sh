@@ -2,8 +2,8 @@
 # Golden screens of the zoomed-out heatmap (issue 35), at 80x24 and
 # 120x35, each compared whole with the reviewed screen in
 # tests/e2e/golden/longnav-*.txt (diff -u on a difference;
-# GOLDEN_UPDATE=1 rewrites them: read every changed file). The way of
-# tests/e2e/golden.sh: `view dump`, one thread.
+# GOLDEN_UPDATE=1 rewrites them: read every changed file). The machinery
+# is tests/e2e/golden_lib.sh's: `view dump`, one thread.
 #
 # induction.gguf on 200 random letters and spaces: `view zoom 8` (each
 # cell the max of 8x8 tokens, the title says so, queries labelled by
@@ -14,88 +14,9 @@
 # The cells' numbers: tests/e2e/longnav.sh (`zoom`, the same cells,
 # against NumPy).
 set -u
-BIN=${AS_BIN:-$(pwd)/build/attnscope}
 HERE=$(cd "$(dirname "$0")" && pwd)
-MODELS=$HERE/../../models
-GOLDEN=$HERE/golden
-UPDATE=${GOLDEN_UPDATE:-0}
-. "$HERE/tmux_lib.sh"
-tmux_setup attnscope-longnav
-
-ok() { pass=$((pass + 1)); }
-bad() {
-    fail=$((fail + 1))
-    echo "FAIL: $1"
-}
-
-start() {
-    name=$1 model=$2 cols=$3 rows=$4 envs=${5:-}
-    cat > "$TMP/$name.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state-$name" $envs
-"$BIN" -m "$MODELS/$model.gguf" --threads 1
-exec sleep 600
-EOF
-    $T new-session -d -s "$name" -c "$TMP" -x "$cols" -y "$rows" "sh $TMP/$name.sh"
-    wait_for "$name" '^attnscope>' 20 || bad "$name: the view did not start"
-}
-
-wait_file() {
-    _w=0
-    while [ $_w -lt $(( ${2:-20} * 20 )) ]; do
-        [ -f "$1" ] && return 0
-        sleep 0.05
-        _w=$((_w + 1))
-    done
-    return 1
-}
-
-compare() {
-    if [ "$UPDATE" = 1 ]; then
-        cmp -s "$TMP/$1.txt" "$GOLDEN/$1.txt" || echo "golden: updated $1.txt"
-        cp "$TMP/$1.txt" "$GOLDEN/$1.txt"
-        ok
-    elif [ ! -f "$GOLDEN/$1.txt" ]; then
-        bad "$1: no expected screen tests/e2e/golden/$1.txt (GOLDEN_UPDATE=1 writes it)"
-    elif diff -u "$GOLDEN/$1.txt" "$TMP/$1.txt" > "$TMP/$1.diff"; then
-        ok
-    else
-        bad "$1: the screen differs from tests/e2e/golden/$1.txt (- expected, + now)"
-        cat "$TMP/$1.diff"
-    fi
-}
-
-dumped() {
-    keys "$1" Enter
-    if ! wait_file "$TMP/$2.txt" 60; then
-        screen "$1"
-        bad "$2: no dump written"
-        sed 's/^/  screen: /' "$TMP/screen"
-        return
-    fi
-    compare "$2"
-}
-
-# state SESSION GOLDEN "COMMANDS": the commands and `view dump` on one line.
-state() {
-    name=$1 golden=$2 cmds=$3
-    rm -f "$TMP/$golden.txt"
-    typed "$name" "${cmds:+$cmds; }view dump $golden.txt"
-    dumped "$name" "$golden"
-}
-
-# state_keys SESSION GOLDEN KEYS...: Esc, the keys, then : and the dump.
-state_keys() {
-    name=$1 golden=$2
-    shift 2
-    rm -f "$TMP/$golden.txt"
-    keys "$name" Escape
-    wait_for "$name" 'press : to type a command' || bad "$golden: Esc did not leave the command line"
-    keys "$name" "$@"
-    sleep 0.3
-    typed "$name" ":view dump $golden.txt"
-    dumped "$name" "$golden"
-}
+. "$HERE/golden_lib.sh"
+golden_setup attnscope-longnav
 
 PROMPT=$(/usr/bin/python3 -c "
 import random, string
