@@ -70,11 +70,11 @@ int as_cmd_steer(cmd_ctx *c)
         v[i] = (float)(v[i] * scale);
         norm += (double)v[i] * v[i];
     }
-    char label[96], ptxt[32] = "";
+    char label[96], ptxt[20] = ""; /* 9 + 40 + 7 + 13 + 19 < 96: the rule's label, whole */
     if (pos >= 0)
         snprintf(ptxt, sizeof ptxt, " pos=%d", pos);
     const char *base = strrchr(c->argv[2], '/');
-    snprintf(label, sizeof label, "steer by %.48s scale=%g%s", base ? base + 1 : c->argv[2], scale, ptxt);
+    snprintf(label, sizeof label, "steer by %.40s scale=%g%s", base ? base + 1 : c->argv[2], scale, ptxt);
     int rc = as_cmd_add_rule(s, AS_RULE_ADD, hook, -1, pos, v, false, label, c->err);
     free(v);
     if (rc)
