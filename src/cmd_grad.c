@@ -192,8 +192,10 @@ static int grad_now(as_session *s, void *ctx, as_error *err)
 {
     grad_job *j = ctx;
     const as_program *p = s->prog;
-    int seed = p->ops[p->unembed].out, pos = metric_pos(s), n = s->it->out->n_tokens, V = s->model->cfg.n_vocab;
     job_free(j);
+    if (p->unembed < 0) /* an embedding model: no unembedding op to read (ops[-1] before this check) */
+        return as_error_set(err, "%s gives no logits over its vocabulary to differentiate", s->model->cfg.name);
+    int seed = p->ops[p->unembed].out, pos = metric_pos(s), n = s->it->out->n_tokens, V = s->model->cfg.n_vocab;
     const as_interp *it = s->it;
     if (!as_backward_captured(it, seed)) {
         if (recompute(s, j, err))
