@@ -127,3 +127,10 @@ bool vocab_scratch(tui *u)
         u->order = malloc((size_t)n * sizeof *u->order);
     return u->probs && u->order;
 }
+
+void put_text_in(tui *u, WINDOW *w, int y, int x, const char *s, int width, int look, int attr)
+{
+    term_role_attr(&u->t, w, look, attr);
+    put_text(u, w, y, x, s, width);
+    term_role(&u->t, w, R_NORMAL);
+}

@@ -207,9 +207,7 @@ static void add_captured(tf_line *l, const math_src *m, bool have, int hook, boo
 
 static void draw_text(tui *u, WINDOW *w, int y, const char *text, int cols, int look, int attr)
 {
-    term_role_attr(&u->t, w, look, attr);
-    put_text(u, w, y, 2, text, cols - 1);
-    term_role(&u->t, w, R_NORMAL);
+    put_text_in(u, w, y, 2, text, cols - 1, look, attr);
 }
 
 static void scale_text(const math_src *m, bool utf8, char *out, size_t cap)

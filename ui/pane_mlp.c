@@ -238,13 +238,6 @@ static bool gather(tui *u, mlp_src *m, const char **why)
 
 /* ---- text ---- */
 
-static void draw_text(tui *u, WINDOW *w, int y, int x, const char *text, int width, int look, int attr)
-{
-    term_role_attr(&u->t, w, look, attr);
-    put_text(u, w, y, x, text, width);
-    term_role(&u->t, w, R_NORMAL);
-}
-
 /* The formula, then which hooks it reads. */
 static void formula_text(const mlp_src *m, bool utf8, tf_line *l)
 {
@@ -556,17 +549,17 @@ static void draw(tui *u)
     facts = facts > nf ? nf : facts < 1 ? 1 : facts;
     int y = 1;
     for (int i = 0; i < facts; i++)
-        draw_text(u, w, y++, 2, fls[i].buf, width, R_DIM, A_NORMAL);
+        put_text_in(u, w, y++, 2, fls[i].buf, width, R_DIM, A_NORMAL);
     /* a routing tf_line that does not fit one line: the experts, then which is drawn */
     for (int i = 0; i < nr && (i == 0 || rows - y - 1 - body_min >= 0); i++)
-        draw_text(u, w, y++, 2, rls[i].buf, width, R_NORMAL, A_NORMAL);
+        put_text_in(u, w, y++, 2, rls[i].buf, width, R_NORMAL, A_NORMAL);
     for (int i = 0; i < na && (i == 0 || rows - y - body_min >= 0); i++)
-        draw_text(u, w, y++, 2, als[i].buf, width, R_NORMAL, i == 0 ? A_BOLD : A_NORMAL);
+        put_text_in(u, w, y++, 2, als[i].buf, width, R_NORMAL, i == 0 ? A_BOLD : A_NORMAL);
     if (m.bad >= 0) {
         tf_line l = {0};
         tf_add(&l, "! neuron %d: the formula gives %.4f, %s holds %.4f", m.bad, m.bad_calc, short_name(u->s, m.post),
             m.bad_cap);
-        draw_text(u, w, y++, 2, l.buf, width, R_WARN, A_BOLD);
+        put_text_in(u, w, y++, 2, l.buf, width, R_WARN, A_BOLD);
     }
     int body = rows - y + 1;
     if (body < 2) {
@@ -591,11 +584,11 @@ static void draw(tui *u)
     n_rows = n_rows > 20 ? 20 : n_rows;
     tf_line th = {0};
     table_header(&m, &th);
-    draw_text(u, w, ty, tx, th.buf, width - tx + 2, R_LABEL, A_BOLD);
+    put_text_in(u, w, ty, tx, th.buf, width - tx + 2, R_LABEL, A_BOLD);
     for (int r = 0; r < n_rows; r++) {
         tf_line l = {0};
         table_row(&m, r, &l);
-        draw_text(u, w, ty + 1 + r, tx, l.buf, width - tx + 2, r < MARKED ? R_NORMAL : R_DIM, A_NORMAL);
+        put_text_in(u, w, ty + 1 + r, tx, l.buf, width - tx + 2, r < MARKED ? R_NORMAL : R_DIM, A_NORMAL);
     }
     if (!plot_on) {
         wnoutrefresh(w);
@@ -636,7 +629,7 @@ static void draw(tui *u)
                 while (end > ls[i] && lg.buf[end - 1] == ' ')
                     end--;
                 tf_add(&l, "%.*s", end - ls[i], lg.buf + ls[i]);
-                draw_text(u, w, ly, lx, l.buf, lw, R_DIM, A_NORMAL);
+                put_text_in(u, w, ly, lx, l.buf, lw, R_DIM, A_NORMAL);
             }
     }
     wnoutrefresh(w);

@@ -61,13 +61,6 @@ static bool find(const tui *u, pos_src *ps)
 
 /* ---- text helpers ---- */
 
-static void text_at(tui *u, WINDOW *w, int y, int x, const char *s, int width, int look, int attr)
-{
-    term_role_attr(&u->t, w, look, attr);
-    put_text(u, w, y, x, s, width);
-    term_role(&u->t, w, R_NORMAL);
-}
-
 /* Wrapped text from row y, at most max rows; returns the rows used. */
 static int wrapped(tui *u, WINDOW *w, int y, const char *s, int cols, int max, int look)
 {
@@ -80,7 +73,7 @@ static int wrapped(tui *u, WINDOW *w, int y, const char *s, int cols, int max, i
         snprintf(one, sizeof one, "%.*s", end - starts[i], s + starts[i]);
         for (size_t k = strlen(one); k > 0 && one[k - 1] == ' '; k--) /* a segment may end in spaces */
             one[k - 1] = '\0';
-        text_at(u, w, y + i, 2, one, cols - 1, look, A_NORMAL);
+        put_text_in(u, w, y + i, 2, one, cols - 1, look, A_NORMAL);
     }
     return n;
 }
@@ -274,7 +267,7 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
     l = (tf_line){0};
     tf_add(&l, "%s[%d] =", learned ? "W_pos" : "PE", sel);
     values_text(v, d, "%.3f", cols - 2 - (int)l.len, utf8, &l);
-    text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
+    put_text_in(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
     /* the heatmap */
     heat h = heat_fit(n_pos, d, cols - LABEL_W - 2, !learned);
     bool clipped = false;
@@ -305,7 +298,7 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
             h.stride == 2 ? "nd" : h.stride == 3 ? "rd" : "th", !learned && h.stride % 2 == 0 ? ": the sines" : "");
     else
         tf_add(&l, "position %s dim 0..%d", tf_glyph(G_TIMES, utf8), d - 1);
-    text_at(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
+    put_text_in(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
     int hrows = rows - y; /* the legend below */
     if (hrows < 1)
         hrows = 1;
@@ -317,7 +310,7 @@ static void draw_table(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps)
     if (y <= rows) {
         legend(u, w, y, 2, h.lo, h.hi);
         if (clipped)
-            text_at(u, w, y, 2 + 24, "(the largest 5% of |values| beyond the scale)", cols - 25, R_DIM, A_NORMAL);
+            put_text_in(u, w, y, 2 + 24, "(the largest 5% of |values| beyond the scale)", cols - 25, R_DIM, A_NORMAL);
     }
     free(row);
     free(v);
@@ -431,7 +424,7 @@ static void draw_curve(tui *u, WINDOW *w, int y, int rows, int cols, const pos_s
         }
     }
     tf_add(&l, "%*s%s", pad > 0 ? pad : 0, "", right);
-    text_at(u, w, y + rows, x0 - 2, l.buf, cols - x0 + 1, R_DIM, A_NORMAL);
+    put_text_in(u, w, y + rows, x0 - 2, l.buf, cols - x0 + 1, R_DIM, A_NORMAL);
 }
 
 /* A curve's block of `n` rows from y: its title, the plot, its axis, and
@@ -440,7 +433,7 @@ static void curve_block(tui *u, WINDOW *w, int y, int n, int cols, const pos_src
                         const char *title, const char *prefix, int max_delta)
 {
     bool utf8 = u->t.utf8;
-    text_at(u, w, y, 2, title, cols - 1, R_LABEL, A_BOLD);
+    put_text_in(u, w, y, 2, title, cols - 1, R_LABEL, A_BOLD);
     draw_curve(u, w, y + 1, n - 3, cols, ps, cv, max_delta);
     tf_line l = {0};
     static const int ds[] = {0, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
@@ -452,7 +445,7 @@ static void curve_block(tui *u, WINDOW *w, int y, int n, int cols, const pos_src
             break;
         tf_add(&l, "%s", one);
     }
-    text_at(u, w, y + n - 1, 2, l.buf, cols - 1, R_NORMAL, A_NORMAL);
+    put_text_in(u, w, y + n - 1, 2, l.buf, cols - 1, R_NORMAL, A_NORMAL);
 }
 
 /* The selected token's own q and k at the selected head, where the
@@ -528,7 +521,7 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
     l = (tf_line){0};
     tf_add(&l, "pos %d angles (rad):", ps->sel);
     values_text(theta, pairs, "%.3f", cols - 2 - (int)l.len, utf8, &l);
-    text_at(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
+    put_text_in(u, w, y++, 2, l.buf, cols - 1, R_NORMAL, A_BOLD);
     /* rows left: the curves (each a title, at least 3 rows of plot, the
      * axis and values: 6 rows) before the heatmap (a header and rows):
      * the all-ones curve first, the token's own q·k where there is room */
@@ -545,7 +538,7 @@ static void draw_rotary(tui *u, WINDOW *w, int rows, int cols, const pos_src *ps
         l = (tf_line){0};
         tf_add(&l, "cos(pos%s%s_i), position %s pair 0..%d", utf8 ? "·" : "*", utf8 ? "θ" : "theta",
             tf_glyph(G_TIMES, utf8), pairs - 1);
-        text_at(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
+        put_text_in(u, w, y++, 2, l.buf, cols - 1, R_LABEL, A_BOLD);
         rope_ctx rc = {theta, -1};
         heat_draw(u, w, y, hrows, ps, &h, rope_cell, &rc);
         y += hrows;
@@ -609,9 +602,9 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
         tf_add(&c, "%6.2f", (double)bias[head]);
     }
     if (y + 3 <= rows + 1) {
-        text_at(u, w, y++, 2, a.buf, cols - 1, R_LABEL, A_BOLD);
-        text_at(u, w, y++, 2, b.buf, cols - 1, R_NORMAL, A_NORMAL);
-        text_at(u, w, y++, 2, c.buf, cols - 1, R_NORMAL, A_NORMAL);
+        put_text_in(u, w, y++, 2, a.buf, cols - 1, R_LABEL, A_BOLD);
+        put_text_in(u, w, y++, 2, b.buf, cols - 1, R_NORMAL, A_NORMAL);
+        put_text_in(u, w, y++, 2, c.buf, cols - 1, R_NORMAL, A_NORMAL);
     }
     /* where each bucket of one side starts */
     l = (tf_line){0};
@@ -634,7 +627,7 @@ static void draw_relative(tui *u, WINDOW *w, int rows, int cols, const pos_src *
     }
     mx = mx > 0 ? mx : 1;
     if (y + 2 <= rows) {
-        text_at(u, w, y++, 2, "bias by head (rows) and k−q (columns above)", cols - 1, R_LABEL, A_BOLD);
+        put_text_in(u, w, y++, 2, "bias by head (rows) and k−q (columns above)", cols - 1, R_LABEL, A_BOLD);
         int room = rows - y, h0 = head - room / 2; /* the heads around the selected one */
         h0 = h0 + room > H ? H - room : h0;
         h0 = h0 < 0 ? 0 : h0;

@@ -420,9 +420,7 @@ static void text_at(tui *u, WINDOW *w, int y, const char *s, int cols, int look,
 {
     if (y > getmaxy(w) - 2)
         return; /* below the pane (a pane too short for its fixed rows) */
-    term_role_attr(&u->t, w, look, attr);
-    put_text(u, w, y, 2, s, cols - 1);
-    term_role(&u->t, w, R_NORMAL);
+    put_text_in(u, w, y, 2, s, cols - 1, look, attr);
 }
 
 /* text wrapped to the pane, when it fits in `room` rows: the rows used

@@ -145,6 +145,8 @@ void pane_frame(tui *u, pane_id p, const char *title, const char *note);
 void pane_message(tui *u, pane_id p, const char *msg);
 /* Puts text at (y, x) of w cut to width columns; returns columns used. */
 int put_text(tui *u, WINDOW *w, int y, int x, const char *s, int width);
+/* put_text in a look (a role and attributes), the window's look restored after. */
+void put_text_in(tui *u, WINDOW *w, int y, int x, const char *s, int width, int look, int attr);
 /* The visible piece of token id (whitespace made visible). */
 void token_label(const tui *u, int pos, char *out, size_t cap);
 /* The same for a position of another stream (an encoder-decoder's source). */
