@@ -157,7 +157,7 @@ static int find_head_ops(const as_session *s, long l, bool ov, head_ops *h, as_e
         const as_op *op = &p->ops[i];
         if (op->kind == AS_OP_EMBED && !h->embed && p->hooks[op->out].stream == h->a->q_stream)
             h->embed = op;
-        if (op->kind == AS_OP_LINEAR && op->in[0] == h->a->z)
+        if ((op->kind == AS_OP_LINEAR || op->kind == AS_OP_HEAD_OUT) && op->in[0] == h->a->z)
             h->wo = op;
     }
     if (!h->embed)

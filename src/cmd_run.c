@@ -249,6 +249,43 @@ int as_cmd_gen(cmd_ctx *c)
     return AS_OK;
 }
 
+/* `set attn-result on|off`, `set in-hooks on|off`: the program built again with or without the
+ * optional hooks, the context run again when it had been. */
+static int set_hooks(cmd_ctx *c, const char *key, const char *val)
+{
+    as_session *s = c->s;
+    bool result = !strcmp(key, "attn-result"), on = !strcmp(val, "on");
+    if (!on && strcmp(val, "off"))
+        return as_error_set(c->err, "%s is on or off, not '%s'", key, val);
+    unsigned bit = result ? AS_PROG_ATTN_RESULT : AS_PROG_IN_HOOKS;
+    unsigned opts = on ? s->prog_opts | bit : s->prog_opts & ~bit;
+    if (opts != s->prog_opts) {
+        bool ran = s->it->out->n_done > 0;
+        if (as_session_rebuild(s, opts, c->err))
+            return AS_ERR;
+        as_hook_kind kinds[3] = {AS_HK_HEAD_RESULT, AS_HK_ATTN_IN, AS_HK_MLP_IN};
+        int n = 0;
+        for (int h = 0; h < s->prog->n_hooks; h++)
+            for (int k = result ? 0 : 1; k < (result ? 1 : 3); k++)
+                n += s->prog->hooks[h].kind == kinds[k];
+        fprintf(s->out, "%s = %s (the program rebuilt: %d hook%s %s)\n", key, val, n, n == 1 ? "" : "s",
+                result ? "attn.hook_result" : "hook_attn_in / hook_mlp_in");
+        if (on && n == 0)
+            fprintf(s->out, "%s has none: %s\n", s->model->cfg.name,
+                    result ? "no attention's output is one linear map of its heads' z"
+                           : "its blocks are not pre-norm blocks over one stream (ln1 over resid_pre, ln2 over resid_mid)");
+        if (ran) {
+            as_stop stop;
+            if (as_cmd_run(s, AS_RUN_FINISH, 0, &stop, c->err))
+                return AS_ERR;
+            fprintf(s->out, "ran the context again (%d positions)\n", s->it->out->n_tokens);
+        }
+        return AS_OK;
+    }
+    fprintf(s->out, "%s = %s (unchanged)\n", key, val);
+    return AS_OK;
+}
+
 int as_cmd_set(cmd_ctx *c)
 {
     as_sampler *sm = &c->s->sampler;
@@ -261,11 +298,14 @@ int as_cmd_set(cmd_ctx *c)
         fprintf(c->s->out, "ctx = %d%s\n", c->s->it->n_ctx,
                 c->s->ctx > 0 && c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
         fprintf(c->s->out, "activations = %s\n", as_activations_describe());
+        fprintf(c->s->out, "attn-result = %s\nin-hooks = %s\n",
+                c->s->prog_opts & AS_PROG_ATTN_RESULT ? "on (blocks.L.attn.hook_result)" : "off",
+                c->s->prog_opts & AS_PROG_IN_HOOKS ? "on (blocks.L.hook_attn_in, hook_mlp_in)" : "off");
         return AS_OK;
     }
     if (c->argc != 3)
         return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N"
-                                    " | ctx N | activations native|f32");
+                                    " | ctx N | activations native|f32 | attn-result on|off | in-hooks on|off");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -306,8 +346,11 @@ int as_cmd_set(cmd_ctx *c)
         fprintf(c->s->out, "ctx = %d%s\n", c->s->it->n_ctx,
                 c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
         return AS_OK;
+    } else if (!strcmp(key, "attn-result") || !strcmp(key, "in-hooks")) {
+        return set_hooks(c, key, val);
     } else {
-        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx, activations)", key);
+        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx, activations, "
+                            "attn-result, in-hooks)", key);
     }
     fprintf(c->s->out, "%s = %s\n", key, val);
     return AS_OK;

@@ -124,8 +124,10 @@ static int dla_layer(const dla_ctx *c, const as_capture *cap, int l, int pos, fl
         return AS_ERR;
     const as_hook *zh = &cap->prog->hooks[hz];
     int ha = as_program_hook(cap->prog, AS_HK_ATTN_OUT, l);
-    const as_op *o = as_program_producer(cap->prog, ha);
-    if (o->kind != AS_OP_LINEAR || o->in[0] != hz) {
+    const as_op *o = as_program_producer(cap->prog, ha), *bias_op = o;
+    if (o && o->kind == AS_OP_HEAD_SUM) /* built with attn.hook_result: HEAD_OUT holds W_O, HEAD_SUM the bias */
+        o = as_program_producer(cap->prog, o->in[0]);
+    if (!o || (o->kind != AS_OP_LINEAR && o->kind != AS_OP_HEAD_OUT) || o->in[0] != hz) {
         /* A norm between z · W_O and the residual stream (Gemma): the
          * heads' shares are not additive, the attention's total is. */
         if (need(cap, AS_HK_ATTN_OUT, l, pos, &ha, err))
@@ -157,9 +159,9 @@ static int dla_layer(const dla_ctx *c, const as_capture *cap, int l, int pos, fl
         if (add_term(out, name, l, h, share(c, tmp + (size_t)h * d)))
             return as_error_set(err, "out of memory");
     }
-    if (o->b) {
+    if (bias_op->b) {
         snprintf(name, sizeof name, "L%d.attn_bias", l);
-        if (add_term(out, name, l, -1, share(c, o->b)))
+        if (add_term(out, name, l, -1, share(c, bias_op->b)))
             return as_error_set(err, "out of memory");
     }
     snprintf(name, sizeof name, "L%d.mlp", l);

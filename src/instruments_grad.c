@@ -76,6 +76,7 @@ static bool covered(const as_op *op, const char **why)
     case AS_OP_ADD: case AS_OP_COPY: case AS_OP_NORM_SCALE: case AS_OP_NORM_APPLY: case AS_OP_LINEAR:
     case AS_OP_ROPE: case AS_OP_SCORES: case AS_OP_SOFTMAX: case AS_OP_MIX: case AS_OP_GELU:
     case AS_OP_SWIGLU: case AS_OP_GEGLU: case AS_OP_RELU: case AS_OP_SIGMOID: case AS_OP_GATED_ADD:
+    case AS_OP_HEAD_OUT: case AS_OP_HEAD_SUM:
         return true;
     case AS_OP_POOL:
         if (op->pool_l2 || op->pool == AS_POOL_MAX || op->pool == AS_POOL_RANK) {
@@ -247,6 +248,43 @@ static void vjp_linear(bw *b, const as_op *op, const float *dy)
     free(row);
     free(acc);
     free(dyc);
+}
+
+/* HEAD_OUT: result_h = W[:, h] · z_h, so dz_h = W[:, h]ᵀ · dresult_h (W's rows decoded one by one,
+ * sums in double). HEAD_SUM: every head's result gets the sum's gradient. */
+static void vjp_head_out(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *z = &b->p->hooks[op->in[0]];
+    int n = n_of(b->g, z->stream), H = z->dims[0], dh = z->dims[1], d = op->n_out, wz = z->width;
+    double *acc = calloc((size_t)n * (size_t)wz, sizeof *acc);
+    float *row = malloc((size_t)op->n_in * sizeof *row), *dz = grad_of(b, op->in[0]);
+    b->oom = b->oom || !acc || !row;
+    if (acc && row && dz) {
+        for (int r = 0; r < d; r++) {
+            as_weight_row(&op->w, r, row);
+            for (int i = 0; i < n; i++)
+                for (int h = 0; h < H; h++) {
+                    double g = dy[((size_t)i * H + h) * d + r];
+                    double *a = acc + (size_t)i * wz + (size_t)h * dh;
+                    for (int c = 0; c < dh && g != 0; c++)
+                        a[c] += g * row[h * dh + c];
+                }
+        }
+        for (size_t j = 0; j < (size_t)n * wz; j++)
+            dz[j] += (float)acc[j];
+    }
+    free(row);
+    free(acc);
+}
+
+static void vjp_head_sum(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *x = &b->p->hooks[op->in[0]];
+    int n = n_of(b->g, x->stream), H = x->dims[0], d = op->n_out;
+    float *dx = grad_of(b, op->in[0]);
+    for (int i = 0; i < n && dx; i++)
+        for (int h = 0; h < H; h++)
+            add_into(dx + ((size_t)i * H + h) * d, dy + (size_t)i * d, (size_t)d);
 }
 
 /* NORM_APPLY: y = (x - mean) / s · w + b (LayerNorm) or x / s · w (RMS),
@@ -660,6 +698,8 @@ int as_backward(const as_interp *it, int seed, const float *seed_grad, as_grads 
             break;
         case AS_OP_GATED_ADD: vjp_gated_add(&b, op, dy); break;
         case AS_OP_POOL: vjp_pool(&b, op, dy); break;
+        case AS_OP_HEAD_OUT: vjp_head_out(&b, op, dy); break;
+        case AS_OP_HEAD_SUM: vjp_head_sum(&b, op, dy); break;
         default: break; /* the leaves: embeddings, sinusoids, patches, relative bias */
         }
         free(m);

@@ -353,6 +353,53 @@ static void op_expert_sum(as_interp *it, const as_op *op)
     }
 }
 
+/* HEAD_OUT: each head's z through its columns of W (W_O), W's rows decoded
+ * one by one, each dot accumulated in double. */
+static void op_head_out(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    const as_hook *z = &it->prog->hooks[op->in[0]];
+    int H = z->dims[0], dh = z->dims[1], d = op->n_out;
+    float *row = malloc((size_t)op->n_in * sizeof *row);
+    if (!row) { /* no memory for one row: NaN, which the first-NaN check then names */
+        for (int i = 0; i < st->n; i++)
+            for (int j = 0; j < H * d; j++)
+                span_row(it, op->out, i)[j] = NAN;
+        return;
+    }
+    for (int r = 0; r < d; r++) {
+        as_weight_row(&op->w, r, row);
+        for (int i = 0; i < st->n; i++) {
+            const float *x = span_row(it, op->in[0], i);
+            float *y = span_row(it, op->out, i);
+            for (int h = 0; h < H; h++) {
+                double acc = 0;
+                for (int c = 0; c < dh; c++)
+                    acc += (double)row[h * dh + c] * x[h * dh + c];
+                y[(size_t)h * d + r] = (float)acc;
+            }
+        }
+    }
+    free(row);
+}
+
+/* HEAD_SUM: the heads' results summed (in double, head 0 first), then the bias. */
+static void op_head_sum(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int d = op->n_out, H = it->prog->hooks[op->in[0]].dims[0];
+    for (int i = 0; i < st->n; i++) {
+        const float *x = span_row(it, op->in[0], i);
+        float *y = span_row(it, op->out, i);
+        for (int c = 0; c < d; c++) {
+            double acc = 0;
+            for (int h = 0; h < H; h++)
+                acc += x[(size_t)h * d + c];
+            y[c] = (float)(acc + (op->b ? op->b[c] : 0));
+        }
+    }
+}
+
 void as_interp_exec(as_interp *it, const as_op *op)
 {
     const as_hook *out = &it->prog->hooks[op->out];
@@ -489,6 +536,12 @@ void as_interp_exec(as_interp *it, const as_op *op)
         }
         break;
     }
+    case AS_OP_HEAD_OUT:
+        op_head_out(it, op);
+        break;
+    case AS_OP_HEAD_SUM:
+        op_head_sum(it, op);
+        break;
     case AS_OP_GATED_ADD: {
         int d = out->width;
         for (int i = 0; i < st->n; i++) {

@@ -100,6 +100,9 @@ static const char *const hook_suffix[AS_HK_COUNT] = {
     [AS_HK_Q_PE] = "attn.hook_rot_q_pe",
     [AS_HK_Q_MQA] = "attn.hook_q_mqa",
     [AS_HK_Z_LATENT] = "attn.hook_z_latent",
+    [AS_HK_HEAD_RESULT] = "attn.hook_result",
+    [AS_HK_ATTN_IN] = "hook_attn_in",
+    [AS_HK_MLP_IN] = "hook_mlp_in",
 };
 
 /* A hook's name and shape per position, for messages: "blocks.0.attn.hook_q [4, 16]". */
@@ -193,7 +196,7 @@ static as_site site_of(const as_program *p, as_hook_kind kind)
     case AS_HK_ATTN_RESULT: case AS_HK_ATTN_BIAS:
     case AS_HK_Q_LATENT: case AS_HK_Q_A_NORM_SCALE: case AS_HK_Q_A_NORM_NORMALIZED: case AS_HK_KV_LATENT:
     case AS_HK_KV_A_NORM_SCALE: case AS_HK_KV_A_NORM_NORMALIZED: case AS_HK_K_PE: case AS_HK_KV: case AS_HK_K_NOPE:
-    case AS_HK_Q_ABSORBED: case AS_HK_Q_PE: case AS_HK_Q_MQA: case AS_HK_Z_LATENT:
+    case AS_HK_Q_ABSORBED: case AS_HK_Q_PE: case AS_HK_Q_MQA: case AS_HK_Z_LATENT: case AS_HK_HEAD_RESULT:
         return p->cur_site == AS_SITE_CROSS_ATTN ? AS_SITE_CROSS_ATTN : AS_SITE_SELF_ATTN;
     case AS_HK_MLP_PRE: case AS_HK_MLP_PRE_LINEAR: case AS_HK_MLP_POST: case AS_HK_MLP_RESULT:
         return p->cur_site == AS_SITE_NONE ? AS_SITE_MLP : p->cur_site;
@@ -263,6 +266,18 @@ int as_program_add_norm(as_program *p, as_hook_kind scale_kind, int layer, int i
                         const float *b, as_norm_kind norm, float eps, const char *name)
 {
     int d = p->hooks[in].width;
+    /* hook_attn_in / hook_mlp_in (asked for): the residual stream a pre-norm block's ln1 and ln2
+     * read, copied into a hook of its own that the norm reads instead (TransformerLens's
+     * use_attn_in, use_hook_mlp_in); one stream only, where ln2 is the MLP's norm */
+    as_hook_kind in_kind = p->hooks[in].kind;
+    if ((p->opts & AS_PROG_IN_HOOKS) && p->n_streams == 1 && layer >= 0 &&
+        ((scale_kind == AS_HK_LN1_SCALE && in_kind == AS_HK_RESID_PRE) ||
+         (scale_kind == AS_HK_LN2_SCALE && in_kind == AS_HK_RESID_MID))) {
+        bool attn = scale_kind == AS_HK_LN1_SCALE;
+        int c = as_program_add_hook(p, attn ? AS_HK_ATTN_IN : AS_HK_MLP_IN, layer, AS_CLASS_RESID, 1, d, 0);
+        as_program_add_op(p, AS_OP_COPY, layer, c, in, -1, attn ? "attn_in = resid_pre" : "mlp_in = resid_mid");
+        in = c;
+    }
     bool rms = norm == AS_NORM_RMS;
     char text[64];
     int s = as_program_add_hook(p, scale_kind, layer, AS_CLASS_ESSENTIAL, 1, 1, 0);
@@ -299,6 +314,19 @@ int as_program_add_head_norm(as_program *p, as_hook_kind scale_kind, int layer, 
 int as_program_add_linear(as_program *p, as_hook_kind kind, int layer, as_hook_class klass, int in,
                           const as_weight *w, const float *b, int n_dims, int d0, int d1, const char *text)
 {
+    /* attn.hook_result (asked for): the output projection of an attention site's z as each head
+     * through its columns of W_O, then their sum and the bias (TransformerLens's use_attn_result) */
+    if ((p->opts & AS_PROG_ATTN_RESULT) && p->hooks[in].kind == AS_HK_Z && p->hooks[in].n_dims == 2 &&
+        n_dims == 1 && d0 == w->rows && w->cols == p->hooks[in].width) {
+        int H = p->hooks[in].dims[0];
+        int r = as_program_add_hook(p, AS_HK_HEAD_RESULT, layer, AS_CLASS_RESID, 2, H, d0);
+        as_op *op = as_program_add_op(p, AS_OP_HEAD_OUT, layer, r, in, -1, "result = z_h · W_O[:, h]ᵀ per head");
+        op->w = *w, op->n_in = w->cols, op->n_out = d0;
+        int h = as_program_add_hook(p, kind, layer, klass, 1, d0, 0);
+        op = as_program_add_op(p, AS_OP_HEAD_SUM, layer, h, r, -1, text);
+        op->b = b, op->n_in = H * d0, op->n_out = d0;
+        return h;
+    }
     int h = as_program_add_hook(p, kind, layer, klass, n_dims, d0, d1);
     as_op *op = as_program_add_op(p, AS_OP_LINEAR, layer, h, in, -1, text);
     op->w = *w, op->b = b, op->n_in = w->cols, op->n_out = p->hooks[h].width;

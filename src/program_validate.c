@@ -17,7 +17,7 @@ static const char *const op_name[] = {
     [AS_OP_REL_BIAS] = "rel_bias", [AS_OP_ROUTE] = "route", [AS_OP_TOPK] = "topk", [AS_OP_GATES] = "gates",
     [AS_OP_EXPERT_LINEAR] = "expert_linear", [AS_OP_EXPERT_SUM] = "expert_sum", [AS_OP_SIGMOID] = "sigmoid",
     [AS_OP_GATED_ADD] = "gated_add", [AS_OP_SLICE] = "slice", [AS_OP_CONCAT] = "concat",
-    [AS_OP_HEAD_LINEAR] = "head_linear",
+    [AS_OP_HEAD_LINEAR] = "head_linear", [AS_OP_HEAD_OUT] = "head_out", [AS_OP_HEAD_SUM] = "head_sum",
 };
 
 const char *as_op_kind_name(as_op_kind k)
@@ -100,6 +100,13 @@ int as_program_validate(const as_program *p, as_error *err)
             rc = check_width(p, i, op->in[0], op->w.cols, "its matrix's columns", err) ||
                  check_width(p, i, op->out, op->w.rows, "its matrix's rows", err);
             break;
+        case AS_OP_HEAD_OUT:
+            rc = check_width(p, i, op->in[0], op->w.cols, "its matrix's columns", err) ||
+                 check_width(p, i, op->out, op->w.rows * p->hooks[op->in[0]].dims[0], "its matrix's rows a head", err);
+            break;
+        case AS_OP_HEAD_SUM:
+            rc = check_width(p, i, op->in[0], w * p->hooks[op->in[0]].dims[0], "its output a head", err);
+            break;
         case AS_OP_NORM_SCALE:
             rc = check_width(p, i, op->in[0], w * op->n_in, "the groups it normalizes", err);
             break;
@@ -137,11 +144,17 @@ int as_program_validate(const as_program *p, as_error *err)
  * that read it. */
 int as_program_build(as_program **out, const as_model *m, as_error *err)
 {
+    return as_program_build_opts(out, m, 0, err);
+}
+
+int as_program_build_opts(as_program **out, const as_model *m, unsigned opts, as_error *err)
+{
     *out = NULL;
     as_program *p = calloc(1, sizeof *p);
     if (!p)
         return as_error_set(err, "out of memory building the program");
     p->model = m;
+    p->opts = opts;
     p->unembed = p->final_norm = p->pooled = p->head_first = p->source_stream = p->start_token = p->logits_pos = -1;
     p->lens_kind = AS_HK_RESID_POST;
     /* A block of today's architectures has at most 32 hooks and ops, the

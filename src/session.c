@@ -86,6 +86,53 @@ static bool takes_text(const char *line, size_t len)
 
 static int cmd_help(cmd_ctx *c);
 
+int as_session_rebuild(as_session *s, unsigned opts, as_error *err)
+{
+    as_interp *old = s->it;
+    if (old->n_rules > 0)
+        return as_error_set(err, "%d rule%s (`ablations`, `watches`) name%s hooks of the program this rebuilds: "
+                            "remove %s first (`unablate`, `unwatch`)", old->n_rules, old->n_rules == 1 ? "" : "s",
+                            old->n_rules == 1 ? "s" : "", old->n_rules == 1 ? "it" : "them");
+    as_program *prog;
+    as_capture *cap = NULL;
+    as_interp *it = NULL;
+    if (as_program_build_opts(&prog, s->model, opts, err))
+        return AS_ERR;
+    if (as_capture_new(&cap, prog, s->capture_mb << 20, err) || as_interp_new(&it, prog, cap, err) ||
+        (s->ctx > 0 && as_interp_set_ctx(it, s->ctx, err)))
+        goto fail;
+    for (int k = 0; k < prog->n_streams; k++) {
+        const as_stream_state *o = &old->st[k];
+        if (o->n_tokens == 0)
+            continue;
+        if (prog->streams[k].input == AS_INPUT_PIXELS) {
+            const as_patch_spec *ps = &prog->streams[k].patch;
+            if (o->pixels && as_interp_set_pixels(it, k, o->pixels, ps->channels * ps->size * ps->size, err))
+                goto fail;
+            continue;
+        }
+        bool typed = false;
+        for (int i = 0; i < o->n_tokens; i++)
+            typed = typed || o->types[i] != 0;
+        if (as_interp_set_input(it, k, o->tokens, o->n_tokens, err) ||
+            (typed && as_interp_set_types(it, k, o->types, o->n_tokens, err)))
+            goto fail;
+        it->st[k].n_prompt = o->n_prompt;
+    }
+    it->interrupt = old->interrupt;
+    as_interp_free(old);
+    as_capture_free(s->cap);
+    as_program_free(s->prog);
+    s->prog = prog, s->cap = cap, s->it = it;
+    s->prog_opts = opts;
+    return AS_OK;
+fail:
+    as_interp_free(it);
+    as_capture_free(cap);
+    as_program_free(prog);
+    return AS_ERR;
+}
+
 int as_session_load(as_session *s, const char *path, as_error *err)
 {
     as_session *fresh;
@@ -100,6 +147,10 @@ int as_session_load(as_session *s, const char *path, as_error *err)
         return AS_ERR;
     }
     if (s->ctx > 0 && as_interp_set_ctx(fresh->it, s->ctx, err)) {
+        as_session_free(fresh);
+        return AS_ERR;
+    }
+    if (s->prog_opts && as_session_rebuild(fresh, s->prog_opts, err)) {
         as_session_free(fresh);
         return AS_ERR;
     }
@@ -184,9 +235,13 @@ static const command commands[] = {
     {{"unbreak", "unbreak HOOK", "Remove breakpoints matching HOOK.", "unbreak blocks.*"}, as_cmd_unbreak, .keeps_state = true},
     {{"where", "where", "Show the op the interpreter stands at.", "where"}, as_cmd_where, .keeps_state = true, .args = ARGS(0)},
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, as_cmd_gen, .args = ARGS(1)},
-    {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N | activations native|f32]",
+    {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N | activations native|f32 | "
+      "attn-result on|off | in-hooks on|off]",
       "Sampler and engine settings (temp 0 is greedy; ctx caps the context you work in, 0 for the "
-      "model's window; activations: quantized weights' arithmetic, f32 or llama.cpp's native 8-bit); "
+      "model's window; activations: quantized weights' arithmetic, f32 or llama.cpp's native 8-bit; "
+      "attn-result: the hooks blocks.L.attn.hook_result, each head's output through its slice of W_O "
+      "[head, d_model]; in-hooks: blocks.L.hook_attn_in and hook_mlp_in, the residual stream entering "
+      "ln1 and ln2; either rebuilds the program and runs the context again); "
       "`set` alone lists them.", "set temp 0.8"}, as_cmd_set, .keeps_state = true},
     {{"top", "top [K] [POS]", "The next-token distribution after POS (the last position by default): rank, id, piece, probability, logit (an encoder: "
       "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},

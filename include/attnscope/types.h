@@ -81,6 +81,13 @@ typedef enum as_hook_kind {
      * two side by side [head, kv_lora + rope], and the mix over the latent
      * [head, kv_lora] that attn_v_b turns into hook_z */
     AS_HK_Q_ABSORBED, AS_HK_Q_PE, AS_HK_Q_MQA, AS_HK_Z_LATENT,
+    /* TransformerLens's optional hooks, in a program built with them
+     * (as_program_build_opts): each head's output through its slice of
+     * W_O [head, d_model] before the sum over heads and the bias
+     * (attn.hook_result, use_attn_result); the residual stream entering
+     * the attention and the MLP sub-blocks, before their norms
+     * (hook_attn_in, hook_mlp_in: use_attn_in, use_hook_mlp_in) */
+    AS_HK_HEAD_RESULT, AS_HK_ATTN_IN, AS_HK_MLP_IN,
     AS_HK_COUNT
 } as_hook_kind;
 

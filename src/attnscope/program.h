@@ -157,6 +157,9 @@ typedef enum as_op_kind {
     AS_OP_SLICE,      /* each of out's dims[0] groups = columns [col0, col0 + dims[1]) of in0's group */
     AS_OP_CONCAT,     /* each of out's groups = in0's group, then in1's (in1's one group, when it has one, to all) */
     AS_OP_HEAD_LINEAR,/* out's group h = rows [h·n, (h+1)·n) of W · in0's group h from column col0 (n: out's dims[1]) */
+    AS_OP_HEAD_OUT,   /* out's group h = W[:, h·dh:(h+1)·dh] · in0's group h (attn.hook_result: each head
+                       * through its columns of W_O, n_out = W's rows, dh = in0's dims[1]) */
+    AS_OP_HEAD_SUM,   /* out = Σ_h in0's group h (+ b when set): the heads' results summed (hook_attn_out) */
 } as_op_kind;
 
 /* T5's relative position buckets (llama.cpp's llama_relative_position_bucket):
@@ -213,8 +216,18 @@ typedef struct as_op {
     char text[64];        /* what the op computes, for `where` and the status line */
 } as_op;
 
+/* The optional hooks a program is built with (as_program_build_opts),
+ * as TransformerLens's use_attn_result and use_attn_in / use_hook_mlp_in
+ * turn them on: off by default, for what they cost. */
+enum {
+    AS_PROG_ATTN_RESULT = 1, /* attn.hook_result: the output projection as HEAD_OUT then HEAD_SUM */
+    AS_PROG_IN_HOOKS = 2,    /* hook_attn_in, hook_mlp_in: copies of the residual stream the
+                              * pre-norm blocks' ln1 and ln2 read (one stream only) */
+};
+
 typedef struct as_program {
     const as_model *model;
+    unsigned opts;        /* AS_PROG_*: the optional hooks asked for */
     as_stream streams[AS_MAX_STREAMS];
     int n_streams;
     int out_stream;       /* the stream whose last position gives the logits (`prompt` feeds it) */
@@ -258,6 +271,8 @@ typedef struct as_program {
 
 /* Builds the program for the model's architecture. */
 int as_program_build(as_program **out, const as_model *m, as_error *err);
+/* The same with optional hooks (AS_PROG_*). */
+int as_program_build_opts(as_program **out, const as_model *m, unsigned opts, as_error *err);
 void as_program_free(as_program *p);
 /* What an op kind computes, in a word ("linear", "scores"), for messages. */
 const char *as_op_kind_name(as_op_kind k);
