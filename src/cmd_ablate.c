@@ -2,6 +2,7 @@
  * `unablate`, `ablations`, `metric` (a logit difference) and `compare`
  * (a clean run against the run with the rules; `patch` reports through
  * it too). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,72 @@ static int ablated_already(const as_session *s, int hook, int head, const char *
     return AS_OK;
 }
 
+/* The mean of head `head`'s hook_z (hook) over every position of every prompt in `path` (one a
+ * line; blank lines skipped), each prompt run clean on its own, the positions pooled: one [d_head]
+ * vector, as `ablate L.H mean` takes over the context's positions. */
+static int head_mean_over(as_session *s, const char *path, int hook, int head, float **avg, int *n_prompts,
+                          long *n_pos, as_error *err)
+{
+    *avg = NULL;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return as_error_set(err, "cannot read the prompts file '%s': %s", path, strerror(errno));
+    const as_hook *h = &s->prog->hooks[hook];
+    int dh = h->dims[1];
+    double *sum = calloc((size_t)dh, sizeof *sum);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    int rc = sum ? AS_OK : as_error_set(err, "out of memory");
+    long lineno = 0;
+    *n_prompts = 0, *n_pos = 0;
+    while (rc == AS_OK && (len = getline(&line, &cap, f)) >= 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
+        bool blank = true;
+        for (ssize_t i = 0; i < len && blank; i++)
+            blank = line[i] == ' ' || line[i] == '\t';
+        if (blank)
+            continue;
+        int32_t *ids = NULL;
+        size_t n = 0;
+        as_side_run r;
+        memset(&r, 0, sizeof r);
+        rc = as_cmd_encode(s, line, false, &ids, &n, err);
+        if (rc == AS_OK && n == 0)
+            rc = as_error_set(err, "line %ld gives no tokens", lineno);
+        if (rc == AS_OK)
+            rc = as_cmd_side_run_new(s, ids, (int)n, s->capture_mb << 20, &r, err);
+        if (rc == AS_OK && !as_capture_has(r.cap, hook))
+            rc = as_error_set(err, "%s is not captured in the run of line %ld: %s", h->name, lineno,
+                              r.cap->dropped[0] ? r.cap->dropped : "it was dropped");
+        for (int p = 0; rc == AS_OK && p < (int)n; p++) {
+            const float *z = as_capture_row(r.cap, hook, p) + (size_t)head * dh;
+            for (int i = 0; i < dh; i++)
+                sum[i] += z[i];
+        }
+        if (rc == AS_OK)
+            (*n_prompts)++, *n_pos += (long)n;
+        else
+            as_error_prefix(err, "%s line %ld", path, lineno);
+        as_cmd_side_run_free(&r);
+        free(ids);
+    }
+    if (rc == AS_OK && ferror(f))
+        rc = as_error_set(err, "cannot read the prompts file '%s': %s", path, strerror(errno));
+    if (rc == AS_OK && *n_prompts == 0)
+        rc = as_error_set(err, "the prompts file '%s' holds no prompt (one a line)", path);
+    if (rc == AS_OK && !(*avg = malloc((size_t)dh * sizeof **avg)))
+        rc = as_error_set(err, "out of memory");
+    for (int i = 0; rc == AS_OK && i < dh; i++)
+        (*avg)[i] = (float)(sum[i] / (double)*n_pos);
+    free(line);
+    free(sum);
+    fclose(f);
+    return rc;
+}
+
 int as_cmd_ablate(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -129,10 +196,11 @@ int as_cmd_ablate(cmd_ctx *c)
             as_cmd_add_rule(s, AS_RULE_ZERO, hm, -1, -1, NULL, false, label, c->err))
             return AS_ERR;
     } else {
-        char *dot = c->argc == 3 ? strchr(c->argv[1], '.') : NULL;
+        bool over = c->argc == 5 && !strcmp(c->argv[2], "mean") && !strcmp(c->argv[3], "over");
+        char *dot = c->argc == 3 || over ? strchr(c->argv[1], '.') : NULL;
         if (!dot || (strcmp(c->argv[2], "zero") && strcmp(c->argv[2], "mean")))
-            return as_error_set(c->err, "usage: ablate LAYER.HEAD zero|mean  or  ablate mlp LAYER  or  ablate expert "
-                                "LAYER.EXPERT");
+            return as_error_set(c->err, "usage: ablate LAYER.HEAD zero|mean  or  ablate LAYER.HEAD mean over FILE  or  "
+                                "ablate mlp LAYER  or  ablate expert LAYER.EXPERT");
         *dot = '\0';
         if (as_cmd_parse_long(c->argv[1], 0, cfg->n_layer - 1, "the layer", &l, c->err) ||
             as_cmd_parse_long(dot + 1, 0, cfg->n_head - 1, "the head", &h, c->err))
@@ -142,11 +210,26 @@ int as_cmd_ablate(cmd_ctx *c)
         if (hz < 0)
             return no_block(s, l, c->err);
         bool mean = !strcmp(c->argv[2], "mean");
-        snprintf(label, sizeof label, "ablate %ld.%ld %s", l, h, c->argv[2]);
+        if (over) {
+            const char *base = strrchr(c->argv[4], '/');
+            snprintf(label, sizeof label, "ablate %ld.%ld mean over %.40s", l, h, base ? base + 1 : c->argv[4]);
+        } else {
+            snprintf(label, sizeof label, "ablate %ld.%ld %s", l, h, c->argv[2]);
+        }
         if (ablated_already(s, hz, (int)h, label, c->err))
             return AS_ERR;
         float *avg = NULL;
-        if (mean) {
+        if (over) {
+            int np = 0;
+            long npos = 0;
+            if (s->prog->source_stream >= 0)
+                return as_error_set(c->err, "%s: the prompts would each need a source too on %s, an encoder-decoder",
+                                    label, s->model->cfg.name);
+            if (head_mean_over(s, c->argv[4], hz, (int)h, &avg, &np, &npos, c->err))
+                return as_error_prefix(c->err, "%s", label);
+            fprintf(s->out, "mean of head %ld.%ld's hook_z over %d prompt%s (%ld positions) of %s\n", l, h, np,
+                    np == 1 ? "" : "s", npos, c->argv[4]);
+        } else if (mean) {
             /* The head's mean over the context's positions in the clean
              * run (no intervention): the one captured, if it is that run,
              * else a clean run made for it. */

@@ -190,6 +190,20 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
     return rc;
 }
 
+/* "L.H": digits, one dot, digits. */
+static bool is_layer_head(const char *a)
+{
+    const char *d = a;
+    while (*d >= '0' && *d <= '9')
+        d++;
+    if (d == a || *d != '.' || !d[1])
+        return false;
+    for (d++; *d; d++)
+        if (*d < '0' || *d > '9')
+            return false;
+    return strlen(a) < 32;
+}
+
 int as_cmd_patch(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -202,11 +216,26 @@ int as_cmd_patch(cmd_ctx *c)
         return as_error_set(c->err, "patch sweep takes resid_pre, attn_out, mlp_out or heads, not '%s'", c->argv[2]);
     }
     if (c->argc < 4 || strcmp(c->argv[2], "from"))
-        return as_error_set(c->err, "usage: patch HOOK from \"OTHER PROMPT\" [pos=N]  or  patch sweep "
+        return as_error_set(c->err, "usage: patch HOOK|LAYER.HEAD from \"OTHER PROMPT\" [pos=N]  or  patch sweep "
                                     "resid_pre|attn_out|mlp_out|heads from \"OTHER PROMPT\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]");
-    int hook = as_cmd_find_hook(s, c->argv[1], c->err), pos = -1;
-    if (hook < 0)
+    /* L.H: one head's slice of hook_z (the context's own heads: an encoder-decoder's decoder) */
+    long hl = -1, hh = -1;
+    int hook, pos = -1;
+    char lh[32];
+    if (is_layer_head(c->argv[1])) {
+        snprintf(lh, sizeof lh, "%s", c->argv[1]);
+        *strchr(lh, '.') = '\0';
+        if (as_cmd_parse_long(lh, 0, s->model->cfg.n_layer - 1, "the layer", &hl, c->err) ||
+            as_cmd_parse_long(strchr(c->argv[1], '.') + 1, 0, s->model->cfg.n_head - 1, "the head", &hh, c->err))
+            return AS_ERR;
+        hook = as_program_hook_in(s->prog, AS_HK_Z, (int)hl, s->prog->out_stream);
+        if (hook < 0)
+            return as_error_set(c->err, "the %s stream has no block %ld", s->prog->streams[s->prog->out_stream].name, hl);
+        if (s->prog->hooks[hook].n_dims != 2 || hh >= s->prog->hooks[hook].dims[0])
+            return as_error_set(c->err, "layer %ld's hook_z has no head %ld", hl, hh);
+    } else if ((hook = as_cmd_find_hook(s, c->argv[1], c->err)) < 0) {
         return AS_ERR;
+    }
     if (c->argc > 4 && (strncmp(c->argv[4], "pos=", 4) || as_cmd_parse_pos(s, c->argv[4] + 4, &pos, c->err)))
         return pos < 0 && strncmp(c->argv[4], "pos=", 4) ? as_error_set(c->err, "expected pos=N, not '%s'", c->argv[4])
                                                          : AS_ERR;
@@ -219,8 +248,14 @@ int as_cmd_patch(cmd_ctx *c)
     char label[96];
     snprintf(label, sizeof label, "patch %s from other prompt%s%.*s", c->argv[1], pos >= 0 ? " at " : "",
              pos >= 0 ? 12 : 0, c->argc > 4 ? c->argv[4] : "");
+    if (rc == AS_OK && hh >= 0) { /* the head's slice of each position's values */
+        as_rule probe = {.kind = AS_RULE_SET, .hook = hook, .head = (int)hh, .pos = pos};
+        int len = as_rule_len(s->it, &probe), w = s->prog->hooks[hook].width, rows = rule_rows(s, hook);
+        for (int p = 0; p < rows; p++)
+            memmove(vals + (size_t)p * len, vals + (size_t)p * w + (size_t)hh * len, (size_t)len * sizeof *vals);
+    }
     if (rc == AS_OK)
-        rc = as_cmd_add_rule(s, AS_RULE_SET, hook, -1, pos, vals, true, label, c->err);
+        rc = as_cmd_add_rule(s, AS_RULE_SET, hook, (int)hh, pos, vals, true, label, c->err);
     free(vals);
     return rc == AS_OK ? as_cmd_compare_runs(s, c->err) : AS_ERR;
 }
