@@ -585,3 +585,50 @@ int as_cmd_expert_tokens(const as_session *s, int h, int e, int n, int top, int3
         *chosen = times;
     return nd;
 }
+
+int as_cmd_rebuild(as_session *s, unsigned opts, as_error *err)
+{
+    as_interp *old = s->it;
+    if (old->n_rules > 0)
+        return as_error_set(err, "%d rule%s (`ablations`, `watches`) name%s hooks of the program this rebuilds: "
+                            "remove %s first (`unablate`, `unwatch`)", old->n_rules, old->n_rules == 1 ? "" : "s",
+                            old->n_rules == 1 ? "s" : "", old->n_rules == 1 ? "it" : "them");
+    as_program *prog;
+    as_capture *cap = NULL;
+    as_interp *it = NULL;
+    if (as_program_build_opts(&prog, s->model, opts, err))
+        return AS_ERR;
+    if (as_capture_new(&cap, prog, s->capture_mb << 20, err) || as_interp_new(&it, prog, cap, err) ||
+        (s->ctx > 0 && as_interp_set_ctx(it, s->ctx, err)))
+        goto fail;
+    for (int k = 0; k < prog->n_streams; k++) {
+        const as_stream_state *o = &old->st[k];
+        if (o->n_tokens == 0)
+            continue;
+        if (prog->streams[k].input == AS_INPUT_PIXELS) {
+            const as_patch_spec *ps = &prog->streams[k].patch;
+            if (o->pixels && as_interp_set_pixels(it, k, o->pixels, ps->channels * ps->size * ps->size, err))
+                goto fail;
+            continue;
+        }
+        bool typed = false;
+        for (int i = 0; i < o->n_tokens; i++)
+            typed = typed || o->types[i] != 0;
+        if (as_interp_set_input(it, k, o->tokens, o->n_tokens, err) ||
+            (typed && as_interp_set_types(it, k, o->types, o->n_tokens, err)))
+            goto fail;
+        it->st[k].n_prompt = o->n_prompt;
+    }
+    it->interrupt = old->interrupt;
+    as_interp_free(old);
+    as_capture_free(s->cap);
+    as_program_free(s->prog);
+    s->prog = prog, s->cap = cap, s->it = it;
+    s->prog_opts = opts;
+    return AS_OK;
+fail:
+    as_interp_free(it);
+    as_capture_free(cap);
+    as_program_free(prog);
+    return AS_ERR;
+}

@@ -261,7 +261,7 @@ static int set_hooks(cmd_ctx *c, const char *key, const char *val)
     unsigned opts = on ? s->prog_opts | bit : s->prog_opts & ~bit;
     if (opts != s->prog_opts) {
         bool ran = s->it->out->n_done > 0;
-        if (as_session_rebuild(s, opts, c->err))
+        if (as_cmd_rebuild(s, opts, c->err))
             return AS_ERR;
         as_hook_kind kinds[3] = {AS_HK_HEAD_RESULT, AS_HK_ATTN_IN, AS_HK_MLP_IN};
         int n = 0;

@@ -86,52 +86,12 @@ static bool takes_text(const char *line, size_t len)
 
 static int cmd_help(cmd_ctx *c);
 
-int as_session_rebuild(as_session *s, unsigned opts, as_error *err)
+int as_session_optional_hooks(as_session *s, int attn_result, int in_hooks, as_error *err)
 {
-    as_interp *old = s->it;
-    if (old->n_rules > 0)
-        return as_error_set(err, "%d rule%s (`ablations`, `watches`) name%s hooks of the program this rebuilds: "
-                            "remove %s first (`unablate`, `unwatch`)", old->n_rules, old->n_rules == 1 ? "" : "s",
-                            old->n_rules == 1 ? "s" : "", old->n_rules == 1 ? "it" : "them");
-    as_program *prog;
-    as_capture *cap = NULL;
-    as_interp *it = NULL;
-    if (as_program_build_opts(&prog, s->model, opts, err))
-        return AS_ERR;
-    if (as_capture_new(&cap, prog, s->capture_mb << 20, err) || as_interp_new(&it, prog, cap, err) ||
-        (s->ctx > 0 && as_interp_set_ctx(it, s->ctx, err)))
-        goto fail;
-    for (int k = 0; k < prog->n_streams; k++) {
-        const as_stream_state *o = &old->st[k];
-        if (o->n_tokens == 0)
-            continue;
-        if (prog->streams[k].input == AS_INPUT_PIXELS) {
-            const as_patch_spec *ps = &prog->streams[k].patch;
-            if (o->pixels && as_interp_set_pixels(it, k, o->pixels, ps->channels * ps->size * ps->size, err))
-                goto fail;
-            continue;
-        }
-        bool typed = false;
-        for (int i = 0; i < o->n_tokens; i++)
-            typed = typed || o->types[i] != 0;
-        if (as_interp_set_input(it, k, o->tokens, o->n_tokens, err) ||
-            (typed && as_interp_set_types(it, k, o->types, o->n_tokens, err)))
-            goto fail;
-        it->st[k].n_prompt = o->n_prompt;
-    }
-    it->interrupt = old->interrupt;
-    as_interp_free(old);
-    as_capture_free(s->cap);
-    as_program_free(s->prog);
-    s->prog = prog, s->cap = cap, s->it = it;
-    s->prog_opts = opts;
-    return AS_OK;
-fail:
-    as_interp_free(it);
-    as_capture_free(cap);
-    as_program_free(prog);
-    return AS_ERR;
+    unsigned opts = (attn_result ? AS_PROG_ATTN_RESULT : 0) | (in_hooks ? AS_PROG_IN_HOOKS : 0);
+    return opts == s->prog_opts ? AS_OK : as_cmd_rebuild(s, opts, err);
 }
+
 
 int as_session_load(as_session *s, const char *path, as_error *err)
 {
@@ -150,7 +110,7 @@ int as_session_load(as_session *s, const char *path, as_error *err)
         as_session_free(fresh);
         return AS_ERR;
     }
-    if (s->prog_opts && as_session_rebuild(fresh, s->prog_opts, err)) {
+    if (s->prog_opts && as_cmd_rebuild(fresh, s->prog_opts, err)) {
         as_session_free(fresh);
         return AS_ERR;
     }

@@ -77,11 +77,11 @@ int as_cmd_parse_long(const char *str, long lo, long hi, const char *what, long 
 int as_cmd_parse_float(const char *str, double lo, double hi, const char *what, double *out, as_error *err);
 char *as_cmd_text_arg(const char *rest, as_error *err);
 
-/* session.c: builds the program again with the optional hooks `opts` (AS_PROG_*), keeping the
+/* Builds the program again with the optional hooks `opts` (AS_PROG_*), keeping the
  * model, the context's inputs and the context cap; refused while rules (ablations, patches,
  * steering, watches) name the old program's hooks. Breakpoints are dropped. Nothing is
  * computed: the caller runs the context again. */
-int as_session_rebuild(as_session *s, unsigned opts, as_error *err);
+int as_cmd_rebuild(as_session *s, unsigned opts, as_error *err);
 /* The helpers below are cmd_common.c's unless a file is named. */
 /* A token's stored piece, escaped for display (the raw vocabulary string:
  * `dump all`'s index.json). */

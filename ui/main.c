@@ -37,6 +37,7 @@ typedef struct options {
     int no_tui;
     const char *kernels;   /* --kernels: generic, avx2, avx512 */
     const char *activations; /* --activations: native, f32 */
+    int attn_result, in_hooks; /* --attn-result on, --in-hooks on: 1 */
     int version;
 } options;
 
@@ -44,7 +45,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--ctx N]\n"
-            "                 [--threads N] [--activations native|f32]\n"
+            "                 [--threads N] [--activations native|f32] [--attn-result on|off] [--in-hooks on|off]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
             "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint) or a Hugging Face directory\n"
@@ -64,6 +65,10 @@ static void usage(FILE *f)
             "  --activations A  quantized weights' arithmetic: f32 (float32 activations, the default)\n"
             "                   or native (llama.cpp's: 8-bit activations, integer dots); `set\n"
             "                   activations` later\n"
+            "  --attn-result on build blocks.L.attn.hook_result (each head's output through its slice\n"
+            "                   of W_O, [head, d_model] a position; default off); `set attn-result` later\n"
+            "  --in-hooks on    build blocks.L.hook_attn_in and hook_mlp_in (the residual stream entering\n"
+            "                   ln1 and ln2; default off); `set in-hooks` later\n"
             "  --no-tui         the plain REPL instead of the full-screen view\n"
             "  --version, --help\n"
             "\n"
@@ -106,7 +111,8 @@ static int parse_args(int argc, char **argv, options *o)
             return -1;
         }
         static const char *const with_value[] = {"-m", "--model", "-e", "-x", "--kernels", "--info", "--tokenizer",
-                                                 "--capture-mb", "--ctx", "--threads", "--activations"};
+                                                 "--capture-mb", "--ctx", "--threads", "--activations",
+                                                 "--attn-result", "--in-hooks"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(a, with_value[k]);
@@ -140,6 +146,8 @@ static int parse_args(int argc, char **argv, options *o)
             o->kernels = val;
         else if (!strcmp(a, "--activations") && (!strcmp(val, "native") || !strcmp(val, "f32")))
             o->activations = val;
+        else if ((!strcmp(a, "--attn-result") || !strcmp(a, "--in-hooks")) && (!strcmp(val, "on") || !strcmp(val, "off")))
+            *(!strcmp(a, "--attn-result") ? &o->attn_result : &o->in_hooks) = !strcmp(val, "on");
         else if (!strcmp(a, "--info"))
             o->info = val;
         else if (!strcmp(a, "--tokenizer"))
@@ -156,6 +164,7 @@ static int parse_args(int argc, char **argv, options *o)
                                 : !strcmp(a, "--threads") ? "a whole number from 1 to 256"
                                 : !strcmp(a, "--capture-mb") ? "a whole number of MB from 0 to 1073741824"
                                 : !strcmp(a, "--activations") ? "native or f32"
+                                : !strcmp(a, "--attn-result") || !strcmp(a, "--in-hooks") ? "on or off"
                                 : NULL;
             if (range)
                 fprintf(stderr, "attnscope: bad option '%s %s': %s takes %s (see --help)\n", a, val, a, range);
@@ -365,6 +374,11 @@ int main(int argc, char **argv)
     as_error err = {{0}};
     if (open_session(&s, path, o.tokenizer, (size_t)o.capture_mb, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
+        return 1;
+    }
+    if ((o.attn_result || o.in_hooks) && as_session_optional_hooks(s, o.attn_result, o.in_hooks, &err)) {
+        fprintf(stderr, "error: %s\n", err.msg);
+        as_session_free(s);
         return 1;
     }
     if (as_view_set_ctx(s, (int)o.ctx, &err)) { /* cannot fail: nothing is in the context yet */

@@ -83,6 +83,7 @@ static unsigned new_model(tui *u)
         if (u->panes[p]->reset)
             u->panes[p]->reset(u->pane_state[p]);
     u->model = as_view_model(u->s);
+    u->prog = as_view_program(u->s);
     u->v.layer = u->v.head = 0;
     u->v.follow = true;
     u->v.norm = view_norm_step(as_view_program(u->s), 0, NK_COUNT - 1, 1);
@@ -92,7 +93,7 @@ static unsigned new_model(tui *u)
 unsigned tui_after_command(tui *u)
 {
     unsigned bits = panes_showing(u, SHOWS_DATA | SHOWS_LOG | SHOWS_BUSY);
-    if (as_view_model(u->s) != u->model)
+    if (as_view_model(u->s) != u->model || as_view_program(u->s) != u->prog)
         bits |= new_model(u);
     view_clamp(&u->v, u->s);
     if (u->v.pane_req >= 0)

@@ -267,6 +267,7 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.last_pane = P_ATTN;
     u.echo_from = -1;
     u.model = as_view_model(s);
+    u.prog = as_view_program(s);
     u.shared = P_PROBS;
     u.panes = pane_classes;
     if (!panes_init(&u)) {

@@ -104,6 +104,8 @@ typedef struct tui {
     int *order;
     const as_model *model;   /* the model the scratch, the panes' states and the layout were made for (`load`
                               * changes it) */
+    const as_program *prog;  /* and the program (`set attn-result`, `set in-hooks` build another: the
+                              * panes' hook indices belong to the old one) */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in

@@ -36,6 +36,10 @@ void as_session_free(as_session *s);
  * that fails leaves the session as it was. The context starts empty;
  * sampler settings, streams and callbacks stay. */
 int as_session_load(as_session *s, const char *path, as_error *err);
+/* --attn-result, --in-hooks: builds the program again with TransformerLens's optional hooks
+ * (attn.hook_result; hook_attn_in and hook_mlp_in), as `set attn-result on` does, before any
+ * context is given. */
+int as_session_optional_hooks(as_session *s, int attn_result, int in_hooks, as_error *err);
 
 /* Runs one command line (one command; see as_split_commands for ';'). */
 int as_session_exec(as_session *s, const char *line, as_error *err);
