@@ -235,9 +235,11 @@ static const command commands[] = {
       "export attn 0 1 head.pdf width=3.3in"}, as_cmd_export, .keeps_state = false},
     {{"lens", "lens [POS] [FILE.npy] | lens table [FILE.npy]", "Logit lens: the final norm and unembedding applied after every layer.",
       "lens table"}, as_cmd_lens, .keeps_state = false},
-    {{"ablate", "ablate L.H zero|mean | ablate mlp L | ablate expert L.E",
-      "Zero or mean-ablate a head's output (hook_z) or an MLP; zero a routed expert's output (the routing kept).",
-      "ablate 1.3 zero"}, as_cmd_ablate, .keeps_state = true},
+    {{"ablate", "ablate L.H zero|mean | ablate L.H mean over FILE | ablate mlp L | ablate expert L.E",
+      "Zero or mean-ablate a head's output (hook_z) or an MLP; zero a routed expert's output (the routing kept). "
+      "`mean` is the head's mean over the context's positions; `mean over FILE` over every position of every "
+      "prompt in FILE (one a line, blank lines skipped, each run clean on its own, the positions pooled).",
+      "ablate 1.3 mean over prompts.txt"}, as_cmd_ablate, .keeps_state = true},
     {{"route", "route L.E off", "The router of layer L may not choose expert E (the next best is taken); "
       "`unablate` removes it.", "route 1.3 off"}, as_cmd_route, .keeps_state = true},
     {{"steer", "steer HOOK FILE.npy [scale=S] [pos=P]",
@@ -261,8 +263,9 @@ static const command commands[] = {
     {{"saliency", "saliency [ig=STEPS] [FILE.npy]", "Gradient x input of the metric on the token embeddings, per "
       "token; ig=STEPS: integrated gradients from a zero baseline (the sum then equals metric - metric(baseline)).",
       "saliency ig=32"}, as_cmd_saliency, .keeps_state = false, .args = ARGS(2)},
-    {{"patch", "patch HOOK from \"OTHER\" [pos=N] | patch sweep KIND from \"OTHER\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
-      "Activation patching from another prompt of the same length; sweep over layers x positions (or heads), "
+    {{"patch", "patch HOOK|L.H from \"OTHER\" [pos=N] | patch sweep KIND from \"OTHER\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
+      "Activation patching from another prompt of the same length (L.H: head H's slice of layer L's hook_z, "
+      "e.g. patch 1.3 from \"The cat sat\" pos=2); sweep over layers x positions (or heads), "
       "as an array or a heatmap figure.",
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch, .keeps_state = true},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
