@@ -169,6 +169,39 @@ Test(program, every_fixture_models_program_validates)
                 continue; /* a fixture of a refused file, which other tests check */
             cr_assert_eq(as_program_build(&p, m, &err), AS_OK, "%s: %s", path, err.msg);
             cr_assert_eq(as_program_validate(p, &err), AS_OK, "%s: %s", path, err.msg);
+            /* with the optional hooks: valid too; each hook_result follows from its layer's
+             * hook_z, holds [heads, d_model] and is summed into the hook the plain program's
+             * output projection filled; hook_attn_in / hook_mlp_in are copies */
+            as_program *q = NULL;
+            cr_assert_eq(as_program_build_opts(&q, m, AS_PROG_ATTN_RESULT | AS_PROG_IN_HOOKS, &err), AS_OK, "%s: %s",
+                         path, err.msg);
+            cr_assert_eq(as_program_validate(q, &err), AS_OK, "%s: %s", path, err.msg);
+            int n_result = 0, n_z = 0;
+            for (int o = 0; o < q->n_ops; o++) {
+                const as_op *op = &q->ops[o];
+                if (op->kind == AS_OP_LINEAR && q->hooks[op->in[0]].kind == AS_HK_Z)
+                    n_z++; /* an output projection left as it was: only where z is not [heads, d] */
+                if (op->kind != AS_OP_HEAD_OUT)
+                    continue;
+                const as_hook *z = &q->hooks[op->in[0]], *r = &q->hooks[op->out];
+                cr_assert_eq(z->kind, AS_HK_Z, "%s: %s", path, r->name);
+                cr_assert(r->n_dims == 2 && r->dims[0] == z->dims[0] && r->dims[1] == op->w.rows, "%s: %s", path, r->name);
+                cr_assert(o + 1 < q->n_ops && q->ops[o + 1].kind == AS_OP_HEAD_SUM && q->ops[o + 1].in[0] == op->out,
+                          "%s: %s is not summed next", path, r->name);
+                cr_assert_not_null(strstr(r->name, "attn.hook_result"), "%s: %s", path, r->name);
+                n_result++;
+            }
+            cr_assert_eq(n_z, 0, "%s: %d output projections without hook_result", path, n_z);
+            cr_assert_eq(n_result, q->n_attn, "%s: one hook_result per attention site", path);
+            for (int h = 0; h < q->n_hooks; h++)
+                if (q->hooks[h].kind == AS_HK_ATTN_IN || q->hooks[h].kind == AS_HK_MLP_IN) {
+                    const as_op *c = as_program_producer(q, h);
+                    cr_assert(c && c->kind == AS_OP_COPY, "%s: %s", path, q->hooks[h].name);
+                    cr_assert_eq(q->hooks[c->in[0]].kind,
+                                 q->hooks[h].kind == AS_HK_ATTN_IN ? AS_HK_RESID_PRE : AS_HK_RESID_MID, "%s: %s", path,
+                                 q->hooks[h].name);
+                }
+            as_program_free(q);
             as_program_free(p);
             as_model_free(m);
             n++;
