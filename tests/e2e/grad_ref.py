@@ -91,7 +91,50 @@ def metrics(ids, V):
     ]
 
 
-def check_model(which, decoder=False, encoder=False, encdec=False):
+def _attn_absorbed_as_attnscope(self, blk, q, latent, k_r, L, hooks):
+    """reference.DeepSeek2._attn_absorbed with attnscope's dataflow (the same
+    values): q_absorbed reads rot_q's unrotated columns (the reference reads
+    q's, equal to them) and q_mqa reads hook_rot_q_pe itself (the reference
+    records a slice and concatenates another). The gradient at a hook is a
+    fact of the graph downstream of it: these two hooks' gradients differ
+    between the two graphs though every value is the same."""
+    F_ = R.torch
+    c = self.cfg
+    B, T = q.shape[:2]
+    H, dn, dr, dv, kl = c.n_head, c.d_nope, c.d_rope, c.d_v, c.kv_lora
+    p = "blocks.%d.attn." % L
+    kvb = blk.kv_b.weight.view(H, dn + dv, kl)
+    w_uk, w_uv = kvb[:, :dn, :], kvb[:, dn:, :]
+    q_rot = F_.cat((q[..., :dn], self._rope(q[..., dn:])), dim=-1)
+    R._rec(hooks, p + "hook_rot_q", q_rot)
+    q_abs = F_.einsum("bthj,hjc->bthc", q_rot[..., :dn], w_uk)
+    R._rec(hooks, p + "hook_q_absorbed", q_abs)
+    q_pe = q_rot[..., dn:]
+    R._rec(hooks, p + "hook_rot_q_pe", q_pe)
+    q_mqa = F_.cat((q_abs, q_pe), dim=-1)
+    R._rec(hooks, p + "hook_q_mqa", q_mqa)
+    k = F_.cat((latent, k_r.reshape(B, T, dr)), dim=-1).view(B, T, 1, kl + dr)
+    R._rec(hooks, p + "hook_k", k)
+    k = F_.cat((k[..., :kl], self._rope(k[..., kl:])), dim=-1)
+    R._rec(hooks, p + "hook_rot_k", k)
+    v = latent.view(B, T, 1, kl)
+    R._rec(hooks, p + "hook_v", v)
+    scores = (q_mqa.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)) * self._scale()
+    hidden = F_.arange(T)[None, :] > F_.arange(T)[:, None]
+    scores = scores.masked_fill(hidden, float("-inf"))
+    R._rec(hooks, p + "hook_attn_scores", scores)
+    pattern = F_.softmax(scores, dim=-1)
+    R._rec(hooks, p + "hook_pattern", pattern)
+    z_lat = (pattern @ v.transpose(1, 2)).transpose(1, 2)
+    R._rec(hooks, p + "hook_z_latent", z_lat)
+    z = F_.einsum("bthc,hvc->bthv", z_lat, w_uv)
+    R._rec(hooks, p + "hook_z", z)
+    out = blk.o(z.reshape(B, T, H * dv))
+    R._rec(hooks, "blocks.%d.hook_attn_out" % L, out)
+    return out
+
+
+def check_model(which, decoder=False, encoder=False, encdec=False, builder=None):
     types = None
     if encdec:  # two streams: the encoder's source and the decoder's target, cross-attention between them
         cfg, seed = MF.ENCDECS[which] if which in MF.ENCDECS else MF.T5S[which]
@@ -153,7 +196,7 @@ def check_model(which, decoder=False, encoder=False, encdec=False):
         if MF.encoder_input(which)[0] is None:  # no tokenizer: ids, all of type 0
             prompt = "prompt-ids " + " ".join(str(i) for i in MF.encoder_input(which)[1])
     else:
-        name, cfg, model, tok, ids, text = (MF.build_decoder if decoder else MF.build)(which)
+        name, cfg, model, tok, ids, text = (builder or (MF.build_decoder if decoder else MF.build))(which)
         meta = json.load(open(os.path.join(FIX, name, "meta.json")))
         prompt = "prompt %s" % json.dumps(meta["text"], ensure_ascii=False)
     model = model.double()
@@ -337,23 +380,61 @@ def forward_with_resid0(model, cfg, ids, i, j, h):
 
 
 torch.set_grad_enabled(True)
+# GRAD_REF_ONLY="tiny-mixtral tiny-vit": only those (for working on one architecture)
+ONLY = os.environ.get("GRAD_REF_ONLY", "").split()
+
+
+def want(which):
+    return not ONLY or which in ONLY
+
+
 for which in ("tiny-gpt2", "tiny-llama"):
-    check_model(which)
+    if want(which):
+        check_model(which)
 # the llama family's variants: q/k/v biases and NEOX rotary (qwen2), YaRN,
 # llama 3's frequencies, a sliding window with linear scaling (mistral),
 # per-head q/k norms (qwen3), fused qkv (phi3), soft-capped scores and
-# logits with post-norms and GEGLU (gemma2), gemma3
+# logits with post-norms and GEGLU (gemma2), gemma3; routed experts:
+# Mixtral (softmax router, top 2 renormalised; -tie: a tie in the choice),
+# Qwen2-MoE (weights as they are, a shared expert under a sigmoid gate)
 for which in ("tiny-qwen2", "tiny-llama-yarn", "tiny-llama3", "tiny-mistral", "tiny-qwen3", "tiny-phi3",
-              "tiny-gemma2", "tiny-gemma3"):
-    check_model(which, decoder=True)
+              "tiny-gemma2", "tiny-gemma3", "tiny-mixtral", "tiny-mixtral-tie", "tiny-qwen2moe"):
+    if want(which):
+        check_model(which, decoder=True)
+# DeepSeek-V2's latent attention (q direct or through its own latent; the
+# decoupled rotary key shared by the heads; the absorbed MQA layout; YaRN)
+# and DeepSeekMoE (softmax or sigmoid affinities, a choice-only bias, groups,
+# normalised and scaled gates, shared experts)
+for which in ("tiny-deepseek2", "tiny-deepseek2-qlora", "tiny-deepseek2-v3moe", "tiny-deepseek2-v2moe",
+              "tiny-deepseek2-yarn"):
+    if want(which):
+        check_model(which, decoder=True, builder=MF.build_deepseek2)
+if want("tiny-deepseek2-absorbed"):
+    # the absorbed layout with attnscope's dataflow at rot_q (see _attn_absorbed_as_attnscope)
+    _orig_absorbed = R.DeepSeek2._attn_absorbed
+    _, _, _m, _, _ids, _ = MF.build_deepseek2("tiny-deepseek2-absorbed")
+    with torch.no_grad():
+        _l0 = _m.double()(torch.tensor([_ids]))
+        R.DeepSeek2._attn_absorbed = _attn_absorbed_as_attnscope
+        _l1 = _m(torch.tensor([_ids]))
+        R.DeepSeek2._attn_absorbed = _orig_absorbed
+    if not (_l0 - _l1).abs().max().item() <= 1e-12:
+        bad("tiny-deepseek2-absorbed: the rewired reference's logits differ from reference.py's")
+    R.DeepSeek2._attn_absorbed = _attn_absorbed_as_attnscope
+    try:
+        check_model("tiny-deepseek2-absorbed", decoder=True, builder=MF.build_deepseek2)
+    finally:
+        R.DeepSeek2._attn_absorbed = _orig_absorbed
 # BERT: bidirectional attention, token types (a sentence pair), Post-LN, the
 # masked-LM head's dense layer, GELU and norm (nomic-bert, an embedding
 # model without logits, has no metric yet: grad.sh checks it says so)
 for which in ("tiny-bert",):
-    check_model(which, encoder=True)
+    if want(which):
+        check_model(which, encoder=True)
 # encoder-decoders: cross-attention reads the encoder's stream (tiny-transformer:
 # sinusoidal positions, Post-LN, ReLU; tiny-t5: relative position bias, RMSNorm, gated GELU)
 for which in ("tiny-transformer", "tiny-t5"):
-    check_model(which, encdec=True)
+    if want(which):
+        check_model(which, encdec=True)
 print("grad_ref: %d failures" % len(fails))
 sys.exit(1 if fails else 0)
