@@ -134,6 +134,63 @@ def _attn_absorbed_as_attnscope(self, blk, q, latent, k_r, L, hooks):
     return out
 
 
+def fd_embed(name, call, emb, hook_val, grad, fn, src=None, n=3, seed=11):
+    """Central finite differences (float64, h = 1e-5) of the metric on the
+    torch model at n coordinates of the embedding module emb's output (the
+    source's only, when src is the source ids tensor: across cross-attention),
+    against attnscope's gradient at the hook holding that output times a
+    constant (Gemma's and the Transformer's sqrt(d): found from the values).
+    Catches a VJP off by a transpose that torch and attnscope would share."""
+    real = emb.forward
+    with torch.no_grad():
+        base = None
+
+        def grab(idx):
+            nonlocal base
+            out = real(idx)
+            if src is None or idx is src:
+                base = out[0].clone()
+            return out
+        emb.forward = grab
+        try:
+            call()
+        finally:
+            emb.forward = real
+    hv = np.asarray(hook_val, dtype=np.float64).reshape(base.shape)
+    b = base.numpy()
+    c = float((hv * b).sum() / (b * b).sum())
+    if not np.abs(hv - c * b).max() <= 1e-6 * max(np.abs(hv).max(), 1.0):
+        bad("%s finite differences: the hook is not a multiple of the embedding's output" % name)
+        return
+    g = np.asarray(grad, dtype=np.float64).reshape(b.shape) * c
+    rng = np.random.default_rng(seed)
+    worst = 0.0
+    for k in range(n):  # the largest |gradient|, then random coordinates
+        i, j = np.unravel_index(np.abs(g).argmax(), g.shape) if k == 0 else \
+            (int(rng.integers(b.shape[0])), int(rng.integers(b.shape[1])))
+        vals = []
+        for h in (1e-5, -1e-5):
+            def bump(idx, h=h):
+                out = real(idx)
+                if src is None or idx is src:
+                    out = out.clone()
+                    out[0, i, j] += h
+                return out
+            emb.forward = bump
+            try:
+                with torch.no_grad():
+                    vals.append(fn(call()).item())
+            finally:
+                emb.forward = real
+        num = (vals[0] - vals[1]) / 2e-5
+        err = abs(num - g[i, j]) / max(np.abs(g).max(), 1e-12)
+        worst = max(worst, err)
+        if not err <= 1e-4:
+            bad("%s finite difference at [%d, %d]: %.6g, attnscope's gradient %.6g" % (name, i, j, num, g[i, j]))
+    print("ok %s: central finite differences agree at %d coordinates (worst %.1e of the largest |grad|)"
+          % (name, n, worst))
+
+
 def check_model(which, decoder=False, encoder=False, encdec=False, builder=None):
     types = None
     if encdec:  # two streams: the encoder's source and the decoder's target, cross-attention between them
@@ -188,6 +245,13 @@ def check_model(which, decoder=False, encoder=False, encdec=False, builder=None)
                     bad("%s %s d/d %s: max error %.3g relative to the largest |grad| %.3g" % (name, kind, h, err, scale))
             print("ok %s %s: %d hooks of encoder and decoder with a torch gradient (%d without: not compared), "
                   "worst relative error %.2e" % (name, kind, len(names) - len(skipped), len(skipped), worst))
+        # the encoder's embedding, whose gradient comes through cross-attention only
+        kind, cmd, fn = metrics(tgt, cfg.vocab)[1]
+        st, tt = torch.tensor([src]), torch.tensor([tgt])
+        fd_embed(name + " (the source's embedding)", lambda: model(st, tt)[0],
+                 model.src_embd if hasattr(model, "src_embd") else model.embd,
+                 hk["encoder.hook_embed"].numpy(),
+                 np.load(os.path.join(WORK, "%s.%s.encoder.hook_embed.npy" % (name, kind))), fn, src=st)
         return
     if encoder:  # a sentence pair: token types 0 then 1, bidirectional, Post-LN, the masked-LM head
         cfg, seed = MF.ENCODERS[which]
@@ -258,6 +322,15 @@ def check_model(which, decoder=False, encoder=False, encdec=False, builder=None)
             bad("%s %s saliency: max error %.3g relative" % (name, kind, e))
         print("ok %s %s: %d hooks, worst relative error %.2e; saliency %.2e" % (name, kind, len(names), worst, e))
     if decoder or encoder:
+        kind, cmd, fn = metrics(ids, cfg.vocab)[1]
+        it = torch.tensor([ids], dtype=torch.long)
+        if encoder:
+            tt = torch.tensor([types], dtype=torch.long)
+            call = lambda: model(it, tt)[0][0]  # noqa: E731
+        else:
+            call = lambda: model(it)[0]  # noqa: E731
+        fd_embed(name, call, model.tok_embd, hk[he].numpy(),
+                 np.load(os.path.join(WORK, "%s.%s.%s.npy" % (name, kind, he))), fn)
         return
     # integrated gradients with the logprob metric
     steps = 64
@@ -353,6 +426,117 @@ def check_model(which, decoder=False, encoder=False, encdec=False, builder=None)
     print("ok %s with head 0.1 ablated: %d hooks, worst relative error %.2e" % (name, len(names), worst))
 
 
+def vit_forward(m, pixels, hooks, bump=None):
+    """vit_fixtures.run_vit_hooks's computation (torchvision's modules,
+    TransformerLens's hook names) with autograd on: logits [17, classes];
+    bump (i, j, h) adds h to embed.hook_patch_embed[i, j]."""
+    import vit_fixtures as VF
+    c = VF.VIT_CFG
+    d, nh = c["d"], c["heads"]
+    dh = d // nh
+    x = torch.tensor(pixels, dtype=torch.float64)[None]
+
+    def rec(name, t):
+        if t.requires_grad:
+            t.retain_grad()
+        hooks[name] = t
+        return t
+    pe = torch.cat([m.class_token[0], m._process_input(x)[0]], 0)
+    if bump is not None:
+        pe = pe.clone()
+        pe[bump[0], bump[1]] += bump[2]
+    rec("embed.hook_patch_embed", pe)
+    pos = rec("hook_pos_embed", m.encoder.pos_embedding[0] * 1.0)
+    resid = pe + pos
+    for L, blk in enumerate(m.encoder.layers):
+        b = "blocks.%d." % L
+        rec(b + "hook_resid_pre", resid)
+        mu = resid.mean(-1, keepdim=True)
+        sc = rec(b + "ln1.hook_scale", torch.sqrt(((resid - mu) ** 2).mean(-1, keepdim=True) + blk.ln_1.eps))
+        n1 = rec(b + "ln1.hook_normalized", (resid - mu) / sc * blk.ln_1.weight + blk.ln_1.bias)
+        at = blk.self_attention
+        W, B = at.in_proj_weight, at.in_proj_bias
+        q = rec(b + "attn.hook_q", (n1 @ W[:d].T + B[:d]).reshape(-1, nh, dh))
+        k = rec(b + "attn.hook_k", (n1 @ W[d:2 * d].T + B[d:2 * d]).reshape(-1, nh, dh))
+        v = rec(b + "attn.hook_v", (n1 @ W[2 * d:].T + B[2 * d:]).reshape(-1, nh, dh))
+        scores = rec(b + "attn.hook_attn_scores", torch.einsum("qhd,khd->hqk", q, k) / dh ** 0.5)
+        pat = rec(b + "attn.hook_pattern", scores.softmax(-1))
+        z = rec(b + "attn.hook_z", torch.einsum("hqk,khd->qhd", pat, v))
+        mid = rec(b + "hook_resid_mid", resid + rec(b + "hook_attn_out", at.out_proj(z.reshape(-1, d))))
+        mu = mid.mean(-1, keepdim=True)
+        sc = rec(b + "ln2.hook_scale", torch.sqrt(((mid - mu) ** 2).mean(-1, keepdim=True) + blk.ln_2.eps))
+        n2 = rec(b + "ln2.hook_normalized", (mid - mu) / sc * blk.ln_2.weight + blk.ln_2.bias)
+        pre = rec(b + "mlp.hook_pre", blk.mlp[0](n2))
+        post = rec(b + "mlp.hook_post", blk.mlp[1](pre))
+        resid = rec(b + "hook_resid_post", mid + rec(b + "hook_mlp_out", blk.mlp[3](post)))
+    mu = resid.mean(-1, keepdim=True)
+    sc = rec("ln_final.hook_scale", torch.sqrt(((resid - mu) ** 2).mean(-1, keepdim=True) + m.encoder.ln.eps))
+    fin = rec("ln_final.hook_normalized", (resid - mu) / sc * m.encoder.ln.weight + m.encoder.ln.bias)
+    return rec("head.hook_out", m.heads(fin))
+
+
+def check_vit():
+    """tiny-vit (torchvision's VisionTransformer): the class metrics at [CLS]
+    (position 0, where a classifier's classes are read), every hook against
+    autograd, and finite differences at the patch embeddings."""
+    import vit_fixtures as VF
+    m = VF.make_vit(torch.float64)
+    name = "tiny-vit"
+    gguf = os.path.join(FIX, name + ".gguf")
+    pixels = np.load(os.path.join(FIX, name, "pixels.npy")).astype(np.float64)
+    with torch.no_grad():
+        logits0 = m(torch.tensor(pixels)[None])[0]
+    hk = {}
+    full = vit_forward(m, pixels, hk)
+    if not (full[0] - logits0).abs().max().item() <= 1e-12:
+        bad("tiny-vit: the hooked forward's logits differ from torchvision's")
+    names = list(hk)
+    kinds = [("diff", "metric 3 5", lambda l: l[0, 3] - l[0, 5]),
+             ("logprob", "metric logprob 3", lambda l: torch.log_softmax(l[0], -1)[3]),
+             ("prob", "metric prob 5", lambda l: torch.softmax(l[0], -1)[5]),
+             ("logit", "metric logit 3", lambda l: l[0, 3])]
+    for kind, cmd, fn in kinds:
+        lines = ["image " + os.path.join(FIX, name, "image.png"), "finish", cmd]
+        for h in names:
+            lines.append("grad %s %s" % (h, os.path.join(WORK, "%s.%s.%s.npy" % (name, kind, h))))
+        run(gguf, lines)
+        hooks = {}
+        fn(vit_forward(m, pixels, hooks)).backward()
+        worst = 0.0
+        for h in names:
+            path = os.path.join(WORK, "%s.%s.%s.npy" % (name, kind, h))
+            if not os.path.exists(path):
+                bad("%s %s: no %s written" % (name, kind, h))
+                continue
+            a = np.load(path).astype(np.float64)
+            t = hooks[h].grad.numpy()
+            if a.size != t.size:
+                bad("%s %s %s: shape %s, torch %s" % (name, kind, h, a.shape, t.shape))
+                continue
+            a = a.reshape(t.shape)
+            scale = np.abs(t).max()
+            err = np.abs(a - t).max() / scale if scale > 0 else np.abs(a).max()
+            worst = max(worst, err)
+            if not err <= TOL:
+                bad("%s %s d/d %s: max error %.3g relative to the largest |grad| %.3g" % (name, kind, h, err, scale))
+        print("ok %s %s (at [CLS]): %d hooks, worst relative error %.2e" % (name, kind, len(names), worst))
+    fn = kinds[1][2]
+    g = np.load(os.path.join(WORK, "%s.logprob.embed.hook_patch_embed.npy" % name)).astype(np.float64)
+    rng = np.random.default_rng(5)
+    worst = 0.0
+    for k in range(3):
+        i, j = np.unravel_index(np.abs(g).argmax(), g.shape) if k == 0 else \
+            (int(rng.integers(g.shape[0])), int(rng.integers(g.shape[1])))
+        with torch.no_grad():
+            f = [fn(vit_forward(m, pixels, {}, (i, j, h))).item() for h in (1e-5, -1e-5)]
+        num = (f[0] - f[1]) / 2e-5
+        err = abs(num - g[i, j]) / np.abs(g).max()
+        worst = max(worst, err)
+        if not err <= 1e-4:
+            bad("%s finite difference at patch_embed[%d, %d]: %.6g, grad %.6g" % (name, i, j, num, g[i, j]))
+    print("ok %s: central finite differences agree at 3 coordinates (worst %.1e of the largest |grad|)" % (name, worst))
+
+
 def forward_from_embed(model, cfg, ids, emb):
     """The model with hook_embed replaced by emb [T, d]."""
     real = model.tok_embd.forward
@@ -436,5 +620,8 @@ for which in ("tiny-bert",):
 for which in ("tiny-transformer", "tiny-t5"):
     if want(which):
         check_model(which, encdec=True)
+# a classifier: torchvision's ViT, the metric at a class on [CLS]
+if want("tiny-vit"):
+    check_vit()
 print("grad_ref: %d failures" % len(fails))
 sys.exit(1 if fails else 0)
