@@ -537,6 +537,75 @@ def check_vit():
     print("ok %s: central finite differences agree at 3 coordinates (worst %.1e of the largest |grad|)" % (name, worst))
 
 
+def check_bundled():
+    """The bundled models (models/*.gguf, trained, not random): attnscope's
+    gradient at an early hook against central finite differences of
+    attnscope's own forward, steered (`steer HOOK v.npy pos=P`) by +-h·v:
+    along the gradient's own direction at its largest position (the
+    derivative is then |g[P]|: a wrong VJP would not give its own norm)
+    and along two random unit vectors. The forward is float32 and the metric
+    printed to 1e-6: h = 3e-3, agreement within 1% of |g[P]| (2% for de-en's
+    ReLUs). (The
+    reference-model check is on the fixtures of the same architectures.)"""
+    M = os.path.join(ROOT, "models")
+    prompt = 'prompt "It is a truth universally acknowledged, that a single man"'
+    cases = [
+        ("austen-gpt2", [prompt], "metric logprob 262", "blocks.0.hook_resid_pre"),
+        ("austen-llama", [prompt], "metric logprob 278", "blocks.0.hook_resid_pre"),
+        ("induction", ['prompt "abcdefg abcde"'], "metric logprob 10", "blocks.0.hook_resid_pre"),
+        ("austen-moe", [prompt], "metric logprob 278", "blocks.0.hook_resid_pre"),
+        ("austen-bert", ['prompt "it is a truth universally [MASK], that a single man"'], "metric logprob 5 6",
+         "embed.hook_sum"),
+        ("de-en", ['source "Das Haus ist klein."', 'prompt "The house"'], "metric logprob 10",
+         "encoder.0.hook_resid_pre"),
+        ("vit-fashion", ["image " + os.path.join(FIX, "tiny-vit", "image.png")], "metric logprob 3",
+         "blocks.0.hook_resid_pre"),
+    ]
+    rng = np.random.default_rng(3)
+
+    def metric_of(path, lines, hook):
+        if "vit" in path:  # no saliency (no token embedding): grad's line, 6 digits (the metric is about -1)
+            out = run(path, lines + ["grad " + hook])
+            got = [l for l in out.splitlines() if "   (metric " in l]
+            return float(got[-1].split("(metric ")[1].rstrip(")")) if got else float("nan")
+        out = run(path, lines + ["saliency"])
+        got = [l for l in out.splitlines() if l.startswith("sum ") and "; metric " in l]
+        return float(got[-1].split("; metric ")[1]) if got else float("nan")
+    for name, inp, metric, hook in cases:
+        path = os.path.join(M, name + ".gguf")
+        gfile = os.path.join(WORK, name + ".bundled.npy")
+        run(path, inp + ["finish", metric, "grad %s %s" % (hook, gfile)])
+        if not os.path.exists(gfile):
+            bad("%s: no gradient at %s" % (name, hook))
+            continue
+        g = np.load(gfile).astype(np.float64)
+        P = int(np.linalg.norm(g, axis=1).argmax())
+        dirs = [(P, g[P] / np.linalg.norm(g[P]))]
+        for _ in range(2):
+            v = rng.standard_normal(g.shape[1])
+            dirs.append((int(rng.integers(g.shape[0])), v / np.linalg.norm(v)))
+        h, worst = float(os.environ.get("GRAD_REF_H", "3e-3")), 0.0
+        for pos, v in dirs:
+            f = []
+            for sgn in (1, -1):
+                vf = os.path.join(WORK, "%s.steer.npy" % name)
+                np.save(vf, sgn * h * v)
+                f.append(metric_of(path, inp + ["steer %s %s pos=%d" % (hook, vf, pos), "finish", metric], hook))
+            num = (f[0] - f[1]) / (2 * h)
+            err = abs(num - g[pos] @ v) / np.linalg.norm(g[P])
+            if os.environ.get("GRAD_REF_VERBOSE"):
+                print("  %s pos %d: finite difference %.7g, gradient %.7g" % (name, pos, num, g[pos] @ v))
+            worst = max(worst, err)
+            # de-en's MLPs are ReLUs: a step of h crosses kinks, and its differences wander
+            # by about 0.5% (0.6735, 0.6725, 0.671, 0.6761 at h = 1e-3, 3e-3, 1e-2, 3e-2
+            # against a gradient of 0.6763); the smooth models agree within 1e-4
+            if not err <= (2e-2 if name == "de-en" else 1e-2):
+                bad("%s: finite difference along a direction at %s[%d]: %.6g, gradient %.6g" % (name, hook, pos, num,
+                                                                                                g[pos] @ v))
+        print("ok %s: d/d %s agrees with central finite differences of the forward in 3 directions "
+              "(worst %.1e of |g| at position %d)" % (name, hook, worst, P))
+
+
 def forward_from_embed(model, cfg, ids, emb):
     """The model with hook_embed replaced by emb [T, d]."""
     real = model.tok_embd.forward
@@ -623,5 +692,8 @@ for which in ("tiny-transformer", "tiny-t5"):
 # a classifier: torchvision's ViT, the metric at a class on [CLS]
 if want("tiny-vit"):
     check_vit()
+# the bundled models
+if want("bundled"):
+    check_bundled()
 print("grad_ref: %d failures" % len(fails))
 sys.exit(1 if fails else 0)
