@@ -67,6 +67,11 @@ chosen = np.zeros(w.shape, bool)
 np.put_along_axis(chosen, ix.astype(int), True, 1)
 sys.exit(0 if ix.shape == (w.shape[0], 2) and (w[~chosen] == 0).all() and (w[chosen] != 0).all() else 1)" "$TMP/ix.npy" "$TMP/w.npy" 2>/dev/null; then ok; else
     bad "austen-moe: d/d expert weights is not nonzero at the chosen experts alone"; fi
+# austen-moe at --capture-mb 0 (the experts' outputs and gates recomputed): the same array to the bit
+for mb in 0 ""; do
+    "$BIN" -m "$MODELS/austen-moe.gguf" ${mb:+--capture-mb $mb} --no-tui -e "prompt \"It is a truth universally acknowledged\"; metric logprob 5; grad hook_embed $TMP/moe$mb.npy" >/dev/null 2>&1
+done
+if $PY -c "import numpy as np, sys; a, b = np.load(sys.argv[1]), np.load(sys.argv[2]); sys.exit(0 if a.shape == (12, 256) and np.array_equal(a, b) and abs(b).max() > 0 else 1)" "$TMP/moe0.npy" "$TMP/moe.npy" 2>/dev/null; then ok; else bad "austen-moe: grad at --capture-mb 0 (recomputed) differs from the captured run's"; fi
 expect "grad on an embedding model without logits" 1 '' 'tiny-nomic-bert gives no logits' \
     -- -m "$FIX/tiny-nomic-bert.gguf" -e 'prompt-ids 1 2 3; metric 5 7; grad embed.hook_embed'
 # with nothing captured (--capture-mb 0) the pass is recomputed with the
