@@ -651,7 +651,7 @@ for which in ("tiny-gpt2", "tiny-llama"):
 # Mixtral (softmax router, top 2 renormalised; -tie: a tie in the choice),
 # Qwen2-MoE (weights as they are, a shared expert under a sigmoid gate)
 for which in ("tiny-qwen2", "tiny-llama-yarn", "tiny-llama3", "tiny-mistral", "tiny-qwen3", "tiny-phi3",
-              "tiny-gemma2", "tiny-gemma3", "tiny-mixtral", "tiny-mixtral-tie", "tiny-qwen2moe"):
+              "tiny-gemma", "tiny-gemma2", "tiny-gemma3", "tiny-mixtral", "tiny-mixtral-tie", "tiny-qwen2moe"):
     if want(which):
         check_model(which, decoder=True)
 # DeepSeek-V2's latent attention (q direct or through its own latent; the
@@ -686,7 +686,8 @@ for which in ("tiny-bert",):
         check_model(which, encoder=True)
 # encoder-decoders: cross-attention reads the encoder's stream (tiny-transformer:
 # sinusoidal positions, Post-LN, ReLU; tiny-t5: relative position bias, RMSNorm, gated GELU)
-for which in ("tiny-transformer", "tiny-t5"):
+# (-sep: its own target embedding and output matrix, the encoder deeper; t5-relu: ReLU, 32 buckets, untied)
+for which in ("tiny-transformer", "tiny-transformer-sep", "tiny-t5", "tiny-t5-relu"):
     if want(which):
         check_model(which, encdec=True)
 # a classifier: torchvision's ViT, the metric at a class on [CLS]
