@@ -191,6 +191,69 @@ def fd_embed(name, call, emb, hook_val, grad, fn, src=None, n=3, seed=11):
           % (name, n, worst))
 
 
+def encdec_forward(model, src, tgt, hooks):
+    """reference.EncDec's forward written out over nn.Transformer's own
+    modules (Post-LN blocks, its in_proj split into q, k, v), every hook on
+    the autograd path (the reference records the in-layer ones by a second
+    computation beside the modules', off the path): logits [B,T,V]."""
+    c = model.c
+    d, H = c.d_model, c.n_head
+    dh = d // H
+
+    def rec(name, t):
+        if t.requires_grad:
+            t.retain_grad()
+        hooks[name] = t
+        return t
+
+    def ln(mod, x, prefix):
+        xc = x - x.mean(-1, keepdim=True)
+        sc = rec(prefix + ".hook_scale", torch.sqrt((xc * xc).mean(-1, keepdim=True) + mod.eps))
+        return rec(prefix + ".hook_normalized", xc / sc * mod.weight + mod.bias)
+
+    def mha(mod, xq, xkv, causal, prefix):
+        W, b = mod.in_proj_weight, mod.in_proj_bias
+        q = rec(prefix + "hook_q", (xq @ W[:d].t() + b[:d]).view(xq.shape[0], -1, H, dh))
+        k = rec(prefix + "hook_k", (xkv @ W[d:2 * d].t() + b[d:2 * d]).view(xkv.shape[0], -1, H, dh))
+        v = rec(prefix + "hook_v", (xkv @ W[2 * d:].t() + b[2 * d:]).view(xkv.shape[0], -1, H, dh))
+        scores = (q.transpose(1, 2) @ k.transpose(1, 2).transpose(-1, -2)) / dh ** 0.5
+        if causal:
+            T = scores.shape[-1]
+            scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+        rec(prefix + "hook_attn_scores", scores)
+        pattern = rec(prefix + "hook_pattern", torch.softmax(scores, dim=-1))
+        z = rec(prefix + "hook_z", (pattern @ v.transpose(1, 2)).transpose(1, 2))
+        return z.reshape(z.shape[0], z.shape[1], d) @ mod.out_proj.weight.t() + mod.out_proj.bias
+
+    def mlp(layer, x, p):
+        pre = rec(p + "mlp.hook_pre", layer.linear1(x))
+        post = rec(p + "mlp.hook_post", torch.relu(pre))
+        return rec(p + "hook_mlp_out", layer.linear2(post))
+    x = model.embed(src, model.src_embd, "encoder", hooks)
+    y = model.embed(tgt, model.target_embedding(), "decoder", hooks)
+    for L, layer in enumerate(model.tf.encoder.layers):
+        p = "encoder.%d." % L
+        rec(p + "hook_resid_pre", x)
+        mid = rec(p + "hook_resid_mid", x + rec(p + "hook_attn_out", mha(layer.self_attn, x, x, False, p + "attn.")))
+        n1 = ln(layer.norm1, mid, p + "ln1")
+        x = ln(layer.norm2, rec(p + "hook_resid_post", n1 + mlp(layer, n1, p)), p + "ln2")
+    mem = ln(model.tf.encoder.norm, x, "encoder_final_ln")
+    for L, layer in enumerate(model.tf.decoder.layers):
+        p = "decoder.%d." % L
+        rec(p + "hook_resid_pre", y)
+        mid = rec(p + "hook_resid_mid", y + rec(p + "hook_attn_out", mha(layer.self_attn, y, y, True, p + "attn.")))
+        n1 = ln(layer.norm1, mid, p + "ln1")
+        cross = rec(p + "hook_cross_attn_out", mha(layer.multihead_attn, n1, mem, False, p + "cross_attn."))
+        n2 = ln(layer.norm2, rec(p + "hook_resid_mid_cross", n1 + cross), p + "ln2")
+        y = ln(layer.norm3, rec(p + "hook_resid_post", n2 + mlp(layer, n2, p)), p + "ln3")
+    h = ln(model.tf.decoder.norm, y, "decoder_final_ln")
+    W = model.target_embedding().weight if model.out is None else model.out.weight
+    logits = h @ W.t()
+    if model.out_b is not None:
+        logits = logits + model.out_b
+    return rec("unembed.hook_out", logits)
+
+
 def check_model(which, decoder=False, encoder=False, encdec=False, builder=None):
     types = None
     if encdec:  # two streams: the encoder's source and the decoder's target, cross-attention between them
@@ -213,7 +276,14 @@ def check_model(which, decoder=False, encoder=False, encdec=False, builder=None)
             R._rec = _rec_grad
             try:
                 hooks = {}
-                logits = model(torch.tensor([src]), torch.tensor([tgt]), hooks)[0]
+                if which in MF.ENCDECS:  # nn.Transformer's in-layer hooks on the autograd path
+                    logits = encdec_forward(model, torch.tensor([src]), torch.tensor([tgt]), hooks)[0]
+                    with torch.no_grad():
+                        ref = model(torch.tensor([src]), torch.tensor([tgt]))[0]
+                    if not (logits - ref).abs().max().item() <= 1e-10:
+                        bad("%s: the written-out forward's logits differ from reference.EncDec's" % name)
+                else:
+                    logits = model(torch.tensor([src]), torch.tensor([tgt]), hooks)[0]
                 fn(logits).backward()
             finally:
                 R._rec = _orig_rec
@@ -226,9 +296,8 @@ def check_model(which, decoder=False, encoder=False, encdec=False, builder=None)
                 a = np.load(path).astype(np.float64)
                 t = hooks[h].grad
                 if t is None:
-                    # not on the reference's autograd path: its nn.Transformer layers record
-                    # their internals (q, k, v, patterns, norms) by a second computation, and
-                    # T5's position bias and sinusoidal positions are constants there
+                    # constants in the reference (sinusoidal positions, T5's position bias);
+                    # nn.Transformer's in-layer hooks are on the path in encdec_forward
                     skipped.add(h)
                     continue
                 t = t[0].numpy()
