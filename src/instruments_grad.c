@@ -77,6 +77,8 @@ static bool covered(const as_op *op, const char **why)
     case AS_OP_ROPE: case AS_OP_SCORES: case AS_OP_SOFTMAX: case AS_OP_MIX: case AS_OP_GELU:
     case AS_OP_SWIGLU: case AS_OP_GEGLU: case AS_OP_RELU: case AS_OP_SIGMOID: case AS_OP_GATED_ADD:
     case AS_OP_HEAD_OUT: case AS_OP_HEAD_SUM:
+    case AS_OP_ROUTE: case AS_OP_TOPK: case AS_OP_GATES: case AS_OP_EXPERT_LINEAR: case AS_OP_EXPERT_SUM:
+    case AS_OP_SLICE: case AS_OP_CONCAT: case AS_OP_HEAD_LINEAR:
         return true;
     case AS_OP_POOL:
         if (op->pool_l2 || op->pool == AS_POOL_MAX || op->pool == AS_POOL_RANK) {
@@ -109,8 +111,23 @@ static void reads(const as_program *p, const as_op *op, int out[4])
     case AS_OP_GELU: case AS_OP_RELU: out[0] = op->in[0]; break;
     case AS_OP_SWIGLU: case AS_OP_GEGLU: out[0] = op->in[0]; out[1] = op->in[1]; break;
     case AS_OP_GATED_ADD: out[0] = op->in[1]; out[1] = op->in[2]; break;
+    case AS_OP_ROUTE: out[0] = op->out; break;
+    case AS_OP_GATES: out[0] = op->in[0]; out[1] = op->in[1]; break;
+    case AS_OP_EXPERT_LINEAR: out[0] = op->in[1]; break;
+    case AS_OP_EXPERT_SUM: out[0] = op->in[0]; out[1] = op->in[1]; break;
     default: break;
     }
+}
+
+/* Whether op's input j carries a gradient: not the chosen experts'
+ * indices (a discrete choice: the gradient flows through the chosen
+ * gates' weights and the chosen experts, not through which were chosen),
+ * nor anything top-k reads. */
+static bool differentiable_in(const as_op *op, int j)
+{
+    if (op->in[j] < 0 || op->kind == AS_OP_TOPK)
+        return false;
+    return !(j == 1 && (op->kind == AS_OP_GATES || op->kind == AS_OP_EXPERT_LINEAR));
 }
 
 static int check(const as_interp *it, int seed, bool *need, as_error *err)
@@ -147,7 +164,7 @@ static int check(const as_interp *it, int seed, bool *need, as_error *err)
                                     "a larger budget (--capture-mb N) keeps it", p->hooks[r[j]].name, o,
                                     as_op_kind_name(op->kind));
         for (int j = 0; j < 3; j++)
-            if (op->in[j] >= 0)
+            if (differentiable_in(op, j))
                 need[op->in[j]] = true;
         if (op->kind == AS_OP_SCORES && p->attn[op->attn].bias >= 0)
             need[p->attn[op->attn].bias] = true;
@@ -172,7 +189,7 @@ bool as_backward_captured(const as_interp *it, int seed)
             if (r[j] >= 0 && (!as_capture_has(it->cap, r[j]) || it->cap->filled[r[j]] < it->st[p->hooks[r[j]].stream].n_tokens))
                 ok = false;
         for (int j = 0; j < 3; j++)
-            if (op->in[j] >= 0)
+            if (differentiable_in(op, j))
                 need[op->in[j]] = true;
         if (op->kind == AS_OP_SCORES && p->attn[op->attn].bias >= 0)
             need[p->attn[op->attn].bias] = true;
@@ -602,6 +619,205 @@ static void vjp_pool(bw *b, const as_op *op, const float *dy)
     free(sum);
 }
 
+/* ---------------------------------------------------------------- routed experts, MLA's reshapes */
+
+/* The expert a slot's index names, or -1 (as the interpreter reads it). */
+static int expert_of(float v, int n_expert)
+{
+    return v >= 0.0f && v < (float)n_expert ? (int)v : -1;
+}
+
+/* Whether slot j of a row of indices computes (an expert, not named by an
+ * earlier slot): the forward zeroes the others. */
+static int slot_expert(const float *ix, int j, int n_expert)
+{
+    int e = expert_of(ix[j], n_expert);
+    for (int t = 0; t < j && e >= 0; t++)
+        if (expert_of(ix[t], n_expert) == e)
+            return -1;
+    return e;
+}
+
+/* ROUTE: the router's softmax over the experts (y the captured output). */
+static void vjp_route(bw *b, const as_op *op, const float *dy)
+{
+    int n = n_of(b->g, b->p->hooks[op->out].stream), E = op->n_expert;
+    float *dx = grad_of(b, op->in[0]);
+    if (!dx)
+        return;
+    for (int i = 0; i < n; i++) {
+        const float *y = fwd(b, op->out, i), *g = dy + (size_t)i * E;
+        double dot = 0;
+        for (int e = 0; e < E; e++)
+            dot += (double)y[e] * g[e];
+        for (int e = 0; e < E; e++)
+            dx[(size_t)i * E + e] += (float)(y[e] * (g[e] - dot));
+    }
+}
+
+/* GATES: g_j = w[e_j] (/ Σ_l w[e_l] when renormalised) (· scale): the
+ * gradient goes to the chosen experts' weights only. */
+static void vjp_gates(bw *b, const as_op *op, const float *dy)
+{
+    int n = n_of(b->g, b->p->hooks[op->out].stream), E = op->n_expert, k = op->k;
+    float *dw = grad_of(b, op->in[0]);
+    if (!dw)
+        return;
+    for (int i = 0; i < n; i++) {
+        const float *w = fwd(b, op->in[0], i), *ix = fwd(b, op->in[1], i);
+        double sum = 0, dot = 0, sc = op->scale != 0 ? op->scale : 1.0;
+        for (int j = 0; j < k; j++) {
+            int e = expert_of(ix[j], E);
+            double wj = e < 0 ? 0.0 : w[e];
+            sum += wj;
+            dot += sc * dy[(size_t)i * k + j] * wj;
+        }
+        /* the forward's sum is float32; its rounding is far below the tolerance */
+        bool renorm = op->renorm && (float)sum != 0;
+        for (int j = 0; j < k; j++) {
+            int e = expert_of(ix[j], E);
+            if (e < 0)
+                continue;
+            double g = sc * dy[(size_t)i * k + j];
+            dw[(size_t)i * E + e] += (float)(renorm ? g / sum - dot / (sum * sum) : g);
+        }
+    }
+}
+
+/* EXPERT_LINEAR: out[j] = W_{e_j} · x (or x's slot j): dx += W_{e_j}ᵀ dy[j],
+ * expert by expert (each of its rows read once). */
+static void vjp_expert_linear(bw *b, const as_op *op, const float *dy)
+{
+    int n = n_of(b->g, b->p->hooks[op->out].stream), k = op->k, ni = op->n_in, no = op->n_out;
+    int wx = b->p->hooks[op->in[0]].width;
+    bool per_slot = wx != ni;
+    float *dx = grad_of(b, op->in[0]), *row = malloc((size_t)ni * sizeof *row);
+    double *acc = calloc((size_t)n * (size_t)wx, sizeof *acc);
+    int *slot = malloc((size_t)n * sizeof *slot);
+    if (!dx || !row || !acc || !slot) {
+        b->oom = true;
+        free(row), free(acc), free(slot);
+        return;
+    }
+    for (int e = 0; e < op->n_expert; e++) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            const float *ix = fwd(b, op->in[1], i);
+            slot[i] = -1;
+            for (int j = 0; j < k && slot[i] < 0; j++)
+                if (slot_expert(ix, j, op->n_expert) == e)
+                    slot[i] = j, m++;
+        }
+        if (m == 0)
+            continue;
+        for (int r = 0; r < no; r++) {
+            bool loaded = false;
+            for (int i = 0; i < n; i++) {
+                if (slot[i] < 0)
+                    continue;
+                double d = dy[((size_t)i * k + slot[i]) * no + r];
+                if (d == 0)
+                    continue;
+                if (!loaded)
+                    as_weight_row(&op->w, e * no + r, row), loaded = true;
+                double *a = acc + (size_t)i * wx + (per_slot ? (size_t)slot[i] * ni : 0);
+                for (int c = 0; c < ni; c++)
+                    a[c] += d * row[c];
+            }
+        }
+    }
+    for (size_t j = 0; j < (size_t)n * wx; j++)
+        dx[j] += (float)acc[j];
+    free(slot);
+    free(acc);
+    free(row);
+}
+
+/* EXPERT_SUM: y = Σ_j g_j · x_j. */
+static void vjp_expert_sum(bw *b, const as_op *op, const float *dy)
+{
+    int n = n_of(b->g, b->p->hooks[op->out].stream), k = op->k, d = op->n_out;
+    float *dx = grad_of(b, op->in[0]), *dg = grad_of(b, op->in[1]);
+    if (!dx || !dg)
+        return;
+    for (int i = 0; i < n; i++) {
+        const float *x = fwd(b, op->in[0], i), *g = fwd(b, op->in[1], i), *gy = dy + (size_t)i * d;
+        for (int j = 0; j < k; j++) {
+            double s = 0;
+            float *dxj = dx + ((size_t)i * k + j) * d;
+            for (int c = 0; c < d; c++) {
+                dxj[c] += g[j] * gy[c];
+                s += (double)gy[c] * x[(size_t)j * d + c];
+            }
+            dg[(size_t)i * k + j] += (float)s;
+        }
+    }
+}
+
+/* SLICE: the columns taken get their gradient back, the others none. */
+static void vjp_slice(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *out = &b->p->hooks[op->out];
+    int n = n_of(b->g, out->stream), G = out->dims[0], w = out->dims[1], wx = b->p->hooks[op->in[0]].width;
+    float *dx = grad_of(b, op->in[0]);
+    for (int i = 0; i < n && dx; i++)
+        for (int g = 0; g < G; g++)
+            add_into(dx + (size_t)i * wx + (size_t)g * (wx / G) + op->col0, dy + (size_t)i * out->width + (size_t)g * w,
+                     (size_t)w);
+}
+
+/* CONCAT: each group splits back; a one-group second input (MLA's shared
+ * rotary key, copied to every head) sums its copies' gradients. */
+static void vjp_concat(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *out = &b->p->hooks[op->out], *ha = &b->p->hooks[op->in[0]], *hb = &b->p->hooks[op->in[1]];
+    int n = n_of(b->g, out->stream), G = out->dims[0], wa = ha->width / G;
+    int Gb = hb->n_dims > 1 ? hb->dims[0] : 1, wb = hb->width / Gb;
+    float *da = grad_of(b, op->in[0]), *db = grad_of(b, op->in[1]);
+    if (!da || !db)
+        return;
+    for (int i = 0; i < n; i++)
+        for (int g = 0; g < G; g++) {
+            const float *y = dy + (size_t)i * out->width + (size_t)g * (wa + wb);
+            add_into(da + (size_t)i * ha->width + (size_t)g * wa, y, (size_t)wa);
+            add_into(db + (size_t)i * hb->width + (size_t)(Gb > 1 ? g : 0) * wb, y + wa, (size_t)wb);
+        }
+}
+
+/* HEAD_LINEAR: out's group h = W_h · in's group h from column col0. */
+static void vjp_head_linear(bw *b, const as_op *op, const float *dy)
+{
+    const as_hook *out = &b->p->hooks[op->out];
+    int n = n_of(b->g, out->stream), G = out->dims[0], no = out->dims[1], ni = op->n_in;
+    int wx = b->p->hooks[op->in[0]].width;
+    float *dx = grad_of(b, op->in[0]), *row = malloc((size_t)ni * sizeof *row);
+    double *acc = calloc((size_t)n * (size_t)ni, sizeof *acc);
+    if (!dx || !row || !acc) {
+        b->oom = true;
+        free(row), free(acc);
+        return;
+    }
+    for (int g = 0; g < G; g++) {
+        memset(acc, 0, (size_t)n * (size_t)ni * sizeof *acc);
+        for (int r = 0; r < no; r++) {
+            as_weight_row(&op->w, g * no + r, row);
+            for (int i = 0; i < n; i++) {
+                double d = dy[(size_t)i * out->width + (size_t)g * no + r];
+                double *a = acc + (size_t)i * ni;
+                for (int c = 0; c < ni && d != 0; c++)
+                    a[c] += d * row[c];
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            float *dxg = dx + (size_t)i * wx + (size_t)g * (wx / G) + op->col0;
+            for (int c = 0; c < ni; c++)
+                dxg[c] += (float)acc[(size_t)i * ni + c];
+        }
+    }
+    free(acc);
+    free(row);
+}
+
 /* ---------------------------------------------------------------- the pass */
 
 /* The gradient an op passes on: its output's, with the slices the
@@ -700,7 +916,16 @@ int as_backward(const as_interp *it, int seed, const float *seed_grad, as_grads 
         case AS_OP_POOL: vjp_pool(&b, op, dy); break;
         case AS_OP_HEAD_OUT: vjp_head_out(&b, op, dy); break;
         case AS_OP_HEAD_SUM: vjp_head_sum(&b, op, dy); break;
-        default: break; /* the leaves: embeddings, sinusoids, patches, relative bias */
+        case AS_OP_ROUTE: vjp_route(&b, op, dy); break;
+        case AS_OP_GATES: vjp_gates(&b, op, dy); break;
+        case AS_OP_EXPERT_LINEAR: vjp_expert_linear(&b, op, dy); break;
+        case AS_OP_EXPERT_SUM: vjp_expert_sum(&b, op, dy); break;
+        case AS_OP_SLICE: vjp_slice(&b, op, dy); break;
+        case AS_OP_CONCAT: vjp_concat(&b, op, dy); break;
+        case AS_OP_HEAD_LINEAR: vjp_head_linear(&b, op, dy); break;
+        /* the leaves (embeddings, sinusoids, patches, relative bias) and
+         * top-k (its output, the chosen indices, is discrete) */
+        default: break;
         }
         free(m);
     }
