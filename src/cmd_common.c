@@ -380,6 +380,7 @@ int as_session_refresh(as_session *s, as_error *err)
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     int was = s->cap->dropped_from;
+    bool file_was = s->cap->file_failed;
     if (as_interp_stale(s->it) && !s->it->in_pass) {
         /* The whole context is computed again, and this run says so. */
         char what[64];
@@ -395,6 +396,9 @@ int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_er
     /* a class the budget no longer holds at these positions: said once */
     if (s->cap->dropped_from >= 0 && s->cap->dropped_from != was && s->warn)
         fprintf(s->warn, "note: %s\n", s->cap->dropped);
+    /* the capture file failed (disk full) on the way: the capture went on in RAM, said once */
+    if (s->cap->file_failed && !file_was && s->warn)
+        fprintf(s->warn, "warning: %s\n", s->cap->file_note);
     if (rc == AS_OK)
         report_nonfinite(s);
     return rc;

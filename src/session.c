@@ -112,12 +112,31 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     s->it->interrupt = old.it->interrupt;
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
     fresh->probs = old.probs, fresh->order = old.order;
+    /* the capture file goes on for the new model (the old one's removed with its capture first) */
+    char *file = as_capture_file_path(old.cap) ? strdup(as_capture_file_path(old.cap)) : NULL;
     as_session_free(fresh);
+    if (file && as_capture_set_file(s->cap, file, err) && s->warn)
+        fprintf(s->warn, "warning: %s\n", err->msg);
+    free(file);
     const as_config *cfg = &s->model->cfg;
     fprintf(s->out, "loaded %s: %s (%s, %d layers, %d heads, context %d); no context yet\n", path, cfg->name,
             as_model_arch_name(s->model), cfg->n_layer, cfg->n_head, cfg->n_ctx);
     if (s->model->warnings[0] && s->warn)
         fprintf(s->warn, "warning: %s: %s\n", path, s->model->warnings);
+    return AS_OK;
+}
+
+int as_session_set_capture_file(as_session *s, const char *path, as_error *err)
+{
+    return as_capture_set_file(s->cap, path, err);
+}
+
+int as_session_set_save_dtype(as_session *s, const char *dtype, as_error *err)
+{
+    int dt = as_run_dtype_parse(dtype);
+    if (dt < 0)
+        return as_error_set(err, "--capture-dtype %s: f32, f16 or bf16", dtype);
+    s->save_dtype = dt;
     return AS_OK;
 }
 
@@ -296,6 +315,11 @@ static const command commands[] = {
     {{"convert", "convert DIR OUT.gguf", "Write a Hugging Face directory (config.json, safetensors, tokenizer.json) "
       "as a GGUF file llama.cpp loads, its tensors in their stored types.", "convert ~/models/gpt2 gpt2.gguf"},
      cmd_convert, .keeps_state = true},
+    {{"save", "save run FILE [dtype=f32|f16|bf16]", "Save the computed run (every captured hook, the tokens, the "
+      "model's metadata and hook table, not its weights) to FILE, for `attnscope --open FILE` here or on a "
+      "colleague's machine: the view, dump, heads context, info and export work on it. dtype=f16/bf16 halves it "
+      "(values rounded to nearest even; default --capture-dtype, else f32).", "save run story.run dtype=f16"},
+     as_cmd_save, .keeps_state = false, .args = ARGS(3)},
     {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
      as_cmd_info, .keeps_state = true, .args = ARGS(0)},
     {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help, .keeps_state = true, .args = ARGS(1)},
@@ -381,7 +405,7 @@ int as_session_exec(as_session *s, const char *line, as_error *err)
          * interventions changed since it ran */
         if (!cmd)
             rc = as_error_set(err, "unknown command '%s' (help lists them)", c.argv[0]);
-        else if (too_many_args(cmd, &c) || (!cmd->keeps_state && as_session_refresh(s, err)))
+        else if (as_cmd_saved_refuse(s, c.argc, c.argv, err) || too_many_args(cmd, &c) || (!cmd->keeps_state && as_session_refresh(s, err)))
             rc = AS_ERR;
         else
             rc = cmd->fn(&c);
