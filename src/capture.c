@@ -111,6 +111,8 @@ struct as_capfile {
     uint8_t *base;   /* the reserved range */
     size_t reserved; /* its bytes */
     size_t top;      /* bytes of the file in use (and mapped) */
+    bool full;       /* an allocation failed (disk full, unwritable): new storage goes to RAM, the
+                      * regions made before stay mapped */
 };
 
 static size_t page_bytes(void)
@@ -181,7 +183,7 @@ static void capfile_release(struct as_capfile *f, float *p, size_t bytes)
 static float *store_alloc(as_capture *c, int i, size_t bytes)
 {
     c->in_file[i] = false;
-    if (c->file) {
+    if (c->file && !c->file->full) {
         as_error e = {0};
         float *p = capfile_alloc(c->file, bytes, &e);
         if (p) {
@@ -190,8 +192,7 @@ static float *store_alloc(as_capture *c, int i, size_t bytes)
         }
         snprintf(c->file_note, sizeof c->file_note, "%s; capturing in RAM from here (the budget, --capture-mb, "
                  "still holds)", e.msg);
-        capfile_close(c->file);
-        c->file = NULL;
+        c->file->full = true;
         c->file_failed = true;
     }
     return calloc(1, bytes ? bytes : 1);
@@ -217,16 +218,19 @@ static int rehome(as_capture *c, bool to_file, as_error *err)
         if (!c->store[i] || c->in_file[i] == to_file)
             continue;
         size_t bytes = bytes_at(p, i, c->capacity);
-        float *n = store_alloc(c, i, bytes);
-        bool now_file = c->in_file[i];
-        if (!n)
+        bool old_file = c->in_file[i];
+        float *n = to_file ? store_alloc(c, i, bytes) : calloc(1, bytes ? bytes : 1);
+        bool now_file = to_file && c->in_file[i];
+        if (!n) {
+            c->in_file[i] = old_file;
             return as_error_set(err, "out of memory moving %s (%zu bytes)", p->hooks[i].name, bytes);
+        }
         memcpy(n, c->store[i], bytes);
-        c->in_file[i] = !now_file; /* free the old storage as what it was */
+        c->in_file[i] = old_file; /* free the old storage as what it was */
         store_free(c, i, bytes);
         c->store[i] = n;
         c->in_file[i] = now_file;
-        if (to_file && !c->file) /* the file failed: the rest stays in RAM */
+        if (to_file && c->file->full) /* the file failed: the rest stays in RAM */
             return AS_OK;
     }
     return AS_OK;
@@ -278,7 +282,7 @@ int as_capture_set_file(as_capture *c, const char *path, as_error *err)
     c->file = f;
     if (rehome(c, true, err))
         return AS_ERR;
-    if (!c->file) { /* failed on the way: said in file_note */
+    if (f->full) { /* failed on the way: said in file_note */
         as_error_set(err, "%s", c->file_note);
         return AS_ERR;
     }

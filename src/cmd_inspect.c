@@ -270,8 +270,8 @@ int as_cmd_info(cmd_ctx *c)
     if (as_capture_file_path(cap))
         fprintf(c->s->out, "capture file: %s (%.1f MB in use, memory-mapped: bounded by the disk, not RAM)\n",
                 as_capture_file_path(cap), (double)as_capture_file_bytes(cap) / (1 << 20));
-    else if (cap->file_failed)
-        fprintf(c->s->out, "capture file: %s\n", cap->file_note);
+    if (cap->file_failed)
+        fprintf(c->s->out, "%s\n", cap->file_note);
     if (c->s->saved_run[0])
         fprintf(c->s->out, "saved run: %s, of %s (no weights: commands that compute are refused); hooks kept in %s%s\n",
                 c->s->saved_run, m->path, as_run_dtype_name(c->s->saved_dtype),
