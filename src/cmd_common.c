@@ -589,3 +589,18 @@ int as_cmd_expert_tokens(const as_session *s, int h, int e, int n, int top, int3
         *chosen = times;
     return nd;
 }
+
+static const char *const run_dtype[] = {"f32", "f16", "bf16"};
+
+int as_run_dtype_parse(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, run_dtype[i]))
+            return i;
+    return -1;
+}
+
+const char *as_run_dtype_name(int dt)
+{
+    return dt >= 0 && dt < 3 ? run_dtype[dt] : "?";
+}

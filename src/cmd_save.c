@@ -42,15 +42,6 @@
 #define RUN_BOM 0x01020304u
 
 enum { DT_F32, DT_F16, DT_BF16 };
-static const char *const dt_name[] = {"f32", "f16", "bf16"};
-
-int as_run_dtype_parse(const char *s)
-{
-    for (int i = 0; i < 3; i++)
-        if (!strcmp(s, dt_name[i]))
-            return i;
-    return -1;
-}
 
 /* ---- writing ---- */
 
@@ -239,7 +230,7 @@ int as_cmd_save(cmd_ctx *c)
     double mb = stat(c->argv[2], &st) == 0 ? (double)st.st_size / (1 << 20) : 0;
     fprintf(s->out, "wrote %s: a saved run of %s, %d position%s, hooks in %s (%.1f MB); attnscope --open %s "
             "reopens it without the weights\n", c->argv[2], s->model->cfg.name, s->it->out->n_done,
-            s->it->out->n_done == 1 ? "" : "s", dt_name[dt], mb, c->argv[2]);
+            s->it->out->n_done == 1 ? "" : "s", as_run_dtype_name(dt), mb, c->argv[2]);
     return AS_OK;
 }
 
@@ -580,9 +571,28 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
     return AS_OK;
 }
 
-int as_session_open_run(as_session **out, const char *path, FILE *out_stream, FILE *warn_stream, as_error *err)
+struct as_run_reader {
+    void *map;
+    size_t size;
+    rbuf r;
+    int dtype;
+    char *path;
+};
+
+void as_run_reader_free(as_run_reader *rr)
+{
+    if (!rr)
+        return;
+    if (rr->map)
+        munmap(rr->map, rr->size);
+    free(rr->path);
+    free(rr);
+}
+
+int as_run_begin(as_run_reader **out, const char *path, as_model **model, size_t *capture_mb, as_error *err)
 {
     *out = NULL;
+    *model = NULL;
     struct stat st;
     int fd = as_file_open_read(path, &st, err);
     if (fd < 0)
@@ -596,50 +606,56 @@ int as_session_open_run(as_session **out, const char *path, FILE *out_stream, FI
     close(fd);
     if (map == MAP_FAILED)
         return as_error_set(err, "%s: %s", path, strerror(errno));
-    rbuf r = {map, (size_t)st.st_size, 0, false, NULL};
-    const char *magic = take(&r, 16, "the magic");
-    uint32_t version = get_u32(&r, "the version"), bom = get_u32(&r, "the byte order");
-    uint32_t dt = get_u32(&r, "the dtype");
+    as_run_reader *rr = calloc(1, sizeof *rr);
+    if (!rr || !(rr->path = strdup(path))) {
+        free(rr);
+        munmap(map, (size_t)st.st_size);
+        return as_error_set(err, "out of memory");
+    }
+    rr->map = map;
+    rr->size = (size_t)st.st_size;
+    rr->r = (rbuf){map, (size_t)st.st_size, 0, false, NULL};
+    rbuf *r = &rr->r;
+    const char *magic = take(r, 16, "the magic");
+    uint32_t version = get_u32(r, "the version"), bom = get_u32(r, "the byte order");
+    uint32_t dt = get_u32(r, "the dtype");
     int rc = AS_OK;
     char *model_path = NULL;
-    as_model *m = NULL;
-    as_session *s = NULL;
     if (memcmp(magic, RUN_MAGIC, 16))
         rc = as_error_set(err, "%s: not a saved run (it does not start with ATTNSCOPE-RUN; `save run FILE` writes one)",
                           path);
     else if (bom != RUN_BOM || version != RUN_VERSION || dt > DT_BF16)
         rc = as_error_set(err, "%s: a saved run of another version or byte order (version %u, this attnscope reads "
                           "%u)", path, version, RUN_VERSION);
-    if (rc == AS_OK && !(model_path = get_str(&r, "the model's path")))
-        rc = damaged(path, &r, err);
+    if (rc == AS_OK && !(model_path = get_str(r, "the model's path")))
+        rc = damaged(path, r, err);
     if (rc == AS_OK)
-        rc = zero_model(&r, path, &m, err);
-    uint64_t mb = rc == AS_OK ? get_u64(&r, "the capture budget") : 0;
-    if (rc == AS_OK && r.bad)
-        rc = damaged(path, &r, err);
-    if (rc == AS_OK) {
-        free(m->path);
-        m->path = model_path;
-        model_path = NULL;
-        rc = as_session_from_model(&s, m, mb > (1u << 30) ? (size_t)1 << 30 : (size_t)mb, out_stream, warn_stream,
-                                   err);
-        if (rc)
-            as_model_free(m);
-    }
-    if (rc == AS_OK) {
-        s->saved_dtype = (int)dt;
-        s->save_dtype = (int)dt;
-        snprintf(s->saved_run, sizeof s->saved_run, "%s", path);
-        rc = restore(s, &r, (int)dt, path, err);
-    }
-    munmap(map, (size_t)st.st_size);
-    free(model_path);
+        rc = zero_model(r, path, model, err);
+    uint64_t mb = rc == AS_OK ? get_u64(r, "the capture budget") : 0;
+    if (rc == AS_OK && r->bad)
+        rc = damaged(path, r, err);
     if (rc) {
-        as_session_free(s);
+        if (*model)
+            as_model_free(*model);
+        *model = NULL;
+        free(model_path);
+        as_run_reader_free(rr);
         return AS_ERR;
     }
-    *out = s;
+    free((*model)->path);
+    (*model)->path = model_path;
+    *capture_mb = mb > (1u << 30) ? (size_t)1 << 30 : (size_t)mb;
+    rr->dtype = (int)dt;
+    *out = rr;
     return AS_OK;
+}
+
+int as_run_finish(as_run_reader *rr, as_session *s, as_error *err)
+{
+    s->saved_dtype = rr->dtype;
+    s->save_dtype = rr->dtype;
+    snprintf(s->saved_run, sizeof s->saved_run, "%s", rr->path);
+    return restore(s, &rr->r, rr->dtype, rr->path, err);
 }
 
 /* Commands a saved run answers: what reads the capture. The rest compute
@@ -667,9 +683,4 @@ int as_cmd_saved_refuse(const as_session *s, int argc, char **argv, as_error *er
                         exp ? " " : "", exp ? argv[1] : "",
                         !strcmp(cmd, "heads") ? " (its probe runs the model; `heads context` reads the saved run)"
                                               : "");
-}
-
-const char *as_run_dtype_name(int dt)
-{
-    return dt >= 0 && dt <= DT_BF16 ? dt_name[dt] : "?";
 }

@@ -126,6 +126,30 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     return AS_OK;
 }
 
+int as_session_open_run(as_session **out, const char *path, FILE *out_stream, FILE *warn_stream, as_error *err)
+{
+    as_run_reader *rr;
+    as_model *m;
+    size_t mb;
+    *out = NULL;
+    if (as_run_begin(&rr, path, &m, &mb, err))
+        return AS_ERR;
+    as_session *s;
+    if (as_session_from_model(&s, m, mb, out_stream, warn_stream, err)) {
+        as_model_free(m);
+        as_run_reader_free(rr);
+        return AS_ERR;
+    }
+    int rc = as_run_finish(rr, s, err);
+    as_run_reader_free(rr);
+    if (rc) {
+        as_session_free(s);
+        return AS_ERR;
+    }
+    *out = s;
+    return AS_OK;
+}
+
 int as_session_set_capture_file(as_session *s, const char *path, as_error *err)
 {
     return as_capture_set_file(s->cap, path, err);
