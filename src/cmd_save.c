@@ -145,6 +145,11 @@ static int write_run(void *ctx, void *stream, as_error *err)
     put_i32(&w, it->nonfinite.pos);
     put_i32(&w, it->nonfinite.index);
     put(&w, &it->nonfinite.value, 4);
+    /* the logits the pass ended with where the capture does not keep them (a small budget): `top` reads them */
+    const float *lg = p->unembed >= 0 && !as_capture_has(cap, p->ops[p->unembed].out) ? as_interp_logits(it) : NULL;
+    int n_vocab = lg ? (int)p->hooks[p->ops[p->unembed].out].width : 0;
+    put_i32(&w, n_vocab);
+    put(&w, lg, (size_t)n_vocab * sizeof(float));
     put_u32(&w, (uint32_t)p->n_hooks);
     for (int h = 0; h < p->n_hooks && !w.bad; h++) {
         const as_hook *hk = &p->hooks[h];
@@ -497,9 +502,17 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
     if (r->bad || (nf.found && (nf.hook < 0 || nf.hook >= p->n_hooks)))
         return r->bad ? damaged(path, r, err) : as_error_set(err, "%s: damaged saved run (its non-finite value's hook)", path);
     memcpy(&nf.value, v, 4);
+    int n_vocab = get_i32(r, "the last logits");
+    int lh = p->unembed >= 0 ? p->ops[p->unembed].out : -1;
+    if (r->bad || n_vocab < 0 || (n_vocab && (lh < 0 || n_vocab != p->hooks[lh].width)))
+        return r->bad ? damaged(path, r, err) : as_error_set(err, "%s: damaged saved run (its last logits)", path);
+    const void *logits = take(r, (size_t)n_vocab * sizeof(float), "the last logits");
+    if (r->bad)
+        return damaged(path, r, err);
     if (as_interp_restore_done(it, err))
         return as_error_prefix(err, "%s", path);
     it->nonfinite = nf;
+
     as_capture *cap = s->cap;
     uint32_t nh = get_u32(r, "the hook count");
     if (r->bad || nh != (uint32_t)p->n_hooks)
@@ -568,6 +581,10 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
     }
     if (r->at != r->len)
         return as_error_set(err, "%s: damaged saved run: %zu bytes past its last hook", path, r->len - r->at);
+    /* logits not captured live in the pass's working row, where as_interp_logits reads them */
+    const float *row = n_vocab && !as_capture_has(cap, lh) ? as_interp_logits(it) : NULL;
+    if (row)
+        memcpy((float *)row, logits, (size_t)n_vocab * sizeof(float));
     return AS_OK;
 }
 

@@ -98,6 +98,13 @@ expect "a saved run saves again" 0 "^wrote $TMP/again.run: a saved run of tiny-g
 cmp -s "$R" "$TMP/again.run" && ok || bad "a saved run saved again is the same bytes"
 expect "--open with a model" 2 '' "both given" -- --open "$R" -m "$FIX/tiny-gpt2.gguf" -e info
 
+# a run whose budget kept nothing (--capture-mb 0): the last logits travel in the run, so `top` is the live one's,
+# and what was not captured is said alike
+"$BIN" --no-tui -m "$FIX/tiny-gpt2.gguf" --capture-mb 0 -e "prompt hello world; finish; top 5; save run $TMP/zero.run" 2>/dev/null | grep '^[1-5]	' >"$TMP/top.live"
+"$BIN" --no-tui --open "$TMP/zero.run" -e "top 5" 2>/dev/null | grep '^[1-5]	' >"$TMP/top.open"
+[ -s "$TMP/top.live" ] && cmp -s "$TMP/top.live" "$TMP/top.open" && ok || bad "a run of budget 0: top differs from the live session's"
+expect "a run of budget 0: not captured, said" 1 '' "blocks.0.attn.hook_pattern is not captured: capture budget 0.0 MB at 11 positions" -- --no-tui --open "$TMP/zero.run" -e "dump blocks.0.attn.hook_pattern $TMP/p.npy"
+
 # Hostile and truncated run files: one clear message, never a crash
 printf 'GGUF not a run at all, some bytes more' >"$TMP/not.run"
 expect "not a run" 1 '' "not.run: not a saved run \(it does not start with ATTNSCOPE-RUN" -- --no-tui --open "$TMP/not.run" -e info
