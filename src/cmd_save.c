@@ -219,7 +219,8 @@ int as_cmd_save(cmd_ctx *c)
     if (as_interp_stale(s->it))
         return as_error_set(c->err, "save run: the interventions changed since the pass ran: `finish` computes it "
                             "again first");
-    if (!as_gguf_find(s->model->gguf, "tokenizer.ggml.model"))
+    const as_gguf *g = s->model->gguf;
+    if (g->version == 0 && !g->view_of) /* a llama2.c checkpoint's view (gguf.h) */
         return as_error_set(c->err, "save run: %s keeps its tokenizer outside its metadata (a llama2.c "
                             "checkpoint's tokenizer.bin): a run of it cannot be reopened (convert the model to GGUF "
                             "first)", s->model->path);

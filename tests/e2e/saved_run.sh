@@ -84,6 +84,18 @@ same gpt2 "$FIX/tiny-gpt2.gguf" "prompt hello world, hello world" "export grid a
 same bert "$FIX/tiny-bert.gguf" "prompt the cat sat on the mat" "export attn 1 0"
 same nomic "$FIX/tiny-nomic-bert.gguf" "prompt-ids 1 5 9 12 7 2" "export grid 0"
 same deen "$MODELS/de-en.gguf" "source Der Mann ist gut.; prompt The man" "export attn 1 2"
+# a mixture of experts: its int32 hooks (the experts chosen) stay exact in f16/bf16 runs
+same moe "$MODELS/austen-moe.gguf" "prompt It is a truth universally" "export routing 1"
+# a Hugging Face directory's view, and a vision transformer (its pixels travel in the run; the overlay draws them)
+d=$TMP/hfvit
+mkdir -p "$d"
+"$BIN" --no-tui -m "$FIX/hf/tiny-gemma2-hf" -e "prompt-ids 1 2 3 4; finish; dump all $d/hl; save run $d/h.run" >/dev/null 2>&1
+"$BIN" --no-tui --open "$d/h.run" -e "dump all $d/ho" >/dev/null 2>&1
+[ -s "$d/hl/index.json" ] && diff -r "$d/hl" "$d/ho" >/dev/null && ok || bad "a Hugging Face directory's run reopened differs"
+"$BIN" --no-tui -m "$MODELS/vit-fashion.gguf" -e "image $FIX/image/grey-17x11.png; finish; top 3; export overlay 3 mean $d/a.png; dump all $d/vl; save run $d/v.run" 2>/dev/null | grep '^[1-3]	' >"$d/top.live"
+"$BIN" --no-tui --open "$d/v.run" -e "top 3; export overlay 3 mean $d/b.png; dump all $d/vo" 2>/dev/null | grep '^[1-3]	' >"$d/top.open"
+[ -s "$d/top.live" ] && cmp -s "$d/top.live" "$d/top.open" && cmp -s "$d/a.png" "$d/b.png" && diff -r "$d/vl" "$d/vo" >/dev/null && ok ||
+    bad "a vision transformer's run reopened: top, overlay or arrays differ"
 
 # What a saved run cannot do without the weights: one line naming the model
 R=$TMP/gpt2/f32.run
