@@ -97,6 +97,13 @@ mkdir -p "$d"
 [ -s "$d/top.live" ] && cmp -s "$d/top.live" "$d/top.open" && cmp -s "$d/a.png" "$d/b.png" && diff -r "$d/vl" "$d/vo" >/dev/null && ok ||
     bad "a vision transformer's run reopened: top, overlay or arrays differ"
 
+# the dtype kept is in a figure's provenance (f16/bf16 only: an f32 run's figure is the live one, byte for byte)
+grep -aq "Hook dtype.f16 (a saved run's hooks, rounded to f16" "$TMP/gpt2/f16.png" && ok || bad "an f16 run's PNG says its dtype"
+grep -aq "Hook dtype.bf16" "$TMP/gpt2/bf16.png" && ok || bad "a bf16 run's PNG says its dtype"
+! grep -aq "Hook dtype" "$TMP/gpt2/f32.png" && ok || bad "an f32 run's PNG carries no dtype note"
+# `load` keeps the capture file for the new model
+expect "load keeps the capture file" 0 "^capture file: $TMP/load.bin \(" '' -- --no-tui -m "$FIX/tiny-gpt2.gguf" --capture-file "$TMP/load.bin" -e "load $FIX/tiny-llama.gguf; prompt the cat; finish; info"
+
 # What a saved run cannot do without the weights: one line naming the model
 R=$TMP/gpt2/f32.run
 expect "a saved run refuses to compute" 1 '' "^error: this is a saved run of .*tiny-gpt2.gguf: finish needs the model's weights$" -- --no-tui --open "$R" -e "finish"
