@@ -408,6 +408,10 @@ int main(int argc, char **argv)
     char notes[8192] = "";
     if (as_view_model_warnings(s)[0])
         snprintf(notes, sizeof notes, "warning: %.1000s: %.4000s\n", path, as_view_model_warnings(s));
+    if (as_view_saved_run(s)[0])
+        snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "note: %.1000s: a saved run of %.1000s, without "
+                 "its weights: the view, dump, heads context, info and export read it; computing needs the model\n",
+                 as_view_saved_run(s), as_view_model_path(s));
     if (as_view_dropped_note(s)[0])
         snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "note: %s\n", as_view_dropped_note(s));
     if (!full_screen)
