@@ -5,7 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
@@ -92,6 +95,216 @@ static const char *const class_name[] = {
     "q/k/v/z", "MLP activations", "residual-stream copies",
 };
 
+/* ---- where the bytes live: RAM (calloc) or the capture file ----
+ *
+ * The capture file (as_capture_set_file) is an arena: one file mapped
+ * shared into an address range reserved once (PROT_NONE, no swap reserved),
+ * so a hook's storage never moves when the file grows; a hook's region is
+ * allocated at the top (whole pages, the blocks reserved with
+ * posix_fallocate so a full disk is an error here, not a SIGBUS at a
+ * write), and a region given up (a hook dropped or grown) is punched out of
+ * the file, its disk blocks returned. Growth by doubling thus uses about
+ * twice the final size of address space, and the final size of disk. */
+struct as_capfile {
+    int fd;
+    char *path;
+    uint8_t *base;   /* the reserved range */
+    size_t reserved; /* its bytes */
+    size_t top;      /* bytes of the file in use (and mapped) */
+    bool full;       /* an allocation failed (disk full, unwritable): new storage goes to RAM, the
+                      * regions made before stay mapped */
+};
+
+static size_t page_bytes(void)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    return pg > 0 ? (size_t)pg : 4096;
+}
+
+static size_t page_up(size_t n)
+{
+    size_t pg = page_bytes();
+    return (n + pg - 1) / pg * pg;
+}
+
+static void capfile_close(struct as_capfile *f)
+{
+    if (!f)
+        return;
+    if (f->base)
+        munmap(f->base, f->reserved);
+    if (f->fd >= 0) {
+        close(f->fd);
+        unlink(f->path); /* working storage, made by us: `save run` writes what is kept */
+    }
+    free(f->path);
+    free(f);
+}
+
+/* A region of bytes in the file (zeros), or NULL with why in err. */
+static float *capfile_alloc(struct as_capfile *f, size_t bytes, as_error *err)
+{
+    size_t len = page_up(bytes ? bytes : 1);
+    if (len > f->reserved - f->top)
+        return as_error_set(err, "capture file %s: the %zu GB of address space reserved for it are used up", f->path,
+                            f->reserved >> 30), NULL;
+    int rc = posix_fallocate(f->fd, (off_t)f->top, (off_t)len);
+    if (rc == EOPNOTSUPP || rc == EINVAL) /* a file system without fallocate: extend sparse */
+        rc = ftruncate(f->fd, (off_t)(f->top + len)) ? errno : 0;
+    if (rc) {
+        if (ftruncate(f->fd, (off_t)f->top)) { /* give back what a partial fallocate took */
+        }
+        return as_error_set(err, "capture file %s: %s (growing it to %.1f MB)", f->path, strerror(rc),
+                            (double)(f->top + len) / (1 << 20)), NULL;
+    }
+    void *at = mmap(f->base + f->top, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, f->fd, (off_t)f->top);
+    if (at == MAP_FAILED)
+        return as_error_set(err, "capture file %s: mapping it: %s", f->path, strerror(errno)), NULL;
+    f->top += len;
+    return (float *)at;
+}
+
+/* Gives a region back: its pages dropped and its disk blocks punched out. */
+static void capfile_release(struct as_capfile *f, float *p, size_t bytes)
+{
+    size_t len = page_up(bytes ? bytes : 1);
+    size_t off = (size_t)((uint8_t *)p - f->base);
+    (void)madvise(p, len, MADV_DONTNEED);
+#ifdef FALLOC_FL_PUNCH_HOLE
+    (void)fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len);
+#else
+    (void)off;
+#endif
+}
+
+/* Storage for hook i of `bytes` zeros: in the capture file when there is
+ * one (a failure there is said once in c->file_note and the capture goes
+ * on in RAM), else calloc'd. */
+static float *store_alloc(as_capture *c, int i, size_t bytes)
+{
+    c->in_file[i] = false;
+    if (c->file && !c->file->full) {
+        as_error e = {0};
+        float *p = capfile_alloc(c->file, bytes, &e);
+        if (p) {
+            c->in_file[i] = true;
+            return p;
+        }
+        snprintf(c->file_note, sizeof c->file_note, "%s; capturing in RAM from here (the budget, --capture-mb, "
+                 "still holds)", e.msg);
+        c->file->full = true;
+        c->file_failed = true;
+    }
+    return calloc(1, bytes ? bytes : 1);
+}
+
+static void store_free(as_capture *c, int i, size_t bytes)
+{
+    if (!c->store[i])
+        return;
+    if (c->in_file[i] && c->file)
+        capfile_release(c->file, c->store[i], bytes);
+    else if (!c->in_file[i])
+        free(c->store[i]);
+    c->store[i] = NULL;
+    c->in_file[i] = false;
+}
+
+/* Moves every stored hook to the present backing (the file, or RAM). */
+static int rehome(as_capture *c, bool to_file, as_error *err)
+{
+    const as_program *p = c->prog;
+    for (int i = 0; i < p->n_hooks; i++) {
+        if (!c->store[i] || c->in_file[i] == to_file)
+            continue;
+        size_t bytes = bytes_at(p, i, c->capacity);
+        bool old_file = c->in_file[i];
+        float *n = to_file ? store_alloc(c, i, bytes) : calloc(1, bytes ? bytes : 1);
+        bool now_file = to_file && c->in_file[i];
+        if (!n) {
+            c->in_file[i] = old_file;
+            return as_error_set(err, "out of memory moving %s (%zu bytes)", p->hooks[i].name, bytes);
+        }
+        memcpy(n, c->store[i], bytes);
+        c->in_file[i] = old_file; /* free the old storage as what it was */
+        store_free(c, i, bytes);
+        c->store[i] = n;
+        c->in_file[i] = now_file;
+        if (to_file && c->file->full) /* the file failed: the rest stays in RAM */
+            return AS_OK;
+    }
+    return AS_OK;
+}
+
+int as_capture_set_file(as_capture *c, const char *path, as_error *err)
+{
+    c->file_note[0] = '\0';
+    c->file_failed = false;
+    if (!path) { /* back to RAM, the file removed */
+        struct as_capfile *f = c->file;
+        if (!f)
+            return AS_OK;
+        int rc = rehome(c, false, err);
+        if (rc)
+            return rc;
+        c->file = NULL;
+        capfile_close(f);
+        return AS_OK;
+    }
+    if (c->file)
+        return as_error_set(err, "the capture already goes to %s (set capture-file off first)", c->file->path);
+    struct as_capfile *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = strdup(path))) {
+        free(f);
+        return as_error_set(err, "out of memory");
+    }
+    f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (f->fd < 0) {
+        int e = errno;
+        free(f->path);
+        free(f);
+        return as_error_set(err, "capture file %s: %s%s; the capture stays in RAM", path, strerror(e),
+                            e == EEXIST ? " (it is made new, and removed when the session ends: name another "
+                                          "path, or `save run` to keep a run)" : "");
+    }
+    for (size_t r = sizeof(void *) == 8 ? (size_t)1 << 40 : (size_t)1 << 30; r >= (size_t)1 << 28; r >>= 2) {
+        void *b = mmap(NULL, r, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (b != MAP_FAILED) {
+            f->base = b;
+            f->reserved = r;
+            break;
+        }
+    }
+    if (!f->base) {
+        capfile_close(f);
+        return as_error_set(err, "capture file %s: no address space to map it; the capture stays in RAM", path);
+    }
+    c->file = f;
+    if (rehome(c, true, err))
+        return AS_ERR;
+    if (f->full) { /* failed on the way: said in file_note */
+        as_error_set(err, "%s", c->file_note);
+        return AS_ERR;
+    }
+    return AS_OK;
+}
+
+void as_capture_drop_hook(as_capture *c, int hook)
+{
+    store_free(c, hook, bytes_at(c->prog, hook, c->capacity));
+    c->filled[hook] = 0;
+}
+
+const char *as_capture_file_path(const as_capture *c)
+{
+    return c->file ? c->file->path : NULL;
+}
+
+size_t as_capture_file_bytes(const as_capture *c)
+{
+    return c->file ? c->file->top : 0;
+}
+
 /* New storage for hook i (or its norm statistics) at capacities cap,
  * holding what the old storage at c->capacity held. Attention rows move
  * one by one (a head's share grows with both capacities). */
@@ -112,7 +325,9 @@ static int restore_hook(as_capture *c, int i, const int *cap, as_error *err)
     if (!c->store[i])
         return AS_OK;
     size_t bytes = bytes_at(p, i, cap);
-    float *s = calloc(1, bytes ? bytes : 1);
+    bool was_file = c->in_file[i];
+    float *s = store_alloc(c, i, bytes);
+    bool now_file = c->in_file[i];
     if (!s)
         return as_error_set(err, "out of memory capturing %s (%zu bytes at %d positions; --capture-mb 0 keeps only "
                             "what the computation needs)", h->name, bytes, cap[h->stream]);
@@ -132,8 +347,10 @@ static int restore_hook(as_capture *c, int i, const int *cap, as_error *err)
                 memcpy(s + head * nq * nk + q * nk, c->store[i] + head * oq * ok + q * ok, ok * sizeof *s);
         }
     }
-    free(c->store[i]);
+    c->in_file[i] = was_file; /* the old storage freed as what it was */
+    store_free(c, i, bytes_at(p, i, c->capacity));
     c->store[i] = s;
+    c->in_file[i] = now_file;
     return AS_OK;
 }
 
@@ -236,8 +453,7 @@ static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];
         if (c->dropped_from >= 0 && (int)h->klass >= c->dropped_from) {
-            free(c->store[i]);
-            c->store[i] = NULL;
+            store_free(c, i, bytes_at(p, i, c->capacity));
             c->filled[i] = 0;
             c->n_dropped++;
             continue;
@@ -245,7 +461,7 @@ static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
         if (c->store[i])
             continue;
         size_t bytes = bytes_at(p, i, c->capacity);
-        c->store[i] = calloc(1, bytes ? bytes : 1);
+        c->store[i] = store_alloc(c, i, bytes);
         c->committed[i] = 0;
         if (!c->store[i])
             return as_error_set(err, "out of memory capturing %s (%zu bytes at %d positions)", h->name, bytes,
@@ -292,7 +508,8 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
     c->filled = calloc((size_t)p->n_hooks, sizeof *c->filled);
     c->committed = calloc((size_t)p->n_hooks, sizeof *c->committed);
-    if (!c->store || !c->stats || !c->filled || !c->committed) {
+    c->in_file = calloc((size_t)p->n_hooks, sizeof *c->in_file);
+    if (!c->store || !c->stats || !c->filled || !c->committed || !c->in_file) {
         as_capture_free(c);
         return as_error_set(err, "out of memory");
     }
@@ -322,10 +539,13 @@ void as_capture_free(as_capture *c)
     if (!c)
         return;
     for (int i = 0; c->store && i < c->prog->n_hooks; i++) {
-        free(c->store[i]);
+        if (c->in_file && !c->in_file[i])
+            free(c->store[i]);
         if (c->stats)
             free(c->stats[i]);
     }
+    capfile_close(c->file); /* its regions go with the mapping */
+    free(c->in_file);
     free(c->store);
     free(c->stats);
     free(c->filled);

@@ -380,6 +380,7 @@ int as_session_refresh(as_session *s, as_error *err)
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     int was = s->cap->dropped_from;
+    bool file_was = s->cap->file_failed;
     if (as_interp_stale(s->it) && !s->it->in_pass) {
         /* The whole context is computed again, and this run says so. */
         char what[64];
@@ -395,6 +396,9 @@ int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_er
     /* a class the budget no longer holds at these positions: said once */
     if (s->cap->dropped_from >= 0 && s->cap->dropped_from != was && s->warn)
         fprintf(s->warn, "note: %s\n", s->cap->dropped);
+    /* the capture file failed (disk full) on the way: the capture went on in RAM, said once */
+    if (s->cap->file_failed && !file_was && s->warn)
+        fprintf(s->warn, "warning: %s\n", s->cap->file_note);
     if (rc == AS_OK)
         report_nonfinite(s);
     return rc;
@@ -620,15 +624,35 @@ int as_cmd_rebuild(as_session *s, unsigned opts, as_error *err)
         it->st[k].n_prompt = o->n_prompt;
     }
     it->interrupt = old->interrupt;
+    /* the capture file goes on for the new program (the old capture's removed with it first) */
+    char *file = as_capture_file_path(s->cap) ? strdup(as_capture_file_path(s->cap)) : NULL;
     as_interp_free(old);
     as_capture_free(s->cap);
     as_program_free(s->prog);
     s->prog = prog, s->cap = cap, s->it = it;
     s->prog_opts = opts;
+    if (file && as_capture_set_file(s->cap, file, err) && s->warn)
+        fprintf(s->warn, "warning: %s\n", err->msg);
+    free(file);
     return AS_OK;
 fail:
     as_interp_free(it);
     as_capture_free(cap);
     as_program_free(prog);
     return AS_ERR;
+}
+
+static const char *const run_dtype[] = {"f32", "f16", "bf16"};
+
+int as_run_dtype_parse(const char *s)
+{
+    for (int i = 0; i < 3; i++)
+        if (!strcmp(s, run_dtype[i]))
+            return i;
+    return -1;
+}
+
+const char *as_run_dtype_name(int dt)
+{
+    return dt >= 0 && dt < 3 ? run_dtype[dt] : "?";
 }

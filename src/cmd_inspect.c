@@ -266,6 +266,19 @@ int as_cmd_info(cmd_ctx *c)
     as_capture_plan(cap, pos, plan, sizeof plan);
     fprintf(c->s->out, "capture at the context's %d position%s: %s\n", in_use, in_use == 1 ? "" : "s",
             plan[0] ? plan : "everything kept");
+    /* where the bytes live, and what a saved run kept */
+    if (as_capture_file_path(cap))
+        fprintf(c->s->out, "capture file: %s (%.1f MB in use, memory-mapped: bounded by the disk, not RAM)\n",
+                as_capture_file_path(cap), (double)as_capture_file_bytes(cap) / (1 << 20));
+    if (cap->file_failed)
+        fprintf(c->s->out, "%s\n", cap->file_note);
+    if (c->s->saved_run[0])
+        fprintf(c->s->out, "saved run: %s, of %s (no weights: commands that compute are refused); hooks kept in %s%s\n",
+                c->s->saved_run, m->path, as_run_dtype_name(c->s->saved_dtype),
+                c->s->saved_dtype ? ", read back as float32" : ", the pass's values bit for bit");
+    else
+        fprintf(c->s->out, "save run: hooks in %s (--capture-dtype; `save run FILE dtype=`)\n",
+                as_run_dtype_name(c->s->save_dtype));
     fprintf(c->s->out, "context: %d of %d positions%s\n", it->out->n_tokens, it->n_ctx,
             it->n_ctx < c->s->prog->streams[c->s->prog->out_stream].n_ctx ? " (set ctx; the model's window is larger)"
                                                                           : " (the model's window)");

@@ -301,11 +301,14 @@ int as_cmd_set(cmd_ctx *c)
         fprintf(c->s->out, "attn-result = %s\nin-hooks = %s\n",
                 c->s->prog_opts & AS_PROG_ATTN_RESULT ? "on (blocks.L.attn.hook_result)" : "off",
                 c->s->prog_opts & AS_PROG_IN_HOOKS ? "on (blocks.L.hook_attn_in, hook_mlp_in)" : "off");
+        const char *file = as_capture_file_path(c->s->cap);
+        fprintf(c->s->out, "capture-file = %s\n", file ? file : "off (the capture is in RAM)");
         return AS_OK;
     }
     if (c->argc != 3)
         return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N"
-                                    " | ctx N | activations native|f32 | attn-result on|off | in-hooks on|off");
+                                    " | ctx N | activations native|f32 | attn-result on|off | in-hooks on|off"
+                                    " | capture-file PATH|off");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -348,9 +351,24 @@ int as_cmd_set(cmd_ctx *c)
         return AS_OK;
     } else if (!strcmp(key, "attn-result") || !strcmp(key, "in-hooks")) {
         return set_hooks(c, key, val);
+    } else if (!strcmp(key, "capture-file")) {
+        /* the hooks' storage moved to a memory-mapped file (or back to RAM): what is kept is the budget's
+         * to say, where it lives this setting's */
+        as_capture *cap = c->s->cap;
+        bool off = !strcmp(val, "off");
+        if (!off && as_capture_file_path(cap) && !strcmp(as_capture_file_path(cap), val)) {
+            fprintf(c->s->out, "capture-file = %s\n", val);
+            return AS_OK;
+        }
+        if (!off && as_capture_file_path(cap) && as_capture_set_file(cap, NULL, c->err))
+            return AS_ERR;
+        if (as_capture_set_file(cap, off ? NULL : val, c->err))
+            return AS_ERR;
+        fprintf(c->s->out, "capture-file = %s\n", off ? "off (the capture is in RAM)" : val);
+        return AS_OK;
     } else {
         return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx, activations, "
-                            "attn-result, in-hooks)", key);
+                            "attn-result, in-hooks, capture-file)", key);
     }
     fprintf(c->s->out, "%s = %s\n", key, val);
     return AS_OK;

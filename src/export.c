@@ -308,6 +308,13 @@ static int add_provenance(as_session *s, as_figure *f, const export_opts *o, int
              as_figure_add_meta(f, "Colormap", as_cmap_name(o->st.cmap), err) ||
              as_figure_add_meta(f, "Scale", o->st.log_scale ? "log" : "linear", err) ||
              as_figure_add_meta(f, "Activations", as_activations_describe(), err);
+    /* a saved run's hooks kept in half precision: not the pass's float32 values */
+    if (rc == AS_OK && s->saved_run[0] && s->saved_dtype != 0) {
+        char dt[160];
+        snprintf(dt, sizeof dt, "%s (a saved run's hooks, rounded to %s and read back as float32)",
+                 as_run_dtype_name(s->saved_dtype), as_run_dtype_name(s->saved_dtype));
+        rc = as_figure_add_meta(f, "Hook dtype", dt, err);
+    }
     free(prompt);
     char *source = as_export_source_text(s);
     if (rc == AS_OK && source)

@@ -506,6 +506,19 @@ int as_interp_refresh(as_interp *it, int *positions, as_error *err)
     return AS_OK;
 }
 
+int as_interp_restore_done(as_interp *it, as_error *err)
+{
+    as_pass ps;
+    if (!next_spans(it, &ps, 0))
+        return AS_OK;
+    if (begin_pass(it, &ps, err))
+        return AS_ERR;
+    it->pc = it->prog->n_ops;
+    end_pass(it);
+    it->gen++;
+    return AS_OK;
+}
+
 int as_interp_run(as_interp *it, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
     *stop = AS_STOP_IDLE;

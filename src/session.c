@@ -123,12 +123,55 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     s->it->interrupt = old.it->interrupt;
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
     fresh->probs = old.probs, fresh->order = old.order;
+    /* the capture file goes on for the new model (the old one's removed with its capture first) */
+    char *file = as_capture_file_path(old.cap) ? strdup(as_capture_file_path(old.cap)) : NULL;
     as_session_free(fresh);
+    if (file && as_capture_set_file(s->cap, file, err) && s->warn)
+        fprintf(s->warn, "warning: %s\n", err->msg);
+    free(file);
     const as_config *cfg = &s->model->cfg;
     fprintf(s->out, "loaded %s: %s (%s, %d layers, %d heads, context %d); no context yet\n", path, cfg->name,
             as_model_arch_name(s->model), cfg->n_layer, cfg->n_head, cfg->n_ctx);
     if (s->model->warnings[0] && s->warn)
         fprintf(s->warn, "warning: %s: %s\n", path, s->model->warnings);
+    return AS_OK;
+}
+
+int as_session_open_run(as_session **out, const char *path, FILE *out_stream, FILE *warn_stream, as_error *err)
+{
+    as_run_reader *rr;
+    as_model *m;
+    size_t mb;
+    *out = NULL;
+    if (as_run_begin(&rr, path, &m, &mb, err))
+        return AS_ERR;
+    as_session *s;
+    if (as_session_from_model(&s, m, mb, out_stream, warn_stream, err)) {
+        as_model_free(m);
+        as_run_reader_free(rr);
+        return AS_ERR;
+    }
+    int rc = as_run_finish(rr, s, err);
+    as_run_reader_free(rr);
+    if (rc) {
+        as_session_free(s);
+        return AS_ERR;
+    }
+    *out = s;
+    return AS_OK;
+}
+
+int as_session_set_capture_file(as_session *s, const char *path, as_error *err)
+{
+    return as_capture_set_file(s->cap, path, err);
+}
+
+int as_session_set_save_dtype(as_session *s, const char *dtype, as_error *err)
+{
+    int dt = as_run_dtype_parse(dtype);
+    if (dt < 0)
+        return as_error_set(err, "--capture-dtype %s: f32, f16 or bf16", dtype);
+    s->save_dtype = dt;
     return AS_OK;
 }
 
@@ -196,13 +239,14 @@ static const command commands[] = {
     {{"where", "where", "Show the op the interpreter stands at.", "where"}, as_cmd_where, .keeps_state = true, .args = ARGS(0)},
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, as_cmd_gen, .args = ARGS(1)},
     {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N | activations native|f32 | "
-      "attn-result on|off | in-hooks on|off]",
+      "attn-result on|off | in-hooks on|off | capture-file PATH|off]",
       "Sampler and engine settings (temp 0 is greedy; ctx caps the context you work in, 0 for the "
       "model's window; activations: quantized weights' arithmetic, f32 or llama.cpp's native 8-bit; "
       "attn-result: the hooks blocks.L.attn.hook_result, each head's output through its slice of W_O "
       "[head, d_model]; in-hooks: blocks.L.hook_attn_in and hook_mlp_in, the residual stream entering "
-      "ln1 and ln2; either rebuilds the program and runs the context again); "
-      "`set` alone lists them.", "set temp 0.8"}, as_cmd_set, .keeps_state = true},
+      "ln1 and ln2; either rebuilds the program and runs the context again; "
+      "capture-file: the captured hooks in a memory-mapped file made new at PATH, removed at exit, or off: "
+      "RAM); `set` alone lists them.", "set temp 0.8"}, as_cmd_set, .keeps_state = true},
     {{"top", "top [K] [POS]", "The next-token distribution after POS (the last position by default): rank, id, piece, probability, logit (an encoder: "
       "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},
      as_cmd_top, .args = ARGS(2)},
@@ -314,6 +358,11 @@ static const command commands[] = {
     {{"convert", "convert DIR OUT.gguf", "Write a Hugging Face directory (config.json, safetensors, tokenizer.json) "
       "as a GGUF file llama.cpp loads, its tensors in their stored types.", "convert ~/models/gpt2 gpt2.gguf"},
      cmd_convert, .keeps_state = true},
+    {{"save", "save run FILE [dtype=f32|f16|bf16]", "Save the computed run (every captured hook, the tokens, the "
+      "model's metadata and hook table, not its weights) to FILE, for `attnscope --open FILE` here or on a "
+      "colleague's machine: the view, dump, heads context, info and export work on it. dtype=f16/bf16 halves it "
+      "(values rounded to nearest even; default --capture-dtype, else f32).", "save run story.run dtype=f16"},
+     as_cmd_save, .keeps_state = false, .args = ARGS(3)},
     {{"info", "info", "The model card: hyperparameters, tensors, metadata, capture budget.", "info"},
      as_cmd_info, .keeps_state = true, .args = ARGS(0)},
     {{"help", "help [COMMAND]", "List the commands, or explain one.", "help break"}, cmd_help, .keeps_state = true, .args = ARGS(1)},
@@ -399,7 +448,7 @@ int as_session_exec(as_session *s, const char *line, as_error *err)
          * interventions changed since it ran */
         if (!cmd)
             rc = as_error_set(err, "unknown command '%s' (help lists them)", c.argv[0]);
-        else if (too_many_args(cmd, &c) || (!cmd->keeps_state && as_session_refresh(s, err)))
+        else if (as_cmd_saved_refuse(s, c.argc, c.argv, err) || too_many_args(cmd, &c) || (!cmd->keeps_state && as_session_refresh(s, err)))
             rc = AS_ERR;
         else
             rc = cmd->fn(&c);

@@ -44,6 +44,9 @@ struct as_session {
     int saliency_n;
     unsigned long saliency_gen; /* the state (it->gen) it was computed on: another state shows none */
     char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
+    char saved_run[512]; /* a saved run reopened (--open): its file; "" for a live session */
+    int saved_dtype;    /* the dtype its hooks were saved in (cmd_save.c: 0 f32, 1 f16, 2 bf16) */
+    int save_dtype;     /* what `save run` writes by default (--capture-dtype) */
     char sampled[128];  /* how `gen` chose the context's generated tokens ("temperature 0.7, top-k 40"), for
                          * figures; "" when none */
 };
@@ -287,6 +290,19 @@ int as_cmd_prompt_pair(cmd_ctx *c, bool raw);
 int as_cmd_top_encoder(cmd_ctx *c, long k);
 /* cmd_export.c: figures; cmd_dump.c: `dump all DIR` (called by `dump`). */
 int as_cmd_export(cmd_ctx *c);
+/* cmd_save.c: `save run FILE [dtype=]`; on a saved run, AS_ERR for a
+ * command that needs the weights; reading a run in two steps around the
+ * session session.c makes (as_session_open_run): its model (metadata, zero
+ * weights) and budget, then the session's state and capture. */
+int as_cmd_save(cmd_ctx *c);
+int as_cmd_saved_refuse(const as_session *s, int argc, char **argv, as_error *err);
+typedef struct as_run_reader as_run_reader;
+int as_run_begin(as_run_reader **out, const char *path, as_model **model, size_t *capture_mb, as_error *err);
+int as_run_finish(as_run_reader *rr, as_session *s, as_error *err);
+void as_run_reader_free(as_run_reader *rr);
+/* cmd_common.c: a saved run's hook dtypes by name (-1: none such) and number (0 f32, 1 f16, 2 bf16). */
+int as_run_dtype_parse(const char *s);
+const char *as_run_dtype_name(int dt);
 int as_cmd_dump_all(cmd_ctx *c);
 
 /* The command groups: cmd_context.c (the input), cmd_run.c (running the

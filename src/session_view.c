@@ -109,6 +109,8 @@ size_t as_view_keep_mb(const as_session *s) { return s->cap->keep_mb; }
 size_t as_view_capture_used(const as_session *s) { return s->cap->used; }
 bool as_view_dropped_some(const as_session *s) { return s->cap->dropped_from >= 0; }
 const char *as_view_dropped_note(const as_session *s) { return s->cap->dropped; }
+const char *as_view_saved_run(const as_session *s) { return s->saved_run; }
+const char *as_view_model_path(const as_session *s) { return s->model->path ? s->model->path : ""; }
 
 /* ---- view mla (issue #33): a site's KV cache ---- */
 void as_view_site_cache(const as_session *s, const as_attn *a, as_site_cache *out)

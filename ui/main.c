@@ -38,6 +38,9 @@ typedef struct options {
     const char *kernels;   /* --kernels: generic, avx2, avx512 */
     const char *activations; /* --activations: native, f32 */
     int attn_result, in_hooks; /* --attn-result on, --in-hooks on: 1 */
+    const char *open_run;     /* --open RUN: a saved run */
+    const char *capture_file; /* --capture-file PATH */
+    const char *capture_dtype; /* --capture-dtype: what `save run` writes */
     int version;
 } options;
 
@@ -46,6 +49,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--ctx N]\n"
             "                 [--threads N] [--activations native|f32] [--attn-result on|off] [--in-hooks on|off]\n"
+            "                 [--capture-file PATH] [--capture-dtype f32|f16|bf16]\n"
+            "       attnscope --open RUN [-e \"CMD; CMD\"] [-x FILE] [--no-tui]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
             "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint) or a Hugging Face directory\n"
@@ -57,6 +62,11 @@ static void usage(FILE *f)
             "  --capture-mb N   memory budget for captured activations (default: half of this machine's\n"
             "                   memory, %zu MB here; 0 keeps only what the computation needs); what it\n"
             "                   holds grows with the positions in use, never with the model's window\n"
+            "  --capture-file PATH  captured hooks in a memory-mapped file made new at PATH (removed at\n"
+            "                   exit): bounded by the disk, not RAM; `set capture-file PATH|off` later\n"
+            "  --capture-dtype D  f32, f16 or bf16: the dtype `save run FILE` keeps hooks in (default f32)\n"
+            "  --open RUN       reopen a run `save run RUN` wrote, without the model's weights: the view,\n"
+            "                   dump, heads context, info and export work; computing is refused\n"
             "  --ctx N          work in a context of at most N positions (default: the model's window;\n"
             "                   `set ctx N` later)\n"
             "  --threads N      compute threads (default: one per core, at most 16)\n"
@@ -112,7 +122,8 @@ static int parse_args(int argc, char **argv, options *o)
         }
         static const char *const with_value[] = {"-m", "--model", "-e", "-x", "--kernels", "--info", "--tokenizer",
                                                  "--capture-mb", "--ctx", "--threads", "--activations",
-                                                 "--attn-result", "--in-hooks"};
+                                                 "--attn-result", "--in-hooks", "--open", "--capture-file",
+                                                 "--capture-dtype"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(a, with_value[k]);
@@ -150,6 +161,13 @@ static int parse_args(int argc, char **argv, options *o)
             *(!strcmp(a, "--attn-result") ? &o->attn_result : &o->in_hooks) = !strcmp(val, "on");
         else if (!strcmp(a, "--info"))
             o->info = val;
+        else if (!strcmp(a, "--open"))
+            o->open_run = val;
+        else if (!strcmp(a, "--capture-file"))
+            o->capture_file = val;
+        else if (!strcmp(a, "--capture-dtype") &&
+                 (!strcmp(val, "f32") || !strcmp(val, "f16") || !strcmp(val, "bf16")))
+            o->capture_dtype = val;
         else if (!strcmp(a, "--tokenizer"))
             o->tokenizer = val;
         else if (!strcmp(a, "--capture-mb") && !parse_num(val, 0, 1L << 30, &n))
@@ -165,6 +183,7 @@ static int parse_args(int argc, char **argv, options *o)
                                 : !strcmp(a, "--capture-mb") ? "a whole number of MB from 0 to 1073741824"
                                 : !strcmp(a, "--activations") ? "native or f32"
                                 : !strcmp(a, "--attn-result") || !strcmp(a, "--in-hooks") ? "on or off"
+                                : !strcmp(a, "--capture-dtype") ? "f32, f16 or bf16"
                                 : NULL;
             if (range)
                 fprintf(stderr, "attnscope: bad option '%s %s': %s takes %s (see --help)\n", a, val, a, range);
@@ -372,16 +391,30 @@ int main(int argc, char **argv)
         path = buf;
     as_session *s;
     as_error err = {{0}};
-    if (open_session(&s, path, o.tokenizer, (size_t)o.capture_mb, &err)) {
+    if (o.open_run && o.model) {
+        fprintf(stderr, "attnscope: --open %s and a model %s both given: a saved run carries its model's "
+                "metadata (one at a time; see --help)\n", o.open_run, o.model);
+        return 2;
+    }
+    if (o.open_run ? as_session_open_run(&s, o.open_run, stdout, stderr, &err)
+                   : open_session(&s, path, o.tokenizer, (size_t)o.capture_mb, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         return 1;
     }
-    if ((o.attn_result || o.in_hooks) && as_session_optional_hooks(s, o.attn_result, o.in_hooks, &err)) {
+    /* the optional hooks first: their rebuild makes a new capture, which the capture file then holds */
+    if (!o.open_run && (o.attn_result || o.in_hooks) && as_session_optional_hooks(s, o.attn_result, o.in_hooks, &err)) {
         fprintf(stderr, "error: %s\n", err.msg);
         as_session_free(s);
         return 1;
     }
-    if (as_view_set_ctx(s, (int)o.ctx, &err)) { /* cannot fail: nothing is in the context yet */
+    if (o.open_run)
+        path = o.open_run;
+    if (o.capture_dtype)
+        (void)as_session_set_save_dtype(s, o.capture_dtype, &err); /* checked in parse_args */
+    /* an unwritable capture file is said and the session goes on in RAM */
+    if (o.capture_file && as_session_set_capture_file(s, o.capture_file, &err))
+        fprintf(stderr, "warning: %s\n", err.msg);
+    if (!o.open_run && as_view_set_ctx(s, (int)o.ctx, &err)) { /* cannot fail: nothing is in the context yet */
         fprintf(stderr, "error: %s\n", err.msg);
         as_session_free(s);
         return 1;
@@ -390,6 +423,10 @@ int main(int argc, char **argv)
     char notes[8192] = "";
     if (as_view_model_warnings(s)[0])
         snprintf(notes, sizeof notes, "warning: %.1000s: %.4000s\n", path, as_view_model_warnings(s));
+    if (as_view_saved_run(s)[0])
+        snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "note: %.1000s: a saved run of %.1000s, without "
+                 "its weights: the view, dump, heads context, info and export read it; computing needs the model\n",
+                 as_view_saved_run(s), as_view_model_path(s));
     if (as_view_dropped_note(s)[0])
         snprintf(notes + strlen(notes), sizeof notes - strlen(notes), "note: %s\n", as_view_dropped_note(s));
     if (!full_screen)

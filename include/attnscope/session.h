@@ -31,6 +31,15 @@ int as_session_new(as_session **out, const char *model_path, size_t capture_mb, 
 int as_session_from_model(as_session **out, as_model *m, size_t capture_mb, FILE *out_stream,
                           FILE *warn_stream, as_error *err);
 void as_session_free(as_session *s);
+/* `attnscope --open RUN`: a run `save run` wrote, reopened without the
+ * model's weights (its metadata rebuilds the program; commands that
+ * compute are refused, naming the model). */
+int as_session_open_run(as_session **out, const char *path, FILE *out_stream, FILE *warn_stream, as_error *err);
+/* --capture-file PATH: the capture's storage moved to a memory-mapped file
+ * (NULL: back to RAM); --capture-dtype f32|f16|bf16: what `save run`
+ * writes by default (AS_ERR naming the value). */
+int as_session_set_capture_file(as_session *s, const char *path, as_error *err);
+int as_session_set_save_dtype(as_session *s, const char *dtype, as_error *err);
 /* `load`: another model in place of the session's, swapped in only once
  * it has loaded whole (program, capture and interpreter made), so a file
  * that fails leaves the session as it was. The context starts empty;

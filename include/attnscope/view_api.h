@@ -119,6 +119,9 @@ size_t as_view_keep_mb(const as_session *s);
 size_t as_view_capture_used(const as_session *s);
 bool as_view_dropped_some(const as_session *s);
 const char *as_view_dropped_note(const as_session *s);
+/* A saved run reopened (--open): its file, else ""; the model file it was run on. */
+const char *as_view_saved_run(const as_session *s);
+const char *as_view_model_path(const as_session *s);
 
 /* ---- view mla (issue #33): a site's KV cache, values a position ----
  * What a latent-attention (MLA) site caches against a plain multi-head

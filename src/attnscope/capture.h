@@ -36,6 +36,10 @@ typedef struct as_capture {
     int dropped_from;   /* the first class dropped, -1 if none */
     size_t keep_mb;     /* when dropping: the budget (MB) that keeps every class at the positions in use */
     char dropped[512];  /* human summary of what was dropped, "" if nothing */
+    struct as_capfile *file; /* the capture file the hooks' storage is mapped from, or NULL: RAM */
+    bool *in_file;      /* per hook: its storage is a region of the file */
+    bool file_failed;   /* the file failed (unwritable, disk full): said in file_note, RAM since */
+    char file_note[1200];
 } as_capture;
 
 /* Storage for every hook, within budget bytes at the positions in use (0:
@@ -43,6 +47,19 @@ typedef struct as_capture {
  * the OS as positions are written. */
 int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_error *err);
 void as_capture_free(as_capture *c);
+/* The capture file (--capture-file, `set capture-file`): the hooks'
+ * storage, present and future, moved to a memory-mapped file at path,
+ * made new (an existing path is refused) and removed when the capture is
+ * freed or the file given up (path NULL: back to RAM). Storage there is
+ * bounded by the disk, not RAM; the budget still decides what is kept. A
+ * failure (unwritable path, disk full) later, while growing, leaves the
+ * capture in RAM and says so once in file_note. */
+int as_capture_set_file(as_capture *c, const char *path, as_error *err);
+/* One hook's storage given up (a saved run whose session did not keep it). */
+void as_capture_drop_hook(as_capture *c, int hook);
+const char *as_capture_file_path(const as_capture *c); /* NULL: RAM */
+size_t as_capture_file_bytes(const as_capture *c);     /* the file's bytes in use */
+
 /* Before a pass that reaches ends[stream] positions: holds the budget to
  * those positions (dropping classes that no longer fit, saying so in
  * `dropped`; with nothing computed yet, deciding anew), grows the storage

@@ -208,4 +208,9 @@ bool as_interp_state_clean(const as_interp *it);
  * (the interrupt flag) stops it: the state is then fresh but shorter. */
 int as_interp_refresh(as_interp *it, int *positions, as_error *err);
 
+/* A saved run reopened (cmd_save.c): the inputs set, their positions
+ * marked computed in one finished pass (the capture sized for them, its
+ * values then filled in by the caller) without running an op. */
+int as_interp_restore_done(as_interp *it, as_error *err);
+
 #endif
