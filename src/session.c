@@ -250,6 +250,11 @@ static const command commands[] = {
       "Activation patching from another prompt of the same length; sweep over layers x positions (or heads), "
       "as an array or a heatmap figure.",
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch, .keeps_state = true},
+    {{"attribute", "attribute heads|resid|mlp|attn from \"OTHER\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
+      "Attribution patching: patch sweep's table estimated from one run of each prompt and one backward pass, "
+      "each cell (other - clean activation) . d metric / d activation (heads through hook_z's slices, resid at "
+      "hook_resid_pre, attn at hook_attn_out, mlp at hook_mlp_out).",
+      "attribute heads from \"The cat sat\" attr.png"}, as_cmd_attribute, .keeps_state = false},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla, .keeps_state = false},
     {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder); with "
