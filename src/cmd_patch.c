@@ -132,7 +132,7 @@ static int report_table(cmd_ctx *c, sweep_report *r)
             table[i] = norm ? (float)((table[i] - base) / span) : table[i];
         char title[128], desc[96], notes[3][1024], ta[64], tb[64];
         if (r->attribution)
-            snprintf(title, sizeof title, "Attribution patching of %s from the other prompt", what);
+            snprintf(title, sizeof title, "Attribution patching of %s", what);
         else
             snprintf(title, sizeof title, "Patching %s from the other prompt", what);
         snprintf(desc, sizeof desc, "%s %s, %d layers x %d %s", r->attribution ? "attribute" : "patch sweep", what,
