@@ -69,6 +69,8 @@ void as_session_free(as_session *s)
     as_model_free(s->model);
     free(s->probs);
     free(s->saliency);
+    free(s->gpage.norm);
+    free(s->gpage.dot);
     free(s->order);
     free(s);
 }
@@ -109,6 +111,7 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     s->has_metric = false;
     s->metric_pos = -1;
     s->image[0] = 0;
+    s->gpage.valid = false; /* its hook and state were the old model's */
     s->it->interrupt = old.it->interrupt;
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
     fresh->probs = old.probs, fresh->order = old.order;

@@ -42,6 +42,14 @@ struct as_session {
     float *saliency;    /* the last `saliency` per position of the output stream, for the view's token strip */
     int saliency_n;
     unsigned long saliency_gen; /* the state (it->gen) it was computed on: another state shows none */
+    struct as_grad_cache { /* the view's gradient page (as_view_grad_page): per position of its hook */
+        float *norm, *dot;
+        int n, hook, kind, pos;
+        int32_t tok[2];
+        double value;
+        unsigned long gen;
+        bool valid;     /* false: computed for no state (and after `load`) */
+    } gpage;
     char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
     char sampled[128];  /* how `gen` chose the context's generated tokens ("temperature 0.7, top-k 40"), for
                          * figures; "" when none */

@@ -50,5 +50,45 @@ expect "attribute before a prompt" 1 '' 'no context yet' -- -m "$G" -e "metric 5
 expect "attribute on an encoder-decoder" 1 '' 'on an encoder-decoder' \
     -- -m "$FIX/tiny-t5.gguf" -e 'source "the cat"; prompt "the"; metric 5 7; attribute resid from "a"'
 
+# the view's gradient page (G) at 80x24 and 160x48: its rows against NumPy
+# norms and dots of `grad` and `dump` (grad_page.py); one line without a metric
+M=$MODELS/austen-gpt2.gguf
+TXT='When Mary and John went to the store, John gave a drink to'
+"$BIN" -m "$M" --no-tui -e "prompt \"$TXT\"; finish; metric \" Mary\" \" John\"; grad blocks.1.hook_resid_pre $TMP/gp.npy;
+    dump blocks.1.hook_resid_pre $TMP/xp.npy" >/dev/null 2>&1 || bad "grad/dump for the gradient page"
+for size in 80x24 160x48; do
+    name=g$size
+    view_start "$name" "$M" "${size%x*}" "${size#*x}" || continue
+    typed "$name" "set delay 0; prompt \"$TXT\"; finish; view"
+    keys "$name" Enter
+    wait_for "$name" 'Tokens  19 prompt' 10
+    keys "$name" Escape
+    sleep 0.3
+    keys "$name" G
+    if wait_for "$name" 'no metric: set one' 5; then ok; else bad "$size: G without a metric does not say so"; fi
+    keys "$name" ':'
+    sleep 0.3
+    typed "$name" 'metric " Mary" " John"'
+    keys "$name" Enter
+    sleep 0.5
+    keys "$name" Escape
+    sleep 0.3
+    keys "$name" j
+    if wait_for "$name" 'd metric / d blocks.1.hook_resid_pre' 5 && wait_for "$name" 'at the last position = 1.79' 10; then
+        screen "$name"
+        min=3
+        [ "$size" = 160x48 ] && min=8
+        if $PY "$HERE/grad_page.py" "$TMP/screen" "$TMP/gp.npy" "$TMP/xp.npy" blocks.1.hook_resid_pre $min >"$TMP/gp.log" 2>&1
+        then ok; else bad "$size: the gradient page differs from NumPy"; cat "$TMP/gp.log"; cat "$TMP/screen"; fi
+    else
+        bad "$size: G after the metric shows no gradient of blocks.1.hook_resid_pre"; screen "$name"; cat "$TMP/screen"
+    fi
+    # ? lists G (at 80x24 a page down: the overlay scrolls)
+    keys "$name" '?'
+    sleep 0.3
+    [ "$size" = 80x24 ] && keys "$name" Space
+    if wait_for "$name" "the norms pane's gradient page" 5; then ok; else bad "$size: ? does not list G"; screen "$name"; cat "$TMP/screen"; fi
+done
+
 echo "attribute.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]
