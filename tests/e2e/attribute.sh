@@ -87,7 +87,7 @@ for size in 80x24 160x48; do
     keys "$name" '?'
     sleep 0.3
     [ "$size" = 80x24 ] && keys "$name" Space
-    if wait_for "$name" "the norms pane's gradient page" 5; then ok; else bad "$size: ? does not list G"; screen "$name"; cat "$TMP/screen"; fi
+    if wait_for "$name" "N, c, G .*colormap; d metric" 5; then ok; else bad "$size: ? does not list G"; screen "$name"; cat "$TMP/screen"; fi
 done
 
 echo "attribute.sh: $pass passed, $fail failed"
