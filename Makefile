@@ -263,6 +263,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/grad.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/hooks.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/saved_run.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/attribute.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/longctx/run.sh
 	AS_BIN=$(abspath $(PROG)) /usr/bin/python3 tests/stale/run.py
 	AS_BIN=$(abspath $(PROG)) sh tests/badinput/run.sh

@@ -252,6 +252,59 @@ static int run_grad(as_session *s, grad_job *j, as_error *err)
     return as_cmd_rerun(s, false, grad_now, j, err);
 }
 
+/* Copies the gradients (and forward values) of the requested hooks out of a finished job. */
+static int copy_hooks(const as_session *s, const grad_job *j, as_grad_req *q, as_error *err)
+{
+    for (int k = 0; k < q->n; k++) {
+        int h = q->hooks[k];
+        const as_hook *hk = &s->prog->hooks[h];
+        int n = j->g.n_pos[hk->stream];
+        size_t count = (size_t)n * (size_t)hk->width;
+        if (hk->is_attn)
+            return as_error_set(err, "%s: an attention hook's gradient is not a row per position", hk->name);
+        q->grads[k] = calloc(count ? count : 1, sizeof **q->grads);
+        if (!q->grads[k])
+            return as_error_set(err, "out of memory");
+        if (j->g.g[h])
+            memcpy(q->grads[k], j->g.g[h], count * sizeof **q->grads);
+        if (q->acts) {
+            if (!as_capture_has(j->cap, h) || j->cap->filled[h] < n)
+                return as_error_set(err, "%s is not captured (a larger budget, --capture-mb N, keeps it)", hk->name);
+            q->acts[k] = malloc((count ? count : 1) * sizeof **q->acts);
+            if (!q->acts[k])
+                return as_error_set(err, "out of memory");
+            memcpy(q->acts[k], as_capture_row(j->cap, h, 0), count * sizeof **q->acts);
+        }
+        q->n_pos = n;
+    }
+    q->value = j->value;
+    return AS_OK;
+}
+
+int as_cmd_grad_reader(as_session *s, void *ctx, as_error *err)
+{
+    grad_job j;
+    memset(&j, 0, sizeof j);
+    int rc = grad_now(s, &j, err);
+    if (rc == AS_OK)
+        rc = copy_hooks(s, &j, ctx, err);
+    job_free(&j);
+    return rc;
+}
+
+int as_cmd_grad_hooks(as_session *s, const int *hooks, int n, float **grads, float **acts, int *n_pos, double *value,
+                      as_error *err)
+{
+    as_grad_req q = {.hooks = hooks, .n = n, .grads = grads, .acts = acts};
+    grad_job j;
+    int rc = run_grad(s, &j, err);
+    if (rc == AS_OK)
+        rc = copy_hooks(s, &j, &q, err);
+    job_free(&j);
+    *n_pos = q.n_pos, *value = q.value;
+    return rc;
+}
+
 int as_cmd_grad(cmd_ctx *c)
 {
     as_session *s = c->s;

@@ -13,8 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #include "attnscope/capture.h"
 #include "attnscope/kernels.h"
+#include "attnscope/pool.h"
 
 typedef struct bw {
     const as_interp *it;
@@ -216,6 +219,36 @@ static void add_into(float *dst, const float *src, size_t n)
         dst[j] += src[j];
 }
 
+/* LINEAR's VJP in blocks of output features (vjp_linear): a wave of
+ * LIN_WAVE blocks at a time, each a task of the pool with a slot of its
+ * own (its rows decoded to float64, its dgemm's result). */
+#define LIN_BLOCK 256
+#define LIN_WAVE 8
+
+typedef struct lin_job {
+    const as_weight *w;
+    int no, ni, m, k0;
+    double *dy;     /* [m][no] the nonzero dy rows */
+    double *panels; /* [LIN_WAVE][LIN_BLOCK][ni] */
+    double *part;   /* [LIN_WAVE][m][ni]: block k0 + t's dy · W */
+    float *row;     /* [LIN_WAVE][ni] a decoded row */
+} lin_job;
+
+static void lin_task(void *ctx, int t)
+{
+    const lin_job *j = ctx;
+    int r0 = (j->k0 + t) * LIN_BLOCK, kb = j->no - r0 < LIN_BLOCK ? j->no - r0 : LIN_BLOCK, ni = j->ni;
+    double *panel = j->panels + (size_t)t * LIN_BLOCK * ni;
+    float *row = j->row + (size_t)t * ni;
+    for (int r = 0; r < kb; r++) {
+        as_weight_row(j->w, r0 + r, row);
+        for (int c = 0; c < ni; c++)
+            panel[(size_t)r * ni + c] = row[c];
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, j->m, ni, kb, 1.0, j->dy + r0, j->no, panel, ni, 0.0,
+                j->part + (size_t)t * j->m * ni, ni);
+}
+
 static void vjp_linear(bw *b, const as_op *op, const float *dy)
 {
     const as_hook *ho = &b->p->hooks[op->out];
@@ -236,34 +269,45 @@ static void vjp_linear(bw *b, const as_op *op, const float *dy)
         }
         dy = dyc;
     }
-    double *acc = calloc((size_t)n * (size_t)ni, sizeof *acc);
-    float *row = malloc((size_t)ni * sizeof *row);
-    bool *any = calloc((size_t)n, sizeof *any);
-    b->oom = b->oom || !acc || !row || !any;
-    if (acc && row && any) {
-        for (int r = 0; r < no; r++) {
-            bool loaded = false;
-            for (int i = 0; i < n; i++) {
-                double d = dy[(size_t)i * no + r];
-                if (d == 0)
-                    continue;
-                if (!loaded)
-                    as_weight_row(&op->w, r, row), loaded = true;
-                double *a = acc + (size_t)i * ni;
-                for (int c = 0; c < ni; c++)
-                    a[c] += d * row[c];
-                any[i] = true;
+    /* dx = dy · W over the positions with a nonzero dy row, in float64:
+     * per block of LIN_BLOCK output features a dgemm, the blocks' results
+     * summed in block order (the same values whatever the thread count). */
+    lin_job j = {.w = &op->w, .no = no, .ni = ni};
+    int *rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows), n_blocks = (no + LIN_BLOCK - 1) / LIN_BLOCK;
+    for (int i = 0; rows && i < n; i++)
+        for (int r = 0; r < no; r++)
+            if (dy[(size_t)i * no + r] != 0) {
+                rows[j.m++] = i;
+                break;
+            }
+    size_t m1 = (size_t)(j.m > 0 ? j.m : 1);
+    j.dy = malloc(m1 * (size_t)no * sizeof *j.dy);
+    j.panels = malloc((size_t)LIN_WAVE * LIN_BLOCK * (size_t)ni * sizeof *j.panels);
+    j.part = malloc((size_t)LIN_WAVE * m1 * (size_t)ni * sizeof *j.part);
+    j.row = malloc((size_t)LIN_WAVE * (size_t)ni * sizeof *j.row);
+    double *acc = calloc(m1 * (size_t)ni, sizeof *acc);
+    b->oom = b->oom || !rows || !j.dy || !j.panels || !j.part || !j.row || !acc;
+    if (!b->oom) {
+        for (int t = 0; t < j.m; t++)
+            for (int r = 0; r < no; r++)
+                j.dy[(size_t)t * no + r] = dy[(size_t)rows[t] * no + r];
+        for (j.k0 = 0; j.m > 0 && j.k0 < n_blocks; j.k0 += LIN_WAVE) {
+            int tasks = n_blocks - j.k0 < LIN_WAVE ? n_blocks - j.k0 : LIN_WAVE;
+            as_pool_run(b->it->pool, lin_task, &j, tasks);
+            for (int t = 0; t < tasks; t++) {
+                const double *pt = j.part + (size_t)t * j.m * ni;
+                for (size_t e = 0; e < (size_t)j.m * ni; e++)
+                    acc[e] += pt[e];
             }
         }
         float *dx = grad_of(b, op->in[0]);
         int wx = b->p->hooks[op->in[0]].width;
-        for (int i = 0; i < n && dx; i++)
-            for (int c = 0; c < ni && any[i]; c++)
-                dx[(size_t)i * wx + c] += (float)acc[(size_t)i * ni + c];
+        for (int t = 0; t < j.m && dx; t++)
+            for (int c = 0; c < ni; c++)
+                dx[(size_t)rows[t] * wx + c] += (float)acc[(size_t)t * ni + c];
     }
-    free(any);
-    free(row);
-    free(acc);
+    free(acc), free(rows);
+    free(j.dy), free(j.panels), free(j.part), free(j.row);
     free(dyc);
 }
 
@@ -401,7 +445,19 @@ static void vjp_rope(bw *b, const as_op *op, const float *dy)
     free(cs);
 }
 
-/* scores[h][i][k] = scale · q_i,h · k_k,h' (then soft-capped, biased, masked). */
+/* Rows [0, n) of hook h at column c0, width w, as a float64 matrix [n][w]. */
+static void rows_f64(const bw *b, int h, int n, int c0, int w, double *out)
+{
+    for (int i = 0; i < n; i++) {
+        const float *x = fwd(b, h, i) + c0;
+        for (int c = 0; c < w; c++)
+            out[(size_t)i * w + c] = x[c];
+    }
+}
+
+/* scores[h][i][k] = scale · q_i,h · k_k,h' (then soft-capped, biased, masked).
+ * Per head: G = d scores (visible keys, through the soft-cap) · scale, then
+ * dq_h = G · k_h' and dk_h' += Gᵀ · q_h as float64 matrix products. */
 static void vjp_scores(bw *b, const as_op *op, const float *dy)
 {
     const as_attn *a = &b->p->attn[op->attn];
@@ -409,20 +465,22 @@ static void vjp_scores(bw *b, const as_op *op, const float *dy)
     int nq = n_of(b->g, a->q_stream), nk = n_of(b->g, a->kv_stream);
     float *dq = grad_of(b, op->in[0]), *dk = grad_of(b, op->in[1]);
     float *dbias = a->bias >= 0 ? grad_of(b, a->bias) : NULL;
-    double *acck = calloc((size_t)nk * (size_t)Hk * d, sizeof *acck), *accq = malloc((size_t)d * sizeof *accq);
-    if (!dq || !dk || !acck || !accq || (a->bias >= 0 && !dbias)) {
+    double *acck = calloc((size_t)nk * (size_t)Hk * d, sizeof *acck);
+    double *G = malloc((size_t)nq * (size_t)nk * sizeof *G), *Q = malloc((size_t)nq * (size_t)d * sizeof *Q);
+    double *K = malloc((size_t)nk * (size_t)d * sizeof *K), *DQ = malloc((size_t)nq * (size_t)d * sizeof *DQ);
+    if (!dq || !dk || !acck || !G || !Q || !K || !DQ || (a->bias >= 0 && !dbias)) {
         b->oom = true;
-        free(acck), free(accq);
+        free(acck), free(G), free(Q), free(K), free(DQ);
         return;
     }
     for (int h = 0; h < H; h++) {
         int hk = h / grp;
         for (int i = 0; i < nq; i++) {
-            const float *q = fwd(b, op->in[0], i) + (size_t)h * d;
             const float *row = dy + ((size_t)h * nq + i) * nk;
+            double *gr = G + (size_t)i * nk;
             int k0, k1;
             visible(a, i, nk, &k0, &k1);
-            memset(accq, 0, (size_t)d * sizeof *accq);
+            memset(gr, 0, (size_t)nk * sizeof *gr);
             for (int k = k0; k < k1; k++) {
                 double g = row[k];
                 if (dbias)
@@ -433,27 +491,25 @@ static void vjp_scores(bw *b, const as_op *op, const float *dy)
                     double t = (sc - bias) / a->softcap;
                     g *= 1 - t * t;
                 }
-                if (g == 0)
-                    continue;
-                g *= a->scale;
-                const float *kk = fwd(b, op->in[1], k) + (size_t)hk * d;
-                double *ak = acck + ((size_t)k * Hk + hk) * d;
-                for (int c = 0; c < d; c++) {
-                    accq[c] += g * kk[c];
-                    ak[c] += g * q[c];
-                }
+                gr[k] = g * a->scale;
             }
+        }
+        rows_f64(b, op->in[0], nq, h * d, d, Q);
+        rows_f64(b, op->in[1], nk, hk * d, d, K);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, nq, d, nk, 1.0, G, nk, K, d, 0.0, DQ, d);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, d, nq, 1.0, G, nk, Q, d, 1.0, acck + (size_t)hk * d,
+                    Hk * d);
+        for (int i = 0; i < nq; i++) {
             float *dqr = dq + (size_t)i * H * d + (size_t)h * d;
             for (int c = 0; c < d; c++)
-                dqr[c] += (float)accq[c];
+                dqr[c] += (float)DQ[(size_t)i * d + c];
         }
     }
     int wk = b->p->hooks[op->in[1]].width;
     for (int k = 0; k < nk; k++)
         for (int c = 0; c < Hk * d; c++)
             dk[(size_t)k * wk + c] += (float)acck[(size_t)k * Hk * d + c];
-    free(acck);
-    free(accq);
+    free(acck), free(G), free(Q), free(K), free(DQ);
 }
 
 static void vjp_softmax(bw *b, const as_op *op, const float *dy)
@@ -476,43 +532,47 @@ static void vjp_softmax(bw *b, const as_op *op, const float *dy)
         }
 }
 
-/* z_i,h = Σ_k pattern[h][i][k] · v_k,h' */
+/* z_i,h = Σ_k pattern[h][i][k] · v_k,h'. Per head, as float64 matrix
+ * products: d pattern_h = dz_h · v_h'ᵀ over every key (hidden ones too: z
+ * is linear in the whole row, as TransformerLens's (and PyTorch's)
+ * gradient at hook_pattern is; the softmax's VJP passes on only the
+ * visible keys'), dv_h' += pattern_hᵀ · dz_h. */
 static void vjp_mix(bw *b, const as_op *op, const float *dy)
 {
     const as_attn *a = &b->p->attn[op->attn];
     int H = a->n_head, Hk = a->n_head_kv, grp = H / Hk, dv = a->d_v;
     int nq = n_of(b->g, a->q_stream), nk = n_of(b->g, a->kv_stream);
-    int wz = b->p->hooks[op->out].width, wv = b->p->hooks[op->in[1]].width;
+    int wz = b->p->hooks[op->out].width;
+    int wv = b->p->hooks[op->in[1]].width;
     float *dp = grad_of(b, op->in[0]), *dvv = grad_of(b, op->in[1]);
     double *accv = calloc((size_t)nk * (size_t)Hk * dv, sizeof *accv);
-    if (!dp || !dvv || !accv) {
+    double *P = malloc((size_t)nq * (size_t)nk * sizeof *P), *DP = malloc((size_t)nq * (size_t)nk * sizeof *DP);
+    double *DZ = malloc((size_t)nq * (size_t)dv * sizeof *DZ), *V = malloc((size_t)nk * (size_t)dv * sizeof *V);
+    if (!dp || !dvv || !accv || !P || !DP || !DZ || !V) {
         b->oom = true;
-        free(accv);
+        free(accv), free(P), free(DP), free(DZ), free(V);
         return;
     }
     for (int h = 0; h < H; h++) {
         int hv = h / grp;
         for (int i = 0; i < nq; i++) {
-            const float *dz = dy + (size_t)i * wz + (size_t)h * dv;
-            /* every key, hidden ones too: z is linear in the whole row, as
-             * TransformerLens's (and PyTorch's) gradient at hook_pattern is;
-             * the softmax's VJP passes on only the visible keys' */
-            for (int k = 0; k < nk; k++) {
-                const float *v = fwd(b, op->in[1], k) + (size_t)hv * dv;
-                double s = 0, p = as_capture_attn(b->cap, op->in[0], h, i, k);
-                double *av = accv + ((size_t)k * Hk + hv) * dv;
-                for (int c = 0; c < dv; c++) {
-                    s += (double)dz[c] * v[c];
-                    av[c] += p * dz[c];
-                }
-                dp[((size_t)h * nq + i) * nk + k] += (float)s;
-            }
+            for (int c = 0; c < dv; c++)
+                DZ[(size_t)i * dv + c] = dy[(size_t)i * wz + (size_t)h * dv + c];
+            for (int k = 0; k < nk; k++)
+                P[(size_t)i * nk + k] = as_capture_attn(b->cap, op->in[0], h, i, k);
         }
+        rows_f64(b, op->in[1], nk, hv * dv, dv, V);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dv, 1.0, DZ, dv, V, dv, 0.0, DP, nk);
+        cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, dv, nq, 1.0, P, nk, DZ, dv, 1.0,
+                    accv + (size_t)hv * dv, Hk * dv);
+        float *dph = dp + (size_t)h * nq * nk;
+        for (size_t e = 0; e < (size_t)nq * nk; e++)
+            dph[e] += (float)DP[e];
     }
     for (int k = 0; k < nk; k++)
         for (int c = 0; c < Hk * dv; c++)
             dvv[(size_t)k * wv + c] += (float)accv[(size_t)k * Hk * dv + c];
-    free(accv);
+    free(accv), free(P), free(DP), free(DZ), free(V);
 }
 
 static double gelu_tanh_d(double x)

@@ -69,6 +69,8 @@ void as_session_free(as_session *s)
     as_model_free(s->model);
     free(s->probs);
     free(s->saliency);
+    free(s->gpage.norm);
+    free(s->gpage.dot);
     free(s->order);
     free(s);
 }
@@ -120,6 +122,7 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     s->has_metric = false;
     s->metric_pos = -1;
     s->image[0] = 0;
+    s->gpage.valid = false; /* its hook and state were the old model's */
     s->it->interrupt = old.it->interrupt;
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
     fresh->probs = old.probs, fresh->order = old.order;
@@ -312,6 +315,11 @@ static const command commands[] = {
       "e.g. patch 1.3 from \"The cat sat\" pos=2); sweep over layers x positions (or heads), "
       "as an array or a heatmap figure.",
       "patch sweep resid_pre from \"The cat sat\""}, as_cmd_patch, .keeps_state = true},
+    {{"attribute", "attribute heads|resid|mlp|attn from \"OTHER\" [FILE.npy|FILE.png|FILE.svg|FILE.pdf]",
+      "Attribution patching: patch sweep's table estimated from one run of each prompt and one backward pass, "
+      "each cell (other - clean activation) . d metric / d activation (heads through hook_z's slices, resid at "
+      "hook_resid_pre, attn at hook_attn_out, mlp at hook_mlp_out).",
+      "attribute heads from \"The cat sat\" attr.png"}, as_cmd_attribute, .keeps_state = false},
     {{"dla", "dla TOKEN [POS] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Direct logit attribution: each head's and MLP's share of a token's logit.",
       "dla \" the\""}, as_cmd_dla, .keeps_state = false},
     {{"heads", "heads [context] [threshold=X] [FILE.npy|FILE.png|FILE.svg|FILE.pdf]", "Score every head: previous-token, first-token, duplicate, induction (and next-token on an encoder); with "

@@ -43,6 +43,14 @@ struct as_session {
     float *saliency;    /* the last `saliency` per position of the output stream, for the view's token strip */
     int saliency_n;
     unsigned long saliency_gen; /* the state (it->gen) it was computed on: another state shows none */
+    struct as_grad_cache { /* the view's gradient page (as_view_grad_page): per position of its hook */
+        float *norm, *dot;
+        int n, hook, kind, pos;
+        int32_t tok[2];
+        double value;
+        unsigned long gen;
+        bool valid;     /* false: computed for no state (and after `load`) */
+    } gpage;
     char image[256];    /* the file name (no folder) `image` last read, for captions; "" when none */
     char saved_run[512]; /* a saved run reopened (--open): its file; "" for a live session */
     int saved_dtype;    /* the dtype its hooks were saved in (cmd_save.c: 0 f32, 1 f16, 2 bf16) */
@@ -251,6 +259,26 @@ void as_cmd_metric_describe(const as_session *s, char *buf, size_t cap);
 int as_cmd_metric_final(const as_session *s, const char *who, as_error *err);
 int as_cmd_grad(cmd_ctx *c);
 int as_cmd_saliency(cmd_ctx *c);
+/* The metric's gradient over the context as computed now (run first when
+ * the pass is not complete): for each of hooks[0..n) (not attention
+ * hooks), d metric / d hook into grads[k] and, when acts is not NULL, the
+ * forward values into acts[k] (malloc'd [positions][width] each; a zero
+ * gradient where none reaches), the positions into *n_pos, the metric into
+ * *value. Free the arrays even on failure. */
+int as_cmd_grad_hooks(as_session *s, const int *hooks, int n, float **grads, float **acts, int *n_pos, double *value,
+                      as_error *err);
+/* The same over the state computed now (complete), for an as_cmd_rerun
+ * reader: ctx is an as_grad_req. */
+typedef struct as_grad_req {
+    const int *hooks;
+    int n;
+    float **grads, **acts;
+    int n_pos;
+    double value;
+} as_grad_req;
+int as_cmd_grad_reader(as_session *s, void *ctx, as_error *err);
+/* cmd_patch.c: `attribute heads|resid|mlp|attn from "OTHER" [FILE...]`. */
+int as_cmd_attribute(cmd_ctx *c);
 /* Clean run (rules off) against the run with rules; leaves the latter
  * captured (cmd_ablate.c: `compare`, and `patch` after adding its rule). */
 int as_cmd_compare_runs(as_session *s, as_error *err);

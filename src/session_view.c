@@ -6,6 +6,8 @@
 #include "session_internal.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 FILE *as_view_out(const as_session *s) { return s->out; }
 FILE *as_view_warn(const as_session *s) { return s->warn; }
@@ -101,6 +103,62 @@ bool as_view_saliency(const as_session *s, int pos, float *share)
         mx = fabsf(s->saliency[i]) > mx ? fabsf(s->saliency[i]) : mx;
     *share = mx > 0 ? s->saliency[pos] / mx : 0.0f;
     return true;
+}
+
+int as_view_norm_input(const as_session *s, int scale_hook)
+{
+    const as_op *op = scale_hook >= 0 ? as_program_producer(s->prog, scale_hook) : NULL;
+    return op && (op->kind == AS_OP_NORM_SCALE || op->kind == AS_OP_NORM_APPLY) ? op->in[0] : -1;
+}
+
+int as_view_grad_page(as_session *s, int hook, as_grad_page *out, as_error *err)
+{
+    const as_interp *it = s->it;
+    memset(out, 0, sizeof *out);
+    if (hook < 0 || hook >= s->prog->n_hooks || s->prog->hooks[hook].is_attn)
+        return as_error_set(err, "no gradient page for this hook");
+    if (!s->has_metric)
+        return as_error_set(err, "no metric: set one (:metric logprob TOKEN, or :metric TOKEN_A TOKEN_B)");
+    bool done = !it->in_pass && !as_interp_stale(it) && it->out->n_tokens > 0;
+    for (int st = 0; st < s->prog->n_streams; st++)
+        done = done && it->st[st].n_done == it->st[st].n_tokens;
+    if (!done)
+        return as_error_set(err, "the pass is not finished: f finishes it, then the gradient is computed");
+    struct as_grad_cache *g = &s->gpage;
+    bool fresh = g->valid && g->hook == hook && g->gen == it->gen && g->kind == s->metric_kind &&
+                 g->pos == s->metric_pos && g->tok[0] == s->metric[0] && g->tok[1] == s->metric[1];
+    if (!fresh) {
+        float *grad = NULL, *act = NULL;
+        int n = 0;
+        double value = 0;
+        g->valid = false;
+        int rc = as_cmd_grad_hooks(s, &hook, 1, &grad, &act, &n, &value, err);
+        int w = s->prog->hooks[hook].width;
+        float *norm = rc ? NULL : malloc((size_t)(n ? n : 1) * sizeof *norm);
+        float *dot = rc ? NULL : malloc((size_t)(n ? n : 1) * sizeof *dot);
+        if (!rc && (!norm || !dot))
+            rc = as_error_set(err, "out of memory");
+        for (int i = 0; rc == AS_OK && i < n; i++) {
+            double ss = 0, d = 0;
+            for (int k = 0; k < w; k++) {
+                double v = grad[(size_t)i * w + k];
+                ss += v * v, d += v * act[(size_t)i * w + k];
+            }
+            norm[i] = (float)sqrt(ss), dot[i] = (float)d;
+        }
+        free(grad), free(act);
+        if (rc) {
+            free(norm), free(dot);
+            return AS_ERR;
+        }
+        free(g->norm), free(g->dot);
+        g->norm = norm, g->dot = dot, g->n = n, g->value = value, g->hook = hook, g->gen = it->gen;
+        g->kind = s->metric_kind, g->pos = s->metric_pos, g->tok[0] = s->metric[0], g->tok[1] = s->metric[1];
+        g->valid = true;
+    }
+    out->n = g->n, out->norm = g->norm, out->dot = g->dot, out->value = g->value;
+    as_cmd_metric_describe(s, out->metric, sizeof out->metric);
+    return AS_OK;
 }
 
 const as_capture *as_view_capture(const as_session *s) { return s->cap; }

@@ -30,7 +30,7 @@ static const struct entry {
     {"g, Enter", "grid of every head; back to one head"},
     {"x", "an encoder-decoder: cross-attention (target rows, source columns), the encoder's, then self again"},
     {"i", "image pane (a vision model): blend, image, heat over its patches"},
-    {"N, c", "next norm (ln1, ln2, final); next colormap"},
+    {"N, c, G", "next norm (ln1, ln2, final); colormap; d metric / d input"},
     {"", NULL},
     {"Running", NULL},
     {"s n f b", "step one op, next block, finish the pass, back one op"},

@@ -115,6 +115,18 @@ static unsigned toggle_site(tui *u)
     return panes_showing(u, SHOWS_LOOK | SHOWS_KEY);
 }
 
+/* G: the norms pane's gradient page (d metric / d the selected norm's
+ * input, per position) and back; the pane takes the focus to show it. */
+static unsigned toggle_grad(tui *u)
+{
+    if (!(u->present & RD(P_NORMS))) {
+        tui_say(u, LOG_HINT, "G: %s has no norms pane to show the gradient in", as_view_model_name(u->s));
+        return 0;
+    }
+    u->v.grad_page = !u->v.grad_page;
+    return RD(P_NORMS) | (u->focus == P_NORMS ? 0 : tui_focus(u, P_NORMS));
+}
+
 static unsigned toggle_grid(tui *u, bool on)
 {
     if (u->v.grid == on)
@@ -204,6 +216,7 @@ static unsigned view_key(tui *u, int ch)
     case 'x': return toggle_site(u);
     case '\r': case '\n': return toggle_grid(u, false);
     case 'N': return tui_cycle_norm(u, 1);
+    case 'G': return toggle_grad(u);
     case 'c': return cycle_cmap(u);
     case 'i': return cycle_image(u);
     case '\t': return cycle_focus(u, 1);

@@ -136,9 +136,70 @@ static void sparkline(tui *u, WINDOW *w, int y, int cols)
     term_role(&u->t, w, R_NORMAL);
 }
 
+/* G: the gradient page: d metric / d x per position, x the residual stream
+ * the selected norm reads; |grad|, grad . x (its sign: whether the
+ * position's value raises the metric, to first order) and a bar of |grad|. */
+static void draw_grad(tui *u)
+{
+    WINDOW *w = u->win[P_NORMS];
+    int rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, h = as_view_norm_input(u->s, norm_hook(u, u->v.norm));
+    char title[128], line[320];
+    snprintf(title, sizeof title, "Gradient  d metric / d %s", h >= 0 ? as_view_hook_name(u->s, h) : "?");
+    pane_frame(u, P_NORMS, title, "G: norms");
+    as_grad_page g;
+    as_error err = {{0}};
+    if (as_view_n_tokens(u->s) == 0) {
+        pane_message(u, P_NORMS, "No context yet.");
+        wnoutrefresh(w);
+        return;
+    }
+    if (h < 0 || as_view_grad_page(u->s, h, &g, &err)) {
+        pane_message(u, P_NORMS, h < 0 ? "This norm reads no hook to differentiate." : err.msg);
+        wnoutrefresh(w);
+        return;
+    }
+    char v[24];
+    tf_num(g.value, 8, v, sizeof v);
+    snprintf(line, sizeof line, "%s = %s", g.metric, v);
+    term_role(&u->t, w, R_DIM);
+    put_text(u, w, 1, 2, line, cols);
+    term_role_attr(&u->t, w, R_DIM, A_UNDERLINE);
+    snprintf(line, sizeof line, "%3s %-8s %10s %10s", "pos", "token", "|grad|", "grad.x");
+    put_text(u, w, 2, 2, line, cols);
+    term_role(&u->t, w, R_NORMAL);
+    float mx = 0;
+    for (int i = 0; i < g.n; i++)
+        mx = g.norm[i] > mx ? g.norm[i] : mx;
+    int body = rows - 2, sel = u->v.query < g.n ? u->v.query : g.n - 1;
+    state(u)->norm_first = tf_scroll_follow(state(u)->norm_first, sel, body, g.n);
+    for (int i = 0; i < body && state(u)->norm_first + i < g.n; i++) {
+        int pos = state(u)->norm_first + i;
+        char piece[96], cut[96], bar[256];
+        token_label(u, pos, piece, sizeof piece);
+        tf_fit(piece, 8, u->t.utf8, cut, sizeof cut);
+        int pad = 8 - tf_width(cut, u->t.utf8);
+        snprintf(line, sizeof line, "%3d %s%*s %10.4g %+10.4g ", pos, cut, pad > 0 ? pad : 0, "",
+                 (double)g.norm[pos], (double)g.dot[pos]);
+        term_role(&u->t, w, pos == u->v.query ? R_LABEL_SEL : R_NORMAL);
+        put_text(u, w, 3 + i, 2, line, cols);
+        int left = cols + 2 - getcurx(w);
+        if (left > 2) {
+            tf_bar(mx > 0 ? g.norm[pos] / mx : 0, left > 30 ? 30 : left, u->t.utf8, bar, sizeof bar);
+            term_role(&u->t, w, R_BAR);
+            put_text(u, w, 3 + i, getcurx(w), bar, left);
+        }
+        term_role(&u->t, w, R_NORMAL);
+    }
+    wnoutrefresh(w);
+}
+
 static void draw(tui *u)
 {
     WINDOW *w = u->win[P_NORMS];
+    if (u->v.grad_page) {
+        draw_grad(u);
+        return;
+    }
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 4, h = norm_hook(u, u->v.norm);
     char title[96];
     /* the norm as its hooks name it (blocks.0.ln1, decoder.0.ln3), without .hook_scale */

@@ -30,6 +30,7 @@ typedef struct view {
     bool follow;      /* the query moves to each new token */
     norm_kind norm;
     bool grid;        /* every head of the layer as small multiples */
+    bool grad_page;   /* G: the norms pane shows d metric / d (the norm's input) per position */
     as_site_pick site; /* the attention the heatmap shows: self, or an encoder-decoder's cross-attention or
                         * its encoder's self-attention */
     int src_query;    /* the heatmap's row on the encoder's self-attention: a source position (the other

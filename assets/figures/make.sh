@@ -35,7 +35,15 @@ TEXT=${TEXT:-'It is a truth universally acknowledged, that a single man in posse
 # is about to repeat (the metric: logit of " Mary" minus " John").
 "$BIN" -m "$MODEL" -e "prompt \"When Mary and John went to the store, John gave a drink to\"; finish;
     metric \" Mary\" \" John\";
-    patch sweep resid_pre from \"When Mary and John went to the store, Mary gave a drink to\" $OUT/patch-resid.png"
+    patch sweep resid_pre from \"When Mary and John went to the store, Mary gave a drink to\" $OUT/patch-resid.png;
+    attribute resid from \"When Mary and John went to the store, Mary gave a drink to\" $OUT/attribute-resid.png"
+# Attribution patching against the exact sweep on the same pair (the
+# README's correlations): attribution.py prints them.
+W=$(mktemp -d)
+/usr/bin/python3 "$ROOT/assets/figures/attribution.py" "$BIN" "$MODEL" \
+    "When Mary and John went to the store, John gave a drink to" \
+    "When Mary and John went to the store, Mary gave a drink to" " Mary" " John" "$W"
+rm -rf "$W"
 
 # A vision transformer: every head's attention from CLS laid over the
 # image, in the last layer (models/README.md, vit-fashion's card).

@@ -109,6 +109,25 @@ unsigned long as_view_gen(const as_session *s);
 /* The last `saliency` of the token at pos as a share of the largest |value|
  * (-1..1), if it was computed on the state shown; else false. */
 bool as_view_saliency(const as_session *s, int pos, float *share);
+/* The view's gradient page (key G): d metric / d hook by the backward pass
+ * over the state computed now, per position of the hook's stream: norm[i]
+ * = |d metric / d hook| at position i, dot[i] = (d metric / d hook) . hook
+ * (gradient x input: its sign says whether the position's value raises or
+ * lowers the metric to first order), the metric's value and its words.
+ * Kept until the state, the metric or the hook changes. AS_ERR with one
+ * line saying why not: no metric set, the pass not finished, no gradient
+ * for this model (the op kind without a VJP). The arrays are the
+ * session's, valid until the next call. */
+typedef struct as_grad_page {
+    int n;
+    const float *norm, *dot;
+    double value;
+    char metric[200];
+} as_grad_page;
+int as_view_grad_page(as_session *s, int hook, as_grad_page *out, as_error *err);
+/* The hook a norm reads (the residual stream entering it) from the hook
+ * of its scale; -1: none. */
+int as_view_norm_input(const as_session *s, int scale_hook);
 
 /* The capture: positions a hook holds, whether it is kept, the budget
  * that keeps everything (MB), bytes in use, whether something was dropped

@@ -1,7 +1,7 @@
 /* make bench: times attnscope against the peers people would use instead,
  * side by side, in one run, on random-weight models of fixed shapes.
  *
- *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME|kernels] [--out FILE.md]
+ *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME|kernels|grad] [--out FILE.md]
  *
  * Peers are optional and found through the environment:
  *   BENCH_RUNC        llama2.c's run.c, built (gcc -Ofast -march=native -fopenmp run.c -lm)
@@ -11,7 +11,8 @@
  * Each measurement is a fresh process (its peak RSS is its own); the
  * engines take turns, run after run, and every figure is the median.
  * Before the models, the typed kernels are timed alone (kernels.c); --only
- * kernels runs just that, --only NAME just that model. */
+ * kernels runs just that, --only grad the backward pass against its forward
+ * (grad.c), --only NAME just that model. */
 #include <cblas.h>
 #include <errno.h>
 #include <stddef.h>
@@ -473,10 +474,14 @@ static void quant_targets(FILE *f, const model *m)
     }
 }
 
+static double grad_ratio; /* the backward pass's time over its forward's (grad.c); 0: not measured */
+
 static void print_targets(FILE *f, const model *ms, int n)
 {
     fprintf(f, "\n### Targets\n\nRatios are medians of per-round ratios (each round runs every engine once, in "
                "turn).\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n");
+    if (grad_ratio > 0)
+        target(f, "stories110M: backward pass time / its forward's (full capture)", grad_ratio, 3.0, true);
     for (int i = 0; i < n; i++) {
         const model *m = &ms[i];
         if (m->quant) {
@@ -688,11 +693,13 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
-static void report(FILE *f, const opts *o, model *ms, int n, const char *kernels)
+static void report(FILE *f, const opts *o, model *ms, int n, const char *kernels, const char *grad)
 {
     machine(f, o);
     if (kernels)
         fputs(kernels, f);
+    if (grad)
+        fputs(grad, f);
     for (int i = 0; i < n; i++) {
         print_table(f, &ms[i]);
         print_agreement(f, &ms[i]);
@@ -706,7 +713,7 @@ int main(int argc, char **argv)
         return bench_worker(argc - 1, argv + 1);
     static opts o;
     if (parse(argc, argv, &o))
-        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels] "
+        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels|grad] "
                                "[--out FILE.md] [--activations native|f32]\n",
                        MAX_RUNS), 2;
     mkdir(o.dir, 0755);
@@ -723,13 +730,24 @@ int main(int argc, char **argv)
     };
     static model ms[N_SHAPES * (1 + 4) + 1], bases[N_SHAPES];
     int n = 0;
-    char *kernels = NULL;
-    size_t kernels_len = 0;
+    char *kernels = NULL, *grad_md = NULL;
+    size_t kernels_len = 0, grad_len = 0;
     if (!o.only || !strcmp(o.only, "kernels")) {
         fprintf(stderr, "bench: kernels\n");
         FILE *k = open_memstream(&kernels, &kernels_len);
         if (k && bench_kernels(k, o.threads))
             fprintf(stderr, "bench: the kernels' part failed\n");
+        if (k)
+            fclose(k);
+    }
+    /* the backward pass against its forward, at stories110M's shape */
+    if (!o.only || !strcmp(o.only, "grad")) {
+        char gguf[1024];
+        fprintf(stderr, "bench: the backward pass\n");
+        snprintf(gguf, sizeof gguf, "%s/%s.gguf", o.dir, shapes[1].name);
+        FILE *k = open_memstream(&grad_md, &grad_len);
+        if (!k || bench_make_llama(o.dir, &shapes[1]) || bench_grad(k, gguf, o.threads, o.runs, &grad_ratio))
+            fprintf(stderr, "bench: the backward pass's part failed\n");
         if (k)
             fclose(k);
     }
@@ -762,12 +780,13 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         for (int r = 0; r < ms[i].n_rows; r++)
             summarize(&ms[i].rows[r]);
-    report(stdout, &o, ms, n, kernels);
+    report(stdout, &o, ms, n, kernels, grad_md);
     FILE *f = o.out ? fopen(o.out, "w") : NULL;
     if (f) {
-        report(f, &o, ms, n, kernels);
+        report(f, &o, ms, n, kernels, grad_md);
         fclose(f);
     }
     free(kernels);
+    free(grad_md);
     return 0;
 }

@@ -48,4 +48,8 @@ int bench_worker(int argc, char **argv);
  * cold and hot, and as_linear_pool over a prompt; a markdown section. */
 int bench_kernels(FILE *f, int threads);
 
+/* The backward pass against its forward at a model's shape (grad.c): a
+ * markdown section, and the median ratio of their times in *ratio. */
+int bench_grad(FILE *f, const char *gguf, int threads, int runs, double *ratio);
+
 #endif
