@@ -261,11 +261,12 @@ int as_cmd_set(cmd_ctx *c)
         fprintf(c->s->out, "ctx = %d%s\n", c->s->it->n_ctx,
                 c->s->ctx > 0 && c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
         fprintf(c->s->out, "activations = %s\n", as_activations_describe());
+        fprintf(c->s->out, "patterns = %s\n", as_patterns_describe());
         return AS_OK;
     }
     if (c->argc != 3)
         return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N"
-                                    " | ctx N | activations native|f32");
+                                    " | ctx N | activations native|f32 | patterns stored|on-demand|auto");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -299,6 +300,14 @@ int as_cmd_set(cmd_ctx *c)
                                         "quantized weights) or f32 (float32 activations), not '%s'", val);
         fprintf(c->s->out, "activations = %s\n", as_activations_describe());
         return AS_OK;
+    } else if (!strcmp(key, "patterns")) {
+        /* read when a context is computed anew: what is in context now is
+         * recomputed under it by the next command that reads it */
+        if (!as_set_patterns(val))
+            return as_error_set(c->err, "patterns is stored (every attention row kept), on-demand (rows computed "
+                                        "from the captured q and k when read) or auto, not '%s'", val);
+        fprintf(c->s->out, "patterns = %s\n", as_patterns_describe());
+        return AS_OK;
     } else if (!strcmp(key, "ctx")) {
         if (as_cmd_parse_long(val, 0, 1L << 30, "ctx", &k, c->err) || as_interp_set_ctx(c->s->it, (int)k, c->err))
             return AS_ERR;
@@ -307,7 +316,7 @@ int as_cmd_set(cmd_ctx *c)
                 c->s->it->n_ctx < c->s->model->cfg.n_ctx ? "" : " (the model's window)");
         return AS_OK;
     } else {
-        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx, activations)", key);
+        return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx, activations, patterns)", key);
     }
     fprintf(c->s->out, "%s = %s\n", key, val);
     return AS_OK;

@@ -37,6 +37,7 @@ typedef struct options {
     int no_tui;
     const char *kernels;   /* --kernels: generic, avx2, avx512 */
     const char *activations; /* --activations: native, f32 */
+    const char *patterns;  /* --patterns: stored, on-demand, auto */
     int version;
 } options;
 
@@ -44,7 +45,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--ctx N]\n"
-            "                 [--threads N] [--activations native|f32]\n"
+            "                 [--threads N] [--activations native|f32] [--patterns stored|on-demand|auto]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
             "  MODEL, -m MODEL  model file (GGUF, or a llama2.c checkpoint) or a Hugging Face directory\n"
@@ -64,6 +65,9 @@ static void usage(FILE *f)
             "  --activations A  quantized weights' arithmetic: f32 (float32 activations, the default)\n"
             "                   or native (llama.cpp's: 8-bit activations, integer dots); `set\n"
             "                   activations` later\n"
+            "  --patterns P     attention patterns: stored in full, on-demand (computed from the captured\n"
+            "                   q and k when read: memory linear in the context, the same bits) or auto\n"
+            "                   (the default: stored while they fit the capture budget); `set patterns`\n"
             "  --no-tui         the plain REPL instead of the full-screen view\n"
             "  --version, --help\n"
             "\n"
@@ -106,7 +110,8 @@ static int parse_args(int argc, char **argv, options *o)
             return -1;
         }
         static const char *const with_value[] = {"-m", "--model", "-e", "-x", "--kernels", "--info", "--tokenizer",
-                                                 "--capture-mb", "--ctx", "--threads", "--activations"};
+                                                 "--capture-mb", "--ctx", "--threads", "--activations",
+                                                 "--patterns"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(a, with_value[k]);
@@ -140,6 +145,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->kernels = val;
         else if (!strcmp(a, "--activations") && (!strcmp(val, "native") || !strcmp(val, "f32")))
             o->activations = val;
+        else if (!strcmp(a, "--patterns") && (!strcmp(val, "stored") || !strcmp(val, "on-demand") ||
+                                               !strcmp(val, "auto")))
+            o->patterns = val;
         else if (!strcmp(a, "--info"))
             o->info = val;
         else if (!strcmp(a, "--tokenizer"))
@@ -156,6 +164,7 @@ static int parse_args(int argc, char **argv, options *o)
                                 : !strcmp(a, "--threads") ? "a whole number from 1 to 256"
                                 : !strcmp(a, "--capture-mb") ? "a whole number of MB from 0 to 1073741824"
                                 : !strcmp(a, "--activations") ? "native or f32"
+                                : !strcmp(a, "--patterns") ? "stored, on-demand or auto"
                                 : NULL;
             if (range)
                 fprintf(stderr, "attnscope: bad option '%s %s': %s takes %s (see --help)\n", a, val, a, range);
@@ -349,6 +358,8 @@ int main(int argc, char **argv)
     }
     if (o.activations)
         as_set_activations(o.activations);
+    if (o.patterns)
+        as_set_patterns(o.patterns);
     if (o.version) {
         printf("attnscope %s (kernels: %s)\n", AS_VERSION, as_kernels_isa());
         printf("activations: %s\n", as_activations_describe());
