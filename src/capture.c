@@ -340,10 +340,11 @@ static bool q_intact(const as_capture *c)
 }
 
 /* On demand or stored at pos: as the setting says; auto: on demand when
- * the stored patterns would not fit the budget (a budget of 0 keeps
- * nothing but the essentials, as before). Mid-context, auto turns on
- * demand on only while the q rows are all there; once on, it stays on
- * until the context is computed anew. */
+ * the budget would drop a class with the patterns stored and keep more
+ * with them on demand (a budget of 0 keeps nothing but the essentials, as
+ * before). Mid-context (a generation outgrowing the budget) that is at the
+ * first drop, while the q rows are all there; once on, it stays on until
+ * the context is computed anew. */
 static bool choose_od(const as_capture *c, const int *pos, bool fresh)
 {
     bool any = false;
@@ -358,7 +359,11 @@ static bool choose_od(const as_capture *c, const int *pos, bool fresh)
     if (patterns_mode != AS_PATTERNS_AUTO || c->budget == 0)
         return false;
     size_t need[AS_CLASS_RESID + 1], used;
-    if (plan(c, pos, fresh ? -1 : c->dropped_from, false, need, &used) != AS_CLASS_PATTERN)
+    int from = plan(c, pos, fresh ? -1 : c->dropped_from, false, need, &used);
+    if (from < 0) /* everything fits stored */
+        return false;
+    int from_od = plan(c, pos, fresh ? -1 : c->dropped_from, true, need, &used);
+    if (from_od >= 0 && from_od <= from) /* on demand would keep no more */
         return false;
     return fresh || q_intact(c);
 }

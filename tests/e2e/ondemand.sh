@@ -15,7 +15,8 @@
 # capture size in bytes grows linearly with the positions on demand (the
 # second differences are 0 up to the capacity's doubling: checked as
 # bytes per position within 1% between 1024 and 2048), where the stored
-# patterns grow quadratically.
+# patterns grow quadratically; and auto turns on demand mid-generation
+# when the budget would drop a class, its rows still the stored ones.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$HERE/../..
@@ -152,6 +153,26 @@ if awk '
     pass=$((pass + 1))
 else
     bad "memory on demand: $(cat "$TMP/mem.on-demand" | tr '\n' ' ') / stored $(cat "$TMP/mem.stored" | tr '\n' ' ')"
+fi
+
+# auto (the default): stored while everything fits (a short prompt at the
+# default budget); a generation outgrowing a 50 MB budget turns it on
+# demand at the first class it would drop (info says so, and keeps every
+# class), and its arrays still equal a stored run's bit for bit
+ids=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%d ", 3 + (i * 7) % 280 }')
+"$BIN" -m "$M" --threads 2 --no-tui -e "prompt-ids 5 9 30; finish; info" > "$TMP/auto.small" 2>&1
+"$BIN" -m "$M" --threads 2 --no-tui --capture-mb 50 -e "set temp 0; prompt-ids $ids; finish; info; gen 400; info; dump blocks.1.attn.hook_pattern $TMP/auto.p.npy; dump blocks.0.attn.hook_attn_scores $TMP/auto.s.npy" > "$TMP/auto.txt" 2>&1
+"$BIN" -m "$M" --threads 2 --no-tui --patterns stored -e "set temp 0; prompt-ids $ids; finish; gen 400; dump blocks.1.attn.hook_pattern $TMP/st.p.npy; dump blocks.0.attn.hook_attn_scores $TMP/st.s.npy" > "$TMP/st.txt" 2>&1
+if ! grep -q "^patterns: auto.*this context's stored" "$TMP/auto.small"; then
+    bad "auto: a 3-token prompt is not stored: $(grep '^patterns' "$TMP/auto.small")"
+elif [ "$(grep -c "^patterns: auto.*this context's stored" "$TMP/auto.txt")" != 1 ] ||
+    ! grep -q "^patterns: auto.*this context's computed on demand" "$TMP/auto.txt" ||
+    [ "$(grep -c 'capture at the context.*everything kept' "$TMP/auto.txt")" != 2 ]; then
+    bad "auto: 1000 positions stored, then on demand at 1400 with everything kept: $(grep '^patterns\|^capture at' "$TMP/auto.txt")"
+elif ! cmp -s "$TMP/auto.p.npy" "$TMP/st.p.npy" || ! cmp -s "$TMP/auto.s.npy" "$TMP/st.s.npy"; then
+    bad "auto: the rows after turning on demand differ from the stored run's"
+else
+    pass=$((pass + 1))
 fi
 
 echo "ondemand: $pass passed, $fail failed"
