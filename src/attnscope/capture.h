@@ -9,7 +9,10 @@
  * statistics last) and the drop is described in `dropped`. Storage and
  * budget follow the positions in use, not the context window a file
  * declares: each stream's capacity grows (doubling, up to its window) as
- * passes reach further, moving what was stored. */
+ * passes reach further, moving what was stored. Patterns on demand
+ * (as_set_patterns, engine.h): a site's scores and pattern hooks hold no
+ * rows; the accessors below compute a head's row from the site's q and k
+ * when read, with the forward pass's arithmetic (attention_row.h). */
 #ifndef ATTNSCOPE_CAPTURE_H
 #define ATTNSCOPE_CAPTURE_H
 
