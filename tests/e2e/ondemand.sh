@@ -58,6 +58,10 @@ for m in "$FIXTURES"/*.gguf "$MODELS"/*.gguf; do
             -e "$ctx; dump all $TMP/$name.$mode; $ins; info" \
             > "$TMP/$name.$mode.txt" 2> "$TMP/$name.$mode.err"
     done
+    if grep -q "Sanitizer\|runtime error" "$TMP/$name.stored.err" "$TMP/$name.on-demand.err"; then
+        bad "$name: the sanitizer reports: $(grep -h "Sanitizer\|runtime error" "$TMP/$name".*.err | head -3)"
+        continue
+    fi
     if grep -q "error" "$TMP/$name.stored.err"; then
         bad "$name: the stored run failed: $(head -c 300 "$TMP/$name.stored.err")"
         continue
