@@ -9,7 +9,9 @@
 #    file, bit for bit (cmp of the .npy files: every pattern and scores
 #    hook, and every other hook), after a prompt and, for the decoders,
 #    three greedy tokens decoded one position at a time;
-#  - `heads`, `heads context` and `zoom` print the same text in both;
+#  - `heads`, `heads context` and `zoom` print the same text in both, and
+#    on austen-llama `retrieval` too, and export distance, attn, grid and
+#    lines write the same bytes; `grad` and `saliency` agree bit for bit;
 #  - `info` says which way the context's patterns are kept;
 # and on a small fixture at 256, 512, 1024 and 2048 positions, `info`'s
 # capture size in bytes grows linearly with the positions on demand (the
@@ -100,6 +102,31 @@ for m in "$FIXTURES"/*.gguf "$MODELS"/*.gguf; do
         pass=$((pass + 1))
     fi
 done
+
+# the long-context instruments and the figures, on a model with a
+# tokenizer: retrieval's table, and export distance, attn, grid and lines
+# written byte for byte the same (the PDF but for its CreationDate line)
+for mode in stored on-demand; do
+    mkdir -p "$TMP/fig.$mode"
+    d=$TMP/fig.$mode
+    "$BIN" -m "$MODELS/austen-llama.gguf" --threads 2 --no-tui --patterns "$mode" -e "prompt \"the key is 7341. It is a truth universally acknowledged, that a single man. Remember: the key is 7341\"; finish; retrieval \"the key is 7341\"; export distance $d/d.svg; export attn 1 2 $d/a.png; export grid 1 $d/g.pdf; export lines 0 all $d/l.svg" 2>&1 |
+        sed "s|$d|DIR|g" > "$TMP/fig.$mode.txt"
+done
+nfig=$(ls "$TMP/fig.stored" | wc -l)
+if [ "$nfig" -ne 4 ] || ! grep -q "^retrieval scores" "$TMP/fig.stored.txt"; then
+    bad "figures: $nfig of 4 written, or no retrieval table: $(grep error "$TMP/fig.stored.txt" | head -2)"
+elif ! cmp -s "$TMP/fig.stored.txt" "$TMP/fig.on-demand.txt"; then
+    bad "figures: retrieval or export output differs on demand: $(diff "$TMP/fig.stored.txt" "$TMP/fig.on-demand.txt" | head -4)"
+else
+    same=1
+    for mode in stored on-demand; do
+        grep -av '/CreationDate' "$TMP/fig.$mode/g.pdf" > "$TMP/fig.$mode/g.nodate"
+    done
+    for f in d.svg a.png g.nodate l.svg; do
+        cmp -s "$TMP/fig.stored/$f" "$TMP/fig.on-demand/$f" || { bad "figures: $f differs on demand"; same=0; }
+    done
+    [ "$same" = 1 ] && pass=$((pass + 1))
+fi
 
 # the backward pass reads the patterns through the same accessor: grad of
 # a hook before the attention and of a pattern, and saliency, equal
