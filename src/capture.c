@@ -421,6 +421,11 @@ static bool nothing_computed(const as_capture *c)
     return true;
 }
 
+bool as_capture_plan_on_demand(const as_capture *c, const int *pos)
+{
+    return choose_od(c, pos, nothing_computed(c));
+}
+
 void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size)
 {
     size_t need[AS_CLASS_RESID + 1], used;

@@ -101,6 +101,9 @@ const float *as_capture_attn_row(const as_capture *c, int hook, int head, int q,
 bool as_capture_stored(const as_capture *c, int hook);
 bool as_capture_on_demand(const as_capture *c, int hook);
 bool as_capture_patterns_on_demand(const as_capture *c);
+/* Whether the patterns are (or, nothing computed yet, will be) computed on
+ * demand at pos[stream] positions: `info`'s word for the context. */
+bool as_capture_plan_on_demand(const as_capture *c, const int *pos);
 
 /* A per-head norm's statistics of one head (group); group 0 is as_capture_norm. */
 const as_norm_stat *as_capture_norm_group(const as_capture *c, int hook, int pos, int group);

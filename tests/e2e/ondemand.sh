@@ -89,14 +89,14 @@ for m in "$FIXTURES"/*.gguf "$MODELS"/*.gguf; do
     else
         pass=$((pass + 1))
     fi
-    if ! grep -q "this context's stored" "$TMP/$name.stored.txt"; then
+    if ! grep -q "position[s]*: stored (" "$TMP/$name.stored.txt"; then
         bad "$name: info does not say the stored run's patterns are stored"
     elif [ "$name" = tiny-t5encoder ]; then
         # every site of T5's encoder adds the relative position bias, itself
         # as quadratic as the pattern: such sites stay stored
-        grep -q "this context's stored" "$TMP/$name.on-demand.txt" && pass=$((pass + 1)) ||
+        grep -q "position[s]*: stored (" "$TMP/$name.on-demand.txt" && pass=$((pass + 1)) ||
             bad "$name: its sites all have a bias hook, yet info says: $(grep '^patterns' "$TMP/$name.on-demand.txt")"
-    elif ! grep -q "this context's computed on demand" "$TMP/$name.on-demand.txt"; then
+    elif ! grep -q "position[s]*: computed on demand" "$TMP/$name.on-demand.txt"; then
         bad "$name: info does not say the patterns are computed on demand: $(grep '^patterns' "$TMP/$name.on-demand.txt")"
     else
         pass=$((pass + 1))
@@ -194,10 +194,10 @@ ids=$(awk 'BEGIN { for (i = 0; i < 1000; i++) printf "%d ", 3 + (i * 7) % 280 }'
 "$BIN" -m "$M" --threads 2 --no-tui -e "prompt-ids 5 9 30; finish; info" > "$TMP/auto.small" 2>&1
 "$BIN" -m "$M" --threads 2 --no-tui --capture-mb 50 -e "set temp 0; prompt-ids $ids; finish; info; gen 400; info; dump blocks.1.attn.hook_pattern $TMP/auto.p.npy; dump blocks.0.attn.hook_attn_scores $TMP/auto.s.npy" > "$TMP/auto.txt" 2>&1
 "$BIN" -m "$M" --threads 2 --no-tui --patterns stored -e "set temp 0; prompt-ids $ids; finish; gen 400; dump blocks.1.attn.hook_pattern $TMP/st.p.npy; dump blocks.0.attn.hook_attn_scores $TMP/st.s.npy" > "$TMP/st.txt" 2>&1
-if ! grep -q "^patterns: auto.*this context's stored" "$TMP/auto.small"; then
+if ! grep -q "^patterns: auto.*position[s]*: stored (" "$TMP/auto.small"; then
     bad "auto: a 3-token prompt is not stored: $(grep '^patterns' "$TMP/auto.small")"
-elif [ "$(grep -c "^patterns: auto.*this context's stored" "$TMP/auto.txt")" != 1 ] ||
-    ! grep -q "^patterns: auto.*this context's computed on demand" "$TMP/auto.txt" ||
+elif [ "$(grep -c "^patterns: auto.*position[s]*: stored (" "$TMP/auto.txt")" != 1 ] ||
+    ! grep -q "^patterns: auto.*position[s]*: computed on demand" "$TMP/auto.txt" ||
     [ "$(grep -c 'capture at the context.*everything kept' "$TMP/auto.txt")" != 2 ]; then
     bad "auto: 1000 positions stored, then on demand at 1400 with everything kept: $(grep '^patterns\|^capture at' "$TMP/auto.txt")"
 elif ! cmp -s "$TMP/auto.p.npy" "$TMP/st.p.npy" || ! cmp -s "$TMP/auto.s.npy" "$TMP/st.s.npy"; then
