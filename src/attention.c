@@ -14,12 +14,15 @@
  *
  * Query head h reads key/value head h / (H / Hkv). One query position
  * (decoding) works straight over the KV cache, key-major, its keys or
- * heads shared among the pool's threads; a span does one sgemm per head,
- * its heads shared among them. */
+ * heads shared among the pool's threads; a span's scores are computed row
+ * by row by as_attn_score_row (attention_row.c, which the patterns computed
+ * on demand run too) and its mix is one sgemm per head, its heads shared
+ * among the threads. */
 #include <cblas.h>
 #include <math.h>
 #include <string.h>
 
+#include "attnscope/attention_row.h"
 #include "attnscope/kernels.h"
 #include "attnscope/pool.h"
 #include "interp_internal.h"
@@ -27,7 +30,7 @@
 float *as_interp_attn_row(const as_interp *it, int h, int head, int i)
 {
     const as_stream_state *st = span_of(it, h);
-    if (as_capture_has(it->cap, h))
+    if (as_capture_stored(it->cap, h))
         return it->span[h] + as_capture_attn_offset(it->cap, h, head, st->p0 + i);
     const as_attn *a = &it->prog->attn[it->prog->hooks[h].attn];
     return it->span[h] + ((size_t)head * (size_t)st->n + (size_t)i) * (size_t)attn_keys(it, a);
@@ -43,26 +46,12 @@ static const float *kv_row(const as_interp *it, int h, int pos)
     return as_capture_row(it->cap, h, pos);
 }
 
-/* What a plain causal or unmasked site does not need: soft-cap, bias and
- * the window's hidden keys, on one head's span row i of `len` keys. */
+/* What a plain causal or unmasked site does not need (soft-cap, bias, the
+ * window's hidden keys) on one head's span row i of `len` keys. */
 static void finish_row(const as_interp *it, const as_attn *a, int head, int i, float *row, int len)
 {
-    if (a->softcap > 0)
-        for (int k = 0; k < len; k++)
-            row[k] = a->softcap * tanhf(row[k] / a->softcap);
-    if (a->bias >= 0) {
-        const float *b = as_interp_attn_row(it, a->bias, head, i);
-        for (int k = 0; k < len; k++)
-            row[k] += b[k];
-    }
-    if (a->mask == AS_MASK_WINDOW)
-        for (int k = 0; k < len && k <= it->st[a->q_stream].p0 + i - a->window; k++)
-            row[k] = -INFINITY;
-}
-
-static bool plain(const as_attn *a)
-{
-    return a->softcap <= 0 && a->bias < 0 && a->mask != AS_MASK_WINDOW;
+    const float *bias = a->bias >= 0 ? as_interp_attn_row(it, a->bias, head, i) : NULL;
+    as_attn_finish_scores(a, it->st[a->q_stream].p0 + i, bias, row, len);
 }
 
 /* ---------------------------------------------------------------- one position */
@@ -84,6 +73,8 @@ static void scores_keys(as_interp *it, const as_op *op, int t0, int t1)
     const as_attn *a = site(it, op);
     int H = a->n_head, group = H / a->n_head_kv, d = a->d_qk;
     const float *q = span_row(it, op->in[0], 0);
+    /* each element as as_attn_score_row computes it, so a pattern computed
+     * on demand from the captured q and k is this one bit for bit */
     for (int t = t0; t < t1; t++) {
         const float *k = kv_row(it, op->in[1], t);
         for (int h = 0; h < H; h++)
@@ -130,30 +121,27 @@ size_t as_attn_tmp_floats(const as_interp *it, const as_attn *a)
     return (size_t)it->st[a->q_stream].n * (size_t)attn_keys(it, a);
 }
 
-/* Scores of a span for task t's heads: one sgemm per head. Uncaptured
- * scores are dense [head][n_q][keys] rows: sgemm writes them in place (a
- * causal row's masked part is computed and never read). Captured rows are
- * stored as the capture lays them out, so they are copied in from tmp. */
+/* Scores of a span for task t's heads: each row by as_attn_score_row (the
+ * soft-cap, bias and window included), written where the row lives
+ * (captured: the capture's layout; else dense [head][n_q][keys] rows,
+ * whose causal tails past the row's keys are never read). The one row
+ * function, not an sgemm, so that a pattern computed on demand from the
+ * captured q and k equals this one bit for bit. */
 static void span_scores_task(void *ctx, int t)
 {
     const attn_job *j = ctx;
     as_interp *it = j->it;
     const as_op *op = j->op;
     const as_attn *a = site(it, op);
-    int H = a->n_head, Hk = a->n_head_kv, d = a->d_qk, n = it->st[a->q_stream].n;
-    int keys = attn_keys(it, a), T = span_tasks(it, a);
-    bool dense = !as_capture_has(it->cap, op->out);
-    float *tmp = it->tmp + (size_t)t * as_attn_tmp_floats(it, a);
+    int H = a->n_head, Hk = a->n_head_kv, d = a->d_qk, n = it->st[a->q_stream].n, p0 = it->st[a->q_stream].p0;
+    int T = span_tasks(it, a);
+    size_t k_stride = (size_t)it->prog->hooks[op->in[1]].width;
     for (int h = H * t / T; h < H * (t + 1) / T; h++) {
-        const float *q = span_row(it, op->in[0], 0) + h * d;
         const float *k = kv_row(it, op->in[1], 0) + (h / (H / Hk)) * d;
-        float *dst = dense ? as_interp_attn_row(it, op->out, h, 0) : tmp;
-        /* (n_q, d_qk) · (keys, d_qk)ᵀ → (n_q, keys) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, keys, d, a->scale, q, H * d, k, Hk * d, 0.0f, dst,
-                    keys);
-        for (int i = 0; !dense && i < n; i++)
-            memcpy(as_interp_attn_row(it, op->out, h, i), tmp + (size_t)i * keys,
-                   (size_t)attn_row_len(it, a, i) * sizeof(float));
+        for (int i = 0; i < n; i++)
+            as_attn_score_row(a, span_row(it, op->in[0], i) + h * d, k, k_stride, p0 + i, attn_row_len(it, a, i),
+                              a->bias >= 0 ? as_interp_attn_row(it, a->bias, h, i) : NULL,
+                              as_interp_attn_row(it, op->out, h, i));
     }
 }
 
@@ -168,8 +156,9 @@ void as_attn_scores(as_interp *it, const as_op *op)
         as_pool_run(big ? it->pool : NULL, scores_task, &j, (len + KEYS_PER_TASK - 1) / KEYS_PER_TASK);
     } else {
         as_pool_run(it->pool, span_scores_task, &j, span_tasks(it, a));
+        return; /* as_attn_score_row finished each row */
     }
-    if (plain(a))
+    if (as_attn_row_plain(a))
         return;
     for (int h = 0; h < a->n_head; h++)
         for (int i = 0; i < n; i++)
@@ -180,7 +169,7 @@ void as_attn_softmax(as_interp *it, const as_op *op)
 {
     const as_attn *a = site(it, op);
     int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
-    bool dense = n > 1 && !as_capture_has(it->cap, op->out);
+    bool dense = n > 1 && !as_capture_stored(it->cap, op->out);
     for (int h = 0; h < a->n_head; h++)
         for (int i = 0; i < n; i++) {
             int len = attn_row_len(it, a, i);
@@ -197,7 +186,7 @@ void as_attn_softmax(as_interp *it, const as_op *op)
 static const float *dense_pattern(as_interp *it, const as_attn *a, int hook, int h, float *tmp)
 {
     int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
-    if (!as_capture_has(it->cap, hook))
+    if (!as_capture_stored(it->cap, hook))
         return as_interp_attn_row(it, hook, h, 0);
     for (int i = 0; i < n; i++) {
         float *dst = tmp + (size_t)i * keys;

@@ -1,5 +1,7 @@
 #include "attnscope/capture.h"
 
+#include "attnscope/attention_row.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,11 +85,69 @@ void as_capture_attn_visible(const as_capture *c, int hook, int q, int *k0, int 
     *k0 = a->mask == AS_MASK_WINDOW && q - a->window + 1 > 0 ? q - a->window + 1 : 0;
 }
 
+/* A head's row computed on demand, in one of ROW_SLOTS rows kept (the
+ * last ones asked for: a reader alternating a site's scores and pattern, or
+ * walking a row key by key, computes each row once). The slots are the
+ * capture's scratch, so the capture is cast from const: what it holds
+ * does not change. */
+static const float *od_row(const as_capture *cc, int hook, int head, int q)
+{
+    as_capture *c = (as_capture *)cc;
+    const as_program *p = c->prog;
+    const as_attn *a = &p->attn[p->hooks[hook].attn];
+    for (int s = 0; s < AS_ROW_SLOTS; s++) {
+        const as_row_key *k = &c->row_keys[s];
+        if (k->gen == c->rows_gen && k->hook == hook && k->head == head && k->q == q)
+            return c->row_buf + (size_t)s * c->row_cap;
+    }
+    int len = as_capture_attn_keys(c, hook, q), slot = c->row_next++ % AS_ROW_SLOTS;
+    float *out = c->row_buf + (size_t)slot * c->row_cap, *tmp = c->row_buf + (size_t)AS_ROW_SLOTS * c->row_cap;
+    const float *qr = c->store[a->q] + (size_t)q * (size_t)p->hooks[a->q].width + (size_t)head * (size_t)a->d_qk;
+    const float *kr = c->store[a->k] + (size_t)(head / (a->n_head / a->n_head_kv)) * (size_t)a->d_qk;
+    size_t k_stride = (size_t)p->hooks[a->k].width;
+    if (hook == a->pattern) {
+        as_attn_score_row(a, qr, kr, k_stride, q, len, NULL, tmp);
+        as_softmax(tmp, out, len);
+    } else {
+        as_attn_score_row(a, qr, kr, k_stride, q, len, NULL, out);
+    }
+    c->row_keys[slot] = (as_row_key){hook, head, q, c->rows_gen};
+    return out;
+}
+
+/* The one way to a head's row: the stored one, or computed on demand. */
+static const float *attn_row(const as_capture *c, int hook, int head, int q)
+{
+    if (c->ondemand[hook])
+        return od_row(c, hook, head, q);
+    return c->store[hook] + as_capture_attn_offset(c, hook, head, q);
+}
+
+/* Room for the rows computed on demand: a row of every key the
+ * capacities hold, in each slot and the scratch. */
+static int size_rows(as_capture *c, as_error *err)
+{
+    if (!c->od)
+        return AS_OK;
+    size_t want = 1;
+    for (int s = 0; s < c->prog->n_streams; s++)
+        want = (size_t)c->capacity[s] > want ? (size_t)c->capacity[s] : want;
+    if (want <= c->row_cap)
+        return AS_OK;
+    float *b = realloc(c->row_buf, (AS_ROW_SLOTS + 1) * want * sizeof *b);
+    if (!b)
+        return as_error_set(err, "out of memory for the attention rows computed on demand (%zu keys)", want);
+    c->row_buf = b;
+    c->row_cap = want;
+    c->rows_gen++;
+    return AS_OK;
+}
+
 const float *as_capture_attn_row(const as_capture *c, int hook, int head, int q, int *n_keys)
 {
     if (n_keys)
         *n_keys = as_capture_attn_keys(c, hook, q);
-    return c->store[hook] + as_capture_attn_offset(c, hook, head, q);
+    return attn_row(c, hook, head, q);
 }
 
 static const char *const class_name[] = {
@@ -390,12 +450,13 @@ static int grow(as_capture *c, const int *ends, as_error *err)
  * is coherent; one dropped before (from) stays dropped, its earlier
  * positions being gone (-1: nothing computed yet, decide anew). need[]
  * gets each class's bytes, *used those kept. */
-static int plan(const as_capture *c, const int *pos, int from, size_t *need, size_t *used)
+static int plan(const as_capture *c, const int *pos, int from, bool od, size_t *need, size_t *used)
 {
     const as_program *p = c->prog;
     memset(need, 0, (AS_CLASS_RESID + 1) * sizeof *need);
     for (int i = 0; i < p->n_hooks; i++)
-        need[p->hooks[i].klass] += bytes_at(p, i, pos);
+        if (!(od && c->od_attn[i])) /* computed on demand: nothing stored */
+            need[od && c->od_q[i] ? AS_CLASS_ESSENTIAL : p->hooks[i].klass] += bytes_at(p, i, pos);
     size_t droppable = 0; /* the KV cache and norm scales are not the budget's to drop */
     *used = need[AS_CLASS_ESSENTIAL];
     for (int klass = AS_CLASS_ESSENTIAL + 1; klass <= AS_CLASS_RESID; klass++) {
@@ -440,19 +501,114 @@ static void describe(const as_capture *c, const int *pos, int from, const size_t
         snprintf(buf + off, size - off, " (--capture-mb %zu keeps them at %d positions)", keep_all_mb(need), n);
 }
 
+/* ---------------------------------------------------------------- patterns on demand
+ *
+ * An attention site's scores and pattern are quadratic in the context;
+ * what they are computed from (the site's q after rotary, its KV cache's
+ * k; its soft-cap, window and scale) grows linearly. On demand, the two
+ * hooks of a site without a bias hook (T5's relative bias is itself
+ * quadratic: such sites stay stored) keep no storage: their q hook is kept
+ * as the KV cache is (never dropped by the budget) and a head's row is
+ * computed when read, by as_attn_score_row and as_softmax, the calls the
+ * forward pass makes, so it is the forward's row bit for bit. */
+
+static as_patterns patterns_mode = AS_PATTERNS_AUTO;
+
+bool as_set_patterns(const char *mode)
+{
+    if (!strcmp(mode, "stored"))
+        patterns_mode = AS_PATTERNS_STORED;
+    else if (!strcmp(mode, "on-demand"))
+        patterns_mode = AS_PATTERNS_ON_DEMAND;
+    else if (!strcmp(mode, "auto"))
+        patterns_mode = AS_PATTERNS_AUTO;
+    else
+        return false;
+    return true;
+}
+
+as_patterns as_get_patterns(void)
+{
+    return patterns_mode;
+}
+
+const char *as_patterns_describe(void)
+{
+    switch (patterns_mode) {
+    case AS_PATTERNS_STORED: return "stored (every attention row kept in full)";
+    case AS_PATTERNS_ON_DEMAND: return "on-demand (rows computed from the captured q and k when read)";
+    default: return "auto (stored while they fit the capture budget, else computed on demand)";
+    }
+}
+
+/* Whether the q hooks of the on-demand sites hold every position their
+ * patterns hold, so the patterns can be computed from them from here on. */
+static bool q_intact(const as_capture *c)
+{
+    const as_program *p = c->prog;
+    for (int a = 0; a < p->n_attn; a++) {
+        const as_attn *s = &p->attn[a];
+        if (!c->od_attn[s->pattern])
+            continue;
+        if (!c->store[s->pattern] || !c->store[s->q] || c->filled[s->q] < c->filled[s->pattern])
+            return false;
+    }
+    return true;
+}
+
+/* On demand or stored at pos: as the setting says; auto: on demand when
+ * the budget would drop a class with the patterns stored and keep more
+ * with them on demand (a budget of 0 keeps nothing but the essentials, as
+ * before). Mid-context (a generation outgrowing the budget) that is at the
+ * first drop, while the q rows are all there; once on, it stays on until
+ * the context is computed anew. */
+static bool choose_od(const as_capture *c, const int *pos, bool fresh)
+{
+    bool any = false;
+    for (int i = 0; i < c->prog->n_hooks; i++)
+        any = any || c->od_attn[i];
+    if (!any)
+        return false;
+    if (!fresh && c->od)
+        return true;
+    if (fresh && patterns_mode != AS_PATTERNS_AUTO)
+        return patterns_mode == AS_PATTERNS_ON_DEMAND;
+    if (patterns_mode != AS_PATTERNS_AUTO || c->budget == 0)
+        return false;
+    size_t need[AS_CLASS_RESID + 1], used;
+    int from = plan(c, pos, fresh ? -1 : c->dropped_from, false, need, &used);
+    if (from < 0) /* everything fits stored */
+        return false;
+    int from_od = plan(c, pos, fresh ? -1 : c->dropped_from, true, need, &used);
+    if (from_od >= 0 && from_od <= from) /* on demand would keep no more */
+        return false;
+    return fresh || q_intact(c);
+}
+
 /* Applies plan() at pos: frees the classes dropped, allocates (at the
  * present capacity) those kept that have no storage yet. */
 static int decide(as_capture *c, const int *pos, bool fresh, as_error *err)
 {
     const as_program *p = c->prog;
     size_t need[AS_CLASS_RESID + 1];
-    c->dropped_from = plan(c, pos, fresh ? -1 : c->dropped_from, need, &c->used);
+    bool od = choose_od(c, pos, fresh);
+    if (od != c->od)
+        c->rows_gen++;
+    c->od = od;
+    for (int i = 0; i < p->n_hooks; i++)
+        c->ondemand[i] = od && c->od_attn[i];
+    c->dropped_from = plan(c, pos, fresh ? -1 : c->dropped_from, od, need, &c->used);
     c->essential = need[AS_CLASS_ESSENTIAL];
     c->keep_mb = keep_all_mb(need);
     c->n_dropped = 0;
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];
-        if (c->dropped_from >= 0 && (int)h->klass >= c->dropped_from) {
+        if (c->ondemand[i]) { /* its rows are computed when read: filled stays */
+            store_free(c, i, bytes_at(p, i, c->capacity));
+            continue;
+        }
+        int klass = od && c->od_q[i] ? AS_CLASS_ESSENTIAL : (int)h->klass;
+        if (c->dropped_from >= 0 && klass >= c->dropped_from) {
             store_free(c, i, bytes_at(p, i, c->capacity));
             c->filled[i] = 0;
             c->n_dropped++;
@@ -480,10 +636,16 @@ static bool nothing_computed(const as_capture *c)
     return true;
 }
 
+bool as_capture_plan_on_demand(const as_capture *c, const int *pos)
+{
+    return choose_od(c, pos, nothing_computed(c));
+}
+
 void as_capture_plan(const as_capture *c, const int *pos, char *buf, size_t size)
 {
     size_t need[AS_CLASS_RESID + 1], used;
-    int from = plan(c, pos, nothing_computed(c) ? -1 : c->dropped_from, need, &used);
+    bool fresh = nothing_computed(c);
+    int from = plan(c, pos, fresh ? -1 : c->dropped_from, choose_od(c, pos, fresh), need, &used);
     describe(c, pos, from, need, buf, size);
 }
 
@@ -504,14 +666,25 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     c->n_ctx = p->streams[p->out_stream].n_ctx;
     c->budget = budget;
     c->dropped_from = -1;
+    c->rows_gen = 1; /* the slots' zeroed keys name no row */
     c->store = calloc((size_t)p->n_hooks, sizeof *c->store);
     c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
     c->filled = calloc((size_t)p->n_hooks, sizeof *c->filled);
     c->committed = calloc((size_t)p->n_hooks, sizeof *c->committed);
     c->in_file = calloc((size_t)p->n_hooks, sizeof *c->in_file);
-    if (!c->store || !c->stats || !c->filled || !c->committed || !c->in_file) {
+    c->ondemand = calloc((size_t)p->n_hooks, sizeof *c->ondemand);
+    c->od_attn = calloc((size_t)p->n_hooks, sizeof *c->od_attn);
+    c->od_q = calloc((size_t)p->n_hooks, sizeof *c->od_q);
+    if (!c->store || !c->stats || !c->filled || !c->committed || !c->in_file || !c->ondemand || !c->od_attn || !c->od_q) {
         as_capture_free(c);
         return as_error_set(err, "out of memory");
+    }
+    for (int a = 0; a < p->n_attn; a++) {
+        const as_attn *s = &p->attn[a];
+        if (s->bias >= 0 || s->scores < 0 || s->pattern < 0)
+            continue;
+        c->od_attn[s->scores] = c->od_attn[s->pattern] = true;
+        c->od_q[s->q] = true;
     }
     for (int s = 0; s < p->n_streams; s++)
         c->capacity[s] = p->streams[s].n_ctx < FIRST_CAPACITY ? p->streams[s].n_ctx : FIRST_CAPACITY;
@@ -526,7 +699,7 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
         }
     }
     int none[AS_MAX_STREAMS] = {0};
-    if (decide(c, none, true, err)) {
+    if (decide(c, none, true, err) || size_rows(c, err)) {
         as_capture_free(c);
         return AS_ERR;
     }
@@ -550,6 +723,10 @@ void as_capture_free(as_capture *c)
     free(c->stats);
     free(c->filled);
     free(c->committed);
+    free(c->ondemand);
+    free(c->od_attn);
+    free(c->od_q);
+    free(c->row_buf);
     free(c);
 }
 
@@ -568,7 +745,8 @@ static void populate(float *base, size_t from, size_t to)
 int as_capture_prepare(as_capture *c, const int *ends, as_error *err)
 {
     const as_program *p = c->prog;
-    if (decide(c, ends, nothing_computed(c), err) || grow(c, ends, err))
+    c->rows_gen++; /* a pass changes what a row computed on demand reads */
+    if (decide(c, ends, nothing_computed(c), err) || grow(c, ends, err) || size_rows(c, err))
         return AS_ERR;
     for (int i = 0; i < p->n_hooks; i++) {
         const as_hook *h = &p->hooks[i];
@@ -604,7 +782,22 @@ int as_capture_prepare(as_capture *c, const int *ends, as_error *err)
 
 bool as_capture_has(const as_capture *c, int hook)
 {
+    return hook >= 0 && hook < c->prog->n_hooks && (c->store[hook] != NULL || c->ondemand[hook]);
+}
+
+bool as_capture_stored(const as_capture *c, int hook)
+{
     return hook >= 0 && hook < c->prog->n_hooks && c->store[hook] != NULL;
+}
+
+bool as_capture_on_demand(const as_capture *c, int hook)
+{
+    return hook >= 0 && hook < c->prog->n_hooks && c->ondemand[hook];
+}
+
+bool as_capture_patterns_on_demand(const as_capture *c)
+{
+    return c->od;
 }
 
 const float *as_capture_row(const as_capture *c, int hook, int pos)
@@ -617,7 +810,7 @@ float as_capture_attn(const as_capture *c, int hook, int head, int q, int k)
     const as_attn *a = &c->prog->attn[c->prog->hooks[hook].attn];
     if (!as_attn_visible(a, q, k))
         return c->prog->hooks[hook].kind == AS_HK_ATTN_SCORES ? -INFINITY : 0.0f;
-    return c->store[hook][as_capture_attn_offset(c, hook, head, q) + (size_t)k];
+    return attn_row(c, hook, head, q)[k];
 }
 
 int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, int q0, int q1, int k0, int k1,
@@ -636,7 +829,7 @@ int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, i
                 pending = true;
                 continue;
             }
-            float w = c->store[hook][as_capture_attn_offset(c, hook, head, q) + (size_t)k];
+            float w = attn_row(c, hook, head, q)[k];
             most = count == 0 || w > most ? w : most;
             sum += w;
             count++;

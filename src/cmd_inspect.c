@@ -284,6 +284,11 @@ int as_cmd_info(cmd_ctx *c)
                                                                           : " (the model's window)");
     /* which arithmetic produced the numbers (quantized weights: float32 or llama.cpp's 8-bit activations) */
     fprintf(c->s->out, "activations: %s\n", as_activations_describe());
+    /* how the attention rows are kept, and the capture's exact size (which grows linearly with the
+     * positions when they are computed on demand) */
+    fprintf(c->s->out, "patterns: %s; at the context's %d position%s: %s (capture holds %zu bytes)\n",
+            as_patterns_describe(), in_use, in_use == 1 ? "" : "s",
+            as_capture_plan_on_demand(cap, pos) ? "computed on demand" : "stored", cap->used);
     /* MLA's cache (the latent and the shared rotary key) against a plain multi-head and a grouped-query
      * one of the same heads, values a position (as_view_site_cache: the program's hooks' widths; `view
      * mla` shows the same) */

@@ -303,12 +303,13 @@ int as_cmd_set(cmd_ctx *c)
                 c->s->prog_opts & AS_PROG_IN_HOOKS ? "on (blocks.L.hook_attn_in, hook_mlp_in)" : "off");
         const char *file = as_capture_file_path(c->s->cap);
         fprintf(c->s->out, "capture-file = %s\n", file ? file : "off (the capture is in RAM)");
+        fprintf(c->s->out, "patterns = %s\n", as_patterns_describe());
         return AS_OK;
     }
     if (c->argc != 3)
         return as_error_set(c->err, "usage: set (lists the settings) | set temp X | topk K | topp P | seed S | threads N"
                                     " | ctx N | activations native|f32 | attn-result on|off | in-hooks on|off"
-                                    " | capture-file PATH|off");
+                                    " | capture-file PATH|off | patterns stored|on-demand|auto");
     const char *key = c->argv[1], *val = c->argv[2];
     if (!strcmp(key, "temp")) {
         if (as_cmd_parse_float(val, 0, 100, "temp", &v, c->err))
@@ -342,6 +343,14 @@ int as_cmd_set(cmd_ctx *c)
                                         "quantized weights) or f32 (float32 activations), not '%s'", val);
         fprintf(c->s->out, "activations = %s\n", as_activations_describe());
         return AS_OK;
+    } else if (!strcmp(key, "patterns")) {
+        /* read when a context is computed anew: what is in context now is
+         * recomputed under it by the next command that reads it */
+        if (!as_set_patterns(val))
+            return as_error_set(c->err, "patterns is stored (every attention row kept), on-demand (rows computed "
+                                        "from the captured q and k when read) or auto, not '%s'", val);
+        fprintf(c->s->out, "patterns = %s\n", as_patterns_describe());
+        return AS_OK;
     } else if (!strcmp(key, "ctx")) {
         if (as_cmd_parse_long(val, 0, 1L << 30, "ctx", &k, c->err) || as_interp_set_ctx(c->s->it, (int)k, c->err))
             return AS_ERR;
@@ -368,7 +377,7 @@ int as_cmd_set(cmd_ctx *c)
         return AS_OK;
     } else {
         return as_error_set(c->err, "unknown setting '%s' (temp, topk, topp, seed, threads, ctx, activations, "
-                            "attn-result, in-hooks, capture-file)", key);
+                            "attn-result, in-hooks, capture-file, patterns)", key);
     }
     fprintf(c->s->out, "%s = %s\n", key, val);
     return AS_OK;

@@ -266,7 +266,7 @@ static int setup_span(as_interp *it, as_error *err)
     size_t rope = 0, tmp = 0, patches = 0;
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
-        if (!as_capture_has(it->cap, h) &&
+        if (!as_capture_stored(it->cap, h) &&
             ensure(&it->scratch[hk->stream][hk->kind], &it->scratch_cap[hk->stream][hk->kind], span_floats(it, hk),
                    err))
             return AS_ERR;
@@ -274,7 +274,7 @@ static int setup_span(as_interp *it, as_error *err)
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
         const as_stream_state *st = &it->st[hk->stream];
-        if (as_capture_has(it->cap, h))
+        if (as_capture_stored(it->cap, h))
             it->span[h] = hk->is_attn ? it->cap->store[h] : it->cap->store[h] + (size_t)st->p0 * (size_t)hk->width;
         else
             it->span[h] = it->scratch[hk->stream][hk->kind];
@@ -421,6 +421,7 @@ static int begin_pass(as_interp *it, const as_pass *ps, as_error *err)
         it->state_gen = it->rules_gen;
         it->state_off = it->rules_off;
         it->state_native = !strcmp(as_get_activations(), "native");
+        it->state_patterns = (int)as_get_patterns();
     }
     if (enter_pass(it, ps, err))
         return AS_ERR;
@@ -592,7 +593,7 @@ static int restore(as_interp *it, int j, int pc, as_error *err)
     for (int o = 0; o < p->n_ops; o++) {
         int h = p->ops[o].out, p0 = ps.p0[p->hooks[h].stream];
         if (o < pc)
-            replay |= !as_capture_has(it->cap, h);
+            replay |= !as_capture_stored(it->cap, h);
         else if (it->cap->filled[h] > p0)
             it->cap->filled[h] = p0;
     }

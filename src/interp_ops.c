@@ -87,7 +87,7 @@ static void op_norm(as_interp *it, const as_op *op)
 static void op_linear(as_interp *it, const as_op *op)
 {
     int n = span_of(it, op->out)->n, first = 0;
-    if (n == 1 || (op->last_row_only && !as_capture_has(it->cap, op->out))) {
+    if (n == 1 || (op->last_row_only && !as_capture_stored(it->cap, op->out))) {
         first = n - 1;
         as_matvec(it->pool, span_row(it, op->in[0], n - 1), &op->w, op->b, span_row(it, op->out, n - 1));
     } else {

@@ -33,7 +33,7 @@ void as_interp_check_finite(as_interp *it, const as_op *op)
     const as_stream_state *st = &it->st[hk->stream];
     if (it->nonfinite.found)
         return;
-    int first = op->last_row_only && !as_capture_has(it->cap, op->out) ? st->n - 1 : 0;
+    int first = op->last_row_only && !as_capture_stored(it->cap, op->out) ? st->n - 1 : 0;
     for (int i = first; i < st->n; i++) {
         int q = st->p0 + i;
         if (!hk->is_attn) {
@@ -195,7 +195,8 @@ static bool changes_values(const as_rule *r)
 bool as_interp_stale(const as_interp *it)
 {
     return as_interp_has_state(it) && (it->state_gen != it->rules_gen || it->state_off != it->rules_off ||
-                                       it->state_native != !strcmp(as_get_activations(), "native"));
+                                       it->state_native != !strcmp(as_get_activations(), "native") ||
+                                       it->state_patterns != (int)as_get_patterns());
 }
 
 bool as_interp_state_clean(const as_interp *it)

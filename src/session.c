@@ -242,14 +242,16 @@ static const command commands[] = {
     {{"where", "where", "Show the op the interpreter stands at.", "where"}, as_cmd_where, .keeps_state = true, .args = ARGS(0)},
     {{"gen", "gen [N]", "Generate N tokens (one pass per token, using the KV cache).", "gen 20"}, as_cmd_gen, .args = ARGS(1)},
     {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N | activations native|f32 | "
-      "attn-result on|off | in-hooks on|off | capture-file PATH|off]",
+      "attn-result on|off | in-hooks on|off | capture-file PATH|off | patterns stored|on-demand|auto]",
       "Sampler and engine settings (temp 0 is greedy; ctx caps the context you work in, 0 for the "
       "model's window; activations: quantized weights' arithmetic, f32 or llama.cpp's native 8-bit; "
       "attn-result: the hooks blocks.L.attn.hook_result, each head's output through its slice of W_O "
       "[head, d_model]; in-hooks: blocks.L.hook_attn_in and hook_mlp_in, the residual stream entering "
       "ln1 and ln2; either rebuilds the program and runs the context again; "
       "capture-file: the captured hooks in a memory-mapped file made new at PATH, removed at exit, or off: "
-      "RAM); `set` alone lists them.", "set temp 0.8"}, as_cmd_set, .keeps_state = true},
+      "RAM; patterns: attention rows stored in full, or computed from the captured q and k when read (the same "
+      "bits, memory linear in the context), or auto: stored while they fit the capture budget); "
+      "`set` alone lists them.", "set temp 0.8"}, as_cmd_set, .keeps_state = true},
     {{"top", "top [K] [POS]", "The next-token distribution after POS (the last position by default): rank, id, piece, probability, logit (an encoder: "
       "its predictions at POS, the last by default; a classifier: its classes at CLS).", "top 5"},
      as_cmd_top, .args = ARGS(2)},

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attnscope/attention_row.h"
 #include "attnscope/capture.h"
 #include "attnscope/interp.h"
 #include "attnscope/kernels.h"
@@ -231,4 +232,101 @@ Test(attention, dense_working_memory_equals_the_captured_rows)
             close_run(&full);
             close_run(&bare);
         }
+}
+
+/* ---------------------------------------------------------------- patterns on demand */
+
+/* attention_row.c's row, against values worked out by hand: q = (1, 2),
+ * keys (1, 0), (0, 1), (1, 1), scale 0.5 give scores 0.5, 1, 1.5 and the
+ * softmax e^s / (e^0.5 + e + e^1.5) = 0.1863237, 0.3071959, 0.5064804;
+ * a soft-cap of 1 makes them tanh(s) = 0.4621172, 0.7615942, 0.9051483; a
+ * window of 2 at query 2 hides key 0 (-inf) and the softmax over keys 1
+ * and 2 is 1 / (1 + e^0.5) = 0.3775407, 0.6224593. float32 against
+ * 7-digit decimals: 1e-6. */
+Test(attention, row_function_against_a_hand_computed_softmax)
+{
+    const float q[2] = {1, 2}, k[6] = {1, 0, 0, 1, 1, 1};
+    as_attn a = {.d_qk = 2, .scale = 0.5f, .mask = AS_MASK_CAUSAL, .bias = -1};
+    float s[3], p[3];
+    as_attn_score_row(&a, q, k, 2, 2, 3, NULL, s);
+    as_softmax(s, p, 3);
+    const double want_s[3] = {0.5, 1.0, 1.5}, want_p[3] = {0.1863237, 0.3071959, 0.5064804};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_float_eq(s[i], want_s[i], 1e-6, "score %d: %g", i, s[i]);
+        cr_assert_float_eq(p[i], want_p[i], 1e-6, "weight %d: %g", i, p[i]);
+    }
+    a.softcap = 1;
+    as_attn_score_row(&a, q, k, 2, 2, 3, NULL, s);
+    const double capped[3] = {0.4621172, 0.7615942, 0.9051483};
+    for (int i = 0; i < 3; i++)
+        cr_assert_float_eq(s[i], capped[i], 1e-6, "capped score %d: %g", i, s[i]);
+    a.softcap = 0, a.mask = AS_MASK_WINDOW, a.window = 2;
+    as_attn_score_row(&a, q, k, 2, 2, 3, NULL, s);
+    as_softmax(s, p, 3);
+    cr_assert(isinf(s[0]) && s[0] < 0, "key 0 is outside the window: %g", s[0]);
+    cr_assert_float_eq(p[0], 0, 0);
+    cr_assert_float_eq(p[1], 0.3775407, 1e-6, "%g", p[1]);
+    cr_assert_float_eq(p[2], 0.6224593, 1e-6, "%g", p[2]);
+}
+
+/* On demand, a site keeps no scores or pattern rows, and every row read
+ * equals the stored run's bit for bit (the forward and the accessor run
+ * the same row function) and the naive reference (check_site, 1e-5), for
+ * every kind of site, after a span and after one position at a time. */
+Test(attention, patterns_on_demand_equal_the_stored_rows)
+{
+    setup kinds[] = {{AS_MASK_CAUSAL, 0, 0, ALL}, {AS_MASK_NONE, 0, 0, ALL}, {AS_MASK_WINDOW, 3, 0, ALL},
+                     {AS_MASK_CAUSAL, 0, 0.5f, ALL}};
+    for (int m = 0; m < 2; m++)
+        for (size_t kd = 0; kd < sizeof kinds / sizeof kinds[0]; kd++)
+            for (int one = 0; one < 2; one++) {
+                run st, od;
+                open_run(&st, models[m], &kinds[kd]);
+                open_run(&od, models[m], &kinds[kd]);
+                run *both[2] = {&st, &od};
+                for (int w = 0; w < 2; w++) {
+                    as_error err = {{0}};
+                    /* the setting is read when a context is computed anew */
+                    cr_assert(as_set_patterns(w ? "on-demand" : "stored"));
+                    set_prompt(both[w], 9);
+                    if (one && kinds[kd].mask != AS_MASK_NONE) {
+                        int32_t ids[32];
+                        memcpy(ids, both[w]->it->out->tokens, 9 * sizeof *ids);
+                        cr_assert_eq(as_interp_set_tokens(both[w]->it, ids, 1, &err), AS_OK);
+                        finish(both[w]);
+                        for (int i = 1; i < 9; i++) {
+                            cr_assert_eq(as_interp_append(both[w]->it, ids[i], &err), AS_OK, "%s", err.msg);
+                            finish(both[w]);
+                        }
+                    } else {
+                        finish(both[w]);
+                    }
+                }
+                cr_assert(as_set_patterns("auto"));
+                cr_assert(!as_capture_patterns_on_demand(st.cap) && as_capture_patterns_on_demand(od.cap));
+                for (int s = 0; s < od.p->n_attn; s++) {
+                    const as_attn *a = &od.p->attn[s];
+                    cr_assert(as_capture_has(od.cap, a->pattern) && !as_capture_stored(od.cap, a->pattern) &&
+                                  !as_capture_stored(od.cap, a->scores),
+                              "on demand: no rows stored, yet readable");
+                    check_site(&od, a, 9);
+                    for (int h = 0; h < a->n_head; h++)
+                        for (int q = 0; q < 9; q++) {
+                            int na, nb;
+                            const float *x = as_capture_attn_row(st.cap, a->pattern, h, q, &na);
+                            const float *y = as_capture_attn_row(od.cap, a->pattern, h, q, &nb);
+                            cr_assert(na == nb && !memcmp(x, y, (size_t)na * sizeof *x),
+                                      "%s kind %zu one %d: pattern L%d h%d q%d differs from the stored row", models[m],
+                                      kd, one, a->layer, h, q);
+                            x = as_capture_attn_row(st.cap, a->scores, h, q, &na);
+                            y = as_capture_attn_row(od.cap, a->scores, h, q, &nb);
+                            cr_assert(na == nb && !memcmp(x, y, (size_t)na * sizeof *x),
+                                      "%s kind %zu one %d: scores L%d h%d q%d differ", models[m], kd, one, a->layer,
+                                      h, q);
+                        }
+                }
+                cr_assert_lt(od.cap->used, st.cap->used, "on demand holds less");
+                close_run(&st);
+                close_run(&od);
+            }
 }

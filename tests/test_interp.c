@@ -419,8 +419,12 @@ Test(interp, a_long_prompt_without_capture_runs_in_chunks)
     close_session(stepped);
 }
 
+/* With the patterns stored (`set patterns stored`): what the budget drops,
+ * in which order. Under auto (the default) the same budget computes the
+ * patterns on demand instead, and keeps every class: checked at the end. */
 Test(interp, budget_drops_residual_copies_before_patterns)
 {
+    cr_assert(as_set_patterns("stored"));
     as_session *s = open_session("fixtures/tiny-gpt2.gguf", 64);
     enum { N = 20 };
     size_t by_class[AS_CLASS_RESID + 1] = {0};
@@ -459,6 +463,24 @@ Test(interp, budget_drops_residual_copies_before_patterns)
     cr_assert_eq(as_interp_set_tokens(it, ids, N, &err), AS_OK);
     cr_assert_eq(as_interp_run(it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
     cr_assert_eq(c->n_dropped, 0, "--capture-mb %zu: %s", mb, c->dropped);
+    as_interp_free(it);
+    as_capture_free(c);
+    /* auto: the budget that dropped the logits and everything after them
+     * keeps them and q/k/v/z with the patterns and scores computed on
+     * demand (the q rows then kept beside the KV cache), dropping only the
+     * MLP activations and residual copies (the sum of the classes it keeps
+     * is the budget less the stored patterns' and scores' bytes) */
+    cr_assert(as_set_patterns("auto"));
+    cr_assert_eq(as_capture_new(&c, s->prog, budget, &err), AS_OK);
+    cr_assert_eq(as_interp_new(&it, s->prog, c, &err), AS_OK);
+    cr_assert_eq(as_interp_set_tokens(it, ids, N, &err), AS_OK);
+    cr_assert_eq(as_interp_run(it, AS_RUN_FINISH, 0, &stop, &err), AS_OK, "%s", err.msg);
+    cr_assert(as_capture_patterns_on_demand(c));
+    cr_assert_eq(c->dropped_from, AS_CLASS_MLP, "auto at the same budget: %s", c->dropped);
+    for (int h = 0; h < s->prog->n_hooks; h++)
+        cr_assert_eq(as_capture_has(c, h), s->prog->hooks[h].klass <= AS_CLASS_HEADS, "%s",
+                     s->prog->hooks[h].name);
+    cr_assert(!as_capture_stored(c, s->prog->attn[0].pattern) && as_capture_stored(c, s->prog->attn[0].q));
     as_interp_free(it);
     as_capture_free(c);
     close_session(s);

@@ -41,6 +41,7 @@ typedef struct options {
     const char *open_run;     /* --open RUN: a saved run */
     const char *capture_file; /* --capture-file PATH */
     const char *capture_dtype; /* --capture-dtype: what `save run` writes */
+    const char *patterns;  /* --patterns: stored, on-demand, auto */
     int version;
 } options;
 
@@ -49,7 +50,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: attnscope [MODEL | -m MODEL] [-e \"CMD; CMD\"] [-x FILE] [--no-tui] [--capture-mb N] [--ctx N]\n"
             "                 [--threads N] [--activations native|f32] [--attn-result on|off] [--in-hooks on|off]\n"
-            "                 [--capture-file PATH] [--capture-dtype f32|f16|bf16]\n"
+            "                 [--patterns stored|on-demand|auto] [--capture-file PATH]\n"
+            "                 [--capture-dtype f32|f16|bf16]\n"
             "       attnscope --open RUN [-e \"CMD; CMD\"] [-x FILE] [--no-tui]\n"
             "       attnscope --info MODEL.gguf\n"
             "\n"
@@ -79,6 +81,9 @@ static void usage(FILE *f)
             "                   of W_O, [head, d_model] a position; default off); `set attn-result` later\n"
             "  --in-hooks on    build blocks.L.hook_attn_in and hook_mlp_in (the residual stream entering\n"
             "                   ln1 and ln2; default off); `set in-hooks` later\n"
+            "  --patterns P     attention patterns: stored in full, on-demand (computed from the captured\n"
+            "                   q and k when read: memory linear in the context, the same bits) or auto\n"
+            "                   (the default: stored while they fit the capture budget); `set patterns`\n"
             "  --no-tui         the plain REPL instead of the full-screen view\n"
             "  --version, --help\n"
             "\n"
@@ -123,7 +128,7 @@ static int parse_args(int argc, char **argv, options *o)
         static const char *const with_value[] = {"-m", "--model", "-e", "-x", "--kernels", "--info", "--tokenizer",
                                                  "--capture-mb", "--ctx", "--threads", "--activations",
                                                  "--attn-result", "--in-hooks", "--open", "--capture-file",
-                                                 "--capture-dtype"};
+                                                 "--capture-dtype", "--patterns"};
         bool known = false;
         for (size_t k = 0; k < sizeof with_value / sizeof *with_value; k++)
             known |= !strcmp(a, with_value[k]);
@@ -159,6 +164,9 @@ static int parse_args(int argc, char **argv, options *o)
             o->activations = val;
         else if ((!strcmp(a, "--attn-result") || !strcmp(a, "--in-hooks")) && (!strcmp(val, "on") || !strcmp(val, "off")))
             *(!strcmp(a, "--attn-result") ? &o->attn_result : &o->in_hooks) = !strcmp(val, "on");
+        else if (!strcmp(a, "--patterns") && (!strcmp(val, "stored") || !strcmp(val, "on-demand") ||
+                                               !strcmp(val, "auto")))
+            o->patterns = val;
         else if (!strcmp(a, "--info"))
             o->info = val;
         else if (!strcmp(a, "--open"))
@@ -184,6 +192,7 @@ static int parse_args(int argc, char **argv, options *o)
                                 : !strcmp(a, "--activations") ? "native or f32"
                                 : !strcmp(a, "--attn-result") || !strcmp(a, "--in-hooks") ? "on or off"
                                 : !strcmp(a, "--capture-dtype") ? "f32, f16 or bf16"
+                                : !strcmp(a, "--patterns") ? "stored, on-demand or auto"
                                 : NULL;
             if (range)
                 fprintf(stderr, "attnscope: bad option '%s %s': %s takes %s (see --help)\n", a, val, a, range);
@@ -377,6 +386,8 @@ int main(int argc, char **argv)
     }
     if (o.activations)
         as_set_activations(o.activations);
+    if (o.patterns)
+        as_set_patterns(o.patterns);
     if (o.version) {
         printf("attnscope %s (kernels: %s)\n", AS_VERSION, as_kernels_isa());
         printf("activations: %s\n", as_activations_describe());

@@ -41,6 +41,15 @@ const char *as_get_activations(void);
  * `--version` and figures' provenance. */
 const char *as_activations_describe(void);
 
+/* Attention patterns (capture.c): stored in full, computed on demand from
+ * the captured q and k (linear in the context, the same bits), or auto
+ * (stored while they fit the capture budget). A process-wide setting read
+ * when a context is computed anew: `--patterns`, `set patterns`. */
+typedef enum as_patterns { AS_PATTERNS_AUTO, AS_PATTERNS_STORED, AS_PATTERNS_ON_DEMAND } as_patterns;
+bool as_set_patterns(const char *mode); /* "stored", "on-demand", "auto"; false for anything else */
+as_patterns as_get_patterns(void);
+const char *as_patterns_describe(void);
+
 /* ---- a model: opening, the checks of `--info` (model.h, gguf.h, hf.h) ---- */
 
 /* Loads a GGUF file, a Hugging Face directory (hf.h) or a llama2.c

@@ -9,7 +9,10 @@
  * statistics last) and the drop is described in `dropped`. Storage and
  * budget follow the positions in use, not the context window a file
  * declares: each stream's capacity grows (doubling, up to its window) as
- * passes reach further, moving what was stored. */
+ * passes reach further, moving what was stored. Patterns on demand
+ * (as_set_patterns, engine.h): a site's scores and pattern hooks hold no
+ * rows; the accessors below compute a head's row from the site's q and k
+ * when read, with the forward pass's arithmetic (attention_row.h). */
 #ifndef ATTNSCOPE_CAPTURE_H
 #define ATTNSCOPE_CAPTURE_H
 
@@ -20,6 +23,12 @@
 #include "attnscope/error.h"
 #include "attnscope/kernels.h"
 #include "attnscope/program.h"
+
+enum { AS_ROW_SLOTS = 4 };
+typedef struct as_row_key {
+    int hook, head, q;
+    unsigned gen;
+} as_row_key;
 
 typedef struct as_capture {
     const as_program *prog;
@@ -40,6 +49,18 @@ typedef struct as_capture {
     bool *in_file;      /* per hook: its storage is a region of the file */
     bool file_failed;   /* the file failed (unwritable, disk full): said in file_note, RAM since */
     char file_note[1200];
+    /* Patterns on demand (capture.c): the scores and pattern hooks of a site
+     * without a bias hook keep no storage (store NULL, ondemand true); a
+     * head's row is computed from the site's q (then kept as essential) and
+     * k when read, by attention_row.c's arithmetic. */
+    bool od;            /* on demand in this context */
+    bool *ondemand;     /* per hook: computed on demand now */
+    bool *od_attn;      /* per hook: a scores or pattern hook that can be (its site has no bias) */
+    bool *od_q;         /* per hook: the q hook of such a site */
+    float *row_buf;     /* AS_ROW_SLOTS rows of row_cap floats, then a scratch row */
+    size_t row_cap;
+    as_row_key row_keys[AS_ROW_SLOTS];
+    unsigned row_next, rows_gen; /* a slot holds a current row while its gen is rows_gen */
 } as_capture;
 
 /* Storage for every hook, within budget bytes at the positions in use (0:
@@ -90,6 +111,16 @@ const float *as_capture_attn_row(const as_capture *c, int hook, int head, int q,
 /* The default budget (as_capture_default_mb), whether a hook is kept
  * (as_capture_has) and the readers of a row, an attention weight and a
  * norm's statistics (as_capture_row, _attn, _norm): engine.h. */
+
+/* Whether a hook holds storage (an attention hook computed on demand has
+ * none, though as_capture_has says its rows can be read). The interpreter
+ * lays out a span's rows by this. */
+bool as_capture_stored(const as_capture *c, int hook);
+bool as_capture_on_demand(const as_capture *c, int hook);
+bool as_capture_patterns_on_demand(const as_capture *c);
+/* Whether the patterns are (or, nothing computed yet, will be) computed on
+ * demand at pos[stream] positions: `info`'s word for the context. */
+bool as_capture_plan_on_demand(const as_capture *c, const int *pos);
 
 /* A per-head norm's statistics of one head (group); group 0 is as_capture_norm. */
 const as_norm_stat *as_capture_norm_group(const as_capture *c, int hook, int pos, int group);

@@ -137,6 +137,9 @@ typedef struct as_interp {
     /* The activations' arithmetic the computed state ran under
      * (as_set_activations): another setting makes it stale too. */
     bool state_native;
+    /* The patterns setting it ran under (as_set_patterns): another one
+     * makes it stale, so the capture decides anew how to keep them. */
+    int state_patterns;
 } as_interp;
 
 /* With nothing captured (a budget of 0), a run to the end (FINISH,
