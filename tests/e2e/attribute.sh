@@ -19,12 +19,7 @@ PY=/usr/bin/python3
 tmux_setup attnscope-attribute
 . "$HERE/expect_lib.sh"
 
-if $PY -c 'import numpy' 2>/dev/null; then
-    if $PY "$HERE/attribute_ref.py" "$BIN" "$TMP" >"$TMP/ref.log" 2>&1; then ok; else bad "attribute_ref.py"; tail -20 "$TMP/ref.log"; fi
-    grep '^ok' "$TMP/ref.log" | tail -2
-else
-    bad "$PY with numpy is needed (make test-deps)"
-fi
+py_ref attribute_ref.py numpy && grep '^ok' "$TMP/attribute_ref.py.log" | tail -2
 
 G=$FIX/tiny-gpt2.gguf
 P='prompt "the cat sat on the mat"; metric 5 7'

@@ -34,12 +34,7 @@ PY=/usr/bin/python3
 tmux_setup attnscope-grad
 . "$HERE/expect_lib.sh"
 
-if $PY -c 'import numpy, torch' 2>/dev/null; then
-    if $PY "$HERE/grad_ref.py" "$BIN" "$TMP" >"$TMP/ref.log" 2>&1; then ok; else bad "grad_ref.py"; tail -30 "$TMP/ref.log"; fi
-    grep '^ok' "$TMP/ref.log" | tail -3
-else
-    bad "$PY with numpy and torch is needed (make test-deps)"
-fi
+py_ref grad_ref.py "numpy torch" && grep '^ok' "$TMP/grad_ref.py.log" | tail -3
 
 L=$MODELS/austen-llama.gguf
 G=$FIX/tiny-gpt2.gguf
@@ -93,14 +88,7 @@ expect "patch sweep refuses a metric at another position" 1 '' 'patch sweep read
 
 # the view's token strip (tmux, 120x35): the chips before and after `saliency`
 "$BIN" --no-tui -m "$G" -e 'prompt "the cat sat on the mat"; finish; metric logprob 5; saliency' > "$TMP/sal.txt" 2>&1
-cat > "$TMP/view.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state"
-"$BIN" -m "$G" --threads 1
-exec sleep 600
-EOF
-$T new-session -d -s sal -c "$TMP" -x 120 -y 35 "sh $TMP/view.sh"
-if wait_for sal '^attnscope>' 20; then
+if view_start sal "$G" 120 35; then
     typed sal 'set delay 0; prompt "the cat sat on the mat"; finish; view'
     keys sal Enter
     wait_for sal 'Tokens  6 prompt' 10
@@ -114,8 +102,6 @@ if wait_for sal '^attnscope>' 20; then
     if $PY "$HERE/grad_view.py" "$TMP/before" "$TMP/after" "$TMP/sal.txt"; then ok; else
         bad "the token strip after saliency: shading or underlines do not follow the table"; fi
     if grep -q 'shaded by |saliency|' "$TMP/before"; then bad "the token strip says it is shaded before saliency ran"; else ok; fi
-else
-    bad "the view did not start"
 fi
 
 echo "grad.sh: $pass passed, $fail failed"

@@ -20,12 +20,7 @@ PY=/usr/bin/python3
 tmux_setup attnscope-hooks
 . "$HERE/expect_lib.sh"
 
-if $PY -c 'import numpy' 2>/dev/null; then
-    if $PY "$HERE/hooks_ref.py" "$BIN" "$TMP" >"$TMP/ref.log" 2>&1; then ok; else bad "hooks_ref.py"; grep -v '^ok' "$TMP/ref.log" | tail -30; fi
-    grep -c '^ok' "$TMP/ref.log" | sed 's/^/hooks_ref.py: /; s/$/ checks passed/'
-else
-    bad "$PY with numpy is needed (make test-deps)"
-fi
+py_ref hooks_ref.py numpy && grep -c '^ok' "$TMP/hooks_ref.py.log" | sed 's/^/hooks_ref.py: /; s/$/ checks passed/'
 
 G=$MODELS/austen-gpt2.gguf
 expect "set lists the optional hooks, off by default" 0 '^attn-result = off$' '' -- -m "$G" -e 'set'
@@ -46,14 +41,7 @@ expect "steer at hook_mlp_in" 0 'steer by v.npy' '' \
     -- -m "$G" --in-hooks on -e "prompt \"the cat sat\"; finish; steer blocks.1.hook_mlp_in $TMP/v.npy scale=0.5; ablations; top 1"
 
 # the view: a rebuild under it (tmux, 120x35), then the new hooks in its command output
-cat > "$TMP/view.sh" <<EOF
-unset COLORTERM NO_COLOR
-export LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=$TERMINAL XDG_STATE_HOME="$TMP/state"
-"$BIN" -m "$G" --threads 1
-exec sleep 600
-EOF
-$T new-session -d -s hv -c "$TMP" -x 120 -y 35 "sh $TMP/view.sh"
-if wait_for hv '^attnscope>' 20; then
+if view_start hv "$G" 120 35; then
     typed hv 'set delay 0; prompt "the cat sat on the mat"; finish; view'
     keys hv Enter
     wait_for hv 'pass done' 10
@@ -67,8 +55,6 @@ if wait_for hv '^attnscope>' 20; then
     typed hv 'hooks blocks.3.hook_mlp_in'
     keys hv Enter
     if wait_for hv 'blocks.3.hook_mlp_in +\[8, 256\]' 10; then ok; else bad "the view after a rebuild: hooks does not show blocks.3.hook_mlp_in"; cat "$TMP/screen"; fi
-else
-    bad "the view did not start"
 fi
 
 echo "hooks.sh: $pass passed, $fail failed"

@@ -114,3 +114,15 @@ need_numpy() {
     export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
     $PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
 }
+
+# py_ref SCRIPT "MODULES": runs $PY $HERE/SCRIPT BIN TMP (a reference check
+# printing "ok ..." lines) into $TMP/SCRIPT.log: one pass, or one failure
+# with the log's other lines; a $PY without the MODULES (import names) is a
+# failure naming them.
+py_ref() {
+    if ! $PY -c "import $(echo "$2" | tr ' ' ',')" 2>/dev/null; then
+        bad "$PY with $2 is needed (make test-deps)"
+        return 1
+    fi
+    if $PY "$HERE/$1" "$BIN" "$TMP" >"$TMP/$1.log" 2>&1; then ok; else bad "$1"; grep -v '^ok' "$TMP/$1.log" | tail -30; fi
+}
