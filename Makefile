@@ -361,6 +361,9 @@ screenshot: $(PROG) $(BUILD)/ansi2png
 	  AS_TUI_MODEL=models/austen-llama.gguf sh tests/e2e/tui_screenshot.sh assets/screenshot-$$v.png || exit 1; done
 	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=120x35 VIEW=mla AS_TUI_MODEL=models/austen-moe.gguf \
 	  sh tests/e2e/tui_screenshot.sh assets/screenshot-mla.png
+	AS_BIN=$(abspath $(PROG)) ANSI2PNG=$(abspath $(BUILD)/ansi2png) SIZE=120x35 AS_TUI_MODEL=models/austen-gpt2.gguf \
+	  PROMPT='"When Mary and John went to the store, John gave a drink to"' GEN=1 CMDS='metric " Mary" " John"' KEY=G \
+	  sh tests/e2e/tui_screenshot.sh assets/screenshot-gradient.png
 
 $(BUILD)/ansi2png: ui/tools/ansi2png.c ui/palette.c $(BUILD)/config.mk
 	$(CC) -std=c11 -D_GNU_SOURCE -O2 $(WARN) $(PKG_CFLAGS) ui/tools/ansi2png.c ui/palette.c $(LIB_DEPS) -o $@

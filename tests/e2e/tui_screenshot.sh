@@ -27,6 +27,8 @@ GEN=${GEN:-6}
 ROUTE=${ROUTE:-}
 MATH=${MATH:-}
 VIEW=${VIEW:-}
+CMDS=${CMDS:-} # more commands after the prompt's (a metric, say)
+KEY=${KEY:-}   # a view key pressed last (G: the gradient page)
 SIZE=${SIZE:-160x48}
 COLS=${SIZE%x*}
 ROWS=${SIZE#*x}
@@ -81,7 +83,7 @@ if [ -n "$LESSON" ]; then
     sleep 0.5 # the step's commands have run when its box shows; let curses settle
     what="lesson $LESSON, step $STEP"
 else
-    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen $GEN; view layer $layer; view head $head; view pos last${MATH:+; view key $MATH; view math}${VIEW:+; view $VIEW}"
+    $T send-keys -t shot -l "set delay 0; prompt $PROMPT; gen $GEN; view layer $layer; view head $head; view pos last${MATH:+; view key $MATH; view math}${VIEW:+; view $VIEW}${CMDS:+; $CMDS}"
     $T send-keys -t shot Enter
     wait_for 'generated: '
     $T send-keys -t shot Escape
@@ -104,6 +106,11 @@ else
     if [ -n "$VIEW" ]; then
         sleep 0.5 # the view's pane is drawn with the others; let curses settle
         what="$what, view $VIEW"
+    fi
+    if [ -n "$KEY" ]; then
+        $T send-keys -t shot "$KEY"
+        sleep 1 # the key's page (a backward pass for G) is drawn
+        what="$what, key $KEY"
     fi
 fi
 $T capture-pane -p -e -t shot > "$TMP/screen.ans"
