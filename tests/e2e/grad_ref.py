@@ -499,9 +499,7 @@ def vit_forward(m, pixels, hooks, bump=None):
     """vit_fixtures.run_vit_hooks's computation (torchvision's modules,
     TransformerLens's hook names) with autograd on: logits [17, classes];
     bump (i, j, h) adds h to embed.hook_patch_embed[i, j]."""
-    import vit_fixtures as VF
-    c = VF.VIT_CFG
-    d, nh = c["d"], c["heads"]
+    d, nh = m.hidden_dim, m.encoder.layers[0].self_attention.num_heads
     dh = d // nh
     x = torch.tensor(pixels, dtype=torch.float64)[None]
 
@@ -604,6 +602,168 @@ def check_vit():
         if not err <= 1e-4:
             bad("%s finite difference at patch_embed[%d, %d]: %.6g, grad %.6g" % (name, i, j, num, g[i, j]))
     print("ok %s: central finite differences agree at 3 coordinates (worst %.1e of the largest |grad|)" % (name, worst))
+
+
+def check_bundled_ref():
+    """The bundled models against PyTorch autograd: each GGUF read back into
+    its reference class in float64 (models/recipes/gguf_import.py, the
+    exporters' inverse, the configuration from the file's metadata). First
+    the loader is proved: the reference's logits equal attnscope's `dump
+    unembed.hook_out` within 1e-4 of the largest |logit|. Then every hook's
+    `grad` for the four metric kinds within 1e-4 of the largest |gradient|
+    of that hook, as for the fixtures. A model not loaded is a failure
+    named with its reason, never a silent skip. Short prompts (5-10
+    tokens; vit-fashion one 28 x 28 image, its pixels prepared here)."""
+    import gguf_import as GI
+    M = os.path.join(ROOT, "models")
+    cases = [("austen-gpt2", ['prompt "It is a truth universally acknowledged"']),
+             ("austen-llama", ['prompt "It is a truth universally acknowledged"']),
+             ("induction", ['prompt "abcdeabcd"']),
+             ("austen-moe", ['prompt "It is a truth universally acknowledged"']),
+             ("austen-bert", ['prompt "she was very happy" "he said nothing"']),
+             ("de-en", ['source "Das Haus ist klein."', 'prompt "The house is"']),
+             ("vit-fashion", ["image " + os.path.join(ROOT, "assets", "fashion", "ankle-boot.png")])]
+    sel = [m for m in ONLY if m in dict(cases)]  # GRAD_REF_ONLY="austen-moe": that one alone
+    for name, inp in cases:
+        if sel and name not in sel:
+            continue
+        path = os.path.join(M, name + ".gguf")
+        try:
+            model, cfg, kv = GI.load(path)
+        except GI.Unsupported as e:
+            bad("%s: not loaded into the reference, so not checked against autograd: %s" % (name, e))
+            continue
+        arch = kv["general.architecture"]
+        V = cfg.vocab
+        if arch == "vit":
+            # the image prepared independently of attnscope (PIL, /255, (x - mean) / std, the file's):
+            # the logits check below proves it as it proves the loader
+            from PIL import Image
+            img = np.asarray(Image.open(inp[0].split(" ", 1)[1]).convert("L"), dtype=np.float64)
+            if img.shape != (cfg.image_size, cfg.image_size):
+                bad("%s: the test image is %s, not the model's %d x %d" % (name, img.shape, cfg.image_size,
+                                                                         cfg.image_size))
+                continue
+            pixels = ((img / 255.0 - cfg.mean[0]) / cfg.std[0])[None]
+            ids, lines = [0], inp + ["finish"]
+        else:
+            out = run(path, inp + ["tokens"])
+            rows = [l.split("\t") for l in out.splitlines() if l.count("\t") >= 3]
+            if arch == "transformer":
+                # `tokens` lists the source's then the target's, each numbered from 0
+                starts = [k for k, r in enumerate(rows) if r[0].strip() == "0"]
+                if len(starts) != 2:
+                    bad("%s: `tokens` does not list source and target" % name)
+                    continue
+                src = [int(r[1]) for r in rows[:starts[1]]]
+                ids = [int(r[1]) for r in rows[starts[1]:]]
+                lines = ["source-ids " + " ".join(map(str, src)), "prompt-ids " + " ".join(map(str, ids)), "finish"]
+            else:
+                ids = [int(r[1]) for r in rows]
+                lines = ["prompt-ids " + " ".join(map(str, ids)), "finish"]
+            types = None
+            if arch == "bert":
+                import re
+                m = re.search(r"a pair: (\d+) of type 0, (\d+) of type 1", out)
+                if not m:
+                    bad("%s: `tokens` does not say the pair's types" % name)
+                    continue
+                types = [0] * int(m.group(1)) + [1] * int(m.group(2))
+                lines = inp + ["finish"]
+            if len(ids) < 4:
+                bad("%s: no token ids from `tokens`" % name)
+                continue
+
+        def forward(hooks):
+            if arch == "vit":
+                return vit_forward(model, pixels, hooks)
+            it = torch.tensor([ids], dtype=torch.long)
+            if arch == "transformer":
+                return encdec_forward(model, torch.tensor([src]), it, hooks)[0]
+            if arch == "bert":
+                return model(it, torch.tensor([types], dtype=torch.long), hooks)[0][0]
+            return model(it, hooks)[0]
+        # the loader's proof: the logits
+        lf = os.path.join(WORK, name + ".ref.logits.npy")
+        run(path, lines + ["dump %s %s" % ("head.hook_out" if arch == "vit" else "unembed.hook_out", lf)])
+        with torch.no_grad():
+            want_l = forward({}).numpy()
+            if arch == "transformer":
+                direct = model(torch.tensor([src]), torch.tensor([ids]))[0].numpy()
+                if not np.abs(direct - want_l).max() <= 1e-10:
+                    bad("%s: the written-out forward's logits differ from reference.EncDec's" % name)
+        if not os.path.exists(lf):
+            bad("%s: no logits dumped" % name)
+            continue
+        got = np.load(lf).astype(np.float64).reshape(want_l.shape)
+        le = np.abs(got - want_l).max() / np.abs(want_l).max()
+        if not le <= TOL:
+            bad("%s: the loaded reference's logits differ from attnscope's by %.3g of the largest" % (name, le))
+            continue
+        hk = {}
+        R._rec = _rec_grad
+        try:
+            with torch.no_grad():
+                forward(hk)
+        finally:
+            R._rec = _orig_rec
+        names = [h for h in hk if not np.issubdtype(hk[h].numpy().dtype, np.integer)]
+        worst_all, skipped = 0.0, set()
+        kinds = metrics(ids, V)
+        if arch == "vit":  # a classifier: the classes at [CLS], as check_vit's
+            kinds = [("diff", "metric 3 5", lambda l: l[0, 3] - l[0, 5]),
+                     ("logprob", "metric logprob 3", lambda l: torch.log_softmax(l[0], -1)[3]),
+                     ("prob", "metric prob 5", lambda l: torch.softmax(l[0], -1)[5]),
+                     ("logit", "metric logit 3", lambda l: l[0, 3])]
+        for kind, cmd, fn in kinds:
+            glines = lines + [cmd]
+            for h in names:
+                glines.append("grad %s %s" % (h, os.path.join(WORK, "%s.ref.%s.%s.npy" % (name, kind, h))))
+            run(path, glines)
+            hooks = {}
+            R._rec = _rec_grad
+            try:
+                fn(forward(hooks)).backward()
+            finally:
+                R._rec = _orig_rec
+            worst = 0.0
+            for h in names:
+                f = os.path.join(WORK, "%s.ref.%s.%s.npy" % (name, kind, h))
+                if not os.path.exists(f):
+                    bad("%s %s: no %s written" % (name, kind, h))
+                    continue
+                a = np.load(f).astype(np.float64)
+                g = hooks[h].grad
+                if g is None and h.endswith("hook_pos_embed"):
+                    # a constant in the reference (de-en's sinusoidal positions) added to the
+                    # embedding: its gradient is the sum's, the first block's resid_pre
+                    pre = h.replace("hook_pos_embed", "0.hook_resid_pre") if h != "hook_pos_embed" \
+                        else "blocks.0.hook_resid_pre"
+                    g = hooks[pre].grad if pre in hooks else None
+                    skipped.add("%s (as %s)" % (h, pre))
+                if g is None:
+                    # off the path to the metric in torch (austen-bert's pooler.hook_out: the
+                    # masked-LM logits do not read it): the gradient there is zero
+                    g = torch.zeros_like(hooks[h])
+                    skipped.add("%s (zero)" % h)
+                t = g.numpy() if arch == "vit" else g[0].numpy()  # vit_forward's hooks are unbatched
+                if a.size != t.size:
+                    bad("%s %s %s: shape %s, torch %s" % (name, kind, h, a.shape, t.shape))
+                    continue
+                a = a.reshape(t.shape)
+                if h.endswith("hook_attn_scores") and arch != "vit":
+                    t = np.where(np.isfinite(hooks[h][0].detach().numpy()), t, 0.0)
+                scale = np.abs(t).max()
+                err = np.abs(a - t).max() / scale if scale > 0 else np.abs(a).max()
+                worst = max(worst, err)
+                if not err <= TOL:
+                    bad("%s %s d/d %s: max error %.3g relative to the largest |grad| %.3g" % (name, kind, h, err,
+                                                                                             scale))
+            worst_all = max(worst_all, worst)
+            print("ok %s %s: %d hooks against autograd, worst relative error %.2e" % (name, kind, len(names), worst))
+        print("ok %s: loaded into reference (%s), logits %.2e of the largest; every hook's grad (%d hooks; "
+              "without a torch gradient of their own: %s) worst %.2e" % (
+                  name, type(model).__name__, le, len(names), ", ".join(sorted(skipped)) or "none", worst_all))
 
 
 def check_bundled():
@@ -762,7 +922,10 @@ for which in ("tiny-transformer", "tiny-transformer-sep", "tiny-t5", "tiny-t5-re
 # a classifier: torchvision's ViT, the metric at a class on [CLS]
 if want("tiny-vit"):
     check_vit()
-# the bundled models
+# the bundled models: read back into the reference (every hook against
+# autograd), then finite differences of attnscope's own forward
+if want("bundled") or want("bundled-ref") or any(m.startswith(("austen", "de-", "induction", "vit-")) for m in ONLY):
+    check_bundled_ref()
 if want("bundled"):
     check_bundled()
 print("grad_ref: %d failures" % len(fails))
