@@ -13,7 +13,12 @@ so that a transpose that torch and attnscope share would still be caught,
 and `ablate 0.1 zero` on gpt2 and llama against torch with that head cut
 (the gradient stops where an intervention sets values); BERT (a sentence
 pair's token types, bidirectional, Post-LN, the masked-LM head) for every
-metric kind.
+metric kind. The bundled models (models/*.gguf) the same way, each read
+back into its reference class by models/recipes/gguf_import.py, after
+the loaded model's logits are checked against attnscope's dump
+(check_bundled_ref), and against finite differences of attnscope's own
+steered forward (check_bundled).
+GRAD_REF_ONLY="tiny-gpt2 austen-moe bundled-ref bundled" runs only those.
 
 usage: grad_ref.py ATTNSCOPE_BINARY WORKDIR"""
 import json
@@ -774,8 +779,7 @@ def check_bundled():
     derivative is then |g[P]|: a wrong VJP would not give its own norm)
     and along two random unit vectors. The forward is float32 and the metric
     printed to 1e-6: h = 3e-3, agreement within 1% of |g[P]| (2% for de-en's
-    ReLUs). (The
-    reference-model check is on the fixtures of the same architectures.)"""
+    ReLUs). (Their check against autograd is check_bundled_ref's.)"""
     M = os.path.join(ROOT, "models")
     prompt = 'prompt "It is a truth universally acknowledged, that a single man"'
     cases = [
