@@ -250,6 +250,7 @@ e2e: $(PROG) test-deps
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/positions.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/circuits.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/ondemand.sh
+	AS_BIN=$(abspath $(PROG)) sh tests/e2e/chunked.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/golden_positions.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/lessons.sh
 	AS_BIN=$(abspath $(PROG)) sh tests/e2e/lesson_claims.sh

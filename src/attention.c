@@ -20,6 +20,7 @@
  * among the threads. */
 #include <cblas.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attnscope/attention_row.h"
@@ -116,9 +117,44 @@ static int span_tasks(const as_interp *it, const as_attn *a)
     return T < a->n_head ? T : a->n_head;
 }
 
+/* A block of rows, dense (AS_ATTN_BLOCK x keys), and one row of scores. */
 size_t as_attn_tmp_floats(const as_interp *it, const as_attn *a)
 {
-    return (size_t)it->st[a->q_stream].n * (size_t)attn_keys(it, a);
+    int n = it->st[a->q_stream].n;
+    return (size_t)((n < AS_ATTN_BLOCK ? n : AS_ATTN_BLOCK) + 1) * (size_t)attn_keys(it, a);
+}
+
+/* The site's scores and pattern hooks (its softmax op's input and output). */
+static void site_hooks(const as_program *p, int attn, int *scores, int *pattern)
+{
+    *scores = *pattern = -1;
+    for (int o = 0; o < p->n_ops; o++)
+        if (p->ops[o].kind == AS_OP_SOFTMAX && p->ops[o].attn == attn)
+            *scores = p->ops[o].in[0], *pattern = p->ops[o].out;
+}
+
+static bool has_rule(const as_interp *it, int hook)
+{
+    for (int k = 0; k < it->n_rules; k++)
+        if (it->rules[k].hook == hook)
+            return true;
+    return false;
+}
+
+void as_attn_plan(as_interp *it)
+{
+    const as_program *p = it->prog;
+    const char *force = getenv("AS_TEST_ATTN_FUSED");
+    bool forced = force && !strcmp(force, "1");
+    for (int a = 0; a < p->n_attn; a++) {
+        const as_attn *at = &p->attn[a];
+        int n = it->st[at->q_stream].n, sc, pat;
+        site_hooks(p, a, &sc, &pat);
+        size_t rows = (size_t)(2 * at->n_head + as_pool_size(it->pool)) * (size_t)n * (size_t)attn_keys(it, at);
+        it->fused[a] = n > 1 && at->bias < 0 && sc >= 0 && pat >= 0 && !as_capture_stored(it->cap, sc) &&
+                       !as_capture_stored(it->cap, pat) && !has_rule(it, sc) && !has_rule(it, pat) &&
+                       (forced || rows * sizeof(float) > AS_ATTN_WORK_BYTES);
+    }
 }
 
 /* Scores of a span for task t's heads: each row by as_attn_score_row (the
@@ -150,6 +186,8 @@ void as_attn_scores(as_interp *it, const as_op *op)
     const as_attn *a = site(it, op);
     int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
     attn_job j = {it, op};
+    if (it->fused[op->attn])
+        return; /* the mix computes them, a block at a time */
     if (n == 1) {
         bool big = (long)keys * a->d_qk * a->n_head >= 8192;
         int len = attn_row_len(it, a, 0);
@@ -170,6 +208,8 @@ void as_attn_softmax(as_interp *it, const as_op *op)
     const as_attn *a = site(it, op);
     int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
     bool dense = n > 1 && !as_capture_stored(it->cap, op->out);
+    if (it->fused[op->attn])
+        return;
     for (int h = 0; h < a->n_head; h++)
         for (int i = 0; i < n; i++) {
             int len = attn_row_len(it, a, i);
@@ -180,16 +220,39 @@ void as_attn_softmax(as_interp *it, const as_op *op)
         }
 }
 
-/* A span's pattern for head h as a dense (n_q, keys) matrix, zeros past
- * each row's keys: uncaptured patterns are stored so (as_attn_softmax
- * zeroes their tails), captured rows are gathered into tmp. */
-static const float *dense_pattern(as_interp *it, const as_attn *a, int hook, int h, float *tmp)
+/* Rows [i0, i0 + m) of a span's pattern for head h as a dense (m, keys)
+ * matrix, zeros past each row's keys: uncaptured patterns are stored so
+ * (as_attn_softmax zeroes their tails), captured rows are gathered into
+ * tmp, and a fused site's are computed there: each row's scores by
+ * as_attn_score_row into tmp's last row, then their softmax, as the
+ * scores and softmax ops would (the same calls, so the same bits). */
+static const float *dense_pattern(as_interp *it, const as_op *mix, int h, int i0, int m, float *tmp)
 {
-    int n = it->st[a->q_stream].n, keys = attn_keys(it, a);
+    const as_attn *a = site(it, mix);
+    int hook = mix->in[0], keys = attn_keys(it, a);
+    if (it->fused[mix->attn]) {
+        const as_op *sc = NULL;
+        for (int o = 0; o < it->prog->n_ops && !sc; o++)
+            if (it->prog->ops[o].kind == AS_OP_SCORES && it->prog->ops[o].attn == mix->attn)
+                sc = &it->prog->ops[o];
+        int Hk = a->n_head_kv, d = a->d_qk, p0 = it->st[a->q_stream].p0;
+        size_t k_stride = (size_t)it->prog->hooks[sc->in[1]].width;
+        const float *k = kv_row(it, sc->in[1], 0) + (h / (a->n_head / Hk)) * d;
+        int n = it->st[a->q_stream].n;
+        float *row = tmp + (size_t)(n < AS_ATTN_BLOCK ? n : AS_ATTN_BLOCK) * keys; /* as_attn_tmp_floats' last */
+        for (int i = i0; i < i0 + m; i++) {
+            float *dst = tmp + (size_t)(i - i0) * keys;
+            int len = attn_row_len(it, a, i);
+            as_attn_score_row(a, span_row(it, sc->in[0], i) + h * d, k, k_stride, p0 + i, len, NULL, row);
+            as_softmax(row, dst, len);
+            memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
+        }
+        return tmp;
+    }
     if (!as_capture_stored(it->cap, hook))
-        return as_interp_attn_row(it, hook, h, 0);
-    for (int i = 0; i < n; i++) {
-        float *dst = tmp + (size_t)i * keys;
+        return as_interp_attn_row(it, hook, h, i0);
+    for (int i = i0; i < i0 + m; i++) {
+        float *dst = tmp + (size_t)(i - i0) * keys;
         int len = attn_row_len(it, a, i);
         memcpy(dst, as_interp_attn_row(it, hook, h, i), (size_t)len * sizeof *dst);
         memset(dst + len, 0, (size_t)(keys - len) * sizeof *dst);
@@ -197,7 +260,11 @@ static const float *dense_pattern(as_interp *it, const as_attn *a, int hook, int
     return tmp;
 }
 
-/* z of a span for task t's heads: pattern · v, one sgemm per head. */
+/* z of a span for task t's heads: pattern · v, one sgemm per head and
+ * block of AS_ATTN_BLOCK rows (blocks whatever the site's storage: an
+ * sgemm's output depends on the shape of its call, so a fused site's
+ * blocks give the unfused pass's bits only if that one's calls are the
+ * same blocks). */
 static void span_mix_task(void *ctx, int t)
 {
     const attn_job *j = ctx;
@@ -208,10 +275,13 @@ static void span_mix_task(void *ctx, int t)
     float *tmp = it->tmp + (size_t)t * as_attn_tmp_floats(it, a);
     for (int h = H * t / T; h < H * (t + 1) / T; h++) {
         const float *v = kv_row(it, j->op->in[1], 0) + (h / (H / Hk)) * dv;
-        /* (n_q, keys) · (keys, d_v) → (n_q, d_v), head h's slice of z */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dv, keys, 1.0f,
-                    dense_pattern(it, a, j->op->in[0], h, tmp), keys, v, Hk * dv, 0.0f,
-                    span_row(it, j->op->out, 0) + h * dv, H * dv);
+        for (int i0 = 0; i0 < n; i0 += AS_ATTN_BLOCK) {
+            int m = n - i0 < AS_ATTN_BLOCK ? n - i0 : AS_ATTN_BLOCK;
+            /* (m, keys) · (keys, d_v) → (m, d_v), head h's slice of z's rows */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, dv, keys, 1.0f,
+                        dense_pattern(it, j->op, h, i0, m, tmp), keys, v, Hk * dv, 0.0f,
+                        span_row(it, j->op->out, i0) + h * dv, H * dv);
+        }
     }
 }
 

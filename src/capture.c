@@ -237,6 +237,22 @@ static void capfile_release(struct as_capfile *f, float *p, size_t bytes)
 #endif
 }
 
+void as_capture_rows_done(as_capture *c, int hook, int from, int to)
+{
+    if (hook < 0 || !c->file || !c->in_file[hook] || !c->store[hook] || c->prog->hooks[hook].is_attn || to <= from)
+        return;
+    const as_hook *hk = &c->prog->hooks[hook];
+    size_t pg = page_bytes();
+    uintptr_t a = (uintptr_t)(c->store[hook] + (size_t)from * (size_t)hk->width) & ~(uintptr_t)(pg - 1);
+    uintptr_t b = (uintptr_t)(c->store[hook] + (size_t)to * (size_t)hk->width);
+    b = (b + pg - 1) & ~(uintptr_t)(pg - 1);
+    /* a shared file mapping: the pages leave this process (its RSS), their
+     * contents stay in the page cache to be written back; a later read
+     * maps them again */
+    if (b > a)
+        (void)madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 /* Storage for hook i of `bytes` zeros: in the capture file when there is
  * one (a failure there is said once in c->file_note and the capture goes
  * on in RAM), else calloc'd. */
@@ -770,7 +786,10 @@ int as_capture_prepare(as_capture *c, const int *ends, as_error *err)
         int n_ctx = c->capacity[h->stream];
         int to = want >= (double)n_ctx ? n_ctx : (int)want;
         int from = c->committed[i];
-        if (h->is_attn)
+        if (c->in_file[i])
+            ; /* the file's blocks are reserved already (posix_fallocate); its pages faulted in
+               * here would only count in the process's RSS (as_capture_rows_done) */
+        else if (h->is_attn)
             for (int head = 0; head < h->width; head++)
                 populate(c->store[i], as_capture_attn_offset(c, i, head, from), as_capture_attn_offset(c, i, head, to));
         else

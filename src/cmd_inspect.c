@@ -289,6 +289,11 @@ int as_cmd_info(cmd_ctx *c)
     fprintf(c->s->out, "patterns: %s; at the context's %d position%s: %s (capture holds %zu bytes)\n",
             as_patterns_describe(), in_use, in_use == 1 ? "" : "s",
             as_capture_plan_on_demand(cap, pos) ? "computed on demand" : "stored", cap->used);
+    /* the interpreter's own buffers, outside the capture: a long prompt's attention runs a block of query
+     * rows at a time so that they grow linearly with it (interp.h's AS_ATTN_WORK_BYTES) */
+    fprintf(c->s->out, "working memory: %zu bytes (the interpreter's buffers outside the capture; attention whose "
+            "scores and patterns are not kept runs %d query rows at a time past %zu MB of them)\n",
+            as_interp_work_bytes(it), AS_ATTN_BLOCK, AS_ATTN_WORK_BYTES >> 20);
     /* MLA's cache (the latent and the shared rotary key) against a plain multi-head and a grouped-query
      * one of the same heads, values a position (as_view_site_cache: the program's hooks' widths; `view
      * mla` shows the same) */

@@ -41,7 +41,8 @@ int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_erro
     it->passes = calloc((size_t)it->cap_passes, sizeof *it->passes);
     it->brk = calloc((size_t)p->n_hooks, sizeof *it->brk);
     it->span = calloc((size_t)p->n_hooks, sizeof *it->span);
-    if (!ok || !it->passes || !it->brk || !it->span) {
+    it->fused = calloc((size_t)p->n_attn + 1, sizeof *it->fused);
+    if (!ok || !it->passes || !it->brk || !it->span || !it->fused) {
         as_interp_free(it);
         return as_error_set(err, "out of memory");
     }
@@ -67,6 +68,7 @@ void as_interp_free(as_interp *it)
     as_interp_clear_rules(it, false);
     free(it->rules);
     free(it->span);
+    free(it->fused);
     free(it->brk);
     free(it->passes);
     free(it);
@@ -264,8 +266,11 @@ static int setup_span(as_interp *it, as_error *err)
 {
     const as_program *p = it->prog;
     size_t rope = 0, tmp = 0, patches = 0;
+    as_attn_plan(it);
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
+        if (hk->is_attn && it->fused[hk->attn]) /* computed a block of rows at a time by the mix */
+            continue;
         if (!as_capture_stored(it->cap, h) &&
             ensure(&it->scratch[hk->stream][hk->kind], &it->scratch_cap[hk->stream][hk->kind], span_floats(it, hk),
                    err))
@@ -274,7 +279,9 @@ static int setup_span(as_interp *it, as_error *err)
     for (int h = 0; h < p->n_hooks; h++) {
         const as_hook *hk = &p->hooks[h];
         const as_stream_state *st = &it->st[hk->stream];
-        if (as_capture_stored(it->cap, h))
+        if (hk->is_attn && it->fused[hk->attn])
+            it->span[h] = NULL; /* no rows: nothing may read them (as_attn_plan's conditions) */
+        else if (as_capture_stored(it->cap, h))
             it->span[h] = hk->is_attn ? it->cap->store[h] : it->cap->store[h] + (size_t)st->p0 * (size_t)hk->width;
         else
             it->span[h] = it->scratch[hk->stream][hk->kind];
@@ -296,7 +303,7 @@ static int setup_span(as_interp *it, as_error *err)
     }
     if (ensure(&it->rope, &it->rope_cap, rope, err))
         return AS_ERR;
-    /* One (n_q, keys) matrix per task of a span's attention ops; or the
+    /* One block of a span's attention rows per task (attention.c); or the
      * span's flattened patches; or a relative position bias's table. */
     tmp *= (size_t)as_pool_size(it->pool);
     return ensure(&it->tmp, &it->tmp_cap, tmp > patches ? tmp : patches, err);
@@ -392,6 +399,15 @@ static bool run_op(as_interp *it)
     as_interp_check_finite(it, op);
     if (as_capture_has(it->cap, op->out))
         it->cap->filled[op->out] = st->p0 + st->n;
+    if (st->n >= AS_CAPFILE_DROP_ROWS) {
+        /* its rows, and every row so far of what it read (a KV cache's too) */
+        as_capture_rows_done(it->cap, op->out, st->p0, st->p0 + st->n);
+        for (int k = 0; k < 3; k++)
+            if (op->in[k] >= 0) {
+                const as_stream_state *in = span_of(it, op->in[k]);
+                as_capture_rows_done(it->cap, op->in[k], 0, in->p0 + in->n);
+            }
+    }
     it->pc++;
     skip_idle(it);
     return fired;
@@ -461,6 +477,15 @@ static int start_pass(as_interp *it, as_run_mode mode, bool *started, as_error *
         return AS_ERR;
     *started = true;
     return AS_OK;
+}
+
+size_t as_interp_work_bytes(const as_interp *it)
+{
+    size_t n = it->tmp_cap + it->rope_cap;
+    for (int s = 0; s < AS_MAX_STREAMS; s++)
+        for (int k = 0; k < AS_HK_COUNT; k++)
+            n += it->scratch_cap[s][k];
+    return n * sizeof(float);
 }
 
 int as_interp_refresh(as_interp *it, int *positions, as_error *err)

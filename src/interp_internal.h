@@ -56,5 +56,8 @@ void as_attn_softmax(as_interp *it, const as_op *op);
 void as_attn_mix(as_interp *it, const as_op *op);
 /* Floats of working memory the site's span work needs per pool task. */
 size_t as_attn_tmp_floats(const as_interp *it, const as_attn *a);
+/* Decides which sites this pass fuses (it->fused; interp.h's
+ * AS_ATTN_WORK_BYTES); called as a pass is entered. */
+void as_attn_plan(as_interp *it);
 
 #endif

@@ -31,7 +31,7 @@ void as_interp_check_finite(as_interp *it, const as_op *op)
 {
     const as_hook *hk = &it->prog->hooks[op->out];
     const as_stream_state *st = &it->st[hk->stream];
-    if (it->nonfinite.found)
+    if (it->nonfinite.found || !it->span[op->out]) /* a fused site's rows: none kept (a NaN shows in z) */
         return;
     int first = op->last_row_only && !as_capture_stored(it->cap, op->out) ? st->n - 1 : 0;
     for (int i = first; i < st->n; i++) {

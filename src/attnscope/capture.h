@@ -91,6 +91,15 @@ size_t as_capture_file_bytes(const as_capture *c);     /* the file's bytes in us
  * logits of one token span dozens of pages). Only a hint: without kernel
  * support (MADV_POPULATE_WRITE, Linux 5.14) the pages fault in as before. */
 int as_capture_prepare(as_capture *c, const int *ends, as_error *err); /* per stream */
+/* An op of a span of at least AS_CAPFILE_DROP_ROWS positions (a prompt's,
+ * not a decoded token's) has written or read rows [from, to) of hook:
+ * when they are in the capture file, their pages leave the process's
+ * memory (the page cache keeps them, and writes them back), so a long
+ * prompt captured to a file keeps its RSS near the weights and working
+ * memory, not the file's size; a later read maps them again (interp.c's
+ * run_op calls it for each op's output and inputs). */
+#define AS_CAPFILE_DROP_ROWS 16
+void as_capture_rows_done(as_capture *c, int hook, int from, int to);
 
 /* What the budget would keep at pos[stream] positions, in the words of
  * `dropped` ("" when everything): before a prompt is run. */

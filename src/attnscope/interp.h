@@ -116,7 +116,8 @@ typedef struct as_interp {
      * same kind). */
     float *scratch[AS_MAX_STREAMS][AS_HK_COUNT];
     size_t scratch_cap[AS_MAX_STREAMS][AS_HK_COUNT];
-    float **span;      /* per hook: row 0 of the current span */
+    float **span;      /* per hook: row 0 of the current span (NULL: a fused site's scores and pattern) */
+    bool *fused;       /* per attention site: fused in this pass (AS_ATTN_WORK_BYTES) */
     float *tmp;        /* attention work area */
     size_t tmp_cap;
     struct as_pool *pool; /* threads for one-position work, sized by as_get_threads() */
@@ -150,6 +151,25 @@ typedef struct as_interp {
  * the tests hold equal to one pass. Stepping (STEP, NEXT) and any capture
  * keep the whole prompt in one pass. */
 #define AS_PROMPT_CHUNK 64
+
+/* A span's attention site whose scores and patterns have no storage in the
+ * capture (computed on demand, or dropped) and no rule reading them is
+ * "fused" when their rows for the whole span (heads x n x keys floats,
+ * twice, plus the threads' work rows) would pass this many bytes: its
+ * scores and softmax ops compute nothing, and its mix computes each head's
+ * rows a block of AS_ATTN_BLOCK at a time (the scores, the softmax, then
+ * the block's share of z), so the working memory grows as threads x block
+ * x keys, linearly with the prompt. The values are the unfused pass's bit
+ * for bit: the same row function, and the mix's sgemm in the same blocks
+ * either way. AS_TEST_ATTN_FUSED=1 in the environment fuses every site that
+ * can be (for the tests, whose fixtures are far below the bound). */
+#define AS_ATTN_WORK_BYTES ((size_t)256 << 20)
+#define AS_ATTN_BLOCK 64
+
+/* Bytes of the interpreter's working buffers (for the hooks the capture
+ * does not keep, the attention's work area, the rotary angles): what
+ * `info` reports as its working memory. */
+size_t as_interp_work_bytes(const as_interp *it);
 
 int as_interp_new(as_interp **out, const as_program *p, as_capture *cap, as_error *err);
 void as_interp_free(as_interp *it);

@@ -1,7 +1,7 @@
 /* make bench: times attnscope against the peers people would use instead,
  * side by side, in one run, on random-weight models of fixed shapes.
  *
- *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME|kernels|grad] [--out FILE.md]
+ *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME|kernels|grad|longctx] [--out FILE.md]
  *
  * Peers are optional and found through the environment:
  *   BENCH_RUNC        llama2.c's run.c, built (gcc -Ofast -march=native -fopenmp run.c -lm)
@@ -693,6 +693,77 @@ static int parse(int argc, char **argv, opts *o)
     return 0;
 }
 
+/* ---------------------------------------------------------------- a long context */
+
+/* Issue #35's target: an 8,192-token prompt on stories110M's shape with a
+ * context of 8,192 (random weights), everything captured to a capture
+ * file with the patterns computed on demand, against the same prompt with
+ * capture off: peak RSS at most the weights + 1 GB, time at most 1.5x.
+ * One run of each (a run takes minutes); the attnscope binary beside the
+ * bench's directory (BUILD/attnscope), or BENCH_ATTNSCOPE. BENCH_LONG_TOKENS
+ * sets a shorter prompt (4096 on a slow machine). */
+static double long_ratio, long_rss_mb, long_weights_mb;
+static char *long_md;
+
+static int long_job(const opts *o, const char *bin, const char *gguf, const char *ids, bool capture, child *c)
+{
+    static char cmds[160000], threads[16], capfile[1100];
+    snprintf(threads, sizeof threads, "%d", o->threads);
+    snprintf(capfile, sizeof capfile, "%s/longctx.capture", o->dir);
+    snprintf(cmds, sizeof cmds, "prompt-ids %s; finish; info", ids);
+    char *on[] = {(char *)bin, "-m", (char *)gguf, "--no-tui", "--threads", threads, "--patterns", "on-demand",
+                  "--capture-mb", FULL_CAPTURE_MB, "--capture-file", capfile, "-e", cmds, NULL};
+    char *off[] = {(char *)bin, "-m", (char *)gguf, "--no-tui", "--threads", threads, "--capture-mb", "0", "-e",
+                   cmds, NULL};
+    unlink(capfile);
+    int rc = run_child(capture ? on : off, NULL, c);
+    unlink(capfile);
+    return rc;
+}
+
+static int bench_long(FILE *f, const opts *o)
+{
+    static const bench_llama_shape shape = {"stories110M-8k", 768, 2048, 12, 12, 32000, 8192, 12, false};
+    const char *env_n = getenv("BENCH_LONG_TOKENS");
+    int n = env_n && atoi(env_n) > 1 && atoi(env_n) <= 8192 ? atoi(env_n) : 8192;
+    char bin[1100], gguf[1100];
+    const char *env_bin = getenv("BENCH_ATTNSCOPE");
+    if (env_bin)
+        snprintf(bin, sizeof bin, "%s", env_bin);
+    else
+        snprintf(bin, sizeof bin, "%s/../attnscope", o->dir);
+    if (access(bin, X_OK))
+        return fprintf(stderr, "bench longctx: no attnscope binary at %s (BENCH_ATTNSCOPE)\n", bin), -1;
+    if (bench_make_llama(o->dir, &shape))
+        return -1;
+    snprintf(gguf, sizeof gguf, "%s/%s.gguf", o->dir, shape.name);
+    static char ids[8192 * 7];
+    size_t k = 0;
+    for (int i = 0; i < n; i++) /* BOS, then ids cycling over the vocabulary's first thousands */
+        k += (size_t)snprintf(ids + k, sizeof ids - k, i ? " %d" : "%d", i ? 3 + (i * 7919) % 31000 : 1);
+    static child on, off;
+    fprintf(stderr, "bench: longctx, %d tokens, capture file\n", n);
+    if (long_job(o, bin, gguf, ids, true, &on))
+        return fprintf(stderr, "bench longctx (capture file): %.400s\n", on.out), -1;
+    fprintf(stderr, "bench: longctx, %d tokens, capture off\n", n);
+    if (long_job(o, bin, gguf, ids, false, &off))
+        return fprintf(stderr, "bench longctx (capture off): %.400s\n", off.out), -1;
+    long_weights_mb = file_bytes(gguf) / (1 << 20);
+    long_rss_mb = (double)on.rss_kb / 1024;
+    long_ratio = (double)on.wall_ns / (double)off.wall_ns;
+    char work[200] = "", capf[300] = "";
+    get_line(on.out, "working memory:", work, sizeof work);
+    get_line(on.out, "capture file:", capf, sizeof capf);
+    fprintf(f, "\n### A long context (stories110M's shape, context 8192, a %d-token prompt)\n\n"
+               "The prompt's pass with every hook captured to a capture file and the patterns computed on demand, "
+               "against the same prompt with capture off; one run each.\n\n"
+               "| run | wall s | peak RSS MB |\n|---|---:|---:|\n| capture file, on demand | %.1f | %.0f |\n"
+               "| capture off | %.1f | %.0f |\n\nWeights (the GGUF): %.0f MB. Capture file run: %s; %s\n",
+            n, (double)on.wall_ns * 1e-9, long_rss_mb, (double)off.wall_ns * 1e-9, (double)off.rss_kb / 1024,
+            long_weights_mb, work[0] ? work : "(no working memory line)", capf[0] ? capf : "(no capture file line)");
+    return 0;
+}
+
 static void report(FILE *f, const opts *o, model *ms, int n, const char *kernels, const char *grad)
 {
     machine(f, o);
@@ -700,6 +771,13 @@ static void report(FILE *f, const opts *o, model *ms, int n, const char *kernels
         fputs(kernels, f);
     if (grad)
         fputs(grad, f);
+    if (long_ratio > 0) {
+        fputs(long_md ? long_md : "", f);
+        fputs("\n| target | got | want | |\n|---|---:|---:|---|\n", f);
+        target(f, "long context: peak RSS, capture file, minus the weights (MB)", long_rss_mb - long_weights_mb,
+               1024, true);
+        target(f, "long context: time, capture file / capture off", long_ratio, 1.5, true);
+    }
     for (int i = 0; i < n; i++) {
         print_table(f, &ms[i]);
         print_agreement(f, &ms[i]);
@@ -713,7 +791,7 @@ int main(int argc, char **argv)
         return bench_worker(argc - 1, argv + 1);
     static opts o;
     if (parse(argc, argv, &o))
-        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels|grad] "
+        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels|grad|longctx] "
                                "[--out FILE.md] [--activations native|f32]\n",
                        MAX_RUNS), 2;
     mkdir(o.dir, 0755);
@@ -748,6 +826,15 @@ int main(int argc, char **argv)
         FILE *k = open_memstream(&grad_md, &grad_len);
         if (!k || bench_make_llama(o.dir, &shapes[1]) || bench_grad(k, gguf, o.threads, o.runs, &grad_ratio))
             fprintf(stderr, "bench: the backward pass's part failed\n");
+        if (k)
+            fclose(k);
+    }
+    /* issue #35's long context: an 8,192-token prompt captured to a file */
+    if (!o.only || !strcmp(o.only, "longctx")) {
+        size_t len = 0;
+        FILE *k = open_memstream(&long_md, &len);
+        if (!k || bench_long(k, &o))
+            fprintf(stderr, "bench: the long context's part failed\n");
         if (k)
             fclose(k);
     }

@@ -82,8 +82,8 @@ for m in "$FIXTURES"/*.gguf "$MODELS"/*.gguf; do
         pass=$((pass + 1))
     fi
     # the instruments' text (info's lines on the capture aside)
-    grep -v '^patterns:\|^capture' "$TMP/$name.stored.txt" | sed "s|$TMP/$name.stored|DIR|g" > "$TMP/a.txt"
-    grep -v '^patterns:\|^capture' "$TMP/$name.on-demand.txt" | sed "s|$TMP/$name.on-demand|DIR|g" > "$TMP/b.txt"
+    grep -v '^patterns:\|^capture\|^working memory' "$TMP/$name.stored.txt" | sed "s|$TMP/$name.stored|DIR|g" > "$TMP/a.txt"
+    grep -v '^patterns:\|^capture\|^working memory' "$TMP/$name.on-demand.txt" | sed "s|$TMP/$name.on-demand|DIR|g" > "$TMP/b.txt"
     if ! cmp -s "$TMP/a.txt" "$TMP/b.txt"; then
         bad "$name: heads/zoom/info differ on demand: $(diff "$TMP/a.txt" "$TMP/b.txt" | head -5)"
     else
