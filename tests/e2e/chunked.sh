@@ -32,6 +32,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-chunked.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT INT TERM
 pass=0 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$HERE/npy_lib.sh"
 
 M=$TMP/tiny-llama-2048.gguf
 python3 - "$FIXTURES/tiny-llama.gguf" "$M" <<'EOF'
@@ -56,12 +57,7 @@ if grep -q "Sanitizer\|runtime error\|error" "$TMP"/*.err; then
     bad "a run failed: $(cat "$TMP"/*.err | head -3)"
 fi
 same() { # label dir-a dir-b
-    n=0 differ=""
-    for f in "$2"/*.npy; do
-        n=$((n + 1))
-        cmp -s "$f" "$3/$(basename "$f")" || differ="$differ $(basename "$f")"
-    done
-    npat=$(ls "$2" | grep -c 'hook_pattern\.npy$')
+    npy_differ "$2" "$3"
     if [ "$n" -lt 30 ] || [ "$npat" -ne 2 ]; then
         bad "$1: too few arrays dumped ($n, $npat patterns)"
     elif [ -n "$differ" ]; then

@@ -29,6 +29,7 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/attnscope-ondemand.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT INT TERM
 pass=0 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$HERE/npy_lib.sh"
 
 # the context a model takes: decoders a prompt of ids and three tokens
 # decoded one at a time, encoder-decoders a source and a target, ViT an image
@@ -68,12 +69,7 @@ for m in "$FIXTURES"/*.gguf "$MODELS"/*.gguf; do
         bad "$name: the stored run failed: $(head -c 300 "$TMP/$name.stored.err")"
         continue
     fi
-    n=0 differ=""
-    for f in "$TMP/$name.stored"/*.npy; do
-        n=$((n + 1))
-        cmp -s "$f" "$TMP/$name.on-demand/$(basename "$f")" || differ="$differ $(basename "$f")"
-    done
-    npat=$(ls "$TMP/$name.stored" | grep -c 'hook_pattern\.npy$')
+    npy_differ "$TMP/$name.stored" "$TMP/$name.on-demand"
     if [ "$n" -eq 0 ] || [ "$npat" -eq 0 ]; then
         bad "$name: no arrays dumped ($n, $npat patterns)"
     elif [ -n "$differ" ]; then
