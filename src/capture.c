@@ -809,6 +809,11 @@ bool as_capture_stored(const as_capture *c, int hook)
     return hook >= 0 && hook < c->prog->n_hooks && c->store[hook] != NULL;
 }
 
+bool as_capture_in_file(const as_capture *c, int hook)
+{
+    return as_capture_stored(c, hook) && c->file && c->in_file[hook];
+}
+
 bool as_capture_on_demand(const as_capture *c, int hook)
 {
     return hook >= 0 && hook < c->prog->n_hooks && c->ondemand[hook];

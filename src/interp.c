@@ -388,15 +388,37 @@ static void skip_idle(as_interp *it)
         end_pass(it);
 }
 
+/* A prompt's linear op writing to the capture file, with no rule on its
+ * output, runs block by block with each block checked and its pages
+ * dropped as it is done: its whole output never sits in memory at once
+ * (a prompt's logits). With a rule, the rule sees the whole output first. */
+static bool run_blocks(as_interp *it, const as_op *op)
+{
+    const as_stream_state *st = span_of(it, op->out);
+    int b = as_interp_linear_block(op);
+    if (op->kind != AS_OP_LINEAR || st->n <= b || !as_capture_in_file(it->cap, op->out) ||
+        as_interp_has_rules(it, op->out))
+        return false;
+    for (int r0 = 0; r0 < st->n; r0 += b) {
+        int r1 = r0 + b < st->n ? r0 + b : st->n;
+        as_interp_linear_rows(it, op, r0, r1);
+        as_interp_check_finite_rows(it, op, r0, r1);
+        as_capture_rows_done(it->cap, op->out, st->p0 + r0, st->p0 + r1);
+    }
+    return true;
+}
+
 static bool run_op(as_interp *it)
 {
     const as_op *op = &it->prog->ops[it->pc];
     const as_stream_state *st = span_of(it, op->out);
-    if (it->pc >= it->ready_until)
+    bool checked = it->pc >= it->ready_until && run_blocks(it, op);
+    if (it->pc >= it->ready_until && !checked)
         as_interp_exec(it, op);
     bool fired = as_interp_apply_rules(it, op->out);
     it->gen++;
-    as_interp_check_finite(it, op);
+    if (!checked)
+        as_interp_check_finite(it, op);
     if (as_capture_has(it->cap, op->out))
         it->cap->filled[op->out] = st->p0 + st->n;
     if (st->n >= AS_CAPFILE_DROP_ROWS) {

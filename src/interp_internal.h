@@ -38,6 +38,14 @@ float *as_interp_attn_row(const as_interp *it, int h, int head, int i);
 
 /* interp_ops.c: runs one op over the current span. */
 void as_interp_exec(as_interp *it, const as_op *op);
+/* A linear op's span rows are computed in blocks of at most
+ * AS_LINEAR_BLOCK_BYTES of output (a prompt's logits: 8,192 positions of a
+ * 32,000-token vocabulary are 1 GB), rows [r0, r1) at a time.
+ * AS_TEST_LINEAR_BLOCK=ROWS in the environment sets the block: for the
+ * tests only, whose fixtures' outputs are far below the bound. */
+#define AS_LINEAR_BLOCK_BYTES ((size_t)64 << 20)
+int as_interp_linear_block(const as_op *op);
+void as_interp_linear_rows(as_interp *it, const as_op *op, int r0, int r1);
 /* The expert a slot's stored index names (-1: none), and the choice of k
  * experts from a route's weights (interp_ops.c; the route-off rule chooses
  * again with them). */
@@ -46,6 +54,8 @@ void as_interp_choose_experts(const as_op *op, const float *w, const bool *off, 
 
 /* interp_rules.c: the rules and checks run as an op fills its hook. */
 void as_interp_check_finite(as_interp *it, const as_op *op);
+void as_interp_check_finite_rows(as_interp *it, const as_op *op, int i0, int i1); /* span rows [i0, i1) */
+bool as_interp_has_rules(const as_interp *it, int hook);
 bool as_interp_apply_rules(as_interp *it, int hook);
 bool as_interp_has_state(const as_interp *it);
 

@@ -84,17 +84,38 @@ static void op_norm(as_interp *it, const as_op *op)
     }
 }
 
+int as_interp_linear_block(const as_op *op)
+{
+    const char *test = getenv("AS_TEST_LINEAR_BLOCK"); /* the tests' fixtures are far below the bound */
+    if (test && atoi(test) > 0)
+        return atoi(test);
+    size_t row = (size_t)op->n_out * sizeof(float), rows = AS_LINEAR_BLOCK_BYTES / (row ? row : 1);
+    return rows < AS_CAPFILE_DROP_ROWS ? AS_CAPFILE_DROP_ROWS : rows > (size_t)1 << 30 ? 1 << 30 : (int)rows;
+}
+
+void as_interp_linear_rows(as_interp *it, const as_op *op, int r0, int r1)
+{
+    if (r1 - r0 == 1)
+        as_matvec(it->pool, span_row(it, op->in[0], r0), &op->w, op->b, span_row(it, op->out, r0));
+    else
+        as_linear_pool(it->pool, span_row(it, op->in[0], r0), r1 - r0, &op->w, op->b, span_row(it, op->out, r0));
+    if (op->softcap > 0)
+        as_softcap(span_row(it, op->out, r0), span_row(it, op->out, r0), (long)(r1 - r0) * op->n_out, op->softcap);
+}
+
+/* A span's rows in blocks of as_interp_linear_block (the block a prompt's
+ * logits are computed in whatever the capture, so a capture file, which
+ * drops each block's pages as it goes (interp.c's run_op), gives the bits
+ * a capture in RAM gives). */
 static void op_linear(as_interp *it, const as_op *op)
 {
-    int n = span_of(it, op->out)->n, first = 0;
+    int n = span_of(it, op->out)->n, b = as_interp_linear_block(op);
     if (n == 1 || (op->last_row_only && !as_capture_stored(it->cap, op->out))) {
-        first = n - 1;
-        as_matvec(it->pool, span_row(it, op->in[0], n - 1), &op->w, op->b, span_row(it, op->out, n - 1));
-    } else {
-        as_linear_pool(it->pool, span_row(it, op->in[0], 0), n, &op->w, op->b, span_row(it, op->out, 0));
+        as_interp_linear_rows(it, op, n - 1, n);
+        return;
     }
-    if (op->softcap > 0)
-        as_softcap(span_row(it, op->out, first), span_row(it, op->out, first), (long)(n - first) * op->n_out, op->softcap);
+    for (int r0 = 0; r0 < n; r0 += b)
+        as_interp_linear_rows(it, op, r0, r0 + b < n ? r0 + b : n);
 }
 
 /* The pooled vector of a stream recomputed from position 0 (its span is

@@ -29,12 +29,18 @@ static bool scan(as_interp *it, int h, int pos, const float *x, int len, int bas
  * broken conversion need the first hook, not the logits it ruined. */
 void as_interp_check_finite(as_interp *it, const as_op *op)
 {
+    const as_stream_state *st = span_of(it, op->out);
+    as_interp_check_finite_rows(it, op, op->last_row_only && !as_capture_stored(it->cap, op->out) ? st->n - 1 : 0,
+                                st->n);
+}
+
+void as_interp_check_finite_rows(as_interp *it, const as_op *op, int i0, int i1)
+{
     const as_hook *hk = &it->prog->hooks[op->out];
     const as_stream_state *st = &it->st[hk->stream];
     if (it->nonfinite.found || !it->span[op->out]) /* a fused site's rows: none kept (a NaN shows in z) */
         return;
-    int first = op->last_row_only && !as_capture_stored(it->cap, op->out) ? st->n - 1 : 0;
-    for (int i = first; i < st->n; i++) {
+    for (int i = i0; i < i1; i++) {
         int q = st->p0 + i;
         if (!hk->is_attn) {
             if (scan(it, op->out, q, span_row(it, op->out, i), hk->width, 0))
@@ -161,6 +167,14 @@ static bool check_watch(as_interp *it, int k)
 }
 
 /* Applies interventions on the hook just filled; returns true if a watch fired. */
+bool as_interp_has_rules(const as_interp *it, int hook)
+{
+    for (int k = 0; k < it->n_rules && !it->rules_off; k++)
+        if (it->rules[k].hook == hook)
+            return true;
+    return false;
+}
+
 bool as_interp_apply_rules(as_interp *it, int hook)
 {
     bool fired = false;

@@ -99,6 +99,8 @@ int as_capture_prepare(as_capture *c, const int *ends, as_error *err); /* per st
  * memory, not the file's size; a later read maps them again (interp.c's
  * run_op calls it for each op's output and inputs). */
 #define AS_CAPFILE_DROP_ROWS 16
+/* Whether hook's storage is a region of the capture file. */
+bool as_capture_in_file(const as_capture *c, int hook);
 void as_capture_rows_done(as_capture *c, int hook, int from, int to);
 
 /* What the budget would keep at pos[stream] positions, in the words of

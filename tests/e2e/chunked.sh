@@ -33,6 +33,7 @@ trap 'rm -rf "$TMP"' EXIT INT TERM
 pass=0 fail=0
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 . "$HERE/npy_lib.sh"
+need_numpy
 
 M=$TMP/tiny-llama-2048.gguf
 python3 - "$FIXTURES/tiny-llama.gguf" "$M" <<'EOF'
@@ -70,6 +71,33 @@ same "fused against one pass" "$TMP/one" "$TMP/fused"
 same "fused on demand against stored" "$TMP/stored" "$TMP/fused"
 grep -q "position[s]*: computed on demand" "$TMP/fused.txt" && pass=$((pass + 1)) ||
     bad "the on-demand run's info does not say so: $(grep '^patterns' "$TMP/fused.txt")"
+
+# A prompt's linear ops in blocks of rows (interp_internal.h's
+# AS_LINEAR_BLOCK_BYTES, 64 MB of output; AS_TEST_LINEAR_BLOCK=64 here, so
+# the 600 positions take 10 blocks): with a capture file each block of the
+# logits is checked and its pages dropped as it is done (interp.c's
+# run_blocks), in RAM the op runs whole; both must give the same arrays
+# byte for byte, and the blocked logits equal one block's within 1e-5 of
+# the largest logit (OpenBLAS's bits depend on a call's shape).
+blocks() { # dir rows [capture-file]
+    AS_TEST_LINEAR_BLOCK=$2 "$BIN" -m "$M" --threads 2 --no-tui --ctx 2048 ${3:+--capture-file "$3"} \
+        -e "prompt-ids $ids; finish; dump all $1; info" > "$1.txt" 2> "$1.err"
+}
+ids=$(awk 'BEGIN { for (i = 0; i < 600; i++) printf "%d ", 3 + (i * 7) % 280 }')
+blocks "$TMP/ram" 64
+blocks "$TMP/file" 64 "$TMP/blocks.capture"
+blocks "$TMP/whole" 0
+grep -q "^capture file: $TMP/blocks.capture" "$TMP/file.txt" || bad "the blocked run did not use its capture file: $(head -3 "$TMP/file.err")"
+same "blocked logits, capture file against RAM" "$TMP/ram" "$TMP/file"
+if $PY - "$TMP/ram/unembed.hook_out.npy" "$TMP/whole/unembed.hook_out.npy" <<'EOF'
+import sys, numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert a.shape == b.shape == (600, a.shape[1]), (a.shape, b.shape)
+err = float(np.abs(a - b).max() / np.abs(b).max())
+print("blocked against whole logits: %.2e of the largest" % err)
+sys.exit(0 if err <= 1e-5 else 1)
+EOF
+then pass=$((pass + 1)); else bad "blocked logits differ from one block's"; fi
 
 # working memory: linear fused, quadratic unfused
 for c in 1 0; do

@@ -10,3 +10,11 @@ npy_differ() {
     done
     npat=$(ls "$1" | grep -c 'hook_pattern\.npy$')
 }
+
+# need_numpy: PY (/usr/bin/python3) with numpy, and tests/e2e on its
+# module path (e2e_read.py), or the script stops.
+need_numpy() {
+    PY=/usr/bin/python3
+    export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
+    $PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
+}

@@ -107,13 +107,7 @@ view_run() {
     return 1
 }
 
-# need_numpy: PY (/usr/bin/python3) with numpy, and tests/e2e on its
-# module path (e2e_read.py), or the script stops.
-need_numpy() {
-    PY=/usr/bin/python3
-    export PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
-    $PY -c 'import numpy' 2>/dev/null || { echo "FAIL: $PY with numpy is needed"; exit 1; }
-}
+. "$HERE/npy_lib.sh" # need_numpy
 
 # py_ref SCRIPT "MODULES": runs $PY $HERE/SCRIPT BIN TMP (a reference check
 # printing "ok ..." lines) into $TMP/SCRIPT.log: one pass, or one failure
