@@ -590,6 +590,20 @@ int as_cmd_expert_tokens(const as_session *s, int h, int e, int n, int top, int3
     return nd;
 }
 
+char *as_session_capture_file(const as_session *s)
+{
+    const char *path = as_capture_file_path(s->cap);
+    return path ? strdup(path) : NULL;
+}
+
+void as_session_carry_capture_file(as_session *s, char *file)
+{
+    as_error err = {{0}};
+    if (file && as_capture_set_file(s->cap, file, &err) && s->warn)
+        fprintf(s->warn, "warning: %s\n", err.msg);
+    free(file);
+}
+
 int as_cmd_rebuild(as_session *s, unsigned opts, as_error *err)
 {
     as_interp *old = s->it;
@@ -625,15 +639,13 @@ int as_cmd_rebuild(as_session *s, unsigned opts, as_error *err)
     }
     it->interrupt = old->interrupt;
     /* the capture file goes on for the new program (the old capture's removed with it first) */
-    char *file = as_capture_file_path(s->cap) ? strdup(as_capture_file_path(s->cap)) : NULL;
+    char *file = as_session_capture_file(s);
     as_interp_free(old);
     as_capture_free(s->cap);
     as_program_free(s->prog);
     s->prog = prog, s->cap = cap, s->it = it;
     s->prog_opts = opts;
-    if (file && as_capture_set_file(s->cap, file, err) && s->warn)
-        fprintf(s->warn, "warning: %s\n", err->msg);
-    free(file);
+    as_session_carry_capture_file(s, file);
     return AS_OK;
 fail:
     as_interp_free(it);

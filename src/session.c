@@ -127,11 +127,9 @@ int as_session_load(as_session *s, const char *path, as_error *err)
     fresh->model = old.model, fresh->prog = old.prog, fresh->cap = old.cap, fresh->it = old.it;
     fresh->probs = old.probs, fresh->order = old.order;
     /* the capture file goes on for the new model (the old one's removed with its capture first) */
-    char *file = as_capture_file_path(old.cap) ? strdup(as_capture_file_path(old.cap)) : NULL;
+    char *file = as_session_capture_file(&old);
     as_session_free(fresh);
-    if (file && as_capture_set_file(s->cap, file, err) && s->warn)
-        fprintf(s->warn, "warning: %s\n", err->msg);
-    free(file);
+    as_session_carry_capture_file(s, file);
     const as_config *cfg = &s->model->cfg;
     fprintf(s->out, "loaded %s: %s (%s, %d layers, %d heads, context %d); no context yet\n", path, cfg->name,
             as_model_arch_name(s->model), cfg->n_layer, cfg->n_head, cfg->n_ctx);

@@ -93,6 +93,12 @@ char *as_cmd_text_arg(const char *rest, as_error *err);
  * steering, watches) name the old program's hooks. Breakpoints are dropped. Nothing is
  * computed: the caller runs the context again. */
 int as_cmd_rebuild(as_session *s, unsigned opts, as_error *err);
+/* The path of the capture's file (malloc'd), or NULL: RAM. Taken before
+ * an old capture (and with it its file) is freed, then given to
+ * as_session_carry_capture_file, which makes the new capture's file there
+ * (a failure is a warning: the capture stays in RAM) and frees it. */
+char *as_session_capture_file(const as_session *s);
+void as_session_carry_capture_file(as_session *s, char *file);
 /* The helpers below are cmd_common.c's unless a file is named. */
 /* A token's stored piece, escaped for display (the raw vocabulary string:
  * `dump all`'s index.json). */
