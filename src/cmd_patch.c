@@ -178,6 +178,8 @@ static int patch_sweep(cmd_ctx *c, as_hook_kind kind, const char *text, const ch
         return as_error_set(c->err, "patch sweep writes FILE.npy, FILE.png, FILE.svg or FILE.pdf, not '%s'", out_path);
     if (out_kind && !strcmp(out_kind, "npy") && c->argc > 6)
         return as_error_set(c->err, "patch sweep: options such as '%s' are for a figure (.png/.svg/.pdf)", c->argv[6]);
+    if (out_kind && strcmp(out_kind, "npy") && as_cmd_export_table_check(c, out_path, 6))
+        return AS_ERR;
     as_session *s = c->s;
     const as_config *cfg = &s->model->cfg;
     if (as_cmd_metric_final(s, "patch sweep", c->err))
@@ -335,6 +337,8 @@ int as_cmd_attribute(cmd_ctx *c)
         return as_error_set(c->err, "attribute writes FILE.npy, FILE.png, FILE.svg or FILE.pdf, not '%s'", out_path);
     if (out_kind && !strcmp(out_kind, "npy") && c->argc > 5)
         return as_error_set(c->err, "attribute: options such as '%s' are for a figure (.png/.svg/.pdf)", c->argv[5]);
+    if (out_kind && strcmp(out_kind, "npy") && as_cmd_export_table_check(c, out_path, 5))
+        return AS_ERR;
     if (as_cmd_require_tokens(s, c->err) || as_cmd_metric_final(s, "attribute", c->err))
         return AS_ERR;
     as_hook_kind kind = attr_kinds[ki].kind;

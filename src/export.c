@@ -113,23 +113,23 @@ static int parse_value(unsigned k, const char *v, export_opts *o, as_error *err)
 static int parse_opts(cmd_ctx *c, int first, unsigned allowed, export_opts *o)
 {
     as_error *err = c->err;
-    char names[200];
+    char names[200], cmd[96];
+    /* the command the figure is for: export's kind, or another command's (attribute heads) */
+    snprintf(cmd, sizeof cmd, "%s %s", c->argv[0], c->argc > 1 ? c->argv[1] : "");
     memset(o, 0, sizeof *o);
     as_fig_style_default(&o->st);
     opt_list(allowed, names, sizeof names);
     for (int i = first; i < c->argc; i++) {
         const char *arg = c->argv[i], *eq = strchr(arg, '=');
         if (!eq || eq == arg)
-            return as_error_set(err, "bad option '%s' for export %s: options are key=value (%s)", arg, c->argv[1],
-                                names);
+            return as_error_set(err, "bad option '%s' for %s: options are key=value (%s)", arg, cmd, names);
         size_t klen = (size_t)(eq - arg);
         int k = -1;
         for (int j = 0; j < N_OPTS; j++)
             if (strlen(opt_names[j]) == klen && !strncmp(arg, opt_names[j], klen))
                 k = j;
         if (k < 0 || !(allowed & (1u << k)))
-            return as_error_set(err, "bad option '%.*s' for export %s (options: %s)", (int)klen, arg, c->argv[1],
-                                names);
+            return as_error_set(err, "bad option '%.*s' for %s (options: %s)", (int)klen, arg, cmd, names);
         if (parse_value(1u << k, eq + 1, o, err))
             return AS_ERR;
     }
@@ -424,6 +424,12 @@ int as_export_begin(export_fig *e, cmd_ctx *c, const char *path, int opt_first, 
     e->c = c;
     e->path = path;
     return as_fig_format_of(path, &e->fmt, c->err) || parse_opts(c, opt_first, allowed, &e->o) ? AS_ERR : AS_OK;
+}
+
+int as_export_check(cmd_ctx *c, const char *path, int opt_first, unsigned allowed)
+{
+    export_fig e;
+    return as_export_begin(&e, c, path, opt_first, allowed);
 }
 
 void as_export_meta(export_fig *e, const char *key, const char *fmt, ...)

@@ -83,6 +83,9 @@ typedef struct export_fig {
 /* Starts e: the format of path, then the options from argv[opt_first] on
  * (the bits of `allowed`); AS_ERR saying which is wrong. */
 int as_export_begin(export_fig *e, cmd_ctx *c, const char *path, int opt_first, unsigned allowed);
+/* The same checks alone (the file's format, the options), for a command
+ * that computes a while before it draws: bad options said before the work. */
+int as_export_check(cmd_ctx *c, const char *path, int opt_first, unsigned allowed);
 /* The caption's title (title= wins over the default fmt), its subtitle
  * from the session, and an image's input as the first note. */
 void as_export_title(export_fig *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

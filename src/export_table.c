@@ -9,6 +9,11 @@
 
 #include "export_internal.h"
 
+int as_cmd_export_table_check(cmd_ctx *c, const char *path, int opt_first)
+{
+    return as_export_check(c, path, opt_first, OPT_FIG);
+}
+
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t)
 {
     as_session *s = c->s;

@@ -161,6 +161,7 @@ int as_cmd_lens_grid(as_session *s, int32_t **ids, float **probs, int *rows, int
 /* export lens FILE [options]: that table as a figure, the top token written in each cell. */
 int as_export_lens(cmd_ctx *c);
 int as_cmd_export_table(cmd_ctx *c, const char *path, int opt_first, const as_table_fig *t);
+int as_cmd_export_table_check(cmd_ctx *c, const char *path, int opt_first); /* its format and options */
 /* cmd_output.c: a token as figures label it: its text with spaces as '·' and control
  * bytes escaped (control tokens by their vocabulary string). */
 void as_cmd_token_label(const as_session *s, int32_t id, char *out, size_t cap);
