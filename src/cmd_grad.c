@@ -350,9 +350,11 @@ int as_cmd_grad(cmd_ctx *c)
     } else if (rc == AS_OK) {
         fprintf(s->out, "d(%s) / d %s   (metric %.6g)\n", d, hk->name, j.value);
         if (!j.g.g[h])
-            fprintf(s->out, "no gradient reaches %s: the metric does not depend on it\n", hk->name);
+            fprintf(s->out, "no gradient reaches %s: the metric does not depend on it, or only through a discrete "
+                    "choice (the experts a router picks)\n", hk->name);
         int rows = hk->is_attn ? j.g.n_pos[s->prog->attn[hk->attn].q_stream] : n;
-        fprintf(s->out, "pos  token           |grad|        largest entries (index: value)\n");
+        if (j.g.g[h])
+            fprintf(s->out, "pos  token           |grad|        largest entries (index: value)\n");
         for (int i = 0; i < rows && j.g.g[h]; i++) {
             /* a position's values: its row, or for attention every head's row of query i */
             int w = hk->width, nk = 0, H = 1;
