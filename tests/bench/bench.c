@@ -812,9 +812,16 @@ static int bench_long(FILE *f, const opts *o)
     snprintf(base, sizeof base, "%s/%s.gguf", o->dir, b1.name);
     snprintf(q8, sizeof q8, "%s/%s-4k.Q8_0.gguf", o->dir, b1.name);
     if (access(q8, R_OK)) {
+        /* the F32 base (two 4.9 GB files) is removed again if it was made here */
+        char b1_bin[1100];
+        snprintf(b1_bin, sizeof b1_bin, "%s/%s.bin", o->dir, b1.name);
+        bool made = access(base, R_OK) != 0;
         fprintf(stderr, "bench: writing %s (Q8_0, context 4096)\n", q8);
-        if (bench_make_llama(o->dir, &b1) || write_typed_copy(base, q8, AS_GGML_Q8_0) ||
-            gguf_set_u32(q8, "llama.context_length", 4096)) {
+        int rc = bench_make_llama(o->dir, &b1) || write_typed_copy(base, q8, AS_GGML_Q8_0) ||
+                 gguf_set_u32(q8, "llama.context_length", 4096);
+        if (made)
+            unlink(base), unlink(b1_bin);
+        if (rc) {
             unlink(q8);
             return fprintf(stderr, "bench longctx: cannot write %s\n", q8), -1;
         }
