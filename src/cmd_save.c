@@ -500,8 +500,12 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
     nf.pos = get_i32(r, "the first non-finite value");
     nf.index = get_i32(r, "the first non-finite value");
     const void *v = take(r, 4, "the first non-finite value");
-    if (r->bad || (nf.found && (nf.hook < 0 || nf.hook >= p->n_hooks)))
-        return r->bad ? damaged(path, r, err) : as_error_set(err, "%s: damaged saved run (its non-finite value's hook)", path);
+    /* where it lies is printed (as_cmd_value_at: a query's keys are its position + 1), so inside the inputs */
+    if (r->bad || (nf.found && (nf.hook < 0 || nf.hook >= p->n_hooks || nf.pos < 0 ||
+                                nf.pos >= it->st[p->hooks[nf.hook].stream].n_tokens || nf.index < 0)))
+        return r->bad ? damaged(path, r, err)
+                      : as_error_set(err, "%s: damaged saved run (its first non-finite value's hook, position or index)",
+                                     path);
     memcpy(&nf.value, v, 4);
     int n_vocab = get_i32(r, "the last logits");
     int lh = p->unembed >= 0 ? p->ops[p->unembed].out : -1;
