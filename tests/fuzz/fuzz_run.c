@@ -11,9 +11,11 @@
  * message that names the file and carries no terminal control byte, and no
  * session; an opened run answers the read-only commands without crashing,
  * refuses the ones that compute with a message; what `save run` writes of
- * it opens again. */
+ * it opens again, and saved once more is the same bytes; no temporary
+ * file is left behind. */
 #include "fuzz.h"
 
+#include <dirent.h>
 #include <string.h>
 
 #include "attnscope/kernels.h"
@@ -26,6 +28,18 @@ static void write_file(const char *path, const uint8_t *data, size_t size)
     FILE *f = fopen(path, "wb");
     if (!f || (size && fwrite(data, 1, size, f) != size) || fclose(f))
         abort();
+}
+
+/* An atomic write's "NAME.tmp.XXXXXX" left in the scratch directory. */
+static bool temp_file_left(void)
+{
+    bool left = false;
+    DIR *d = opendir(".");
+    for (struct dirent *e; d && (e = readdir(d));)
+        left |= strstr(e->d_name, ".tmp.") != NULL;
+    if (d)
+        closedir(d);
+    return left;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -77,8 +91,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memset(&err, 0, sizeof err);
         FUZZ_CHECK(as_session_open_run(&s, "again.run", fuzz_devnull(), fuzz_devnull(), &err) == AS_OK,
                    "a run saved from an opened run does not open: %s", err.msg);
+        /* and saving that gives the same bytes: what the reader keeps, the writer writes back */
+        FUZZ_CHECK(as_session_exec(s, "save run twice.run", &err) == AS_OK, "saving a reopened run: %s", err.msg);
         as_session_free(s);
+        size_t n1, n2;
+        uint8_t *a = fuzz_read_file("again.run", &n1), *b = fuzz_read_file("twice.run", &n2);
+        FUZZ_CHECK(n1 == n2 && !memcmp(a, b, n1), "a reopened run saved again differs (%zu and %zu bytes)", n1, n2);
+        free(a);
+        free(b);
     }
+    FUZZ_CHECK(!temp_file_left(), "a temporary file was left behind");
     fuzz_scratch_leave();
     fuzz_scratch_clean(NULL);
     return 0;
