@@ -363,6 +363,9 @@ int as_session_refresh(as_session *s, as_error *err)
 {
     if (!as_interp_stale(s->it))
         return AS_OK;
+    if (s->saved_run[0]) /* its weights are zero: computing would replace the saved values */
+        return as_error_set(err, "this is a saved run of %s: computing the context again needs the model's weights",
+                            s->model->path);
     int n;
     if (as_interp_refresh(s->it, &n, err))
         return AS_ERR;
@@ -379,6 +382,8 @@ int as_session_refresh(as_session *s, as_error *err)
 
 int as_cmd_run(as_session *s, as_run_mode mode, long count, as_stop *stop, as_error *err)
 {
+    if (s->saved_run[0])
+        return as_error_set(err, "this is a saved run of %s: computing needs the model's weights", s->model->path);
     int was = s->cap->dropped_from;
     bool file_was = s->cap->file_failed;
     if (as_interp_stale(s->it) && !s->it->in_pass) {

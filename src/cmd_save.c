@@ -378,7 +378,9 @@ static int zero_model(rbuf *r, const char *path, as_model **out, as_error *err)
         bool ok = !r->bad && type < 64 && strcmp(as_ggml_type_name((as_ggml_type)type), "unknown") && nd >= 1 && nd <= 4;
         for (int d = 0; d < 4; d++) {
             t->ne[d] = get_u64(r, "a tensor's shape");
-            ok = ok && t->ne[d] >= 1 && t->ne[d] <= (1ull << 40) && n <= (1ull << 44) / t->ne[d];
+            /* as a GGUF file has them: the dimensions past n_dims are 1 */
+            ok = ok && t->ne[d] >= 1 && t->ne[d] <= (1ull << 40) && n <= (1ull << 44) / t->ne[d] &&
+                 (d < (int)nd || t->ne[d] == 1);
             if (ok)
                 n *= t->ne[d];
         }
@@ -408,6 +410,7 @@ static int zero_model(rbuf *r, const char *path, as_model **out, as_error *err)
     }
     for (uint64_t i = 0; i < g->n_tensors; i++)
         g->tensors[i].data = (const uint8_t *)ro->zeros + g->tensors[i].offset;
+    g->zero_weights = true; /* nothing for the load's NaN scan to find */
     if (as_model_from_gguf(out, g, err)) {
         as_gguf_close(g);
         return as_error_prefix(err, "%s: the saved run's model", path);
@@ -444,6 +447,13 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
     if (ctx > 0 && as_interp_set_ctx(it, ctx, err))
         return as_error_prefix(err, "%s", path);
     s->ctx = ctx;
+    /* the metric's tokens index the logits (as_cmd_metric_of), its kind a description */
+    int V = s->model->cfg.n_vocab;
+    if (s->has_metric && (s->metric_kind < AS_METRIC_DIFF || s->metric_kind > AS_METRIC_LOGIT || s->metric[0] < 0 ||
+                          s->metric[0] >= V || s->metric[1] < 0 || s->metric[1] >= V || s->metric_pos < -1 ||
+                          s->metric_pos >= it->n_ctx))
+        return as_error_set(err, "%s: damaged saved run (its metric: kind %d, tokens %d and %d of %d, position %d)",
+                            path, s->metric_kind, s->metric[0], s->metric[1], V, s->metric_pos);
     uint32_t ns = get_u32(r, "the stream count");
     if (r->bad || ns != (uint32_t)p->n_streams)
         return r->bad ? damaged(path, r, err)
@@ -500,8 +510,12 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
     nf.pos = get_i32(r, "the first non-finite value");
     nf.index = get_i32(r, "the first non-finite value");
     const void *v = take(r, 4, "the first non-finite value");
-    if (r->bad || (nf.found && (nf.hook < 0 || nf.hook >= p->n_hooks)))
-        return r->bad ? damaged(path, r, err) : as_error_set(err, "%s: damaged saved run (its non-finite value's hook)", path);
+    /* where it lies is printed (as_cmd_value_at: a query's keys are its position + 1), so inside the inputs */
+    if (r->bad || (nf.found && (nf.hook < 0 || nf.hook >= p->n_hooks || nf.pos < 0 ||
+                                nf.pos >= it->st[p->hooks[nf.hook].stream].n_tokens || nf.index < 0)))
+        return r->bad ? damaged(path, r, err)
+                      : as_error_set(err, "%s: damaged saved run (its first non-finite value's hook, position or index)",
+                                     path);
     memcpy(&nf.value, v, 4);
     int n_vocab = get_i32(r, "the last logits");
     int lh = p->unembed >= 0 ? p->ops[p->unembed].out : -1;
@@ -686,6 +700,13 @@ int as_cmd_saved_refuse(const as_session *s, int argc, char **argv, as_error *er
     if (!s->saved_run[0] || argc < 1)
         return AS_OK;
     const char *cmd = argv[0];
+    /* settings that change what the pass computes or where the capture lives: the context is run again, with
+     * zero weights, over the saved values (`top` then read a uniform distribution) */
+    static const char *const recompute[] = {"attn-result", "in-hooks", "patterns", "capture-file", "activations"};
+    for (size_t i = 0; !strcmp(cmd, "set") && argc > 1 && i < sizeof recompute / sizeof *recompute; i++)
+        if (!strcmp(argv[1], recompute[i]))
+            return as_error_set(err, "this is a saved run of %s: set %s needs the model's weights (the context is "
+                                "run again with it)", s->model->path, argv[1]);
     for (size_t i = 0; i < sizeof reads / sizeof *reads; i++)
         if (!strcmp(cmd, reads[i]))
             return AS_OK;

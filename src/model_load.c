@@ -111,6 +111,8 @@ static int scan_nonfinite(as_model *m, as_error *err)
     int found = 0;
     float *row = NULL;
     size_t row_cap = 0;
+    if (g->zero_weights)
+        return AS_OK;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
         const as_gguf_tensor *t = &g->tensors[i];
         char where[160] = "";

@@ -97,6 +97,10 @@ typedef struct as_gguf {
     const char *view_note; /* what the view skipped or renamed on the way (NULL or "": nothing), a load warning */
     void *owner;
     void (*release)(void *owner);
+    /* Every tensor's data is zero (a saved run's model, cmd_save.c): the
+     * load skips the scan for NaN and Inf, which would read every byte the
+     * tensor table claims (terabytes of a hostile run's table). */
+    bool zero_weights;
     /* The files read into this model (the GGUF, a checkpoint and its
      * tokenizer, a directory's JSON and safetensors), protected from every
      * write (file.h) until as_gguf_close. */

@@ -113,6 +113,13 @@ expect "a saved run refuses patch" 1 '' "saved run of .*: patch needs the model'
 expect "a saved run's heads says heads context" 1 '' "heads needs the model's weights \(its probe runs the model; .heads context. reads" -- --no-tui --open "$R" -e "heads"
 expect "a saved run refuses export lens" 1 '' "export lens needs the model's weights" -- --no-tui --open "$R" -e "export lens $TMP/l.png"
 expect "a saved run's top" 0 '^1	' '' -- --no-tui --open "$R" -e "top 3"
+# settings that run the context again would replace the saved values with a zero-weight pass (top was uniform)
+for st in "attn-result on" "in-hooks on" "patterns stored" "patterns on-demand" "capture-file $TMP/c.bin" "activations native"; do
+    expect "a saved run refuses set $st" 1 '' "^error: this is a saved run of .*tiny-gpt2.gguf: set ${st%% *} needs the model's weights" -- --no-tui --open "$R" -e "set $st"
+done
+"$BIN" --no-tui --open "$R" -e "top 3" 2>/dev/null | grep '^[1-3]	' >"$TMP/top.saved"
+"$BIN" --no-tui --open "$R" -e "set ctx 32; set temp 0.5; set threads 2; set seed 4; top 3" 2>/dev/null | grep '^[1-3]	' >"$TMP/top.set"
+[ -s "$TMP/top.saved" ] && cmp -s "$TMP/top.saved" "$TMP/top.set" && ok || bad "a saved run's top changed after the settings it allows"
 expect "a saved run saves again" 0 "^wrote $TMP/again.run: a saved run of tiny-gpt2" '' -- --no-tui --open "$R" -e "save run $TMP/again.run"
 cmp -s "$R" "$TMP/again.run" && ok || bad "a saved run saved again is the same bytes"
 expect "--open with a model" 2 '' "both given" -- --open "$R" -m "$FIX/tiny-gpt2.gguf" -e info

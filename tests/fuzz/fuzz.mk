@@ -21,7 +21,7 @@
 #       NO_COLOR, non-UTF-8 locales, paste floods and signals
 #       (tests/test_reliability_tui.sh).
 
-FUZZ_TARGETS ?= gguf model tokenizer session npy llama2c hf image
+FUZZ_TARGETS ?= gguf model tokenizer session npy llama2c hf image run
 FUZZ_SECONDS ?= 60
 FUZZ_BUILD    = build/fuzz
 FUZZ_CC      ?= clang

@@ -13,7 +13,10 @@
  *   llama2c/    llama2.c checkpoints and tokenizer files, alone and paired;
  *   hf/         Hugging Face directories' files (the byte 0 says which):
  *               small and broken safetensors headers, the fixtures'
- *               config.json and tokenizer.json, a shard index.
+ *               config.json and tokenizer.json, a shard index;
+ *   run/        saved runs (`save run`) of tiny models: gpt2 and llama in
+ *               f32, f16 and bf16, full, partial and no capture, after
+ *               `gen`, and the fixtures' BERT, ViT and T5; a truncated one.
  * Deterministic: the same source gives the same bytes. */
 #include <errno.h>
 #include <math.h>
@@ -23,6 +26,9 @@
 #include <sys/stat.h>
 
 #include "attnscope/gguf.h"
+#include "attnscope/kernels.h"
+#include "attnscope/model.h"
+#include "attnscope/session.h"
 #include "tiny_models.c"
 
 static const char *root;
@@ -542,8 +548,141 @@ static void session_seeds(void)
                           "unablate; hooks blocks.1.mlp.*; experts; experts 1; experts 9; export load l.png; "
                           "export routing 1 r.svg; export routing 7 r.png; export experts 1 x.svg; export experts 7 x.png; "
                           "dump all d");
+    /* the commands of the interpretability wave */
+    CMD("attribute", 2, "prompt the cat sat; metric \" mat\" \" dog\"; attribute heads from \"the dog sat\"; "
+                        "attribute resid from \"the dog sat\" a.npy; attribute mlp from \"the dog sat\" a.png; "
+                        "attribute attn from \"the dog sat\" a.svg; attribute heads from \"x\"; attribute nope from \"a b c\"");
+    CMD("patch-head", 2, "prompt the cat sat; metric 40 41; patch 0.1 from \"the dog sat\" pos=1; compare; "
+                         "patch 1.0 from \"the dog sat\"; patch 7.7 from \"the dog sat\"; ablations; unablate; compare");
+    CMD("ablate-mean-over", 2, "prompt the cat; ablate 0.1 mean over prompts.txt; compare; ablate 1.0 mean over nope.txt; "
+                               "ablate 0.0 mean over other.gguf; ablate 0.1 mean over; ablations");
+    CMD("grad-saliency", 2, "prompt the cat sat; metric logprob \" on\"; grad blocks.0.hook_resid_pre; "
+                            "grad blocks.0.hook_resid_pre g.npy; saliency; saliency ig=4 s.npy; metric prob 40 2; "
+                            "grad hook_embed; grad blocks.1.attn.hook_pattern; saliency ig=0; metric logit 1 99");
+    CMD("steer", 2, "prompt-ids 5; metric 40 41; grad blocks.1.hook_resid_post v.npy; prompt the cat; "
+                    "steer blocks.1.hook_resid_post v.npy scale=2; finish; steer blocks.0.hook_resid_pre v.npy pos=1; "
+                    "ablations; compare; unablate; dump hook_embed w.npy; steer blocks.0.hook_resid_pre w.npy; "
+                    "steer blocks.0.hook_resid_pre nope.npy; finish; top 2");
+    CMD("circuit-weight", 2, "circuit ov 1.0 top=3; circuit qk 0.1 c.npy; circuit ov 0.0 c.png; circuit qk 9.9; "
+                             "circuit ov 1.1 c.svg top=2; weight token_embd.weight; weight blk.0.attn_qkv.weight w.npy; "
+                             "weight nope");
+    CMD("exports-lens-distance", 2, "prompt the cat sat on the mat; finish; export lens l.png; export distance d.svg; "
+                                    "export lens l.pdf title=x; export distance d.png dpi=40; export distance");
+    CMD("retrieval-zoom", 2, "prompt the key is 7 and the key is 7; finish; retrieval \"key is 7\"; "
+                             "retrieval nope threshold=0.5; heads context; zoom 0 1 2 max; zoom 1 0 1 mean z.npy; "
+                             "zoom 0 0 3 max; zoom 9 0 2 max");
+    CMD("settings", 2, "set attn-result on; set in-hooks on; prompt the cat; finish; hooks blocks.0.*; "
+                       "dump blocks.0.attn.hook_result r.npy; set patterns on-demand; finish; export attn 0 1 a.png; "
+                       "set capture-file cap.bin; prompt the dog; finish; top; set capture-file off; set patterns auto; "
+                       "set; set attn-result off; set in-hooks maybe");
+    CMD("save-run", 2, "prompt the cat; finish; save run r.run; save run r.run dtype=f16; save run r.run dtype=bf16; "
+                       "save run r.run dtype=f8; save run; save; set capture-file c.bin; gen 2; save run r2.run");
+    /* byte 0: 2 + 3 x 6, the saved run of tiny-gpt2 */
+    CMD("saved-run", 2 + 3 * 6, "info; hooks; top 3; tokens; heads context; zoom 0 1 2 max; export attn 0 0 a.png; "
+                                "dump all d; export distance d.svg; metric; prompt x; gen 2; grad hook_embed; "
+                                "export lens l.png; save run again.run; heads; lens; stats hook_embed; norms 0; set; "
+                                "retrieval the; patch 0.1 from \"a b\"; attribute heads from \"a\"");
+    CMD("bert-attribute", 2 + 3 * 1, "prompt the [MASK] sat; metric 5 6; attribute heads from \"a [MASK] sat\"; "
+                                     "grad hook_embed; saliency; save run b.run; export distance d.svg");
+    CMD("t5-save-run", 2 + 3 * 4, "source the cat; prompt-ids 0 1; finish; save run t.run dtype=bf16; "
+                                  "heads context; zoom 0 0 1 max; export distance d.svg");
     CMD("t5", 2 + 3 * 4, "source the cat; finish; gen 2; export attn 0 0 t.png site=cross; norms 0; embed; "
                          "stats decoder.0.attn.hook_position_bias; dump all d");
+}
+
+
+/* ---- saved runs ---- */
+
+/* A session over a model file's bytes (named as the run will record it),
+ * the commands run, then `save run` into run/NAME. */
+static void run_seed(const char *name, const char *model_name, const uint8_t *file, size_t n, size_t budget,
+                     const char *cmds, const char *dtype)
+{
+    as_gguf *g;
+    as_model *m;
+    as_session *s;
+    as_error err;
+    char path[1024], line[2048];
+    snprintf(path, sizeof path, "%s/run", root);
+    mkdir(path, 0755);
+    snprintf(line, sizeof line, "%s; save run %s/run/%s dtype=%s", cmds, root, name, dtype);
+    FILE *devnull = fopen("/dev/null", "w");
+    if (as_gguf_parse(&g, file, n, model_name, &err) || as_model_from_gguf(&m, g, &err) ||
+        as_session_from_model(&s, m, budget, devnull, stderr, &err)) {
+        fprintf(stderr, "make_corpus: run/%s: %s\n", name, err.msg);
+        exit(1);
+    }
+    int nc;
+    char **c = as_split_commands(line, &nc);
+    for (int i = 0; i < nc; i++)
+        if (as_session_exec(s, c[i], &err)) {
+            fprintf(stderr, "make_corpus: run/%s: '%s': %s\n", name, c[i], err.msg);
+            exit(1);
+        }
+    as_free_commands(c, nc);
+    as_session_free(s);
+    fclose(devnull);
+    written++;
+}
+
+static void run_tiny(const char *name, const tiny_spec *sp, size_t budget, const char *cmds, const char *dtype)
+{
+    uint8_t *buf;
+    size_t n;
+    if (tiny_serialize(tiny_writer(sp), &buf, &n))
+        exit(1);
+    run_seed(name, sp->llama ? "tiny-llama.gguf" : "tiny-gpt2.gguf", buf, n, budget, cmds, dtype);
+    free(buf);
+}
+
+static void run_fixture(const char *name, const char *fixture, size_t budget, const char *cmds)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "tests/fixtures/%s", fixture);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "make_corpus: %s: %s\n", path, strerror(errno));
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = malloc((size_t)n);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n)
+        exit(1);
+    fclose(f);
+    run_seed(name, fixture, buf, (size_t)n, budget, cmds, "f16");
+    free(buf);
+}
+
+static void run_seeds(void)
+{
+    as_set_threads(1);
+    tiny_spec g, l, s;
+    tiny_default(&g, false);
+    tiny_default(&l, true);
+    run_tiny("gpt2-f32", &g, 64, "prompt-ids 1 2 3 4; finish; metric 5 6", "f32");
+    run_tiny("gpt2-f32-no-capture", &g, 0, "prompt-ids 1 2 3; finish", "f32");
+    run_tiny("gpt2-f16-small-budget", &g, 1, "prompt-ids 1 2 3 4 5 6 7; finish", "f16");
+    s = g, s.n_layer = 2;
+    run_tiny("gpt2-2layers-f16", &s, 64, "prompt-ids 7 8 9 10 11; finish", "f16");
+    run_tiny("gpt2-gen-bf16", &g, 64, "set seed 3; set temp 0.8; prompt-ids 1 2; gen 3", "bf16");
+    run_tiny("llama-f32-patterns-on-demand", &l, 64, "set patterns on-demand; prompt-ids 1 2 3; finish", "f32");
+    s = l, s.n_head_kv = 1;
+    run_tiny("llama-gqa-attn-result", &s, 64, "set attn-result on; set in-hooks on; prompt-ids 3 4 5; finish", "f32");
+    run_tiny("llama-bf16", &l, 64, "prompt-ids 1 2 3 4 5 6; finish", "bf16");
+    run_fixture("bert", "tiny-bert.gguf", 64, "prompt \"a [MASK]\" \"b\"; finish");
+    run_fixture("vit", "tiny-vit.gguf", 64, "image tests/fixtures/tiny-vit/image.png; finish");
+    run_fixture("t5", "tiny-t5.gguf", 64, "source the cat; prompt-ids 0 1; finish");
+    /* a run cut in its hooks' values */
+    char path[1024];
+    snprintf(path, sizeof path, "%s/run/gpt2-f32", root);
+    FILE *f = fopen(path, "rb");
+    uint8_t buf[1 << 16];
+    size_t n = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    put("run", "gpt2-f32-truncated", buf, n * 3 / 4);
 }
 
 static void npy_seed(const char *name, const uint8_t *b, size_t n) { put("npy", name, b, n); }
@@ -735,6 +874,7 @@ int main(int argc, char **argv)
     npy_seeds();
     llama2c_seeds();
     hf_seeds();
+    run_seeds();
     printf("make_corpus: %d files in %s\n", written, root);
     return 0;
 }
