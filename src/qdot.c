@@ -643,6 +643,111 @@ DOT32_AVX2(dot_q5_1_avx2, ints_q5_1, 24, Q8_1_BYTES, true)
 DOT32_AVX2(dot_iq4_nl_avx2, ints_iq4_nl, 18, Q8_0_BYTES, false)
 #endif
 
+#if defined(__x86_64__)
+/* ---------------------------------------------------------------- quantizing activations, AVX2 */
+
+/* The portable quantizers' bytes, eight values at a time: the same float
+ * products, nearest_int's integer trick lane by lane (not the CPU's
+ * rounding, so that inf and NaN products give what nearest_int gives), and
+ * the low byte of each int32 (the portable code's int8 cast, not a
+ * saturating pack). */
+AVX2 static inline __m256i nearest_int8(__m256 v)
+{
+    __m256i i = _mm256_castps_si256(_mm256_add_ps(v, _mm256_set1_ps(12582912.f)));
+    return _mm256_sub_epi32(_mm256_and_si256(i, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+}
+
+/* Four vectors of 8 int32 to their 32 low bytes, in order. */
+AVX2 static inline __m256i low_bytes(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1,
+                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    /* each 128-bit half keeps its 4 low bytes in its first dword */
+    __m256i ab = _mm256_unpacklo_epi32(_mm256_shuffle_epi8(a, pick), _mm256_shuffle_epi8(b, pick));
+    __m256i cd = _mm256_unpacklo_epi32(_mm256_shuffle_epi8(c, pick), _mm256_shuffle_epi8(d, pick));
+    /* ab: a0-3 b0-3 | a4-7 b4-7 (in the first 8 bytes of each half) */
+    __m256i all = _mm256_unpacklo_epi64(ab, cd); /* a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7 */
+    /* to a0-7 b0-7 c0-7 d0-7: dwords 0 4 1 5 2 6 3 7 */
+    return _mm256_permutevar8x32_epi32(all, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* The largest of |x[0..n)| (n a multiple of 8) as the portable loops find
+ * it: a NaN never replaces the running maximum (max_ps returns its second
+ * operand when either is NaN, and the running maximum is never NaN). */
+AVX2 static inline float amax_avx2(const float *x, int n)
+{
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps();
+    for (int j = 0; j < n; j += 8)
+        m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs), m);
+    float l[8], r = 0.0f;
+    _mm256_storeu_ps(l, m);
+    for (int j = 0; j < 8; j++)
+        r = l[j] > r ? l[j] : r;
+    return r;
+}
+
+AVX2 static void quantize_q8_avx2(const float *x, int n, uint8_t *out, bool with_sum)
+{
+    size_t bytes = with_sum ? Q8_1_BYTES : Q8_0_BYTES;
+    int qs = with_sum ? 4 : 2;
+    for (int b = 0; b < n / 32; b++, x += 32, out += bytes) {
+        float amax = amax_avx2(x, 32);
+        float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+        put16(out, as_f32_to_f16(d));
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = nearest_int8(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid));
+        _mm256_storeu_si256((__m256i *)(out + qs), low_bytes(q[0], q[1], q[2], q[3]));
+        if (with_sum) /* the sum of the ints before their cast, as the portable loop takes it */
+            put16(out + 2, as_f32_to_f16(d * (float)hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]),
+                                                                           _mm256_add_epi32(q[2], q[3])))));
+    }
+}
+
+AVX2 static void quantize_q8_k_avx2(const float *x, int n, uint8_t *out)
+{
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int b = 0; b < n / AS_QK_K; b++, x += AS_QK_K, out += Q8_K_BYTES) {
+        float amax = amax_avx2(x, AS_QK_K);
+        if (amax == 0.0f) {
+            memset(out, 0, Q8_K_BYTES);
+            continue;
+        }
+        /* the first value of that magnitude, its sign kept */
+        int first = 0;
+        for (int j = 0; j < AS_QK_K; j += 8) {
+            __m256 e = _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+            int mask = _mm256_movemask_ps(e);
+            if (mask) {
+                first = j + __builtin_ctz((unsigned)mask);
+                break;
+            }
+        }
+        float iscale = -127.f / x[first];
+        __m256 vs = _mm256_set1_ps(iscale);
+        const __m256i top = _mm256_set1_epi32(127), ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+        for (int c = 0; c < AS_QK_K; c += 32) {
+            __m256i q[4];
+            for (int k = 0; k < 4; k++)
+                q[k] = _mm256_min_epi32(nearest_int8(_mm256_mul_ps(_mm256_loadu_ps(x + c + 8 * k), vs)), top);
+            __m256i bytes = low_bytes(q[0], q[1], q[2], q[3]);
+            _mm256_storeu_si256((__m256i *)(out + Q8_K_QS + c), bytes);
+            /* the two 16-sums of these 32 bytes (exact: |sum| <= 2048) */
+            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, bytes), ones16);
+            s = _mm256_hadd_epi32(s, s);
+            s = _mm256_hadd_epi32(s, s);
+            int16_t s0 = (int16_t)_mm256_extract_epi32(s, 0), s1 = (int16_t)_mm256_extract_epi32(s, 4);
+            memcpy(out + Q8_K_BSUMS + 2 * (c / 16), &s0, sizeof s0);
+            memcpy(out + Q8_K_BSUMS + 2 * (c / 16 + 1), &s1, sizeof s1);
+        }
+        float d = 1 / iscale;
+        memcpy(out, &d, sizeof d);
+    }
+}
+#endif
+
 /* ---------------------------------------------------------------- the table */
 
 typedef struct qdot_row {
@@ -696,8 +801,27 @@ size_t as_qdot_act_bytes(as_ggml_type w, int n)
     }
 }
 
-void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act)
+void as_qdot_quantize_isa(as_qdot_isa isa, as_ggml_type w, const float *x, int n, void *act)
 {
+#if defined(__x86_64__)
+    if (isa == AS_QDOT_AVX2 && as_qdot_isa_runs(AS_QDOT_AVX2)) {
+        switch (as_qdot_act_type(w)) {
+        case AS_GGML_Q8_0:
+            quantize_q8_avx2(x, n, act, false);
+            return;
+        case AS_GGML_Q8_1:
+            quantize_q8_avx2(x, n, act, true);
+            return;
+        case AS_GGML_Q8_K:
+            quantize_q8_k_avx2(x, n, act);
+            return;
+        default:
+            return;
+        }
+    }
+#else
+    (void)isa;
+#endif
     switch (as_qdot_act_type(w)) {
     case AS_GGML_Q8_0:
         quantize_q8(x, n, act, false);
@@ -711,6 +835,11 @@ void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act)
     default:
         break;
     }
+}
+
+void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act)
+{
+    as_qdot_quantize_isa(AS_QDOT_AVX2, w, x, n, act);
 }
 
 #if defined(__x86_64__)

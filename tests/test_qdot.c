@@ -396,3 +396,74 @@ Test(qdot, native_products_agree_bit_for_bit)
     free(y_one);
     free(q);
 }
+
+/* ---------------------------------------------------------------- vector code against the portable code */
+
+static void avx2_or_skip(const char *test)
+{
+    if (!as_qdot_isa_runs(AS_QDOT_AVX2)) {
+        fprintf(stderr, "\n**** SKIP qdot::%s: this CPU has no AVX2 ****\n\n", test);
+        cr_skip_test("no AVX2");
+    }
+}
+
+/* Rows that reach each branch of the quantizers: per 256 values one case
+ * (random at a scale from 1e-30 to 1e30, zeros, ties at .5 after the
+ * scaling, the largest magnitude negative and repeated, subnormals whose
+ * inverse scale overflows to inf, a NaN, an inf, a block zero but for one
+ * tiny value). */
+static void hostile_activations(float *x, int n, int variant)
+{
+    for (int i = 0; i < n; i++) {
+        int blk = i / 256, k = (blk + variant) % 9;
+        float u = uniform();
+        switch (k) {
+        case 0: x[i] = u * powf(10.0f, (float)((i / 32) % 61 - 30)); break;
+        case 1: x[i] = 0.0f; break;
+        case 2: /* max 127 in each 32: the scale is 1 (Q8_0) or -1 (Q8_K), so k + .5 is a tie */
+            x[i] = i % 32 == 5 ? 127.0f : (float)((int)(u * 120)) + 0.5f;
+            break;
+        case 3: x[i] = i % 256 == 77 || i % 256 == 200 ? -3.0f : u * 3.0f; break;
+        case 4: x[i] = u * 1e-41f; break; /* subnormal: 127 / max is inf */
+        case 5: x[i] = i % 256 == 13 ? NAN : u; break;
+        case 6: x[i] = i % 256 == 40 ? -INFINITY : u; break;
+        case 7: x[i] = i % 256 == 255 ? 1e-30f : 0.0f; break;
+        default: x[i] = u * 1e30f; break;
+        }
+    }
+}
+
+Test(qdot, avx2_quantizers_write_the_portable_bytes)
+{
+    avx2_or_skip("avx2_quantizers_write_the_portable_bytes");
+    enum { LEN = 256 * 18 };
+    float *x = malloc(sizeof(float) * LEN);
+    const as_ggml_type by_act[] = {AS_GGML_Q8_0, AS_GGML_Q4_1, AS_GGML_Q4_K}; /* Q8_0, Q8_1, Q8_K */
+    size_t cap = as_qdot_act_bytes(AS_GGML_Q4_1, LEN) * 2;
+    uint8_t *p = malloc(cap), *v = malloc(cap);
+    long checked = 0;
+    for (int variant = 0; variant < 9; variant++) {
+        hostile_activations(x, LEN, variant);
+        for (int k = 0; k < 3; k++) {
+            size_t bytes = as_qdot_act_bytes(by_act[k], LEN);
+            memset(p, 0xA5, bytes);
+            memset(v, 0x5A, bytes); /* every byte written by both */
+            as_qdot_quantize_isa(AS_QDOT_PORTABLE, by_act[k], x, LEN, p);
+            as_qdot_quantize_isa(AS_QDOT_AVX2, by_act[k], x, LEN, v);
+            for (size_t i = 0; i < bytes; i++)
+                cr_assert_eq(p[i], v[i], "%s variant %d: byte %zu: portable 0x%02x, avx2 0x%02x",
+                             as_ggml_type_name(as_qdot_act_type(by_act[k])), variant, i, p[i], v[i]);
+            checked += (long)bytes;
+        }
+    }
+    /* the rounding really met ties: 126.5 -> 126 and 125.5 -> 126 (half to even) in Q8_0 */
+    float t[32] = {127.0f, 126.5f, 125.5f, -0.5f, 0.5f, 1.5f};
+    uint8_t q[34];
+    as_qdot_quantize_isa(AS_QDOT_AVX2, AS_GGML_Q8_0, t, 32, q);
+    cr_expect(q[2] == 127 && q[3] == 126 && q[4] == 126 && q[5] == 0 && q[6] == 0 && q[7] == 2,
+              "ties: %d %d %d %d %d %d", (int8_t)q[2], (int8_t)q[3], (int8_t)q[4], (int8_t)q[5], (int8_t)q[6], (int8_t)q[7]);
+    cr_log_info("%ld bytes equal", checked);
+    free(x);
+    free(p);
+    free(v);
+}

@@ -39,8 +39,12 @@ as_ggml_type as_qdot_act_type(as_ggml_type w);
 /* Bytes of one activation row of n elements quantized for weight type w
  * (n a multiple of w's block); 0 if as_qdot_act_type(w) is F32. */
 size_t as_qdot_act_bytes(as_ggml_type w, int n);
-/* x[n] quantized for weight type w into act (as_qdot_act_bytes bytes). */
+/* x[n] quantized for weight type w into act (as_qdot_act_bytes bytes),
+ * with AVX2 where the CPU has it. */
 void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act);
+/* The same on isa's code (AVX2 on a CPU without it: the portable code);
+ * every isa writes the same bytes (tests/test_qdot.c). */
+void as_qdot_quantize_isa(as_qdot_isa isa, as_ggml_type w, const float *x, int n, void *act);
 
 /* One weight row (n elements of its type) · one quantized activation row. */
 typedef float (*as_qdot_fn)(const void *row, const void *act, int n);
