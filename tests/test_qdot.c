@@ -358,7 +358,7 @@ Test(qdot, native_products_agree_bit_for_bit)
 {
     ggml_cpu_or_skip("native_products_agree_bit_for_bit");
     cr_assert(as_set_activations("native"));
-    enum { ROWS_W = 96, POS = 5 };
+    enum { ROWS_W = 96, POS = 37 }; /* two blocks of QGEMM_POS positions and a remainder of 1 after groups of 4 */
     float *w = malloc(sizeof(float) * ROWS_W * N), *x = malloc(sizeof(float) * POS * N), *bias = malloc(sizeof(float) * ROWS_W);
     float *y_many = malloc(sizeof(float) * POS * ROWS_W), *y_one = malloc(sizeof(float) * ROWS_W);
     uint8_t *q = malloc((size_t)ROWS_W * N * 2);
@@ -466,4 +466,79 @@ Test(qdot, avx2_quantizers_write_the_portable_bytes)
     free(x);
     free(p);
     free(v);
+}
+
+/* The many-position kernels give each (row, position) the one-row
+ * kernel's bits: random bytes for the weights (any codes, finite scales)
+ * and for the activations' codes, activations with their own scales and
+ * 16-sums as the quantizers write them, positions a stride apart that is
+ * not their size, 1 to AS_QDOT_POS positions, every type and isa. */
+Test(qdot, many_position_kernels_equal_the_one_row_dot)
+{
+    enum { POS = AS_QDOT_POS, PAD = 40 };
+    float *x = malloc(sizeof(float) * N);
+    uint8_t *row = malloc((size_t)N * 2), *act = malloc(((size_t)N * 2 + PAD) * POS);
+    int with_many = 0;
+    for (int isa = 0; isa < 2; isa++) {
+        if (isa == AS_QDOT_AVX2 && !as_qdot_isa_runs(AS_QDOT_AVX2))
+            continue;
+        for (int k = 0; k < N_QUANTIZED; k++) {
+            as_ggml_type t = quantized[k];
+            const as_ggml_traits *tr = as_ggml_traits_of(t);
+            int n = tr->block_elems == 32 ? N_TAIL : N;
+            size_t ab = as_qdot_act_bytes(t, n), stride = ab + PAD;
+            as_qdot_fn one = as_qdot_kernel((as_qdot_isa)isa, t);
+            as_qdot_many_fn many = as_qdot_kernel_many((as_qdot_isa)isa, t);
+            with_many += many != NULL;
+            for (int rep = 0; rep < 6; rep++) {
+                for (int p = 0; p < POS; p++) {
+                    for (int i = 0; i < n; i++)
+                        x[i] = uniform() * (float)(1 + (p + rep) % 5);
+                    if (rep == 0 && p == 1)
+                        memset(x, 0, sizeof(float) * 256); /* a zero block (Q8_K: zero scale and sums) */
+                    as_qdot_quantize(t, x, n, act + (size_t)p * stride);
+                    if (rep % 2) /* codes anywhere in -128..127, scales as quantized */
+                        for (size_t b = 0; b < ab; b++) {
+                            size_t blk = as_qdot_act_type(t) == AS_GGML_Q8_K ? 292 : as_qdot_act_type(t) == AS_GGML_Q8_1 ? 36 : 34;
+                            size_t off = b % blk, first = blk == 292 ? 4 : blk == 36 ? 4 : 2, last = blk == 292 ? 260 : blk;
+                            if (off >= first && off < last)
+                                act[(size_t)p * stride + b] = (uint8_t)(uniform() * 128 + 128);
+                        }
+                    memset(act + (size_t)p * stride + ab, 0xEE, PAD);
+                }
+                size_t bytes = (size_t)as_ggml_nbytes(t, n);
+                for (size_t i = 0; i < bytes; i++)
+                    row[i] = (uint8_t)(uniform() * 128 + 128);
+                for (size_t b = 0; b < bytes; b += tr->block_bytes) {
+                    if (tr->d_off >= 0) {
+                        uint16_t h = as_f32_to_f16(uniform());
+                        row[b + tr->d_off] = (uint8_t)h, row[b + tr->d_off + 1] = (uint8_t)(h >> 8);
+                    }
+                    if (tr->dmin_off >= 0) {
+                        uint16_t h = as_f32_to_f16(uniform());
+                        row[b + tr->dmin_off] = (uint8_t)h, row[b + tr->dmin_off + 1] = (uint8_t)(h >> 8);
+                    }
+                }
+                for (int np = 1; np <= POS; np++) {
+                    float got[POS];
+                    if (many)
+                        many(row, act, stride, np, n, got);
+                    else
+                        as_qdot_many_by_one(one, row, act, stride, np, n, got);
+                    for (int p = 0; p < np; p++) {
+                        float want = one(row, act + (size_t)p * stride, n);
+                        cr_assert(memcmp(&want, &got[p], sizeof want) == 0,
+                                  "%s %s, %d positions, position %d: one row %.9g, many %.9g", isa ? "avx2" : "portable",
+                                  as_ggml_type_name(t), np, p, want, got[p]);
+                    }
+                }
+            }
+        }
+    }
+    /* the five bench types at least have their own on AVX2 */
+    if (as_qdot_isa_runs(AS_QDOT_AVX2))
+        cr_expect_geq(with_many, 5, "%d types with a many-position kernel", with_many);
+    free(x);
+    free(row);
+    free(act);
 }

@@ -51,6 +51,20 @@ typedef float (*as_qdot_fn)(const void *row, const void *act, int n);
 /* The kernel for weight type w on isa; NULL if w has no quantized
  * activations. A type without an AVX2 kernel gets the portable one. */
 as_qdot_fn as_qdot_kernel(as_qdot_isa isa, as_ggml_type w);
+/* The most positions a many-position kernel takes at once. */
+#define AS_QDOT_POS 4
+/* One weight row (n elements) against np positions' quantized activations,
+ * stride bytes apart: out[p] for p < np, each with the bits the one-row
+ * kernel of the same type and isa gives for that position
+ * (tests/test_qdot.c); the weights' blocks are decoded once for
+ * AS_QDOT_POS positions. */
+typedef void (*as_qdot_many_fn)(const void *row, const void *act, size_t stride, int np, int n, float *out);
+/* isa's many-position kernel for w, NULL where it has none (the portable
+ * code, and AVX2 for Q2_K, Q3_K, IQ4_XS): then as_qdot_many_by_one with
+ * the one-row kernel. */
+as_qdot_many_fn as_qdot_kernel_many(as_qdot_isa isa, as_ggml_type w);
+/* np positions through the one-row kernel f, one after another. */
+void as_qdot_many_by_one(as_qdot_fn f, const void *row, const void *act, size_t stride, int np, int n, float *out);
 /* Whether this CPU runs isa's kernels. */
 bool as_qdot_isa_runs(as_qdot_isa isa);
 
