@@ -643,11 +643,287 @@ DOT32_AVX2(dot_q5_1_avx2, ints_q5_1, 24, Q8_1_BYTES, true)
 DOT32_AVX2(dot_iq4_nl_avx2, ints_iq4_nl, 18, Q8_0_BYTES, false)
 #endif
 
+#if defined(__x86_64__)
+/* ---------------------------------------------------------------- quantizing activations, AVX2 */
+
+/* The portable quantizers' bytes, eight values at a time: the same float
+ * products, nearest_int's integer trick lane by lane (not the CPU's
+ * rounding, so that inf and NaN products give what nearest_int gives), and
+ * the low byte of each int32 (the portable code's int8 cast, not a
+ * saturating pack). */
+AVX2 static inline __m256i nearest_int8(__m256 v)
+{
+    __m256i i = _mm256_castps_si256(_mm256_add_ps(v, _mm256_set1_ps(12582912.f)));
+    return _mm256_sub_epi32(_mm256_and_si256(i, _mm256_set1_epi32(0x007fffff)), _mm256_set1_epi32(0x00400000));
+}
+
+/* Four vectors of 8 int32 to their 32 low bytes, in order. */
+AVX2 static inline __m256i low_bytes(__m256i a, __m256i b, __m256i c, __m256i d)
+{
+    const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1,
+                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    /* each 128-bit half keeps its 4 low bytes in its first dword */
+    __m256i ab = _mm256_unpacklo_epi32(_mm256_shuffle_epi8(a, pick), _mm256_shuffle_epi8(b, pick));
+    __m256i cd = _mm256_unpacklo_epi32(_mm256_shuffle_epi8(c, pick), _mm256_shuffle_epi8(d, pick));
+    /* ab: a0-3 b0-3 | a4-7 b4-7 (in the first 8 bytes of each half) */
+    __m256i all = _mm256_unpacklo_epi64(ab, cd); /* a0-3 b0-3 c0-3 d0-3 | a4-7 b4-7 c4-7 d4-7 */
+    /* to a0-7 b0-7 c0-7 d0-7: dwords 0 4 1 5 2 6 3 7 */
+    return _mm256_permutevar8x32_epi32(all, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+/* The largest of |x[0..n)| (n a multiple of 8) as the portable loops find
+ * it: a NaN never replaces the running maximum (max_ps returns its second
+ * operand when either is NaN, and the running maximum is never NaN). */
+AVX2 static inline float amax_avx2(const float *x, int n)
+{
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    __m256 m = _mm256_setzero_ps();
+    for (int j = 0; j < n; j += 8)
+        m = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs), m);
+    float l[8], r = 0.0f;
+    _mm256_storeu_ps(l, m);
+    for (int j = 0; j < 8; j++)
+        r = l[j] > r ? l[j] : r;
+    return r;
+}
+
+AVX2 static void quantize_q8_avx2(const float *x, int n, uint8_t *out, bool with_sum)
+{
+    size_t bytes = with_sum ? Q8_1_BYTES : Q8_0_BYTES;
+    int qs = with_sum ? 4 : 2;
+    for (int b = 0; b < n / 32; b++, x += 32, out += bytes) {
+        float amax = amax_avx2(x, 32);
+        float d = amax / 127.f, id = amax != 0.0f ? 127.f / amax : 0.0f;
+        put16(out, as_f32_to_f16(d));
+        __m256 vid = _mm256_set1_ps(id);
+        __m256i q[4];
+        for (int k = 0; k < 4; k++)
+            q[k] = nearest_int8(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * k), vid));
+        _mm256_storeu_si256((__m256i *)(out + qs), low_bytes(q[0], q[1], q[2], q[3]));
+        if (with_sum) /* the sum of the ints before their cast, as the portable loop takes it */
+            put16(out + 2, as_f32_to_f16(d * (float)hsum_i32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]),
+                                                                           _mm256_add_epi32(q[2], q[3])))));
+    }
+}
+
+AVX2 static void quantize_q8_k_avx2(const float *x, int n, uint8_t *out)
+{
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int b = 0; b < n / AS_QK_K; b++, x += AS_QK_K, out += Q8_K_BYTES) {
+        float amax = amax_avx2(x, AS_QK_K);
+        if (amax == 0.0f) {
+            memset(out, 0, Q8_K_BYTES);
+            continue;
+        }
+        /* the first value of that magnitude, its sign kept */
+        int first = 0;
+        for (int j = 0; j < AS_QK_K; j += 8) {
+            __m256 e = _mm256_cmp_ps(_mm256_and_ps(_mm256_loadu_ps(x + j), abs), _mm256_set1_ps(amax), _CMP_EQ_OQ);
+            int mask = _mm256_movemask_ps(e);
+            if (mask) {
+                first = j + __builtin_ctz((unsigned)mask);
+                break;
+            }
+        }
+        float iscale = -127.f / x[first];
+        __m256 vs = _mm256_set1_ps(iscale);
+        const __m256i top = _mm256_set1_epi32(127), ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+        for (int c = 0; c < AS_QK_K; c += 32) {
+            __m256i q[4];
+            for (int k = 0; k < 4; k++)
+                q[k] = _mm256_min_epi32(nearest_int8(_mm256_mul_ps(_mm256_loadu_ps(x + c + 8 * k), vs)), top);
+            __m256i bytes = low_bytes(q[0], q[1], q[2], q[3]);
+            _mm256_storeu_si256((__m256i *)(out + Q8_K_QS + c), bytes);
+            /* the two 16-sums of these 32 bytes (exact: |sum| <= 2048) */
+            __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, bytes), ones16);
+            s = _mm256_hadd_epi32(s, s);
+            s = _mm256_hadd_epi32(s, s);
+            int16_t s0 = (int16_t)_mm256_extract_epi32(s, 0), s1 = (int16_t)_mm256_extract_epi32(s, 4);
+            memcpy(out + Q8_K_BSUMS + 2 * (c / 16), &s0, sizeof s0);
+            memcpy(out + Q8_K_BSUMS + 2 * (c / 16 + 1), &s1, sizeof s1);
+        }
+        float d = 1 / iscale;
+        memcpy(out, &d, sizeof d);
+    }
+}
+#endif
+
+#if defined(__x86_64__)
+/* ---------------------------------------------------------------- several positions at once, AVX2 */
+
+/* One weight row against AS_QDOT_POS positions: each weight block decoded
+ * once and multiplied with each position's block. For every position the
+ * float steps are its one-row kernel's, in the same order (the integer
+ * sums are exact, whatever order they are taken in), so out[p] has the
+ * one-row kernel's bits; fewer positions go through the one-row kernel. */
+#define P4 AS_QDOT_POS
+
+/* A 32-block type: PREP turns the weights' block into the vector MUL
+ * takes with each position's 32 activations (signed types: the weights'
+ * magnitudes and signs, by dot_i8's sign trick). */
+AVX2 static inline __m256i prep_q8_0(const uint8_t *w) { return loadu(w + 2); }
+AVX2 static inline __m256i prep_q4_0(const uint8_t *w) { return _mm256_sub_epi8(nibbles(w + 2), _mm256_set1_epi8(8)); }
+AVX2 static inline __m256i prep_q4_1(const uint8_t *w) { return nibbles(w + 4); }
+AVX2 static inline __m256i prep_q5_0(const uint8_t *w)
+{
+    __m256i q = _mm256_or_si256(nibbles(w + 6), _mm256_and_si256(bits_to_bytes(w + 2), _mm256_set1_epi8(0x10)));
+    return _mm256_sub_epi8(q, _mm256_set1_epi8(16));
+}
+AVX2 static inline __m256i prep_q5_1(const uint8_t *w)
+{
+    return _mm256_or_si256(nibbles(w + 8), _mm256_and_si256(bits_to_bytes(w + 4), _mm256_set1_epi8(0x10)));
+}
+AVX2 static inline __m256i prep_iq4_nl(const uint8_t *w) { return iq4_values(w + 2); }
+
+#define DOT32_MANY_AVX2(NAME, ONE, PREP, SIGNED, WB, AB, MIN)                                      \
+    AVX2 static void NAME(const void *row, const void *act, size_t stride, int np, int n, float *out) \
+    {                                                                                              \
+        if (np != P4) {                                                                            \
+            for (int p = 0; p < np; p++)                                                           \
+                out[p] = ONE(row, (const uint8_t *)act + (size_t)p * stride, n);                   \
+            return;                                                                                \
+        }                                                                                          \
+        const uint8_t *w = row, *a = act;                                                          \
+        const int qs = (MIN) ? 4 : 2;                                                              \
+        __m256 acc[P4];                                                                            \
+        float summ[P4];                                                                            \
+        for (int p = 0; p < P4; p++)                                                               \
+            acc[p] = _mm256_setzero_ps(), summ[p] = 0.0f;                                          \
+        for (int b = 0; b < n / 32; b++, w += (WB)) {                                              \
+            __m256i x = PREP(w), ax = SIGNED ? _mm256_sign_epi8(x, x) : x;                         \
+            float dw = f16c_at(w), mw = (MIN) ? f16c_at(w + 2) : 0.0f;                             \
+            _Pragma("GCC unroll 4") for (int p = 0; p < P4; p++)                                   \
+            {                                                                                      \
+                const uint8_t *ap = a + (size_t)p * stride + (size_t)b * (AB);                     \
+                __m256i y = loadu(ap + qs);                                                        \
+                __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ax, SIGNED ? _mm256_sign_epi8(y, x) : y), \
+                                              _mm256_set1_epi16(1));                               \
+                __m256 dd = _mm256_set1_ps(dw * f16c_at(ap));                                      \
+                acc[p] = _mm256_add_ps(acc[p], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(s)));          \
+                if (MIN)                                                                           \
+                    summ[p] = summ[p] + mw * f16c_at(ap + 2);                                      \
+            }                                                                                      \
+        }                                                                                          \
+        for (int p = 0; p < P4; p++) {                                                             \
+            float lanes[8];                                                                        \
+            _mm256_storeu_ps(lanes, acc[p]);                                                       \
+            out[p] = (MIN) ? reduce8(lanes) + summ[p] : reduce8(lanes);                            \
+        }                                                                                          \
+    }
+
+DOT32_MANY_AVX2(many_q8_0_avx2, dot_q8_0_avx2, prep_q8_0, true, 34, Q8_0_BYTES, false)
+DOT32_MANY_AVX2(many_q4_0_avx2, dot_q4_0_avx2, prep_q4_0, true, 18, Q8_0_BYTES, false)
+DOT32_MANY_AVX2(many_q4_1_avx2, dot_q4_1_avx2, prep_q4_1, false, 20, Q8_1_BYTES, true)
+DOT32_MANY_AVX2(many_q5_0_avx2, dot_q5_0_avx2, prep_q5_0, true, 22, Q8_0_BYTES, false)
+DOT32_MANY_AVX2(many_q5_1_avx2, dot_q5_1_avx2, prep_q5_1, false, 24, Q8_1_BYTES, true)
+DOT32_MANY_AVX2(many_iq4_nl_avx2, dot_iq4_nl_avx2, prep_iq4_nl, true, 18, Q8_0_BYTES, false)
+
+AVX2 static void many_q45_k_avx2(const void *row, const void *act, size_t stride, int np, int n, float *out, bool five)
+{
+    if (np != P4) {
+        for (int p = 0; p < np; p++)
+            out[p] = dot_q45_k_avx2(row, (const uint8_t *)act + (size_t)p * stride, n, five);
+        return;
+    }
+    const uint8_t *w = row, *a = act;
+    const __m256i m4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
+    float sumf[P4] = {0};
+    for (int b = 0; b < n / AS_QK_K; b++, w += five ? 176 : 144) {
+        uint8_t sc[8], m[8];
+        k4_scales(w + 4, sc, m);
+        const uint8_t *q4 = w + (five ? 48 : 16);
+        __m256i hb = five ? loadu(w + 16) : _mm256_setzero_si256(), acc[P4];
+        for (int p = 0; p < P4; p++)
+            acc[p] = _mm256_setzero_si256();
+        for (int j = 0; j < 4; j++) {
+            __m256i q = loadu(q4 + 32 * j);
+            __m256i lo = _mm256_and_si256(q, m4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
+            if (five) {
+                __m256i h0 = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * j)), one);
+                __m256i h1 = _mm256_and_si256(_mm256_srl_epi16(hb, _mm_cvtsi32_si128(2 * j + 1)), one);
+                lo = _mm256_or_si256(lo, _mm256_slli_epi16(h0, 4));
+                hi = _mm256_or_si256(hi, _mm256_slli_epi16(h1, 4));
+            }
+            __m256i slo = _mm256_set1_epi16(sc[2 * j]), shi = _mm256_set1_epi16(sc[2 * j + 1]);
+#pragma GCC unroll 4
+            for (int p = 0; p < P4; p++) {
+                const uint8_t *q8 = a + (size_t)p * stride + (size_t)b * Q8_K_BYTES + Q8_K_QS + 64 * j;
+                acc[p] = _mm256_add_epi32(acc[p], _mm256_add_epi32(dot_u8_scaled(lo, loadu(q8), slo),
+                                                                   dot_u8_scaled(hi, loadu(q8 + 32), shi)));
+            }
+        }
+        float dw = f16_at(w), dmin = f16_at(w + 2);
+        for (int p = 0; p < P4; p++) {
+            const uint8_t *ap = a + (size_t)p * stride + (size_t)b * Q8_K_BYTES;
+            sumf[p] = fin_k(sumf[p], dw, q8k_d(ap), hsum_i32(acc[p]), dmin, k4_summs(ap, m));
+        }
+    }
+    memcpy(out, sumf, sizeof sumf);
+}
+
+AVX2 static void many_q4_k_avx2(const void *row, const void *act, size_t stride, int np, int n, float *out)
+{
+    many_q45_k_avx2(row, act, stride, np, n, out, false);
+}
+AVX2 static void many_q5_k_avx2(const void *row, const void *act, size_t stride, int np, int n, float *out)
+{
+    many_q45_k_avx2(row, act, stride, np, n, out, true);
+}
+
+AVX2 static void many_q6_k_avx2(const void *row, const void *act, size_t stride, int np, int n, float *out)
+{
+    if (np != P4) {
+        for (int p = 0; p < np; p++)
+            out[p] = dot_q6_k_avx2(row, (const uint8_t *)act + (size_t)p * stride, n);
+        return;
+    }
+    const uint8_t *w = row, *a = act;
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
+    float sumf[P4] = {0};
+    for (int b = 0; b < n / AS_QK_K; b++, w += 210) {
+        const int8_t *sc = (const int8_t *)(w + 192);
+        __m256i acc[P4];
+        for (int p = 0; p < P4; p++)
+            acc[p] = _mm256_setzero_si256();
+        for (int c = 0; c < 2; c++) {
+            const uint8_t *ql = w + 64 * c;
+            __m256i l0 = loadu(ql), l1 = loadu(ql + 32), h = loadu(w + 128 + 32 * c);
+            __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
+                _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)),
+            };
+            for (int k = 0; k < 4; k++) {
+                __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[8 * c + 2 * k + 1]), _mm_set1_epi16(sc[8 * c + 2 * k]));
+#pragma GCC unroll 4
+                for (int p = 0; p < P4; p++) {
+                    const uint8_t *q8 = a + (size_t)p * stride + (size_t)b * Q8_K_BYTES + Q8_K_QS + 128 * c + 32 * k;
+                    acc[p] = _mm256_add_epi32(acc[p], dot_u8_scaled(q[k], loadu(q8), s16));
+                }
+            }
+        }
+        float dw = f16_at(w + 208);
+        for (int p = 0; p < P4; p++) {
+            const uint8_t *ap = a + (size_t)p * stride + (size_t)b * Q8_K_BYTES;
+            int off = 0;
+            for (int g = 0; g < 16; g++)
+                off += sc[g] * q8k_bsum(ap, g);
+            sumf[p] = fin_k(sumf[p], dw, q8k_d(ap), hsum_i32(acc[p]) - 32 * off, 0.0f, 0);
+        }
+    }
+    memcpy(out, sumf, sizeof sumf);
+}
+#endif
+
 /* ---------------------------------------------------------------- the table */
 
 typedef struct qdot_row {
     as_ggml_type act; /* 0 (F32): none */
     as_qdot_fn portable, avx2;
+    as_qdot_many_fn many_avx2; /* NULL: the one-row kernel position by position */
 } qdot_row;
 
 #if defined(__x86_64__)
@@ -657,17 +933,17 @@ typedef struct qdot_row {
 #endif
 
 static const qdot_row rows[AS_GGML_TYPE_END] = {
-    [AS_GGML_Q4_0] = {AS_GGML_Q8_0, dot_q4_0_c, X86(dot_q4_0_avx2)},
-    [AS_GGML_Q4_1] = {AS_GGML_Q8_1, dot_q4_1_c, X86(dot_q4_1_avx2)},
-    [AS_GGML_Q5_0] = {AS_GGML_Q8_0, dot_q5_0_c, X86(dot_q5_0_avx2)},
-    [AS_GGML_Q5_1] = {AS_GGML_Q8_1, dot_q5_1_c, X86(dot_q5_1_avx2)},
-    [AS_GGML_Q8_0] = {AS_GGML_Q8_0, dot_q8_0_c, X86(dot_q8_0_avx2)},
+    [AS_GGML_Q4_0] = {AS_GGML_Q8_0, dot_q4_0_c, X86(dot_q4_0_avx2), X86(many_q4_0_avx2)},
+    [AS_GGML_Q4_1] = {AS_GGML_Q8_1, dot_q4_1_c, X86(dot_q4_1_avx2), X86(many_q4_1_avx2)},
+    [AS_GGML_Q5_0] = {AS_GGML_Q8_0, dot_q5_0_c, X86(dot_q5_0_avx2), X86(many_q5_0_avx2)},
+    [AS_GGML_Q5_1] = {AS_GGML_Q8_1, dot_q5_1_c, X86(dot_q5_1_avx2), X86(many_q5_1_avx2)},
+    [AS_GGML_Q8_0] = {AS_GGML_Q8_0, dot_q8_0_c, X86(dot_q8_0_avx2), X86(many_q8_0_avx2)},
     [AS_GGML_Q2_K] = {AS_GGML_Q8_K, dot_q2_k_c, X86(dot_q2_k_avx2)},
     [AS_GGML_Q3_K] = {AS_GGML_Q8_K, dot_q3_k_c, X86(dot_q3_k_avx2)},
-    [AS_GGML_Q4_K] = {AS_GGML_Q8_K, dot_q4_k_c, X86(dot_q4_k_avx2)},
-    [AS_GGML_Q5_K] = {AS_GGML_Q8_K, dot_q5_k_c, X86(dot_q5_k_avx2)},
-    [AS_GGML_Q6_K] = {AS_GGML_Q8_K, dot_q6_k_c, X86(dot_q6_k_avx2)},
-    [AS_GGML_IQ4_NL] = {AS_GGML_Q8_0, dot_iq4_nl_c, X86(dot_iq4_nl_avx2)},
+    [AS_GGML_Q4_K] = {AS_GGML_Q8_K, dot_q4_k_c, X86(dot_q4_k_avx2), X86(many_q4_k_avx2)},
+    [AS_GGML_Q5_K] = {AS_GGML_Q8_K, dot_q5_k_c, X86(dot_q5_k_avx2), X86(many_q5_k_avx2)},
+    [AS_GGML_Q6_K] = {AS_GGML_Q8_K, dot_q6_k_c, X86(dot_q6_k_avx2), X86(many_q6_k_avx2)},
+    [AS_GGML_IQ4_NL] = {AS_GGML_Q8_0, dot_iq4_nl_c, X86(dot_iq4_nl_avx2), X86(many_iq4_nl_avx2)},
     [AS_GGML_IQ4_XS] = {AS_GGML_Q8_K, dot_iq4_xs_c, X86(dot_iq4_xs_avx2)},
 };
 
@@ -696,8 +972,27 @@ size_t as_qdot_act_bytes(as_ggml_type w, int n)
     }
 }
 
-void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act)
+void as_qdot_quantize_isa(as_qdot_isa isa, as_ggml_type w, const float *x, int n, void *act)
 {
+#if defined(__x86_64__)
+    if (isa == AS_QDOT_AVX2 && as_qdot_isa_runs(AS_QDOT_AVX2)) {
+        switch (as_qdot_act_type(w)) {
+        case AS_GGML_Q8_0:
+            quantize_q8_avx2(x, n, act, false);
+            return;
+        case AS_GGML_Q8_1:
+            quantize_q8_avx2(x, n, act, true);
+            return;
+        case AS_GGML_Q8_K:
+            quantize_q8_k_avx2(x, n, act);
+            return;
+        default:
+            return;
+        }
+    }
+#else
+    (void)isa;
+#endif
     switch (as_qdot_act_type(w)) {
     case AS_GGML_Q8_0:
         quantize_q8(x, n, act, false);
@@ -711,6 +1006,11 @@ void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act)
     default:
         break;
     }
+}
+
+void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act)
+{
+    as_qdot_quantize_isa(AS_QDOT_AVX2, w, x, n, act);
 }
 
 #if defined(__x86_64__)
@@ -748,4 +1048,21 @@ as_qdot_fn as_qdot_kernel(as_qdot_isa isa, as_ggml_type w)
     if (!r)
         return NULL;
     return isa == AS_QDOT_AVX2 && r->avx2 && as_qdot_isa_runs(AS_QDOT_AVX2) ? r->avx2 : r->portable;
+}
+
+/* Position by position through the one-row kernel f: the portable code
+ * for every type and the AVX2 code for the types without a many-position
+ * kernel. */
+void as_qdot_many_by_one(as_qdot_fn f, const void *row, const void *act, size_t stride, int np, int n, float *out)
+{
+    for (int p = 0; p < np; p++)
+        out[p] = f(row, (const unsigned char *)act + (size_t)p * stride, n);
+}
+
+as_qdot_many_fn as_qdot_kernel_many(as_qdot_isa isa, as_ggml_type w)
+{
+    const qdot_row *r = row_of(w);
+    if (!r)
+        return NULL;
+    return isa == AS_QDOT_AVX2 && r->many_avx2 && as_qdot_isa_runs(AS_QDOT_AVX2) ? r->many_avx2 : NULL;
 }

@@ -358,7 +358,7 @@ Test(qdot, native_products_agree_bit_for_bit)
 {
     ggml_cpu_or_skip("native_products_agree_bit_for_bit");
     cr_assert(as_set_activations("native"));
-    enum { ROWS_W = 96, POS = 5 };
+    enum { ROWS_W = 96, POS = 37 }; /* two blocks of QGEMM_POS positions and a remainder of 1 after groups of 4 */
     float *w = malloc(sizeof(float) * ROWS_W * N), *x = malloc(sizeof(float) * POS * N), *bias = malloc(sizeof(float) * ROWS_W);
     float *y_many = malloc(sizeof(float) * POS * ROWS_W), *y_one = malloc(sizeof(float) * ROWS_W);
     uint8_t *q = malloc((size_t)ROWS_W * N * 2);
@@ -395,4 +395,150 @@ Test(qdot, native_products_agree_bit_for_bit)
     free(y_many);
     free(y_one);
     free(q);
+}
+
+/* ---------------------------------------------------------------- vector code against the portable code */
+
+static void avx2_or_skip(const char *test)
+{
+    if (!as_qdot_isa_runs(AS_QDOT_AVX2)) {
+        fprintf(stderr, "\n**** SKIP qdot::%s: this CPU has no AVX2 ****\n\n", test);
+        cr_skip_test("no AVX2");
+    }
+}
+
+/* Rows that reach each branch of the quantizers: per 256 values one case
+ * (random at a scale from 1e-30 to 1e30, zeros, ties at .5 after the
+ * scaling, the largest magnitude negative and repeated, subnormals whose
+ * inverse scale overflows to inf, a NaN, an inf, a block zero but for one
+ * tiny value). */
+static void hostile_activations(float *x, int n, int variant)
+{
+    for (int i = 0; i < n; i++) {
+        int blk = i / 256, k = (blk + variant) % 9;
+        float u = uniform();
+        switch (k) {
+        case 0: x[i] = u * powf(10.0f, (float)((i / 32) % 61 - 30)); break;
+        case 1: x[i] = 0.0f; break;
+        case 2: /* max 127 in each 32: the scale is 1 (Q8_0) or -1 (Q8_K), so k + .5 is a tie */
+            x[i] = i % 32 == 5 ? 127.0f : (float)((int)(u * 120)) + 0.5f;
+            break;
+        case 3: x[i] = i % 256 == 77 || i % 256 == 200 ? -3.0f : u * 3.0f; break;
+        case 4: x[i] = u * 1e-41f; break; /* subnormal: 127 / max is inf */
+        case 5: x[i] = i % 256 == 13 ? NAN : u; break;
+        case 6: x[i] = i % 256 == 40 ? -INFINITY : u; break;
+        case 7: x[i] = i % 256 == 255 ? 1e-30f : 0.0f; break;
+        default: x[i] = u * 1e30f; break;
+        }
+    }
+}
+
+Test(qdot, avx2_quantizers_write_the_portable_bytes)
+{
+    avx2_or_skip("avx2_quantizers_write_the_portable_bytes");
+    enum { LEN = 256 * 18 };
+    float *x = malloc(sizeof(float) * LEN);
+    const as_ggml_type by_act[] = {AS_GGML_Q8_0, AS_GGML_Q4_1, AS_GGML_Q4_K}; /* Q8_0, Q8_1, Q8_K */
+    size_t cap = as_qdot_act_bytes(AS_GGML_Q4_1, LEN) * 2;
+    uint8_t *p = malloc(cap), *v = malloc(cap);
+    long checked = 0;
+    for (int variant = 0; variant < 9; variant++) {
+        hostile_activations(x, LEN, variant);
+        for (int k = 0; k < 3; k++) {
+            size_t bytes = as_qdot_act_bytes(by_act[k], LEN);
+            memset(p, 0xA5, bytes);
+            memset(v, 0x5A, bytes); /* every byte written by both */
+            as_qdot_quantize_isa(AS_QDOT_PORTABLE, by_act[k], x, LEN, p);
+            as_qdot_quantize_isa(AS_QDOT_AVX2, by_act[k], x, LEN, v);
+            for (size_t i = 0; i < bytes; i++)
+                cr_assert_eq(p[i], v[i], "%s variant %d: byte %zu: portable 0x%02x, avx2 0x%02x",
+                             as_ggml_type_name(as_qdot_act_type(by_act[k])), variant, i, p[i], v[i]);
+            checked += (long)bytes;
+        }
+    }
+    /* the rounding really met ties: 126.5 -> 126 and 125.5 -> 126 (half to even) in Q8_0 */
+    float t[32] = {127.0f, 126.5f, 125.5f, -0.5f, 0.5f, 1.5f};
+    uint8_t q[34];
+    as_qdot_quantize_isa(AS_QDOT_AVX2, AS_GGML_Q8_0, t, 32, q);
+    cr_expect(q[2] == 127 && q[3] == 126 && q[4] == 126 && q[5] == 0 && q[6] == 0 && q[7] == 2,
+              "ties: %d %d %d %d %d %d", (int8_t)q[2], (int8_t)q[3], (int8_t)q[4], (int8_t)q[5], (int8_t)q[6], (int8_t)q[7]);
+    cr_log_info("%ld bytes equal", checked);
+    free(x);
+    free(p);
+    free(v);
+}
+
+/* The many-position kernels give each (row, position) the one-row
+ * kernel's bits: random bytes for the weights (any codes, finite scales)
+ * and for the activations' codes, activations with their own scales and
+ * 16-sums as the quantizers write them, positions a stride apart that is
+ * not their size, 1 to AS_QDOT_POS positions, every type and isa. */
+Test(qdot, many_position_kernels_equal_the_one_row_dot)
+{
+    enum { POS = AS_QDOT_POS, PAD = 40 };
+    float *x = malloc(sizeof(float) * N);
+    uint8_t *row = malloc((size_t)N * 2), *act = malloc(((size_t)N * 2 + PAD) * POS);
+    int with_many = 0;
+    for (int isa = 0; isa < 2; isa++) {
+        if (isa == AS_QDOT_AVX2 && !as_qdot_isa_runs(AS_QDOT_AVX2))
+            continue;
+        for (int k = 0; k < N_QUANTIZED; k++) {
+            as_ggml_type t = quantized[k];
+            const as_ggml_traits *tr = as_ggml_traits_of(t);
+            int n = tr->block_elems == 32 ? N_TAIL : N;
+            size_t ab = as_qdot_act_bytes(t, n), stride = ab + PAD;
+            as_qdot_fn one = as_qdot_kernel((as_qdot_isa)isa, t);
+            as_qdot_many_fn many = as_qdot_kernel_many((as_qdot_isa)isa, t);
+            with_many += many != NULL;
+            for (int rep = 0; rep < 6; rep++) {
+                for (int p = 0; p < POS; p++) {
+                    for (int i = 0; i < n; i++)
+                        x[i] = uniform() * (float)(1 + (p + rep) % 5);
+                    if (rep == 0 && p == 1)
+                        memset(x, 0, sizeof(float) * 256); /* a zero block (Q8_K: zero scale and sums) */
+                    as_qdot_quantize(t, x, n, act + (size_t)p * stride);
+                    if (rep % 2) /* codes anywhere in -128..127, scales as quantized */
+                        for (size_t b = 0; b < ab; b++) {
+                            size_t blk = as_qdot_act_type(t) == AS_GGML_Q8_K ? 292 : as_qdot_act_type(t) == AS_GGML_Q8_1 ? 36 : 34;
+                            size_t off = b % blk, first = blk == 292 ? 4 : blk == 36 ? 4 : 2, last = blk == 292 ? 260 : blk;
+                            if (off >= first && off < last)
+                                act[(size_t)p * stride + b] = (uint8_t)(uniform() * 128 + 128);
+                        }
+                    memset(act + (size_t)p * stride + ab, 0xEE, PAD);
+                }
+                size_t bytes = (size_t)as_ggml_nbytes(t, n);
+                for (size_t i = 0; i < bytes; i++)
+                    row[i] = (uint8_t)(uniform() * 128 + 128);
+                for (size_t b = 0; b < bytes; b += tr->block_bytes) {
+                    if (tr->d_off >= 0) {
+                        uint16_t h = as_f32_to_f16(uniform());
+                        row[b + tr->d_off] = (uint8_t)h, row[b + tr->d_off + 1] = (uint8_t)(h >> 8);
+                    }
+                    if (tr->dmin_off >= 0) {
+                        uint16_t h = as_f32_to_f16(uniform());
+                        row[b + tr->dmin_off] = (uint8_t)h, row[b + tr->dmin_off + 1] = (uint8_t)(h >> 8);
+                    }
+                }
+                for (int np = 1; np <= POS; np++) {
+                    float got[POS];
+                    if (many)
+                        many(row, act, stride, np, n, got);
+                    else
+                        as_qdot_many_by_one(one, row, act, stride, np, n, got);
+                    for (int p = 0; p < np; p++) {
+                        float want = one(row, act + (size_t)p * stride, n);
+                        cr_assert(memcmp(&want, &got[p], sizeof want) == 0,
+                                  "%s %s, %d positions, position %d: one row %.9g, many %.9g", isa ? "avx2" : "portable",
+                                  as_ggml_type_name(t), np, p, want, got[p]);
+                    }
+                }
+            }
+        }
+    }
+    /* the five bench types at least have their own on AVX2 */
+    if (as_qdot_isa_runs(AS_QDOT_AVX2))
+        cr_expect_geq(with_many, 5, "%d types with a many-position kernel", with_many);
+    free(x);
+    free(row);
+    free(act);
 }

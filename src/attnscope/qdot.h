@@ -39,14 +39,32 @@ as_ggml_type as_qdot_act_type(as_ggml_type w);
 /* Bytes of one activation row of n elements quantized for weight type w
  * (n a multiple of w's block); 0 if as_qdot_act_type(w) is F32. */
 size_t as_qdot_act_bytes(as_ggml_type w, int n);
-/* x[n] quantized for weight type w into act (as_qdot_act_bytes bytes). */
+/* x[n] quantized for weight type w into act (as_qdot_act_bytes bytes),
+ * with AVX2 where the CPU has it. */
 void as_qdot_quantize(as_ggml_type w, const float *x, int n, void *act);
+/* The same on isa's code (AVX2 on a CPU without it: the portable code);
+ * every isa writes the same bytes (tests/test_qdot.c). */
+void as_qdot_quantize_isa(as_qdot_isa isa, as_ggml_type w, const float *x, int n, void *act);
 
 /* One weight row (n elements of its type) · one quantized activation row. */
 typedef float (*as_qdot_fn)(const void *row, const void *act, int n);
 /* The kernel for weight type w on isa; NULL if w has no quantized
  * activations. A type without an AVX2 kernel gets the portable one. */
 as_qdot_fn as_qdot_kernel(as_qdot_isa isa, as_ggml_type w);
+/* The most positions a many-position kernel takes at once. */
+#define AS_QDOT_POS 4
+/* One weight row (n elements) against np positions' quantized activations,
+ * stride bytes apart: out[p] for p < np, each with the bits the one-row
+ * kernel of the same type and isa gives for that position
+ * (tests/test_qdot.c); the weights' blocks are decoded once for
+ * AS_QDOT_POS positions. */
+typedef void (*as_qdot_many_fn)(const void *row, const void *act, size_t stride, int np, int n, float *out);
+/* isa's many-position kernel for w, NULL where it has none (the portable
+ * code, and AVX2 for Q2_K, Q3_K, IQ4_XS): then as_qdot_many_by_one with
+ * the one-row kernel. */
+as_qdot_many_fn as_qdot_kernel_many(as_qdot_isa isa, as_ggml_type w);
+/* np positions through the one-row kernel f, one after another. */
+void as_qdot_many_by_one(as_qdot_fn f, const void *row, const void *act, size_t stride, int np, int n, float *out);
 /* Whether this CPU runs isa's kernels. */
 bool as_qdot_isa_runs(as_qdot_isa isa);
 

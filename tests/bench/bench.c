@@ -1,7 +1,7 @@
 /* make bench: times attnscope against the peers people would use instead,
  * side by side, in one run, on random-weight models of fixed shapes.
  *
- *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME|kernels|grad|longctx] [--out FILE.md]
+ *   bench [--dir DIR] [--runs N] [--threads N] [--only NAME|kernels|grad|longctx|qgemm] [--out FILE.md]
  *
  * Peers are optional and found through the environment:
  *   BENCH_RUNC        llama2.c's run.c, built (gcc -Ofast -march=native -fopenmp run.c -lm)
@@ -863,9 +863,11 @@ int main(int argc, char **argv)
         return bench_worker(argc - 1, argv + 1);
     static opts o;
     if (parse(argc, argv, &o))
-        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels|grad|longctx] "
+        return fprintf(stderr, "usage: bench [--dir DIR] [--runs N<=%d] [--threads N] [--only NAME|kernels|grad|longctx|qgemm] "
                                "[--out FILE.md] [--activations native|f32]\n",
                        MAX_RUNS), 2;
+    if (o.only && !strcmp(o.only, "qgemm")) /* native mode's prompt product alone, old code against new */
+        return bench_qgemm(stdout, o.threads) ? 1 : 0;
     mkdir(o.dir, 0755);
     /* Llama-3.2-1B's shape (grouped-query attention, a 128256-token
      * vocabulary) with random weights, in llama.cpp's quantizations only. */

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attnscope/quant.h"
+
 #define BENCH_PROMPT 256 /* prompt tokens */
 #define BENCH_GEN 256    /* greedy tokens generated */
 
@@ -47,6 +49,16 @@ int bench_worker(int argc, char **argv);
 /* The typed kernels alone (kernels.c): as_matvec per weight type in GB/s,
  * cold and hot, and as_linear_pool over a prompt; a markdown section. */
 int bench_kernels(FILE *f, int threads);
+
+/* Uniform values in [-1, 1) from a seed; one rows x cols matrix stored
+ * as type (random codes with finite scales for the 4- to 6-bit types). */
+void bench_fill(float *x, size_t n, uint64_t seed);
+uint8_t *bench_encode(as_ggml_type type, int rows, int cols);
+
+/* Native mode's prompt product (bench --only qgemm, qgemm.c): the
+ * many-position kernels against the one-row loop they replaced, as time
+ * ratios per type and shape; a markdown section. */
+int bench_qgemm(FILE *f, int threads);
 
 /* The backward pass against its forward at a model's shape (grad.c): a
  * markdown section, and the median ratio of their times in *ratio. */

@@ -33,19 +33,19 @@ static uint64_t rng(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void fill(float *x, size_t n, uint64_t seed)
+void bench_fill(float *x, size_t n, uint64_t seed)
 {
     for (size_t i = 0; i < n; i++)
         x[i] = (float)(rng(&seed) >> 40) * 0x1.0p-23f - 1.0f;
 }
 
 /* One rows x cols matrix stored as type, as a converter writes it. */
-static uint8_t *encode(as_ggml_type type, int rows, int cols)
+uint8_t *bench_encode(as_ggml_type type, int rows, int cols)
 {
     size_t n = (size_t)rows * (size_t)cols;
     float *x = malloc(n * sizeof *x);
     uint8_t *out = malloc(as_ggml_nbytes(type, n));
-    fill(x, n, (uint64_t)rows * 31 + (uint64_t)cols);
+    bench_fill(x, n, (uint64_t)rows * 31 + (uint64_t)cols);
     if (type == AS_GGML_F32)
         memcpy(out, x, n * sizeof *x);
     else if (type == AS_GGML_Q8_0)
@@ -164,7 +164,7 @@ static void matvec_rows(FILE *f, as_pool *pools[2], int rows, int cols)
 {
     enum { ROUNDS = 9 };
     float *x = malloc((size_t)cols * sizeof *x), *y = malloc((size_t)rows * sizeof *y);
-    fill(x, (size_t)cols, 7);
+    bench_fill(x, (size_t)cols, 7);
     uint8_t *all[N_BENCH_TYPES];
     mv_ctx c[N_BENCH_TYPES];
     size_t mb[N_BENCH_TYPES];
@@ -174,7 +174,7 @@ static void matvec_rows(FILE *f, as_pool *pools[2], int rows, int cols)
         mb[k] = as_weight_bytes(&one);
         size_t stride = (mb[k] + 63) / 64 * 64;
         int copies = (int)((COLD_BYTES + mb[k] - 1) / mb[k]);
-        uint8_t *m = encode(t, rows, cols);
+        uint8_t *m = bench_encode(t, rows, cols);
         all[k] = aligned_alloc(64, (size_t)copies * stride);
         c[k] = (mv_ctx){NULL, malloc((size_t)copies * sizeof(as_weight)), copies, x, y, all[k],
                         (size_t)copies * stride, 0};
@@ -224,13 +224,13 @@ static void linear_rows(FILE *f, as_pool *pool, int rows, int cols, int n)
 {
     enum { ROUNDS = 5 };
     float *x = malloc((size_t)n * cols * sizeof *x), *y = malloc((size_t)n * rows * sizeof *y);
-    fill(x, (size_t)n * cols, 9);
+    bench_fill(x, (size_t)n * cols, 9);
     uint8_t *m[N_BENCH_TYPES];
     as_weight w[N_BENCH_TYPES];
     double sec[N_BENCH_TYPES][ROUNDS];
     for (int k = 0; k < N_BENCH_TYPES; k++) {
         as_ggml_type t = bench_types[k];
-        m[k] = encode(t, rows, cols);
+        m[k] = bench_encode(t, rows, cols);
         w[k] = (as_weight){m[k], t, rows, cols, (size_t)as_ggml_nbytes(t, (uint64_t)cols)};
     }
     for (int r = 0; r < ROUNDS; r++)
