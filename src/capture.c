@@ -683,6 +683,8 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     c->budget = budget;
     c->dropped_from = -1;
     c->rows_gen = 1; /* the slots' zeroed keys name no row */
+    for (int e = 0; e < AS_CELL_CACHES; e++)
+        c->cells[e].hook = -1;
     c->store = calloc((size_t)p->n_hooks, sizeof *c->store);
     c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
     c->filled = calloc((size_t)p->n_hooks, sizeof *c->filled);
@@ -723,6 +725,8 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     return AS_OK;
 }
 
+static void cells_drop(as_capture *c, as_cell_cache *e);
+
 void as_capture_free(as_capture *c)
 {
     if (!c)
@@ -733,6 +737,9 @@ void as_capture_free(as_capture *c)
         if (c->stats)
             free(c->stats[i]);
     }
+    for (int e = 0; e < AS_CELL_CACHES; e++)
+        if (c->cells[e].hook >= 0)
+            cells_drop(c, &c->cells[e]);
     capfile_close(c->file); /* its regions go with the mapping */
     free(c->in_file);
     free(c->store);
@@ -856,6 +863,157 @@ int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, i
     if (count == 0)
         return pending ? AS_BLOCK_PENDING : AS_BLOCK_MASKED;
     *v = mean ? (float)(sum / (double)count) : most;
+    return AS_BLOCK_VALUE;
+}
+
+/* ---- zoomed-out maps' cells, kept (as_capture_attn_cells) ---- */
+
+enum { AS_CELL_BYTES = 128 << 20 }; /* the kept cells' bytes at most: a map at zoom 2 of 8k tokens is 256 MB */
+
+static void cells_drop(as_capture *c, as_cell_cache *e)
+{
+    for (int i = 0; e->rows && i < e->nbq; i++)
+        free(e->rows[i]);
+    free(e->rows);
+    free(e->kb);
+    c->cell_bytes -= e->bytes;
+    memset(e, 0, sizeof *e);
+    e->hook = -1;
+}
+
+/* The first item of block i of n items: blocks of zoom, or v even blocks. */
+static int cell_start(int i, int n, int zoom, int v)
+{
+    if (zoom > 0)
+        return (long)i * zoom < n ? i * zoom : n;
+    return (int)((long)i * n / v);
+}
+
+/* The kept map for these arguments, made (empty) if there is none; NULL
+ * when out of memory. */
+static as_cell_cache *cells_find(as_capture *c, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
+                                 int vk)
+{
+    as_cell_cache *free_one = NULL, *oldest = NULL;
+    for (int s = 0; s < AS_CELL_CACHES; s++) {
+        as_cell_cache *e = &c->cells[s];
+        if (e->hook == hook && e->head == head && e->filled == filled && e->n_q == n_q && e->n_k == n_k &&
+            e->zoom == zoom && e->vq == vq && e->vk == vk && e->gen == c->rows_gen)
+            return e;
+        if (e->hook >= 0 && e->gen != c->rows_gen)
+            cells_drop(c, e); /* stale: a pass ran since */
+        if (e->hook < 0 && !free_one)
+            free_one = e;
+        if (e->hook >= 0 && (!oldest || e->used < oldest->used))
+            oldest = e;
+    }
+    as_cell_cache *e = free_one;
+    if (!e) {
+        cells_drop(c, oldest);
+        e = oldest;
+    }
+    e->nbq = zoom > 0 ? (n_q + zoom - 1) / zoom : vq;
+    e->nbk = zoom > 0 ? (n_k + zoom - 1) / zoom : vk;
+    e->rows = calloc((size_t)e->nbq, sizeof *e->rows);
+    e->kb = malloc(((size_t)e->nbk + 1) * sizeof *e->kb);
+    if (!e->rows || !e->kb) {
+        cells_drop(c, e);
+        return NULL;
+    }
+    for (int j = 0; j <= e->nbk; j++)
+        e->kb[j] = cell_start(j, n_k, zoom, vk);
+    e->hook = hook, e->head = head, e->filled = filled, e->n_q = n_q, e->n_k = n_k;
+    e->zoom = zoom, e->vq = vq, e->vk = vk, e->gen = c->rows_gen;
+    return e;
+}
+
+/* Block row i's cells: each of its query rows read once, its visible
+ * weights added to their key blocks' cells in the order
+ * as_capture_attn_block adds them (queries, then keys, ascending). */
+static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, as_cell_agg *out)
+{
+    const as_attn *a = &c->prog->attn[c->prog->hooks[e->hook].attn];
+    int q0 = cell_start(i, e->n_q, e->zoom, e->vq), q1 = cell_start(i + 1, e->n_q, e->zoom, e->vq);
+    memset(out, 0, (size_t)e->nbk * sizeof *out);
+    for (int q = q0; q < q1; q++) {
+        int lo = 0, hi = e->n_k; /* the keys q sees: as_attn_visible's */
+        if (a->mask != AS_MASK_NONE && hi > q + 1)
+            hi = q + 1;
+        if (a->mask == AS_MASK_WINDOW && lo < q - a->window + 1)
+            lo = q - a->window + 1;
+        if (lo >= hi)
+            continue;
+        const float *row = q < e->filled ? attn_row(c, e->hook, e->head, q) : NULL;
+        int j = e->zoom > 0 ? lo / e->zoom : 0;
+        while (e->kb[j + 1] <= lo)
+            j++;
+        for (; j < e->nbk && e->kb[j] < hi; j++) {
+            as_cell_agg *g = &out[j];
+            int k0 = e->kb[j] > lo ? e->kb[j] : lo, k1 = e->kb[j + 1] < hi ? e->kb[j + 1] : hi;
+            if (k0 >= k1)
+                continue;
+            if (!row) {
+                g->count |= AS_CELL_PENDING;
+                continue;
+            }
+            double sum = g->sum;
+            float most = g->max;
+            unsigned n = g->count & ~AS_CELL_PENDING;
+            for (int k = k0; k < k1; k++) {
+                float w = row[k];
+                most = n == 0 || w > most ? w : most;
+                sum += w;
+                n++;
+            }
+            g->sum = sum;
+            g->max = most;
+            g->count = n | (g->count & AS_CELL_PENDING);
+        }
+    }
+}
+
+int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
+                          int vk, int i, int j, bool mean, float *v)
+{
+    as_capture *c = (as_capture *)cc; /* the cells kept are scratch: what the capture holds does not change */
+    int q0 = cell_start(i, n_q, zoom, vq), q1 = cell_start(i + 1, n_q, zoom, vq);
+    int k0 = cell_start(j, n_k, zoom, vk), k1 = cell_start(j + 1, n_k, zoom, vk);
+    as_cell_cache *e = zoom > 0 || (vq > 0 && vk > 0) ? cells_find(c, hook, head, filled, n_q, n_k, zoom, vq, vk) : NULL;
+    if (!e || i < 0 || i >= e->nbq || j < 0 || j >= e->nbk)
+        return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
+    e->used = ++c->cell_clock;
+    if (!e->rows[i]) {
+        size_t bytes = (size_t)e->nbk * sizeof(as_cell_agg);
+        /* past the budget: the least recently read maps go, then this one's rows */
+        while (c->cell_bytes + bytes > AS_CELL_BYTES) {
+            as_cell_cache *oldest = NULL;
+            for (int s = 0; s < AS_CELL_CACHES; s++)
+                if (&c->cells[s] != e && c->cells[s].hook >= 0 && c->cells[s].bytes &&
+                    (!oldest || c->cells[s].used < oldest->used))
+                    oldest = &c->cells[s];
+            if (oldest) {
+                cells_drop(c, oldest);
+                continue;
+            }
+            for (int r = 0; r < e->nbq; r++) {
+                free(e->rows[r]);
+                e->rows[r] = NULL;
+            }
+            c->cell_bytes -= e->bytes;
+            e->bytes = 0;
+            break;
+        }
+        if (!(e->rows[i] = malloc(bytes ? bytes : 1)))
+            return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
+        e->bytes += bytes;
+        c->cell_bytes += bytes;
+        cells_make_row(c, e, i, e->rows[i]);
+    }
+    const as_cell_agg *g = &e->rows[i][j];
+    unsigned n = g->count & ~AS_CELL_PENDING;
+    if (n == 0)
+        return g->count & AS_CELL_PENDING ? AS_BLOCK_PENDING : AS_BLOCK_MASKED;
+    *v = mean ? (float)(g->sum / (double)n) : g->max;
     return AS_BLOCK_VALUE;
 }
 
