@@ -972,6 +972,48 @@ static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, a
     }
 }
 
+/* Block row i of a map in blocks of zoom from a finer one kept (blocks of
+ * a power of two dividing zoom), its block rows there made: each cell the
+ * largest of the finer cells' maxima, their sums and counts added (the
+ * mean's double sum in another order: equal to the row-by-row one to a
+ * double's rounding). False when there is none, or a maximum is NaN
+ * (whose place in the order decides the row-by-row max). */
+static bool cells_from_finer(const as_capture *c, const as_cell_cache *e, int i, as_cell_agg *out)
+{
+    const as_cell_cache *best = NULL;
+    for (int s = 0; s < AS_CELL_CACHES; s++) {
+        const as_cell_cache *f = &c->cells[s];
+        if (f == e || f->hook != e->hook || f->head != e->head || f->filled != e->filled || f->n_q != e->n_q ||
+            f->n_k != e->n_k || f->gen != e->gen || f->zoom <= 0 || f->zoom >= e->zoom || e->zoom % f->zoom ||
+            (best && best->zoom > f->zoom))
+            continue;
+        int r = e->zoom / f->zoom, r0 = i * r, r1 = r0 + r < f->nbq ? r0 + r : f->nbq;
+        bool all = true;
+        for (int fr = r0; fr < r1 && all; fr++)
+            all = f->rows[fr] != NULL;
+        if (all)
+            best = f;
+    }
+    if (!best)
+        return false;
+    int r = e->zoom / best->zoom, r0 = i * r, r1 = r0 + r < best->nbq ? r0 + r : best->nbq;
+    memset(out, 0, (size_t)e->nbk * sizeof *out);
+    for (int fr = r0; fr < r1; fr++)
+        for (int fj = 0; fj < best->nbk; fj++) {
+            const as_cell_agg *f = &best->rows[fr][fj];
+            as_cell_agg *g = &out[fj / r];
+            unsigned fn = f->count & ~AS_CELL_PENDING, n = g->count & ~AS_CELL_PENDING;
+            if (fn) {
+                if (isnan(f->max))
+                    return false;
+                g->max = n == 0 || f->max > g->max ? f->max : g->max;
+                g->sum += f->sum;
+            }
+            g->count = (n + fn) | ((g->count | f->count) & AS_CELL_PENDING);
+        }
+    return true;
+}
+
 int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
                           int vk, int i, int j, bool mean, float *v)
 {
@@ -1007,7 +1049,8 @@ int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, 
             return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
         e->bytes += bytes;
         c->cell_bytes += bytes;
-        cells_make_row(c, e, i, e->rows[i]);
+        if (e->zoom <= 0 || !cells_from_finer(c, e, i, e->rows[i]))
+            cells_make_row(c, e, i, e->rows[i]);
     }
     const as_cell_agg *g = &e->rows[i][j];
     unsigned n = g->count & ~AS_CELL_PENDING;

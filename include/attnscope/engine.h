@@ -139,11 +139,13 @@ int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, i
  * zoom tokens from position 0 (zoom > 0; the last ones short, as `zoom`
  * and the view's zoom cut them) or, zoom 0, into vq x vk blocks as even
  * as they come (cell i the queries [i n_q / vq, (i + 1) n_q / vq), the
- * grid's tiles). Equal to as_capture_attn_block over the block, bit for
- * bit (the same sums in the same order); a block row's cells are made at
- * once from its query rows, each read once, and kept until a pass, a new
- * filled count or a change of extents makes them stale (a few maps are
- * kept, the least recently read going first past a byte budget). */
+ * grid's tiles). Equal to as_capture_attn_block over the block: a block
+ * row's cells are made at once from its query rows, each read once (the
+ * same sums in the same order: bit for bit), or, zoomed, from a finer
+ * zoom's cells kept (the max bit for bit, the mean's double sum added in
+ * another order), and kept until a pass, a new filled count or a change
+ * of extents makes them stale (a few maps are kept, the least recently
+ * read going first past a byte budget). */
 int as_capture_attn_cells(const as_capture *c, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
                           int vk, int i, int j, bool mean, float *v);
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);

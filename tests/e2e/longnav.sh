@@ -186,12 +186,13 @@ grep -q "^queries	0-3	4-7" "$TMP/zoom.txt" && ok || bad "zoom's table lacks its 
 # gives the same bits, and a pass under an intervention (ablating layer 0's
 # heads changes layer 1's pattern), or a generated token, makes them anew:
 # each read equals NumPy's block max/mean of the pattern dumped beside it
-# (within 1e-6), and the cells after the intervention differ from before
+# (within 1e-6; zooms 16 and 32 made from zoom 8's cells), and the cells after the intervention differ from before
 # (by more than 1e-3 somewhere). Patterns stored and on demand. ----
 for mode in stored on-demand; do
     d=$TMP/keep-$mode
     mkdir -p "$d"
-    z="zoom 1 2 8 max $d/max-ID.npy; zoom 1 2 8 mean $d/mean-ID.npy; zoom 1 2 4 max $d/max4-ID.npy; dump blocks.1.attn.hook_pattern $d/pat-ID.npy"
+    # zoom 4 after 8, then 16 and 32 made from the finer cells kept (cells_from_finer)
+    z="zoom 1 2 8 max $d/max-ID.npy; zoom 1 2 8 mean $d/mean-ID.npy; zoom 1 2 4 max $d/max4-ID.npy; zoom 1 2 16 mean $d/mean16-ID.npy; zoom 1 2 32 max $d/max32-ID.npy; dump blocks.1.attn.hook_pattern $d/pat-ID.npy"
     cmds="prompt $Z; finish; $(echo "$z" | sed s/ID/a/g); zoom 1 2 8 max $d/max-again.npy; zoom 1 2 8 mean $d/mean-again.npy"
     cmds="$cmds; ablate 0.0 zero; ablate 0.1 zero; ablate 0.2 zero; ablate 0.3 zero; finish; $(echo "$z" | sed s/ID/b/g)"
     cmds="$cmds; gen 1; $(echo "$z" | sed s/ID/c/g)"
@@ -213,7 +214,7 @@ def blocks(p, b, how):
 got = {}
 for r in "abc":
     p = np.load(f"{d}/pat-{r}.npy")[2].astype(np.float64)
-    for name, b, how in (("max", 8, "max"), ("mean", 8, "mean"), ("max4", 4, "max")):
+    for name, b, how in (("max", 8, "max"), ("mean", 8, "mean"), ("max4", 4, "max"), ("mean16", 16, "mean"), ("max32", 32, "max")):
         g = np.load(f"{d}/{name}-{r}.npy")
         want = blocks(p, b, how)
         assert g.shape == want.shape, (r, name, g.shape, want.shape)
