@@ -927,14 +927,60 @@ static as_cell_cache *cells_find(as_capture *c, int hook, int head, int filled, 
     return e;
 }
 
-/* Block row i's cells: each of its query rows read once, its visible
- * weights added to their key blocks' cells in the order
- * as_capture_attn_block adds them (queries, then keys, ascending). */
+enum { CELL_TILE = 32 }; /* on-demand rows computed together: each key read once for them all */
+
+/* Rows [q0, q1) of a head on demand, each as od_row computes it (the same
+ * as_dot of each key and the query, the same finish and softmax: the same
+ * bits), the keys read once for the tile's queries rather than once a
+ * row: a long context's keys (8k positions x every head's k, strided) come
+ * from memory once a tile, not once a row. rows: (q1 - q0) rows of
+ * `stride` floats; tmp: a row. */
+static void od_rows(const as_capture *c, int hook, int head, int q0, int q1, float *rows, size_t stride, float *tmp)
+{
+    const as_program *p = c->prog;
+    const as_attn *a = &p->attn[p->hooks[hook].attn];
+    const float *kr = c->store[a->k] + (size_t)(head / (a->n_head / a->n_head_kv)) * (size_t)a->d_qk;
+    size_t k_stride = (size_t)p->hooks[a->k].width, q_stride = (size_t)p->hooks[a->q].width;
+    const float *qr = c->store[a->q] + (size_t)head * (size_t)a->d_qk;
+    int len[CELL_TILE], most = 0;
+    for (int q = q0; q < q1; q++) {
+        len[q - q0] = as_capture_attn_keys(c, hook, q);
+        most = len[q - q0] > most ? len[q - q0] : most;
+    }
+    for (int t = 0; t < most; t++) {
+        const float *k = kr + (size_t)t * k_stride;
+        for (int q = q0; q < q1; q++)
+            if (t < len[q - q0])
+                rows[(size_t)(q - q0) * stride + (size_t)t] = as_dot(k, qr + (size_t)q * q_stride, a->d_qk) * a->scale;
+    }
+    for (int q = q0; q < q1; q++) {
+        float *row = rows + (size_t)(q - q0) * stride;
+        if (!as_attn_row_plain(a))
+            as_attn_finish_scores(a, q, NULL, row, len[q - q0]);
+        if (hook == a->pattern) {
+            memcpy(tmp, row, (size_t)len[q - q0] * sizeof *tmp);
+            as_softmax(tmp, row, len[q - q0]);
+        }
+    }
+}
+
+/* Block row i's cells: each of its query rows read once (on demand, a
+ * tile of them computed together), its visible weights added to their
+ * key blocks' cells in the order as_capture_attn_block adds them
+ * (queries, then keys, ascending). */
 static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, as_cell_agg *out)
 {
     const as_attn *a = &c->prog->attn[c->prog->hooks[e->hook].attn];
     int q0 = cell_start(i, e->n_q, e->zoom, e->vq), q1 = cell_start(i + 1, e->n_q, e->zoom, e->vq);
     memset(out, 0, (size_t)e->nbk * sizeof *out);
+    int tile0 = q0, tile1 = q0; /* on demand: rows [tile0, tile1) are in tile */
+    size_t stride = 0;
+    float *tile = NULL;
+    if (c->ondemand[e->hook] && q0 < (q1 < e->filled ? q1 : e->filled)) {
+        int last = (q1 < e->filled ? q1 : e->filled) - 1;
+        stride = (size_t)as_capture_attn_keys(c, e->hook, last); /* the longest row of the block */
+        tile = malloc(((size_t)CELL_TILE + 1) * (stride ? stride : 1) * sizeof *tile);
+    }
     for (int q = q0; q < q1; q++) {
         int lo = 0, hi = e->n_k; /* the keys q sees: as_attn_visible's */
         if (a->mask != AS_MASK_NONE && hi > q + 1)
@@ -943,7 +989,18 @@ static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, a
             lo = q - a->window + 1;
         if (lo >= hi)
             continue;
-        const float *row = q < e->filled ? attn_row(c, e->hook, e->head, q) : NULL;
+        const float *row = NULL;
+        if (q < e->filled && tile) {
+            if (q >= tile1) {
+                tile0 = q;
+                tile1 = q + CELL_TILE < q1 ? q + CELL_TILE : q1;
+                tile1 = tile1 < e->filled ? tile1 : e->filled;
+                od_rows(c, e->hook, e->head, tile0, tile1, tile, stride, tile + (size_t)CELL_TILE * stride);
+            }
+            row = tile + (size_t)(q - tile0) * stride;
+        } else if (q < e->filled) {
+            row = attn_row(c, e->hook, e->head, q);
+        }
         int j = e->zoom > 0 ? lo / e->zoom : 0;
         while (e->kb[j + 1] <= lo)
             j++;
@@ -970,6 +1027,7 @@ static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, a
             g->count = n | (g->count & AS_CELL_PENDING);
         }
     }
+    free(tile);
 }
 
 /* Block row i of a map in blocks of zoom from a finer one kept (blocks of
