@@ -928,6 +928,7 @@ static as_cell_cache *cells_find(as_capture *c, int hook, int head, int filled, 
 }
 
 enum { CELL_TILE = 32 }; /* on-demand rows computed together: each key read once for them all */
+enum { CELL_BASE = 64 }; /* zooms past it made from its cells (256 KB a head at 8k tokens) */
 
 /* Rows [q0, q1) of a head on demand, each as od_row computes it (the same
  * as_dot of each key and the query, the same finish and softmax: the same
@@ -1082,6 +1083,19 @@ int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, 
     if (!e || i < 0 || i >= e->nbq || j < 0 || j >= e->nbk)
         return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
     e->used = ++c->cell_clock;
+    if (!e->rows[i] && zoom > CELL_BASE && zoom % CELL_BASE == 0) {
+        /* past the base zoom, from the base zoom's block rows (made as needed, kept): zooming in and out
+         * again over a head reads each query row once */
+        int r = zoom / CELL_BASE, nb = (n_q + CELL_BASE - 1) / CELL_BASE;
+        for (int b = i * r; b < (i + 1) * r && b < nb; b++) {
+            float x;
+            as_capture_attn_cells(c, hook, head, filled, n_q, n_k, CELL_BASE, 0, 0, b, 0, mean, &x);
+        }
+        e = cells_find(c, hook, head, filled, n_q, n_k, zoom, vq, vk); /* the same slot (the newest is never the one to go) */
+        if (!e)
+            return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
+        e->used = ++c->cell_clock;
+    }
     if (!e->rows[i]) {
         size_t bytes = (size_t)e->nbk * sizeof(as_cell_agg);
         /* past the budget: the least recently read maps go, then this one's rows */

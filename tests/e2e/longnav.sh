@@ -187,7 +187,8 @@ grep -q "^queries	0-3	4-7" "$TMP/zoom.txt" && ok || bad "zoom's table lacks its 
 # heads changes layer 1's pattern), or a generated token, makes them anew:
 # each read equals NumPy's block max (exactly: rows computed a tile at a
 # time on demand give the dump's bits) and mean (within 1e-6) of the
-# pattern dumped beside it (zooms 16 and 32 made from zoom 8's cells), and the cells after the intervention differ from before
+# pattern dumped beside it (zooms 16 and 32 made from zoom 8's cells, 128
+# from the base zoom 64's), and the cells after the intervention differ from before
 # (by more than 1e-3 somewhere); blocks of one token equal the dumped
 # pattern bit for bit (on demand: rows computed a tile at a time, as
 # od_rows does, against the dump's row by row). Patterns stored and on demand. ----
@@ -195,7 +196,7 @@ for mode in stored on-demand; do
     d=$TMP/keep-$mode
     mkdir -p "$d"
     # zoom 4 after 8, then 16 and 32 made from the finer cells kept (cells_from_finer)
-    z="zoom 1 2 8 max $d/max-ID.npy; zoom 1 2 8 mean $d/mean-ID.npy; zoom 1 2 4 max $d/max4-ID.npy; zoom 1 2 16 mean $d/mean16-ID.npy; zoom 1 2 32 max $d/max32-ID.npy; zoom 1 2 1 max $d/max1-ID.npy; dump blocks.1.attn.hook_pattern $d/pat-ID.npy"
+    z="zoom 1 2 8 max $d/max-ID.npy; zoom 1 2 8 mean $d/mean-ID.npy; zoom 1 2 4 max $d/max4-ID.npy; zoom 1 2 16 mean $d/mean16-ID.npy; zoom 1 2 32 max $d/max32-ID.npy; zoom 1 2 1 max $d/max1-ID.npy; zoom 1 2 128 mean $d/mean128-ID.npy; zoom 1 2 128 max $d/max128-ID.npy; dump blocks.1.attn.hook_pattern $d/pat-ID.npy"
     cmds="prompt $Z; finish; $(echo "$z" | sed s/ID/a/g); zoom 1 2 8 max $d/max-again.npy; zoom 1 2 8 mean $d/mean-again.npy"
     cmds="$cmds; ablate 0.0 zero; ablate 0.1 zero; ablate 0.2 zero; ablate 0.3 zero; finish; $(echo "$z" | sed s/ID/b/g)"
     cmds="$cmds; gen 1; $(echo "$z" | sed s/ID/c/g)"
@@ -217,7 +218,7 @@ def blocks(p, b, how):
 got = {}
 for r in "abc":
     p = np.load(f"{d}/pat-{r}.npy")[2].astype(np.float64)
-    for name, b, how in (("max", 8, "max"), ("mean", 8, "mean"), ("max4", 4, "max"), ("mean16", 16, "mean"), ("max32", 32, "max")):
+    for name, b, how in (("max", 8, "max"), ("mean", 8, "mean"), ("max4", 4, "max"), ("mean16", 16, "mean"), ("max32", 32, "max"), ("mean128", 128, "mean"), ("max128", 128, "max")):
         g = np.load(f"{d}/{name}-{r}.npy")
         want = blocks(p, b, how)
         assert g.shape == want.shape, (r, name, g.shape, want.shape)
