@@ -683,6 +683,8 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     c->budget = budget;
     c->dropped_from = -1;
     c->rows_gen = 1; /* the slots' zeroed keys name no row */
+    for (int e = 0; e < AS_CELL_CACHES; e++)
+        c->cells[e].hook = -1;
     c->store = calloc((size_t)p->n_hooks, sizeof *c->store);
     c->stats = calloc((size_t)p->n_hooks, sizeof *c->stats);
     c->filled = calloc((size_t)p->n_hooks, sizeof *c->filled);
@@ -723,6 +725,8 @@ int as_capture_new(as_capture **out, const as_program *p, size_t budget, as_erro
     return AS_OK;
 }
 
+static void cells_drop(as_capture *c, as_cell_cache *e);
+
 void as_capture_free(as_capture *c)
 {
     if (!c)
@@ -733,6 +737,9 @@ void as_capture_free(as_capture *c)
         if (c->stats)
             free(c->stats[i]);
     }
+    for (int e = 0; e < AS_CELL_CACHES; e++)
+        if (c->cells[e].hook >= 0)
+            cells_drop(c, &c->cells[e]);
     capfile_close(c->file); /* its regions go with the mapping */
     free(c->in_file);
     free(c->store);
@@ -861,6 +868,272 @@ int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, i
     if (count == 0)
         return pending ? AS_BLOCK_PENDING : AS_BLOCK_MASKED;
     *v = mean ? (float)(sum / (double)count) : most;
+    return AS_BLOCK_VALUE;
+}
+
+/* ---- zoomed-out maps' cells, kept (as_capture_attn_cells) ---- */
+
+enum { AS_CELL_BYTES = 128 << 20 }; /* the kept cells' bytes at most: a map at zoom 2 of 8k tokens is 256 MB */
+
+static void cells_drop(as_capture *c, as_cell_cache *e)
+{
+    for (int i = 0; e->rows && i < e->nbq; i++)
+        free(e->rows[i]);
+    free(e->rows);
+    free(e->kb);
+    c->cell_bytes -= e->bytes;
+    memset(e, 0, sizeof *e);
+    e->hook = -1;
+}
+
+/* The first item of block i of n items: blocks of zoom, or v even blocks. */
+static int cell_start(int i, int n, int zoom, int v)
+{
+    if (zoom > 0)
+        return (long)i * zoom < n ? i * zoom : n;
+    return (int)((long)i * n / v);
+}
+
+/* The kept map for these arguments, made (empty) if there is none; NULL
+ * when out of memory. */
+static as_cell_cache *cells_find(as_capture *c, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
+                                 int vk)
+{
+    as_cell_cache *free_one = NULL, *oldest = NULL;
+    for (int s = 0; s < AS_CELL_CACHES; s++) {
+        as_cell_cache *e = &c->cells[s];
+        if (e->hook == hook && e->head == head && e->filled == filled && e->n_q == n_q && e->n_k == n_k &&
+            e->zoom == zoom && e->vq == vq && e->vk == vk && e->gen == c->rows_gen)
+            return e;
+        if (e->hook >= 0 && e->gen != c->rows_gen)
+            cells_drop(c, e); /* stale: a pass ran since */
+        if (e->hook < 0 && !free_one)
+            free_one = e;
+        if (e->hook >= 0 && (!oldest || e->used < oldest->used))
+            oldest = e;
+    }
+    as_cell_cache *e = free_one;
+    if (!e) {
+        cells_drop(c, oldest);
+        e = oldest;
+    }
+    e->nbq = zoom > 0 ? (n_q + zoom - 1) / zoom : vq;
+    e->nbk = zoom > 0 ? (n_k + zoom - 1) / zoom : vk;
+    e->rows = calloc((size_t)e->nbq, sizeof *e->rows);
+    e->kb = malloc(((size_t)e->nbk + 1) * sizeof *e->kb);
+    if (!e->rows || !e->kb) {
+        cells_drop(c, e);
+        return NULL;
+    }
+    for (int j = 0; j <= e->nbk; j++)
+        e->kb[j] = cell_start(j, n_k, zoom, vk);
+    e->hook = hook, e->head = head, e->filled = filled, e->n_q = n_q, e->n_k = n_k;
+    e->zoom = zoom, e->vq = vq, e->vk = vk, e->gen = c->rows_gen;
+    return e;
+}
+
+enum { CELL_TILE = 32 }; /* on-demand rows computed together: each key read once for them all */
+enum { CELL_BASE = 64 }; /* zooms past it made from its cells (256 KB a head at 8k tokens) */
+
+/* Rows [q0, q1) of a head on demand, each as od_row computes it (the same
+ * as_dot of each key and the query, the same finish and softmax: the same
+ * bits), the keys read once for the tile's queries rather than once a
+ * row: a long context's keys (8k positions x every head's k, strided) come
+ * from memory once a tile, not once a row. rows: (q1 - q0) rows of
+ * `stride` floats; tmp: a row. */
+static void od_rows(const as_capture *c, int hook, int head, int q0, int q1, float *rows, size_t stride, float *tmp)
+{
+    const as_program *p = c->prog;
+    const as_attn *a = &p->attn[p->hooks[hook].attn];
+    const float *kr = c->store[a->k] + (size_t)(head / (a->n_head / a->n_head_kv)) * (size_t)a->d_qk;
+    size_t k_stride = (size_t)p->hooks[a->k].width, q_stride = (size_t)p->hooks[a->q].width;
+    const float *qr = c->store[a->q] + (size_t)head * (size_t)a->d_qk;
+    int len[CELL_TILE], most = 0;
+    for (int q = q0; q < q1; q++) {
+        len[q - q0] = as_capture_attn_keys(c, hook, q);
+        most = len[q - q0] > most ? len[q - q0] : most;
+    }
+    for (int t = 0; t < most; t++) {
+        const float *k = kr + (size_t)t * k_stride;
+        for (int q = q0; q < q1; q++)
+            if (t < len[q - q0])
+                rows[(size_t)(q - q0) * stride + (size_t)t] = as_dot(k, qr + (size_t)q * q_stride, a->d_qk) * a->scale;
+    }
+    for (int q = q0; q < q1; q++) {
+        float *row = rows + (size_t)(q - q0) * stride;
+        if (!as_attn_row_plain(a))
+            as_attn_finish_scores(a, q, NULL, row, len[q - q0]);
+        if (hook == a->pattern) {
+            memcpy(tmp, row, (size_t)len[q - q0] * sizeof *tmp);
+            as_softmax(tmp, row, len[q - q0]);
+        }
+    }
+}
+
+/* Block row i's cells: each of its query rows read once (on demand, a
+ * tile of them computed together), its visible weights added to their
+ * key blocks' cells in the order as_capture_attn_block adds them
+ * (queries, then keys, ascending). */
+static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, as_cell_agg *out)
+{
+    const as_attn *a = &c->prog->attn[c->prog->hooks[e->hook].attn];
+    int q0 = cell_start(i, e->n_q, e->zoom, e->vq), q1 = cell_start(i + 1, e->n_q, e->zoom, e->vq);
+    memset(out, 0, (size_t)e->nbk * sizeof *out);
+    int tile0 = q0, tile1 = q0; /* on demand: rows [tile0, tile1) are in tile */
+    size_t stride = 0;
+    float *tile = NULL;
+    if (c->ondemand[e->hook] && q0 < (q1 < e->filled ? q1 : e->filled)) {
+        int last = (q1 < e->filled ? q1 : e->filled) - 1;
+        stride = (size_t)as_capture_attn_keys(c, e->hook, last); /* the longest row of the block */
+        tile = malloc(((size_t)CELL_TILE + 1) * (stride ? stride : 1) * sizeof *tile);
+    }
+    for (int q = q0; q < q1; q++) {
+        int lo = 0, hi = e->n_k; /* the keys q sees: as_attn_visible's */
+        if (a->mask != AS_MASK_NONE && hi > q + 1)
+            hi = q + 1;
+        if (a->mask == AS_MASK_WINDOW && lo < q - a->window + 1)
+            lo = q - a->window + 1;
+        if (lo >= hi)
+            continue;
+        const float *row = NULL;
+        if (q < e->filled && tile) {
+            if (q >= tile1) {
+                tile0 = q;
+                tile1 = q + CELL_TILE < q1 ? q + CELL_TILE : q1;
+                tile1 = tile1 < e->filled ? tile1 : e->filled;
+                od_rows(c, e->hook, e->head, tile0, tile1, tile, stride, tile + (size_t)CELL_TILE * stride);
+            }
+            row = tile + (size_t)(q - tile0) * stride;
+        } else if (q < e->filled) {
+            row = attn_row(c, e->hook, e->head, q);
+        }
+        int j = e->zoom > 0 ? lo / e->zoom : 0;
+        while (e->kb[j + 1] <= lo)
+            j++;
+        for (; j < e->nbk && e->kb[j] < hi; j++) {
+            as_cell_agg *g = &out[j];
+            int k0 = e->kb[j] > lo ? e->kb[j] : lo, k1 = e->kb[j + 1] < hi ? e->kb[j + 1] : hi;
+            if (k0 >= k1)
+                continue;
+            if (!row) {
+                g->count |= AS_CELL_PENDING;
+                continue;
+            }
+            double sum = g->sum;
+            float most = g->max;
+            unsigned n = g->count & ~AS_CELL_PENDING;
+            for (int k = k0; k < k1; k++) {
+                float w = row[k];
+                most = n == 0 || w > most ? w : most;
+                sum += w;
+                n++;
+            }
+            g->sum = sum;
+            g->max = most;
+            g->count = n | (g->count & AS_CELL_PENDING);
+        }
+    }
+    free(tile);
+}
+
+/* Block row i of a map in blocks of zoom from a finer one kept (blocks of
+ * a power of two dividing zoom), its block rows there made: each cell the
+ * largest of the finer cells' maxima, their sums and counts added (the
+ * mean's double sum in another order: equal to the row-by-row one to a
+ * double's rounding). False when there is none, or a maximum is NaN
+ * (whose place in the order decides the row-by-row max). */
+static bool cells_from_finer(const as_capture *c, const as_cell_cache *e, int i, as_cell_agg *out)
+{
+    const as_cell_cache *best = NULL;
+    for (int s = 0; s < AS_CELL_CACHES; s++) {
+        const as_cell_cache *f = &c->cells[s];
+        if (f == e || f->hook != e->hook || f->head != e->head || f->filled != e->filled || f->n_q != e->n_q ||
+            f->n_k != e->n_k || f->gen != e->gen || f->zoom <= 0 || f->zoom >= e->zoom || e->zoom % f->zoom ||
+            (best && best->zoom > f->zoom))
+            continue;
+        int r = e->zoom / f->zoom, r0 = i * r, r1 = r0 + r < f->nbq ? r0 + r : f->nbq;
+        bool all = true;
+        for (int fr = r0; fr < r1 && all; fr++)
+            all = f->rows[fr] != NULL;
+        if (all)
+            best = f;
+    }
+    if (!best)
+        return false;
+    int r = e->zoom / best->zoom, r0 = i * r, r1 = r0 + r < best->nbq ? r0 + r : best->nbq;
+    memset(out, 0, (size_t)e->nbk * sizeof *out);
+    for (int fr = r0; fr < r1; fr++)
+        for (int fj = 0; fj < best->nbk; fj++) {
+            const as_cell_agg *f = &best->rows[fr][fj];
+            as_cell_agg *g = &out[fj / r];
+            unsigned fn = f->count & ~AS_CELL_PENDING, n = g->count & ~AS_CELL_PENDING;
+            if (fn) {
+                if (isnan(f->max))
+                    return false;
+                g->max = n == 0 || f->max > g->max ? f->max : g->max;
+                g->sum += f->sum;
+            }
+            g->count = (n + fn) | ((g->count | f->count) & AS_CELL_PENDING);
+        }
+    return true;
+}
+
+int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
+                          int vk, int i, int j, bool mean, float *v)
+{
+    as_capture *c = (as_capture *)cc; /* the cells kept are scratch: what the capture holds does not change */
+    int q0 = cell_start(i, n_q, zoom, vq), q1 = cell_start(i + 1, n_q, zoom, vq);
+    int k0 = cell_start(j, n_k, zoom, vk), k1 = cell_start(j + 1, n_k, zoom, vk);
+    as_cell_cache *e = zoom > 0 || (vq > 0 && vk > 0) ? cells_find(c, hook, head, filled, n_q, n_k, zoom, vq, vk) : NULL;
+    if (!e || i < 0 || i >= e->nbq || j < 0 || j >= e->nbk)
+        return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
+    e->used = ++c->cell_clock;
+    if (!e->rows[i] && zoom > CELL_BASE && zoom % CELL_BASE == 0) {
+        /* past the base zoom, from the base zoom's block rows (made as needed, kept): zooming in and out
+         * again over a head reads each query row once */
+        int r = zoom / CELL_BASE, nb = (n_q + CELL_BASE - 1) / CELL_BASE;
+        for (int b = i * r; b < (i + 1) * r && b < nb; b++) {
+            float x;
+            as_capture_attn_cells(c, hook, head, filled, n_q, n_k, CELL_BASE, 0, 0, b, 0, mean, &x);
+        }
+        e = cells_find(c, hook, head, filled, n_q, n_k, zoom, vq, vk); /* the same slot (the newest is never the one to go) */
+        if (!e)
+            return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
+        e->used = ++c->cell_clock;
+    }
+    if (!e->rows[i]) {
+        size_t bytes = (size_t)e->nbk * sizeof(as_cell_agg);
+        /* past the budget: the least recently read maps go, then this one's rows */
+        while (c->cell_bytes + bytes > AS_CELL_BYTES) {
+            as_cell_cache *oldest = NULL;
+            for (int s = 0; s < AS_CELL_CACHES; s++)
+                if (&c->cells[s] != e && c->cells[s].hook >= 0 && c->cells[s].bytes &&
+                    (!oldest || c->cells[s].used < oldest->used))
+                    oldest = &c->cells[s];
+            if (oldest) {
+                cells_drop(c, oldest);
+                continue;
+            }
+            for (int r = 0; r < e->nbq; r++) {
+                free(e->rows[r]);
+                e->rows[r] = NULL;
+            }
+            c->cell_bytes -= e->bytes;
+            e->bytes = 0;
+            break;
+        }
+        if (!(e->rows[i] = malloc(bytes ? bytes : 1)))
+            return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
+        e->bytes += bytes;
+        c->cell_bytes += bytes;
+        if (e->zoom <= 0 || !cells_from_finer(c, e, i, e->rows[i]))
+            cells_make_row(c, e, i, e->rows[i]);
+    }
+    const as_cell_agg *g = &e->rows[i][j];
+    unsigned n = g->count & ~AS_CELL_PENDING;
+    if (n == 0)
+        return g->count & AS_CELL_PENDING ? AS_BLOCK_PENDING : AS_BLOCK_MASKED;
+    *v = mean ? (float)(g->sum / (double)n) : g->max;
     return AS_BLOCK_VALUE;
 }
 

@@ -341,8 +341,9 @@ int as_cmd_info(cmd_ctx *c)
 /* `zoom LAYER HEAD BLOCK max|mean [FILE.npy]`: the heatmap zoomed out as
  * numbers, each cell the max or the mean of a BLOCK x BLOCK block of the
  * self-attention pattern (blocks from position 0; the last ones may be
- * short), masked cells left out (as_capture_attn_block). The view's zoom
- * draws these cells; printed here so that they can be checked. */
+ * short), masked cells left out (as_capture_attn_block's cells, through
+ * the view's cache, as_capture_attn_cells). The view's zoom draws these
+ * cells; printed here so that they can be checked. */
 int as_cmd_zoom(cmd_ctx *c)
 {
     as_session *s = c->s;
@@ -389,8 +390,7 @@ int as_cmd_zoom(cmd_ctx *c)
         fprintf(s->out, "%d-%d", i * b, (i + 1) * b < n ? (i + 1) * b - 1 : n - 1);
         for (int j = 0; j < nq; j++) {
             float x = NAN;
-            int st = as_capture_attn_block(s->cap, hook, (int)head, filled, i * b, (i + 1) * b < n ? (i + 1) * b : n,
-                                           j * b, (j + 1) * b < n ? (j + 1) * b : n, mean, &x);
+            int st = as_capture_attn_cells(s->cap, hook, (int)head, filled, n, n, b, 0, 0, i, j, mean, &x);
             v[(size_t)i * (size_t)nq + (size_t)j] = st == AS_BLOCK_VALUE ? x : NAN;
             if (st == AS_BLOCK_VALUE)
                 fprintf(s->out, "\t%.6f", (double)x);

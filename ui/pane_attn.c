@@ -57,12 +57,6 @@ typedef struct attn_block {
     int vq, vk;   /* the cells: at most the queries and keys */
 } attn_block;
 
-/* The first of n items in cell i of v. */
-static int block_start(int i, int n, int v)
-{
-    return (int)((long)i * n / v);
-}
-
 /* The cell of v holding item x of n. */
 static int block_of(int x, int n, int v)
 {
@@ -78,25 +72,23 @@ static int block_most(int n, int v)
 static hm_sample block_sample(void *ctx, int q, int k)
 {
     const attn_block *b = ctx;
-    const attn_src *src = b->src;
-    hm_sample out = {HM_MASKED, 0};
-    bool pending = false;
-    for (int i = block_start(q, src->n_q, b->vq); i < block_start(q + 1, src->n_q, b->vq); i++)
-        for (int j = block_start(k, src->n_k, b->vk); j < block_start(k + 1, src->n_k, b->vk); j++) {
-            hm_sample s = sample(b->src, i, j);
-            if (s.state == HM_VALUE && (out.state != HM_VALUE || s.v > out.v))
-                out = s;
-            pending |= s.state == HM_PENDING;
-        }
-    if (out.state != HM_VALUE && pending)
-        out.state = HM_PENDING;
-    return out;
+    const attn_src *a = b->src;
+    hm_sample s = {HM_MASKED, 0};
+    float v = 0;
+    /* the engine's cells, kept between draws (as_capture_attn_cells): a
+     * long context's every row is read once, not once a tile column */
+    int st = as_capture_attn_cells(a->cap, a->hook, a->head, a->filled, a->n_q, a->n_k, 0, b->vq, b->vk, q, k, false,
+                                   &v);
+    s.state = st == AS_BLOCK_VALUE ? HM_VALUE : st == AS_BLOCK_PENDING ? HM_PENDING : HM_MASKED;
+    s.v = v;
+    return s;
 }
 
 /* The single view zoomed out (view zoom, keys - +): cell (i, j) the
  * queries [i z, i z + z) by keys [j z, j z + z), blocks from position 0,
- * the engine's max or mean of the weights they see (as_capture_attn_block,
- * which the batch command `zoom` prints). */
+ * the engine's max or mean of the weights they see (as_capture_attn_block's
+ * cells, kept between draws by as_capture_attn_cells, which the batch
+ * command `zoom` prints). */
 typedef struct attn_zoom {
     const attn_src *src;
     int z;
@@ -114,8 +106,7 @@ static hm_sample zoom_sample(void *ctx, int i, int j)
     const attn_src *a = zm->src;
     hm_sample s = {HM_MASKED, 0};
     float v = 0;
-    int st = as_capture_attn_block(a->cap, a->hook, a->head, a->filled, i * zm->z, mini((i + 1) * zm->z, a->n_q),
-                                   j * zm->z, mini((j + 1) * zm->z, a->n_k), zm->mean, &v);
+    int st = as_capture_attn_cells(a->cap, a->hook, a->head, a->filled, a->n_q, a->n_k, zm->z, 0, 0, i, j, zm->mean, &v);
     s.state = st == AS_BLOCK_VALUE ? HM_VALUE : st == AS_BLOCK_PENDING ? HM_PENDING : HM_MASKED;
     s.v = v;
     return s;

@@ -1,6 +1,9 @@
 /* redraw: the view's windows, made for the layout of the terminal's
  * size, and the drawing of the panes whose redraw bits are set, then of
- * the overlays (a lesson's step, a command's output, the keys) over them. */
+ * the overlays (a lesson's step, a command's output, the keys) over them;
+ * and the view's own timing of each key's redraw (ATTNSCOPE_KEY_TIMES). */
+#include <time.h>
+
 #include "textfmt.h"
 #include "tui.h"
 
@@ -64,6 +67,56 @@ static void draw_too_small(tui *u)
     wnoutrefresh(stdscr);
 }
 
+/* ---- the view's own timing ---- */
+
+static long long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A key as one word: "j", "^L", "KEY_NPAGE", "0x20" for Space. */
+static void key_word(int ch, bool keycode, char *out, size_t cap)
+{
+    const char *name = keycode ? keyname(ch) : NULL;
+    if (name)
+        snprintf(out, cap, "%s", name);
+    else if (!keycode && ch > 32 && ch < 127)
+        snprintf(out, cap, "%c", ch);
+    else if (!keycode && ch >= 0 && ch < 32)
+        snprintf(out, cap, "^%c", ch + 64);
+    else
+        snprintf(out, cap, "0x%x", (unsigned)ch);
+}
+
+/* One line a key: the key, the milliseconds from reading it to the end of
+ * the screen update after it, and what the view then showed (the focused
+ * pane, the screen's size, layer, head, zoom, the selected query and key). */
+static void key_timed(tui *u)
+{
+    if (!u->key_times || !u->key_t0_ns)
+        return;
+    double ms = (double)(now_ns() - u->key_t0_ns) / 1e6;
+    u->key_t0_ns = 0;
+    char key[32];
+    key_word(u->key_ch, u->key_code, key, sizeof key);
+    fprintf(u->key_times, "%s %.3f pane=%s size=%dx%d layer=%d head=%d zoom=%d%s%s query=%d key=%d\n", key, ms,
+            u->panes[u->focus]->name, u->lay.cols, u->lay.rows, u->v.layer, u->v.head, u->v.zoom,
+            u->v.zoom > 1 ? (u->v.zoom_mean ? "mean" : "max") : "", u->v.grid ? " grid" : "", view_row(&u->v),
+            u->v.key);
+    fflush(u->key_times);
+}
+
+void tui_key_read(tui *u, int ch, bool keycode)
+{
+    if (!u->key_times)
+        return;
+    u->key_t0_ns = now_ns();
+    u->key_ch = ch;
+    u->key_code = keycode;
+}
+
 void tui_redraw(tui *u)
 {
     if (u->dirty & RD_LAYOUT)
@@ -72,6 +125,7 @@ void tui_redraw(tui *u)
         draw_too_small(u);
         doupdate();
         u->dirty = 0;
+        key_timed(u);
         return;
     }
     unsigned dirty = u->dirty | tour_moved(u);
@@ -91,4 +145,5 @@ void tui_redraw(tui *u)
         if (u->win[p] && pane_classes[p]->cursor && ((dirty & RD(p)) || (int)u->focus == p))
             pane_classes[p]->draw(u);
     doupdate();
+    key_timed(u);
 }

@@ -142,6 +142,8 @@ static void handle_input(tui *u, int timeout_ms)
     if (r == ERR)
         return;
     bool keycode = r == KEY_CODE_YES;
+    if (!(keycode && (ch == KEY_RESIZE || ch == KEY_MOUSE)))
+        tui_key_read(u, (int)ch, keycode);
     if (keycode && ch == KEY_RESIZE)
         u->dirty |= RD_LAYOUT;
     else if (keycode && ch == KEY_MOUSE)
@@ -241,6 +243,8 @@ static void teardown(tui *u)
 {
     tour_end(u);
     as_view_on_pass(u->s, NULL, NULL);
+    if (u->key_times)
+        fclose(u->key_times);
     drop_windows(u);
     term_close(&u->t);
     cmdline_close();
@@ -270,7 +274,13 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.prog = as_view_program(s);
     u.shared = P_PROBS;
     u.panes = pane_classes;
+    const char *times = getenv("ATTNSCOPE_KEY_TIMES");
+    if (times && *times && !(u.key_times = fopen(times, "a")))
+        fprintf(stderr, "attnscope: ATTNSCOPE_KEY_TIMES=%s: %s (the keys' redraw times are not written)\n", times,
+                strerror(errno));
     if (!panes_init(&u)) {
+        if (u.key_times)
+            fclose(u.key_times);
         panes_free(&u);
         log_free(&u.log);
         fprintf(stderr, "attnscope: out of memory for the view; starting the plain REPL\n");
@@ -286,6 +296,8 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     if (term_open(&u.t, why, sizeof why)) {
         restore_stderr(saved_err, err_tmp);
         cmdline_close();
+        if (u.key_times)
+            fclose(u.key_times);
         panes_free(&u);
         log_free(&u.log);
         if (u.null_out)

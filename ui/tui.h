@@ -106,6 +106,13 @@ typedef struct tui {
                               * changes it) */
     const as_program *prog;  /* and the program (`set attn-result`, `set in-hooks` build another: the
                               * panes' hook indices belong to the old one) */
+    /* The view's own timing (ATTNSCOPE_KEY_TIMES=FILE): for each key read,
+     * the monotonic time from reading it to the end of the screen update
+     * that follows, one line a key appended to the file (tui.c). */
+    FILE *key_times;
+    long long key_t0_ns; /* when the key waiting for its redraw was read; 0: none */
+    int key_ch;
+    bool key_code;
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in
@@ -137,6 +144,9 @@ void capture_drain(tui *u);
 /* redraw.c: Draws dirty panes and shows them. */
 void tui_redraw(tui *u);
 void drop_windows(tui *u);
+/* A key read (the main loop, tui.c): its time, for the line the screen
+ * update after it writes to ATTNSCOPE_KEY_TIMES's file. */
+void tui_key_read(tui *u, int ch, bool keycode);
 
 /* frame.c: a pane's box and title. */
 void draw_box(const tui *u, WINDOW *w);

@@ -134,6 +134,20 @@ float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
 enum { AS_BLOCK_VALUE, AS_BLOCK_MASKED, AS_BLOCK_PENDING };
 int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, int q0, int q1, int k0, int k1,
                           bool mean, float *v);
+/* The same cells, as a heatmap asks for them, kept between reads: cell
+ * (i, j) of one head's n_q x n_k map cut into blocks, either of zoom x
+ * zoom tokens from position 0 (zoom > 0; the last ones short, as `zoom`
+ * and the view's zoom cut them) or, zoom 0, into vq x vk blocks as even
+ * as they come (cell i the queries [i n_q / vq, (i + 1) n_q / vq), the
+ * grid's tiles). Equal to as_capture_attn_block over the block: a block
+ * row's cells are made at once from its query rows, each read once (the
+ * same sums in the same order: bit for bit), or, zoomed, from a finer
+ * zoom's cells kept (the max bit for bit, the mean's double sum added in
+ * another order), and kept until a pass, a new filled count or a change
+ * of extents makes them stale (a few maps are kept, the least recently
+ * read going first past a byte budget). */
+int as_capture_attn_cells(const as_capture *c, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
+                          int vk, int i, int j, bool mean, float *v);
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
 
 /* ---- probabilities (sampler.h), the logit lens (instruments.h) ---- */

@@ -30,6 +30,30 @@ typedef struct as_row_key {
     unsigned gen;
 } as_row_key;
 
+/* A zoomed-out map's cells kept between reads (capture.c, as_capture_attn_cells):
+ * one head's queries and keys cut into blocks, each block row's aggregates
+ * (the largest weight, the double sum and count of the visible ones, and
+ * whether rows not computed yet fall in it) made at once from its query
+ * rows, each row read (or computed on demand) once. Current while the
+ * capture's rows_gen, the hook's filled rows and the extents are those it
+ * was made at. */
+typedef struct as_cell_agg {
+    double sum;
+    float max;
+    unsigned count;   /* visible weights summed; AS_CELL_PENDING set: some are in rows not computed yet */
+} as_cell_agg;
+#define AS_CELL_PENDING 0x80000000u
+enum { AS_CELL_CACHES = 48 };
+typedef struct as_cell_cache {
+    int hook, head, filled, n_q, n_k, zoom, vq, vk; /* zoom > 0: blocks of zoom; else vq x vk even blocks */
+    unsigned gen;
+    int nbq, nbk;
+    int *kb;            /* the key blocks' bounds: block j is keys [kb[j], kb[j + 1]) */
+    as_cell_agg **rows; /* per block row: its cells, or NULL while not made */
+    size_t bytes;
+    unsigned long used; /* when last read (the capture's cell_clock): the oldest goes first */
+} as_cell_cache;
+
 typedef struct as_capture {
     const as_program *prog;
     int n_ctx;          /* the output stream's window */
@@ -61,6 +85,9 @@ typedef struct as_capture {
     size_t row_cap;
     as_row_key row_keys[AS_ROW_SLOTS];
     unsigned row_next, rows_gen; /* a slot holds a current row while its gen is rows_gen */
+    as_cell_cache cells[AS_CELL_CACHES]; /* zoomed-out maps' cells (hook -1: free) */
+    unsigned long cell_clock;
+    size_t cell_bytes;  /* their cells' bytes, held to AS_CELL_BYTES */
 } as_capture;
 
 /* Storage for every hook, within budget bytes at the positions in use (0:

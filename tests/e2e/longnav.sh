@@ -182,6 +182,65 @@ PYEOF
 then ok; else bad "zoom's cells differ from NumPy's block max/mean"; fi
 grep -q "^queries	0-3	4-7" "$TMP/zoom.txt" && ok || bad "zoom's table lacks its block header"
 
+# ---- the cells kept between reads (as_capture_attn_cells): a second read
+# gives the same bits, and a pass under an intervention (ablating layer 0's
+# heads changes layer 1's pattern), or a generated token, makes them anew:
+# each read equals NumPy's block max (exactly: rows computed a tile at a
+# time on demand give the dump's bits) and mean (within 1e-6) of the
+# pattern dumped beside it (zooms 16 and 32 made from zoom 8's cells, 128
+# from the base zoom 64's), and the cells after the intervention differ from before
+# (by more than 1e-3 somewhere); blocks of one token equal the dumped
+# pattern bit for bit (on demand: rows computed a tile at a time, as
+# od_rows does, against the dump's row by row). Patterns stored and on demand. ----
+for mode in stored on-demand; do
+    d=$TMP/keep-$mode
+    mkdir -p "$d"
+    # zoom 4 after 8, then 16 and 32 made from the finer cells kept (cells_from_finer)
+    z="zoom 1 2 8 max $d/max-ID.npy; zoom 1 2 8 mean $d/mean-ID.npy; zoom 1 2 4 max $d/max4-ID.npy; zoom 1 2 16 mean $d/mean16-ID.npy; zoom 1 2 32 max $d/max32-ID.npy; zoom 1 2 1 max $d/max1-ID.npy; zoom 1 2 128 mean $d/mean128-ID.npy; zoom 1 2 128 max $d/max128-ID.npy; dump blocks.1.attn.hook_pattern $d/pat-ID.npy"
+    cmds="prompt $Z; finish; $(echo "$z" | sed s/ID/a/g); zoom 1 2 8 max $d/max-again.npy; zoom 1 2 8 mean $d/mean-again.npy"
+    cmds="$cmds; ablate 0.0 zero; ablate 0.1 zero; ablate 0.2 zero; ablate 0.3 zero; finish; $(echo "$z" | sed s/ID/b/g)"
+    cmds="$cmds; gen 1; $(echo "$z" | sed s/ID/c/g)"
+    "$BIN" -m "$I" --patterns $mode -e "$cmds" > "$d/out.txt" 2>&1 || bad "kept cells ($mode) failed: $(tail -2 "$d/out.txt")"
+    if $PY - "$d" "$mode" <<'PYEOF'
+import sys, numpy as np
+d, mode = sys.argv[1], sys.argv[2]
+def blocks(p, b, how):
+    n = p.shape[0]
+    vis = np.tril(np.ones((n, n), bool))
+    nb = (n + b - 1) // b
+    out = np.full((nb, nb), np.nan)
+    for i in range(nb):
+        for j in range(nb):
+            blk, v = p[i*b:(i+1)*b, j*b:(j+1)*b], vis[i*b:(i+1)*b, j*b:(j+1)*b]
+            if v.any():
+                out[i, j] = blk[v].max() if how == "max" else blk[v].mean()
+    return out
+got = {}
+for r in "abc":
+    p = np.load(f"{d}/pat-{r}.npy")[2].astype(np.float64)
+    for name, b, how in (("max", 8, "max"), ("mean", 8, "mean"), ("max4", 4, "max"), ("mean16", 16, "mean"), ("max32", 32, "max"), ("mean128", 128, "mean"), ("max128", 128, "max")):
+        g = np.load(f"{d}/{name}-{r}.npy")
+        want = blocks(p, b, how)
+        assert g.shape == want.shape, (r, name, g.shape, want.shape)
+        assert np.array_equal(np.isnan(g), np.isnan(want)), (r, name)
+        m = ~np.isnan(want)
+        err = np.abs(g[m] - want[m]).max()
+        assert err <= (0 if how == "max" else 1e-6), (mode, r, name, err)  # a max is one of the weights: exact
+        got[name, r] = g
+    one = np.load(f"{d}/max1-{r}.npy")  # blocks of one token, rows computed a tile at a time: the pattern's bits
+    vis = np.tril(np.ones(one.shape, bool))
+    assert np.array_equal(one[vis], np.load(f"{d}/pat-{r}.npy")[2][vis]), (mode, r, "zoom 1 differs from the dump")
+for name in ("max", "mean"):
+    again = np.load(f"{d}/{name}-again.npy")
+    assert np.array_equal(again, got[name, "a"], equal_nan=True), f"{name}: a second read differs"
+    m = ~np.isnan(got[name, "a"])
+    assert np.abs(got[name, "b"][m] - got[name, "a"][m]).max() > 1e-3, f"{name}: the intervention changed nothing seen"
+assert got["max", "c"].shape[0] == got["max", "b"].shape[0] + (1 if (np.load(f"{d}/pat-c.npy").shape[1] - 1) % 8 == 0 else 0)
+print(f"kept cells ({mode}): equal NumPy's after a pass under ablations and after gen 1; a second read the same bits")
+PYEOF
+    then ok; else bad "kept zoom cells ($mode) are stale or differ from NumPy"; fi
+done
+
 # ---- a sliding window (tiny-mistral, window 5): keys before it are masked, never averaged in ----
 M=$HERE/../fixtures/tiny-mistral.gguf
 cmds="prompt-ids 1 5 9 13 17 21 25 29 33 37 41 45 49 53 57 61 65 69 73 77; finish; heads context; dump all $TMP/mis"
