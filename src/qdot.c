@@ -445,27 +445,31 @@ AVX2 static float dot_q45_k_avx2(const void *row, const void *act, int n, bool f
 AVX2 static float dot_q4_k_avx2(const void *row, const void *act, int n) { return dot_q45_k_avx2(row, act, n, false); }
 AVX2 static float dot_q5_k_avx2(const void *row, const void *act, int n) { return dot_q45_k_avx2(row, act, n, true); }
 
+/* Half c of a Q6_K super-block: its 128 unsigned values (0..63), four
+ * registers of 32, from 64 bytes of low nibbles and 32 of high bits. */
+AVX2 static inline void q6_k_unpack(const uint8_t *ql, const uint8_t *qh, __m256i q[4])
+{
+    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
+    __m256i l0 = loadu(ql), l1 = loadu(ql + 32), h = loadu(qh);
+    q[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4));
+    q[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4));
+    q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30));
+    q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4), _mm256_and_si256(_mm256_srli_epi16(h, 2), m30));
+}
+
 /* Q6_K: the unsigned values (0..63) through maddubs, each 16 times its
  * scale; the offset 32 comes back through the activations' 16-sums. */
 AVX2 static float dot_q6_k_avx2(const void *row, const void *act, int n)
 {
     const uint8_t *w = row, *a = act;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
     float sumf = 0.0f;
     for (int b = 0; b < n / AS_QK_K; b++, w += 210, a += Q8_K_BYTES) {
         const int8_t *sc = (const int8_t *)(w + 192);
         __m256i acc = _mm256_setzero_si256();
         for (int c = 0; c < 2; c++) {
             const uint8_t *ql = w + 64 * c, *q8 = a + Q8_K_QS + 128 * c;
-            __m256i l0 = loadu(ql), l1 = loadu(ql + 32), h = loadu(w + 128 + 32 * c);
-            __m256i q[4] = {
-                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)),
-            };
+            __m256i q[4];
+            q6_k_unpack(ql, w + 128 + 32 * c, q);
             for (int k = 0; k < 4; k++) {
                 __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[8 * c + 2 * k + 1]), _mm_set1_epi16(sc[8 * c + 2 * k]));
                 acc = _mm256_add_epi32(acc, dot_u8_scaled(q[k], loadu(q8 + 32 * k), s16));
@@ -878,7 +882,6 @@ AVX2 static void many_q6_k_avx2(const void *row, const void *act, size_t stride,
         return;
     }
     const uint8_t *w = row, *a = act;
-    const __m256i m4 = _mm256_set1_epi8(0xF), m3 = _mm256_set1_epi8(3), m30 = _mm256_set1_epi8(0x30);
     float sumf[P4] = {0};
     for (int b = 0; b < n / AS_QK_K; b++, w += 210) {
         const int8_t *sc = (const int8_t *)(w + 192);
@@ -887,15 +890,8 @@ AVX2 static void many_q6_k_avx2(const void *row, const void *act, size_t stride,
             acc[p] = _mm256_setzero_si256();
         for (int c = 0; c < 2; c++) {
             const uint8_t *ql = w + 64 * c;
-            __m256i l0 = loadu(ql), l1 = loadu(ql + 32), h = loadu(w + 128 + 32 * c);
-            __m256i q[4] = {
-                _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(h, m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), m3), 4)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(h, m30)),
-                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                _mm256_and_si256(_mm256_srli_epi16(h, 2), m30)),
-            };
+            __m256i q[4];
+            q6_k_unpack(ql, w + 128 + 32 * c, q);
             for (int k = 0; k < 4; k++) {
                 __m256i s16 = _mm256_set_m128i(_mm_set1_epi16(sc[8 * c + 2 * k + 1]), _mm_set1_epi16(sc[8 * c + 2 * k]));
 #pragma GCC unroll 4

@@ -165,6 +165,26 @@ Test(qdot, dots_equal_ggmls_vec_dot)
     free(act);
 }
 
+/* A row of n weights of type t: random bytes, with finite random scales
+ * (so comparisons are of numbers). */
+static void random_row(uint8_t *row, as_ggml_type t, int n)
+{
+    const as_ggml_traits *tr = as_ggml_traits_of(t);
+    size_t bytes = (size_t)as_ggml_nbytes(t, n);
+    for (size_t i = 0; i < bytes; i++)
+        row[i] = (uint8_t)(uniform() * 128 + 128);
+    for (size_t b = 0; b < bytes; b += tr->block_bytes) {
+        if (tr->d_off >= 0) {
+            uint16_t h = as_f32_to_f16(uniform());
+            row[b + tr->d_off] = (uint8_t)h, row[b + tr->d_off + 1] = (uint8_t)(h >> 8);
+        }
+        if (tr->dmin_off >= 0) {
+            uint16_t h = as_f32_to_f16(uniform());
+            row[b + tr->dmin_off] = (uint8_t)h, row[b + tr->dmin_off + 1] = (uint8_t)(h >> 8);
+        }
+    }
+}
+
 /* Portable and AVX2 agree bit for bit on random bytes too (any scales,
  * any codes, -128 in a Q8_0 weight), where ggml's quantizers would never
  * put them. */
@@ -183,20 +203,7 @@ Test(qdot, portable_equals_avx2_on_any_bytes)
         int n = tr->block_elems == 32 ? N_TAIL : N; /* a 32-block type: with blocks after the groups of 8 */
         as_qdot_quantize(t, x, n, act);
         for (int rep = 0; rep < 8; rep++) {
-            size_t bytes = (size_t)as_ggml_nbytes(t, n);
-            for (size_t i = 0; i < bytes; i++)
-                row[i] = (uint8_t)(uniform() * 128 + 128);
-            /* finite scales, so the comparison is of numbers */
-            for (size_t b = 0; b < bytes; b += tr->block_bytes) {
-                if (tr->d_off >= 0) {
-                    uint16_t h = as_f32_to_f16(uniform());
-                    row[b + tr->d_off] = (uint8_t)h, row[b + tr->d_off + 1] = (uint8_t)(h >> 8);
-                }
-                if (tr->dmin_off >= 0) {
-                    uint16_t h = as_f32_to_f16(uniform());
-                    row[b + tr->dmin_off] = (uint8_t)h, row[b + tr->dmin_off + 1] = (uint8_t)(h >> 8);
-                }
-            }
+            random_row(row, t, n);
             float p = as_qdot_kernel(AS_QDOT_PORTABLE, t)(row, act, n), v = as_qdot_kernel(AS_QDOT_AVX2, t)(row, act, n);
             cr_assert(memcmp(&p, &v, sizeof p) == 0, "%s: portable %.9g, avx2 %.9g", as_ggml_type_name(t), p, v);
         }
@@ -506,19 +513,7 @@ Test(qdot, many_position_kernels_equal_the_one_row_dot)
                         }
                     memset(act + (size_t)p * stride + ab, 0xEE, PAD);
                 }
-                size_t bytes = (size_t)as_ggml_nbytes(t, n);
-                for (size_t i = 0; i < bytes; i++)
-                    row[i] = (uint8_t)(uniform() * 128 + 128);
-                for (size_t b = 0; b < bytes; b += tr->block_bytes) {
-                    if (tr->d_off >= 0) {
-                        uint16_t h = as_f32_to_f16(uniform());
-                        row[b + tr->d_off] = (uint8_t)h, row[b + tr->d_off + 1] = (uint8_t)(h >> 8);
-                    }
-                    if (tr->dmin_off >= 0) {
-                        uint16_t h = as_f32_to_f16(uniform());
-                        row[b + tr->dmin_off] = (uint8_t)h, row[b + tr->dmin_off + 1] = (uint8_t)(h >> 8);
-                    }
-                }
+                random_row(row, t, n);
                 for (int np = 1; np <= POS; np++) {
                     float got[POS];
                     if (many)
