@@ -109,7 +109,11 @@ view_run() {
 
 # need_numpy: npy_lib.sh lies beside this file, HERE for tests/e2e's
 # scripts, HERE/e2e for tests/test_reliability_tui.sh
-if [ -f "$HERE/npy_lib.sh" ]; then . "$HERE/npy_lib.sh"; else . "$HERE/e2e/npy_lib.sh"; fi
+if [ -f "$HERE/npy_lib.sh" ]; then
+    . "$HERE/npy_lib.sh"
+else
+    . "$HERE/e2e/npy_lib.sh"
+fi
 
 # py_ref SCRIPT "MODULES": runs $PY $HERE/SCRIPT BIN TMP (a reference check
 # printing "ok ..." lines) into $TMP/SCRIPT.log: one pass, or one failure
