@@ -408,7 +408,16 @@ static int restore_hook(as_capture *c, int i, const int *cap, as_error *err)
         return as_error_set(err, "out of memory capturing %s (%zu bytes at %d positions; --capture-mb 0 keeps only "
                             "what the computation needs)", h->name, bytes, cap[h->stream]);
     if (!h->is_attn) {
-        memcpy(s, c->store[i], (size_t)c->capacity[h->stream] * (size_t)h->width * sizeof *s);
+        /* the rows computed (later ones are zeros, or a pass taken back: never read); in a capture file
+         * their pages then leave the process, as a prompt's do (as_capture_rows_done) */
+        int rows = c->filled[i] < c->capacity[h->stream] ? c->filled[i] : c->capacity[h->stream];
+        memcpy(s, c->store[i], (size_t)rows * (size_t)h->width * sizeof *s);
+        if (now_file && rows > 0) {
+            float *old = c->store[i];
+            c->store[i] = s;
+            as_capture_rows_done(c, i, 0, rows);
+            c->store[i] = old;
+        }
     } else {
         const as_attn *a = &p->attn[h->attn];
         size_t oq = (size_t)c->capacity[h->stream], ok = (size_t)c->capacity[a->kv_stream];

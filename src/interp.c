@@ -429,6 +429,11 @@ static bool run_op(as_interp *it)
                 const as_stream_state *in = span_of(it, op->in[k]);
                 as_capture_rows_done(it->cap, op->in[k], 0, in->p0 + in->n);
             }
+        if (op->kind == AS_OP_MIX) { /* a fused site's mix reads its q and k too (attention.c) */
+            const as_attn *a = &it->prog->attn[op->attn];
+            as_capture_rows_done(it->cap, a->q, 0, span_of(it, a->q)->p0 + span_of(it, a->q)->n);
+            as_capture_rows_done(it->cap, a->k, 0, span_of(it, a->k)->p0 + span_of(it, a->k)->n);
+        }
     }
     it->pc++;
     skip_idle(it);
