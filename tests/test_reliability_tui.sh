@@ -33,6 +33,8 @@ start() {
     cat > "$TMP/$name.sh" <<EOF
 export XDG_STATE_HOME="$TMP/state" TERM=$TERMINAL $envs
 stty -g > "$TMP/$name.before"
+mkdir -p "$TMP/$name.core" && cd "$TMP/$name.core"
+ulimit -c unlimited 2>/dev/null
 sh -c 'echo \$\$ > "$TMP/$name.pid"; exec "$BIN" -m "$MODEL" $*'
 echo \$? > "$TMP/$name.status.tmp"
 stty -g > "$TMP/$name.after"
@@ -45,6 +47,18 @@ EOF
 
 expect() { if wait_for "$1" "$3" "${4:-15}"; then ok; else bad "$1: $2: no /$3/ on screen"; fi; }
 
+# died NAME: where a program that died of a signal was, from its core
+# file (in $TMP/NAME.core, where the kernel's core_pattern puts it there)
+# through gdb, when both are there.
+died() {
+    core=$(ls "$TMP/$1.core"/core* 2>/dev/null | head -1)
+    if [ -n "$core" ] && command -v gdb >/dev/null 2>&1; then
+        gdb -q -batch -ex 'thread apply all bt 24' "$BIN" "$core" 2>&1 | grep -E '^(#|Thread)' | sed 's/^/  core: /' | head -80
+    else
+        echo "  (no core file in $TMP/$1.core or no gdb: core_pattern is $(cat /proc/sys/kernel/core_pattern 2>/dev/null))"
+    fi
+}
+
 # finished NAME WHAT: the program exited on its own with status 0 and left
 # the terminal as it found it.
 finished() {
@@ -52,7 +66,12 @@ finished() {
     while [ ! -f "$TMP/$1.status" ] && [ $_f -lt 200 ]; do sleep 0.05; _f=$((_f + 1)); done
     if [ ! -f "$TMP/$1.status" ]; then bad "$1: $2: did not exit"; return; fi
     st=$(cat "$TMP/$1.status")
-    if [ "$st" -ge 128 ]; then bad "$1: $2: died of signal $((st - 128))"; return; fi
+    if [ "$st" -ge 128 ]; then
+        screen "$1"
+        bad "$1: $2: died of signal $((st - 128)) (the screen after it above)"
+        died "$1"
+        return
+    fi
     [ "${3:-0}" = any ] || [ "$st" = 0 ] || { bad "$1: $2: exit status $st"; return; }
     if cmp -s "$TMP/$1.before" "$TMP/$1.after"; then ok; else bad "$1: $2: terminal settings not restored"; fi
 }
@@ -202,7 +221,7 @@ fi
 
 # ---- 7. signals: the terminal comes back whatever ends the program ----
 if run signals; then
-    for sig in TERM HUP INT QUIT; do
+    for sig in TERM HUP INT QUIT ABRT; do
         n=sig$sig
         start $n 100 30 "$U"
         expect $n "opens" 'attnscope>'
@@ -219,6 +238,10 @@ if run signals; then
             if cmp -s "$TMP/$n.before" "$TMP/$n.after"; then ok; else bad "SIG$sig during gen: terminal settings not restored"; fi
             screen $n
             if grep -q 'Attention +layer\|attnscope>' "$TMP/screen"; then bad "SIG$sig: the view is still on screen"; else ok; fi
+            # a crash's own words (here none: the signal came from outside) and the program's line after them
+            if [ $sig = ABRT ]; then
+                if grep -q 'ended by a fatal signal' "$TMP/screen"; then ok; else bad "SIGABRT: no word of the crash on screen"; fi
+            fi
         fi
     done
     # stopped and continued (Ctrl-Z, fg)
@@ -233,7 +256,7 @@ if run signals; then
     expect stop "redrawn and responsive after SIGTSTP/SIGCONT" 'generated: '
     quit stop
     finished stop "SIGTSTP then SIGCONT"
-    echo "signals: SIGTERM, SIGHUP, SIGQUIT, SIGINT during gen 200; SIGTSTP (process state $state) then SIGCONT"
+    echo "signals: SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGINT during gen 200; SIGTSTP (process state $state) then SIGCONT"
 fi
 
 echo "tui stress: $pass passed, $fail failed"

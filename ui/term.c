@@ -176,6 +176,52 @@ static void catch_fatal(bool on)
     }
 }
 
+/* A crash (an abort: glibc's "double free", a failed assertion; a bad
+ * access) while the view hides stderr would take its reason with it: what
+ * the program wrote there is in a scratch file nobody reads again. From
+ * hiding stderr to showing it again, a crash puts the terminal back (while
+ * the view is open), copies that file to the real stderr with a line of
+ * its own, then takes the signal's own action (a core dump where enabled).
+ * Only where nobody else handles the signal (a sanitizer does). */
+static const int crash_signals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+static volatile sig_atomic_t hidden_fd = -1, real_fd = -1;
+
+static void on_crash(int sig)
+{
+    if (reset_len > 0 && tty_out >= 0) {
+        ssize_t w = write(tty_out, reset_seq, (size_t)reset_len);
+        (void)w;
+    }
+    if (reset_len > 0 && have_shell_modes && tty_in >= 0)
+        tcsetattr(tty_in, TCSADRAIN, &shell_modes);
+    int out = real_fd >= 0 ? real_fd : STDERR_FILENO;
+    if (hidden_fd >= 0 && lseek(hidden_fd, 0, SEEK_SET) == 0) {
+        char buf[512];
+        ssize_t n;
+        while ((n = read(hidden_fd, buf, sizeof buf)) > 0 && write(out, buf, (size_t)n) == n)
+            ;
+    }
+    static const char why[] = "attnscope: ended by a fatal signal (a bug: the lines above, if any, say where)\n";
+    ssize_t w = write(out, why, sizeof why - 1);
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+void term_catch_crashes(int hidden, int real)
+{
+    bool on = hidden >= 0 || real >= 0;
+    hidden_fd = hidden, real_fd = real;
+    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
+        struct sigaction old, sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on ? on_crash : SIG_DFL;
+        sigaction(crash_signals[i], NULL, &old);
+        if (on ? old.sa_handler == SIG_DFL : old.sa_handler == on_crash)
+            sigaction(crash_signals[i], &sa, NULL);
+    }
+}
+
 int term_open(term *t, char *why, size_t cap)
 {
     memset(t, 0, sizeof *t);

@@ -56,6 +56,10 @@ typedef struct term {
  * reason in why (the caller falls back to the plain REPL). */
 int term_open(term *t, char *why, size_t cap);
 void term_close(term *t);
+/* While the view hides stderr in a scratch file (hidden, an fd) and keeps
+ * the real one (real): a crash shows that file on the real stderr, the
+ * terminal put back first. term_catch_crashes(-1, -1) stops it. */
+void term_catch_crashes(int hidden, int real);
 /* Recolours the heatmap slots for a colormap (cells on screen follow). */
 void term_set_cmap(term *t, as_cmap cmap);
 

@@ -178,8 +178,10 @@ static int hide_stderr(FILE **tmp)
     fflush(stderr);
     *tmp = tmpfile();
     int saved = *tmp ? dup(STDERR_FILENO) : -1;
-    if (saved >= 0)
+    if (saved >= 0) {
         dup2(fileno(*tmp), STDERR_FILENO);
+        term_catch_crashes(fileno(*tmp), saved);
+    }
     return saved;
 }
 
@@ -187,6 +189,7 @@ static void restore_stderr(int saved, FILE *tmp)
 {
     if (saved < 0)
         return;
+    term_catch_crashes(-1, -1);
     fflush(stderr);
     dup2(saved, STDERR_FILENO);
     close(saved);
