@@ -9,11 +9,15 @@
  *     file of key/values only, as gguf_write.c writes it: config, tokenizer,
  *     names), its tensor table (name, type, dims) without data
  *   the session: capture budget (MB), ctx, the metric, the image's name,
- *     how `gen` sampled
+ *     how `gen` sampled, whether the patterns were computed on demand
+ *     (from version 2)
  *   per stream: tokens, their types, pixels, tokens from the prompt, done
  *   the first non-finite value of the pass
  *   per hook: name, stream, width (checked against the program rebuilt),
- *     positions filled, stored or not; its values (float32, or f16/bf16
+ *     positions filled, its kind (0 not kept, 1 stored, 2 computed on
+ *     demand: no values, its rows computed from the q and k kept, as in
+ *     the live session, so a long context's run holds no patterns: 8,192
+ *     tokens of stories110M's shape are 39 GB of them); its values (float32, or f16/bf16
  *     where asked: int32 hooks stay float32, their ids exact) in rows as
  *     the capture's readers give them (a position's row; an attention
  *     head's query row over its stored keys), and a norm's statistics.
@@ -38,7 +42,7 @@
 #include "session_internal.h"
 
 #define RUN_MAGIC "ATTNSCOPE-RUN\0\0\0"
-#define RUN_VERSION 1u
+#define RUN_VERSION 2u /* 1: without the patterns' mode (read too) */
 #define RUN_BOM 0x01020304u
 
 enum { DT_F32, DT_F16, DT_BF16 };
@@ -122,6 +126,7 @@ static int write_run(void *ctx, void *stream, as_error *err)
     put_i32(&w, s->metric[1]);
     put_str(&w, s->image);
     put_str(&w, s->sampled);
+    put_i32(&w, cap->od);
     put_u32(&w, (uint32_t)p->n_streams);
     for (int t = 0; t < p->n_streams; t++) {
         const as_stream_state *st = &it->st[t];
@@ -153,25 +158,29 @@ static int write_run(void *ctx, void *stream, as_error *err)
     put_u32(&w, (uint32_t)p->n_hooks);
     for (int h = 0; h < p->n_hooks && !w.bad; h++) {
         const as_hook *hk = &p->hooks[h];
-        bool stored = as_capture_has(cap, h);
+        bool stored = as_capture_has(cap, h), od = stored && cap->ondemand[h];
         int filled = stored ? cap->filled[h] : 0;
         bool stats = cap->stats[h] != NULL;
         int sfill = stats ? it->st[hk->stream].n_done : 0;
         put_str(&w, hk->name);
         put_i32(&w, hk->stream);
         put_i32(&w, hk->width);
-        put_i32(&w, stored);
+        put_i32(&w, od ? 2 : stored);
         put_i32(&w, filled);
         put_i32(&w, sfill);
         int dt = hk->dtype == AS_DT_I32 ? DT_F32 : sc->dtype;
         uint64_t count = 0; /* the values that follow, so a reader skips a hook without knowing its shape */
-        if (stored && !hk->is_attn)
+        if (od)
+            count = 0;
+        else if (stored && !hk->is_attn)
             count = (uint64_t)filled * (uint64_t)hk->width;
         else if (stored)
             for (int q = 0; q < filled; q++)
                 count += (uint64_t)hk->width * (uint64_t)as_capture_attn_keys(cap, h, q);
         put_u64(&w, count);
-        if (stored && !hk->is_attn)
+        if (od)
+            ; /* computed from q and k when read */
+        else if (stored && !hk->is_attn)
             put_floats(&w, as_capture_row(cap, h, 0), (size_t)filled * (size_t)hk->width, dt);
         else if (stored)
             for (int head = 0; head < hk->width; head++)
@@ -425,7 +434,7 @@ static int damaged(const char *path, const rbuf *r, as_error *err)
 }
 
 /* The session's state from the rest of the file. */
-static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *err)
+static int restore(as_session *s, rbuf *r, int dt, uint32_t version, const char *path, as_error *err)
 {
     as_program *p = s->prog;
     as_interp *it = s->it;
@@ -442,8 +451,13 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
         snprintf(s->sampled, sizeof s->sampled, "%s", sampled);
     free(image);
     free(sampled);
+    /* patterns computed on demand live: so here (the capture decides when the pass is marked done), from
+     * the q and k the run keeps */
+    int od = version >= 2 ? get_i32(r, "the patterns' mode") : 0;
     if (r->bad)
         return damaged(path, r, err);
+    if (od)
+        as_set_patterns("on-demand");
     if (ctx > 0 && as_interp_set_ctx(it, ctx, err))
         return as_error_prefix(err, "%s", path);
     s->ctx = ctx;
@@ -551,7 +565,8 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
                 return damaged(path, r, err);
             int n_st = it->st[hk->stream].n_done;
             if (!same || filled < 0 || filled > n_st || sfill < 0 || sfill > n_st || (sfill && !cap->stats[h]) ||
-                (stored && !as_capture_has(cap, h)) || (!stored && (filled || count)))
+                stored < 0 || stored > 2 || (stored && !as_capture_has(cap, h)) || (!stored && (filled || count)) ||
+                (stored == 2) != (stored && cap->ondemand[h]) || (stored == 2 && count))
                 return as_error_set(err, "%s: hook %d of the run (%s) does not match %s's program here, or is damaged",
                                     path, h, hk->name, s->model->cfg.name);
             int hdt = hk->dtype == AS_DT_I32 ? DT_F32 : dt;
@@ -565,12 +580,12 @@ static int restore(as_session *s, rbuf *r, int dt, const char *path, as_error *e
                 else if (stored)
                     cap->filled[h] = filled;
                 r->at = end;
-            } else if (stored && !hk->is_attn) {
+            } else if (stored == 1 && !hk->is_attn) {
                 if (count != (uint64_t)filled * (uint64_t)width)
                     return as_error_set(err, "%s: damaged saved run: %s holds %llu values, not %d x %d", path,
                                         hk->name, (unsigned long long)count, filled, width);
                 get_floats(r, (float *)as_capture_row(cap, h, 0), (size_t)count, hdt, "a hook's values");
-            } else if (stored) {
+            } else if (stored == 1) {
                 uint64_t want = 0;
                 for (int q = 0; q < filled; q++)
                     want += (uint64_t)width * (uint64_t)as_capture_attn_keys(cap, h, q);
@@ -608,6 +623,7 @@ struct as_run_reader {
     size_t size;
     rbuf r;
     int dtype;
+    uint32_t version;
     char *path;
 };
 
@@ -656,9 +672,9 @@ int as_run_begin(as_run_reader **out, const char *path, as_model **model, size_t
     if (memcmp(magic, RUN_MAGIC, 16))
         rc = as_error_set(err, "%s: not a saved run (it does not start with ATTNSCOPE-RUN; `save run FILE` writes one)",
                           path);
-    else if (bom != RUN_BOM || version != RUN_VERSION || dt > DT_BF16)
+    else if (bom != RUN_BOM || version < 1 || version > RUN_VERSION || dt > DT_BF16)
         rc = as_error_set(err, "%s: a saved run of another version or byte order (version %u, this attnscope reads "
-                          "%u)", path, version, RUN_VERSION);
+                          "1 to %u)", path, version, RUN_VERSION);
     if (rc == AS_OK && !(model_path = get_str(r, "the model's path")))
         rc = damaged(path, r, err);
     if (rc == AS_OK)
@@ -678,6 +694,7 @@ int as_run_begin(as_run_reader **out, const char *path, as_model **model, size_t
     (*model)->path = model_path;
     *capture_mb = mb > (1u << 30) ? (size_t)1 << 30 : (size_t)mb;
     rr->dtype = (int)dt;
+    rr->version = version;
     *out = rr;
     return AS_OK;
 }
@@ -687,7 +704,7 @@ int as_run_finish(as_run_reader *rr, as_session *s, as_error *err)
     s->saved_dtype = rr->dtype;
     s->save_dtype = rr->dtype;
     snprintf(s->saved_run, sizeof s->saved_run, "%s", rr->path);
-    return restore(s, &rr->r, rr->dtype, rr->path, err);
+    return restore(s, &rr->r, rr->dtype, rr->version, rr->path, err);
 }
 
 /* Commands a saved run answers: what reads the capture. The rest compute

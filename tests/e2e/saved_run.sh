@@ -124,6 +124,28 @@ expect "a saved run saves again" 0 "^wrote $TMP/again.run: a saved run of tiny-g
 cmp -s "$R" "$TMP/again.run" && ok || bad "a saved run saved again is the same bytes"
 expect "--open with a model" 2 '' "both given" -- --open "$R" -m "$FIX/tiny-gpt2.gguf" -e info
 
+# patterns computed on demand live: the run keeps the q and k they come from, not the rows, and reopened
+# computes the same rows (every dumped array the same bytes); the file is smaller than the same pass saved
+# with the patterns stored by exactly their bytes (scores and pattern, n(n+1)/2 rows' keys a head, float32)
+D=$TMP/od
+mkdir -p "$D"
+"$BIN" --no-tui -m "$FIX/tiny-gpt2.gguf" --patterns on-demand -e "prompt the cat sat on the mat and looked at the dog; \
+finish; dump all $D/live; save run $D/od.run; set patterns stored; finish; save run $D/stored.run" >"$D/out" 2>&1
+"$BIN" --no-tui --open "$D/od.run" -e "info; dump all $D/re" >"$D/re.out" 2>&1
+grep -q "^patterns: on-demand .*computed on demand" "$D/re.out" && ok || bad "a run saved on demand reopens on demand"
+n=0 diff=0
+for f in "$D"/live/*.npy; do
+    n=$((n + 1))
+    cmp -s "$f" "$D/re/$(basename "$f")" || diff=$((diff + 1))
+done
+[ "$n" -gt 10 ] && [ "$diff" = 0 ] && ok || bad "on demand: $diff of $n dumped hooks of the reopened run differ from the live ones"
+last=$(sed -n 's/^pass over positions 0-\([0-9]*\) complete.*/\1/p' "$D/out" | tail -1)
+tok=$((last + 1))
+# tiny-gpt2: 2 layers of 4 heads
+want=$((2 * 2 * 4 * tok * (tok + 1) / 2 * 4))
+got=$(($(wc -c <"$D/stored.run") - $(wc -c <"$D/od.run")))
+[ "$tok" -gt 10 ] && [ "$got" = "$want" ] && ok || bad "on demand: the run is $got bytes smaller than with the patterns stored, not their $want"
+
 # a run whose budget kept nothing (--capture-mb 0): the last logits travel in the run, so `top` is the live one's,
 # and what was not captured is said alike
 "$BIN" --no-tui -m "$FIX/tiny-gpt2.gguf" --capture-mb 0 -e "prompt hello world; finish; top 5; save run $TMP/zero.run" 2>/dev/null | grep '^[1-5]	' >"$TMP/top.live"
