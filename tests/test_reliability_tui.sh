@@ -33,8 +33,6 @@ start() {
     cat > "$TMP/$name.sh" <<EOF
 export XDG_STATE_HOME="$TMP/state" TERM=$TERMINAL $envs
 stty -g > "$TMP/$name.before"
-mkdir -p "$TMP/$name.core" && cd "$TMP/$name.core"
-ulimit -c unlimited 2>/dev/null
 sh -c 'echo \$\$ > "$TMP/$name.pid"; exec "$BIN" -m "$MODEL" $*'
 echo \$? > "$TMP/$name.status.tmp"
 stty -g > "$TMP/$name.after"
@@ -47,15 +45,17 @@ EOF
 
 expect() { if wait_for "$1" "$3" "${4:-15}"; then ok; else bad "$1: $2: no /$3/ on screen"; fi; }
 
-# died NAME: where a program that died of a signal was, from its core
-# file (in $TMP/NAME.core, where the kernel's core_pattern puts it there)
-# through gdb, when both are there.
+# died NAME: where a program that died of a signal was: the stack its
+# crash handler printed (ui/term.c: frames of the program as
+# attnscope(+0xOFFSET)), named with file and line by addr2line.
 died() {
-    core=$(ls "$TMP/$1.core"/core* 2>/dev/null | head -1)
-    if [ -n "$core" ] && command -v gdb >/dev/null 2>&1; then
-        gdb -q -batch -ex 'thread apply all bt 24' "$BIN" "$core" 2>&1 | grep -E '^(#|Thread)' | sed 's/^/  core: /' | head -80
+    $T capture-pane -p -J -S -400 -t "$1" > "$TMP/$1.dead" 2>/dev/null
+    offs=$(grep -o 'attnscope(+0x[0-9a-f]*)' "$TMP/$1.dead" | sed 's/.*(+\(0x[0-9a-f]*\))/\1/')
+    grep -E '^attnscope:|\((abort|raise|__libc_message|__fortify|malloc|free|_int_)' "$TMP/$1.dead" | sed 's/^/  stack: /' | head -12
+    if [ -n "$offs" ]; then
+        addr2line -f -i -C -p -e "$BIN" $offs 2>&1 | sed 's/^/  stack: /' | head -40
     else
-        echo "  (no core file in $TMP/$1.core or no gdb: core_pattern is $(cat /proc/sys/kernel/core_pattern 2>/dev/null))"
+        echo "  (no stack of the program's on screen)"
     fi
 }
 

@@ -1,5 +1,6 @@
 #include "term.h"
 
+#include <execinfo.h>
 #include <langinfo.h>
 #include <signal.h>
 #include <stdio.h>
@@ -181,8 +182,11 @@ static void catch_fatal(bool on)
  * the program wrote there is in a scratch file nobody reads again. From
  * hiding stderr to showing it again, a crash puts the terminal back (while
  * the view is open), copies that file to the real stderr with a line of
- * its own, then takes the signal's own action (a core dump where enabled).
- * Only where nobody else handles the signal (a sanitizer does). */
+ * its own and the stack (glibc's backtrace_symbols_fd: a frame of the
+ * program as attnscope(+0xOFFSET), which `addr2line -f -e attnscope
+ * 0xOFFSET` names with its file and line), then takes the signal's own
+ * action (a core dump where enabled). Only where nobody else handles the
+ * signal (a sanitizer does). */
 static const int crash_signals[] = {SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL};
 static volatile sig_atomic_t hidden_fd = -1, real_fd = -1;
 
@@ -201,9 +205,12 @@ static void on_crash(int sig)
         while ((n = read(hidden_fd, buf, sizeof buf)) > 0 && write(out, buf, (size_t)n) == n)
             ;
     }
-    static const char why[] = "attnscope: ended by a fatal signal (a bug: the lines above, if any, say where)\n";
+    static const char why[] = "attnscope: ended by a fatal signal (a bug: the lines above, if any, say why, the "
+                              "stack below where)\n";
     ssize_t w = write(out, why, sizeof why - 1);
     (void)w;
+    void *frames[64];
+    backtrace_symbols_fd(frames, backtrace(frames, 64), out);
     signal(sig, SIG_DFL);
     raise(sig);
 }
@@ -212,6 +219,10 @@ void term_catch_crashes(int hidden, int real)
 {
     bool on = hidden >= 0 || real >= 0;
     hidden_fd = hidden, real_fd = real;
+    if (on) { /* the first backtrace loads libgcc's unwinder (it allocates): here, not in a handler */
+        void *f[2];
+        (void)backtrace(f, 2);
+    }
     for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
         struct sigaction old, sa;
         memset(&sa, 0, sizeof sa);
