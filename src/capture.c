@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef MADV_POPULATE_WRITE
@@ -889,6 +890,7 @@ static void cells_drop(as_capture *c, as_cell_cache *e)
     for (int i = 0; e->rows && i < e->nbq; i++)
         free(e->rows[i]);
     free(e->rows);
+    free(e->todo);
     free(e->kb);
     c->cell_bytes -= e->bytes;
     memset(e, 0, sizeof *e);
@@ -929,8 +931,9 @@ static as_cell_cache *cells_find(as_capture *c, int hook, int head, int filled, 
     e->nbq = zoom > 0 ? (n_q + zoom - 1) / zoom : vq;
     e->nbk = zoom > 0 ? (n_k + zoom - 1) / zoom : vk;
     e->rows = calloc((size_t)e->nbq, sizeof *e->rows);
+    e->todo = calloc((size_t)e->nbq, sizeof *e->todo);
     e->kb = malloc(((size_t)e->nbk + 1) * sizeof *e->kb);
-    if (!e->rows || !e->kb) {
+    if (!e->rows || !e->todo || !e->kb) {
         cells_drop(c, e);
         return NULL;
     }
@@ -943,6 +946,38 @@ static as_cell_cache *cells_find(as_capture *c, int hook, int head, int filled, 
 
 enum { CELL_TILE = 32 }; /* on-demand rows computed together: each key read once for them all */
 enum { CELL_BASE = 64 }; /* zooms past it made from its cells (256 KB a head at 8k tokens) */
+
+/* Block row i of e made: begun and every query of it added. */
+static bool row_done(const as_cell_cache *e, int i)
+{
+    return e->rows[i] && e->todo[i] >= cell_start(i + 1, e->n_q, e->zoom, e->vq);
+}
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void as_capture_cells_budget(const as_capture *cc, double ms)
+{
+    as_capture *c = (as_capture *)cc; /* the bound is the readers' scratch, as the cells are */
+    c->cell_deadline = ms < 0 ? 0 : mono_ns() + (long long)(ms * 1e6);
+    c->cell_worked = false;
+    c->cell_late = 0;
+}
+
+int as_capture_cells_late(const as_capture *c)
+{
+    return c->cell_late;
+}
+
+/* Past the bound: a deadline set and passed, a tile added since it was set. */
+static bool cells_out_of_time(const as_capture *c)
+{
+    return c->cell_deadline && c->cell_worked && mono_ns() >= c->cell_deadline;
+}
 
 /* Rows [q0, q1) of a head on demand, each as od_row computes it (the same
  * as_dot of each key and the query, the same finish and softmax: the same
@@ -983,11 +1018,10 @@ static void od_rows(const as_capture *c, int hook, int head, int q0, int q1, flo
  * tile of them computed together), its visible weights added to their
  * key blocks' cells in the order as_capture_attn_block adds them
  * (queries, then keys, ascending). */
-static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, as_cell_agg *out)
+static bool cells_make_row(as_capture *c, as_cell_cache *e, int i, as_cell_agg *out)
 {
     const as_attn *a = &c->prog->attn[c->prog->hooks[e->hook].attn];
-    int q0 = cell_start(i, e->n_q, e->zoom, e->vq), q1 = cell_start(i + 1, e->n_q, e->zoom, e->vq);
-    memset(out, 0, (size_t)e->nbk * sizeof *out);
+    int q0 = e->todo[i], q1 = cell_start(i + 1, e->n_q, e->zoom, e->vq);
     int tile0 = q0, tile1 = q0; /* on demand: rows [tile0, tile1) are in tile */
     size_t stride = 0;
     float *tile = NULL;
@@ -997,6 +1031,16 @@ static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, a
         tile = malloc(((size_t)CELL_TILE + 1) * (stride ? stride : 1) * sizeof *tile);
     }
     for (int q = q0; q < q1; q++) {
+        if ((q - q0) % CELL_TILE == 0 && q < e->filled) {
+            /* a tile of rows at a time under a bound (as_capture_cells_budget): the sums so far kept */
+            if (cells_out_of_time(c)) {
+                e->todo[i] = q;
+                free(tile);
+                return false;
+            }
+            if (q > q0)
+                c->cell_worked = true;
+        }
         int lo = 0, hi = e->n_k; /* the keys q sees: as_attn_visible's */
         if (a->mask != AS_MASK_NONE && hi > q + 1)
             hi = q + 1;
@@ -1042,7 +1086,11 @@ static void cells_make_row(const as_capture *c, const as_cell_cache *e, int i, a
             g->count = n | (g->count & AS_CELL_PENDING);
         }
     }
+    if (q0 < q1 && q0 < e->filled)
+        c->cell_worked = true;
+    e->todo[i] = q1;
     free(tile);
+    return true;
 }
 
 /* Block row i of a map in blocks of zoom from a finer one kept (blocks of
@@ -1063,7 +1111,7 @@ static bool cells_from_finer(const as_capture *c, const as_cell_cache *e, int i,
         int r = e->zoom / f->zoom, r0 = i * r, r1 = r0 + r < f->nbq ? r0 + r : f->nbq;
         bool all = true;
         for (int fr = r0; fr < r1 && all; fr++)
-            all = f->rows[fr] != NULL;
+            all = row_done(f, fr);
         if (all)
             best = f;
     }
@@ -1087,6 +1135,48 @@ static bool cells_from_finer(const as_capture *c, const as_cell_cache *e, int i,
     return true;
 }
 
+/* A cell left for later (as_capture_cells_budget): AS_BLOCK_LATER where
+ * the block has a visible key in a row computed; else what it is without
+ * a row read (masked, or pending past the filled rows). */
+static int cell_later(as_capture *c, int hook, int filled, int q0, int q1, int k0, int k1)
+{
+    const as_attn *a = &c->prog->attn[c->prog->hooks[hook].attn];
+    bool pending = false;
+    for (int q = q0; q < q1; q++) {
+        int lo = 0, hi = k1; /* the keys q sees among the block's: as_attn_visible's */
+        if (a->mask != AS_MASK_NONE && hi > q + 1)
+            hi = q + 1;
+        if (a->mask == AS_MASK_WINDOW && lo < q - a->window + 1)
+            lo = q - a->window + 1;
+        lo = lo > k0 ? lo : k0;
+        if (lo >= hi)
+            continue;
+        if (q >= filled) {
+            pending = true;
+            continue;
+        }
+        c->cell_late++;
+        return AS_BLOCK_LATER;
+    }
+    return pending ? AS_BLOCK_PENDING : AS_BLOCK_MASKED;
+}
+
+/* Whether the base zoom's block rows [b0, b1) of a head are made. */
+static bool base_rows_done(const as_capture *c, int hook, int head, int filled, int n_q, int n_k, int b0, int b1)
+{
+    for (int s = 0; s < AS_CELL_CACHES; s++) {
+        const as_cell_cache *f = &c->cells[s];
+        if (f->hook != hook || f->head != head || f->filled != filled || f->n_q != n_q || f->n_k != n_k ||
+            f->zoom != CELL_BASE || f->gen != c->rows_gen)
+            continue;
+        for (int b = b0; b < b1 && b < f->nbq; b++)
+            if (!row_done(f, b))
+                return false;
+        return true;
+    }
+    return false;
+}
+
 int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
                           int vk, int i, int j, bool mean, float *v)
 {
@@ -1103,12 +1193,16 @@ int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, 
         int r = zoom / CELL_BASE, nb = (n_q + CELL_BASE - 1) / CELL_BASE;
         for (int b = i * r; b < (i + 1) * r && b < nb; b++) {
             float x;
-            as_capture_attn_cells(c, hook, head, filled, n_q, n_k, CELL_BASE, 0, 0, b, 0, mean, &x);
+            if (as_capture_attn_cells(c, hook, head, filled, n_q, n_k, CELL_BASE, 0, 0, b, 0, mean, &x) ==
+                AS_BLOCK_LATER)
+                c->cell_late--; /* counted once, as this cell, below */
         }
         e = cells_find(c, hook, head, filled, n_q, n_k, zoom, vq, vk); /* the same slot (the newest is never the one to go) */
         if (!e)
             return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
         e->used = ++c->cell_clock;
+        if (c->cell_deadline && !base_rows_done(c, hook, head, filled, n_q, n_k, i * r, (i + 1) * r))
+            return cell_later(c, hook, filled, q0, q1, k0, k1); /* the base rows go on at the next read */
     }
     if (!e->rows[i]) {
         size_t bytes = (size_t)e->nbk * sizeof(as_cell_agg);
@@ -1131,13 +1225,18 @@ int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, 
             e->bytes = 0;
             break;
         }
-        if (!(e->rows[i] = malloc(bytes ? bytes : 1)))
+        if (!(e->rows[i] = calloc(e->nbk ? (size_t)e->nbk : 1, sizeof(as_cell_agg))))
             return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
         e->bytes += bytes;
         c->cell_bytes += bytes;
-        if (e->zoom <= 0 || !cells_from_finer(c, e, i, e->rows[i]))
-            cells_make_row(c, e, i, e->rows[i]);
+        e->todo[i] = q0;
+        if (e->zoom > 0 && cells_from_finer(c, e, i, e->rows[i]))
+            e->todo[i] = q1;
+        else
+            memset(e->rows[i], 0, bytes); /* a finer map's partial sums (a NaN max) gone */
     }
+    if (e->todo[i] < q1 && !cells_make_row(c, e, i, e->rows[i]))
+        return cell_later(c, hook, filled, q0, q1, k0, k1); /* the sums so far kept, to go on from */
     const as_cell_agg *g = &e->rows[i][j];
     unsigned n = g->count & ~AS_CELL_PENDING;
     if (n == 0)

@@ -42,11 +42,21 @@ WINDOW *overlay_box(const tui *u, int h, int w, int y, int x)
 void pane_frame(tui *u, pane_id p, const char *title, const char *note)
 {
     WINDOW *w = u->win[p];
+    werase(w);
+    term_role(&u->t, w, u->focus == p ? R_BORDER_FOCUS : R_BORDER);
+    draw_box(u, w);
+    pane_frame_top(u, p, title, note);
+}
+
+void pane_frame_top(tui *u, pane_id p, const char *title, const char *note)
+{
+    WINDOW *w = u->win[p];
     bool focus = u->focus == p;
     int cols = getmaxx(w);
-    werase(w);
-    term_role(&u->t, w, focus ? R_BORDER_FOCUS : R_BORDER);
-    draw_box(u, w);
+    if (cols > 2) { /* the top border again under a new title */
+        term_role(&u->t, w, focus ? R_BORDER_FOCUS : R_BORDER);
+        mvwhline(w, 0, 1, u->t.utf8 ? ACS_HLINE : '-', cols - 2);
+    }
     int used = 0;
     if (title) {
         term_role(&u->t, w, focus ? R_TITLE_FOCUS : R_TITLE);

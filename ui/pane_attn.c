@@ -55,6 +55,7 @@ static hm_sample sample(void *ctx, int q, int k)
 typedef struct attn_block {
     attn_src *src;
     int vq, vk;   /* the cells: at most the queries and keys */
+    int shown, late; /* the samples drawn that are not masked; of which left for later (progress) */
 } attn_block;
 
 /* The cell of v holding item x of n. */
@@ -69,9 +70,22 @@ static int block_most(int n, int v)
     return v > 0 ? (n + v - 1) / v : 1;
 }
 
+/* A cell's state from the engine's answer, counted for the progress:
+ * a cell left for later (AS_BLOCK_LATER, the redraw's time bound spent)
+ * is drawn pending, never as a value. */
+static hm_state cell_state(int st, int *shown, int *late)
+{
+    if (st == AS_BLOCK_MASKED)
+        return HM_MASKED;
+    ++*shown;
+    if (st == AS_BLOCK_LATER)
+        ++*late;
+    return st == AS_BLOCK_VALUE ? HM_VALUE : HM_PENDING;
+}
+
 static hm_sample block_sample(void *ctx, int q, int k)
 {
-    const attn_block *b = ctx;
+    attn_block *b = ctx;
     const attn_src *a = b->src;
     hm_sample s = {HM_MASKED, 0};
     float v = 0;
@@ -79,7 +93,7 @@ static hm_sample block_sample(void *ctx, int q, int k)
      * long context's every row is read once, not once a tile column */
     int st = as_capture_attn_cells(a->cap, a->hook, a->head, a->filled, a->n_q, a->n_k, 0, b->vq, b->vk, q, k, false,
                                    &v);
-    s.state = st == AS_BLOCK_VALUE ? HM_VALUE : st == AS_BLOCK_PENDING ? HM_PENDING : HM_MASKED;
+    s.state = cell_state(st, &b->shown, &b->late);
     s.v = v;
     return s;
 }
@@ -93,6 +107,7 @@ typedef struct attn_zoom {
     const attn_src *src;
     int z;
     bool mean;
+    int shown, late; /* as attn_block's */
 } attn_zoom;
 
 static int mini(int a, int b)
@@ -102,12 +117,12 @@ static int mini(int a, int b)
 
 static hm_sample zoom_sample(void *ctx, int i, int j)
 {
-    const attn_zoom *zm = ctx;
+    attn_zoom *zm = ctx;
     const attn_src *a = zm->src;
     hm_sample s = {HM_MASKED, 0};
     float v = 0;
     int st = as_capture_attn_cells(a->cap, a->hook, a->head, a->filled, a->n_q, a->n_k, zm->z, 0, 0, i, j, zm->mean, &v);
-    s.state = st == AS_BLOCK_VALUE ? HM_VALUE : st == AS_BLOCK_PENDING ? HM_PENDING : HM_MASKED;
+    s.state = cell_state(st, &zm->shown, &zm->late);
     s.v = v;
     return s;
 }
@@ -343,13 +358,13 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
     int z = u->v.grid ? 1 : u->v.zoom;
     if (z > 1) {
         /* zoomed: the cursor's cell first (its block and what it shows), then the token's own weight */
-        attn_zoom zm = {src, z, u->v.zoom_mean};
+        attn_zoom zm = {src, z, u->v.zoom_mean, 0, 0};
         hm_sample c = zoom_sample(&zm, qp / z, kp / z);
         char cell[32];
         if (c.state == HM_VALUE)
             snprintf(cell, sizeof cell, "%.3f", (double)c.v);
         else
-            snprintf(cell, sizeof cell, "%s", c.state == HM_PENDING ? "not computed yet" : "masked");
+            snprintf(cell, sizeof cell, "%s", zm.late ? "computing" : c.state == HM_PENDING ? "not computed yet" : "masked");
         char rest[sizeof line], pre[128];
         memcpy(rest, line, sizeof rest);
         snprintf(pre, sizeof pre, "%s %s q %d-%d %s k %d-%d  ", cell, u->v.zoom_mean ? "mean" : "max", qp / z * z,
@@ -370,7 +385,7 @@ static void draw_info(tui *u, WINDOW *w, const attn_src *src)
  * short labels, the rows filled), then the labels take what the cells
  * leave: the query labels the columns right of the map, the key labels
  * the rows free above it. */
-static void single_view(tui *u, WINDOW *w, attn_src *src)
+static void single_view(tui *u, WINDOW *w, attn_src *src, int *shown, int *late)
 {
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2, sub = hm_sub_for(u->t.style);
     int wk_typical, wq = widest_label(u, src->q_stream, src->n_q, true, NULL);
@@ -391,8 +406,9 @@ static void single_view(tui *u, WINDOW *w, attn_src *src)
         int lw = hm_label_cols(least, wq + 2, cols, g->vis_k * g->cw);
         state(u)->heat_y = 2;
         state(u)->heat_x = 1 + lw;
-        attn_zoom zm = {src, z, u->v.zoom_mean};
+        attn_zoom zm = {src, z, u->v.zoom_mean, 0, 0};
         draw_cells(u, w, state(u)->heat_y, state(u)->heat_x, g, zoom_sample, &zm, view_row(&u->v) / z, u->v.key / z);
+        *shown = zm.shown, *late = zm.late;
         draw_query_labels(u, w, lw, src, z);
         draw_key_labels(u, w, src, 0, z);
         return;
@@ -419,7 +435,7 @@ static attn_block grid_layout(tui *u, attn_src *src)
     int heads = as_view_site_heads(as_program_attn(as_view_program(u->s), src->hook));
     state(u)->grid = hm_grid_arrange(heads, src->n_q > src->n_k ? src->n_q : src->n_k, rows - 1, cols, sub);
     int tr = (state(u)->grid.tile_rows - 1) * sub, tc = state(u)->grid.tile_cols;
-    attn_block b = {src, src->n_q, src->n_k};
+    attn_block b = {src, src->n_q, src->n_k, 0, 0};
     if (tr > 0 && src->n_q > tr)
         b.vq = tr;
     if (tc > 0 && src->n_k > tc)
@@ -429,7 +445,7 @@ static attn_block grid_layout(tui *u, attn_src *src)
 
 /* Every head's whole map, each in a tile, blocks of queries and keys to a
  * cell where they do not fit (block_sample; the title says so). */
-static void grid_view(tui *u, WINDOW *w, attn_src *src)
+static void grid_view(tui *u, WINDOW *w, attn_src *src, int *shown, int *late)
 {
     int sub = hm_sub_for(u->t.style);
     int heads = as_view_site_heads(as_program_attn(as_view_program(u->s), src->hook));
@@ -450,6 +466,7 @@ static void grid_view(tui *u, WINDOW *w, attn_src *src)
                    block_of(u->v.key, src->n_k, b.vk));
     }
     src->head = u->v.head;
+    *shown = b.shown, *late = b.late;
 }
 
 /* The site the view picks (the decoder's self-attention, or an
@@ -479,10 +496,11 @@ static void draw(tui *u)
     const char *what = u->v.site == AS_PICK_CROSS ? "Cross-attention" : u->v.site == AS_PICK_SOURCE ? "Encoder attention"
                                                                                            : "Attention";
     char title[160], note[96];
+    int o = 0; /* the title's part before what a cell is, where the progress goes */
     if (u->v.grid) {
-        int o = snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
-                         hook >= 0 ? as_view_site_heads(as_program_attn(as_view_program(s), hook)) : 0);
-        attn_block b = hook >= 0 && src.filled > 0 ? grid_layout(u, &src) : (attn_block){&src, src.n_q, src.n_k};
+        o = snprintf(title, sizeof title, "%s  layer %d  all %d heads", what, u->v.layer,
+                     hook >= 0 ? as_view_site_heads(as_program_attn(as_view_program(s), hook)) : 0);
+        attn_block b = hook >= 0 && src.filled > 0 ? grid_layout(u, &src) : (attn_block){&src, src.n_q, src.n_k, 0, 0};
         int bk = block_most(src.n_k, b.vk), bq = block_most(src.n_q, b.vq);
         /* each cell the max of a block: "max of ≤2 keys×≤3 rows" (rows: queries) */
         const char *le = u->t.utf8 ? "≤" : "<=", *x = u->t.utf8 ? "×" : "x";
@@ -492,10 +510,11 @@ static void draw(tui *u)
             snprintf(title + o, sizeof title - (size_t)o, "  max of %s%d %s a cell", le, bk > 1 ? bk : bq,
                      bk > 1 ? "keys" : "rows");
     }
-    else if (u->v.zoom > 1)
-        snprintf(title, sizeof title, "%s  layer %d  head %d  %s of %d%s%d tokens a cell", what, u->v.layer, u->v.head,
-                 u->v.zoom_mean ? "mean" : "max", u->v.zoom, u->t.utf8 ? "×" : "x", u->v.zoom);
-    else
+    else if (u->v.zoom > 1) {
+        o = snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
+        snprintf(title + o, sizeof title - (size_t)o, "  %s of %d%s%d tokens a cell", u->v.zoom_mean ? "mean" : "max",
+                 u->v.zoom, u->t.utf8 ? "×" : "x", u->v.zoom);
+    } else
         snprintf(title, sizeof title, "%s  layer %d  head %d", what, u->v.layer, u->v.head);
     snprintf(note, sizeof note, "%s%s", u->v.site == AS_PICK_CROSS ? "target x source  " : u->v.site == AS_PICK_SOURCE ?
              "source x source  " : "", as_cmap_name(u->v.cmap));
@@ -518,11 +537,20 @@ static void draw(tui *u)
         pane_message(u, P_ATTN, "Not computed yet:  s  steps one op,  n  runs to the end of the block, "
                                 " f  finishes the pass,  Space  generates a token.");
     else {
+        int shown = 0, late = 0;
         if (u->v.grid)
-            grid_view(u, u->win[P_ATTN], &src);
+            grid_view(u, u->win[P_ATTN], &src, &shown, &late);
         else
-            single_view(u, u->win[P_ATTN], &src);
+            single_view(u, u->win[P_ATTN], &src, &shown, &late);
         draw_info(u, u->win[P_ATTN], &src);
+        if (late > 0 && o > 0 && o < (int)sizeof title) {
+            /* cells left for later (the redraw's time bound): the title says how much is drawn, before what a
+             * cell is (a narrow pane cuts that first); the view goes on while no key waits */
+            char with[sizeof title + 32];
+            snprintf(with, sizeof with, "%.*s  computing %d%%%s", o, title, (int)(100L * (shown - late) / shown),
+                     title + o);
+            pane_frame_top(u, P_ATTN, with, note);
+        }
     }
     wnoutrefresh(u->win[P_ATTN]);
 }

@@ -130,9 +130,19 @@ void tui_redraw(tui *u)
     }
     unsigned dirty = u->dirty | tour_moved(u);
     u->dirty = 0;
+    /* the zoomed-out cells' bound for this redraw only: a command's `zoom`
+     * or export, run between redraws, reads them whole */
+    const as_capture *cap = as_view_capture(u->s);
+    if (cap)
+        as_capture_cells_budget(cap, u->cell_budget_ms);
     for (int p = 0; p < P_COUNT; p++)
         if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)
             pane_classes[p]->draw(u);
+    if (cap) {
+        if (dirty & RD(P_ATTN))
+            u->cells_late = as_capture_cells_late(cap);
+        as_capture_cells_budget(cap, -1);
+    }
     if (u->lesson && (dirty & (RD_PANES | RD_LESSON)))
         tour_draw(u);
     if (u->popup && (dirty & (RD_PANES | RD_POPUP)))

@@ -277,6 +277,12 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     u.prog = as_view_program(s);
     u.shared = P_PROBS;
     u.panes = pane_classes;
+    u.cell_budget_ms = 40;
+    const char *budget = getenv("AS_TEST_CELL_BUDGET_MS"); /* the tests' bound: 0 a tile of rows a redraw */
+    if (budget && *budget)
+        u.cell_budget_ms = atof(budget);
+    const char *idle = getenv("AS_TEST_CELL_IDLE_MS");
+    u.cell_idle_ms = idle && *idle ? atoi(idle) : 0;
     const char *times = getenv("ATTNSCOPE_KEY_TIMES");
     if (times && *times && !(u.key_times = fopen(times, "a")))
         fprintf(stderr, "attnscope: ATTNSCOPE_KEY_TIMES=%s: %s (the keys' redraw times are not written)\n", times,
@@ -324,7 +330,16 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     }
     while (!u.quit && !as_view_quit(s)) {
         tui_redraw(&u);
-        handle_input(&u, 250);
+        /* cells left for later: made while no key waits, a key served first */
+        int wait = 250;
+        if (u.cells_late) {
+            u.dirty |= RD(P_ATTN);
+            wait = u.cells_going_on ? 0 : u.cell_idle_ms;
+            u.cells_going_on = true;
+        } else {
+            u.cells_going_on = false;
+        }
+        handle_input(&u, wait);
     }
     teardown(&u);
     restore_stderr(saved_err, err_tmp);

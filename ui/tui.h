@@ -113,6 +113,17 @@ typedef struct tui {
     long long key_t0_ns; /* when the key waiting for its redraw was read; 0: none */
     int key_ch;
     bool key_code;
+    /* A redraw's bound on making zoomed-out cells (as_capture_cells_budget;
+     * 40 ms, AS_TEST_CELL_BUDGET_MS for the tests, < 0 none): the cells
+     * left for later are drawn pending, and while cells_late the view
+     * redraws the attention pane whenever no key waits, until it is whole. */
+    double cell_budget_ms;
+    int cells_late;
+    /* AS_TEST_CELL_IDLE_MS (the tests' only): the wait before the first
+     * redraw that goes on with the cells left for later (a moment to read
+     * the partial screen); 0 otherwise. */
+    int cell_idle_ms;
+    bool cells_going_on; /* that wait is over: the next redraws follow at once */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in
@@ -154,6 +165,8 @@ void draw_box(const tui *u, WINDOW *w);
  * lesson), left in the title's colours; NULL if curses cannot make it. */
 WINDOW *overlay_box(const tui *u, int h, int w, int y, int x);
 void pane_frame(tui *u, pane_id p, const char *title, const char *note);
+/* The frame's top line alone, drawn again: the title and note made after the pane's body. */
+void pane_frame_top(tui *u, pane_id p, const char *title, const char *note);
 void pane_message(tui *u, pane_id p, const char *msg);
 /* Puts text at (y, x) of w cut to width columns; returns columns used. */
 int put_text(tui *u, WINDOW *w, int y, int x, const char *s, int width);

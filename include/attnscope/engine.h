@@ -131,7 +131,7 @@ float as_capture_attn(const as_capture *c, int hook, int head, int q, int k);
  * averaged in as zeros). Returns AS_BLOCK_VALUE with *v set, or
  * AS_BLOCK_MASKED when every cell of the block is masked, AS_BLOCK_PENDING
  * when its visible cells are all in rows not computed yet. */
-enum { AS_BLOCK_VALUE, AS_BLOCK_MASKED, AS_BLOCK_PENDING };
+enum { AS_BLOCK_VALUE, AS_BLOCK_MASKED, AS_BLOCK_PENDING, AS_BLOCK_LATER };
 int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, int q0, int q1, int k0, int k1,
                           bool mean, float *v);
 /* The same cells, as a heatmap asks for them, kept between reads: cell
@@ -148,6 +148,17 @@ int as_capture_attn_block(const as_capture *c, int hook, int head, int filled, i
  * read going first past a byte budget). */
 int as_capture_attn_cells(const as_capture *c, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
                           int vk, int i, int j, bool mean, float *v);
+/* A bound on the time as_capture_attn_cells spends making cells, for a
+ * view that must answer a key quickly: from now, once ms milliseconds have
+ * passed and at least one tile of rows (32 queries) was added, a cell
+ * whose block row is not made yet answers AS_BLOCK_LATER (no value: it
+ * is neither masked nor computed yet) and the rows begun are kept, to go
+ * on from where they stopped at the next read (the same sums in the same
+ * order: the same bits as unbounded). ms < 0: no bound (the default: the
+ * batch `zoom`, exports and figures always read complete cells). */
+void as_capture_cells_budget(const as_capture *c, double ms);
+/* How many cells answered AS_BLOCK_LATER since the bound was last set. */
+int as_capture_cells_late(const as_capture *c);
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
 
 /* ---- probabilities (sampler.h), the logit lens (instruments.h) ---- */

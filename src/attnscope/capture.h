@@ -49,7 +49,8 @@ typedef struct as_cell_cache {
     unsigned gen;
     int nbq, nbk;
     int *kb;            /* the key blocks' bounds: block j is keys [kb[j], kb[j + 1]) */
-    as_cell_agg **rows; /* per block row: its cells, or NULL while not made */
+    as_cell_agg **rows; /* per block row: its cells, or NULL while not begun */
+    int *todo;          /* per begun block row: its first query not added yet (the row's end: made) */
     size_t bytes;
     unsigned long used; /* when last read (the capture's cell_clock): the oldest goes first */
 } as_cell_cache;
@@ -88,6 +89,12 @@ typedef struct as_capture {
     as_cell_cache cells[AS_CELL_CACHES]; /* zoomed-out maps' cells (hook -1: free) */
     unsigned long cell_clock;
     size_t cell_bytes;  /* their cells' bytes, held to AS_CELL_BYTES */
+    /* as_capture_cells_budget: past cell_deadline (monotonic ns; 0: none),
+     * once a tile of rows was added since it was set (cell_worked), a
+     * block row not made yet is left for later (cell_late counts them) */
+    long long cell_deadline;
+    bool cell_worked;
+    int cell_late;
 } as_capture;
 
 /* Storage for every hook, within budget bytes at the positions in use (0:
