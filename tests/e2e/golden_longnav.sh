@@ -66,5 +66,62 @@ for size in "80 24" "120 35"; do
     fi
 done
 
+# ---- a redraw's cells bounded in time (as_capture_cells_budget) ----
+# The same commands in two views: one bounded to a tile of rows a redraw
+# (AS_TEST_CELL_BUDGET_MS=0) that waits 2 s before going on while idle
+# (AS_TEST_CELL_IDLE_MS, a moment to read its first screen), one
+# unbounded (-1). Read with colours (capture-pane -e; tests/e2e/cells_lib.py):
+# the first screen's title says "computing N%", it shows pending cells
+# (the ramp's pending colour, which the unbounded screen never shows), and
+# its every other heat cell is the unbounded screen's; once idle, the
+# bounded view's attention pane equals the unbounded one cell for cell
+# (characters and colours). For the zoomed-out map (8x8, then 4x4 tokens
+# a cell on another head) and the grid of every head.
+bounded() {
+    tag=$1 cmds=$2
+    typed "p$tag" "$cmds"
+    keys "p$tag" Enter
+    typed "f$tag" "$cmds"
+    keys "f$tag" Enter
+    if ! wait_for "p$tag" 'computing [0-9]+%' 20; then
+        bad "$tag: the bounded view never said computing"
+        screen "p$tag"
+        sed 's/^/  screen: /' "$TMP/screen"
+        return
+    fi
+    sleep 0.3 # the rest of that screen's update (its title is written first)
+    $T capture-pane -p -e -t "p$tag" > "$TMP/$tag-part.txt"
+    _n=0 # then the rest, made while no key comes: until the title no longer says computing (60 s at most)
+    while [ $_n -lt 600 ]; do
+        screen "p$tag"
+        grep -q 'computing [0-9]*%' "$TMP/screen" || break
+        sleep 0.1
+        _n=$((_n + 1))
+    done
+    wait_for "f$tag" 'attnscope>' 5
+    sleep 0.3
+    $T capture-pane -p -e -t "p$tag" > "$TMP/$tag-done.txt"
+    $T capture-pane -p -e -t "f$tag" > "$TMP/$tag-full.txt"
+    if /usr/bin/python3 "$HERE/cells_lib.py" "$TMP/$tag-part.txt" "$TMP/$tag-full.txt" "$TMP/$tag-done.txt" \
+        > "$TMP/$tag.log" 2>&1; then ok; else
+        bad "$tag: the bounded redraw's screens (tests/e2e/cells_lib.py):"
+        sed 's/^/  /' "$TMP/$tag.log"
+    fi
+}
+for size in "80 24" "120 35"; do
+    set -- $size
+    c=$1 r=$2
+    start "pb$c" induction "$c" "$r" "AS_TEST_CELL_BUDGET_MS=0 AS_TEST_CELL_IDLE_MS=2000"
+    start "fb$c" induction "$c" "$r" "AS_TEST_CELL_BUDGET_MS=-1"
+    for s in pb$c fb$c; do
+        typed "$s" "set delay 0; prompt $PROMPT; finish; view pos 150; view key 40"
+        keys "$s" Enter
+        wait_for "$s" 'logits ready' 20 || bad "$s: the prompt's pass did not finish"
+    done
+    bounded "b$c" "view zoom 8"
+    bounded "b$c" "view head 1; view zoom 4"
+    bounded "b$c" "view zoom 1; view layer 1; view grid on"
+done
+
 echo "longnav golden: $pass passed, $fail failed"
 [ "$fail" = 0 ]
