@@ -330,3 +330,114 @@ Test(attention, patterns_on_demand_equal_the_stored_rows)
                 close_run(&od);
             }
 }
+
+/* ---------------------------------------------------------------- zoomed-out cells under a time bound */
+
+/* The view's redraw bounds the work of making zoomed-out cells
+ * (as_capture_cells_budget): with a bound of 0 ms each read pass adds one
+ * tile of rows and answers AS_BLOCK_LATER for the cells of block rows not
+ * made yet. On induction.gguf (200 tokens; stored patterns and on demand;
+ * causal and a window of 50 keys), for zooms 4, 8, 64, 128 (made from 64's
+ * block rows) and a 13 x 37 grid tile, max and mean, the bounded capture's
+ * cells are read pass after pass until none is left for later: every
+ * answer that is not AS_BLOCK_LATER equals (status and value bit for bit)
+ * what an unbounded capture of the same run answers, a cell left for
+ * later is one the unbounded capture has a value for (never a masked or
+ * pending one), and the work was spread over several passes; the
+ * unbounded cells equal as_capture_attn_block's direct block over the
+ * rows (max exactly; the mean's double sum 1e-6 on weights in [0, 1]). */
+Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
+{
+    static const int zooms[][3] = {{4, 0, 0}, {8, 0, 0}, {64, 0, 0}, {128, 0, 0}, {0, 13, 37}};
+    setup kinds[] = {{AS_MASK_CAUSAL, 0, 0, ALL}, {AS_MASK_WINDOW, 50, 0, ALL}};
+    enum { N = 200 };
+    for (int od = 0; od < 2; od++)
+        for (size_t kd = 0; kd < sizeof kinds / sizeof kinds[0]; kd++) {
+            run ref, bnd;
+            open_run(&ref, "../models/induction.gguf", &kinds[kd]);
+            open_run(&bnd, "../models/induction.gguf", &kinds[kd]);
+            run *both[2] = {&ref, &bnd};
+            for (int w = 0; w < 2; w++) {
+                as_error err = {{0}};
+                cr_assert(as_set_patterns(od ? "on-demand" : "stored"));
+                int32_t ids[N];
+                for (int i = 0; i < N; i++)
+                    ids[i] = (int32_t)((i * 37 + 11) % both[w]->m->cfg.n_vocab);
+                cr_assert_eq(as_interp_set_tokens(both[w]->it, ids, N, &err), AS_OK, "%s", err.msg);
+                finish(both[w]);
+            }
+            cr_assert(as_set_patterns("auto"));
+            cr_assert_eq(as_capture_patterns_on_demand(bnd.cap), od == 1);
+            const as_attn *a = &bnd.p->attn[1];
+            int hook = a->pattern, filled = bnd.cap->filled[hook];
+            cr_assert_eq(filled, N);
+            for (size_t z = 0; z < sizeof zooms / sizeof zooms[0]; z++)
+                for (int mean = 0; mean < 2; mean++) {
+                    int zoom = zooms[z][0], vq = zooms[z][1], vk = zooms[z][2], head = (int)(zoom == 128 ? z : z + 1) % a->n_head; /* 128: 64's */
+                    int nbq = zoom ? (N + zoom - 1) / zoom : vq, nbk = zoom ? (N + zoom - 1) / zoom : vk;
+                    static int st_ref[N][N], got[N][N];
+                    static float v_ref[N][N];
+                    for (int i = 0; i < nbq; i++)
+                        for (int j = 0; j < nbk; j++) {
+                            float v = 0;
+                            st_ref[i][j] = as_capture_attn_cells(ref.cap, hook, head, filled, N, N, zoom, vq, vk, i, j,
+                                                                 mean, &v);
+                            v_ref[i][j] = v;
+                            got[i][j] = -1;
+                            /* the direct block, rows read one by one */
+                            int q0 = zoom ? i * zoom : (int)((long)i * N / vq), q1 = zoom ? (i + 1) * zoom : (int)((long)(i + 1) * N / vq);
+                            int k0 = zoom ? j * zoom : (int)((long)j * N / vk), k1 = zoom ? (j + 1) * zoom : (int)((long)(j + 1) * N / vk);
+                            float d = 0;
+                            int sd = as_capture_attn_block(ref.cap, hook, head, filled, q0, q1 < N ? q1 : N, k0,
+                                                           k1 < N ? k1 : N, mean, &d);
+                            cr_assert_eq(sd, st_ref[i][j], "zoom %d cell %d,%d: status %d, direct %d", zoom, i, j,
+                                         st_ref[i][j], sd);
+                            if (sd == AS_BLOCK_VALUE && !mean)
+                                cr_assert(d == v, "zoom %d cell %d,%d: max %.9g, direct %.9g", zoom, i, j, v, d);
+                            else if (sd == AS_BLOCK_VALUE)
+                                cr_assert_float_eq(v, d, 1e-6, "zoom %d cell %d,%d: mean %.9g, direct %.9g", zoom, i,
+                                                   j, v, d);
+                        }
+                    int passes = 0, left;
+                    do {
+                        left = 0;
+                        as_capture_cells_budget(bnd.cap, 0);
+                        for (int i = 0; i < nbq; i++)
+                            for (int j = 0; j < nbk; j++) {
+                                float v = -1;
+                                int st = as_capture_attn_cells(bnd.cap, hook, head, filled, N, N, zoom, vq, vk, i, j,
+                                                               mean, &v);
+                                if (st == AS_BLOCK_LATER) {
+                                    cr_assert_eq(st_ref[i][j], AS_BLOCK_VALUE,
+                                                 "zoom %d cell %d,%d: left for later, yet it has no value", zoom, i, j);
+                                    cr_assert_eq(got[i][j], -1, "zoom %d cell %d,%d: answered, then left for later",
+                                                 zoom, i, j);
+                                    left++;
+                                    continue;
+                                }
+                                cr_assert_eq(st, st_ref[i][j], "zoom %d mean %d cell %d,%d: status %d, unbounded %d",
+                                             zoom, mean, i, j, st, st_ref[i][j]);
+                                if (st == AS_BLOCK_VALUE)
+                                    cr_assert(!memcmp(&v, &v_ref[i][j], sizeof v),
+                                              "zoom %d mean %d cell %d,%d: %.9g, unbounded %.9g", zoom, mean, i, j,
+                                              v, v_ref[i][j]);
+                                got[i][j] = st;
+                            }
+                        cr_assert_eq(as_capture_cells_late(bnd.cap), left);
+                        passes++;
+                    } while (left && passes < 10000);
+                    as_capture_cells_budget(bnd.cap, -1);
+                    cr_assert_eq(left, 0, "zoom %d: cells still left after %d passes", zoom, passes);
+                    /* zoom 128 follows 64 on the same head (its block rows kept), the mean follows the max (the
+                     * same block rows): whole at once; else the rows come a tile (32 queries) or a block row a
+                     * pass */
+                    bool at_once = zoom == 128 || mean == 1;
+                    if (at_once)
+                        cr_assert_eq(passes, 1, "zoom %d mean %d: %d passes", zoom, mean, passes);
+                    else
+                        cr_assert_gt(passes, 3, "zoom %d: the bound spread nothing (%d passes)", zoom, passes);
+                }
+            close_run(&ref);
+            close_run(&bnd);
+        }
+}
