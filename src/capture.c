@@ -1,6 +1,7 @@
 #include "attnscope/capture.h"
 
 #include "attnscope/attention_row.h"
+#include "attnscope/pool.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -750,6 +751,7 @@ void as_capture_free(as_capture *c)
     for (int e = 0; e < AS_CELL_CACHES; e++)
         if (c->cells[e].hook >= 0)
             cells_drop(c, &c->cells[e]);
+    as_pool_free(c->cell_pool);
     capfile_close(c->file); /* its regions go with the mapping */
     free(c->in_file);
     free(c->store);
@@ -1014,6 +1016,47 @@ static void od_rows(const as_capture *c, int hook, int head, int q0, int q1, flo
     }
 }
 
+/* A tile's rows split over the threads (as_set_threads), each thread's
+ * rows by od_rows: each row the same arithmetic whichever thread and
+ * group computes it (the same bits). The capture's own pool, made when
+ * first needed: the interpreter's serves passes. */
+typedef struct od_job {
+    const as_capture *c;
+    int hook, head, q0, q1, per;
+    float *rows, *tmp;
+    size_t stride;
+} od_job;
+
+static void od_task(void *ctx, int t)
+{
+    const od_job *j = ctx;
+    int a = j->q0 + t * j->per, b = a + j->per < j->q1 ? a + j->per : j->q1;
+    if (a < b)
+        od_rows(j->c, j->hook, j->head, a, b, j->rows + (size_t)(a - j->q0) * j->stride, j->stride,
+                j->tmp + (size_t)t * j->stride);
+}
+
+static int cells_threads(as_capture *c)
+{
+    int want = as_get_threads();
+    want = want < 1 ? 1 : want > 8 ? 8 : want;
+    if (as_pool_size(c->cell_pool) != want || (want > 1 && !c->cell_pool)) {
+        as_pool_free(c->cell_pool);
+        c->cell_pool = NULL;
+        as_error ignore;
+        if (want > 1 && as_pool_new(&c->cell_pool, want, &ignore))
+            c->cell_pool = NULL; /* no threads: the same rows on this one */
+    }
+    return as_pool_size(c->cell_pool);
+}
+
+static void od_rows_split(as_capture *c, int hook, int head, int q0, int q1, float *rows, size_t stride, float *tmp,
+                          int threads)
+{
+    od_job j = {c, hook, head, q0, q1, (q1 - q0 + threads - 1) / threads, rows, tmp, stride};
+    as_pool_run(threads > 1 ? c->cell_pool : NULL, od_task, &j, threads);
+}
+
 /* Block row i's cells: each of its query rows read once (on demand, a
  * tile of them computed together), its visible weights added to their
  * key blocks' cells in the order as_capture_attn_block adds them
@@ -1025,10 +1068,12 @@ static bool cells_make_row(as_capture *c, as_cell_cache *e, int i, as_cell_agg *
     int tile0 = q0, tile1 = q0; /* on demand: rows [tile0, tile1) are in tile */
     size_t stride = 0;
     float *tile = NULL;
+    int threads = 1;
     if (c->ondemand[e->hook] && q0 < (q1 < e->filled ? q1 : e->filled)) {
         int last = (q1 < e->filled ? q1 : e->filled) - 1;
         stride = (size_t)as_capture_attn_keys(c, e->hook, last); /* the longest row of the block */
-        tile = malloc(((size_t)CELL_TILE + 1) * (stride ? stride : 1) * sizeof *tile);
+        threads = cells_threads(c);
+        tile = malloc(((size_t)CELL_TILE + (size_t)threads) * (stride ? stride : 1) * sizeof *tile);
     }
     for (int q = q0; q < q1; q++) {
         if ((q - q0) % CELL_TILE == 0 && q < e->filled) {
@@ -1054,7 +1099,8 @@ static bool cells_make_row(as_capture *c, as_cell_cache *e, int i, as_cell_agg *
                 tile0 = q;
                 tile1 = q + CELL_TILE < q1 ? q + CELL_TILE : q1;
                 tile1 = tile1 < e->filled ? tile1 : e->filled;
-                od_rows(c, e->hook, e->head, tile0, tile1, tile, stride, tile + (size_t)CELL_TILE * stride);
+                od_rows_split(c, e->hook, e->head, tile0, tile1, tile, stride, tile + (size_t)CELL_TILE * stride,
+                              threads);
             }
             row = tile + (size_t)(q - tile0) * stride;
         } else if (q < e->filled) {

@@ -345,7 +345,9 @@ Test(attention, patterns_on_demand_equal_the_stored_rows)
  * later is one the unbounded capture has a value for (never a masked or
  * pending one), and the work was spread over several passes; the
  * unbounded cells equal as_capture_attn_block's direct block over the
- * rows (max exactly; the mean's double sum 1e-6 on weights in [0, 1]). */
+ * rows (max exactly; the mean's double sum 1e-6 on weights in [0, 1]).
+ * The unbounded capture reads on one thread, the bounded one with its
+ * on-demand tiles split over two (the same bits). */
 Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
 {
     static const int zooms[][3] = {{4, 0, 0}, {8, 0, 0}, {64, 0, 0}, {128, 0, 0}, {0, 13, 37}};
@@ -377,6 +379,8 @@ Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
                     int nbq = zoom ? (N + zoom - 1) / zoom : vq, nbk = zoom ? (N + zoom - 1) / zoom : vk;
                     static int st_ref[N][N], got[N][N];
                     static float v_ref[N][N];
+                    int was = as_get_threads();
+                    as_set_threads(1); /* the unbounded cells on one thread, the bounded ones' tiles split over two */
                     for (int i = 0; i < nbq; i++)
                         for (int j = 0; j < nbk; j++) {
                             float v = 0;
@@ -399,6 +403,7 @@ Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
                                                    j, v, d);
                         }
                     int passes = 0, left;
+                    as_set_threads(2);
                     do {
                         left = 0;
                         as_capture_cells_budget(bnd.cap, 0);
@@ -427,6 +432,7 @@ Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
                         passes++;
                     } while (left && passes < 10000);
                     as_capture_cells_budget(bnd.cap, -1);
+                    as_set_threads(was);
                     cr_assert_eq(left, 0, "zoom %d: cells still left after %d passes", zoom, passes);
                     /* zoom 128 follows 64 on the same head (its block rows kept), the mean follows the max (the
                      * same block rows): whole at once; else the rows come a tile (32 queries) or a block row a

@@ -95,6 +95,7 @@ typedef struct as_capture {
     long long cell_deadline;
     bool cell_worked;
     int cell_late;
+    struct as_pool *cell_pool; /* the threads (as_set_threads) an on-demand tile's rows are split over */
 } as_capture;
 
 /* Storage for every hook, within budget bytes at the positions in use (0:
