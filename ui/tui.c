@@ -22,7 +22,11 @@ static void settle_for_dump(tui *u)
     capture_drain(u);
     u->busy = false;
     u->dirty |= tui_after_command(u);
+    /* the dump is the whole screen, as an export is: no zoomed-out cell left for later */
+    double bound = u->cell_budget_ms;
+    u->cell_budget_ms = -1;
     tui_redraw(u);
+    u->cell_budget_ms = bound;
     u->busy = true;
 }
 
