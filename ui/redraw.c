@@ -122,6 +122,7 @@ void tui_redraw(tui *u)
     if (u->dirty & RD_LAYOUT)
         relayout(u);
     if (u->lay.too_small) {
+        u->cells_late = 0; /* no heatmap drawn: nothing to go on with */
         draw_too_small(u);
         doupdate();
         u->dirty = 0;
@@ -139,9 +140,11 @@ void tui_redraw(tui *u)
         if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)
             pane_classes[p]->draw(u);
     if (cap) {
-        if (dirty & RD(P_ATTN))
-            u->cells_late = as_capture_cells_late(cap);
+        if (dirty & RD(P_ATTN)) /* a pane not shown (no window) leaves nothing to go on with */
+            u->cells_late = u->win[P_ATTN] ? as_capture_cells_late(cap) : 0;
         as_capture_cells_budget(cap, -1);
+    } else {
+        u->cells_late = 0;
     }
     if (u->lesson && (dirty & (RD_PANES | RD_LESSON)))
         tour_draw(u);
