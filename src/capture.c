@@ -968,11 +968,17 @@ void as_capture_cells_budget(const as_capture *cc, double ms)
     c->cell_deadline = ms < 0 ? 0 : mono_ns() + (long long)(ms * 1e6);
     c->cell_worked = false;
     c->cell_late = 0;
+    c->cell_late_made = 0;
 }
 
 int as_capture_cells_late(const as_capture *c)
 {
     return c->cell_late;
+}
+
+double as_capture_cells_late_made(const as_capture *c)
+{
+    return c->cell_late_made;
 }
 
 /* Past the bound: a deadline set and passed, a tile added since it was set. */
@@ -1078,13 +1084,13 @@ static bool cells_make_row(as_capture *c, as_cell_cache *e, int i, as_cell_agg *
     for (int q = q0; q < q1; q++) {
         if ((q - q0) % CELL_TILE == 0 && q < e->filled) {
             /* a tile of rows at a time under a bound (as_capture_cells_budget): the sums so far kept */
+            if (q > q0)
+                c->cell_worked = true; /* a tile added */
             if (cells_out_of_time(c)) {
                 e->todo[i] = q;
                 free(tile);
                 return false;
             }
-            if (q > q0)
-                c->cell_worked = true;
         }
         int lo = 0, hi = e->n_k; /* the keys q sees: as_attn_visible's */
         if (a->mask != AS_MASK_NONE && hi > q + 1)
@@ -1184,7 +1190,7 @@ static bool cells_from_finer(const as_capture *c, const as_cell_cache *e, int i,
 /* A cell left for later (as_capture_cells_budget): AS_BLOCK_LATER where
  * the block has a visible key in a row computed; else what it is without
  * a row read (masked, or pending past the filled rows). */
-static int cell_later(as_capture *c, int hook, int filled, int q0, int q1, int k0, int k1)
+static int cell_later(as_capture *c, int hook, int filled, int q0, int q1, int k0, int k1, double made)
 {
     const as_attn *a = &c->prog->attn[c->prog->hooks[hook].attn];
     bool pending = false;
@@ -1202,25 +1208,30 @@ static int cell_later(as_capture *c, int hook, int filled, int q0, int q1, int k
             continue;
         }
         c->cell_late++;
+        c->cell_late_made += made;
         return AS_BLOCK_LATER;
     }
     return pending ? AS_BLOCK_PENDING : AS_BLOCK_MASKED;
 }
 
-/* Whether the base zoom's block rows [b0, b1) of a head are made. */
-static bool base_rows_done(const as_capture *c, int hook, int head, int filled, int n_q, int n_k, int b0, int b1)
+/* The share (0 to 1) of the queries of the base zoom's block rows [b0, b1)
+ * of a head added: 1 when they are made. */
+static double base_rows_made(const as_capture *c, int hook, int head, int filled, int n_q, int n_k, int b0, int b1)
 {
     for (int s = 0; s < AS_CELL_CACHES; s++) {
         const as_cell_cache *f = &c->cells[s];
         if (f->hook != hook || f->head != head || f->filled != filled || f->n_q != n_q || f->n_k != n_k ||
             f->zoom != CELL_BASE || f->gen != c->rows_gen)
             continue;
-        for (int b = b0; b < b1 && b < f->nbq; b++)
-            if (!row_done(f, b))
-                return false;
-        return true;
+        long made = 0, all = 0;
+        for (int b = b0; b < b1 && b < f->nbq; b++) {
+            int q0 = cell_start(b, n_q, CELL_BASE, 0), q1 = cell_start(b + 1, n_q, CELL_BASE, 0);
+            all += q1 - q0;
+            made += row_done(f, b) ? q1 - q0 : f->rows[b] ? f->todo[b] - q0 : 0;
+        }
+        return all ? (double)made / (double)all : 1;
     }
-    return false;
+    return 0;
 }
 
 int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, int n_q, int n_k, int zoom, int vq,
@@ -1237,18 +1248,20 @@ int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, 
         /* past the base zoom, from the base zoom's block rows (made as needed, kept): zooming in and out
          * again over a head reads each query row once */
         int r = zoom / CELL_BASE, nb = (n_q + CELL_BASE - 1) / CELL_BASE;
+        int late = c->cell_late;
+        double late_made = c->cell_late_made;
         for (int b = i * r; b < (i + 1) * r && b < nb; b++) {
             float x;
-            if (as_capture_attn_cells(c, hook, head, filled, n_q, n_k, CELL_BASE, 0, 0, b, 0, mean, &x) ==
-                AS_BLOCK_LATER)
-                c->cell_late--; /* counted once, as this cell, below */
+            as_capture_attn_cells(c, hook, head, filled, n_q, n_k, CELL_BASE, 0, 0, b, 0, mean, &x);
         }
+        c->cell_late = late, c->cell_late_made = late_made; /* the base cells left are counted as this cell, below */
         e = cells_find(c, hook, head, filled, n_q, n_k, zoom, vq, vk); /* the same slot (the newest is never the one to go) */
         if (!e)
             return as_capture_attn_block(c, hook, head, filled, q0, q1, k0, k1, mean, v);
         e->used = ++c->cell_clock;
-        if (c->cell_deadline && !base_rows_done(c, hook, head, filled, n_q, n_k, i * r, (i + 1) * r))
-            return cell_later(c, hook, filled, q0, q1, k0, k1); /* the base rows go on at the next read */
+        double made = c->cell_deadline ? base_rows_made(c, hook, head, filled, n_q, n_k, i * r, (i + 1) * r) : 1;
+        if (made < 1)
+            return cell_later(c, hook, filled, q0, q1, k0, k1, made); /* the base rows go on at the next read */
     }
     if (!e->rows[i]) {
         size_t bytes = (size_t)e->nbk * sizeof(as_cell_agg);
@@ -1281,8 +1294,8 @@ int as_capture_attn_cells(const as_capture *cc, int hook, int head, int filled, 
         else
             memset(e->rows[i], 0, bytes); /* a finer map's partial sums (a NaN max) gone */
     }
-    if (e->todo[i] < q1 && !cells_make_row(c, e, i, e->rows[i]))
-        return cell_later(c, hook, filled, q0, q1, k0, k1); /* the sums so far kept, to go on from */
+    if (e->todo[i] < q1 && !cells_make_row(c, e, i, e->rows[i])) /* the sums so far kept, to go on from */
+        return cell_later(c, hook, filled, q0, q1, k0, k1, q1 > q0 ? (double)(e->todo[i] - q0) / (q1 - q0) : 0);
     const as_cell_agg *g = &e->rows[i][j];
     unsigned n = g->count & ~AS_CELL_PENDING;
     if (n == 0)

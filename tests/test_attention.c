@@ -346,6 +346,8 @@ Test(attention, patterns_on_demand_equal_the_stored_rows)
  * pending one), and the work was spread over several passes; the
  * unbounded cells equal as_capture_attn_block's direct block over the
  * rows (max exactly; the mean's double sum 1e-6 on weights in [0, 1]).
+ * The share of the late cells' block rows made (the progress) lies in
+ * [0, late), and is above 0 once a 64-query block row is one tile in.
  * The unbounded capture reads on one thread, the bounded one with its
  * on-demand tiles split over two (the same bits). */
 Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
@@ -403,6 +405,7 @@ Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
                                                    j, v, d);
                         }
                     int passes = 0, left;
+                    double partly = 0; /* the most of a pass's late cells' block rows made */
                     as_set_threads(2);
                     do {
                         left = 0;
@@ -429,6 +432,10 @@ Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
                                 got[i][j] = st;
                             }
                         cr_assert_eq(as_capture_cells_late(bnd.cap), left);
+                        double made = as_capture_cells_late_made(bnd.cap);
+                        cr_assert(made >= 0 && made < left + (left == 0), "zoom %d: %g made of %d late cells", zoom,
+                                  made, left);
+                        partly = made > partly ? made : partly;
                         passes++;
                     } while (left && passes < 10000);
                     as_capture_cells_budget(bnd.cap, -1);
@@ -442,6 +449,9 @@ Test(attention, bounded_zoom_cells_equal_the_unbounded_ones)
                         cr_assert_eq(passes, 1, "zoom %d mean %d: %d passes", zoom, mean, passes);
                     else
                         cr_assert_gt(passes, 3, "zoom %d: the bound spread nothing (%d passes)", zoom, passes);
+                    /* zoom 64's block rows are two tiles: after the first, the late cells of its row are half made */
+                    if (zoom == 64 && mean == 0)
+                        cr_assert_gt(partly, 0, "zoom 64: no block row partly made counted");
                 }
             close_run(&ref);
             close_run(&bnd);

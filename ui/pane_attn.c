@@ -542,12 +542,16 @@ static void draw(tui *u)
             grid_view(u, u->win[P_ATTN], &src, &shown, &late);
         else
             single_view(u, u->win[P_ATTN], &src, &shown, &late);
+        /* the late cells' block rows partly made count for their share (the engine's sum over the cells just
+         * drawn, the only ones read since the redraw set the bound) */
+        double made = late ? as_capture_cells_late_made(src.cap) : 0;
+        made = made < 0 ? 0 : made > late ? late : made;
         draw_info(u, u->win[P_ATTN], &src);
         if (late > 0 && o > 0 && o < (int)sizeof title) {
             /* cells left for later (the redraw's time bound): the title says how much is drawn, before what a
              * cell is (a narrow pane cuts that first); the view goes on while no key waits */
             char with[sizeof title + 32];
-            snprintf(with, sizeof with, "%.*s  computing %d%%%s", o, title, (int)(100L * (shown - late) / shown),
+            snprintf(with, sizeof with, "%.*s  computing %d%%%s", o, title, (int)(100.0 * (shown - late + made) / shown),
                      title + o);
             pane_frame_top(u, P_ATTN, with, note);
         }

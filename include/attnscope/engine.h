@@ -157,8 +157,11 @@ int as_capture_attn_cells(const as_capture *c, int hook, int head, int filled, i
  * order: the same bits as unbounded). ms < 0: no bound (the default: the
  * batch `zoom`, exports and figures always read complete cells). */
 void as_capture_cells_budget(const as_capture *c, double ms);
-/* How many cells answered AS_BLOCK_LATER since the bound was last set. */
+/* How many cells answered AS_BLOCK_LATER since the bound was last set,
+ * and (made) the sum over them of the share of their block row's queries
+ * already added (0 to 1 each): a progress of late + made of those cells. */
 int as_capture_cells_late(const as_capture *c);
+double as_capture_cells_late_made(const as_capture *c);
 const as_norm_stat *as_capture_norm(const as_capture *c, int hook, int pos);
 
 /* ---- probabilities (sampler.h), the logit lens (instruments.h) ---- */

@@ -95,6 +95,7 @@ typedef struct as_capture {
     long long cell_deadline;
     bool cell_worked;
     int cell_late;
+    double cell_late_made; /* of the cells left for later, the shares of their block rows' queries added */
     struct as_pool *cell_pool; /* the threads (as_set_threads) an on-demand tile's rows are split over */
 } as_capture;
 
