@@ -164,17 +164,24 @@ static void on_fatal(int sig)
     raise(sig);
 }
 
-static void catch_fatal(bool on)
+/* handler on the n signals, or (on false) their default back where it is
+ * still ours; only where nobody else handles one (nor ignores it, as nohup
+ * does; a sanitizer handles a bad access). */
+static void handle_signals(const int *sigs, size_t n, void (*handler)(int), bool on)
 {
-    for (size_t i = 0; i < sizeof fatal_signals / sizeof fatal_signals[0]; i++) {
+    for (size_t i = 0; i < n; i++) {
         struct sigaction old, sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on ? on_fatal : SIG_DFL;
-        sigaction(fatal_signals[i], NULL, &old);
-        /* Only where nobody else handles it (nor ignores it, as nohup does). */
-        if (on ? old.sa_handler == SIG_DFL : old.sa_handler == on_fatal)
-            sigaction(fatal_signals[i], &sa, NULL);
+        sa.sa_handler = on ? handler : SIG_DFL;
+        sigaction(sigs[i], NULL, &old);
+        if (on ? old.sa_handler == SIG_DFL : old.sa_handler == handler)
+            sigaction(sigs[i], &sa, NULL);
     }
+}
+
+static void catch_fatal(bool on)
+{
+    handle_signals(fatal_signals, sizeof fatal_signals / sizeof fatal_signals[0], on_fatal, on);
 }
 
 /* A crash (an abort: glibc's "double free", a failed assertion; a bad
@@ -223,14 +230,7 @@ void term_catch_crashes(int hidden, int real)
         void *f[2];
         (void)backtrace(f, 2);
     }
-    for (size_t i = 0; i < sizeof crash_signals / sizeof crash_signals[0]; i++) {
-        struct sigaction old, sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on ? on_crash : SIG_DFL;
-        sigaction(crash_signals[i], NULL, &old);
-        if (on ? old.sa_handler == SIG_DFL : old.sa_handler == on_crash)
-            sigaction(crash_signals[i], &sa, NULL);
-    }
+    handle_signals(crash_signals, sizeof crash_signals / sizeof crash_signals[0], on_crash, on);
 }
 
 int term_open(term *t, char *why, size_t cap)
