@@ -1137,9 +1137,10 @@ int main(int argc, char **argv)
     };
     enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
     static const struct { const char *name; int ftype; } quants[] = {
-        {"Q8_0", 7}, {"Q4_0", 2}, {"Q4_K_M", 15}, {"Q6_K", 18},
+        {"Q8_0", 7}, {"Q4_0", 2}, {"Q4_K_M", 15}, {"Q5_K_M", 17}, {"Q6_K", 18},
     };
-    static model ms[N_SHAPES * (1 + 4) + 1], bases[N_SHAPES];
+    enum { N_QUANTS = sizeof quants / sizeof quants[0] };
+    static model ms[N_SHAPES * (1 + N_QUANTS) + 1], bases[N_SHAPES];
     int n = 0;
     char *kernels = NULL, *grad_md = NULL;
     size_t kernels_len = 0, grad_len = 0;
@@ -1182,7 +1183,7 @@ int main(int argc, char **argv)
             model *base = shapes[i].quant_only ? &bases[i] : &ms[n];
             if (setup_llama(base, &o, &shapes[i]) == 0) {
                 n += base == &ms[n];
-                for (size_t q = 0; q < sizeof quants / sizeof quants[0]; q++)
+                for (size_t q = 0; q < N_QUANTS; q++)
                     if (setup_quant(&ms[n], &o, base, quants[q].name, quants[q].ftype) == 0)
                         n++;
             }
