@@ -331,6 +331,28 @@ Test(tui_heatmap, half_blocks_carry_two_rows_and_masked_differs_from_zero)
     cr_assert_eq(hm_slot(nan, 64), 0);
 }
 
+/* A cell not computed yet is never drawn as a weight: in the glyph styles
+ * (no colour) it differs from zero, from the masked cell and from every
+ * level; in the coloured styles it takes its own slot. */
+Test(tui_heatmap, pending_cells_differ_from_every_weight_in_every_style)
+{
+    hm_sample p = {HM_PENDING, 0}, m = {HM_MASKED, 0};
+    static const hm_style glyph_styles[] = {HM_SHADE, HM_ASCII};
+    for (int i = 0; i < 2; i++) {
+        hm_style st = glyph_styles[i];
+        const char *pt = hm_glyph_at(st, p, p, 5).text;
+        cr_assert_str_neq(pt, hm_glyph_at(st, m, m, 5).text, "style %d", st);
+        for (int level = 0; level <= 4; level++) {
+            hm_sample v = {HM_VALUE, (float)level / 4.0f};
+            cr_assert_str_neq(pt, hm_glyph_at(st, v, v, 5).text, "style %d level %d", st, level);
+        }
+    }
+    cr_assert_eq(hm_glyph_at(HM_BLOCK, p, p, 64).bg, HM_SLOT_PENDING(64));
+    hm_glyph half = hm_glyph_at(HM_HALF, p, (hm_sample){HM_VALUE, 0}, 64);
+    cr_assert_eq(half.fg, HM_SLOT_PENDING(64));
+    cr_assert_eq(half.bg, 0);
+}
+
 Test(tui_heatmap, grid_places_every_head_once)
 {
     hm_grid gr = hm_grid_arrange(8, 12, 40, 96, 2);

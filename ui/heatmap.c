@@ -189,6 +189,8 @@ static hm_glyph shade(hm_sample s, bool utf8)
     hm_glyph g = {" ", HM_SLOT_DEFAULT, HM_SLOT_DEFAULT};
     if (s.state == HM_MASKED)
         g.text = tf_glyph(G_MASKED, utf8);
+    else if (s.state == HM_PENDING) /* never blank: blank is a weight of 0 */
+        g.text = tf_glyph(G_PENDING, utf8);
     else if (s.state == HM_VALUE)
         g.text = (utf8 ? uni : ascii)[hm_slot(s, 5)];
     return g;

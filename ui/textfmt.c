@@ -9,8 +9,8 @@
 
 const char *tf_glyph(tf_glyph_id g, bool utf8)
 {
-    static const char *const uni[G_COUNT] = {"·", "↵", "→", "…", "▀", "◆", "◀", "│", "·", "→", "×"};
-    static const char *const ascii[G_COUNT] = {"_", "$", ">", "~", "\"", "+", "<", "|", "-", ">", "x"};
+    static const char *const uni[G_COUNT] = {"·", "↵", "→", "…", "▀", "◆", "◀", "│", "·", "→", "×", "?"};
+    static const char *const ascii[G_COUNT] = {"_", "$", ">", "~", "\"", "+", "<", "|", "-", ">", "x", "?"};
     return g < G_COUNT ? (utf8 ? uni[g] : ascii[g]) : "?";
 }
 

@@ -21,6 +21,7 @@ typedef enum tf_glyph_id {
     G_MASKED,     /* a causally masked cell without colour */
     G_ARROW,
     G_TIMES,
+    G_PENDING,    /* a heatmap cell not computed yet, without colour */
     G_COUNT
 } tf_glyph_id;
 
