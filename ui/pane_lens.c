@@ -5,7 +5,14 @@
  * token finally chosen (the one generated after the selected token, else
  * the model's own top token there). The same numbers as `lens POS`; the
  * selected layer's row is highlighted. Computed once per (pass, token) and
- * kept, since a large vocabulary makes each layer's row a big product. */
+ * kept, since a large vocabulary makes each layer's row a big product.
+ *
+ * A redraw's bound (the one the zoomed-out cells have, u->cell_budget_ms,
+ * from the redraw's start):
+ * the layers are unembedded LENS_CHUNK at a time, the last layer first
+ * (it names the final top token), until the bound is spent; the rows not
+ * yet made are drawn "computing", never as a guess, and the view goes on
+ * with them while no key waits (u->lens_late), as with the cells. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,10 +20,12 @@
 #include "tui.h"
 
 #define LENS_TOP 3
+#define LENS_CHUNK 4 /* layers per product: one pass over the unembedding serves them */
 
 struct lens_cache {
     unsigned long key[2];  /* the interpreter's generation, the selected token */
     int rows;              /* layers + 1 */
+    int done;              /* rows made, from the last: rows - done .. rows - 1 */
     int chosen;            /* the token finally chosen */
     bool generated;        /* chosen was generated after the selected token */
     int top[257][LENS_TOP];
@@ -35,32 +44,12 @@ static const float *resid_at(const tui *u, int layer, int q)
     return as_capture_row(as_view_capture(s), h, q);
 }
 
-/* Fills the cache for token q; false when the residual stream is not
- * there (not computed yet, or dropped by the capture budget). */
-static bool compute(tui *u, int q)
+/* The rows [first, first + n) of the cache from their logits. */
+static void fill_rows(tui *u, struct lens_cache *cache, int first, int n, const float *all)
 {
-    struct lens_cache *cache = u->pane_state[P_LENS];
-    const as_session *s = u->s;
-    int L = as_view_n_layer(s), V = as_view_n_vocab(s);
-    /* the interpreter's gen changes with every value computed: nothing cached outlives what it was made from */
-    unsigned long key[2] = {as_view_gen(s), (unsigned long)q};
-    if (cache->rows && !memcmp(key, cache->key, sizeof key))
-        return true;
-    if (L + 1 > 257 || !vocab_scratch(u))
-        return false;
-    const float *rows[257];
-    for (int l = -1; l < L; l++)
-        if (!(rows[l + 1] = resid_at(u, l, q)))
-            return false;
-    float *all = malloc((size_t)(L + 1) * (size_t)V * sizeof *all);
-    if (!all || as_lens_logits_rows(as_view_program(s), rows, L + 1, all)) {
-        free(all);
-        return false;
-    }
-    cache->generated = q + 1 < as_view_n_tokens(s) && q + 1 >= as_view_n_prompt(s);
-    cache->chosen = cache->generated ? as_view_token(s, q + 1) : -1;
-    for (int row = L; row >= 0; row--) { /* the last layer first: it names the final top token */
-        const float *logits = all + (size_t)row * V;
+    int V = as_view_n_vocab(u->s);
+    for (int row = first + n - 1; row >= first; row--) { /* the last layer first: it names the final top token */
+        const float *logits = all + (size_t)(row - first) * V;
         as_probs(logits, V, u->probs);
         as_top_indices(logits, V, LENS_TOP, cache->top[row]);
         for (int k = 0; k < LENS_TOP; k++)
@@ -73,9 +62,52 @@ static bool compute(tui *u, int q)
         cache->chosen_rank[row] = rank;
         cache->chosen_p[row] = u->probs[cache->chosen];
     }
+}
+
+/* Makes the cache's rows for token q, as many as the redraw's bound
+ * allows (all of them when there is none); false when the residual
+ * stream is not there (not computed yet, or dropped by the capture budget). */
+static bool compute(tui *u, int q)
+{
+    struct lens_cache *cache = u->pane_state[P_LENS];
+    const as_session *s = u->s;
+    int L = as_view_n_layer(s), V = as_view_n_vocab(s);
+    /* the interpreter's gen changes with every value computed: nothing cached outlives what it was made from */
+    unsigned long key[2] = {as_view_gen(s), (unsigned long)q};
+    bool same = cache->rows && !memcmp(key, cache->key, sizeof key);
+    if (same && cache->done == cache->rows)
+        return true;
+    if (L + 1 > 257 || !vocab_scratch(u))
+        return false;
+    const float *rows[257];
+    for (int l = -1; l < L; l++)
+        if (!(rows[l + 1] = resid_at(u, l, q)))
+            return false;
+    if (!same) {
+        cache->rows = L + 1;
+        cache->done = 0;
+        cache->generated = q + 1 < as_view_n_tokens(s) && q + 1 >= as_view_n_prompt(s);
+        cache->chosen = cache->generated ? as_view_token(s, q + 1) : -1;
+        memcpy(cache->key, key, sizeof key);
+    }
+    float *all = malloc((size_t)LENS_CHUNK * (size_t)V * sizeof *all);
+    /* the redraw's bound, what the attention cells before it left of it */
+    double deadline = u->redraw_t0_ms + u->cell_budget_ms;
+    while (all && cache->done < cache->rows) {
+        int n = cache->rows - cache->done < LENS_CHUNK ? cache->rows - cache->done : LENS_CHUNK;
+        int first = cache->rows - cache->done - n;
+        if (as_lens_logits_rows(as_view_program(s), rows + first, n, all))
+            break;
+        fill_rows(u, cache, first, n, all);
+        cache->done += n;
+        if (u->cell_budget_ms >= 0 && tui_now_ms() >= deadline) /* a chunk at least, every redraw */
+            break;
+    }
     free(all);
-    cache->rows = L + 1;
-    memcpy(cache->key, key, sizeof key);
+    if (!cache->done) { /* out of memory: nothing to show */
+        cache->rows = 0;
+        return false;
+    }
     return true;
 }
 
@@ -96,6 +128,12 @@ static void draw_layer(tui *u, WINDOW *w, int y, int row, int cols)
     snprintf(label, sizeof label, row ? "L%d" : "emb", row - 1);
     term_role_attr(&u->t, w, sel ? R_LABEL_SEL : R_LABEL, sel ? A_BOLD : A_NORMAL);
     mvwprintw(w, y, 2, "%-4s", label);
+    if (row < cache->rows - cache->done) { /* not made yet: no number drawn */
+        term_role(&u->t, w, R_DIM);
+        put_text(u, w, y, 7, "computing", cols - 7);
+        term_role(&u->t, w, R_NORMAL);
+        return;
+    }
     int right = 13; /* "#rank  p%" of the chosen token */
     int x = 7, room = cols - x - right;
     for (int k = 0; k < LENS_TOP && room >= 16; k++) {
@@ -143,7 +181,10 @@ static void draw(tui *u)
     }
     token_label(u, q, piece, sizeof piece);
     snprintf(title, sizeof title, "Logit lens at %d %s", q, piece);
-    if (!compute(u, q)) {
+    bool made = compute(u, q);
+    const struct lens_cache *cache = u->pane_state[P_LENS];
+    u->lens_late = made && cache->done < cache->rows;
+    if (!made) {
         pane_frame(u, P_LENS, title, NULL);
         int rp = as_program_hook(as_view_program(u->s), as_view_lens_kind(u->s), 0);
         char dropped[160];
@@ -157,10 +198,12 @@ static void draw(tui *u)
         wnoutrefresh(w);
         return;
     }
-    const struct lens_cache *cache = u->pane_state[P_LENS];
     piece_of(u, cache->chosen, chosen, sizeof chosen, 10);
     char note[96];
-    snprintf(note, sizeof note, "%s %s", cache->generated ? "rank of generated" : "rank of final top", chosen);
+    if (u->lens_late)
+        snprintf(note, sizeof note, "computing %d%%", 100 * cache->done / cache->rows);
+    else
+        snprintf(note, sizeof note, "%s %s", cache->generated ? "rank of generated" : "rank of final top", chosen);
     pane_frame(u, P_LENS, title, note);
     int rows = getmaxy(w) - 2, cols = getmaxx(w) - 2;
     /* More layers than rows: keep the last ones (where the answer forms)

@@ -76,6 +76,11 @@ static long long now_ns(void)
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+double tui_now_ms(void)
+{
+    return (double)now_ns() / 1e6;
+}
+
 /* A key as one word: "j", "^L", "KEY_NPAGE", "0x20" for Space. */
 static void key_word(int ch, bool keycode, char *out, size_t cap)
 {
@@ -123,6 +128,7 @@ void tui_redraw(tui *u)
         relayout(u);
     if (u->lay.too_small) {
         u->cells_late = 0; /* no heatmap drawn: nothing to go on with */
+        u->lens_late = false;
         draw_too_small(u);
         doupdate();
         u->dirty = 0;
@@ -131,11 +137,14 @@ void tui_redraw(tui *u)
     }
     unsigned dirty = u->dirty | tour_moved(u);
     u->dirty = 0;
+    u->redraw_t0_ms = tui_now_ms();
     /* the zoomed-out cells' bound for this redraw only: a command's `zoom`
      * or export, run between redraws, reads them whole */
     const as_capture *cap = as_view_capture(u->s);
     if (cap)
         as_capture_cells_budget(cap, u->cell_budget_ms);
+    if (dirty & RD(P_LENS)) /* its draw says again, when it has a window */
+        u->lens_late = false;
     for (int p = 0; p < P_COUNT; p++)
         if ((dirty & RD(p)) && u->win[p] && !pane_classes[p]->cursor)
             pane_classes[p]->draw(u);

@@ -334,10 +334,10 @@ int as_tui(as_session *s, volatile sig_atomic_t *interrupted, const char *notes)
     }
     while (!u.quit && !as_view_quit(s)) {
         tui_redraw(&u);
-        /* cells left for later: made while no key waits, a key served first */
+        /* cells and lens rows left for later: made while no key waits, a key served first */
         int wait = 250;
-        if (u.cells_late) {
-            u.dirty |= RD(P_ATTN);
+        if (u.cells_late || u.lens_late) {
+            u.dirty |= (u.cells_late ? RD(P_ATTN) : 0) | (u.lens_late ? RD(P_LENS) : 0);
             wait = u.cells_going_on ? 0 : u.cell_idle_ms;
             u.cells_going_on = true;
         } else {

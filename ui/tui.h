@@ -124,6 +124,10 @@ typedef struct tui {
      * the partial screen); 0 otherwise. */
     int cell_idle_ms;
     bool cells_going_on; /* that wait is over: the next redraws follow at once */
+    /* The logit lens's rows left for later by the same bound (pane_lens.c):
+     * the lens pane is redrawn while no key waits, until it is whole. */
+    bool lens_late;
+    double redraw_t0_ms; /* when the redraw now drawing began (tui_now_ms) */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in
@@ -152,6 +156,8 @@ void tui_say(tui *u, log_kind kind, const char *fmt, ...) __attribute__((format(
 unsigned tui_after_command(tui *u);
 /* Moves what the running command printed so far into the log. */
 void capture_drain(tui *u);
+/* redraw.c: the monotonic clock in milliseconds. */
+double tui_now_ms(void);
 /* redraw.c: Draws dirty panes and shows them. */
 void tui_redraw(tui *u);
 void drop_windows(tui *u);

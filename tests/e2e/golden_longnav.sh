@@ -22,13 +22,15 @@ PROMPT=$(/usr/bin/python3 -c "
 import random, string
 r = random.Random(3); print(''.join(r.choice(string.ascii_lowercase + ' ') for _ in range(200)).strip())")
 
-# attn_box FILE: the Attention pane of a dumped screen, its box alone
-attn_box() {
-    /usr/bin/python3 - "$1" <<'PYEOF'
+# pane_box FILE TITLE: a pane of a dumped screen (the one whose title
+# begins with TITLE), its box alone
+pane_box() {
+    /usr/bin/python3 - "$1" "$2" <<'PYEOF'
 import sys
 lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
-top = next(i for i, l in enumerate(lines) if "┌ Attention" in l)
-left = lines[top].index("┌ Attention")
+title = "┌ " + sys.argv[2]
+top = next(i for i, l in enumerate(lines) if title in l)
+left = lines[top].index(title)
 right = lines[top].index("┐", left)
 for l in lines[top:]:
     print(l[left:right + 1])
@@ -36,6 +38,7 @@ for l in lines[top:]:
         break
 PYEOF
 }
+attn_box() { pane_box "$1" Attention; }
 
 for size in "80 24" "120 35"; do
     set -- $size
@@ -122,6 +125,117 @@ for size in "80 24" "120 35"; do
     bounded "b$c" "view head 1; view zoom 4"
     bounded "b$c" "view zoom 1; view layer 1; view grid on"
 done
+
+# ---- the logit lens under the same bound (ui/pane_lens.c) ----
+# austen-gpt2 (4 layers: 5 lens rows, unembedded 4 at a time, the last
+# layer first) at 160x48, bounded (one product a redraw, then the 2 s
+# wait) and unbounded: after `view pos 5` the bounded lens's title says
+# computing 80%, its embeddings row says computing and shows no number,
+# its layer rows are the unbounded pane's; once idle, the whole pane is
+# the unbounded one.
+start lb austen-gpt2 160 48 "AS_TEST_CELL_BUDGET_MS=0 AS_TEST_CELL_IDLE_MS=2000"
+start lf austen-gpt2 160 48 "AS_TEST_CELL_BUDGET_MS=-1"
+for s in lb lf; do
+    typed "$s" "set delay 0; prompt It is a truth universally acknowledged that a single man; finish"
+    keys "$s" Enter
+    wait_for "$s" 'logits ready' 20 || bad "$s: the prompt's pass did not finish"
+done
+for s in lb lf; do
+    typed "$s" "view pos 5"
+    keys "$s" Enter
+done
+if wait_for lb 'Logit lens at 5 .*computing 80%' 20; then
+    sleep 0.3
+    screen lb
+    cp "$TMP/screen" "$TMP/lens-part.txt"
+    wait_for lf 'Logit lens at 5 .*rank of' 10 || bad "the unbounded lens did not show position 5"
+    screen lf
+    cp "$TMP/screen" "$TMP/lens-full.txt"
+    pane_box "$TMP/lens-part.txt" "Logit lens" > "$TMP/lens-part.box"
+    pane_box "$TMP/lens-full.txt" "Logit lens" > "$TMP/lens-full.box"
+    grep -q '│ emb  computing  *│' "$TMP/lens-part.box" && ok || bad "the bounded lens's emb row is not pending"
+    for l in L0 L1 L2 L3; do
+        if grep "│ $l " "$TMP/lens-part.box" | grep -q '#' &&
+            [ "$(grep "│ $l " "$TMP/lens-part.box")" = "$(grep "│ $l " "$TMP/lens-full.box")" ]; then ok; else
+            bad "the bounded lens's $l row differs from the unbounded one's"
+            grep "│ $l " "$TMP/lens-part.box" "$TMP/lens-full.box"
+        fi
+    done
+    _n=0
+    while [ $_n -lt 100 ]; do
+        screen lb
+        grep -q 'computing' "$TMP/screen" || break
+        sleep 0.1
+        _n=$((_n + 1))
+    done
+    pane_box "$TMP/screen" "Logit lens" > "$TMP/lens-done.box"
+    if cmp -s "$TMP/lens-done.box" "$TMP/lens-full.box"; then ok; else
+        bad "the bounded lens, once idle, differs from the unbounded one"
+        diff -u "$TMP/lens-full.box" "$TMP/lens-done.box" | head -20
+    fi
+else
+    bad "the bounded lens never said computing 80%"
+    screen lb
+    sed 's/^/  screen: /' "$TMP/screen"
+fi
+
+# ---- pending cells without colour (NO_COLOR: shade glyphs) ----
+# A blank cell is a weight of 0 in the shade style: the cells left for
+# later are '?', and every other cell of that screen is the unbounded
+# screen's; once idle, no '?' is left and the map is the unbounded one.
+start nb induction 120 35 "NO_COLOR=1 AS_TEST_CELL_BUDGET_MS=0 AS_TEST_CELL_IDLE_MS=2000"
+start nf induction 120 35 "NO_COLOR=1 AS_TEST_CELL_BUDGET_MS=-1"
+for s in nb nf; do
+    typed "$s" "set delay 0; prompt $PROMPT; finish; view pos 150; view key 40; view zoom 8"
+    keys "$s" Enter
+done
+if wait_for nb 'computing [0-9]+%' 20; then
+    sleep 0.3
+    screen nb
+    attn_box "$TMP/screen" > "$TMP/shade-part.box"
+    wait_for nf 'max of 8×8' 10 || bad "the unbounded shade view did not zoom"
+    sleep 0.3
+    screen nf
+    attn_box "$TMP/screen" > "$TMP/shade-full.box"
+    _n=0
+    while [ $_n -lt 100 ]; do
+        screen nb
+        grep -q 'computing [0-9]*%' "$TMP/screen" || break
+        sleep 0.1
+        _n=$((_n + 1))
+    done
+    attn_box "$TMP/screen" > "$TMP/shade-done.box"
+    if /usr/bin/python3 - "$TMP/shade-part.box" "$TMP/shade-full.box" "$TMP/shade-done.box" <<'PYEOF'; then ok; else bad "the shade style's pending cells (above)"; fi
+import sys
+part, full, done = (open(f, encoding="utf-8").read().splitlines() for f in sys.argv[1:])
+# the map's rows: those whose label column ends before the cells (a row label "N text")
+rows = [i for i, l in enumerate(full) if i > 2 and l.startswith("│") and i < len(full) - 2]
+pending = 0
+bad = []
+for i in rows:
+    if i >= len(part) or len(part[i]) != len(full[i]):
+        bad.append(f"row {i}: lengths differ")
+        continue
+    for j, (a, b) in enumerate(zip(part[i], full[i])):
+        if a == "?" and b != "?":
+            pending += 1
+        elif a != b and not (i == len(full) - 3):  # the cursor's value line may say computing
+            bad.append(f"row {i} col {j}: partial {a!r}, whole {b!r}")
+if pending == 0:
+    bad.append("no pending '?' cell on the bounded screen")
+if any("?" in l for l in done):
+    bad.append("a '?' is left once idle")
+if done != full:
+    bad.append("the map once idle differs from the unbounded one")
+for b in bad[:10]:
+    print("  " + b)
+sys.exit(1 if bad else 0)
+PYEOF
+else
+    bad "the bounded shade view never said computing"
+    screen nb
+    sed 's/^/  screen: /' "$TMP/screen"
+fi
 
 echo "longnav golden: $pass passed, $fail failed"
 [ "$fail" = 0 ]
