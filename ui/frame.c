@@ -3,6 +3,7 @@
  * width, and token pieces with their whitespace made visible. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "textfmt.h"
 #include "tui.h"
@@ -143,4 +144,11 @@ void put_text_in(tui *u, WINDOW *w, int y, int x, const char *s, int width, int 
     term_role_attr(&u->t, w, look, attr);
     put_text(u, w, y, x, s, width);
     term_role(&u->t, w, R_NORMAL);
+}
+
+long long tui_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }

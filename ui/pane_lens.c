@@ -100,7 +100,7 @@ static bool compute(tui *u, int q)
             break;
         fill_rows(u, cache, first, n, all);
         cache->done += n;
-        if (u->cell_budget_ms >= 0 && tui_now_ms() >= deadline) /* a chunk at least, every redraw */
+        if (u->cell_budget_ms >= 0 && (double)tui_now_ns() / 1e6 >= deadline) /* a chunk at least, every redraw */
             break;
     }
     free(all);

@@ -2,7 +2,6 @@
  * size, and the drawing of the panes whose redraw bits are set, then of
  * the overlays (a lesson's step, a command's output, the keys) over them;
  * and the view's own timing of each key's redraw (ATTNSCOPE_KEY_TIMES). */
-#include <time.h>
 
 #include "textfmt.h"
 #include "tui.h"
@@ -69,18 +68,6 @@ static void draw_too_small(tui *u)
 
 /* ---- the view's own timing ---- */
 
-static long long now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-double tui_now_ms(void)
-{
-    return (double)now_ns() / 1e6;
-}
-
 /* A key as one word: "j", "^L", "KEY_NPAGE", "0x20" for Space. */
 static void key_word(int ch, bool keycode, char *out, size_t cap)
 {
@@ -102,7 +89,7 @@ static void key_timed(tui *u)
 {
     if (!u->key_times || !u->key_t0_ns)
         return;
-    double ms = (double)(now_ns() - u->key_t0_ns) / 1e6;
+    double ms = (double)(tui_now_ns() - u->key_t0_ns) / 1e6;
     u->key_t0_ns = 0;
     char key[32];
     key_word(u->key_ch, u->key_code, key, sizeof key);
@@ -117,7 +104,7 @@ void tui_key_read(tui *u, int ch, bool keycode)
 {
     if (!u->key_times)
         return;
-    u->key_t0_ns = now_ns();
+    u->key_t0_ns = tui_now_ns();
     u->key_ch = ch;
     u->key_code = keycode;
 }
@@ -137,7 +124,7 @@ void tui_redraw(tui *u)
     }
     unsigned dirty = u->dirty | tour_moved(u);
     u->dirty = 0;
-    u->redraw_t0_ms = tui_now_ms();
+    u->redraw_t0_ms = (double)tui_now_ns() / 1e6;
     /* the zoomed-out cells' bound for this redraw only: a command's `zoom`
      * or export, run between redraws, reads them whole */
     const as_capture *cap = as_view_capture(u->s);

@@ -127,7 +127,7 @@ typedef struct tui {
     /* The logit lens's rows left for later by the same bound (pane_lens.c):
      * the lens pane is redrawn while no key waits, until it is whole. */
     bool lens_late;
-    double redraw_t0_ms; /* when the redraw now drawing began (tui_now_ms) */
+    double redraw_t0_ms; /* when the redraw now drawing began (tui_now_ns, in ms) */
 } tui;
 
 /* Runs the view until quit; returns the exit status. notes are shown in
@@ -156,8 +156,6 @@ void tui_say(tui *u, log_kind kind, const char *fmt, ...) __attribute__((format(
 unsigned tui_after_command(tui *u);
 /* Moves what the running command printed so far into the log. */
 void capture_drain(tui *u);
-/* redraw.c: the monotonic clock in milliseconds. */
-double tui_now_ms(void);
 /* redraw.c: Draws dirty panes and shows them. */
 void tui_redraw(tui *u);
 void drop_windows(tui *u);
@@ -165,6 +163,9 @@ void drop_windows(tui *u);
  * update after it writes to ATTNSCOPE_KEY_TIMES's file. */
 void tui_key_read(tui *u, int ch, bool keycode);
 
+/* frame.c: the monotonic clock in nanoseconds (the view's own timing,
+ * the redraw's bound). */
+long long tui_now_ns(void);
 /* frame.c: a pane's box and title. */
 void draw_box(const tui *u, WINDOW *w);
 /* A focused box of h x w at (y, x) drawn over the panes (keys, output,
