@@ -40,6 +40,18 @@ PYEOF
 }
 attn_box() { pane_box "$1" Attention; }
 
+# until_done SESSION PATTERN TENTHS: screens SESSION (into $TMP/screen)
+# every 0.1 s until PATTERN (the progress) is gone, TENTHS tries at most
+until_done() {
+    _n=0
+    while [ "$_n" -lt "$3" ]; do
+        screen "$1"
+        grep -q "$2" "$TMP/screen" || break
+        sleep 0.1
+        _n=$((_n + 1))
+    done
+}
+
 for size in "80 24" "120 35"; do
     set -- $size
     c=$1 r=$2
@@ -94,13 +106,8 @@ bounded() {
     fi
     sleep 0.3 # the rest of that screen's update (its title is written first)
     $T capture-pane -p -e -t "p$tag" > "$TMP/$tag-part.txt"
-    _n=0 # then the rest, made while no key comes: until the title no longer says computing (60 s at most)
-    while [ $_n -lt 600 ]; do
-        screen "p$tag"
-        grep -q 'computing [0-9]*%' "$TMP/screen" || break
-        sleep 0.1
-        _n=$((_n + 1))
-    done
+    # then the rest, made while no key comes: until the title no longer says computing (60 s at most)
+    until_done "p$tag" 'computing [0-9]*%' 600
     wait_for "f$tag" 'attnscope>' 5
     sleep 0.3
     $T capture-pane -p -e -t "p$tag" > "$TMP/$tag-done.txt"
@@ -161,13 +168,7 @@ if wait_for lb 'Logit lens at 5 .*computing 80%' 20; then
             grep "│ $l " "$TMP/lens-part.box" "$TMP/lens-full.box"
         fi
     done
-    _n=0
-    while [ $_n -lt 100 ]; do
-        screen lb
-        grep -q 'computing' "$TMP/screen" || break
-        sleep 0.1
-        _n=$((_n + 1))
-    done
+    until_done lb computing 100
     pane_box "$TMP/screen" "Logit lens" > "$TMP/lens-done.box"
     if cmp -s "$TMP/lens-done.box" "$TMP/lens-full.box"; then ok; else
         bad "the bounded lens, once idle, differs from the unbounded one"
@@ -197,13 +198,7 @@ if wait_for nb 'computing [0-9]+%' 20; then
     sleep 0.3
     screen nf
     attn_box "$TMP/screen" > "$TMP/shade-full.box"
-    _n=0
-    while [ $_n -lt 100 ]; do
-        screen nb
-        grep -q 'computing [0-9]*%' "$TMP/screen" || break
-        sleep 0.1
-        _n=$((_n + 1))
-    done
+    until_done nb 'computing [0-9]*%' 100
     attn_box "$TMP/screen" > "$TMP/shade-done.box"
     if /usr/bin/python3 - "$TMP/shade-part.box" "$TMP/shade-full.box" "$TMP/shade-done.box" <<'PYEOF'; then ok; else bad "the shade style's pending cells (above)"; fi
 import sys
