@@ -313,6 +313,7 @@ static int choose_pre(as_tokenizer *t, const as_tokenizer_spec *sp, as_error *er
                  "pre-tokenizer '%.60s' is unknown to attnscope: text is split as GPT-2 splits it, "
                  "so ids may differ from llama.cpp's (which refuses this file)",
                  name);
+        as_defang(t->warning); /* the name is the file's bytes, and "%.60s" may cut a character */
     }
     t->ignore_merges = t->pre->ignore_merges;
     return as_tok_pre_compile(t, err);
