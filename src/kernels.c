@@ -93,9 +93,10 @@ bool as_kernels_use(const char *name)
 
 /* llama.cpp's (native: activations quantized to the weight type's
  * vec_dot_type, integer dots, qdot.c) or float32 for quantized matrices;
- * one setting for the process, like the threads. Default float32 until
- * the bench shows native at llama.cpp's speed (issue #32). */
-static _Atomic bool activations_native = false;
+ * one setting for the process, like the threads. Native by default
+ * (issue #32): a quantized file computes as llama.cpp computes it;
+ * F32/F16/BF16 weights take float32 activations either way. */
+static _Atomic bool activations_native = true;
 
 bool as_set_activations(const char *name)
 {

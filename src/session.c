@@ -242,7 +242,7 @@ static const command commands[] = {
     {{"set", "set [temp X | topk K | topp P | seed S | threads N | ctx N | activations native|f32 | "
       "attn-result on|off | in-hooks on|off | capture-file PATH|off | patterns stored|on-demand|auto]",
       "Sampler and engine settings (temp 0 is greedy; ctx caps the context you work in, 0 for the "
-      "model's window; activations: quantized weights' arithmetic, f32 or llama.cpp's native 8-bit; "
+      "model's window; activations: quantized weights' arithmetic, native (llama.cpp's 8-bit, the default) or f32; "
       "attn-result: the hooks blocks.L.attn.hook_result, each head's output through its slice of W_O "
       "[head, d_model]; in-hooks: blocks.L.hook_attn_in and hook_mlp_in, the residual stream entering "
       "ln1 and ln2; either rebuilds the program and runs the context again; "

@@ -391,6 +391,9 @@ static size_t weight_bytes(const char *path)
  * - and the weights in memory are the stored bytes, not float32. */
 static void check_typed_copy(const char *name, as_ggml_type type, double bound)
 {
+    /* float32 activations: the stored type against the same weights decoded
+     * to F32 (native arithmetic, the default for Q8_0, is test_qdot.c's) */
+    cr_assert(as_set_activations("f32"));
     char gguf[256], copy[] = "/tmp/attnscope-typed-XXXXXX", back[] = "/tmp/attnscope-f32-XXXXXX";
     snprintf(gguf, sizeof gguf, "../models/%s.gguf", name);
     int fd = mkstemp(copy), fd2 = mkstemp(back);

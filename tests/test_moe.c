@@ -175,6 +175,9 @@ static double logit_gap(const char *x, const char *y, bool *same_experts)
  * or less for Q8_0. */
 Test(moe, expert_tensors_run_in_their_stored_type)
 {
+    /* float32 activations, to hold Q8_0 to the decoded weights (native, the
+     * default for block types, is test_qdot.c's) */
+    cr_assert(as_set_activations("f32"));
     as_ggml_type types[] = {AS_GGML_F16, AS_GGML_Q8_0};
     for (int i = 0; i < 2; i++) {
         char copy[] = "/tmp/attnscope-moe-XXXXXX", back[] = "/tmp/attnscope-moe-f32-XXXXXX";

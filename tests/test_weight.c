@@ -82,6 +82,8 @@ ParameterizedTest(int *isa, weight, fused_dots_and_matvec_match_a_double_referen
 {
     if (!use_kernels(*isa))
         return;
+    /* the float32-activation kernels (native, the default for block types, is test_qdot.c's) */
+    cr_assert(as_set_activations("f32"));
     as_pool *pool = NULL;
     as_error err;
     cr_assert_eq(as_pool_new(&pool, 2, &err), AS_OK);
@@ -338,6 +340,8 @@ ParameterizedTest(int *isa, weight, fused_dot_and_matvec_match_double_precision)
 {
     if (!use_kernels(*isa))
         return;
+    /* the float32-activation kernels (native, the default for block types, is test_qdot.c's) */
+    cr_assert(as_set_activations("f32"));
     for (int k = 0; k < N_TYPES; k++)
         for (int s = 0; s < N_SHAPES; s++) {
             int rows = shapes[s][0], cols = shapes[s][1];
@@ -375,6 +379,8 @@ ParameterizedTest(int *isa, weight, many_positions_agree_with_one)
 {
     if (!use_kernels(*isa))
         return;
+    /* the float32-activation kernels (native, the default for block types, is test_qdot.c's) */
+    cr_assert(as_set_activations("f32"));
     as_pool *pool;
     as_error err;
     cr_assert_eq(as_pool_new(&pool, 2, &err), AS_OK);
@@ -478,6 +484,8 @@ ParameterizedTest(int *isa, weight, block_types_on_rows_ggml_quantized)
 {
     if (!use_kernels(*isa))
         return;
+    /* the float32-activation kernels (native, the default for block types, is test_qdot.c's) */
+    cr_assert(as_set_activations("f32"));
     char why[512];
     int st = ggml_ref_open(why, sizeof why);
     if (st == GGML_REF_MISSING) {

@@ -29,9 +29,9 @@ bool as_kernels_use(const char *name);
 void as_set_threads(int n);
 int as_get_threads(void);
 /* The arithmetic of products with quantized weight matrices, for the
- * whole process: "f32" (float32 activations, the model's exact
- * arithmetic; the default) or "native" (llama.cpp's: each activation row
- * quantized to the weight type's vec_dot_type, integer dot products).
+ * whole process: "native" (llama.cpp's: each activation row quantized to
+ * the weight type's vec_dot_type, integer dot products; the default) or
+ * "f32" (float32 activations, the model's exact arithmetic).
  * F32, F16 and BF16 weights always take float32. as_set_activations is
  * false, with nothing changed, for another name. A session recomputes
  * what it computed under the other setting (as_interp_stale). */

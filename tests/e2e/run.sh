@@ -35,7 +35,8 @@ if [ "$a" = "$b" ] && [ "$a" != "$c" ]; then ok; else bad "same seed, same token
 # build lacks is refused by name; every set greedily picks the same tokens.
 expect "version names the kernels" 0 '^attnscope [0-9.]+ \(kernels: (avx512|avx2|generic)\)$' '' -- --version
 expect "generic kernels on request" 0 '\(kernels: generic\)$' '' -- --kernels generic --version
-expect "version names the activations' arithmetic" 0 '^activations: f32 ' '' -- --version
+expect "version names the activations' arithmetic, native by default" 0 '^activations: native \(llama.cpp' '' -- --version
+expect "float32 activations on request" 0 '^activations: f32 \(float32' '' -- --activations f32 --version
 expect "native activations on request" 0 '^activations: native ' '' -- --activations native --version
 expect "unknown activations refused" 2 '' "--activations int4.*native or f32" -- --activations int4 -m "$G" -e "info"
 expect "unknown kernels refused by name" 1 '' '--kernels sse9: .*no such kernels' -- --kernels sse9 -m "$G" -e "info"
