@@ -296,12 +296,16 @@ test-fresh:
 # them, and the comparison's numbers are checked by the plain run.
 # The Hugging Face fixture directories too, converted by `convert`
 # (tests/peer/hf_convert.sh): llama.cpp loads what attnscope writes.
+# Then the 12 quantized presets, quantized by llama.cpp and run by both
+# (tests/peer/llama_quant.sh): every product on llama.cpp's own inputs.
 llama-compare: $(LIB) $(PROG) llama-ref
 ifeq ($(SAN),)
 	CC="$(CC)" LIB="$(LIB)" LIB_DEPS="$(LIB_DEPS)" CFLAGS="$(WARN) $(PKG_CFLAGS)" BUILD="$(BUILD)" \
 	  LLAMA_REF="$(abspath $(LLAMA_REF))" \
 	  LLAMA_COMPARE_FIXTURES="$$(ls tests/fixtures/*.gguf | sed 's/\.gguf$$//') tests/fixtures/models/austen-moe $$(sh tests/peer/hf_convert.sh $(PROG) $(BUILD))" \
 	  sh tests/peer/llama_compare.sh
+	CC="$(CC)" LIB="$(LIB)" LIB_DEPS="$(LIB_DEPS)" CFLAGS="$(WARN) $(PKG_CFLAGS)" BUILD="$(BUILD)" \
+	  LLAMA_REF="$(abspath $(LLAMA_REF))" sh tests/peer/llama_quant.sh
 else
 	@echo "llama-compare: not run under the sanitizers (libllama is not instrumented); make test runs it"
 endif
