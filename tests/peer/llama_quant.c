@@ -239,8 +239,10 @@ static const as_gguf_tensor *file_tensor(const as_gguf *g, const char *name)
 static bool product_cb(struct ggml_tensor *t, bool ask, void *ud)
 {
     product_check *pc = ud;
-    if (ask || t->op != GGML_OP_MUL_MAT)
+    if (ask) /* only the products are asked for */
         return t->op == GGML_OP_MUL_MAT;
+    if (t->op != GGML_OP_MUL_MAT) /* false would stop llama.cpp's pass */
+        return true;
     const struct ggml_tensor *w = t->src[0], *x = t->src[1];
     const as_gguf_tensor *gt = file_tensor(pc->g, w->name);
     if (!gt) {
