@@ -561,7 +561,7 @@ static void machine(FILE *f, const opts *o)
                "median of %d runs.\n", cpu, sysconf(_SC_NPROCESSORS_ONLN), o->threads, date, load[0], load[1],
             load[2], o->runs);
     fprintf(f, "attnscope's activations: %s.\n",
-            o->activations && !strcmp(o->activations, "native")
+            !o->activations || !strcmp(o->activations, "native") /* native: the default (issue #32) */
                 ? "native (llama.cpp's arithmetic for quantized weights: 8-bit activations, integer dots)"
                 : "f32 (float32 activations for every weight type)");
     const char *core = getenv("OPENBLAS_CORETYPE");
