@@ -456,8 +456,8 @@ static int restore(as_session *s, rbuf *r, int dt, uint32_t version, const char 
     int od = version >= 2 ? get_i32(r, "the patterns' mode") : 0;
     if (r->bad)
         return damaged(path, r, err);
-    if (od)
-        as_set_patterns("on-demand");
+    /* the run's own mode, whatever --patterns or a `set patterns` before said (its hooks were kept that way) */
+    as_set_patterns(od ? "on-demand" : "stored");
     if (ctx > 0 && as_interp_set_ctx(it, ctx, err))
         return as_error_prefix(err, "%s", path);
     s->ctx = ctx;

@@ -133,6 +133,14 @@ mkdir -p "$D"
 finish; dump all $D/live; save run $D/od.run; set patterns stored; finish; save run $D/stored.run" >"$D/out" 2>&1
 "$BIN" --no-tui --open "$D/od.run" -e "info; dump all $D/re" >"$D/re.out" 2>&1
 grep -q "^patterns: on-demand .*computed on demand" "$D/re.out" && ok || bad "a run saved on demand reopens on demand"
+# each run reopens as it was saved, whatever --patterns says (a stored run under --patterns on-demand
+# said "hook 8 ... does not match ..., or is damaged": the session fuzzer, after a `set patterns` input)
+for pair in "od.run stored" "stored.run on-demand"; do
+    set -- $pair
+    "$BIN" --no-tui --patterns "$2" --open "$D/$1" -e "dump all $D/flip-$1" >"$D/flip-$1.out" 2>&1
+    [ -s "$D/flip-$1/index.json" ] && diff -r "$D/live" "$D/flip-$1" >/dev/null && ok ||
+        bad "$1 reopened under --patterns $2 differs or fails: $(head -c 300 "$D/flip-$1.out")"
+done
 n=0 diff=0
 for f in "$D"/live/*.npy; do
     n=$((n + 1))
